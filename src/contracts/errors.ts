@@ -1,0 +1,25 @@
+import { z } from "zod";
+
+/** Machine-readable error codes carried by every error reply and error event. */
+export const ErrorCode = z.enum([
+  "bad_json",
+  "invalid_request",
+  "payload_too_large",
+  "unknown_subject",
+  "timeout",
+  "no_responders",
+  "agent_failed",
+  "internal",
+]);
+export type ErrorCode = z.infer<typeof ErrorCode>;
+
+/** The reply to any request that could not be served. */
+export const ErrorReply = z.object({
+  error: z.object({
+    code: ErrorCode,
+    message: z.string(),
+    /** For `invalid_request`: one line per failed field, `path: message`. */
+    issues: z.array(z.string()).optional(),
+  }),
+});
+export type ErrorReply = z.infer<typeof ErrorReply>;

@@ -1,0 +1,87 @@
+import { z } from "zod";
+import { AgentOutput } from "./agent.ts";
+import { CriticResult } from "./critic.ts";
+import { ErrorCode } from "./errors.ts";
+import { SessionId, TurnId } from "./ids.ts";
+import { Stage, TurnOutcome, TurnWarning } from "./turn.ts";
+import { Claim, Episode, Modulators, Sensors, Stance, StanceDelta } from "./workspace.ts";
+
+/**
+ * Every event kind a turn writes, each with its payload schema. The order in
+ * which a turn emits them is fixed by the turn statechart (machines/turn.ts).
+ */
+export const EventPayloads = {
+  TURN_STARTED: z.object({ user_input: z.string(), turn_id: TurnId, user_id: z.string().optional() }),
+  TURN_STAGE_CHANGED: z.object({ stage: Stage }),
+  SENSORS_FAST_UPDATED: z.object({ sensors: Sensors }),
+  SAFETY_INTERRUPT: z.object({ reason: z.string(), sensor: z.string(), value: z.number() }),
+  MEMORY_RETRIEVED: z.object({
+    episodes: z.array(Episode),
+    user_facts: z.array(z.string()),
+    open_threads: z.array(z.string()),
+  }),
+  WORKSPACE_PATCHED: z.object({ patch: z.record(z.string(), z.unknown()) }),
+  WAVE_STARTED: z.object({ wave: z.number().int(), agent_count: z.number().int(), agents: z.array(z.string()) }),
+  AGENT_COMPLETED: z.object({
+    wave: z.number().int(),
+    agent_id: z.string(),
+    output: AgentOutput,
+    elapsed_ms: z.number(),
+    worker: z.string(),
+  }),
+  AGENT_FAILED: z.object({
+    wave: z.number().int(),
+    agent_id: z.string(),
+    code: ErrorCode,
+    message: z.string(),
+  }),
+  WAVE_COMPLETED: z.object({ wave: z.number().int(), results: z.number().int(), failed: z.number().int() }),
+  STANCE_UPDATED: z.object({ delta: StanceDelta, current: Stance, modulators: Modulators }),
+  DELIB_ROUND_STARTED: z.object({ round: z.number().int() }),
+  CONSENSUS_UPDATED: z.object({ round: z.number().int(), level: z.number(), claims: z.array(Claim) }),
+  DELIB_ROUND_COMPLETED: z.object({ round: z.number().int(), consensus: z.number() }),
+  COUNCIL_DECISION_MADE: z.object({
+    speak: z.boolean(),
+    urgency: z.string(),
+    intent: z.string(),
+    key_points: z.array(z.string()),
+    do_not: z.array(z.string()),
+    thinking: z.string(),
+  }),
+  VOICE_RENDERED: z.object({ text: z.string(), attempt: z.number().int() }),
+  CRITICS_UPDATED: z.object({ results: z.array(CriticResult), passed: z.boolean() }),
+  MEMORY_COMMITTED: z.object({ summary: z.string(), stored: z.boolean() }),
+  STAGE_WARNING: TurnWarning,
+  TURN_COMPLETED: z.object({
+    total_time_ms: z.number(),
+    response: z.string(),
+    outcome: TurnOutcome,
+  }),
+} as const;
+
+export type EventKind = keyof typeof EventPayloads;
+export const EVENT_KINDS = Object.keys(EventPayloads) as EventKind[];
+export const EventKindSchema = z.enum(EVENT_KINDS as [EventKind, ...EventKind[]]);
+
+export type EventPayload<K extends EventKind> = z.infer<(typeof EventPayloads)[K]>;
+
+/** A kind together with its payload: what the turn machine asks its host to record. */
+export type EventBody = { [K in EventKind]: { kind: K; payload: EventPayload<K> } }[EventKind];
+
+const envelope = {
+  session_id: SessionId,
+  turn_id: TurnId,
+  /** Contiguous from 0 within a turn. */
+  seq: z.number().int().min(0),
+  /** Milliseconds on the writer's monotonic clock (performance.timeOrigin + performance.now()). */
+  ts_monotonic: z.number(),
+};
+
+/** One entry of the ordered event log, as stored on `conclave.events.<session_id>.<turn_id>`. */
+export const EngineEvent = z.discriminatedUnion(
+  "kind",
+  EVENT_KINDS.map((kind) =>
+    z.object({ ...envelope, kind: z.literal(kind), payload: EventPayloads[kind] }),
+  ) as unknown as [z.ZodObject<{ kind: z.ZodLiteral<EventKind> }>, ...z.ZodObject<{ kind: z.ZodLiteral<EventKind> }>[]],
+);
+export type EngineEvent = z.infer<z.ZodObject<typeof envelope>> & EventBody;

@@ -1,0 +1,19 @@
+import { z } from "zod";
+
+/**
+ * A session id is one NATS subject token: it appears verbatim in
+ * `conclave.turn.submit.<session_id>` and `conclave.events.<session_id>.<turn_id>`,
+ * and as a JetStream KV key, so it may not contain dots, wildcards or spaces.
+ */
+export const SessionId = z
+  .string()
+  .regex(/^[A-Za-z0-9_-]{1,64}$/, "session_id must be 1-64 characters of A-Z, a-z, 0-9, '_' or '-'");
+export type SessionId = z.infer<typeof SessionId>;
+
+/** Turns are numbered from 1 within a session and never reused. */
+export const TurnId = z.number().int().min(1);
+export type TurnId = z.infer<typeof TurnId>;
+
+/** Agent ids are `<agency>.<name>`, e.g. `emotion.stress`. */
+export const AgentId = z.string().regex(/^[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*$/, "agent id must look like 'agency.name'");
+export type AgentId = z.infer<typeof AgentId>;

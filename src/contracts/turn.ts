@@ -1,0 +1,62 @@
+import { z } from "zod";
+import { SessionId, TurnId } from "./ids.ts";
+
+/** Largest accepted user message, in characters. */
+export const MAX_TURN_TEXT = 16_000;
+
+/** Published (or requested) on `conclave.turn.submit.<session_id>`. */
+export const TurnSubmission = z.object({
+  text: z
+    .string()
+    .trim()
+    .min(1, "text must not be empty")
+    .max(MAX_TURN_TEXT, `text must be at most ${MAX_TURN_TEXT} characters`),
+  idempotency_key: z.string().min(1).max(128).optional(),
+  user_id: z.string().min(1).max(128).optional(),
+});
+export type TurnSubmission = z.infer<typeof TurnSubmission>;
+
+/** The reply to a submission request: where the turn's events will appear. */
+export const TurnAck = z.object({
+  session_id: SessionId,
+  turn_id: TurnId,
+  /** `conclave.events.<session_id>.<turn_id>`, for convenience. */
+  events_subject: z.string(),
+});
+export type TurnAck = z.infer<typeof TurnAck>;
+
+/** The pipeline's stages, in order. */
+export const STAGES = [
+  "ingest",
+  "sensing_fast",
+  "context",
+  "agents",
+  "deliberation",
+  "council",
+  "critics",
+  "memory_commit",
+] as const;
+export const Stage = z.enum([...STAGES, "safety"]);
+export type Stage = z.infer<typeof Stage>;
+
+/** A non-fatal problem in one stage: the turn went on without that stage's full result. */
+export const TurnWarning = z.object({
+  stage: Stage,
+  code: z.string(),
+  message: z.string(),
+  /** The agent, critic or service involved, when there is one. */
+  subject: z.string().optional(),
+});
+export type TurnWarning = z.infer<typeof TurnWarning>;
+
+/** How a turn ended: Complete, or PartialSuccess carrying the warnings of each stage that fell short. */
+export const TurnOutcome = z.discriminatedUnion("status", [
+  z.object({ status: z.literal("Complete") }),
+  z.object({ status: z.literal("PartialSuccess"), warnings: z.array(TurnWarning).min(1) }),
+]);
+export type TurnOutcome = z.infer<typeof TurnOutcome>;
+
+export const turnOutcome = (warnings: readonly TurnWarning[]): TurnOutcome =>
+  warnings.length === 0 ? { status: "Complete" } : { status: "PartialSuccess", warnings: [...warnings] };
+
+export { SessionId, TurnId };
