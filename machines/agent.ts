@@ -1,0 +1,86 @@
+import { assign, fromPromise, setup } from "xstate";
+import type { AgentOutput, AgentRequest } from "../src/contracts/agent.ts";
+
+/**
+ * One agent answering one request, inside a worker:
+ *
+ *   idle → thinking → replied | failed
+ *
+ * `think` (the offline rule path or an LLM call) is provided by the worker.
+ * The request's own budget is the deadline: a `think` that overruns it is
+ * stopped (its abort signal fires) and the agent fails with `timeout`.
+ * Sending `cancel` stops it the same way.
+ */
+export interface AgentMachineOutput {
+  agent_id: string;
+  status: "replied" | "failed";
+  output?: AgentOutput;
+  error?: { code: "timeout" | "agent_failed"; message: string };
+}
+
+export const agentMachine = setup({
+  types: {
+    input: {} as AgentRequest,
+    context: {} as { request: AgentRequest; output: AgentOutput | null; error: AgentMachineOutput["error"] | null },
+    events: {} as { type: "start" } | { type: "cancel" },
+    output: {} as AgentMachineOutput,
+  },
+  actors: {
+    think: fromPromise<AgentOutput, AgentRequest>(async () => {
+      throw new Error("agent machine: the worker must provide the 'think' actor");
+    }),
+  },
+  delays: {
+    deadline: ({ context }) => context.request.timeout_ms,
+  },
+}).createMachine({
+  id: "agent",
+  context: ({ input }) => ({ request: input, output: null, error: null }),
+  initial: "idle",
+  states: {
+    idle: {
+      on: { start: "thinking", cancel: "failed" },
+    },
+    thinking: {
+      invoke: {
+        src: "think",
+        input: ({ context }) => context.request,
+        onDone: { target: "replied", actions: assign({ output: ({ event }) => event.output }) },
+        onError: {
+          target: "failed",
+          actions: assign({
+            error: ({ event }) => ({
+              code: "agent_failed" as const,
+              message: event.error instanceof Error ? event.error.message : String(event.error),
+            }),
+          }),
+        },
+      },
+      after: {
+        deadline: {
+          target: "failed",
+          actions: assign({
+            error: ({ context }) => ({
+              code: "timeout" as const,
+              message: `agent ${context.request.agent_id} did not finish within ${context.request.timeout_ms} ms`,
+            }),
+          }),
+        },
+      },
+      on: {
+        cancel: {
+          target: "failed",
+          actions: assign({ error: { code: "agent_failed" as const, message: "cancelled" } }),
+        },
+      },
+    },
+    replied: { type: "final" },
+    failed: { type: "final" },
+  },
+  output: ({ context }) => ({
+    agent_id: context.request.agent_id,
+    status: context.output ? "replied" : "failed",
+    ...(context.output ? { output: context.output } : {}),
+    ...(context.error ? { error: context.error } : {}),
+  }),
+});

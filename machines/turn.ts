@@ -1,0 +1,1113 @@
+import { assign, enqueueActions, fromCallback, fromPromise, setup } from "xstate";
+import { CONSENSUS_THRESHOLD } from "../src/cognition/deliberation.ts";
+import { SAFETY_INTERRUPT_THRESHOLD } from "../src/cognition/sensors.ts";
+import {
+  applyAgentOutput,
+  modulatorsFromSensors,
+  stanceDifference,
+  type Workspace,
+} from "../src/cognition/workspace.ts";
+import type { AgentContext, AgentReply } from "../src/contracts/agent.ts";
+import type {
+  CouncilDecision,
+  CouncilRequest,
+  SafetyCouncilReply,
+  SafetyCouncilRequest,
+  VoiceReply,
+  VoiceRequest,
+} from "../src/contracts/council.ts";
+import type { CriticRequest, CriticResult, CriticsReply } from "../src/contracts/critic.ts";
+import type { ErrorCode } from "../src/contracts/errors.ts";
+import type { EventBody, EventPayload } from "../src/contracts/events.ts";
+import type {
+  MemoryCommitReply,
+  MemoryCommitRequest,
+  MemoryRetrieveReply,
+  MemoryRetrieveRequest,
+} from "../src/contracts/memory.ts";
+import type { PlanWavesReply, PlanWavesRequest } from "../src/contracts/scheduler.ts";
+import { type TurnOutcome, type TurnWarning, turnOutcome } from "../src/contracts/turn.ts";
+import type { Episode, Modulators, Sensors, Stance } from "../src/contracts/workspace.ts";
+
+/**
+ * The turn statechart: one user turn through the pipeline
+ *
+ *   ingest → sensing_fast → (safety → completed)
+ *          → context → agents (waves) → deliberation (≤ N rounds)
+ *          → council (+ voice) → critics → memory_commit → completed
+ *
+ * The machine is pure. Every piece of work is an invoked actor and every
+ * event of the log is a `record` action; the process hosting the machine
+ * supplies both with `turnMachine.provide(...)`. Each stage has a deadline
+ * (`stageTimeout`): a stage that fails or overruns adds a warning and the
+ * turn goes on, so a turn always reaches `completed` with an outcome.
+ */
+
+export interface TurnPolicy {
+  /** Deadline of each stage. */
+  stage_timeout_ms: number;
+  /** Budget of one agent request inside a wave. */
+  agent_timeout_ms: number;
+  max_deliberation_rounds: number;
+}
+
+export const defaultTurnPolicy: TurnPolicy = {
+  stage_timeout_ms: 10_000,
+  agent_timeout_ms: 4_000,
+  max_deliberation_rounds: 3,
+};
+
+export interface TurnInput {
+  session_id: string;
+  turn_id: number;
+  text: string;
+  user_id?: string;
+  policy: TurnPolicy;
+  /** Carried over from the session's previous turn. */
+  modulators: Modulators;
+  stance: Stance;
+}
+
+export interface TurnContext extends TurnInput {
+  sensors: Sensors | null;
+  workspace: Workspace;
+  episodes: Episode[];
+  waves: string[][];
+  wave: number;
+  /** Agents of the current wave that have neither replied nor failed yet. */
+  wave_pending: string[];
+  wave_failures: number;
+  wave_stance: Stance;
+  round: number;
+  consensus: number;
+  decision: CouncilDecision | null;
+  response: string;
+  critics: CriticResult[];
+  warnings: TurnWarning[];
+}
+
+export interface TurnOutput {
+  session_id: string;
+  turn_id: number;
+  response: string;
+  outcome: TurnOutcome;
+  modulators: Modulators;
+  stance: Stance;
+}
+
+/** What a turn asks its host to append to the event log (the host adds the clock-derived fields). */
+export type TurnRecord =
+  | Exclude<EventBody, { kind: "TURN_COMPLETED" }>
+  | {
+      kind: "TURN_COMPLETED";
+      payload: Omit<EventPayload<"TURN_COMPLETED">, "total_time_ms">;
+    };
+
+type RecordAction = { type: "record"; params: TurnRecord };
+type WarnAction = { type: "warn"; params: TurnWarning };
+
+export interface RunWaveInput {
+  session_id: string;
+  turn_id: number;
+  wave: number;
+  agents: string[];
+  timeout_ms: number;
+  context: AgentContext;
+}
+
+/** Events a wave sends back as its agents answer, then `wave.done` once all have answered or failed. */
+export type WaveEvent =
+  | { type: "agent.replied"; reply: AgentReply }
+  | { type: "agent.failed"; agent_id: string; code: ErrorCode; message: string }
+  | { type: "wave.done" };
+
+export interface DeliberateInput {
+  round: number;
+  workspace: Workspace;
+}
+export interface DeliberateOutput {
+  workspace: Workspace;
+  consensus: number;
+}
+
+/** Raised when a host forgot to provide one of the machine's actors. */
+export class MissingActorError extends Error {
+  constructor(name: string) {
+    super(`turn machine: the host must provide the '${name}' actor with turnMachine.provide()`);
+    this.name = "MissingActorError";
+  }
+}
+const unprovided = <O, I>(name: string) =>
+  fromPromise<O, I>(async () => {
+    throw new MissingActorError(name);
+  });
+
+/** Said when the safety council itself cannot be reached: the one reply a turn may never lack. */
+export const SAFETY_FALLBACK_REPLY =
+  "I want to make sure you're safe. If you might act on thoughts of harming yourself or someone else, please contact local emergency services or a crisis line now. I'm here to listen.";
+
+const codeOf = (error: unknown): string => {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === "string" ? code : "internal";
+};
+const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error));
+
+const agentContext = (context: TurnContext): AgentContext => ({
+  user_message: context.text,
+  sensors: context.sensors ?? zeroSensors(),
+  modulators: context.workspace.modulators,
+  stance: context.workspace.stance,
+  claims: context.workspace.claims,
+  episodes: context.episodes,
+});
+
+export const zeroSensors = (): Sensors => ({
+  vulnerability: 0,
+  advice_requested: 0,
+  relational_bid: 0,
+  ai_feelings_probe: 0,
+  humor_masking: 0,
+  rupture: 0,
+  ambiguity: 0,
+  safety_risk: 0,
+  prompt_injection: 0,
+});
+
+export const turnMachine = setup({
+  types: {
+    context: {} as TurnContext,
+    input: {} as TurnInput,
+    output: {} as TurnOutput,
+    events: {} as WaveEvent,
+  },
+  actors: {
+    senseFast: unprovided<Sensors, { text: string }>("senseFast"),
+    safetyCouncil: unprovided<SafetyCouncilReply, SafetyCouncilRequest>("safetyCouncil"),
+    retrieveMemory: unprovided<MemoryRetrieveReply, MemoryRetrieveRequest>("retrieveMemory"),
+    planWaves: unprovided<PlanWavesReply, PlanWavesRequest>("planWaves"),
+    runWave: fromCallback<{ type: "noop" }, RunWaveInput>(() => {
+      throw new MissingActorError("runWave");
+    }),
+    deliberate: unprovided<DeliberateOutput, DeliberateInput>("deliberate"),
+    decide: unprovided<CouncilDecision, CouncilRequest>("decide"),
+    renderVoice: unprovided<VoiceReply, VoiceRequest>("renderVoice"),
+    runCritics: unprovided<CriticsReply, CriticRequest>("runCritics"),
+    commitMemory: unprovided<MemoryCommitReply, MemoryCommitRequest>("commitMemory"),
+  },
+  actions: {
+    /** Appends one event to the turn's log. Provided by the host; a no-op in a bare machine. */
+    record: (_, _event: TurnRecord) => {},
+  },
+  delays: {
+    stageTimeout: ({ context }) => context.policy.stage_timeout_ms,
+    /** A wave waits for its slowest agent, plus a margin for the reply to travel. */
+    waveTimeout: ({ context }) => context.policy.agent_timeout_ms + 250,
+  },
+  guards: {
+    safetyRisk: ({ context }) => (context.sensors?.safety_risk ?? 0) > SAFETY_INTERRUPT_THRESHOLD,
+    hasWaves: ({ context }) => context.waves.length > 0,
+    hasMoreWaves: ({ context }) => context.wave + 1 < context.waves.length,
+    deliberationSettled: ({ context }) =>
+      context.consensus >= CONSENSUS_THRESHOLD || context.round + 1 >= context.policy.max_deliberation_rounds,
+    councilSpeaks: ({ context }) => context.decision?.speak === true,
+  },
+})
+  .extend({
+    actions: {
+      /** Notes a stage's shortfall in the outcome and in the log. */
+      warn: enqueueActions<TurnContext, WaveEvent, TurnWarning, WaveEvent, never, RecordAction, never>(
+        ({ enqueue }, warning) => {
+          enqueue.assign(({ context }) => ({
+            warnings: [...context.warnings, warning],
+          }));
+          enqueue({
+            type: "record",
+            params: { kind: "STAGE_WARNING", payload: warning },
+          });
+        },
+      ),
+      /** Ends a wave in the log: the workspace patch, the stance change if any, then WAVE_COMPLETED. */
+      closeWave: enqueueActions<TurnContext, WaveEvent, undefined, WaveEvent, never, RecordAction, never>(
+        ({ context, enqueue }) => {
+          const agents = context.waves[context.wave] ?? [];
+          const failed = context.wave_failures + context.wave_pending.length;
+          enqueue({
+            type: "record",
+            params: {
+              kind: "WORKSPACE_PATCHED",
+              payload: {
+                patch: {
+                  wave: context.wave,
+                  agents_completed: agents.length - failed,
+                  claims: context.workspace.claims.length,
+                },
+              },
+            },
+          });
+          const delta = stanceDifference(context.wave_stance, context.workspace.stance);
+          if (Object.keys(delta).length > 0) {
+            enqueue({
+              type: "record",
+              params: {
+                kind: "STANCE_UPDATED",
+                payload: {
+                  delta,
+                  current: context.workspace.stance,
+                  modulators: context.workspace.modulators,
+                },
+              },
+            });
+          }
+          enqueue({
+            type: "record",
+            params: {
+              kind: "WAVE_COMPLETED",
+              payload: {
+                wave: context.wave,
+                results: agents.length - failed,
+                failed,
+              },
+            },
+          });
+        },
+      ),
+      /** The wave's deadline passed: every agent still pending counts as timed out. */
+      waveOverran: enqueueActions<
+        TurnContext,
+        WaveEvent,
+        undefined,
+        WaveEvent,
+        never,
+        RecordAction | WarnAction,
+        never
+      >(({ context, enqueue }) => {
+        for (const agentId of context.wave_pending) {
+          const message = `agent ${agentId} did not answer within ${context.policy.agent_timeout_ms} ms`;
+          enqueue({
+            type: "record",
+            params: {
+              kind: "AGENT_FAILED",
+              payload: {
+                wave: context.wave,
+                agent_id: agentId,
+                code: "timeout",
+                message,
+              },
+            },
+          });
+          enqueue({
+            type: "warn",
+            params: {
+              stage: "agents",
+              code: "timeout",
+              message,
+              subject: agentId,
+            },
+          });
+        }
+      }),
+    },
+  })
+  .createMachine({
+    id: "turn",
+    context: ({ input }) => ({
+      ...input,
+      sensors: null,
+      workspace: {
+        claims: [],
+        stance: input.stance,
+        modulators: input.modulators,
+        proposals: [],
+      },
+      episodes: [],
+      waves: [],
+      wave: 0,
+      wave_pending: [],
+      wave_failures: 0,
+      wave_stance: input.stance,
+      round: 0,
+      consensus: 1,
+      decision: null,
+      response: "",
+      critics: [],
+      warnings: [],
+    }),
+    initial: "ingest",
+    states: {
+      ingest: {
+        entry: [
+          {
+            type: "record",
+            params: ({ context }) => ({
+              kind: "TURN_STARTED",
+              payload: {
+                user_input: context.text,
+                turn_id: context.turn_id,
+                ...(context.user_id ? { user_id: context.user_id } : {}),
+              },
+            }),
+          },
+          {
+            type: "record",
+            params: {
+              kind: "TURN_STAGE_CHANGED",
+              payload: { stage: "ingest" },
+            },
+          },
+        ],
+        always: "sensing_fast",
+      },
+
+      sensing_fast: {
+        entry: {
+          type: "record",
+          params: {
+            kind: "TURN_STAGE_CHANGED",
+            payload: { stage: "sensing_fast" },
+          },
+        },
+        invoke: {
+          src: "senseFast",
+          input: ({ context }) => ({ text: context.text }),
+          onDone: {
+            target: "sensed",
+            actions: [
+              assign(({ context, event }) => ({
+                sensors: event.output,
+                workspace: {
+                  ...context.workspace,
+                  modulators: modulatorsFromSensors(event.output, context.workspace.modulators),
+                },
+              })),
+              {
+                type: "record",
+                params: ({ event }) => ({
+                  kind: "SENSORS_FAST_UPDATED",
+                  payload: { sensors: event.output },
+                }),
+              },
+            ],
+          },
+          onError: {
+            target: "context",
+            actions: {
+              type: "warn",
+              params: ({ event }) => ({
+                stage: "sensing_fast",
+                code: codeOf(event.error),
+                message: messageOf(event.error),
+              }),
+            },
+          },
+        },
+        after: {
+          stageTimeout: {
+            target: "context",
+            actions: {
+              type: "warn",
+              params: {
+                stage: "sensing_fast",
+                code: "timeout",
+                message: "fast sensors missed the stage deadline",
+              },
+            },
+          },
+        },
+      },
+
+      /** Safety early exit: a high safety_risk skips the cognitive stages for the safety council. */
+      sensed: {
+        always: [{ guard: "safetyRisk", target: "safety" }, { target: "context" }],
+      },
+
+      safety: {
+        entry: {
+          type: "record",
+          params: ({ context }) => ({
+            kind: "SAFETY_INTERRUPT",
+            payload: {
+              reason: "high_safety_risk",
+              sensor: "safety_risk",
+              value: context.sensors?.safety_risk ?? 0,
+            },
+          }),
+        },
+        invoke: {
+          src: "safetyCouncil",
+          input: ({ context }) => ({
+            session_id: context.session_id,
+            turn_id: context.turn_id,
+            user_message: context.text,
+            reason: "high_safety_risk",
+          }),
+          onDone: {
+            target: "completed",
+            actions: [
+              assign({
+                decision: ({ event }) => event.output.decision,
+                response: ({ event }) => event.output.text,
+              }),
+              {
+                type: "record",
+                params: ({ event }) => ({
+                  kind: "COUNCIL_DECISION_MADE",
+                  payload: decisionPayload(event.output.decision),
+                }),
+              },
+              {
+                type: "record",
+                params: ({ event }) => ({
+                  kind: "VOICE_RENDERED",
+                  payload: { text: event.output.text, attempt: 1 },
+                }),
+              },
+            ],
+          },
+          onError: {
+            target: "completed",
+            actions: [
+              {
+                type: "warn",
+                params: ({ event }) => ({
+                  stage: "safety",
+                  code: codeOf(event.error),
+                  message: messageOf(event.error),
+                }),
+              },
+              assign({ response: SAFETY_FALLBACK_REPLY }),
+              {
+                type: "record",
+                params: {
+                  kind: "VOICE_RENDERED",
+                  payload: { text: SAFETY_FALLBACK_REPLY, attempt: 1 },
+                },
+              },
+            ],
+          },
+        },
+        after: {
+          stageTimeout: {
+            target: "completed",
+            actions: [
+              {
+                type: "warn",
+                params: {
+                  stage: "safety",
+                  code: "timeout",
+                  message: "safety council missed the stage deadline",
+                },
+              },
+              assign({ response: SAFETY_FALLBACK_REPLY }),
+              {
+                type: "record",
+                params: {
+                  kind: "VOICE_RENDERED",
+                  payload: { text: SAFETY_FALLBACK_REPLY, attempt: 1 },
+                },
+              },
+            ],
+          },
+        },
+      },
+
+      context: {
+        entry: {
+          type: "record",
+          params: { kind: "TURN_STAGE_CHANGED", payload: { stage: "context" } },
+        },
+        invoke: {
+          src: "retrieveMemory",
+          input: ({ context }) => ({
+            session_id: context.session_id,
+            turn_id: context.turn_id,
+            user_message: context.text,
+            limit: 3,
+          }),
+          onDone: {
+            target: "agents",
+            actions: [
+              assign({ episodes: ({ event }) => event.output.episodes }),
+              {
+                type: "record",
+                params: ({ event }) => ({
+                  kind: "MEMORY_RETRIEVED",
+                  payload: event.output,
+                }),
+              },
+              {
+                type: "record",
+                params: ({ event }) => ({
+                  kind: "WORKSPACE_PATCHED",
+                  payload: {
+                    patch: {
+                      retrieved_episodes_count: event.output.episodes.length,
+                      user_facts_count: event.output.user_facts.length,
+                      open_threads_count: event.output.open_threads.length,
+                    },
+                  },
+                }),
+              },
+            ],
+          },
+          onError: {
+            target: "agents",
+            actions: {
+              type: "warn",
+              params: ({ event }) => ({
+                stage: "context",
+                code: codeOf(event.error),
+                message: messageOf(event.error),
+                subject: "memory",
+              }),
+            },
+          },
+        },
+        after: {
+          stageTimeout: {
+            target: "agents",
+            actions: {
+              type: "warn",
+              params: {
+                stage: "context",
+                code: "timeout",
+                message: "memory retrieval missed the stage deadline",
+                subject: "memory",
+              },
+            },
+          },
+        },
+      },
+
+      agents: {
+        entry: {
+          type: "record",
+          params: { kind: "TURN_STAGE_CHANGED", payload: { stage: "agents" } },
+        },
+        initial: "planning",
+        states: {
+          planning: {
+            invoke: {
+              src: "planWaves",
+              input: ({ context }) => ({
+                session_id: context.session_id,
+                turn_id: context.turn_id,
+                sensors: context.sensors ?? zeroSensors(),
+                modulators: context.workspace.modulators,
+              }),
+              onDone: {
+                target: "planned",
+                actions: assign({
+                  waves: ({ event }) => event.output.waves.filter((wave) => wave.length > 0),
+                  wave: 0,
+                }),
+              },
+              onError: {
+                target: "done",
+                actions: {
+                  type: "warn",
+                  params: ({ event }) => ({
+                    stage: "agents",
+                    code: codeOf(event.error),
+                    message: messageOf(event.error),
+                    subject: "scheduler",
+                  }),
+                },
+              },
+            },
+          },
+          planned: {
+            always: [{ guard: "hasWaves", target: "wave" }, { target: "done" }],
+          },
+          wave: {
+            entry: [
+              assign(({ context }) => ({
+                wave_pending: context.waves[context.wave] ?? [],
+                wave_failures: 0,
+                wave_stance: context.workspace.stance,
+              })),
+              {
+                type: "record",
+                params: ({ context }) => ({
+                  kind: "WAVE_STARTED",
+                  payload: {
+                    wave: context.wave,
+                    agent_count: context.waves[context.wave]?.length ?? 0,
+                    agents: context.waves[context.wave] ?? [],
+                  },
+                }),
+              },
+            ],
+            invoke: {
+              src: "runWave",
+              input: ({ context }) => ({
+                session_id: context.session_id,
+                turn_id: context.turn_id,
+                wave: context.wave,
+                agents: context.waves[context.wave] ?? [],
+                timeout_ms: context.policy.agent_timeout_ms,
+                context: agentContext(context),
+              }),
+              onError: {
+                target: "done",
+                actions: [
+                  {
+                    type: "warn",
+                    params: ({ event }) => ({
+                      stage: "agents",
+                      code: codeOf(event.error),
+                      message: messageOf(event.error),
+                    }),
+                  },
+                  "closeWave",
+                ],
+              },
+            },
+            on: {
+              "agent.replied": {
+                actions: [
+                  assign(({ context, event }) => ({
+                    workspace: applyAgentOutput(context.workspace, event.reply.agent_id, event.reply.output),
+                    wave_pending: context.wave_pending.filter((id) => id !== event.reply.agent_id),
+                  })),
+                  {
+                    type: "record",
+                    params: ({ context, event }) => ({
+                      kind: "AGENT_COMPLETED",
+                      payload: {
+                        wave: context.wave,
+                        agent_id: event.reply.agent_id,
+                        output: event.reply.output,
+                        elapsed_ms: event.reply.elapsed_ms,
+                        worker: event.reply.worker,
+                      },
+                    }),
+                  },
+                ],
+              },
+              "agent.failed": {
+                actions: [
+                  assign(({ context, event }) => ({
+                    wave_failures: context.wave_failures + 1,
+                    wave_pending: context.wave_pending.filter((id) => id !== event.agent_id),
+                  })),
+                  {
+                    type: "record",
+                    params: ({ context, event }) => ({
+                      kind: "AGENT_FAILED",
+                      payload: {
+                        wave: context.wave,
+                        agent_id: event.agent_id,
+                        code: event.code,
+                        message: event.message,
+                      },
+                    }),
+                  },
+                  {
+                    type: "warn",
+                    params: ({ event }) => ({
+                      stage: "agents",
+                      code: event.code,
+                      message: event.message,
+                      subject: event.agent_id,
+                    }),
+                  },
+                ],
+              },
+              "wave.done": [
+                {
+                  guard: "hasMoreWaves",
+                  target: "wave",
+                  reenter: true,
+                  actions: ["closeWave", assign({ wave: ({ context }) => context.wave + 1 })],
+                },
+                { target: "done", actions: "closeWave" },
+              ],
+            },
+            after: {
+              waveTimeout: [
+                {
+                  guard: "hasMoreWaves",
+                  target: "wave",
+                  reenter: true,
+                  actions: ["waveOverran", "closeWave", assign({ wave: ({ context }) => context.wave + 1 })],
+                },
+                { target: "done", actions: ["waveOverran", "closeWave"] },
+              ],
+            },
+          },
+          done: { type: "final" },
+        },
+        onDone: "deliberation",
+        after: {
+          stageTimeout: {
+            target: "deliberation",
+            actions: {
+              type: "warn",
+              params: {
+                stage: "agents",
+                code: "timeout",
+                message: "agent waves missed the stage deadline",
+              },
+            },
+          },
+        },
+      },
+
+      deliberation: {
+        entry: {
+          type: "record",
+          params: {
+            kind: "TURN_STAGE_CHANGED",
+            payload: { stage: "deliberation" },
+          },
+        },
+        initial: "round",
+        states: {
+          round: {
+            entry: {
+              type: "record",
+              params: ({ context }) => ({
+                kind: "DELIB_ROUND_STARTED",
+                payload: { round: context.round },
+              }),
+            },
+            invoke: {
+              src: "deliberate",
+              input: ({ context }) => ({
+                round: context.round,
+                workspace: context.workspace,
+              }),
+              onDone: {
+                target: "settling",
+                actions: [
+                  assign({
+                    workspace: ({ event }) => event.output.workspace,
+                    consensus: ({ event }) => event.output.consensus,
+                  }),
+                  {
+                    type: "record",
+                    params: ({ context }) => ({
+                      kind: "CONSENSUS_UPDATED",
+                      payload: {
+                        round: context.round,
+                        level: context.consensus,
+                        claims: context.workspace.claims,
+                      },
+                    }),
+                  },
+                  {
+                    type: "record",
+                    params: ({ context }) => ({
+                      kind: "DELIB_ROUND_COMPLETED",
+                      payload: {
+                        round: context.round,
+                        consensus: context.consensus,
+                      },
+                    }),
+                  },
+                ],
+              },
+              onError: {
+                target: "done",
+                actions: {
+                  type: "warn",
+                  params: ({ event }) => ({
+                    stage: "deliberation",
+                    code: codeOf(event.error),
+                    message: messageOf(event.error),
+                  }),
+                },
+              },
+            },
+          },
+          /** Stop at consensus or after the last round; otherwise deliberate again. */
+          settling: {
+            always: [
+              { guard: "deliberationSettled", target: "done" },
+              {
+                target: "round",
+                actions: assign({ round: ({ context }) => context.round + 1 }),
+              },
+            ],
+          },
+          done: { type: "final" },
+        },
+        onDone: "council",
+        after: {
+          stageTimeout: {
+            target: "council",
+            actions: {
+              type: "warn",
+              params: {
+                stage: "deliberation",
+                code: "timeout",
+                message: "deliberation missed the stage deadline",
+              },
+            },
+          },
+        },
+      },
+
+      council: {
+        entry: {
+          type: "record",
+          params: { kind: "TURN_STAGE_CHANGED", payload: { stage: "council" } },
+        },
+        initial: "deciding",
+        states: {
+          deciding: {
+            invoke: {
+              src: "decide",
+              input: ({ context }) => ({
+                session_id: context.session_id,
+                turn_id: context.turn_id,
+                context: {
+                  ...agentContext(context),
+                  consensus: context.consensus,
+                  proposals: context.workspace.proposals,
+                },
+              }),
+              onDone: {
+                target: "decided",
+                actions: [
+                  assign({ decision: ({ event }) => event.output }),
+                  {
+                    type: "record",
+                    params: ({ event }) => ({
+                      kind: "COUNCIL_DECISION_MADE",
+                      payload: decisionPayload(event.output),
+                    }),
+                  },
+                ],
+              },
+              onError: {
+                target: "done",
+                actions: {
+                  type: "warn",
+                  params: ({ event }) => ({
+                    stage: "council",
+                    code: codeOf(event.error),
+                    message: messageOf(event.error),
+                    subject: "council",
+                  }),
+                },
+              },
+            },
+          },
+          decided: {
+            always: [{ guard: "councilSpeaks", target: "speaking" }, { target: "done" }],
+          },
+          speaking: {
+            invoke: {
+              src: "renderVoice",
+              input: ({ context }) => ({
+                session_id: context.session_id,
+                turn_id: context.turn_id,
+                user_message: context.text,
+                speech_act: context.decision?.speech_act ?? {
+                  intent: "respond",
+                  key_points: [],
+                  do_not: [],
+                },
+                feedback: [],
+              }),
+              onDone: {
+                target: "done",
+                actions: [
+                  assign({ response: ({ event }) => event.output.text }),
+                  {
+                    type: "record",
+                    params: ({ event }) => ({
+                      kind: "VOICE_RENDERED",
+                      payload: { text: event.output.text, attempt: 1 },
+                    }),
+                  },
+                ],
+              },
+              onError: {
+                target: "done",
+                actions: {
+                  type: "warn",
+                  params: ({ event }) => ({
+                    stage: "council",
+                    code: codeOf(event.error),
+                    message: messageOf(event.error),
+                    subject: "voice",
+                  }),
+                },
+              },
+            },
+          },
+          done: { type: "final" },
+        },
+        onDone: "critics",
+        after: {
+          stageTimeout: {
+            target: "critics",
+            actions: {
+              type: "warn",
+              params: {
+                stage: "council",
+                code: "timeout",
+                message: "council and voice missed the stage deadline",
+              },
+            },
+          },
+        },
+      },
+
+      critics: {
+        entry: {
+          type: "record",
+          params: { kind: "TURN_STAGE_CHANGED", payload: { stage: "critics" } },
+        },
+        invoke: {
+          src: "runCritics",
+          input: ({ context }) => ({
+            session_id: context.session_id,
+            turn_id: context.turn_id,
+            user_message: context.text,
+            response: context.response,
+            speech_act: context.decision?.speech_act ?? {
+              intent: "none",
+              key_points: [],
+              do_not: [],
+            },
+          }),
+          onDone: {
+            target: "memory_commit",
+            actions: [
+              assign({ critics: ({ event }) => event.output.results }),
+              {
+                type: "record",
+                params: ({ event }) => ({
+                  kind: "CRITICS_UPDATED",
+                  payload: {
+                    results: event.output.results,
+                    passed: event.output.results.every((result) => result.passed),
+                  },
+                }),
+              },
+            ],
+          },
+          onError: {
+            target: "memory_commit",
+            actions: {
+              type: "warn",
+              params: ({ event }) => ({
+                stage: "critics",
+                code: codeOf(event.error),
+                message: messageOf(event.error),
+                subject: "critics",
+              }),
+            },
+          },
+        },
+        after: {
+          stageTimeout: {
+            target: "memory_commit",
+            actions: {
+              type: "warn",
+              params: {
+                stage: "critics",
+                code: "timeout",
+                message: "critics missed the stage deadline",
+              },
+            },
+          },
+        },
+      },
+
+      memory_commit: {
+        entry: {
+          type: "record",
+          params: {
+            kind: "TURN_STAGE_CHANGED",
+            payload: { stage: "memory_commit" },
+          },
+        },
+        invoke: {
+          src: "commitMemory",
+          input: ({ context }) => ({
+            episode: {
+              session_id: context.session_id,
+              turn_id: context.turn_id,
+              user_text: context.text,
+              response: context.response,
+              intent: context.decision?.speech_act.intent ?? "none",
+              ts: 0,
+            },
+          }),
+          onDone: {
+            target: "completed",
+            actions: {
+              type: "record",
+              params: ({ event }) => ({
+                kind: "MEMORY_COMMITTED",
+                payload: event.output,
+              }),
+            },
+          },
+          onError: {
+            target: "completed",
+            actions: {
+              type: "warn",
+              params: ({ event }) => ({
+                stage: "memory_commit",
+                code: codeOf(event.error),
+                message: messageOf(event.error),
+                subject: "memory",
+              }),
+            },
+          },
+        },
+        after: {
+          stageTimeout: {
+            target: "completed",
+            actions: {
+              type: "warn",
+              params: {
+                stage: "memory_commit",
+                code: "timeout",
+                message: "memory commit missed the stage deadline",
+                subject: "memory",
+              },
+            },
+          },
+        },
+      },
+
+      completed: {
+        type: "final",
+        entry: {
+          type: "record",
+          params: ({ context }) => ({
+            kind: "TURN_COMPLETED",
+            payload: {
+              response: context.response,
+              outcome: turnOutcome(context.warnings),
+            },
+          }),
+        },
+      },
+    },
+    output: ({ context }) => ({
+      session_id: context.session_id,
+      turn_id: context.turn_id,
+      response: context.response,
+      outcome: turnOutcome(context.warnings),
+      modulators: context.workspace.modulators,
+      stance: context.workspace.stance,
+    }),
+  });
+
+function decisionPayload(decision: CouncilDecision): EventPayload<"COUNCIL_DECISION_MADE"> {
+  return {
+    speak: decision.speak,
+    urgency: decision.urgency,
+    intent: decision.speech_act.intent,
+    key_points: decision.speech_act.key_points,
+    do_not: decision.speech_act.do_not,
+    thinking: decision.thinking,
+  };
+}
