@@ -1,0 +1,92 @@
+import type { NatsConnection } from "@nats-io/nats-core";
+import { RequestError, TimeoutError } from "@nats-io/nats-core";
+import { ServiceErrorCodeHeader, ServiceErrorHeader } from "@nats-io/services";
+import type { z } from "zod";
+import { ErrorReply } from "../contracts/errors.ts";
+import { describeIssues, encodeJson } from "./codec.ts";
+import { isErrorCode, RemoteCallError } from "./errors.ts";
+
+export interface RequestOptions {
+  timeoutMs: number;
+  signal?: AbortSignal;
+}
+
+/**
+ * Sends a JSON request and returns the validated reply. Every failure is a
+ * RemoteCallError with a code: `timeout`, `no_responders` (nobody serves the
+ * subject), the remote's own error code, or `internal` for a malformed reply.
+ */
+export async function requestJson<S extends z.ZodType>(
+  nc: NatsConnection,
+  subject: string,
+  payload: unknown,
+  replySchema: S,
+  options: RequestOptions,
+): Promise<z.infer<S>> {
+  options.signal?.throwIfAborted();
+  let msg: Awaited<ReturnType<NatsConnection["request"]>>;
+  try {
+    const pending = nc.request(subject, encodeJson(payload), { timeout: options.timeoutMs });
+    msg = options.signal ? await raceAbort(pending, options.signal) : await pending;
+  } catch (error) {
+    if (error instanceof TimeoutError)
+      throw new RemoteCallError(subject, "timeout", `${subject} did not answer within ${options.timeoutMs} ms`);
+    if (error instanceof RequestError && error.isNoResponders()) {
+      throw new RemoteCallError(subject, "no_responders", `no worker is serving ${subject}`);
+    }
+    throw error;
+  }
+  const body: unknown = msg.data.length > 0 ? safeJson(msg.data) : undefined;
+  if (msg.headers?.get(ServiceErrorHeader)) {
+    const remote = ErrorReply.safeParse(body);
+    if (remote.success) {
+      throw new RemoteCallError(subject, remote.data.error.code, remote.data.error.message, remote.data.error.issues);
+    }
+    const code = msg.headers.get(ServiceErrorCodeHeader);
+    throw new RemoteCallError(
+      subject,
+      "internal",
+      `${subject} failed (${code}): ${msg.headers.get(ServiceErrorHeader)}`,
+    );
+  }
+  const parsed = replySchema.safeParse(body);
+  if (!parsed.success) {
+    const remote = ErrorReply.safeParse(body);
+    if (remote.success && isErrorCode(remote.data.error.code)) {
+      throw new RemoteCallError(subject, remote.data.error.code, remote.data.error.message, remote.data.error.issues);
+    }
+    throw new RemoteCallError(
+      subject,
+      "internal",
+      `${subject} sent a malformed reply: ${describeIssues(parsed.error).join("; ")}`,
+    );
+  }
+  return parsed.data;
+}
+
+const decoder = new TextDecoder();
+const safeJson = (data: Uint8Array): unknown => {
+  try {
+    return JSON.parse(decoder.decode(data));
+  } catch {
+    return undefined;
+  }
+};
+
+/** Stops waiting when the caller aborts (the reply, if any, is then ignored). */
+function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason ?? new Error("aborted"));
+    signal.addEventListener("abort", onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(error);
+      },
+    );
+  });
+}

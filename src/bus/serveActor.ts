@@ -1,0 +1,109 @@
+import type { ServiceGroup, ServiceMsg } from "@nats-io/services";
+import {
+  type AnyActorLogic,
+  createActor,
+  type EventObject,
+  type InspectionEvent,
+  type Observer,
+  type OutputFrom,
+  toPromise,
+} from "xstate";
+import type { z } from "zod";
+import { decodeJson, encodeJson } from "./codec.ts";
+import { errorReply, HandlerError, STATUS_BY_CODE } from "./errors.ts";
+
+/**
+ * The bridge: puts an actor behind a NATS subject. Each request creates one
+ * actor from `logic` with the validated request as its input, runs it to its
+ * final state, and answers with `reply(output)`. The actor never learns it is
+ * being called over the network; the caller never learns it is an actor.
+ */
+export interface ActorEndpoint<S extends z.ZodType, L extends AnyActorLogic> {
+  /** Endpoint name, a single subject token (shown by the services ping/info/stats). */
+  name: string;
+  subject: string;
+  request: S;
+  logic: L;
+  /** Sent to the actor right after it starts, for machines that wait for a go. */
+  begin?: EventObject;
+  /** Maps the actor's output to the reply; throw a HandlerError to answer with an error reply. */
+  reply: (output: OutputFrom<L>, request: z.infer<S>, timing: { elapsedMs: number }) => unknown;
+  /** A hard stop for actors without a deadline of their own. Default: 30 s. */
+  timeoutMs?: (request: z.infer<S>) => number;
+  metadata?: Record<string, string>;
+}
+
+export interface ServeOptions {
+  /** Receives the inspection events of every actor this endpoint creates. */
+  inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
+  /** Told about every error reply sent, e.g. for logging. */
+  onError?: (endpoint: string, error: HandlerError) => void;
+}
+
+const DEFAULT_TIMEOUT_MS = 30_000;
+
+export function serveActor<S extends z.ZodType, L extends AnyActorLogic>(
+  group: ServiceGroup,
+  endpoint: ActorEndpoint<S, L>,
+  options: ServeOptions = {},
+): void {
+  group.addEndpoint(endpoint.name, {
+    subject: endpoint.subject,
+    ...(endpoint.metadata ? { metadata: endpoint.metadata } : {}),
+    // Callbacks must not be async: the work runs detached and always answers.
+    handler: (error, msg) => {
+      if (error) return;
+      void answer(endpoint, msg, options);
+    },
+  });
+}
+
+async function answer<S extends z.ZodType, L extends AnyActorLogic>(
+  endpoint: ActorEndpoint<S, L>,
+  msg: ServiceMsg,
+  options: ServeOptions,
+): Promise<void> {
+  const started = performance.now();
+  try {
+    const request = decodeJson(msg.data, endpoint.request, `request on ${msg.subject}`);
+    // Generic over any logic, so the options cannot be checked against L here.
+    const actor = createActor(endpoint.logic as AnyActorLogic, {
+      input: request,
+      ...(options.inspect ? { inspect: options.inspect } : {}),
+    });
+    const timeoutMs = endpoint.timeoutMs?.(request) ?? DEFAULT_TIMEOUT_MS;
+    let timer: NodeJS.Timeout | undefined;
+    const overrun = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new HandlerError("timeout", `${endpoint.name} did not finish within ${timeoutMs} ms`)),
+        timeoutMs,
+      );
+    });
+    actor.start();
+    if (endpoint.begin) actor.send(endpoint.begin);
+    try {
+      const output = await Promise.race([toPromise(actor), overrun]);
+      const elapsedMs = Math.round((performance.now() - started) * 1000) / 1000;
+      msg.respond(encodeJson(endpoint.reply(output as OutputFrom<L>, request, { elapsedMs })));
+    } finally {
+      clearTimeout(timer);
+      actor.stop();
+    }
+  } catch (error) {
+    const failure =
+      error instanceof HandlerError
+        ? error
+        : new HandlerError(
+            "internal",
+            `${endpoint.name} failed: ${error instanceof Error ? error.message : String(error)}`,
+          );
+    options.onError?.(endpoint.name, failure);
+    if (msg.reply) {
+      msg.respondError(
+        STATUS_BY_CODE[failure.code],
+        failure.message,
+        encodeJson(errorReply(failure.code, failure.message, failure.issues)),
+      );
+    }
+  }
+}

@@ -1,0 +1,36 @@
+/**
+ * Every NATS subject Conclave uses, in one place. Public (documented in the
+ * README): turn submission and the event log. Internal: worker endpoints.
+ */
+export const SUBJECT_ROOT = "conclave";
+
+export const subjects = {
+  /** Public: a client publishes or requests a user turn here. */
+  turnSubmit: (sessionId: string) => `${SUBJECT_ROOT}.turn.submit.${sessionId}`,
+  turnSubmitAll: `${SUBJECT_ROOT}.turn.submit.*`,
+  /** Public: the ordered events of one turn (JetStream). */
+  turnEvents: (sessionId: string, turnId: number) => `${SUBJECT_ROOT}.events.${sessionId}.${turnId}`,
+  sessionEvents: (sessionId: string) => `${SUBJECT_ROOT}.events.${sessionId}.*`,
+  allEvents: `${SUBJECT_ROOT}.events.>`,
+
+  agent: (agentId: string) => `${SUBJECT_ROOT}.agent.${agentId}`,
+  schedulerPlan: `${SUBJECT_ROOT}.scheduler.plan`,
+  councilDecide: `${SUBJECT_ROOT}.council.decide`,
+  councilSafety: `${SUBJECT_ROOT}.council.safety`,
+  voiceRender: `${SUBJECT_ROOT}.voice.render`,
+  criticsRun: `${SUBJECT_ROOT}.critics.run`,
+  memoryRetrieve: `${SUBJECT_ROOT}.memory.retrieve`,
+  memoryCommit: `${SUBJECT_ROOT}.memory.commit`,
+  /** JetStream: one subject per stored episode. */
+  memoryEpisode: (sessionId: string, turnId: number) => `${SUBJECT_ROOT}.memory.episode.${sessionId}.${turnId}`,
+  allEpisodes: `${SUBJECT_ROOT}.memory.episode.>`,
+} as const;
+
+/** JetStream streams and KV buckets. */
+export const streams = {
+  events: "CONCLAVE_EVENTS",
+  memory: "CONCLAVE_MEMORY",
+} as const;
+export const buckets = {
+  sessions: "conclave_sessions",
+} as const;

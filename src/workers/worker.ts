@@ -1,0 +1,106 @@
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/nats-core";
+import { type Service, Svcm } from "@nats-io/services";
+import { AGENTS } from "../../agents/index.ts";
+import type { ServeOptions } from "../bus/serveActor.ts";
+import { ensureMemoryStream } from "../eventlog/streams.ts";
+import { EpisodeStore } from "../memory/episodeStore.ts";
+import { type Logger, silentLogger } from "../runtime/log.ts";
+import { serveAgent } from "./agentEndpoints.ts";
+import { serveCouncil, serveCritics, serveScheduler } from "./coreEndpoints.ts";
+import { serveMemory } from "./memoryEndpoints.ts";
+
+export const CORE_SERVICES = ["scheduler", "council", "critics", "memory"] as const;
+export type CoreService = (typeof CORE_SERVICES)[number];
+
+/** Raised when a worker is asked for agents or services that do not exist. */
+export class UnknownAgentError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "UnknownAgentError";
+  }
+}
+
+/** `*` matches any run of characters; patterns are comma-separated (`emotion.*,inhibition.censor`). */
+export function matchAgents(patterns: string, roster: Iterable<string> = AGENTS.keys()): string[] {
+  const ids = [...roster];
+  const matched = new Set<string>();
+  for (const pattern of patterns
+    .split(",")
+    .map((part) => part.trim())
+    .filter(Boolean)) {
+    const regex = new RegExp(`^${pattern.replace(/[.+?^${}()|[\]\\]/g, "\\$&").replace(/\*/g, ".*")}$`);
+    const hits = ids.filter((id) => regex.test(id));
+    if (hits.length === 0)
+      throw new UnknownAgentError(`no agent matches '${pattern}'; the roster is: ${ids.join(", ")}`);
+    for (const id of hits) matched.add(id);
+  }
+  return [...matched];
+}
+
+export interface WorkerOptions {
+  /** Agent ids to host (see matchAgents). */
+  agents: string[];
+  services: CoreService[];
+  log?: Logger;
+  serve?: ServeOptions;
+}
+
+export interface WorkerHandle {
+  readonly agents: string[];
+  readonly services: CoreService[];
+  /** Stops answering; requests in progress still get their reply. */
+  stop(): Promise<void>;
+}
+
+/**
+ * A worker process's actors, announced as NATS services (ping, info and stats
+ * through the services API). Several workers may host the same agent: they
+ * share a queue group and each request goes to one of them.
+ */
+export async function startWorker(nc: NatsConnection, options: WorkerOptions): Promise<WorkerHandle> {
+  const log = options.log ?? silentLogger;
+  const serve: ServeOptions = {
+    onError: (endpoint, error) => log.warn(`${endpoint}: ${error.code}: ${error.message}`),
+    ...options.serve,
+  };
+  const svcm = new Svcm(nc);
+  const running: Service[] = [];
+  if (options.agents.length > 0) {
+    const service = await svcm.add({
+      name: "conclave-agents",
+      version: "0.1.0",
+      description: "Conclave agent actors",
+      metadata: { agents: options.agents.join(",") },
+    });
+    for (const id of options.agents) {
+      const agent = AGENTS.get(id);
+      if (!agent) throw new UnknownAgentError(`no agent '${id}'`);
+      serveAgent(service, agent, serve);
+    }
+    running.push(service);
+  }
+  for (const name of options.services) {
+    const service = await svcm.add({
+      name: `conclave-${name}`,
+      version: "0.1.0",
+      description: `Conclave ${name} actor`,
+    });
+    if (name === "scheduler") serveScheduler(service, serve);
+    if (name === "council") serveCouncil(service, serve);
+    if (name === "critics") serveCritics(service, serve);
+    if (name === "memory") {
+      const jsm = await jetstreamManager(nc);
+      await ensureMemoryStream(jsm);
+      serveMemory(service, new EpisodeStore(jetstream(nc), jsm), serve);
+    }
+    running.push(service);
+  }
+  return {
+    agents: options.agents,
+    services: options.services,
+    stop: async () => {
+      await Promise.all(running.map((service) => service.stop()));
+    },
+  };
+}
