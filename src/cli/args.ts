@@ -1,0 +1,50 @@
+import { type ParseArgsConfig, parseArgs } from "node:util";
+import { type BusOptions, busOptions, type Role } from "../bus/connection.ts";
+
+/** A mistake in how a command was called: printed with the command's usage, exit code 2. */
+export class UsageError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "UsageError";
+  }
+}
+
+export const CONNECTION_FLAGS = {
+  "nats-url": { type: "string" },
+  user: { type: "string" },
+  password: { type: "string" },
+  help: { type: "boolean", short: "h" },
+} as const satisfies ParseArgsConfig["options"];
+
+export const CONNECTION_HELP = `Connection (flags win over the environment):
+  --nats-url URL     NATS server(s), comma-separated   [$CONCLAVE_NATS_URL, nats://127.0.0.1:4222]
+  --user NAME        NATS user                         [$CONCLAVE_NATS_USER, the role's dev user]
+  --password SECRET  NATS password                     [$CONCLAVE_NATS_PASSWORD, the role's dev password]`;
+
+export function parse<O extends ParseArgsConfig["options"]>(argv: string[], options: O, allowPositionals = false) {
+  try {
+    return parseArgs({ args: argv, options, allowPositionals, strict: true });
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+}
+
+export function connectionFrom(
+  values: { "nats-url"?: string; user?: string; password?: string },
+  role: Role,
+  persistent: boolean,
+): BusOptions {
+  return busOptions(role, {
+    ...(values["nats-url"] ? { url: values["nats-url"] } : {}),
+    ...(values.user ? { user: values.user } : {}),
+    ...(values.password ? { password: values.password } : {}),
+    persistent,
+  });
+}
+
+/** Resolves on the first SIGINT or SIGTERM. */
+export const untilInterrupted = () =>
+  new Promise<NodeJS.Signals>((resolve) => {
+    process.once("SIGINT", () => resolve("SIGINT"));
+    process.once("SIGTERM", () => resolve("SIGTERM"));
+  });

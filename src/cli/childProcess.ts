@@ -1,0 +1,61 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { join } from "node:path";
+import { REPO_ROOT } from "../nats/server.ts";
+
+export const CONCLAVE_BIN = join(REPO_ROOT, "bin", "conclave.js");
+
+/** A `conclave` subprocess that reports `{ type: "ready" }` over IPC once it serves. */
+export interface ConclaveProcess {
+  name: string;
+  child: ChildProcess;
+  ready: Promise<void>;
+  /** SIGTERM, then SIGKILL after `graceMs`; resolves when it has exited. */
+  stop(graceMs?: number): Promise<void>;
+}
+
+/** Sent by a long-lived command to its parent once it is serving. */
+export function announceReady(): void {
+  process.send?.({ type: "ready" });
+}
+
+export function spawnConclave(
+  name: string,
+  args: string[],
+  env: NodeJS.ProcessEnv = process.env,
+  readyTimeoutMs = 20_000,
+): ConclaveProcess {
+  const child = spawn(process.execPath, [CONCLAVE_BIN, ...args], {
+    stdio: ["ignore", "inherit", "inherit", "ipc"],
+    env,
+  });
+  const exited = new Promise<void>((done) => child.once("exit", () => done()));
+  const ready = new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error(`${name} did not become ready within ${readyTimeoutMs} ms`)),
+      readyTimeoutMs,
+    );
+    child.on("message", (message: { type?: string }) => {
+      if (message?.type === "ready") {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+    child.once("exit", (code, signal) => {
+      clearTimeout(timer);
+      reject(new Error(`${name} exited before it was ready (${signal ?? `code ${code}`})`));
+    });
+  });
+  ready.catch(() => {});
+  return {
+    name,
+    child,
+    ready,
+    stop: async (graceMs = 10_000) => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill("SIGTERM");
+      const timer = setTimeout(() => child.kill("SIGKILL"), graceMs);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}

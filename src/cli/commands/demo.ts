@@ -1,0 +1,68 @@
+import { busOptions, connectBus, DEFAULT_NATS_URL } from "../../bus/connection.ts";
+import { submitTurn, watchTurn } from "../../client/turns.ts";
+import { parse } from "../args.ts";
+import { startLocalCluster } from "../localCluster.ts";
+import { renderEvent } from "../render.ts";
+
+/** The scripted conversation of `npm start`: ordinary turns, a question, and one that trips the safety interrupt. */
+export const DEMO_SCRIPT = [
+  "Hi! I'm feeling pretty stressed about a deadline tomorrow.",
+  "There's a bug in my build and I'm stuck. Can you help?",
+  "Finally fixed it, I'm so happy!",
+  "Sometimes I just want to hurt myself.",
+];
+
+export const help = `conclave demo (npm start): a scripted conversation through the whole pipeline
+
+Usage: conclave demo [--nats-url URL] [--data-dir DIR] [--session ID]
+
+Starts nats-server (unless one answers at the URL), a runner and three workers as
+separate processes, sends ${DEMO_SCRIPT.length} user turns, prints each turn's stages
+and the reply, then shuts everything down.`;
+
+export async function run(argv: string[]): Promise<number> {
+  const { values } = parse(argv, {
+    "nats-url": { type: "string" },
+    "data-dir": { type: "string" },
+    session: { type: "string" },
+    help: { type: "boolean", short: "h" },
+  });
+  if (values.help) {
+    console.log(help);
+    return 0;
+  }
+  const url = values["nats-url"] ?? process.env.CONCLAVE_NATS_URL ?? DEFAULT_NATS_URL;
+  const log = (line: string) => console.log(`[demo] ${line}`);
+  // The processes' own info lines would interleave with the conversation: keep only warnings.
+  const cluster = await startLocalCluster({
+    url,
+    dataDir: values["data-dir"] ?? process.env.CONCLAVE_DATA_DIR ?? ".conclave",
+    log,
+    env: { CONCLAVE_LOG: process.env.CONCLAVE_LOG ?? "quiet" },
+  });
+  const sessionId = values.session ?? `demo-${Date.now().toString(36)}`;
+  let failures = 0;
+  try {
+    const nc = await connectBus(busOptions("client", { url }));
+    try {
+      for (const text of DEMO_SCRIPT) {
+        console.log(`\nyou> ${text}`);
+        const ack = await submitTurn(nc, sessionId, { text });
+        const completed = await watchTurn(nc, ack, (event) => {
+          const line = renderEvent(event);
+          if (line !== null && event.kind !== "TURN_STARTED") console.log(line);
+        });
+        if (completed.payload.outcome.status !== "Complete") failures++;
+      }
+    } finally {
+      await nc.close();
+    }
+    console.log(
+      `\n[demo] ${DEMO_SCRIPT.length} turns in session ${sessionId}. Read them back with: npx conclave events --session ${sessionId}`,
+    );
+  } finally {
+    log("shutting down…");
+    await cluster.stop();
+  }
+  return failures === 0 ? 0 : 1;
+}

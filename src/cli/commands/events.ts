@@ -1,0 +1,51 @@
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { connectBus } from "../../bus/connection.ts";
+import { SessionId } from "../../contracts/ids.ts";
+import { readEvents } from "../../eventlog/reader.ts";
+import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFrom, parse, UsageError } from "../args.ts";
+import { renderEvent } from "../render.ts";
+
+export const help = `conclave events: read a session's event log back from JetStream
+
+Usage: conclave events --session <id> [--turn N] [--json]
+
+  --session ID   the session
+  --turn N       only this turn
+  --json         one JSON line per event (the stored EngineEvent)
+
+${CONNECTION_HELP}`;
+
+export async function run(argv: string[]): Promise<number> {
+  const { values } = parse(argv, {
+    ...CONNECTION_FLAGS,
+    session: { type: "string", short: "s" },
+    turn: { type: "string" },
+    json: { type: "boolean" },
+  });
+  if (values.help) {
+    console.log(help);
+    return 0;
+  }
+  if (!values.session) throw new UsageError("--session is required");
+  const session = SessionId.safeParse(values.session);
+  if (!session.success) throw new UsageError(session.error.issues[0]!.message);
+  const turn = values.turn === undefined ? undefined : Number(values.turn);
+  if (turn !== undefined && (!Number.isInteger(turn) || turn < 1))
+    throw new UsageError("--turn must be a whole number from 1");
+
+  const nc = await connectBus(connectionFrom(values, "observer", false));
+  try {
+    const events = await readEvents(jetstream(nc), await jetstreamManager(nc), session.data, turn);
+    if (events.length === 0) {
+      console.error(`no events stored for session ${session.data}${turn ? ` turn ${turn}` : ""}`);
+      return 1;
+    }
+    for (const event of events) {
+      const line = values.json ? JSON.stringify(event) : renderEvent(event);
+      if (line !== null) console.log(line);
+    }
+    return 0;
+  } finally {
+    await nc.close();
+  }
+}

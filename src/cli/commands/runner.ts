@@ -1,0 +1,32 @@
+import { connectBus } from "../../bus/connection.ts";
+import { createLogger } from "../../runtime/log.ts";
+import { Runner } from "../../runtime/runner.ts";
+import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFrom, parse, untilInterrupted } from "../args.ts";
+import { announceReady } from "../childProcess.ts";
+
+export const help = `conclave runner: host session and turn actors; accept turns on conclave.turn.submit.<session_id>
+
+Usage: conclave runner [options]
+
+Runs until interrupted (Ctrl-C); on SIGINT/SIGTERM it stops accepting turns and
+lets running ones finish. Start several for more capacity: they share a queue group.
+
+${CONNECTION_HELP}`;
+
+export async function run(argv: string[]): Promise<number> {
+  const { values } = parse(argv, CONNECTION_FLAGS);
+  if (values.help) {
+    console.log(help);
+    return 0;
+  }
+  const log = createLogger(`runner:${process.pid}`);
+  const options = connectionFrom(values, "runner", true);
+  const nc = await connectBus(options);
+  const runner = await Runner.start(nc, { log });
+  log.info(`serving turns on ${options.url}`);
+  announceReady();
+  await untilInterrupted();
+  await runner.stop();
+  await nc.drain();
+  return 0;
+}

@@ -1,0 +1,69 @@
+import { connectBus } from "../../bus/connection.ts";
+import { submitTurn, watchTurn } from "../../client/turns.ts";
+import { SessionId } from "../../contracts/ids.ts";
+import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFrom, parse, UsageError } from "../args.ts";
+import { renderEvent } from "../render.ts";
+
+export const help = `conclave send: publish a user turn and stream its events as they happen
+
+Usage: conclave send --session <id> [options] "text"
+
+  --session ID          session to talk in (A-Z a-z 0-9 _ -, up to 64 characters)
+  --json                print each event as one JSON line instead of a readable view
+  --user-id ID          who is speaking (stored with the turn)
+  --idempotency-key K   a key that identifies this submission
+  --timeout MS          how long to wait for the turn to complete   [60000]
+
+Exit status: 0 when the turn completed (Complete or PartialSuccess), 1 when it did
+not complete in time, 2 when the turn was rejected or the call was wrong.
+
+${CONNECTION_HELP}`;
+
+export async function run(argv: string[]): Promise<number> {
+  const { values, positionals } = parse(
+    argv,
+    {
+      ...CONNECTION_FLAGS,
+      session: { type: "string", short: "s" },
+      json: { type: "boolean" },
+      "user-id": { type: "string" },
+      "idempotency-key": { type: "string" },
+      timeout: { type: "string" },
+    },
+    true,
+  );
+  if (values.help) {
+    console.log(help);
+    return 0;
+  }
+  if (!values.session) throw new UsageError("--session is required");
+  const session = SessionId.safeParse(values.session);
+  if (!session.success) throw new UsageError(session.error.issues[0]!.message);
+  const text = positionals.join(" ");
+  if (!text.trim()) throw new UsageError('give the message to send, e.g. conclave send --session demo "hello"');
+  const timeoutMs = Number(values.timeout ?? 60_000);
+  if (!Number.isFinite(timeoutMs) || timeoutMs <= 0)
+    throw new UsageError("--timeout must be a positive number of milliseconds");
+
+  const nc = await connectBus(connectionFrom(values, "client", false));
+  try {
+    const ack = await submitTurn(nc, session.data, {
+      text,
+      ...(values["user-id"] ? { user_id: values["user-id"] } : {}),
+      ...(values["idempotency-key"] ? { idempotency_key: values["idempotency-key"] } : {}),
+    });
+    const completed = await watchTurn(
+      nc,
+      ack,
+      (event) => {
+        const line = values.json ? JSON.stringify(event) : renderEvent(event);
+        if (line !== null) console.log(line);
+      },
+      timeoutMs,
+    );
+    void completed;
+    return 0;
+  } finally {
+    await nc.close();
+  }
+}

@@ -1,0 +1,46 @@
+import { connectBus } from "../../bus/connection.ts";
+import { createLogger } from "../../runtime/log.ts";
+import { CORE_SERVICES, type CoreService, matchAgents, startWorker } from "../../workers/worker.ts";
+import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFrom, parse, UsageError, untilInterrupted } from "../args.ts";
+import { announceReady } from "../childProcess.ts";
+
+export const help = `conclave worker: spawn a worker process hosting agents and/or core services
+
+Usage: conclave worker --agents <glob> [--services <list>] [options]
+
+  --agents GLOB      agents to host, comma-separated, '*' matches anything
+                     (e.g. 'emotion.*', 'inhibition.censor,monitoring.*', '*')
+  --services LIST    core actors to host: ${CORE_SERVICES.join(", ")} (comma-separated)
+
+Each agent is served on conclave.agent.<agent_id> and announced as a NATS
+service (ping/info/stats). Several workers may host the same agent: requests
+are spread over them (queue group). Runs until interrupted.
+
+${CONNECTION_HELP}`;
+
+export async function run(argv: string[]): Promise<number> {
+  const { values } = parse(argv, { ...CONNECTION_FLAGS, agents: { type: "string" }, services: { type: "string" } });
+  if (values.help) {
+    console.log(help);
+    return 0;
+  }
+  if (!values.agents && !values.services) throw new UsageError("give --agents, --services or both");
+  const agents = values.agents ? matchAgents(values.agents) : [];
+  const services = (values.services ?? "")
+    .split(",")
+    .map((name) => name.trim())
+    .filter(Boolean);
+  for (const name of services) {
+    if (!(CORE_SERVICES as readonly string[]).includes(name))
+      throw new UsageError(`unknown service '${name}'; choose from ${CORE_SERVICES.join(", ")}`);
+  }
+  const log = createLogger(`worker:${process.pid}`);
+  const nc = await connectBus(connectionFrom(values, "worker", true));
+  const worker = await startWorker(nc, { agents, services: services as CoreService[], log });
+  log.info(`serving ${[...agents, ...services].join(", ")}`);
+  announceReady();
+  await untilInterrupted();
+  await worker.stop();
+  await nc.drain();
+  return 0;
+}

@@ -1,0 +1,79 @@
+import { join, resolve } from "node:path";
+import { busOptions, connectBus } from "../bus/connection.ts";
+import { type RunningNatsServer, startNatsServer } from "../nats/server.ts";
+import { type ConclaveProcess, spawnConclave } from "./childProcess.ts";
+
+/** The processes `conclave up` starts, besides nats-server: one runner and three workers. */
+export const DEFAULT_LAYOUT: { name: string; args: string[] }[] = [
+  { name: "worker[inhibition,monitoring]", args: ["worker", "--agents", "inhibition.*,monitoring.*"] },
+  { name: "worker[emotion]", args: ["worker", "--agents", "emotion.*"] },
+  {
+    name: "worker[scheduler,council,critics,memory]",
+    args: ["worker", "--services", "scheduler,council,critics,memory"],
+  },
+  { name: "runner", args: ["runner"] },
+];
+
+export interface LocalClusterOptions {
+  url: string;
+  /** Where nats-server keeps JetStream data when we start it. Default: ./.conclave */
+  dataDir: string;
+  log: (line: string) => void;
+  /** Extra environment for the child processes. */
+  env?: NodeJS.ProcessEnv;
+}
+
+export interface LocalCluster {
+  url: string;
+  /** Null when a server was already running at the URL. */
+  server: RunningNatsServer | null;
+  processes: ConclaveProcess[];
+  stop(): Promise<void>;
+}
+
+async function reachable(url: string): Promise<boolean> {
+  try {
+    const nc = await connectBus(busOptions("observer", { url, persistent: false }));
+    await nc.close();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Starts nats-server (unless one answers at `url`), then the runner and the
+ * workers as separate processes, and waits until each one serves.
+ */
+export async function startLocalCluster(options: LocalClusterOptions): Promise<LocalCluster> {
+  let server: RunningNatsServer | null = null;
+  if (await reachable(options.url)) {
+    options.log(`using the NATS server at ${options.url}`);
+  } else {
+    const parsed = new URL(options.url.replace(/^nats:/, "http:"));
+    if (!["127.0.0.1", "localhost", "[::1]"].includes(parsed.hostname)) {
+      throw new Error(`no NATS server answers at ${options.url}, and conclave only starts one on this machine`);
+    }
+    server = await startNatsServer({
+      port: Number(parsed.port || 4222),
+      storeDir: join(resolve(options.dataDir), "nats"),
+    });
+    options.log(`started nats-server on ${server.url} (JetStream store ${server.storeDir})`);
+  }
+  const env = { ...process.env, ...options.env, CONCLAVE_NATS_URL: options.url };
+  const processes = DEFAULT_LAYOUT.map(({ name, args }) => spawnConclave(name, args, env));
+  const stopAll = async () => {
+    // The runner first, so no turn is left without its workers.
+    await Promise.all(processes.filter((p) => p.name === "runner").map((p) => p.stop()));
+    await Promise.all(processes.filter((p) => p.name !== "runner").map((p) => p.stop()));
+    await server?.stop();
+  };
+  try {
+    await Promise.all(processes.map((p) => p.ready));
+  } catch (error) {
+    await stopAll();
+    throw error;
+  }
+  for (const p of processes) options.log(`${p.name} ready (pid ${p.child.pid})`);
+  return { url: options.url, server, processes, stop: stopAll };
+}
