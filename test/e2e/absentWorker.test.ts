@@ -1,0 +1,73 @@
+import { describe, expect, it } from "vitest";
+import { submitTurn, watchTurn } from "../../src/client/turns.ts";
+import type { EngineEvent } from "../../src/contracts/events.ts";
+import { STAGES } from "../../src/contracts/turn.ts";
+import { Runner } from "../../src/runtime/runner.ts";
+import { matchAgents, startWorker } from "../../src/workers/worker.ts";
+import { useNatsServer } from "../helpers/nats.ts";
+import { stagesOf } from "../helpers/turns.ts";
+
+const nats = useNatsServer();
+
+async function turnWith(workerSetup: Parameters<typeof startWorker>[1] | null, session: string, text: string) {
+  const worker = workerSetup ? await startWorker(await nats.connect("worker"), workerSetup) : null;
+  const runner = await Runner.start(await nats.connect("runner"));
+  try {
+    const nc = await nats.connect("client");
+    const events: EngineEvent[] = [];
+    const completed = await watchTurn(
+      nc,
+      await submitTurn(nc, session, { text }),
+      (event) => events.push(event),
+      20_000,
+    );
+    return { events, completed };
+  } finally {
+    await runner.stop();
+    await worker?.stop();
+  }
+}
+
+describe("a stage whose worker is absent", () => {
+  it("ends the turn as PartialSuccess with a warning per missing service, not a hang", async () => {
+    const { events, completed } = await turnWith(
+      { agents: matchAgents("*"), services: [] },
+      "absent-core",
+      "hello, how are you?",
+    );
+    expect(stagesOf(events)).toEqual([...STAGES]);
+    const outcome = completed.payload.outcome;
+    expect(outcome.status).toBe("PartialSuccess");
+    if (outcome.status !== "PartialSuccess") return;
+    expect(outcome.warnings.map((warning) => [warning.stage, warning.code, warning.subject])).toEqual([
+      ["context", "no_responders", "memory"],
+      ["agents", "no_responders", "scheduler"],
+      ["council", "no_responders", "council"],
+      ["critics", "no_responders", "critics"],
+      ["memory_commit", "no_responders", "memory"],
+    ]);
+    expect(events.filter((event) => event.kind === "STAGE_WARNING")).toHaveLength(5);
+  });
+
+  it("names the agent whose worker is missing, while the other agents answer", async () => {
+    const { events, completed } = await turnWith(
+      { agents: matchAgents("monitoring.*,emotion.*"), services: ["scheduler", "council", "critics", "memory"] },
+      "absent-agent",
+      "I'm feeling stressed",
+    );
+    const failed = events.flatMap((event) => (event.kind === "AGENT_FAILED" ? [event.payload] : []));
+    expect(failed).toEqual([expect.objectContaining({ agent_id: "inhibition.censor", code: "no_responders" })]);
+    expect(events.filter((event) => event.kind === "AGENT_COMPLETED").length).toBeGreaterThanOrEqual(3);
+    expect(completed.payload.outcome).toMatchObject({
+      status: "PartialSuccess",
+      warnings: [{ stage: "agents", code: "no_responders", subject: "inhibition.censor" }],
+    });
+    expect(completed.payload.response.length).toBeGreaterThan(0);
+  });
+
+  it("completes even with no worker at all", async () => {
+    const { events, completed } = await turnWith(null, "absent-all", "anyone?");
+    expect(stagesOf(events)).toEqual([...STAGES]);
+    expect(completed.payload.outcome.status).toBe("PartialSuccess");
+  });
+});

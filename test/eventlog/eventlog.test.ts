@@ -1,0 +1,93 @@
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { beforeAll, describe, expect, it } from "vitest";
+import { encodeJson } from "../../src/bus/codec.ts";
+import { streams, subjects } from "../../src/bus/subjects.ts";
+import { readEvents } from "../../src/eventlog/reader.ts";
+import { ensureEventStream } from "../../src/eventlog/streams.ts";
+import { EventLogWriter } from "../../src/eventlog/writer.ts";
+import { SessionStore } from "../../src/runtime/sessionStore.ts";
+import { useNatsServer } from "../helpers/nats.ts";
+
+const nats = useNatsServer();
+
+beforeAll(async () => {
+  await ensureEventStream(await jetstreamManager(await nats.connect("runner")));
+});
+
+describe("event log writer", () => {
+  it("stores a turn's events in order with seq contiguous from 0, and total time on completion", async () => {
+    const nc = await nats.connect("runner");
+    const writer = new EventLogWriter(jetstream(nc));
+    writer.append("log", 1, { kind: "TURN_STARTED", payload: { user_input: "hi", turn_id: 1 } });
+    for (const stage of ["ingest", "sensing_fast", "context"] as const)
+      writer.append("log", 1, { kind: "TURN_STAGE_CHANGED", payload: { stage } });
+    writer.append("log", 1, {
+      kind: "TURN_COMPLETED",
+      payload: { response: "hello", outcome: { status: "Complete" } },
+    });
+    expect(await writer.finish("log", 1)).toBe(5);
+    const events = await readEvents(jetstream(nc), await jetstreamManager(nc), "log", 1);
+    expect(events.map((event) => [event.seq, event.kind])).toEqual([
+      [0, "TURN_STARTED"],
+      [1, "TURN_STAGE_CHANGED"],
+      [2, "TURN_STAGE_CHANGED"],
+      [3, "TURN_STAGE_CHANGED"],
+      [4, "TURN_COMPLETED"],
+    ]);
+    const last = events[4];
+    expect(last?.kind === "TURN_COMPLETED" && last.payload.total_time_ms).toBeGreaterThanOrEqual(0);
+  });
+
+  it("stores a republished event once (msgID dedup)", async () => {
+    const nc = await nats.connect("runner");
+    const js = jetstream(nc);
+    const event = {
+      session_id: "dup",
+      turn_id: 1,
+      seq: 0,
+      ts_monotonic: 1,
+      kind: "TURN_STAGE_CHANGED",
+      payload: { stage: "ingest" },
+    };
+    const first = await js.publish(subjects.turnEvents("dup", 1), encodeJson(event), { msgID: "dup.1.0" });
+    const again = await js.publish(subjects.turnEvents("dup", 1), encodeJson(event), { msgID: "dup.1.0" });
+    expect(again.duplicate).toBe(true);
+    expect(again.seq).toBe(first.seq);
+    expect(await readEvents(js, await jetstreamManager(nc), "dup", 1)).toHaveLength(1);
+  });
+
+  it("reads a session's turns back in log order, and nothing for an unknown session", async () => {
+    const nc = await nats.connect("runner");
+    const writer = new EventLogWriter(jetstream(nc));
+    for (const turn of [1, 2]) {
+      writer.append("multi", turn, { kind: "TURN_STARTED", payload: { user_input: `t${turn}`, turn_id: turn } });
+      writer.append("multi", turn, {
+        kind: "TURN_COMPLETED",
+        payload: { response: "", outcome: { status: "Complete" } },
+      });
+      await writer.finish("multi", turn);
+    }
+    const events = await readEvents(jetstream(nc), await jetstreamManager(nc), "multi");
+    expect(events.map((event) => `${event.turn_id}.${event.seq}`)).toEqual(["1.0", "1.1", "2.0", "2.1"]);
+    expect(await readEvents(jetstream(nc), await jetstreamManager(nc), "nobody")).toEqual([]);
+    const info = await (await jetstreamManager(nc)).streams.info(streams.events);
+    expect(info.config.subjects).toEqual(["conclave.events.>"]);
+  });
+});
+
+describe("session store", () => {
+  it("hands out turn ids once each, even to concurrent callers, and remembers them", async () => {
+    const [a, b] = await Promise.all([
+      SessionStore.open(await nats.connect("runner")),
+      SessionStore.open(await nats.connect("runner")),
+    ]);
+    const ids = await Promise.all(
+      Array.from({ length: 20 }, (_, index) => (index % 2 === 0 ? a : b).nextTurnId("race")),
+    );
+    expect(ids.sort((x, y) => x - y)).toEqual(Array.from({ length: 20 }, (_, index) => index + 1));
+    const reopened = await SessionStore.open(await nats.connect("runner"));
+    expect(await reopened.lastTurnId("race")).toBe(20);
+    expect(await reopened.nextTurnId("race")).toBe(21);
+    expect(await reopened.lastTurnId("fresh")).toBe(0);
+  });
+});
