@@ -24,10 +24,16 @@ export function spawnConclave(
   env: NodeJS.ProcessEnv = process.env,
   readyTimeoutMs = 20_000,
 ): ConclaveProcess {
+  // Its own process group: a terminal's Ctrl-C reaches only the parent, which stops
+  // the children in order (runner first); the parent's exit still takes them down.
   const child = spawn(process.execPath, [CONCLAVE_BIN, ...args], {
     stdio: ["ignore", "inherit", "inherit", "ipc"],
     env,
+    detached: true,
   });
+  const killOnExit = () => child.kill("SIGKILL");
+  process.once("exit", killOnExit);
+  child.once("exit", () => process.removeListener("exit", killOnExit));
   const exited = new Promise<void>((done) => child.once("exit", () => done()));
   const ready = new Promise<void>((resolve, reject) => {
     const timer = setTimeout(
