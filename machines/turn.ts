@@ -26,7 +26,7 @@ import type {
   MemoryRetrieveRequest,
 } from "../src/contracts/memory.ts";
 import type { PlanWavesReply, PlanWavesRequest } from "../src/contracts/scheduler.ts";
-import { type TurnOutcome, type TurnWarning, turnOutcome } from "../src/contracts/turn.ts";
+import { type Stage, type TurnOutcome, type TurnWarning, turnOutcome } from "../src/contracts/turn.ts";
 import type { Episode, Modulators, Sensors, Stance } from "../src/contracts/workspace.ts";
 
 /**
@@ -152,6 +152,23 @@ const codeOf = (error: unknown): string => {
 };
 const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
+/** The warning for a stage whose invoked actor failed. */
+const failed = (stage: Stage, subject?: string) => ({
+  type: "warn" as const,
+  params: ({ event }: { event: { error?: unknown } }): TurnWarning => ({
+    stage,
+    code: codeOf(event.error),
+    message: messageOf(event.error),
+    ...(subject ? { subject } : {}),
+  }),
+});
+
+/** The warning for a stage that missed its deadline. */
+const overran = (stage: Stage, what: string, subject?: string) => ({
+  type: "warn" as const,
+  params: { stage, code: "timeout", message: `${what} missed the stage deadline`, ...(subject ? { subject } : {}) },
+});
+
 const agentContext = (context: TurnContext): AgentContext => ({
   user_message: context.text,
   sensors: context.sensors ?? zeroSensors(),
@@ -268,6 +285,16 @@ export const turnMachine = setup({
                 failed,
               },
             },
+          });
+        },
+      ),
+      /** The one reply a safety interrupt may never lack, when the safety council cannot give one. */
+      answerSafely: enqueueActions<TurnContext, WaveEvent, undefined, WaveEvent, never, RecordAction, never>(
+        ({ enqueue }) => {
+          enqueue.assign({ response: SAFETY_FALLBACK_REPLY });
+          enqueue({
+            type: "record",
+            params: { kind: "VOICE_RENDERED", payload: { text: SAFETY_FALLBACK_REPLY, attempt: 1 } },
           });
         },
       ),
@@ -390,27 +417,13 @@ export const turnMachine = setup({
           },
           onError: {
             target: "context",
-            actions: {
-              type: "warn",
-              params: ({ event }) => ({
-                stage: "sensing_fast",
-                code: codeOf(event.error),
-                message: messageOf(event.error),
-              }),
-            },
+            actions: failed("sensing_fast"),
           },
         },
         after: {
           stageTimeout: {
             target: "context",
-            actions: {
-              type: "warn",
-              params: {
-                stage: "sensing_fast",
-                code: "timeout",
-                message: "fast sensors missed the stage deadline",
-              },
-            },
+            actions: overran("sensing_fast", "fast sensors"),
           },
         },
       },
@@ -465,47 +478,13 @@ export const turnMachine = setup({
           },
           onError: {
             target: "completed",
-            actions: [
-              {
-                type: "warn",
-                params: ({ event }) => ({
-                  stage: "safety",
-                  code: codeOf(event.error),
-                  message: messageOf(event.error),
-                }),
-              },
-              assign({ response: SAFETY_FALLBACK_REPLY }),
-              {
-                type: "record",
-                params: {
-                  kind: "VOICE_RENDERED",
-                  payload: { text: SAFETY_FALLBACK_REPLY, attempt: 1 },
-                },
-              },
-            ],
+            actions: [failed("safety"), "answerSafely"],
           },
         },
         after: {
           stageTimeout: {
             target: "completed",
-            actions: [
-              {
-                type: "warn",
-                params: {
-                  stage: "safety",
-                  code: "timeout",
-                  message: "safety council missed the stage deadline",
-                },
-              },
-              assign({ response: SAFETY_FALLBACK_REPLY }),
-              {
-                type: "record",
-                params: {
-                  kind: "VOICE_RENDERED",
-                  payload: { text: SAFETY_FALLBACK_REPLY, attempt: 1 },
-                },
-              },
-            ],
+            actions: [overran("safety", "safety council"), "answerSafely"],
           },
         },
       },
@@ -551,29 +530,13 @@ export const turnMachine = setup({
           },
           onError: {
             target: "agents",
-            actions: {
-              type: "warn",
-              params: ({ event }) => ({
-                stage: "context",
-                code: codeOf(event.error),
-                message: messageOf(event.error),
-                subject: "memory",
-              }),
-            },
+            actions: failed("context", "memory"),
           },
         },
         after: {
           stageTimeout: {
             target: "agents",
-            actions: {
-              type: "warn",
-              params: {
-                stage: "context",
-                code: "timeout",
-                message: "memory retrieval missed the stage deadline",
-                subject: "memory",
-              },
-            },
+            actions: overran("context", "memory retrieval", "memory"),
           },
         },
       },
@@ -603,15 +566,7 @@ export const turnMachine = setup({
               },
               onError: {
                 target: "done",
-                actions: {
-                  type: "warn",
-                  params: ({ event }) => ({
-                    stage: "agents",
-                    code: codeOf(event.error),
-                    message: messageOf(event.error),
-                    subject: "scheduler",
-                  }),
-                },
+                actions: failed("agents", "scheduler"),
               },
             },
           },
@@ -649,17 +604,7 @@ export const turnMachine = setup({
               }),
               onError: {
                 target: "done",
-                actions: [
-                  {
-                    type: "warn",
-                    params: ({ event }) => ({
-                      stage: "agents",
-                      code: codeOf(event.error),
-                      message: messageOf(event.error),
-                    }),
-                  },
-                  "closeWave",
-                ],
+                actions: [failed("agents"), "closeWave"],
               },
             },
             on: {
@@ -741,14 +686,7 @@ export const turnMachine = setup({
         after: {
           stageTimeout: {
             target: "deliberation",
-            actions: {
-              type: "warn",
-              params: {
-                stage: "agents",
-                code: "timeout",
-                message: "agent waves missed the stage deadline",
-              },
-            },
+            actions: overran("agents", "agent waves"),
           },
         },
       },
@@ -809,14 +747,7 @@ export const turnMachine = setup({
               },
               onError: {
                 target: "done",
-                actions: {
-                  type: "warn",
-                  params: ({ event }) => ({
-                    stage: "deliberation",
-                    code: codeOf(event.error),
-                    message: messageOf(event.error),
-                  }),
-                },
+                actions: failed("deliberation"),
               },
             },
           },
@@ -836,14 +767,7 @@ export const turnMachine = setup({
         after: {
           stageTimeout: {
             target: "council",
-            actions: {
-              type: "warn",
-              params: {
-                stage: "deliberation",
-                code: "timeout",
-                message: "deliberation missed the stage deadline",
-              },
-            },
+            actions: overran("deliberation", "deliberation"),
           },
         },
       },
@@ -882,15 +806,7 @@ export const turnMachine = setup({
               },
               onError: {
                 target: "done",
-                actions: {
-                  type: "warn",
-                  params: ({ event }) => ({
-                    stage: "council",
-                    code: codeOf(event.error),
-                    message: messageOf(event.error),
-                    subject: "council",
-                  }),
-                },
+                actions: failed("council", "council"),
               },
             },
           },
@@ -926,15 +842,7 @@ export const turnMachine = setup({
               },
               onError: {
                 target: "done",
-                actions: {
-                  type: "warn",
-                  params: ({ event }) => ({
-                    stage: "council",
-                    code: codeOf(event.error),
-                    message: messageOf(event.error),
-                    subject: "voice",
-                  }),
-                },
+                actions: failed("council", "voice"),
               },
             },
           },
@@ -944,14 +852,7 @@ export const turnMachine = setup({
         after: {
           stageTimeout: {
             target: "critics",
-            actions: {
-              type: "warn",
-              params: {
-                stage: "council",
-                code: "timeout",
-                message: "council and voice missed the stage deadline",
-              },
-            },
+            actions: overran("council", "council and voice"),
           },
         },
       },
@@ -992,28 +893,13 @@ export const turnMachine = setup({
           },
           onError: {
             target: "memory_commit",
-            actions: {
-              type: "warn",
-              params: ({ event }) => ({
-                stage: "critics",
-                code: codeOf(event.error),
-                message: messageOf(event.error),
-                subject: "critics",
-              }),
-            },
+            actions: failed("critics", "critics"),
           },
         },
         after: {
           stageTimeout: {
             target: "memory_commit",
-            actions: {
-              type: "warn",
-              params: {
-                stage: "critics",
-                code: "timeout",
-                message: "critics missed the stage deadline",
-              },
-            },
+            actions: overran("critics", "critics"),
           },
         },
       },
@@ -1050,29 +936,13 @@ export const turnMachine = setup({
           },
           onError: {
             target: "completed",
-            actions: {
-              type: "warn",
-              params: ({ event }) => ({
-                stage: "memory_commit",
-                code: codeOf(event.error),
-                message: messageOf(event.error),
-                subject: "memory",
-              }),
-            },
+            actions: failed("memory_commit", "memory"),
           },
         },
         after: {
           stageTimeout: {
             target: "completed",
-            actions: {
-              type: "warn",
-              params: {
-                stage: "memory_commit",
-                code: "timeout",
-                message: "memory commit missed the stage deadline",
-                subject: "memory",
-              },
-            },
+            actions: overran("memory_commit", "memory commit", "memory"),
           },
         },
       },

@@ -1,5 +1,6 @@
 import { type ParseArgsConfig, parseArgs } from "node:util";
 import { type BusOptions, busOptions, type Role } from "../bus/connection.ts";
+import { SessionId } from "../contracts/ids.ts";
 
 /** A mistake in how a command was called: printed with the command's usage, exit code 2. */
 export class UsageError extends Error {
@@ -48,3 +49,11 @@ export const untilInterrupted = () =>
     process.once("SIGINT", () => resolve("SIGINT"));
     process.once("SIGTERM", () => resolve("SIGTERM"));
   });
+
+/** The `--session` flag, required and checked as the protocol does. */
+export function sessionArg(value: string | undefined): string {
+  if (!value) throw new UsageError("--session is required");
+  const session = SessionId.safeParse(value);
+  if (!session.success) throw new UsageError(session.error.issues[0]?.message ?? "bad --session");
+  return session.data;
+}

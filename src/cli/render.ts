@@ -58,3 +58,9 @@ export function renderEvent(event: EngineEvent): string | null {
       return null;
   }
 }
+
+/** Prints an event as a JSON line, or as its readable line when it has one. */
+export function printEvent(event: EngineEvent, json: boolean | undefined): void {
+  const line = json ? JSON.stringify(event) : renderEvent(event);
+  if (line !== null) console.log(line);
+}

@@ -1,9 +1,8 @@
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connectBus } from "../../bus/connection.ts";
-import { SessionId } from "../../contracts/ids.ts";
 import { readEvents } from "../../eventlog/reader.ts";
-import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFrom, parse, UsageError } from "../args.ts";
-import { renderEvent } from "../render.ts";
+import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFrom, parse, sessionArg, UsageError } from "../args.ts";
+import { printEvent } from "../render.ts";
 
 export const help = `conclave events: read a session's event log back from JetStream
 
@@ -26,23 +25,20 @@ export async function run(argv: string[]): Promise<number> {
     console.log(help);
     return 0;
   }
-  if (!values.session) throw new UsageError("--session is required");
-  const session = SessionId.safeParse(values.session);
-  if (!session.success) throw new UsageError(session.error.issues[0]!.message);
+  const session = sessionArg(values.session);
   const turn = values.turn === undefined ? undefined : Number(values.turn);
   if (turn !== undefined && (!Number.isInteger(turn) || turn < 1))
     throw new UsageError("--turn must be a whole number from 1");
 
   const nc = await connectBus(connectionFrom(values, "observer", false));
   try {
-    const events = await readEvents(jetstream(nc), await jetstreamManager(nc), session.data, turn);
+    const events = await readEvents(jetstream(nc), await jetstreamManager(nc), session, turn);
     if (events.length === 0) {
-      console.error(`no events stored for session ${session.data}${turn ? ` turn ${turn}` : ""}`);
+      console.error(`no events stored for session ${session}${turn ? ` turn ${turn}` : ""}`);
       return 1;
     }
     for (const event of events) {
-      const line = values.json ? JSON.stringify(event) : renderEvent(event);
-      if (line !== null) console.log(line);
+      printEvent(event, values.json);
     }
     return 0;
   } finally {

@@ -1,8 +1,7 @@
 import { connectBus } from "../../bus/connection.ts";
 import { submitTurn, watchTurn } from "../../client/turns.ts";
-import { SessionId } from "../../contracts/ids.ts";
-import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFrom, parse, UsageError } from "../args.ts";
-import { renderEvent } from "../render.ts";
+import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFrom, parse, sessionArg, UsageError } from "../args.ts";
+import { printEvent } from "../render.ts";
 
 export const help = `conclave send: publish a user turn and stream its events as they happen
 
@@ -36,9 +35,7 @@ export async function run(argv: string[]): Promise<number> {
     console.log(help);
     return 0;
   }
-  if (!values.session) throw new UsageError("--session is required");
-  const session = SessionId.safeParse(values.session);
-  if (!session.success) throw new UsageError(session.error.issues[0]!.message);
+  const session = sessionArg(values.session);
   const text = positionals.join(" ");
   if (!text.trim()) throw new UsageError('give the message to send, e.g. conclave send --session demo "hello"');
   const timeoutMs = Number(values.timeout ?? 60_000);
@@ -47,7 +44,7 @@ export async function run(argv: string[]): Promise<number> {
 
   const nc = await connectBus(connectionFrom(values, "client", false));
   try {
-    const ack = await submitTurn(nc, session.data, {
+    const ack = await submitTurn(nc, session, {
       text,
       ...(values["user-id"] ? { user_id: values["user-id"] } : {}),
       ...(values["idempotency-key"] ? { idempotency_key: values["idempotency-key"] } : {}),
@@ -56,8 +53,7 @@ export async function run(argv: string[]): Promise<number> {
       nc,
       ack,
       (event) => {
-        const line = values.json ? JSON.stringify(event) : renderEvent(event);
-        if (line !== null) console.log(line);
+        printEvent(event, values.json);
       },
       timeoutMs,
     );
