@@ -1,0 +1,11 @@
+import type { AnyStateMachine } from "xstate";
+import { agentMachine } from "./agent.ts";
+import { sessionMachine } from "./session.ts";
+import { turnMachine } from "./turn.ts";
+
+/** Every statechart of the runtime, by the name the CLI and the viewer use. */
+export const MACHINES: Readonly<Record<string, AnyStateMachine>> = {
+  turn: turnMachine,
+  session: sessionMachine,
+  agent: agentMachine,
+};
