@@ -1,0 +1,39 @@
+import type { NatsConnection, Subscription } from "@nats-io/nats-core";
+import { InspectionRecord, inspectSubjectAll } from "./record.ts";
+
+const decoder = new TextDecoder();
+
+/**
+ * Receives every process's inspection records from `conclave.inspect.>`.
+ * Anything that is not a valid record is reported to `onInvalid` and skipped:
+ * a bad message never stops the collector.
+ */
+export function collectInspection(
+  nc: NatsConnection,
+  onRecord: (record: InspectionRecord) => void,
+  onInvalid: (subject: string, reason: string) => void = () => {},
+): Subscription {
+  return nc.subscribe(inspectSubjectAll, {
+    callback: (error, msg) => {
+      if (error) return;
+      let body: unknown;
+      try {
+        body = JSON.parse(decoder.decode(msg.data));
+      } catch {
+        onInvalid(msg.subject, "not JSON");
+        return;
+      }
+      const parsed = InspectionRecord.safeParse(body);
+      if (!parsed.success) {
+        const issue = parsed.error.issues[0];
+        onInvalid(msg.subject, issue ? `${issue.path.join(".") || "record"}: ${issue.message}` : "not a record");
+        return;
+      }
+      try {
+        onRecord(parsed.data);
+      } catch (failure) {
+        onInvalid(msg.subject, `handler failed: ${failure instanceof Error ? failure.message : String(failure)}`);
+      }
+    },
+  });
+}

@@ -1,0 +1,273 @@
+/**
+ * The viewer page's script, inlined in the page (no bundler, no CDN). It draws
+ * each machine from its graph JSON as nested boxes, then applies the server's
+ * Server-Sent Events: `actor` updates light up the states live actors are in
+ * (a state that was just left fades out, so a fast turn still shows its path),
+ * `turn-event`s fill the event list. Written without template literals so it
+ * can live in a TypeScript string. DOM is built with textContent only.
+ */
+export const VIEWER_SCRIPT = String.raw`
+(function () {
+  "use strict";
+  var machines = JSON.parse(document.getElementById("machine-data").textContent);
+  var views = new Map();
+  // What the page has shown, for whoever inspects it (the browser test does).
+  var recorded = { highlighted: [], sessions: {}, actorUpdates: 0, turnEvents: 0 };
+  window.conclaveViewer = recorded;
+
+  function el(tag, className, text) {
+    var node = document.createElement(tag);
+    if (className) node.className = className;
+    if (text !== undefined && text !== null) node.textContent = String(text);
+    return node;
+  }
+
+  // ---- diagrams ------------------------------------------------------------
+
+  function pathOf(state) { return state.path.join("."); }
+
+  function renderMachine(entry) {
+    var graph = entry.graph;
+    var view = { key: entry.key, graph: graph, boxes: new Map(), actors: new Map(), followed: null,
+      trail: [], trailKey: null, last: null, section: null };
+    var byId = new Map();
+    (function index(state) { byId.set(state.id, state); state.children.forEach(index); })(graph.root);
+    var edgesBySource = new Map();
+    graph.edges.forEach(function (edge) {
+      if (!edgesBySource.has(edge.source)) edgesBySource.set(edge.source, []);
+      edgesBySource.get(edge.source).push(edge);
+    });
+    var targetName = function (edge) {
+      var target = byId.get(edge.target);
+      return target && target.path.length ? pathOf(target) : graph.id;
+    };
+
+    function transitions(stateId) {
+      var list = el("ul", "transitions");
+      (edgesBySource.get(stateId) || []).forEach(function (edge) {
+        var item = el("li", "edge kind-" + edge.kind);
+        var bracket = edge.label.indexOf(" [");
+        item.appendChild(el("span", "ev", bracket < 0 ? edge.label : edge.label.slice(0, bracket)));
+        if (bracket >= 0) item.appendChild(el("span", "guard", edge.label.slice(bracket)));
+        var where = edge.targetless ? " \u21ba stays" : edge.source === edge.target ? " \u21bb re-enters" : " \u2192 " + targetName(edge);
+        item.appendChild(el("span", "to", where));
+        list.appendChild(item);
+      });
+      return list;
+    }
+
+    function renderState(state, parent) {
+      var box = el("div", "state kind-" + state.kind + (parent && parent.initial === state.id ? " initial" : ""));
+      box.dataset.statePath = pathOf(state);
+      box.dataset.stateId = state.id;
+      var head = el("div", "state-head");
+      var name = state.kind === "history" ? state.key + " (" + (state.history === "deep" ? "H*" : "H") + ")" : state.key;
+      head.appendChild(el("span", "name", name));
+      if (state.kind === "parallel") head.appendChild(el("span", "tag", "parallel"));
+      if (state.kind === "final") head.appendChild(el("span", "tag", "final"));
+      head.appendChild(el("span", "count", ""));
+      box.appendChild(head);
+      if (state.invokes.length) box.appendChild(el("div", "invokes", "invokes " + state.invokes.join(", ")));
+      if (edgesBySource.has(state.id)) box.appendChild(transitions(state.id));
+      if (state.children.length) {
+        var children = el("div", "children" + (state.kind === "parallel" ? " regions" : ""));
+        state.children.forEach(function (child) { children.appendChild(renderState(child, state)); });
+        box.appendChild(children);
+      }
+      view.boxes.set(pathOf(state), box);
+      return box;
+    }
+
+    var section = el("section", "machine");
+    section.dataset.machine = entry.key;
+    section.dataset.machineId = graph.id;
+    var title = el("h2", null, entry.key);
+    title.appendChild(el("span", "live-count", ""));
+    section.appendChild(title);
+    if (edgesBySource.has(graph.root.id)) {
+      var rootEdges = el("div", "root-edges", "in any state: ");
+      rootEdges.appendChild(transitions(graph.root.id));
+      section.appendChild(rootEdges);
+    }
+    var body = el("div", "machine-body");
+    var diagram = el("div", "diagram children");
+    graph.root.children.forEach(function (child) { diagram.appendChild(renderState(child, graph.root)); });
+    body.appendChild(diagram);
+    var side = el("aside", "side");
+    side.appendChild(el("h3", null, "live actors"));
+    view.actorList = side.appendChild(el("ul", "actors"));
+    side.appendChild(el("h3", null, "path of the latest actor"));
+    view.trailList = side.appendChild(el("ol", "trail"));
+    view.trailList.dataset.machine = entry.key;
+    body.appendChild(side);
+    section.appendChild(body);
+    view.section = section;
+    view.liveCount = title.querySelector(".live-count");
+    return view;
+  }
+
+  // ---- live state ----------------------------------------------------------
+
+  // A state value ({ agents: "wave" }) as the paths of every active state: agents, agents.wave.
+  function activePaths(value, prefix) {
+    prefix = prefix || [];
+    if (value === null || value === undefined) return [];
+    if (typeof value === "string") return [prefix.concat(value).join(".")];
+    if (typeof value !== "object") return [];
+    return Object.keys(value).reduce(function (all, key) {
+      var here = prefix.concat(key);
+      return all.concat([here.join(".")], activePaths(value[key], here));
+    }, []);
+  }
+  function leafPaths(value, prefix) {
+    prefix = prefix || [];
+    if (typeof value === "string") return [prefix.concat(value).join(".")];
+    if (!value || typeof value !== "object") return [];
+    return Object.keys(value).reduce(function (all, key) { return all.concat(leafPaths(value[key], prefix.concat(key))); }, []);
+  }
+
+  function onActor(update) {
+    recorded.actorUpdates++;
+    var view = views.get(update.machine);
+    if (!view) return;
+    if (update.status === "created") (recorded.sessions[view.key] = recorded.sessions[view.key] || []).push(update.session);
+    var live = update.status === "created" || update.status === "active";
+    if (update.status === "created") {
+      view.followed = update.session;
+      view.trail = [];
+      view.trailKey = null;
+      view.trailList.textContent = "";
+    }
+    if (live) view.actors.set(update.session, update);
+    else {
+      view.actors.delete(update.session);
+      if (update.session === view.followed) view.last = update;
+    }
+    if (update.session === view.followed && update.value !== null) addToTrail(view, update);
+    paint(view);
+  }
+
+  function addToTrail(view, update) {
+    var leaves = leafPaths(update.value).join(" + ");
+    var key = leaves + "|" + update.status;
+    if (key === view.trailKey) return;
+    view.trailKey = key;
+    var previous = view.trail[view.trail.length - 1];
+    view.trail.push({ leaves: leaves, ts: update.ts });
+    var item = el("li", null, leaves + (update.status === "active" ? "" : " (" + update.status + ")"));
+    item.dataset.leaves = leaves;
+    if (previous) item.appendChild(el("small", null, " +" + Math.max(0, update.ts - previous.ts) + " ms"));
+    view.trailList.appendChild(item);
+    while (view.trailList.children.length > 80) view.trailList.removeChild(view.trailList.firstChild);
+  }
+
+  function paint(view) {
+    var counts = new Map();
+    view.actors.forEach(function (actor) {
+      activePaths(actor.value).forEach(function (path) { counts.set(path, (counts.get(path) || 0) + 1); });
+    });
+    var last = view.last && view.actors.size === 0 ? new Set(activePaths(view.last.value)) : new Set();
+    view.boxes.forEach(function (box, path) {
+      var n = counts.get(path) || 0;
+      var was = box.classList.contains("active");
+      if ((n > 0 && !was) || (last.has(path) && !box.classList.contains("last"))) recorded.highlighted.push(view.key + ":" + path);
+      box.classList.toggle("active", n > 0);
+      box.classList.toggle("last", last.has(path));
+      // Just left: fade out, so a path taken in milliseconds still shows.
+      if (was && n === 0 && box.animate)
+        box.animate([{ backgroundColor: "#9be9a8" }, { backgroundColor: "transparent" }], { duration: 2000, easing: "ease-out" });
+      box.querySelector(":scope > .state-head > .count").textContent = n > 1 ? "\u00d7" + n : "";
+    });
+    view.liveCount.textContent = view.actors.size ? " \u00b7 " + view.actors.size + " live" : "";
+    view.actorList.textContent = "";
+    var shown = 0;
+    view.actors.forEach(function (actor) {
+      if (shown++ >= 8) return;
+      var item = el("li", null);
+      item.appendChild(el("code", "session", actor.session));
+      item.appendChild(el("span", "value", " " + (leafPaths(actor.value).join(" + ") || actor.status)));
+      view.actorList.appendChild(item);
+    });
+    if (view.actors.size > 8) view.actorList.appendChild(el("li", "more", "and " + (view.actors.size - 8) + " more"));
+    if (view.actors.size === 0) view.actorList.appendChild(el("li", "none", "none right now"));
+  }
+
+  // ---- turn events ---------------------------------------------------------
+
+  function summary(event) {
+    var p = event.payload || {};
+    switch (event.kind) {
+      case "TURN_STARTED": return p.user_input;
+      case "TURN_STAGE_CHANGED": return p.stage;
+      case "WAVE_STARTED": return "wave " + p.wave + ": " + (p.agents || []).join(", ");
+      case "AGENT_COMPLETED": return p.agent_id + (p.worker ? " @ " + p.worker : "");
+      case "AGENT_FAILED": return p.agent_id + ": " + p.code;
+      case "STAGE_WARNING": return p.stage + ": " + p.message;
+      case "CONSENSUS_UPDATED": return "level " + p.level;
+      case "COUNCIL_DECISION_MADE": return (p.speak ? "speak: " : "silent: ") + p.intent;
+      case "VOICE_RENDERED": return p.text;
+      case "CRITICS_UPDATED": return p.passed ? "passed" : "failed";
+      case "TURN_COMPLETED": return (p.outcome && p.outcome.status) + " in " + Math.round(p.total_time_ms || 0) + " ms";
+      default: return "";
+    }
+  }
+
+  var eventList = document.getElementById("event-list");
+  var turnGroups = new Map();
+  function onTurnEvent(event) {
+    recorded.turnEvents++;
+    var id = event.session_id + "/" + event.turn_id;
+    var group = turnGroups.get(id);
+    if (!group) {
+      group = el("li", "turn");
+      group.dataset.turn = id;
+      group.appendChild(el("div", "turn-head", "session " + event.session_id + " \u00b7 turn " + event.turn_id));
+      group.rows = group.appendChild(el("ol", "turn-events"));
+      turnGroups.set(id, group);
+      eventList.insertBefore(group, eventList.firstChild);
+      while (turnGroups.size > 15) {
+        var oldest = turnGroups.keys().next().value;
+        turnGroups.get(oldest).remove();
+        turnGroups.delete(oldest);
+      }
+    }
+    var row = el("li", "event kind-" + event.kind);
+    row.dataset.kind = event.kind;
+    row.appendChild(el("span", "seq", "#" + event.seq));
+    row.appendChild(el("b", null, " " + event.kind + " "));
+    var text = summary(event);
+    if (text !== undefined && text !== null && text !== "") row.appendChild(el("span", "summary", String(text).slice(0, 160)));
+    group.rows.appendChild(row);
+  }
+
+  // ---- wiring --------------------------------------------------------------
+
+  var main = document.getElementById("machines");
+  var processes = document.getElementById("processes");
+  function reset() {
+    views.clear();
+    main.textContent = "";
+    machines.forEach(function (entry) {
+      var view = renderMachine(entry);
+      views.set(entry.graph.id, view);
+      main.appendChild(view.section);
+      paint(view);
+    });
+    eventList.textContent = "";
+    turnGroups.clear();
+    processes.textContent = "";
+  }
+  reset();
+
+  var status = document.getElementById("status");
+  var source = new EventSource("events");
+  source.addEventListener("hello", function () { reset(); status.textContent = "live"; status.className = "live"; });
+  source.addEventListener("process", function (message) {
+    var name = JSON.parse(message.data).process;
+    processes.appendChild(el("code", "process", name));
+  });
+  source.addEventListener("actor", function (message) { onActor(JSON.parse(message.data)); });
+  source.addEventListener("turn-event", function (message) { onTurnEvent(JSON.parse(message.data)); });
+  source.onerror = function () { status.textContent = "reconnecting\u2026"; status.className = "down"; };
+})();
+`;

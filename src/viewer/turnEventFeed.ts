@@ -1,0 +1,77 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import { DeliverPolicy, type JetStreamClient } from "@nats-io/jetstream";
+import { streams, subjects } from "../bus/subjects.ts";
+
+/** The fields of a stored turn event the viewer shows; the rest of the payload is passed through as it is. */
+export interface TurnEventLike {
+  session_id: string;
+  turn_id: number;
+  seq: number;
+  kind: string;
+  ts_monotonic?: number;
+  payload?: unknown;
+}
+
+const decoder = new TextDecoder();
+
+/** A stored event, read leniently: anything with the four identifying fields is shown; the rest is skipped. */
+export function decodeTurnEvent(data: Uint8Array): TurnEventLike | null {
+  try {
+    const event = JSON.parse(decoder.decode(data)) as Partial<TurnEventLike> | null;
+    if (
+      typeof event?.session_id !== "string" ||
+      typeof event.turn_id !== "number" ||
+      typeof event.seq !== "number" ||
+      typeof event.kind !== "string"
+    )
+      return null;
+    return event as TurnEventLike;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Delivers the turn events written to `conclave.events.>` from now on, until
+ * `signal` aborts. Unlike the event-log reader (which stops at the first event
+ * that fails validation), a bad message is skipped, and a lost stream or
+ * connection is retried, resuming after the last event seen.
+ */
+export async function followTurnEvents(
+  js: JetStreamClient,
+  onEvent: (event: TurnEventLike) => void,
+  signal: AbortSignal,
+  onProblem: (message: string) => void = () => {},
+  retryMs = 1_000,
+): Promise<void> {
+  // From the moment of the call, even if the stream only appears later.
+  const since = new Date().toISOString();
+  let lastSeq = 0;
+  while (!signal.aborted) {
+    try {
+      const consumer = await js.consumers.get(streams.events, {
+        filter_subjects: subjects.allEvents,
+        ...(lastSeq > 0
+          ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: lastSeq + 1 }
+          : { deliver_policy: DeliverPolicy.StartTime, opt_start_time: since }),
+      });
+      const messages = await consumer.consume();
+      const stop = () => void messages.stop();
+      signal.addEventListener("abort", stop, { once: true });
+      try {
+        for await (const msg of messages) {
+          lastSeq = msg.seq;
+          const event = decodeTurnEvent(msg.data);
+          if (event) onEvent(event);
+          else onProblem(`skipped a message on ${msg.subject} that is not a turn event`);
+        }
+      } finally {
+        signal.removeEventListener("abort", stop);
+      }
+    } catch (error) {
+      if (signal.aborted) return;
+      onProblem(`turn events: ${error instanceof Error ? error.message : String(error)}; retrying`);
+    }
+    await sleep(retryMs, undefined, { signal }).catch(() => {});
+  }
+}
