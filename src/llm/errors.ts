@@ -1,0 +1,57 @@
+import OpenAI from "openai";
+import type { Usage } from "./model.ts";
+
+export type LlmErrorCode =
+  | "timeout"
+  | "rate_limited"
+  | "server_error"
+  | "invalid_output"
+  | "aborted"
+  | "bad_request"
+  | "connection";
+
+export interface LlmErrorOptions {
+  /** HTTP status, when the server answered with an error. */
+  status?: number;
+  /** Tokens spent before the failure (set for invalid_output, where the server did answer). */
+  usage?: Usage;
+  cause?: unknown;
+}
+
+/** Every failure of the LLM layer, tagged with what went wrong and who asked. */
+export class LlmError extends Error {
+  override readonly name = "LlmError";
+  readonly code: LlmErrorCode;
+  readonly caller: string;
+  readonly status: number | undefined;
+  readonly usage: Usage | undefined;
+
+  constructor(code: LlmErrorCode, caller: string, message: string, options: LlmErrorOptions = {}) {
+    super(`${caller}: ${message}`, { cause: options.cause });
+    this.code = code;
+    this.caller = caller;
+    this.status = options.status;
+    this.usage = options.usage;
+  }
+}
+
+/** Maps what the openai client threw (after its own retries) onto an LlmError. */
+export function llmErrorFromOpenAI(error: unknown, caller: string): LlmError {
+  if (error instanceof LlmError) return error;
+  const message = error instanceof Error ? error.message : String(error);
+  const fail = (code: LlmErrorCode, status?: number) => new LlmError(code, caller, message, { status, cause: error });
+  // Order matters: the timeout and abort classes are subclasses of APIError.
+  if (error instanceof OpenAI.APIUserAbortError) return fail("aborted");
+  if (error instanceof OpenAI.APIConnectionTimeoutError) return fail("timeout");
+  if (error instanceof OpenAI.APIConnectionError) return fail("connection");
+  if (error instanceof OpenAI.APIError) {
+    const status = error.status;
+    if (status === undefined) return fail("server_error"); // an error event inside an SSE stream
+    if (status === 429) return fail("rate_limited", status);
+    if (status === 408) return fail("timeout", status);
+    if (status >= 500) return fail("server_error", status);
+    return fail("bad_request", status);
+  }
+  // Anything else (e.g. an SSE chunk that is not JSON) means the server misbehaved.
+  return fail("server_error");
+}

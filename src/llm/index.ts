@@ -1,0 +1,23 @@
+import type { LlmConfig } from "./config.ts";
+import type { ChatModel } from "./model.ts";
+import { OpenAIChatModel } from "./openaiModel.ts";
+
+export { LLM_CONFIG_DEFAULTS, type LlmConfig, LlmConfigError, llmConfigFromEnv } from "./config.ts";
+export { LlmError, type LlmErrorCode, type LlmErrorOptions, llmErrorFromOpenAI } from "./errors.ts";
+export type {
+  ChatModel,
+  StreamPart,
+  StreamRequest,
+  StructuredRequest,
+  StructuredResult,
+  TextStream,
+  Usage,
+} from "./model.ts";
+export { OpenAIChatModel } from "./openaiModel.ts";
+export { responseFormatFor } from "./responseFormat.ts";
+export { usageFrom } from "./usage.ts";
+
+/** The ChatModel for a configured endpoint (see `llmConfigFromEnv`; `null` there means offline). */
+export function createChatModel(config: LlmConfig): ChatModel {
+  return new OpenAIChatModel(config);
+}

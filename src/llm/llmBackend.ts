@@ -1,0 +1,81 @@
+import { z } from "zod";
+import type { CognitionBackend } from "../cognition/backend.ts";
+import { UnknownCriticError } from "../cognition/backend.ts";
+import { tokenize } from "../cognition/voice.ts";
+import { CouncilDecision } from "../contracts/council.ts";
+import type { ChatModel } from "./model.ts";
+import { agentPrompt, councilPrompt, criticPrompt, LLM_CRITICS, voicePrompt } from "./prompts.ts";
+
+const Verdict = z.object({ passed: z.boolean(), score: z.number().min(0).max(1), feedback: z.string() });
+
+/**
+ * LLM mode: agents, council and critics answer through structured outputs
+ * validated by their zod schemas (an invalid reply is retried once, then is
+ * that actor's failure); the voice streams the model's tokens, its reasoning
+ * (when the server sends any) on the `thinking` stream.
+ */
+export function llmBackend(model: ChatModel): CognitionBackend {
+  return {
+    name: model.model,
+    think: async (agent, request, signal) => {
+      const { value, usage } = await model.structured({
+        caller: `agent:${agent.manifest.id}`,
+        ...agentPrompt(agent, request),
+        schema: agent.output,
+        schemaName: "agent_output",
+        signal,
+        timeoutMs: request.timeout_ms,
+        maxTokens: agent.manifest.token_budget,
+      });
+      return { output: value, usage };
+    },
+    decide: async (request, signal) => {
+      const { value, usage } = await model.structured({
+        caller: "council",
+        ...councilPrompt(request),
+        schema: CouncilDecision,
+        schemaName: "council_decision",
+        signal,
+      });
+      return { decision: value, usage };
+    },
+    render: async (request, emit, signal) => {
+      const stream = model.stream({ caller: "voice", ...voicePrompt(request), signal });
+      let text = "";
+      let open: "thinking" | "default" | null = null;
+      const switchTo = (streamId: "thinking" | "default") => {
+        if (open === streamId) return;
+        if (open) emit({ type: "end", stream_id: open });
+        emit({ type: "start", stream_id: streamId, content_type: "text/plain" });
+        open = streamId;
+      };
+      // The council's reasoning opens the thinking stream; the model's own reasoning, if any, follows it.
+      if (request.thinking) {
+        switchTo("thinking");
+        for (const delta of tokenize(request.thinking)) emit({ type: "chunk", stream_id: "thinking", delta });
+      }
+      let separate = request.thinking !== "";
+      for await (const part of stream) {
+        if (part.delta === "") continue;
+        switchTo(part.type === "reasoning" ? "thinking" : "default");
+        if (part.type === "content") text += part.delta;
+        const delta = part.type === "reasoning" && separate ? ` ${part.delta}` : part.delta;
+        if (part.type === "reasoning") separate = false;
+        emit({ type: "chunk", stream_id: part.type === "reasoning" ? "thinking" : "default", delta });
+      }
+      if (open) emit({ type: "end", stream_id: open });
+      return { text: text.trim(), usage: await stream.usage };
+    },
+    judge: async (critic, request, signal) => {
+      if (!LLM_CRITICS.includes(critic)) throw new UnknownCriticError(critic);
+      const { value, usage } = await model.structured({
+        caller: `critic:${critic}`,
+        ...criticPrompt(critic, request),
+        schema: Verdict,
+        schemaName: "critic_verdict",
+        signal,
+      });
+      return { result: { critic, ...value, feedback: value.passed ? "" : value.feedback }, usage };
+    },
+  };
+}

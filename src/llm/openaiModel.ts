@@ -1,0 +1,132 @@
+import OpenAI from "openai";
+import type { z } from "zod";
+import { addUsage, noUsage } from "../contracts/usage.ts";
+import type { LlmConfig } from "./config.ts";
+import { CallDeadline } from "./deadline.ts";
+import { LlmError, llmErrorFromOpenAI } from "./errors.ts";
+import { checkJsonReply, withCorrection } from "./jsonReply.ts";
+import type { ChatModel, StreamPart, StreamRequest, StructuredRequest, StructuredResult, TextStream } from "./model.ts";
+import { responseFormatFor } from "./responseFormat.ts";
+import { LazyTextStream, partsOfChunk, type UsageSink } from "./textStream.ts";
+import { usageFrom } from "./usage.ts";
+
+/** A reply that is not valid JSON for the schema gets one corrected second try. */
+const STRUCTURED_ATTEMPTS = 2;
+
+/**
+ * A ChatModel on any OpenAI-compatible chat completions endpoint, through the official `openai`
+ * client. The client retries 408/409/429/5xx and connection failures itself (`maxRetries`, with
+ * backoff that honours `retry-after-ms`); this class adds the per-call deadline, abort, JSON
+ * validation with one corrected retry, and the mapping of failures onto LlmError.
+ */
+export class OpenAIChatModel implements ChatModel {
+  readonly model: string;
+  readonly #client: OpenAI;
+  readonly #timeoutMs: number;
+
+  constructor(config: LlmConfig) {
+    this.model = config.model;
+    this.#timeoutMs = config.timeoutMs;
+    this.#client = new OpenAI({
+      baseURL: config.baseURL,
+      apiKey: config.apiKey,
+      timeout: config.timeoutMs,
+      maxRetries: config.maxRetries,
+    });
+  }
+
+  async structured<S extends z.ZodType>(request: StructuredRequest<S>): Promise<StructuredResult<z.infer<S>>> {
+    const deadline = this.#deadline(request);
+    let usage = noUsage();
+    let user = request.user;
+    let problem = "";
+    try {
+      const responseFormat = responseFormatFor(request.schema, request.schemaName);
+      for (let attempt = 1; attempt <= STRUCTURED_ATTEMPTS; attempt++) {
+        const completion = await deadline.race(
+          this.#client.chat.completions.create(
+            {
+              model: this.model,
+              messages: [
+                { role: "system", content: request.system },
+                { role: "user", content: user },
+              ],
+              response_format: responseFormat,
+              max_tokens: request.maxTokens,
+            },
+            this.#requestOptions(deadline),
+          ),
+        );
+        usage = addUsage(usage, usageFrom(completion.usage));
+        const check = checkJsonReply(completion.choices[0]?.message.content, request.schema);
+        if (check.ok) return { value: check.value, usage, attempts: attempt };
+        problem = check.problem;
+        user = withCorrection(request.user, problem);
+      }
+    } catch (error) {
+      throw failure(error, request.caller, deadline);
+    } finally {
+      deadline.dispose();
+    }
+    const message = `no valid reply in ${STRUCTURED_ATTEMPTS} attempts: ${problem}`;
+    throw new LlmError("invalid_output", request.caller, message, { usage });
+  }
+
+  stream(request: StreamRequest): TextStream {
+    return new LazyTextStream((sink) => this.#streamParts(request, sink));
+  }
+
+  async *#streamParts(request: StreamRequest, sink: UsageSink): AsyncGenerator<StreamPart, void, undefined> {
+    const deadline = this.#deadline(request);
+    try {
+      const chunks = await deadline.race(
+        this.#client.chat.completions.create(
+          {
+            model: this.model,
+            messages: [
+              { role: "system", content: request.system },
+              { role: "user", content: request.user },
+            ],
+            max_tokens: request.maxTokens,
+            stream: true,
+            stream_options: { include_usage: true },
+          },
+          this.#requestOptions(deadline),
+        ),
+      );
+      for await (const chunk of chunks) {
+        // Usually a last chunk with empty choices; some servers attach it to the final content chunk.
+        if (chunk.usage) sink.usage = usageFrom(chunk.usage);
+        yield* partsOfChunk(chunk);
+      }
+      // The openai stream ends quietly when its signal aborts: that is not a normal end.
+      if (deadline.reason) throw deadline.signal.reason;
+    } catch (error) {
+      throw failure(error, request.caller, deadline);
+    } finally {
+      deadline.dispose();
+    }
+  }
+
+  #deadline(request: { timeoutMs?: number; signal?: AbortSignal }): CallDeadline {
+    return new CallDeadline(request.timeoutMs ?? this.#timeoutMs, request.signal);
+  }
+
+  #requestOptions(deadline: CallDeadline) {
+    // The client's own timeout is per attempt and must be a positive integer; ours bounds the call.
+    return { signal: deadline.signal, timeout: Math.max(1, Math.ceil(deadline.timeoutMs)) };
+  }
+}
+
+/** The deadline's verdict wins: after an abort the client may report anything (abort, connection, timeout). */
+function failure(error: unknown, caller: string, deadline: CallDeadline): LlmError {
+  if (error instanceof LlmError) return error;
+  if (deadline.reason === "timeout") {
+    return new LlmError("timeout", caller, `no complete reply within ${deadline.timeoutMs} ms`, { cause: error });
+  }
+  if (deadline.reason === "aborted") return new LlmError("aborted", caller, "the caller aborted", { cause: error });
+  if (error instanceof TypeError && /schemaName/.test(error.message)) {
+    return new LlmError("bad_request", caller, error.message, { cause: error });
+  }
+  return llmErrorFromOpenAI(error, caller);
+}

@@ -1,0 +1,32 @@
+import { zodResponseFormat } from "openai/helpers/zod";
+import type { ResponseFormatJSONSchema } from "openai/resources/shared";
+import { z } from "zod";
+
+const cache = new WeakMap<z.ZodType, Map<string, ResponseFormatJSONSchema>>();
+
+/**
+ * The `response_format` that asks for JSON matching `schema`. Strict (OpenAI structured outputs)
+ * when the schema allows it; otherwise — optional fields, a non-object root, records — a plain
+ * JSON Schema without `strict`, which local servers still use for constrained decoding.
+ * Built once per schema and name.
+ */
+export function responseFormatFor(schema: z.ZodType, name: string): ResponseFormatJSONSchema {
+  const byName = cache.get(schema) ?? new Map<string, ResponseFormatJSONSchema>();
+  cache.set(schema, byName);
+  const format = byName.get(name) ?? buildResponseFormat(schema, name);
+  byName.set(name, format);
+  return format;
+}
+
+function buildResponseFormat(schema: z.ZodType, name: string): ResponseFormatJSONSchema {
+  if (!/^[A-Za-z0-9_-]{1,64}$/.test(name)) {
+    throw new TypeError(`schemaName ${JSON.stringify(name)} must be 1-64 letters, digits, _ or -`);
+  }
+  try {
+    return zodResponseFormat(schema, name);
+  } catch {
+    // zodResponseFormat refuses what OpenAI strict mode cannot express; fall back to the plain schema.
+    const jsonSchema = z.toJSONSchema(schema, { target: "draft-7", io: "input", unrepresentable: "any" });
+    return { type: "json_schema", json_schema: { name, schema: jsonSchema, strict: false } };
+  }
+}

@@ -1,0 +1,200 @@
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { setTimeout as sleep } from "node:timers/promises";
+import type { Usage } from "../../src/llm/model.ts";
+
+/** A chat completions request body as the server received it (only the fields tests look at are typed). */
+export interface ChatRequestBody {
+  model: string;
+  messages: { role: string; content: string }[];
+  stream?: boolean;
+  stream_options?: { include_usage?: boolean };
+  response_format?: { type: string; json_schema?: { name: string; strict?: boolean; schema: unknown } };
+  max_tokens?: number;
+  [field: string]: unknown;
+}
+
+/** A successful answer: a chat.completion, or SSE chunks when the request streams. */
+export interface ContentReply {
+  content: string;
+  /** Thinking text, sent before the content. */
+  reasoning?: string;
+  /** Which delta/message field carries `reasoning`: servers differ. Default "reasoning_content". */
+  reasoningField?: "reasoning_content" | "reasoning";
+  /** Usage to report; `null` sends none. Default: a rough count (4 characters a token). */
+  usage?: Usage | null;
+  /** Wait before answering, to simulate model latency. */
+  delayMs?: number;
+  /** Wait between SSE chunks when streaming, to simulate token rate. */
+  chunkDelayMs?: number;
+}
+
+/** An HTTP error; `body` defaults to an OpenAI-style `{ error: { message, type } }`. */
+export interface ErrorReply {
+  status: number;
+  body?: unknown;
+  /** E.g. `{ "retry-after-ms": "10" }` to make the client's retry quick. */
+  headers?: Record<string, string>;
+}
+
+/** Never answers; `stop()` still closes the connection. */
+export interface HangReply {
+  hang: true;
+}
+
+export type ScriptedReply = ContentReply | ErrorReply | HangReply;
+
+export type ReplyHandler = (body: ChatRequestBody, index: number) => ScriptedReply | Promise<ScriptedReply>;
+
+export interface OpenAIServer {
+  /** Base URL ending in /v1, for `new OpenAI({ baseURL })`. */
+  url: string;
+  /** Bodies of the chat completion requests received, in order. */
+  requests: ChatRequestBody[];
+  stop(): Promise<void>;
+}
+
+/** Replies from a list, one per request in order; the last one repeats. */
+export function scripted(...replies: ScriptedReply[]): ReplyHandler {
+  return (_body, index) => {
+    const reply = replies[Math.min(index, replies.length - 1)];
+    if (!reply) throw new Error("scripted() needs at least one reply");
+    return reply;
+  };
+}
+
+/**
+ * A local OpenAI-compatible server (POST /v1/chat/completions) on 127.0.0.1 and a free port,
+ * answering what `handler` scripts. Built on node:http so the real `openai` client is exercised
+ * end to end: HTTP status handling, retries, SSE parsing.
+ */
+export async function startOpenAIServer(handler: ReplyHandler): Promise<OpenAIServer> {
+  const requests: ChatRequestBody[] = [];
+  const server = createServer((req, res) => {
+    answer(req, res).catch((error: unknown) => {
+      if (!res.headersSent) sendJson(res, 500, errorBody(String(error), "server_error"));
+      else res.destroy();
+    });
+  });
+
+  async function answer(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (req.method !== "POST" || req.url !== "/v1/chat/completions") {
+      sendJson(res, 404, errorBody(`no route ${req.method} ${req.url}`, "invalid_request_error"));
+      return;
+    }
+    let body: ChatRequestBody;
+    try {
+      body = JSON.parse(await readBody(req)) as ChatRequestBody;
+    } catch {
+      sendJson(res, 400, errorBody("request body is not JSON", "invalid_request_error"));
+      return;
+    }
+    const index = requests.push(body) - 1;
+    const reply = await handler(body, index);
+    if ("hang" in reply) return; // left open until the client gives up or stop() closes it
+    if ("status" in reply) {
+      sendJson(res, reply.status, reply.body ?? errorBody(`scripted ${reply.status}`, "server_error"), reply.headers);
+      return;
+    }
+    if (reply.delayMs) await sleep(reply.delayMs);
+    if (res.destroyed) return; // the client gave up while we waited
+    if (body.stream) await sendStream(res, body, reply);
+    else sendJson(res, 200, completion(body, reply));
+  }
+
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", resolve);
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/v1`,
+    requests,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections(); // hanging requests and keep-alive sockets
+      }),
+  };
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (chunk: Buffer) => chunks.push(chunk));
+    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
+    req.on("error", reject);
+  });
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  res.writeHead(status, { "content-type": "application/json", ...headers });
+  res.end(JSON.stringify(body));
+}
+
+function errorBody(message: string, type: string) {
+  return { error: { message, type, code: null, param: null } };
+}
+
+function usageOf(body: ChatRequestBody, reply: ContentReply): Usage | null {
+  if (reply.usage !== undefined) return reply.usage;
+  const promptChars = body.messages.reduce((sum, message) => sum + String(message.content).length, 0);
+  const completionChars = reply.content.length + (reply.reasoning?.length ?? 0);
+  return { prompt_tokens: Math.ceil(promptChars / 4), completion_tokens: Math.ceil(completionChars / 4) };
+}
+
+function withTotal(usage: Usage) {
+  return { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens };
+}
+
+function completion(body: ChatRequestBody, reply: ContentReply) {
+  const usage = usageOf(body, reply);
+  const message: Record<string, unknown> = { role: "assistant", content: reply.content, refusal: null };
+  if (reply.reasoning) message[reply.reasoningField ?? "reasoning_content"] = reply.reasoning;
+  return {
+    id: "chatcmpl-test",
+    object: "chat.completion",
+    created: Math.floor(Date.now() / 1000),
+    model: body.model,
+    choices: [{ index: 0, message, finish_reason: "stop", logprobs: null }],
+    ...(usage ? { usage: withTotal(usage) } : {}),
+  };
+}
+
+/** Text cut into small deltas, as a model emits tokens. */
+function deltas(text: string, size = 5): string[] {
+  const pieces: string[] = [];
+  for (let i = 0; i < text.length; i += size) pieces.push(text.slice(i, i + size));
+  return pieces;
+}
+
+async function sendStream(res: ServerResponse, body: ChatRequestBody, reply: ContentReply): Promise<void> {
+  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
+  const created = Math.floor(Date.now() / 1000);
+  const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) => ({
+    id: "chatcmpl-test",
+    object: "chat.completion.chunk",
+    created,
+    model: body.model,
+    choices,
+    ...extra,
+  });
+  const events: unknown[] = [chunk([{ index: 0, delta: { role: "assistant", content: "" }, finish_reason: null }])];
+  const reasoningField = reply.reasoningField ?? "reasoning_content";
+  for (const piece of deltas(reply.reasoning ?? "")) {
+    events.push(chunk([{ index: 0, delta: { [reasoningField]: piece }, finish_reason: null }]));
+  }
+  for (const piece of deltas(reply.content)) {
+    events.push(chunk([{ index: 0, delta: { content: piece }, finish_reason: null }]));
+  }
+  events.push(chunk([{ index: 0, delta: {}, finish_reason: "stop" }]));
+  const usage = usageOf(body, reply);
+  if (body.stream_options?.include_usage && usage) events.push(chunk([], { usage: withTotal(usage) }));
+
+  for (const event of events) {
+    if (res.destroyed) return;
+    res.write(`data: ${JSON.stringify(event)}\n\n`);
+    if (reply.chunkDelayMs) await sleep(reply.chunkDelayMs);
+  }
+  res.end("data: [DONE]\n\n");
+}
