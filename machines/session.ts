@@ -1,4 +1,4 @@
-import { assign, setup } from "xstate";
+import { assign, sendTo, setup } from "xstate";
 import { type Modulators, neutralModulators, neutralStance, type Stance } from "../src/contracts/workspace.ts";
 import { defaultTurnPolicy, type TurnOutput, type TurnPolicy, turnMachine } from "./turn.ts";
 
@@ -21,8 +21,11 @@ export interface QueuedTurn {
 export interface SessionInput {
   session_id: string;
   policy?: TurnPolicy;
+  /** Restored from the session's snapshot, after a restart or a takeover. */
   modulators?: Modulators;
   stance?: Stance;
+  turns_completed?: number;
+  last_turn_id?: number;
 }
 
 export interface SessionContext {
@@ -33,9 +36,14 @@ export interface SessionContext {
   modulators: Modulators;
   stance: Stance;
   turns_completed: number;
+  /** The last turn finished, so a turn delivered twice is never run twice. */
+  last_turn_id: number;
 }
 
-export type SessionEvent = { type: "turn.enqueue"; turn: QueuedTurn };
+export type SessionEvent =
+  | { type: "turn.enqueue"; turn: QueuedTurn }
+  /** Double-texting `interrupt`: stop the running turn (if any) in favour of `by_turn_id`. */
+  | { type: "turn.interrupt"; by_turn_id: number };
 
 export const sessionMachine = setup({
   types: {
@@ -52,6 +60,11 @@ export const sessionMachine = setup({
   },
   guards: {
     hasQueuedTurn: ({ context }) => context.queue.length > 0,
+    isNewTurn: ({ context, event }) =>
+      event.type === "turn.enqueue" &&
+      event.turn.turn_id > context.last_turn_id &&
+      context.current?.turn_id !== event.turn.turn_id &&
+      !context.queue.some((turn) => turn.turn_id === event.turn.turn_id),
   },
 }).createMachine({
   id: "session",
@@ -62,10 +75,17 @@ export const sessionMachine = setup({
     current: null,
     modulators: input.modulators ?? neutralModulators(),
     stance: input.stance ?? neutralStance(),
-    turns_completed: 0,
+    turns_completed: input.turns_completed ?? 0,
+    last_turn_id: input.last_turn_id ?? 0,
   }),
   on: {
-    "turn.enqueue": { actions: assign({ queue: ({ context, event }) => [...context.queue, event.turn] }) },
+    "turn.enqueue": {
+      guard: "isNewTurn",
+      // Turn order, whatever the order of arrival.
+      actions: assign({
+        queue: ({ context, event }) => [...context.queue, event.turn].sort((a, b) => a.turn_id - b.turn_id),
+      }),
+    },
   },
   initial: "idle",
   states: {
@@ -73,6 +93,12 @@ export const sessionMachine = setup({
       always: { guard: "hasQueuedTurn", target: "running" },
     },
     running: {
+      on: {
+        "turn.interrupt": {
+          guard: ({ context, event }) => (context.current?.turn_id ?? 0) < event.by_turn_id,
+          actions: sendTo("turn", ({ event }) => event),
+        },
+      },
       entry: assign(({ context }) => ({ current: context.queue[0] ?? null, queue: context.queue.slice(1) })),
       invoke: {
         id: "turn",
@@ -93,6 +119,7 @@ export const sessionMachine = setup({
               modulators: event.output.modulators,
               stance: event.output.stance,
               turns_completed: context.turns_completed + 1,
+              last_turn_id: Math.max(context.last_turn_id, event.output.turn_id),
               current: null,
             })),
             { type: "turnFinished", params: ({ event }) => event.output },
@@ -105,7 +132,10 @@ export const sessionMachine = setup({
               type: "turnCrashed",
               params: ({ context, event }) => ({ turn_id: context.current?.turn_id ?? 0, error: event.error }),
             },
-            assign({ current: null }),
+            assign(({ context }) => ({
+              current: null,
+              last_turn_id: Math.max(context.last_turn_id, context.current?.turn_id ?? 0),
+            })),
           ],
         },
       },

@@ -10,13 +10,14 @@ import {
 import type { AgentContext, AgentReply } from "../src/contracts/agent.ts";
 import type {
   CouncilDecision,
+  CouncilReply,
   CouncilRequest,
   SafetyCouncilReply,
   SafetyCouncilRequest,
-  VoiceReply,
+  StreamId,
   VoiceRequest,
 } from "../src/contracts/council.ts";
-import type { CriticRequest, CriticResult, CriticsReply } from "../src/contracts/critic.ts";
+import type { CriticRequest, CriticResult, CriticsVerdict } from "../src/contracts/critic.ts";
 import type { ErrorCode } from "../src/contracts/errors.ts";
 import type { EventBody, EventPayload } from "../src/contracts/events.ts";
 import type {
@@ -27,6 +28,7 @@ import type {
 } from "../src/contracts/memory.ts";
 import type { PlanWavesReply, PlanWavesRequest } from "../src/contracts/scheduler.ts";
 import { type Stage, type TurnOutcome, type TurnWarning, turnOutcome } from "../src/contracts/turn.ts";
+import { addUsage, noUsage, type TurnUsage, type Usage } from "../src/contracts/usage.ts";
 import type { Episode, Modulators, Sensors, Stance } from "../src/contracts/workspace.ts";
 
 /**
@@ -46,15 +48,27 @@ import type { Episode, Modulators, Sensors, Stance } from "../src/contracts/work
 export interface TurnPolicy {
   /** Deadline of each stage. */
   stage_timeout_ms: number;
-  /** Budget of one agent request inside a wave. */
+  /** Budget of one attempt of an agent request inside a wave. */
   agent_timeout_ms: number;
+  /**
+   * Attempts per agent request: a request lost with its worker (no answer in
+   * time) is sent again, and goes to another worker of the same agent.
+   */
+  agent_attempts: number;
   max_deliberation_rounds: number;
+  /** Re-renderings the evaluator loop may ask of the voice after critic feedback. */
+  max_voice_retries: number;
+  /** Tokens the turn's agents may use in all (the scheduler plans within it). */
+  token_budget: number;
 }
 
 export const defaultTurnPolicy: TurnPolicy = {
   stage_timeout_ms: 10_000,
   agent_timeout_ms: 4_000,
+  agent_attempts: 2,
   max_deliberation_rounds: 3,
+  max_voice_retries: 2,
+  token_budget: 8_000,
 };
 
 export interface TurnInput {
@@ -82,7 +96,19 @@ export interface TurnContext extends TurnInput {
   consensus: number;
   decision: CouncilDecision | null;
   response: string;
+  /** Which rendering of the reply this is (the evaluator loop re-renders). */
+  attempt: number;
+  /** Critic feedback for the next rendering. */
+  feedback: string[];
+  /** Chunks sent so far on each open stream. */
+  stream_chunks: Partial<Record<StreamId, number>>;
+  /** A request interceptor refused the turn. */
+  blocked: boolean;
+  /** The stage the turn is in, for warnings raised outside any one stage (an interrupt). */
+  stage: Stage;
   critics: CriticResult[];
+  /** Tokens used, per actor ("agent:<id>", "council", "voice", "critic:<name>"). */
+  usage: Record<string, Usage>;
   warnings: TurnWarning[];
 }
 
@@ -112,6 +138,7 @@ export interface RunWaveInput {
   wave: number;
   agents: string[];
   timeout_ms: number;
+  attempts: number;
   context: AgentContext;
 }
 
@@ -121,13 +148,40 @@ export type WaveEvent =
   | { type: "agent.failed"; agent_id: string; code: ErrorCode; message: string }
   | { type: "wave.done" };
 
+/** What the voice sends back while it renders (multiplexed streams), then `voice.done`. */
+export type VoiceEvent =
+  | { type: "voice.start"; stream_id: StreamId; content_type: string }
+  | { type: "voice.chunk"; stream_id: StreamId; delta: string }
+  | { type: "voice.end"; stream_id: StreamId }
+  | { type: "voice.done"; text: string; usage?: Usage }
+  | { type: "voice.failed"; code: string; message: string }
+  | { type: "voice.intercepted"; stream_id: StreamId; interceptor: string; action: "redact" | "block"; reason: string };
+
+/** Double-texting with `interrupt`: a newer turn stops this one, which completes with a warning. */
+export type InterruptEvent = { type: "turn.interrupt"; by_turn_id: number };
+
+export type TurnEvent = WaveEvent | VoiceEvent | InterruptEvent;
+
 export interface DeliberateInput {
   round: number;
   workspace: Workspace;
+  /** For asking agents to revise: who, and how long they have. */
+  session_id: string;
+  turn_id: number;
+  timeout_ms: number;
+  context: AgentContext;
+}
+export interface Revision {
+  agent_id: string;
+  withdrew: string[];
+  conceded: string[];
+  opposed: string[];
 }
 export interface DeliberateOutput {
   workspace: Workspace;
   consensus: number;
+  revisions: Revision[];
+  usage: Record<string, Usage>;
 }
 
 /** Raised when a host forgot to provide one of the machine's actors. */
@@ -141,6 +195,21 @@ const unprovided = <O, I>(name: string) =>
   fromPromise<O, I>(async () => {
     throw new MissingActorError(name);
   });
+
+/** The reply to a turn a request interceptor refused. */
+export const REFUSAL_REPLY = "I can't help with that request, but I'm glad to help with something else.";
+
+export interface ScreenInput {
+  session_id: string;
+  turn_id: number;
+  text: string;
+  sensors: Sensors;
+}
+export interface ScreenOutput {
+  text: string;
+  interceptions: { interceptor: string; action: "redact" | "block"; reason: string }[];
+  blocked: boolean;
+}
 
 /** Said when the safety council itself cannot be reached: the one reply a turn may never lack. */
 export const SAFETY_FALLBACK_REPLY =
@@ -163,10 +232,45 @@ const failed = (stage: Stage, subject?: string) => ({
   }),
 });
 
+/** The warning for a rendering the voice could not finish. */
+const voiceFailed = (stage: Stage) => ({
+  type: "warn" as const,
+  params: ({ event }: { event: TurnEvent }): TurnWarning => ({
+    stage,
+    code: event.type === "voice.failed" ? event.code : "internal",
+    message: event.type === "voice.failed" ? event.message : "voice failed",
+    subject: "voice",
+  }),
+});
+
 /** The warning for a stage that missed its deadline. */
 const overran = (stage: Stage, what: string, subject?: string) => ({
   type: "warn" as const,
   params: { stage, code: "timeout", message: `${what} missed the stage deadline`, ...(subject ? { subject } : {}) },
+});
+
+/** Adds one call's (or a stage's) usage, per actor, to the turn's. */
+const mergeUsage = (total: Record<string, Usage>, more: Record<string, Usage>): Record<string, Usage> => {
+  const merged = { ...total };
+  for (const [actor, usage] of Object.entries(more)) merged[actor] = addUsage(merged[actor] ?? noUsage(), usage);
+  return merged;
+};
+
+/** The turn's cost summary for TURN_COMPLETED. */
+export const usageSummary = (byActor: Record<string, Usage>): TurnUsage => ({
+  ...Object.values(byActor).reduce(addUsage, noUsage()),
+  by_actor: byActor,
+});
+
+/** What the voice is asked to render now: the council's speech act, and feedback on a re-rendering. */
+const voiceRequest = (context: TurnContext): VoiceRequest => ({
+  session_id: context.session_id,
+  turn_id: context.turn_id,
+  user_message: context.text,
+  speech_act: context.decision?.speech_act ?? { intent: "respond", key_points: [], do_not: [] },
+  thinking: context.decision?.thinking ?? "",
+  feedback: context.feedback,
+  attempt: context.attempt,
 });
 
 const agentContext = (context: TurnContext): AgentContext => ({
@@ -195,10 +299,11 @@ export const turnMachine = setup({
     context: {} as TurnContext,
     input: {} as TurnInput,
     output: {} as TurnOutput,
-    events: {} as WaveEvent,
+    events: {} as TurnEvent,
   },
   actors: {
     senseFast: unprovided<Sensors, { text: string }>("senseFast"),
+    screen: unprovided<ScreenOutput, ScreenInput>("screen"),
     safetyCouncil: unprovided<SafetyCouncilReply, SafetyCouncilRequest>("safetyCouncil"),
     retrieveMemory: unprovided<MemoryRetrieveReply, MemoryRetrieveRequest>("retrieveMemory"),
     planWaves: unprovided<PlanWavesReply, PlanWavesRequest>("planWaves"),
@@ -206,9 +311,11 @@ export const turnMachine = setup({
       throw new MissingActorError("runWave");
     }),
     deliberate: unprovided<DeliberateOutput, DeliberateInput>("deliberate"),
-    decide: unprovided<CouncilDecision, CouncilRequest>("decide"),
-    renderVoice: unprovided<VoiceReply, VoiceRequest>("renderVoice"),
-    runCritics: unprovided<CriticsReply, CriticRequest>("runCritics"),
+    decide: unprovided<CouncilReply, CouncilRequest>("decide"),
+    renderVoice: fromCallback<{ type: "noop" }, VoiceRequest>(() => {
+      throw new MissingActorError("renderVoice");
+    }),
+    runCritics: unprovided<CriticsVerdict, CriticRequest>("runCritics"),
     commitMemory: unprovided<MemoryCommitReply, MemoryCommitRequest>("commitMemory"),
   },
   actions: {
@@ -217,8 +324,8 @@ export const turnMachine = setup({
   },
   delays: {
     stageTimeout: ({ context }) => context.policy.stage_timeout_ms,
-    /** A wave waits for its slowest agent, plus a margin for the reply to travel. */
-    waveTimeout: ({ context }) => context.policy.agent_timeout_ms + 250,
+    /** A wave waits for its slowest agent's every attempt, plus a margin for the reply to travel. */
+    waveTimeout: ({ context }) => context.policy.agent_timeout_ms * context.policy.agent_attempts + 250,
   },
   guards: {
     safetyRisk: ({ context }) => (context.sensors?.safety_risk ?? 0) > SAFETY_INTERRUPT_THRESHOLD,
@@ -227,12 +334,15 @@ export const turnMachine = setup({
     deliberationSettled: ({ context }) =>
       context.consensus >= CONSENSUS_THRESHOLD || context.round + 1 >= context.policy.max_deliberation_rounds,
     councilSpeaks: ({ context }) => context.decision?.speak === true,
+    criticsPassed: ({ context }) => context.critics.every((result) => result.passed),
+    requestBlocked: ({ context }) => context.blocked,
+    mayRetryVoice: ({ context }) => context.attempt <= context.policy.max_voice_retries,
   },
 })
   .extend({
     actions: {
       /** Notes a stage's shortfall in the outcome and in the log. */
-      warn: enqueueActions<TurnContext, WaveEvent, TurnWarning, WaveEvent, never, RecordAction, never>(
+      warn: enqueueActions<TurnContext, TurnEvent, TurnWarning, TurnEvent, never, RecordAction, never>(
         ({ enqueue }, warning) => {
           enqueue.assign(({ context }) => ({
             warnings: [...context.warnings, warning],
@@ -244,7 +354,7 @@ export const turnMachine = setup({
         },
       ),
       /** Ends a wave in the log: the workspace patch, the stance change if any, then WAVE_COMPLETED. */
-      closeWave: enqueueActions<TurnContext, WaveEvent, undefined, WaveEvent, never, RecordAction, never>(
+      closeWave: enqueueActions<TurnContext, TurnEvent, undefined, TurnEvent, never, RecordAction, never>(
         ({ context, enqueue }) => {
           const agents = context.waves[context.wave] ?? [];
           const failed = context.wave_failures + context.wave_pending.length;
@@ -289,7 +399,7 @@ export const turnMachine = setup({
         },
       ),
       /** The one reply a safety interrupt may never lack, when the safety council cannot give one. */
-      answerSafely: enqueueActions<TurnContext, WaveEvent, undefined, WaveEvent, never, RecordAction, never>(
+      answerSafely: enqueueActions<TurnContext, TurnEvent, undefined, TurnEvent, never, RecordAction, never>(
         ({ enqueue }) => {
           enqueue.assign({ response: SAFETY_FALLBACK_REPLY });
           enqueue({
@@ -298,12 +408,136 @@ export const turnMachine = setup({
           });
         },
       ),
+      recordInterceptions: enqueueActions<
+        TurnContext,
+        TurnEvent,
+        ScreenOutput["interceptions"],
+        TurnEvent,
+        never,
+        RecordAction,
+        never
+      >(({ enqueue }, interceptions) => {
+        for (const interception of interceptions)
+          enqueue({ type: "record", params: { kind: "REQUEST_INTERCEPTED", payload: interception } });
+      }),
+      /** Enters a pipeline stage: notes it, and records TURN_STAGE_CHANGED. */
+      enterStage: enqueueActions<TurnContext, TurnEvent, { stage: Stage }, TurnEvent, never, RecordAction, never>(
+        ({ enqueue }, { stage }) => {
+          enqueue.assign({ stage });
+          enqueue({ type: "record", params: { kind: "TURN_STAGE_CHANGED", payload: { stage } } });
+        },
+      ),
+      /** A stream of the voice opens: STREAM_START before any of its chunks. */
+      openStream: enqueueActions<TurnContext, TurnEvent, undefined, TurnEvent, never, RecordAction, never>(
+        ({ context, event, enqueue }) => {
+          if (event.type !== "voice.start") return;
+          enqueue.assign({ stream_chunks: { ...context.stream_chunks, [event.stream_id]: 0 } });
+          enqueue({
+            type: "record",
+            params: {
+              kind: "STREAM_START",
+              payload: { stream_id: event.stream_id, content_type: event.content_type, attempt: context.attempt },
+            },
+          });
+        },
+      ),
+      streamChunk: enqueueActions<TurnContext, TurnEvent, undefined, TurnEvent, never, RecordAction, never>(
+        ({ context, event, enqueue }) => {
+          if (event.type !== "voice.chunk") return;
+          const index = context.stream_chunks[event.stream_id] ?? 0;
+          enqueue.assign({ stream_chunks: { ...context.stream_chunks, [event.stream_id]: index + 1 } });
+          enqueue({
+            type: "record",
+            params: { kind: "STREAM_CHUNK", payload: { stream_id: event.stream_id, index, delta: event.delta } },
+          });
+        },
+      ),
+      closeStream: enqueueActions<TurnContext, TurnEvent, undefined, TurnEvent, never, RecordAction, never>(
+        ({ context, event, enqueue }) => {
+          if (event.type !== "voice.end") return;
+          enqueue({
+            type: "record",
+            params: {
+              kind: "STREAM_END",
+              payload: { stream_id: event.stream_id, chunks: context.stream_chunks[event.stream_id] ?? 0 },
+            },
+          });
+        },
+      ),
+      recordResponseInterception: enqueueActions<
+        TurnContext,
+        TurnEvent,
+        undefined,
+        TurnEvent,
+        never,
+        RecordAction,
+        never
+      >(({ event, enqueue }) => {
+        if (event.type !== "voice.intercepted") return;
+        const { interceptor, action, reason, stream_id } = event;
+        enqueue({
+          type: "record",
+          params: { kind: "RESPONSE_INTERCEPTED", payload: { interceptor, action, reason, stream_id } },
+        });
+      }),
+      /** The voice finished: the reply is its whole text. */
+      acceptRendering: enqueueActions<TurnContext, TurnEvent, undefined, TurnEvent, never, RecordAction, never>(
+        ({ context, event, enqueue }) => {
+          if (event.type !== "voice.done") return;
+          enqueue.assign({
+            response: event.text,
+            usage: mergeUsage(context.usage, event.usage ? { voice: event.usage } : {}),
+          });
+          enqueue({
+            type: "record",
+            params: { kind: "VOICE_RENDERED", payload: { text: event.text, attempt: context.attempt } },
+          });
+        },
+      ),
+      /** Critics that could not judge at all (absent, crashed) are warnings, not verdicts. */
+      criticsUnreachable: enqueueActions<
+        TurnContext,
+        TurnEvent,
+        CriticsVerdict["failures"],
+        TurnEvent,
+        never,
+        WarnAction,
+        never
+      >(({ enqueue }, failures) => {
+        for (const failure of failures) {
+          enqueue({
+            type: "warn",
+            params: {
+              stage: "critics",
+              code: failure.code,
+              message: failure.message,
+              subject: `critic:${failure.critic}`,
+            },
+          });
+        }
+      }),
+      /** The retries are spent and a critic still objects: keep the reply, record why. */
+      criticsOverruled: enqueueActions<TurnContext, TurnEvent, undefined, TurnEvent, never, WarnAction, never>(
+        ({ context, enqueue }) => {
+          for (const result of context.critics.filter((critic) => !critic.passed)) {
+            enqueue({
+              type: "warn",
+              params: {
+                stage: "critics",
+                code: "critic_failed",
+                message: `${result.critic} still failed after ${context.attempt} rendering(s): ${result.feedback}`,
+                subject: `critic:${result.critic}`,
+              },
+            });
+          }
+        },
+      ),
       /** The wave's deadline passed: every agent still pending counts as timed out. */
       waveOverran: enqueueActions<
         TurnContext,
-        WaveEvent,
+        TurnEvent,
         undefined,
-        WaveEvent,
+        TurnEvent,
         never,
         RecordAction | WarnAction,
         never
@@ -356,10 +590,29 @@ export const turnMachine = setup({
       consensus: 1,
       decision: null,
       response: "",
+      attempt: 1,
+      feedback: [],
+      stream_chunks: {},
+      stage: "ingest",
+      blocked: false,
       critics: [],
+      usage: {},
       warnings: [],
     }),
     initial: "ingest",
+    on: {
+      "turn.interrupt": {
+        target: ".completed",
+        actions: {
+          type: "warn",
+          params: ({ context, event }) => ({
+            stage: context.stage,
+            code: "interrupted",
+            message: `interrupted by turn ${event.by_turn_id}`,
+          }),
+        },
+      },
+    },
     states: {
       ingest: {
         entry: [
@@ -374,25 +627,13 @@ export const turnMachine = setup({
               },
             }),
           },
-          {
-            type: "record",
-            params: {
-              kind: "TURN_STAGE_CHANGED",
-              payload: { stage: "ingest" },
-            },
-          },
+          { type: "enterStage", params: { stage: "ingest" } },
         ],
         always: "sensing_fast",
       },
 
       sensing_fast: {
-        entry: {
-          type: "record",
-          params: {
-            kind: "TURN_STAGE_CHANGED",
-            payload: { stage: "sensing_fast" },
-          },
-        },
+        entry: { type: "enterStage", params: { stage: "sensing_fast" } },
         invoke: {
           src: "senseFast",
           input: ({ context }) => ({ text: context.text }),
@@ -430,7 +671,43 @@ export const turnMachine = setup({
 
       /** Safety early exit: a high safety_risk skips the cognitive stages for the safety council. */
       sensed: {
-        always: [{ guard: "safetyRisk", target: "safety" }, { target: "context" }],
+        always: [{ guard: "safetyRisk", target: "safety" }, { target: "screening" }],
+      },
+
+      /** The request interceptors see the message and the sensors' scores: they may redact it or refuse the turn. */
+      screening: {
+        invoke: {
+          src: "screen",
+          input: ({ context }) => ({
+            session_id: context.session_id,
+            turn_id: context.turn_id,
+            text: context.text,
+            sensors: context.sensors ?? zeroSensors(),
+          }),
+          onDone: {
+            target: "screened",
+            actions: [
+              assign({ text: ({ event }) => event.output.text, blocked: ({ event }) => event.output.blocked }),
+              { type: "recordInterceptions", params: ({ event }) => event.output.interceptions },
+            ],
+          },
+          onError: { target: "context", actions: failed("sensing_fast", "interceptors") },
+        },
+        after: { stageTimeout: { target: "context", actions: overran("sensing_fast", "request interceptors") } },
+      },
+
+      screened: {
+        always: [
+          {
+            guard: "requestBlocked",
+            target: "completed",
+            actions: [
+              assign({ response: REFUSAL_REPLY }),
+              { type: "record", params: { kind: "VOICE_RENDERED", payload: { text: REFUSAL_REPLY, attempt: 1 } } },
+            ],
+          },
+          { target: "context" },
+        ],
       },
 
       safety: {
@@ -490,10 +767,7 @@ export const turnMachine = setup({
       },
 
       context: {
-        entry: {
-          type: "record",
-          params: { kind: "TURN_STAGE_CHANGED", payload: { stage: "context" } },
-        },
+        entry: { type: "enterStage", params: { stage: "context" } },
         invoke: {
           src: "retrieveMemory",
           input: ({ context }) => ({
@@ -542,10 +816,7 @@ export const turnMachine = setup({
       },
 
       agents: {
-        entry: {
-          type: "record",
-          params: { kind: "TURN_STAGE_CHANGED", payload: { stage: "agents" } },
-        },
+        entry: { type: "enterStage", params: { stage: "agents" } },
         initial: "planning",
         states: {
           planning: {
@@ -556,13 +827,17 @@ export const turnMachine = setup({
                 turn_id: context.turn_id,
                 sensors: context.sensors ?? zeroSensors(),
                 modulators: context.workspace.modulators,
+                token_budget: context.policy.token_budget,
               }),
               onDone: {
                 target: "planned",
-                actions: assign({
-                  waves: ({ event }) => event.output.waves.filter((wave) => wave.length > 0),
-                  wave: 0,
-                }),
+                actions: [
+                  assign({
+                    waves: ({ event }) => event.output.waves.filter((wave) => wave.length > 0),
+                    wave: 0,
+                  }),
+                  { type: "record", params: ({ event }) => ({ kind: "SCHEDULE_PLANNED", payload: event.output }) },
+                ],
               },
               onError: {
                 target: "done",
@@ -600,6 +875,7 @@ export const turnMachine = setup({
                 wave: context.wave,
                 agents: context.waves[context.wave] ?? [],
                 timeout_ms: context.policy.agent_timeout_ms,
+                attempts: context.policy.agent_attempts,
                 context: agentContext(context),
               }),
               onError: {
@@ -613,6 +889,10 @@ export const turnMachine = setup({
                   assign(({ context, event }) => ({
                     workspace: applyAgentOutput(context.workspace, event.reply.agent_id, event.reply.output),
                     wave_pending: context.wave_pending.filter((id) => id !== event.reply.agent_id),
+                    usage: mergeUsage(
+                      context.usage,
+                      event.reply.usage ? { [`agent:${event.reply.agent_id}`]: event.reply.usage } : {},
+                    ),
                   })),
                   {
                     type: "record",
@@ -692,91 +972,70 @@ export const turnMachine = setup({
       },
 
       deliberation: {
-        entry: {
-          type: "record",
-          params: {
-            kind: "TURN_STAGE_CHANGED",
-            payload: { stage: "deliberation" },
-          },
-        },
+        entry: { type: "enterStage", params: { stage: "deliberation" } },
         initial: "round",
         states: {
           round: {
             entry: {
               type: "record",
-              params: ({ context }) => ({
-                kind: "DELIB_ROUND_STARTED",
-                payload: { round: context.round },
-              }),
+              params: ({ context }) => ({ kind: "DELIB_ROUND_STARTED", payload: { round: context.round } }),
             },
             invoke: {
               src: "deliberate",
               input: ({ context }) => ({
                 round: context.round,
                 workspace: context.workspace,
+                session_id: context.session_id,
+                turn_id: context.turn_id,
+                timeout_ms: context.policy.agent_timeout_ms,
+                context: agentContext(context),
               }),
               onDone: {
                 target: "settling",
                 actions: [
-                  assign({
-                    workspace: ({ event }) => event.output.workspace,
-                    consensus: ({ event }) => event.output.consensus,
-                  }),
+                  assign(({ context, event }) => ({
+                    workspace: event.output.workspace,
+                    consensus: event.output.consensus,
+                    usage: mergeUsage(context.usage, event.output.usage),
+                  })),
                   {
                     type: "record",
                     params: ({ context }) => ({
                       kind: "CONSENSUS_UPDATED",
-                      payload: {
-                        round: context.round,
-                        level: context.consensus,
-                        claims: context.workspace.claims,
-                      },
+                      payload: { round: context.round, level: context.consensus, claims: context.workspace.claims },
                     }),
                   },
                   {
                     type: "record",
-                    params: ({ context }) => ({
+                    params: ({ context, event }) => ({
                       kind: "DELIB_ROUND_COMPLETED",
                       payload: {
                         round: context.round,
                         consensus: context.consensus,
+                        revisions: event.output.revisions,
                       },
                     }),
                   },
                 ],
               },
-              onError: {
-                target: "done",
-                actions: failed("deliberation"),
-              },
+              onError: { target: "done", actions: failed("deliberation") },
             },
           },
           /** Stop at consensus or after the last round; otherwise deliberate again. */
           settling: {
             always: [
               { guard: "deliberationSettled", target: "done" },
-              {
-                target: "round",
-                actions: assign({ round: ({ context }) => context.round + 1 }),
-              },
+              { target: "round", actions: assign({ round: ({ context }) => context.round + 1 }) },
             ],
           },
           done: { type: "final" },
         },
         onDone: "council",
-        after: {
-          stageTimeout: {
-            target: "council",
-            actions: overran("deliberation", "deliberation"),
-          },
-        },
+        after: { stageTimeout: { target: "council", actions: overran("deliberation", "deliberation") } },
       },
 
       council: {
-        entry: {
-          type: "record",
-          params: { kind: "TURN_STAGE_CHANGED", payload: { stage: "council" } },
-        },
+        entry: { type: "enterStage", params: { stage: "council" } },
         initial: "deciding",
         states: {
           deciding: {
@@ -794,124 +1053,129 @@ export const turnMachine = setup({
               onDone: {
                 target: "decided",
                 actions: [
-                  assign({ decision: ({ event }) => event.output }),
+                  assign(({ context, event }) => ({
+                    decision: event.output.decision,
+                    usage: mergeUsage(context.usage, event.output.usage ? { council: event.output.usage } : {}),
+                  })),
                   {
                     type: "record",
                     params: ({ event }) => ({
                       kind: "COUNCIL_DECISION_MADE",
-                      payload: decisionPayload(event.output),
+                      payload: decisionPayload(event.output.decision),
                     }),
                   },
                 ],
               },
-              onError: {
-                target: "done",
-                actions: failed("council", "council"),
-              },
+              onError: { target: "done", actions: failed("council", "council") },
             },
           },
           decided: {
             always: [{ guard: "councilSpeaks", target: "speaking" }, { target: "done" }],
           },
+          /** The voice streams the reply (and its thinking) as it renders. */
           speaking: {
             invoke: {
               src: "renderVoice",
-              input: ({ context }) => ({
-                session_id: context.session_id,
-                turn_id: context.turn_id,
-                user_message: context.text,
-                speech_act: context.decision?.speech_act ?? {
-                  intent: "respond",
-                  key_points: [],
-                  do_not: [],
-                },
-                feedback: [],
-              }),
-              onDone: {
-                target: "done",
-                actions: [
-                  assign({ response: ({ event }) => event.output.text }),
-                  {
-                    type: "record",
-                    params: ({ event }) => ({
-                      kind: "VOICE_RENDERED",
-                      payload: { text: event.output.text, attempt: 1 },
-                    }),
-                  },
-                ],
-              },
-              onError: {
-                target: "done",
-                actions: failed("council", "voice"),
-              },
+              input: ({ context }) => voiceRequest(context),
+              onError: { target: "done", actions: failed("council", "voice") },
+            },
+            on: {
+              "voice.start": { actions: "openStream" },
+              "voice.chunk": { actions: "streamChunk" },
+              "voice.end": { actions: "closeStream" },
+              "voice.done": { target: "done", actions: "acceptRendering" },
+              "voice.intercepted": { actions: "recordResponseInterception" },
+              "voice.failed": { target: "done", actions: voiceFailed("council") },
             },
           },
           done: { type: "final" },
         },
         onDone: "critics",
-        after: {
-          stageTimeout: {
-            target: "critics",
-            actions: overran("council", "council and voice"),
-          },
-        },
+        after: { stageTimeout: { target: "critics", actions: overran("council", "council and voice") } },
       },
 
+      /**
+       * Critics judge the reply. Evaluator-optimizer loop: when one fails, the
+       * voice re-renders with the critics' feedback, up to the policy's retries;
+       * a reply that still fails is kept and the failure recorded.
+       */
       critics: {
-        entry: {
-          type: "record",
-          params: { kind: "TURN_STAGE_CHANGED", payload: { stage: "critics" } },
-        },
-        invoke: {
-          src: "runCritics",
-          input: ({ context }) => ({
-            session_id: context.session_id,
-            turn_id: context.turn_id,
-            user_message: context.text,
-            response: context.response,
-            speech_act: context.decision?.speech_act ?? {
-              intent: "none",
-              key_points: [],
-              do_not: [],
-            },
-          }),
-          onDone: {
-            target: "memory_commit",
-            actions: [
-              assign({ critics: ({ event }) => event.output.results }),
-              {
-                type: "record",
-                params: ({ event }) => ({
-                  kind: "CRITICS_UPDATED",
-                  payload: {
-                    results: event.output.results,
-                    passed: event.output.results.every((result) => result.passed),
+        entry: { type: "enterStage", params: { stage: "critics" } },
+        initial: "judging",
+        states: {
+          judging: {
+            invoke: {
+              src: "runCritics",
+              input: ({ context }) => ({
+                session_id: context.session_id,
+                turn_id: context.turn_id,
+                user_message: context.text,
+                response: context.response,
+                speech_act: context.decision?.speech_act ?? { intent: "none", key_points: [], do_not: [] },
+                attempt: context.attempt,
+              }),
+              onDone: {
+                target: "verdict",
+                actions: [
+                  assign(({ context, event }) => ({
+                    critics: event.output.results,
+                    usage: mergeUsage(context.usage, event.output.usage),
+                  })),
+                  {
+                    type: "record",
+                    params: ({ context, event }) => ({
+                      kind: "CRITICS_UPDATED",
+                      payload: {
+                        results: event.output.results,
+                        passed: event.output.results.every((result) => result.passed),
+                        attempt: context.attempt,
+                      },
+                    }),
                   },
-                }),
+                  { type: "criticsUnreachable", params: ({ event }) => event.output.failures },
+                ],
               },
+              onError: { target: "done", actions: failed("critics", "critics") },
+            },
+          },
+          verdict: {
+            always: [
+              { guard: "criticsPassed", target: "done" },
+              {
+                guard: "mayRetryVoice",
+                target: "revising",
+                actions: assign(({ context }) => ({
+                  feedback: context.critics.filter((result) => !result.passed).map((result) => result.feedback),
+                  attempt: context.attempt + 1,
+                })),
+              },
+              { target: "done", actions: "criticsOverruled" },
             ],
           },
-          onError: {
-            target: "memory_commit",
-            actions: failed("critics", "critics"),
+          /** The voice renders again, with the critics' feedback appended. */
+          revising: {
+            invoke: {
+              src: "renderVoice",
+              input: ({ context }) => voiceRequest(context),
+              onError: { target: "done", actions: failed("critics", "voice") },
+            },
+            on: {
+              "voice.start": { actions: "openStream" },
+              "voice.chunk": { actions: "streamChunk" },
+              "voice.end": { actions: "closeStream" },
+              "voice.done": { target: "judging", actions: "acceptRendering" },
+              "voice.intercepted": { actions: "recordResponseInterception" },
+              "voice.failed": { target: "done", actions: voiceFailed("critics") },
+            },
           },
+          done: { type: "final" },
         },
-        after: {
-          stageTimeout: {
-            target: "memory_commit",
-            actions: overran("critics", "critics"),
-          },
-        },
+        onDone: "memory_commit",
+        after: { stageTimeout: { target: "memory_commit", actions: overran("critics", "critics") } },
       },
 
       memory_commit: {
-        entry: {
-          type: "record",
-          params: {
-            kind: "TURN_STAGE_CHANGED",
-            payload: { stage: "memory_commit" },
-          },
-        },
+        entry: { type: "enterStage", params: { stage: "memory_commit" } },
         invoke: {
           src: "commitMemory",
           input: ({ context }) => ({
@@ -955,6 +1219,7 @@ export const turnMachine = setup({
             kind: "TURN_COMPLETED",
             payload: {
               response: context.response,
+              usage: usageSummary(context.usage),
               outcome: turnOutcome(context.warnings),
             },
           }),

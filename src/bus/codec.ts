@@ -1,7 +1,8 @@
 import type { z } from "zod";
 import { HandlerError } from "./errors.ts";
 
-const decoder = new TextDecoder();
+// fatal: invalid UTF-8 is bad input, not text to repair silently.
+const decoder = new TextDecoder("utf-8", { fatal: true });
 const encoder = new TextEncoder();
 
 export const encodeJson = (value: unknown): Uint8Array => encoder.encode(JSON.stringify(value));

@@ -35,6 +35,7 @@ export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   timeout: 504,
   no_responders: 503,
   agent_failed: 500,
+  busy: 409,
   internal: 500,
 };
 

@@ -90,3 +90,65 @@ function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
     );
   });
 }
+
+/**
+ * Sends a request that is answered by a stream of messages (see serveActor's
+ * `stream`): each one is validated and handed to `onMessage` as it arrives,
+ * until the remote closes the exchange with an empty message. Failures are
+ * RemoteCallErrors as for requestJson.
+ */
+export async function requestStream<S extends z.ZodType>(
+  nc: NatsConnection,
+  subject: string,
+  payload: unknown,
+  messageSchema: S,
+  onMessage: (message: z.infer<S>) => void,
+  options: RequestOptions,
+): Promise<void> {
+  options.signal?.throwIfAborted();
+  let finished = false;
+  try {
+    const replies = await nc.requestMany(subject, encodeJson(payload), {
+      strategy: "sentinel",
+      maxWait: options.timeoutMs,
+    });
+    for await (const msg of replies) {
+      if (options.signal?.aborted) throw options.signal.reason ?? new Error("aborted");
+      if (msg.data.length === 0) {
+        finished = true;
+        break;
+      }
+      const body = safeJson(msg.data);
+      if (msg.headers?.get(ServiceErrorHeader)) {
+        const remote = ErrorReply.safeParse(body);
+        if (remote.success)
+          throw new RemoteCallError(
+            subject,
+            remote.data.error.code,
+            remote.data.error.message,
+            remote.data.error.issues,
+          );
+        throw new RemoteCallError(subject, "internal", `${subject} failed: ${msg.headers.get(ServiceErrorHeader)}`);
+      }
+      const parsed = messageSchema.safeParse(body);
+      if (!parsed.success) {
+        throw new RemoteCallError(
+          subject,
+          "internal",
+          `${subject} sent a malformed message: ${describeIssues(parsed.error).join("; ")}`,
+        );
+      }
+      onMessage(parsed.data);
+    }
+  } catch (error) {
+    if (error instanceof RemoteCallError) throw error;
+    if (error instanceof RequestError && error.isNoResponders()) {
+      throw new RemoteCallError(subject, "no_responders", `no worker is serving ${subject}`);
+    }
+    if (error instanceof TimeoutError)
+      throw new RemoteCallError(subject, "timeout", `${subject} did not finish within ${options.timeoutMs} ms`);
+    throw error;
+  }
+  if (!finished)
+    throw new RemoteCallError(subject, "timeout", `${subject} did not finish within ${options.timeoutMs} ms`);
+}

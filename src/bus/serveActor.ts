@@ -3,6 +3,7 @@ import {
   type AnyActorLogic,
   createActor,
   type EventObject,
+  type InputFrom,
   type InspectionEvent,
   type Observer,
   type OutputFrom,
@@ -24,10 +25,19 @@ export interface ActorEndpoint<S extends z.ZodType, L extends AnyActorLogic> {
   subject: string;
   request: S;
   logic: L;
+  /** The actor's input from the request (default: the request itself), e.g. to add what the host knows. */
+  input?: (request: z.infer<S>) => InputFrom<L>;
   /** Sent to the actor right after it starts, for machines that wait for a go. */
   begin?: EventObject;
   /** Maps the actor's output to the reply; throw a HandlerError to answer with an error reply. */
   reply: (output: OutputFrom<L>, request: z.infer<S>, timing: { elapsedMs: number }) => unknown;
+  /**
+   * Streaming endpoints: every event the actor emits is sent at once as a
+   * reply of its own (mapped by this function), then the final reply, then an
+   * empty message that closes the exchange (for `requestMany` with the
+   * `sentinel` strategy).
+   */
+  stream?: (emitted: EventObject) => unknown;
   /** A hard stop for actors without a deadline of their own. Default: 30 s. */
   timeoutMs?: (request: z.infer<S>) => number;
   metadata?: Record<string, string>;
@@ -36,8 +46,8 @@ export interface ActorEndpoint<S extends z.ZodType, L extends AnyActorLogic> {
 export interface ServeOptions {
   /** Receives the inspection events of every actor this endpoint creates. */
   inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
-  /** Told about every error reply sent, e.g. for logging. */
-  onError?: (endpoint: string, error: HandlerError) => void;
+  /** Told about every error reply sent, with the request that caused it: to log it, or keep bad input. */
+  onError?: (endpoint: string, error: HandlerError, request: { subject: string; data: Uint8Array }) => void;
 }
 
 const DEFAULT_TIMEOUT_MS = 30_000;
@@ -68,7 +78,7 @@ async function answer<S extends z.ZodType, L extends AnyActorLogic>(
     const request = decodeJson(msg.data, endpoint.request, `request on ${msg.subject}`);
     // Generic over any logic, so the options cannot be checked against L here.
     const actor = createActor(endpoint.logic as AnyActorLogic, {
-      input: request,
+      input: endpoint.input ? endpoint.input(request) : request,
       ...(options.inspect ? { inspect: options.inspect } : {}),
     });
     const timeoutMs = endpoint.timeoutMs?.(request) ?? DEFAULT_TIMEOUT_MS;
@@ -79,12 +89,17 @@ async function answer<S extends z.ZodType, L extends AnyActorLogic>(
         timeoutMs,
       );
     });
+    if (endpoint.stream) {
+      const toMessage = endpoint.stream;
+      actor.on("*", (emitted) => msg.respond(encodeJson(toMessage(emitted))));
+    }
     actor.start();
     if (endpoint.begin) actor.send(endpoint.begin);
     try {
       const output = await Promise.race([toPromise(actor), overrun]);
       const elapsedMs = Math.round((performance.now() - started) * 1000) / 1000;
       msg.respond(encodeJson(endpoint.reply(output as OutputFrom<L>, request, { elapsedMs })));
+      if (endpoint.stream) msg.respond(new Uint8Array());
     } finally {
       clearTimeout(timer);
       actor.stop();
@@ -97,13 +112,14 @@ async function answer<S extends z.ZodType, L extends AnyActorLogic>(
             "internal",
             `${endpoint.name} failed: ${error instanceof Error ? error.message : String(error)}`,
           );
-    options.onError?.(endpoint.name, failure);
+    options.onError?.(endpoint.name, failure, { subject: msg.subject, data: msg.data });
     if (msg.reply) {
       msg.respondError(
         STATUS_BY_CODE[failure.code],
         failure.message,
         encodeJson(errorReply(failure.code, failure.message, failure.issues)),
       );
+      if (endpoint.stream) msg.respond(new Uint8Array());
     }
   }
 }

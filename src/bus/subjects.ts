@@ -18,9 +18,17 @@ export const subjects = {
   councilDecide: `${SUBJECT_ROOT}.council.decide`,
   councilSafety: `${SUBJECT_ROOT}.council.safety`,
   voiceRender: `${SUBJECT_ROOT}.voice.render`,
-  criticsRun: `${SUBJECT_ROOT}.critics.run`,
+  critic: (name: string) => `${SUBJECT_ROOT}.critic.${name}`,
   memoryRetrieve: `${SUBJECT_ROOT}.memory.retrieve`,
   memoryCommit: `${SUBJECT_ROOT}.memory.commit`,
+  /** JetStream write-ahead log of accepted turns, one subject per session (keeps their order). */
+  wal: (sessionId: string) => `${SUBJECT_ROOT}.wal.${sessionId}`,
+  allWal: `${SUBJECT_ROOT}.wal.>`,
+  /** JetStream: rejected input and poison turns, kept for inspection. */
+  deadLetter: (source: string) => `${SUBJECT_ROOT}.dlq.${source}`,
+  allDeadLetters: `${SUBJECT_ROOT}.dlq.>`,
+  /** Core NATS: errors for fire-and-forget submitters. */
+  sessionErrors: (sessionId: string) => `${SUBJECT_ROOT}.errors.${sessionId}`,
   /** JetStream: one subject per stored episode. */
   memoryEpisode: (sessionId: string, turnId: number) => `${SUBJECT_ROOT}.memory.episode.${sessionId}.${turnId}`,
   allEpisodes: `${SUBJECT_ROOT}.memory.episode.>`,
@@ -30,7 +38,15 @@ export const subjects = {
 export const streams = {
   events: "CONCLAVE_EVENTS",
   memory: "CONCLAVE_MEMORY",
+  turns: "CONCLAVE_TURNS",
+  deadLetters: "CONCLAVE_DEAD_LETTERS",
 } as const;
+
+/** The durable consumer all runners share on the turn WAL. */
+export const RUNNER_CONSUMER = "conclave-runners";
 export const buckets = {
   sessions: "conclave_sessions",
+  scheduler: "conclave_scheduler",
+  turns: "conclave_turns",
+  owners: "conclave_owners",
 } as const;

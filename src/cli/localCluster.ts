@@ -1,12 +1,15 @@
 import { join, resolve } from "node:path";
 import { busOptions, connectBus } from "../bus/connection.ts";
 import { type RunningNatsServer, startNatsServer } from "../nats/server.ts";
-import { type ConclaveProcess, spawnConclave } from "./childProcess.ts";
+import { type SupervisedProcess, supervise } from "./supervisor.ts";
 
 /** The processes `conclave up` starts, besides nats-server: one runner and three workers. */
 export const DEFAULT_LAYOUT: { name: string; args: string[] }[] = [
-  { name: "worker[inhibition,monitoring]", args: ["worker", "--agents", "inhibition.*,monitoring.*"] },
-  { name: "worker[emotion]", args: ["worker", "--agents", "emotion.*"] },
+  {
+    name: "worker[inhibition,monitoring,reasoning]",
+    args: ["worker", "--agents", "inhibition.*,monitoring.*,reasoning.*"],
+  },
+  { name: "worker[emotion,social,planning]", args: ["worker", "--agents", "emotion.*,social.*,planning.*"] },
   {
     name: "worker[scheduler,council,critics,memory]",
     args: ["worker", "--services", "scheduler,council,critics,memory"],
@@ -21,13 +24,15 @@ export interface LocalClusterOptions {
   log: (line: string) => void;
   /** Extra environment for the child processes. */
   env?: NodeJS.ProcessEnv;
+  /** Starts the runner and workers with `--inspect`. */
+  inspect?: boolean;
 }
 
 export interface LocalCluster {
   url: string;
   /** Null when a server was already running at the URL. */
   server: RunningNatsServer | null;
-  processes: ConclaveProcess[];
+  processes: SupervisedProcess[];
   stop(): Promise<void>;
 }
 
@@ -61,7 +66,9 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
     options.log(`started nats-server on ${server.url} (JetStream store ${server.storeDir})`);
   }
   const env = { ...process.env, ...options.env, CONCLAVE_NATS_URL: options.url };
-  const processes = DEFAULT_LAYOUT.map(({ name, args }) => spawnConclave(name, args, env));
+  const processes = DEFAULT_LAYOUT.map(({ name, args }) =>
+    supervise(name, options.inspect ? [...args, "--inspect"] : args, env, { log: options.log }),
+  );
   const stopAll = async () => {
     // The runner first, so no turn is left without its workers.
     await Promise.all(processes.filter((p) => p.name === "runner").map((p) => p.stop()));
@@ -69,11 +76,11 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
     await server?.stop();
   };
   try {
-    await Promise.all(processes.map((p) => p.ready));
+    await Promise.all(processes.map((p) => p.current.ready));
   } catch (error) {
     await stopAll();
     throw error;
   }
-  for (const p of processes) options.log(`${p.name} ready (pid ${p.child.pid})`);
+  for (const p of processes) options.log(`${p.name} ready (pid ${p.current.child.pid})`);
   return { url: options.url, server, processes, stop: stopAll };
 }

@@ -20,6 +20,10 @@ export function renderEvent(event: EngineEvent): string | null {
       return `  ⚠ safety interrupt: ${event.payload.sensor} ${fmt(event.payload.value)}`;
     case "MEMORY_RETRIEVED":
       return `      memory: ${event.payload.episodes.length} recent episode(s)`;
+    case "SCHEDULE_PLANNED": {
+      const { skipped, budget } = event.payload;
+      return `      scheduler: ${budget.planned} of ${budget.limit} tokens planned${skipped.length > 0 ? `; skipped ${skipped.map((s) => `${s.agent_id} (${s.reason})`).join(", ")}` : ""}`;
+    }
     case "WAVE_STARTED":
       return `      wave ${event.payload.wave}: ${event.payload.agents.join(", ")}`;
     case "AGENT_COMPLETED": {
@@ -41,9 +45,15 @@ export function renderEvent(event: EngineEvent): string | null {
     case "COUNCIL_DECISION_MADE":
       return `      council: ${event.payload.speak ? "speak" : "stay silent"} · intent ${event.payload.intent} · urgency ${event.payload.urgency}${event.payload.key_points.length > 0 ? ` · ${event.payload.key_points.length} key point(s)` : ""}`;
     case "VOICE_RENDERED":
-      return `      voice: ${event.payload.text.length} characters`;
+      return `      voice: rendering ${event.payload.attempt}, ${event.payload.text.length} characters`;
     case "CRITICS_UPDATED":
-      return `      critics: ${event.payload.results.map((result) => `${result.critic} ${result.passed ? "✓" : `✗ (${result.feedback})`}`).join(", ")}`;
+      return `      critics (rendering ${event.payload.attempt}): ${event.payload.results.map((result) => `${result.critic} ${result.passed ? "✓" : `✗ ${result.feedback}`}`).join(", ")}`;
+    case "DELIB_ROUND_COMPLETED": {
+      const changed = event.payload.revisions.filter((r) => r.withdrew.length + r.conceded.length > 0);
+      return changed.length === 0
+        ? null
+        : `      revisions: ${changed.map((r) => `${r.agent_id}${r.withdrew.length > 0 ? ` withdrew ${r.withdrew.join(", ")}` : ""}${r.conceded.length > 0 ? ` conceded ${r.conceded.join(", ")}` : ""}`).join("; ")}`;
+    }
     case "MEMORY_COMMITTED":
       return `      memory: ${event.payload.summary}`;
     case "STAGE_WARNING":
@@ -52,15 +62,42 @@ export function renderEvent(event: EngineEvent): string | null {
       const { outcome } = event.payload;
       const status =
         outcome.status === "Complete" ? "✔ Complete" : `◐ PartialSuccess (${outcome.warnings.length} warning(s))`;
-      return `  ${status} in ${event.payload.total_time_ms} ms\n  reply: ${event.payload.response || "(no reply)"}`;
+      const { usage } = event.payload;
+      const cost =
+        usage.prompt_tokens + usage.completion_tokens > 0
+          ? `\n  tokens: ${usage.prompt_tokens} prompt + ${usage.completion_tokens} completion (${Object.entries(
+              usage.by_actor,
+            )
+              .map(([actor, used]) => `${actor} ${used.prompt_tokens + used.completion_tokens}`)
+              .join(", ")})`
+          : "";
+      return `  ${status} in ${event.payload.total_time_ms} ms${cost}\n  reply: ${event.payload.response || "(no reply)"}`;
     }
     default:
       return null;
   }
 }
 
-/** Prints an event as a JSON line, or as its readable line when it has one. */
-export function printEvent(event: EngineEvent, json: boolean | undefined): void {
-  const line = json ? JSON.stringify(event) : renderEvent(event);
-  if (line !== null) console.log(line);
+/**
+ * Prints events as they arrive: JSON lines, or the readable view, where the
+ * voice's streams are written inline, token by token, as they are produced.
+ */
+export function createEventPrinter(
+  json: boolean | undefined,
+  out: NodeJS.WritableStream = process.stdout,
+): (event: EngineEvent) => void {
+  return (event) => {
+    if (json) {
+      out.write(`${JSON.stringify(event)}\n`);
+      return;
+    }
+    if (event.kind === "STREAM_START")
+      out.write(`      ${event.payload.stream_id === "thinking" ? "thinking" : "voice"} › `);
+    else if (event.kind === "STREAM_CHUNK") out.write(event.payload.delta);
+    else if (event.kind === "STREAM_END") out.write("\n");
+    else {
+      const line = renderEvent(event);
+      if (line !== null) out.write(`${line}\n`);
+    }
+  };
 }

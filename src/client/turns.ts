@@ -3,6 +3,7 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import { requestJson } from "../bus/request.ts";
 import { subjects } from "../bus/subjects.ts";
 import type { EngineEvent } from "../contracts/events.ts";
+import type { z } from "zod";
 import { TurnAck, type TurnSubmission } from "../contracts/turn.ts";
 import { followEvents } from "../eventlog/reader.ts";
 
@@ -22,7 +23,7 @@ export class TurnTimeoutError extends Error {
 export function submitTurn(
   nc: NatsConnection,
   sessionId: string,
-  submission: TurnSubmission,
+  submission: z.input<typeof TurnSubmission>,
   timeoutMs = 5_000,
 ): Promise<TurnAck> {
   return requestJson(nc, subjects.turnSubmit(sessionId), submission, TurnAck, { timeoutMs });
@@ -53,7 +54,7 @@ export async function watchTurn(
         }
         return false;
       },
-      abort.signal,
+      { signal: abort.signal },
     );
   } finally {
     clearTimeout(timer);

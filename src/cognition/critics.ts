@@ -4,6 +4,29 @@ import type { CriticRequest, CriticResult } from "../contracts/critic.ts";
 export const MAX_REPLY_CHARS = 1_200;
 
 const UNSAFE = /\b(how to (kill|hurt|harm)|overdose on|step[- ]by[- ]step .*(weapon|poison))\b/i;
+
+/**
+ * How the offline do_not critic recognises a breach of the do_not rules the
+ * agents propose. A rule without a detector is matched as literal text.
+ */
+const DO_NOT_DETECTORS: { rule: RegExp; breach: RegExp }[] = [
+  { rule: /claim to have feelings/i, breach: /\bI (feel|felt|am feeling|get (sad|lonely|happy))\b/i },
+  { rule: /claim to be human|have a body/i, breach: /\b(I'?m|I am) (a )?(human|person)\b|\bmy body\b/i },
+  { rule: /promise that a fix will work/i, breach: /\b(this|it) will (definitely )?(fix|work)\b|\bguaranteed?\b/i },
+  { rule: /methods or details that could cause harm/i, breach: UNSAFE },
+];
+
+/** Words a reply of each intent is expected to carry, for the coherence critic. */
+const INTENT_MARKERS: Record<string, RegExp> = {
+  support: /\b(hard|sorry|makes sense|hear|understand|feel(ing)?)\b/i,
+  advise: /\b(let's|try|step|what changed|pin down|check)\b/i,
+  clarify: /\?/,
+  repair: /\b(sorry|again|missed|wrong)\b/i,
+  celebrate: /\b(congratulations|great|wonderful|glad)\b/i,
+  protect: /\b(safe|safety|help|crisis|emergency)\b/i,
+  reflect: /\b(think|question|feel|feelings)\b/i,
+};
+
 const pass = (critic: string): CriticResult => ({ critic, passed: true, score: 1, feedback: "" });
 const fail = (critic: string, score: number, feedback: string): CriticResult => ({
   critic,
@@ -15,21 +38,42 @@ const fail = (critic: string, score: number, feedback: string): CriticResult => 
 /** A critic judges one rendered reply against the council's speech act. */
 export type Critic = (request: CriticRequest) => CriticResult;
 
+/** The offline model's critics, each served as its own actor. */
 export const CRITICS: Record<string, Critic> = {
   safety: ({ response }) =>
     UNSAFE.test(response) ? fail("safety", 0, "Remove any instructions that could cause harm.") : pass("safety"),
   do_not: ({ response, speech_act }) => {
-    const lower = response.toLowerCase();
-    const broken = speech_act.do_not.filter((rule) => lower.includes(rule.toLowerCase()));
-    return broken.length === 0
-      ? pass("do_not")
-      : fail("do_not", 0.2, `The reply repeats forbidden content: ${broken.join("; ")}.`);
+    const broken = speech_act.do_not.filter((rule) => {
+      const detector = DO_NOT_DETECTORS.find((candidate) => candidate.rule.test(rule));
+      return detector ? detector.breach.test(response) : response.toLowerCase().includes(rule.toLowerCase());
+    });
+    if (broken.length === 0) return pass("do_not");
+    const offending = response.split(/(?<=[.!?])\s+/).filter((sentence) =>
+      broken.some((rule) => {
+        const detector = DO_NOT_DETECTORS.find((candidate) => candidate.rule.test(rule));
+        return detector ? detector.breach.test(sentence) : sentence.toLowerCase().includes(rule.toLowerCase());
+      }),
+    );
+    return fail(
+      "do_not",
+      0.2,
+      `The reply must not ${broken.join("; ")}. Remove: ${offending.map((s) => `"${s}"`).join(", ")}`,
+    );
+  },
+  coherence: ({ response, speech_act }) => {
+    if (response.trim() === "") return pass("coherence");
+    const marker = Object.hasOwn(INTENT_MARKERS, speech_act.intent) ? INTENT_MARKERS[speech_act.intent] : undefined;
+    return !marker || marker.test(response)
+      ? pass("coherence")
+      : fail("coherence", 0.4, `The reply does not carry the council's intent '${speech_act.intent}'.`);
   },
   length: ({ response }) =>
     response.length <= MAX_REPLY_CHARS
       ? pass("length")
       : fail("length", MAX_REPLY_CHARS / response.length, `Shorten the reply to under ${MAX_REPLY_CHARS} characters.`),
 };
+
+export const CRITIC_NAMES = Object.keys(CRITICS);
 
 export const runCritics = (request: CriticRequest): CriticResult[] =>
   Object.values(CRITICS).map((critic) => critic(request));

@@ -19,18 +19,19 @@ export function computeConsensus(claims: readonly Claim[]): number {
   return total === 0 ? 1 : Math.round((agreeing / total) * 1000) / 1000;
 }
 
+/** Claims someone opposes. */
+export const contestedClaims = (claims: readonly Claim[]): Claim[] =>
+  claims.filter((claim) => claim.opposition.length > 0);
+
 /**
- * One deliberation round without a model: claims that more agents oppose than
- * support are withdrawn, and contested ones lose confidence in proportion to
- * their opposition. Agents revising their own claims between rounds (LLM mode)
- * goes through the same workspace.
+ * Who is asked to reconsider in a deliberation round: the authors of
+ * contested claims and the agents opposing them, each once, in a stable order.
  */
-export function reviseClaims(claims: readonly Claim[]): Claim[] {
-  return claims
-    .filter((claim) => claim.opposition.length <= claim.support.length)
-    .map((claim) => {
-      if (claim.opposition.length === 0) return claim;
-      const share = claim.opposition.length / (claim.support.length + claim.opposition.length);
-      return { ...claim, confidence: Math.round(claim.confidence * (1 - share) * 1000) / 1000 };
-    });
+export function stakeholders(claims: readonly Claim[]): string[] {
+  const agents = new Set<string>();
+  for (const claim of contestedClaims(claims)) {
+    agents.add(claim.source);
+    for (const agent of claim.opposition) agents.add(agent);
+  }
+  return [...agents].sort();
 }

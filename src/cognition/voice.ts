@@ -1,4 +1,4 @@
-import type { VoiceRequest } from "../contracts/council.ts";
+import type { StreamId, VoiceRequest, VoiceStreamMessage } from "../contracts/council.ts";
 
 const OPENINGS: Record<string, string> = {
   repair: "I'm sorry, I got that wrong.",
@@ -12,21 +12,61 @@ const OPENINGS: Record<string, string> = {
   respond: "Thanks for your message.",
 };
 
-/** Turns "slow down and name one small next step" into a sentence. */
+/** Turns a key point ("ask what's on your mind", "One small step…") into a sentence. */
 const sentence = (point: string): string => {
-  const text = point.replace(/^ask /, "Could you tell me ").trim();
+  const asks = point.startsWith("ask ");
+  const text = asks ? `Could you tell me ${point.slice(4).trim()}` : point.trim();
   const capitalised = text.charAt(0).toUpperCase() + text.slice(1);
-  return /[.?!]$/.test(capitalised) ? capitalised : `${capitalised}${point.startsWith("ask ") ? "?" : "."}`;
+  return /[.?!]$/.test(capitalised) ? capitalised : `${capitalised}${asks ? "?" : "."}`;
 };
+
+/** Quoted sentences a critic asked to remove: `Remove: "…", "…"`. */
+const removals = (feedback: readonly string[]): string[] =>
+  feedback.flatMap((line) => [...line.matchAll(/"([^"]+)"/g)].map((match) => match[1]!));
 
 /**
  * The offline voice: renders a speech act as plain text, deterministically.
- * Critic feedback (from an earlier attempt) shortens the reply to its opening
- * and first point.
+ * On a re-rendering, sentences the critics asked to remove are left out and
+ * the reply keeps its opening and at most two points.
  */
 export function renderOffline(request: VoiceRequest): string {
   const { intent, key_points } = request.speech_act;
-  const opening = OPENINGS[intent] ?? OPENINGS.respond!;
-  const points = request.feedback.length > 0 ? key_points.slice(0, 1) : key_points.slice(0, 3);
-  return [opening, ...points.map(sentence)].join(" ");
+  const opening = (Object.hasOwn(OPENINGS, intent) ? OPENINGS[intent] : undefined) ?? OPENINGS.respond!;
+  const removed = new Set(removals(request.feedback));
+  const points = key_points.map(sentence).filter((text) => !removed.has(text));
+  return [opening, ...points.slice(0, request.feedback.length > 0 ? 2 : 3)].join(" ");
+}
+
+/** Splits text into the chunks a stream sends: word by word, keeping the spaces. */
+export const tokenize = (text: string): string[] => text.match(/\s*\S+\s*/g) ?? [];
+
+/** Stream messages of a rendering, as the voice sends them before its final reply. */
+export type VoiceStreamPart = Exclude<VoiceStreamMessage, { type: "done" | "error" }>;
+
+/** What a response interceptor did to a packet, reported alongside the stream. */
+export type InterceptedPart = {
+  type: "intercepted";
+  stream_id: StreamId;
+  interceptor: string;
+  action: "redact" | "block";
+  reason: string;
+};
+
+/**
+ * The offline voice, streamed: the council's thinking on the `thinking`
+ * stream, then the reply word by word on `default`. Returns the reply.
+ */
+export function streamOffline(request: VoiceRequest, emit: (part: VoiceStreamPart) => void): string {
+  const text = renderOffline(request);
+  const streams: [StreamId, string][] = [
+    ["thinking", request.thinking],
+    ["default", text],
+  ];
+  for (const [stream_id, content] of streams) {
+    if (content === "") continue;
+    emit({ type: "start", stream_id, content_type: "text/plain" });
+    for (const delta of tokenize(content)) emit({ type: "chunk", stream_id, delta });
+    emit({ type: "end", stream_id });
+  }
+  return text;
 }

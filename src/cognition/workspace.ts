@@ -38,9 +38,21 @@ export function applyStanceDelta(stance: Stance, delta: StanceDelta): Stance {
   };
 }
 
-/** Merges one agent's output: new claims (the author supports its own), support and opposition, proposals, stance. */
+/**
+ * Merges one agent's output: withdrawn claims leave (only their author may
+ * withdraw them), conceded claims lose the agent's opposition, new claims
+ * arrive supported by their author, then support, opposition, proposals and
+ * the stance delta.
+ */
 export function applyAgentOutput(workspace: Workspace, agentId: string, output: AgentOutput): Workspace {
-  const claims = workspace.claims.map((claim) => ({
+  const kept = workspace.claims
+    .filter((claim) => !(claim.source === agentId && output.withdraws.includes(claim.id)))
+    .map((claim) =>
+      output.concedes.includes(claim.id)
+        ? { ...claim, opposition: claim.opposition.filter((id) => id !== agentId) }
+        : claim,
+    );
+  const claims = kept.map((claim) => ({
     ...claim,
     support:
       output.supports.includes(claim.id) && !claim.support.includes(agentId)

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { AgentId, SessionId, TurnId } from "./ids.ts";
+import { Usage } from "./usage.ts";
 import { Claim, Episode, Modulators, Sensors, Stance, StanceDelta } from "./workspace.ts";
 
 export const AGENCIES = ["emotion", "reasoning", "social", "planning", "inhibition", "monitoring"] as const;
@@ -24,6 +25,9 @@ export const AgentOutput = z.object({
   /** Claim ids (from any agent) this agent backs or contests. */
   supports: z.array(z.string()).max(16).default([]),
   opposes: z.array(z.string()).max(16).default([]),
+  /** In a revision round: own claims the agent takes back, and claims it stops opposing. */
+  withdraws: z.array(z.string()).max(16).default([]),
+  concedes: z.array(z.string()).max(16).default([]),
   /** Suggestions for the council: what to say, and what never to say. */
   proposals: z.array(z.object({ kind: z.enum(["say", "do_not", "ask"]), text: z.string().min(1).max(300) })).max(8),
   stance_delta: StanceDelta,
@@ -37,6 +41,7 @@ export const AgentManifest = z.object({
   /** Sensor names whose value above 0.3 makes this agent a candidate. */
   triggers: z.array(z.string()),
   cooldown_s: z.number().min(0),
+  /** Most tokens one answer of this agent may use (LLM mode); counted against the turn's budget. */
   token_budget: z.number().int().min(0),
   description: z.string(),
 });
@@ -58,6 +63,13 @@ export const AgentRequest = z.object({
   turn_id: TurnId,
   agent_id: AgentId,
   wave: z.number().int().min(0),
+  /**
+   * `respond`: the agent's first say in a wave. `revise`: a deliberation round
+   * asks it to reconsider the contested claims in `context.claims`.
+   */
+  mode: z.enum(["respond", "revise"]).default("respond"),
+  /** The deliberation round, in `revise` mode. */
+  round: z.number().int().min(0).default(0),
   /** The agent must reply within this budget or be counted as failed. */
   timeout_ms: z.number().int().positive(),
   context: AgentContext,
@@ -70,5 +82,6 @@ export const AgentReply = z.object({
   elapsed_ms: z.number().min(0),
   /** Which worker process served it (`<host>:<pid>`), for provenance. */
   worker: z.string(),
+  usage: Usage.optional(),
 });
 export type AgentReply = z.infer<typeof AgentReply>;

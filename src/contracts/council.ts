@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { AgentContext } from "./agent.ts";
 import { SessionId, TurnId } from "./ids.ts";
+import { Usage } from "./usage.ts";
 
 export const Urgency = z.enum(["low", "normal", "high"]);
 
@@ -19,6 +20,9 @@ export const CouncilDecision = z.object({
   thinking: z.string().max(2000),
 });
 export type CouncilDecision = z.infer<typeof CouncilDecision>;
+
+export const CouncilReply = z.object({ decision: CouncilDecision, usage: Usage.optional() });
+export type CouncilReply = z.infer<typeof CouncilReply>;
 
 export const CouncilRequest = z.object({
   session_id: SessionId,
@@ -43,13 +47,35 @@ export const VoiceRequest = z.object({
   turn_id: TurnId,
   user_message: z.string(),
   speech_act: SpeechAct,
+  /** The council's reasoning, streamed on the `thinking` stream before the reply. */
+  thinking: z.string().max(2000).default(""),
   /** Critic feedback from an earlier attempt, appended to the prompt (evaluator loop). */
   feedback: z.array(z.string()).default([]),
+  /** 1 for the first rendering, 2 and on for re-renderings after critic feedback. */
+  attempt: z.number().int().min(1).default(1),
 });
 export type VoiceRequest = z.infer<typeof VoiceRequest>;
 
-export const VoiceReply = z.object({ text: z.string() });
+export const VoiceReply = z.object({ text: z.string(), usage: Usage.optional() });
 export type VoiceReply = z.infer<typeof VoiceReply>;
+
+/** Stream ids of the voice: its reasoning, and the reply the user reads. */
+export const StreamId = z.enum(["thinking", "default"]);
+export type StreamId = z.infer<typeof StreamId>;
+
+/**
+ * What the voice sends while rendering, as successive replies to one request
+ * (multiplexed streams): `start` before a stream's chunks, `chunk`s, `end`,
+ * then one `done` with the whole text; an empty message closes the exchange.
+ */
+export const VoiceStreamMessage = z.discriminatedUnion("type", [
+  z.object({ type: z.literal("start"), stream_id: StreamId, content_type: z.string() }),
+  z.object({ type: z.literal("chunk"), stream_id: StreamId, delta: z.string() }),
+  z.object({ type: z.literal("end"), stream_id: StreamId }),
+  z.object({ type: z.literal("done"), text: z.string(), usage: Usage.optional() }),
+  z.object({ type: z.literal("error"), code: z.string(), message: z.string() }),
+]);
+export type VoiceStreamMessage = z.infer<typeof VoiceStreamMessage>;
 
 /** The council's reply for a safety interrupt: a decision plus the words to say. */
 export const SafetyCouncilReply = z.object({ decision: CouncilDecision, text: z.string() });

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { SpeechAct } from "./council.ts";
 import { SessionId, TurnId } from "./ids.ts";
+import { Usage } from "./usage.ts";
 
 export const CriticRequest = z.object({
   session_id: SessionId,
@@ -8,6 +9,8 @@ export const CriticRequest = z.object({
   user_message: z.string(),
   response: z.string(),
   speech_act: SpeechAct,
+  /** Which rendering is judged (the evaluator loop re-renders after feedback). */
+  attempt: z.number().int().min(1).default(1),
 });
 export type CriticRequest = z.infer<typeof CriticRequest>;
 
@@ -20,5 +23,13 @@ export const CriticResult = z.object({
 });
 export type CriticResult = z.infer<typeof CriticResult>;
 
-export const CriticsReply = z.object({ results: z.array(CriticResult) });
-export type CriticsReply = z.infer<typeof CriticsReply>;
+export const CriticReply = z.object({ result: CriticResult, usage: Usage.optional() });
+export type CriticReply = z.infer<typeof CriticReply>;
+
+/** Every critic's verdict on one rendering, and the critics that could not judge. */
+export const CriticsVerdict = z.object({
+  results: z.array(CriticResult),
+  failures: z.array(z.object({ critic: z.string(), code: z.string(), message: z.string() })),
+  usage: z.record(z.string(), Usage),
+});
+export type CriticsVerdict = z.infer<typeof CriticsVerdict>;

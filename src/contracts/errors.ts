@@ -9,6 +9,8 @@ export const ErrorCode = z.enum([
   "timeout",
   "no_responders",
   "agent_failed",
+  /** A turn submitted with `on_busy: "reject"` while the session has one pending or running. */
+  "busy",
   "internal",
 ]);
 export type ErrorCode = z.infer<typeof ErrorCode>;

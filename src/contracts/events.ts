@@ -1,9 +1,12 @@
 import { z } from "zod";
 import { AgentOutput } from "./agent.ts";
+import { StreamId } from "./council.ts";
 import { CriticResult } from "./critic.ts";
 import { ErrorCode } from "./errors.ts";
 import { SessionId, TurnId } from "./ids.ts";
+import { PlanWavesReply } from "./scheduler.ts";
 import { Stage, TurnOutcome, TurnWarning } from "./turn.ts";
+import { TurnUsage } from "./usage.ts";
 import { Claim, Episode, Modulators, Sensors, Stance, StanceDelta } from "./workspace.ts";
 
 /**
@@ -13,7 +16,21 @@ import { Claim, Episode, Modulators, Sensors, Stance, StanceDelta } from "./work
 export const EventPayloads = {
   TURN_STARTED: z.object({ user_input: z.string(), turn_id: TurnId, user_id: z.string().optional() }),
   TURN_STAGE_CHANGED: z.object({ stage: Stage }),
+  /**
+   * A runner took over a turn whose runner died: the turn runs again from
+   * ingest, after the events of the abandoned attempt (seq up to after_seq).
+   */
+  TURN_RESUMED: z.object({ attempt: z.number().int().min(2), after_seq: z.number().int().min(-1), previous_runner: z.string().optional() }),
   SENSORS_FAST_UPDATED: z.object({ sensors: Sensors }),
+  /** A request interceptor redacted the user's message or refused the turn (it acts on what agents and models see). */
+  REQUEST_INTERCEPTED: z.object({ interceptor: z.string(), action: z.enum(["redact", "block"]), reason: z.string() }),
+  /** A response interceptor changed or dropped a streamed packet. */
+  RESPONSE_INTERCEPTED: z.object({
+    interceptor: z.string(),
+    action: z.enum(["redact", "block"]),
+    reason: z.string(),
+    stream_id: StreamId,
+  }),
   SAFETY_INTERRUPT: z.object({ reason: z.string(), sensor: z.string(), value: z.number() }),
   MEMORY_RETRIEVED: z.object({
     episodes: z.array(Episode),
@@ -21,6 +38,8 @@ export const EventPayloads = {
     open_threads: z.array(z.string()),
   }),
   WORKSPACE_PATCHED: z.object({ patch: z.record(z.string(), z.unknown()) }),
+  /** The scheduler's plan: the waves, every candidate's score, who was left out and why, the token budget. */
+  SCHEDULE_PLANNED: PlanWavesReply,
   WAVE_STARTED: z.object({ wave: z.number().int(), agent_count: z.number().int(), agents: z.array(z.string()) }),
   AGENT_COMPLETED: z.object({
     wave: z.number().int(),
@@ -39,7 +58,19 @@ export const EventPayloads = {
   STANCE_UPDATED: z.object({ delta: StanceDelta, current: Stance, modulators: Modulators }),
   DELIB_ROUND_STARTED: z.object({ round: z.number().int() }),
   CONSENSUS_UPDATED: z.object({ round: z.number().int(), level: z.number(), claims: z.array(Claim) }),
-  DELIB_ROUND_COMPLETED: z.object({ round: z.number().int(), consensus: z.number() }),
+  DELIB_ROUND_COMPLETED: z.object({
+    round: z.number().int(),
+    consensus: z.number(),
+    /** Agents asked to reconsider contested claims in this round, and what they changed. */
+    revisions: z.array(
+      z.object({
+        agent_id: z.string(),
+        withdrew: z.array(z.string()),
+        conceded: z.array(z.string()),
+        opposed: z.array(z.string()),
+      }),
+    ),
+  }),
   COUNCIL_DECISION_MADE: z.object({
     speak: z.boolean(),
     urgency: z.string(),
@@ -48,14 +79,20 @@ export const EventPayloads = {
     do_not: z.array(z.string()),
     thinking: z.string(),
   }),
+  /** A named stream opens (multiplexed streams): chunks of it follow until STREAM_END. */
+  STREAM_START: z.object({ stream_id: StreamId, content_type: z.string(), attempt: z.number().int() }),
+  STREAM_CHUNK: z.object({ stream_id: StreamId, index: z.number().int().min(0), delta: z.string() }),
+  STREAM_END: z.object({ stream_id: StreamId, chunks: z.number().int().min(0) }),
   VOICE_RENDERED: z.object({ text: z.string(), attempt: z.number().int() }),
-  CRITICS_UPDATED: z.object({ results: z.array(CriticResult), passed: z.boolean() }),
+  CRITICS_UPDATED: z.object({ results: z.array(CriticResult), passed: z.boolean(), attempt: z.number().int() }),
   MEMORY_COMMITTED: z.object({ summary: z.string(), stored: z.boolean() }),
   STAGE_WARNING: TurnWarning,
   TURN_COMPLETED: z.object({
     total_time_ms: z.number(),
     response: z.string(),
     outcome: TurnOutcome,
+    /** Tokens used, in total and per actor: the turn's cost summary. */
+    usage: TurnUsage,
   }),
 } as const;
 

@@ -7,4 +7,6 @@ export * from "./ids.ts";
 export * from "./memory.ts";
 export * from "./scheduler.ts";
 export * from "./turn.ts";
+export * from "./usage.ts";
+export * from "./wal.ts";
 export * from "./workspace.ts";

@@ -11,8 +11,16 @@ export const TurnSubmission = z.object({
     .trim()
     .min(1, "text must not be empty")
     .max(MAX_TURN_TEXT, `text must be at most ${MAX_TURN_TEXT} characters`),
+  /** Resubmitting with the same key returns the first submission's ack and runs nothing. */
   idempotency_key: z.string().min(1).max(128).optional(),
   user_id: z.string().min(1).max(128).optional(),
+  /**
+   * Double-texting: what to do when the session already has a turn pending or
+   * running. `enqueue` (default) runs this one after it; `reject` refuses this
+   * one with a `busy` error; `interrupt` stops the running turn, which completes
+   * with an `interrupted` warning, and runs this one next.
+   */
+  on_busy: z.enum(["enqueue", "reject", "interrupt"]).default("enqueue"),
 });
 export type TurnSubmission = z.infer<typeof TurnSubmission>;
 
@@ -22,6 +30,8 @@ export const TurnAck = z.object({
   turn_id: TurnId,
   /** `conclave.events.<session_id>.<turn_id>`, for convenience. */
   events_subject: z.string(),
+  /** True when this submission repeated an earlier idempotency key: nothing new was queued. */
+  duplicate: z.boolean().default(false),
 });
 export type TurnAck = z.infer<typeof TurnAck>;
 

@@ -1,6 +1,6 @@
 import type { JetStreamManager, StreamConfig } from "@nats-io/jetstream";
-import { JetStreamApiCodes, JetStreamApiError, StorageType } from "@nats-io/jetstream";
-import { streams, subjects } from "../bus/subjects.ts";
+import { AckPolicy, JetStreamApiCodes, JetStreamApiError, RetentionPolicy, StorageType } from "@nats-io/jetstream";
+import { RUNNER_CONSUMER, streams, subjects } from "../bus/subjects.ts";
 
 /** Creates a stream, or leaves an existing one as it is (so operators may tune limits by hand). */
 export async function ensureStream(
@@ -36,4 +36,51 @@ export const ensureMemoryStream = (jsm: JetStreamManager) =>
     subjects: [subjects.allEpisodes],
     storage: StorageType.File,
     duplicate_window: 120_000_000_000,
+  });
+
+/** How long a runner may hold a WAL entry without a sign of life before it is redelivered. */
+export const WAL_ACK_WAIT_MS = 5_000;
+/**
+ * Times runners may start a turn (each crash mid-turn is one) before it is
+ * declared poison and moved to the dead-letter stream. Counted in the turn's
+ * status, not in JetStream deliveries: a runner that hands an entry to the
+ * session's owner (nak) has not tried it.
+ */
+export const MAX_TURN_ATTEMPTS = 5;
+
+/**
+ * The turn write-ahead log: an accepted turn is stored here before its ack.
+ * Work-queue retention: an entry leaves once a runner acks it as finished. All
+ * runners share one durable pull consumer with explicit acks.
+ */
+export async function ensureTurnWal(jsm: JetStreamManager): Promise<void> {
+  await ensureStream(jsm, {
+    name: streams.turns,
+    subjects: [subjects.allWal],
+    storage: StorageType.File,
+    retention: RetentionPolicy.Workqueue,
+    duplicate_window: 120_000_000_000,
+  });
+  const config = {
+    durable_name: RUNNER_CONSUMER,
+    ack_policy: AckPolicy.Explicit,
+    ack_wait: WAL_ACK_WAIT_MS * 1_000_000,
+    max_deliver: -1,
+    max_ack_pending: 10_000,
+  };
+  const existing = await jsm.consumers.info(streams.turns, RUNNER_CONSUMER).catch(() => null);
+  if (!existing) await jsm.consumers.add(streams.turns, config);
+  else if (existing.config.max_deliver !== -1 || existing.config.ack_wait !== config.ack_wait) {
+    // A store made by an earlier version: bring the shared consumer to today's settings.
+    await jsm.consumers.update(streams.turns, RUNNER_CONSUMER, { ack_wait: config.ack_wait, max_deliver: -1 });
+  }
+}
+
+/** Rejected input and poison turns, kept for a week for inspection. */
+export const ensureDeadLetterStream = (jsm: JetStreamManager) =>
+  ensureStream(jsm, {
+    name: streams.deadLetters,
+    subjects: [subjects.allDeadLetters],
+    storage: StorageType.File,
+    max_age: 7 * 24 * 3_600 * 1_000_000_000,
   });

@@ -5,7 +5,7 @@ import { subjects } from "../bus/subjects.ts";
 import type { EngineEvent } from "../contracts/events.ts";
 import { monotonicNow } from "./clock.ts";
 
-/** Raised by `finish` when some event of the turn could not be stored. */
+/** Raised by `finish` when some event of the turn could not be stored, or another writer took the turn. */
 export class EventLogError extends Error {
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);
@@ -13,25 +13,38 @@ export class EventLogError extends Error {
   }
 }
 
+export interface EventLogWriterOptions {
+  /** How long one event may take to be stored, retries included (e.g. across a NATS restart). Default 60 s. */
+  storeTimeoutMs: number;
+  /** Called once when another writer is found writing the same turn (this one must stop). */
+  onFenced?: (sessionId: string, turnId: number) => void;
+}
+
 interface OpenTurn {
   seq: number;
   startedAt: number;
   pending: Promise<PubAck>[];
+  fenced: boolean;
 }
 
 /**
- * Appends a turn's events to JetStream, in order, `seq` contiguous from 0.
- * Publishes are pipelined (one connection keeps their order) and each carries
- * a msgID `<session>.<turn>.<seq>`, so a retried publish is stored once.
- * `finish` waits until every event of the turn is acknowledged.
+ * Appends a turn's events to JetStream, `seq` contiguous from 0. Publishes are
+ * pipelined (one connection keeps their order) and each carries the message
+ * id `<session>.<turn>.<seq>`: a publish that fails is retried with the same
+ * id until it is stored, and JetStream keeps it once. A first publish that
+ * JetStream reports as a duplicate means another writer holds the turn (a
+ * runner taken for dead that is not): the turn is fenced, and `finish` fails.
+ * `finish` waits until every event of the turn is stored.
  */
 export class EventLogWriter {
   readonly #js: JetStreamClient;
+  readonly #options: EventLogWriterOptions;
   readonly #turns = new Map<string, OpenTurn>();
   readonly #listeners = new Set<(event: EngineEvent) => void>();
 
-  constructor(js: JetStreamClient) {
+  constructor(js: JetStreamClient, options: Partial<EventLogWriterOptions> = {}) {
     this.#js = js;
+    this.#options = { storeTimeoutMs: 60_000, ...options };
   }
 
   /** Local observers of every appended event (e.g. a console view); they cannot block the log. */
@@ -40,12 +53,27 @@ export class EventLogWriter {
     return () => this.#listeners.delete(listener);
   }
 
+  /**
+   * Prepares to write a turn that may already have events (a takeover): the
+   * next event gets the seq after the last of the `stored` ones.
+   */
+  open(sessionId: string, turnId: number, stored: readonly EngineEvent[]): void {
+    const key = `${sessionId}.${turnId}`;
+    const last = stored.at(-1);
+    this.#turns.set(key, {
+      seq: last ? last.seq + 1 : 0,
+      startedAt: monotonicNow(),
+      pending: [],
+      fenced: false,
+    });
+  }
+
   append(sessionId: string, turnId: number, record: TurnRecord): EngineEvent {
     const key = `${sessionId}.${turnId}`;
     const now = monotonicNow();
     let turn = this.#turns.get(key);
     if (!turn) {
-      turn = { seq: 0, startedAt: now, pending: [] };
+      turn = { seq: 0, startedAt: now, pending: [], fenced: false };
       this.#turns.set(key, turn);
     }
     const seq = turn.seq++;
@@ -53,17 +81,8 @@ export class EventLogWriter {
       record.kind === "TURN_COMPLETED"
         ? { ...record.payload, total_time_ms: Math.round((now - turn.startedAt) * 10) / 10 }
         : record.payload;
-    const event = {
-      session_id: sessionId,
-      turn_id: turnId,
-      seq,
-      ts_monotonic: now,
-      kind: record.kind,
-      payload,
-    } as EngineEvent;
-    turn.pending.push(
-      this.#js.publish(subjects.turnEvents(sessionId, turnId), encodeJson(event), { msgID: `${key}.${seq}` }),
-    );
+    const event = { session_id: sessionId, turn_id: turnId, seq, ts_monotonic: now, kind: record.kind, payload } as EngineEvent;
+    if (!turn.fenced) turn.pending.push(this.#store(turn, event));
     for (const listener of this.#listeners) {
       try {
         listener(event);
@@ -74,13 +93,34 @@ export class EventLogWriter {
     return event;
   }
 
-  /** Waits for every event of the turn to be stored, then forgets the turn. */
+  async #store(turn: OpenTurn, event: EngineEvent): Promise<PubAck> {
+    const subject = subjects.turnEvents(event.session_id, event.turn_id);
+    const msgID = `${event.session_id}.${event.turn_id}.${event.seq}`;
+    const data = encodeJson(event);
+    const deadline = Date.now() + this.#options.storeTimeoutMs;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const ack = await this.#js.publish(subject, data, { msgID, timeout: 5_000 });
+        if (ack.duplicate && attempt === 0 && !turn.fenced) {
+          turn.fenced = true;
+          this.#options.onFenced?.(event.session_id, event.turn_id);
+        }
+        return ack;
+      } catch (error) {
+        if (Date.now() >= deadline) throw error;
+        await new Promise((resolve) => setTimeout(resolve, Math.min(100 * 2 ** attempt, 2_000)));
+      }
+    }
+  }
+
+  /** Waits for every event of the turn to be stored, then forgets the turn. Returns how many were stored. */
   async finish(sessionId: string, turnId: number): Promise<number> {
     const key = `${sessionId}.${turnId}`;
     const turn = this.#turns.get(key);
     if (!turn) return 0;
     this.#turns.delete(key);
     const results = await Promise.allSettled(turn.pending);
+    if (turn.fenced) throw new EventLogError(`turn ${key} is being written by another runner: this one stopped writing it`);
     const failed = results.filter((result) => result.status === "rejected");
     if (failed.length > 0) {
       const first = (failed[0] as PromiseRejectedResult).reason;
@@ -90,4 +130,10 @@ export class EventLogWriter {
     }
     return results.length;
   }
+
+  /** Forgets a turn without waiting (it was interrupted by a takeover elsewhere). */
+  abandon(sessionId: string, turnId: number): void {
+    this.#turns.delete(`${sessionId}.${turnId}`);
+  }
 }
+

@@ -1,49 +1,60 @@
 import { AGENTS } from "../../agents/index.ts";
+import { answerOffline } from "../cognition/agentDefinition.ts";
 import { decide, safetyCouncil } from "../cognition/council.ts";
-import { runCritics } from "../cognition/critics.ts";
-import { computeConsensus, reviseClaims } from "../cognition/deliberation.ts";
-import { planWaves } from "../cognition/scheduler.ts";
+import { CRITICS } from "../cognition/critics.ts";
+import { type Cooldowns, planWaves } from "../cognition/scheduler.ts";
 import { runFastSensors } from "../cognition/sensors.ts";
-import { renderOffline } from "../cognition/voice.ts";
+import { streamOffline } from "../cognition/voice.ts";
 import type { Episode } from "../contracts/workspace.ts";
+import { deliberateRound } from "./deliberate.ts";
+import { passThroughScreen } from "./intercepted.ts";
 import type { TurnServices } from "./turnServices.ts";
 
-/**
- * Fast sensors and deliberation run where the turn runs, whatever the
- * deployment: they are pure and cheaper than any hop.
- */
-export const inProcessStages: Pick<TurnServices, "senseFast" | "deliberate"> = {
-  senseFast: async (text) => runFastSensors(text),
-  deliberate: async ({ round, workspace }) => {
-    const claims = round === 0 ? workspace.claims : reviseClaims(workspace.claims);
-    return { workspace: { ...workspace, claims }, consensus: computeConsensus(claims) };
-  },
-};
+/** Fast sensors run where the turn runs, whatever the deployment: they are pure and cheaper than any hop. */
+export const senseFast: TurnServices["senseFast"] = async (text) => runFastSensors(text);
 
 /**
  * Every stage in this process with the offline model: no NATS, no workers.
  * For unit tests of the turn machine and for in-process comparisons.
  */
-export function localTurnServices(): TurnServices {
+export function localTurnServices(now: () => number = Date.now): TurnServices {
   const episodes = new Map<string, Episode[]>();
+  const cooldowns = new Map<string, Cooldowns>();
   const manifests = [...AGENTS.values()].map((agent) => agent.manifest);
+  const callAgent: TurnServices["callAgent"] = async (request) => {
+    const agent = AGENTS.get(request.agent_id);
+    if (!agent) throw Object.assign(new Error(`no agent ${request.agent_id}`), { code: "no_responders" });
+    return { agent_id: request.agent_id, output: answerOffline(agent, request), elapsed_ms: 0, worker: "local" };
+  };
   return {
-    ...inProcessStages,
+    senseFast,
+    screen: passThroughScreen,
+    callAgent,
+    deliberate: (input, signal) => deliberateRound(input, callAgent, signal),
     retrieveMemory: async ({ session_id, limit }) => ({
       episodes: (episodes.get(session_id) ?? []).slice(-limit),
       user_facts: [],
       open_threads: [],
     }),
-    planWaves: async ({ sensors, modulators }) => planWaves(manifests, sensors, modulators),
-    callAgent: async (request) => {
-      const agent = AGENTS.get(request.agent_id);
-      if (!agent) throw Object.assign(new Error(`no agent ${request.agent_id}`), { code: "no_responders" });
-      return { agent_id: request.agent_id, output: agent.rules(request.context), elapsed_ms: 0, worker: "local" };
+    planWaves: async (request) => {
+      const { cooldowns: next, ...plan } = planWaves(manifests, {
+        sensors: request.sensors,
+        modulators: request.modulators,
+        tokenBudget: request.token_budget,
+        cooldowns: cooldowns.get(request.session_id) ?? {},
+        now: now(),
+      });
+      cooldowns.set(request.session_id, next);
+      return plan;
     },
-    decide: async ({ context }) => decide(context),
+    decide: async ({ context }) => ({ decision: decide(context) }),
     safetyCouncil: async () => safetyCouncil(),
-    renderVoice: async (request) => ({ text: renderOffline(request) }),
-    runCritics: async (request) => ({ results: runCritics(request) }),
+    renderVoice: async (request, _signal, onStream) => ({ text: streamOffline(request, onStream) }),
+    runCritics: async (request) => ({
+      results: Object.values(CRITICS).map((critic) => critic(request)),
+      failures: [],
+      usage: {},
+    }),
     commitMemory: async ({ episode }) => {
       const list = episodes.get(episode.session_id) ?? [];
       list.push(episode);

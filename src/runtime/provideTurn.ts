@@ -1,5 +1,12 @@
 import { fromCallback, fromPromise } from "xstate";
-import { type RunWaveInput, type TurnRecord, turnMachine, type WaveEvent } from "../../machines/turn.ts";
+import {
+  type RunWaveInput,
+  type TurnRecord,
+  turnMachine,
+  type VoiceEvent,
+  type WaveEvent,
+} from "../../machines/turn.ts";
+import type { VoiceRequest } from "../contracts/council.ts";
 import type { ErrorCode } from "../contracts/errors.ts";
 import type { TurnServices } from "./turnServices.ts";
 
@@ -27,10 +34,13 @@ const runWave = (services: TurnServices) =>
             turn_id: input.turn_id,
             agent_id: agentId,
             wave: input.wave,
+            mode: "respond",
+            round: 0,
             timeout_ms: input.timeout_ms,
             context: input.context,
           },
           abort.signal,
+          input.attempts,
         )
         .then(
           (reply) => settle({ type: "agent.replied", reply }),
@@ -47,6 +57,33 @@ const runWave = (services: TurnServices) =>
     return () => abort.abort();
   });
 
+/** The voice's rendering, its stream parts sent back as they come, then `voice.done`. */
+const renderVoice = (services: TurnServices) =>
+  fromCallback<{ type: "noop" }, VoiceRequest>(({ input, sendBack }) => {
+    const abort = new AbortController();
+    const send = (event: VoiceEvent) => {
+      if (!abort.signal.aborted) sendBack(event);
+    };
+    services
+      .renderVoice(input, abort.signal, (part) => {
+        if (part.type === "intercepted") send({ ...part, type: "voice.intercepted" });
+        else if (part.type === "start")
+          send({ type: "voice.start", stream_id: part.stream_id, content_type: part.content_type });
+        else if (part.type === "chunk") send({ type: "voice.chunk", stream_id: part.stream_id, delta: part.delta });
+        else send({ type: "voice.end", stream_id: part.stream_id });
+      })
+      .then(
+        (reply) => send({ type: "voice.done", text: reply.text, ...(reply.usage ? { usage: reply.usage } : {}) }),
+        (error: unknown) =>
+          send({
+            type: "voice.failed",
+            code: errorCode(error),
+            message: error instanceof Error ? error.message : String(error),
+          }),
+      );
+    return () => abort.abort();
+  });
+
 /**
  * The turn machine with its work done by `services` and its events recorded
  * by `record`: what a session invokes for each turn.
@@ -58,13 +95,14 @@ export function provideTurn(
   return turnMachine.provide({
     actors: {
       senseFast: fromPromise(({ input }) => services.senseFast(input.text)),
+      screen: fromPromise(({ input }) => services.screen(input)),
       safetyCouncil: fromPromise(({ input, signal }) => services.safetyCouncil(input, signal)),
       retrieveMemory: fromPromise(({ input, signal }) => services.retrieveMemory(input, signal)),
       planWaves: fromPromise(({ input, signal }) => services.planWaves(input, signal)),
       runWave: runWave(services),
       deliberate: fromPromise(({ input, signal }) => services.deliberate(input, signal)),
       decide: fromPromise(({ input, signal }) => services.decide(input, signal)),
-      renderVoice: fromPromise(({ input, signal }) => services.renderVoice(input, signal)),
+      renderVoice: renderVoice(services),
       runCritics: fromPromise(({ input, signal }) => services.runCritics(input, signal)),
       commitMemory: fromPromise(({ input, signal }) => services.commitMemory(input, signal)),
     },

@@ -1,14 +1,15 @@
 import type { DeliberateInput, DeliberateOutput } from "../../machines/turn.ts";
+import type { InterceptedPart, VoiceStreamPart } from "../cognition/voice.ts";
 import type { AgentReply, AgentRequest } from "../contracts/agent.ts";
 import type {
-  CouncilDecision,
+  CouncilReply,
   CouncilRequest,
   SafetyCouncilReply,
   SafetyCouncilRequest,
   VoiceReply,
   VoiceRequest,
 } from "../contracts/council.ts";
-import type { CriticRequest, CriticsReply } from "../contracts/critic.ts";
+import type { CriticRequest, CriticsVerdict } from "../contracts/critic.ts";
 import type {
   MemoryCommitReply,
   MemoryCommitRequest,
@@ -17,6 +18,14 @@ import type {
 } from "../contracts/memory.ts";
 import type { PlanWavesReply, PlanWavesRequest } from "../contracts/scheduler.ts";
 import type { Sensors } from "../contracts/workspace.ts";
+import type { ScreenResult } from "./interceptors.ts";
+
+export interface ScreenRequest {
+  session_id: string;
+  turn_id: number;
+  text: string;
+  sensors: Sensors;
+}
 
 /**
  * Everything a turn needs done, as plain async calls. The runner gives the
@@ -27,13 +36,22 @@ import type { Sensors } from "../contracts/workspace.ts";
  */
 export interface TurnServices {
   senseFast(text: string): Promise<Sensors>;
+  /** The request interceptors, on the message and the sensors' scores. */
+  screen(request: ScreenRequest): Promise<ScreenResult>;
   retrieveMemory(request: MemoryRetrieveRequest, signal: AbortSignal): Promise<MemoryRetrieveReply>;
   planWaves(request: PlanWavesRequest, signal: AbortSignal): Promise<PlanWavesReply>;
-  callAgent(request: AgentRequest, signal: AbortSignal): Promise<AgentReply>;
+  /** Asks one agent; `attempts` (default 1) tries of `request.timeout_ms` each when an answer is lost. */
+  callAgent(request: AgentRequest, signal: AbortSignal, attempts?: number): Promise<AgentReply>;
   deliberate(input: DeliberateInput, signal: AbortSignal): Promise<DeliberateOutput>;
-  decide(request: CouncilRequest, signal: AbortSignal): Promise<CouncilDecision>;
+  decide(request: CouncilRequest, signal: AbortSignal): Promise<CouncilReply>;
   safetyCouncil(request: SafetyCouncilRequest, signal: AbortSignal): Promise<SafetyCouncilReply>;
-  renderVoice(request: VoiceRequest, signal: AbortSignal): Promise<VoiceReply>;
-  runCritics(request: CriticRequest, signal: AbortSignal): Promise<CriticsReply>;
+  /** Renders the reply, handing each stream part (start, chunk, end) to `onStream` as it is produced. */
+  renderVoice(
+    request: VoiceRequest,
+    signal: AbortSignal,
+    onStream: (part: VoiceStreamPart | InterceptedPart) => void,
+  ): Promise<VoiceReply>;
+  /** Every critic judges the reply; critics that cannot judge are listed as failures. */
+  runCritics(request: CriticRequest, signal: AbortSignal): Promise<CriticsVerdict>;
   commitMemory(request: MemoryCommitRequest, signal: AbortSignal): Promise<MemoryCommitReply>;
 }

@@ -1,51 +1,68 @@
 import type { ServiceGroup } from "@nats-io/services";
 import { fromPromise } from "xstate";
 import { AGENTS } from "../../agents/index.ts";
+import { councilMachine } from "../../machines/council.ts";
+import { criticMachine } from "../../machines/critic.ts";
+import { schedulerMachine } from "../../machines/scheduler.ts";
+import { HandlerError } from "../bus/errors.ts";
 import { type ServeOptions, serveActor } from "../bus/serveActor.ts";
 import { subjects } from "../bus/subjects.ts";
-import { decide, safetyCouncil } from "../cognition/council.ts";
-import { runCritics } from "../cognition/critics.ts";
-import { planWaves } from "../cognition/scheduler.ts";
-import { renderOffline } from "../cognition/voice.ts";
+import type { CognitionBackend } from "../cognition/backend.ts";
+import { safetyCouncil } from "../cognition/council.ts";
+import type { VoiceStreamPart } from "../cognition/voice.ts";
 import {
-  CouncilDecision,
+  CouncilReply,
   CouncilRequest,
   SafetyCouncilReply,
   SafetyCouncilRequest,
   VoiceReply,
   VoiceRequest,
+  type VoiceStreamMessage,
 } from "../contracts/council.ts";
-import { CriticRequest, CriticsReply } from "../contracts/critic.ts";
+import { CriticReply, CriticRequest } from "../contracts/critic.ts";
 import { PlanWavesReply, PlanWavesRequest } from "../contracts/scheduler.ts";
+import type { CooldownStore } from "./cooldownStore.ts";
 
-/** The scheduler actor: plans the turn's agent waves from the roster's manifests. */
-export function serveScheduler(group: ServiceGroup, options: ServeOptions = {}): void {
+/** The scheduler actor: plans the turn's waves from the roster, with the session's cooldowns kept in KV. */
+export function serveScheduler(group: ServiceGroup, cooldowns: CooldownStore, options: ServeOptions = {}): void {
   const manifests = [...AGENTS.values()].map((agent) => agent.manifest);
+  const logic = schedulerMachine.provide({
+    actors: {
+      loadCooldowns: fromPromise(({ input }) => cooldowns.load(input.session_id)),
+      saveCooldowns: fromPromise(({ input }) => cooldowns.save(input.session_id, input.cooldowns)),
+    },
+  });
   serveActor(
     group,
     {
       name: "plan",
       subject: subjects.schedulerPlan,
       request: PlanWavesRequest,
-      logic: fromPromise<PlanWavesReply, PlanWavesRequest>(async ({ input }) =>
-        planWaves(manifests, input.sensors, input.modulators),
-      ),
-      reply: (output) => PlanWavesReply.parse(output),
+      // The machine reads no clock: the host stamps the request's time.
+      logic: logic,
+      input: (request) => ({ request, manifests, now: Date.now() }),
+      reply: (output) => PlanWavesReply.parse(output.reply),
     },
     options,
   );
 }
 
-/** The council actor (decision and safety interrupt) and the voice that renders its speech act. */
-export function serveCouncil(group: ServiceGroup, options: ServeOptions = {}): void {
+/** The council actor (decision and safety interrupt). The safety council is deterministic in every mode. */
+export function serveCouncil(group: ServiceGroup, backend: CognitionBackend, options: ServeOptions = {}): void {
   serveActor(
     group,
     {
       name: "decide",
       subject: subjects.councilDecide,
       request: CouncilRequest,
-      logic: fromPromise<CouncilDecision, CouncilRequest>(async ({ input }) => decide(input.context)),
-      reply: (output) => CouncilDecision.parse(output),
+      logic: councilMachine.provide({
+        actors: { decide: fromPromise(({ input, signal }) => backend.decide(input, signal)) },
+      }),
+      reply: (output) => {
+        if (output.status === "failed" || !output.reply)
+          throw new HandlerError("agent_failed", `council: ${output.error}`);
+        return CouncilReply.parse(output.reply);
+      },
     },
     options,
   );
@@ -60,30 +77,53 @@ export function serveCouncil(group: ServiceGroup, options: ServeOptions = {}): v
     },
     options,
   );
+}
+
+/** The voice: renders the speech act, streaming each part as it is produced, then the whole reply. */
+export function serveVoice(group: ServiceGroup, backend: CognitionBackend, options: ServeOptions = {}): void {
   serveActor(
     group,
     {
       name: "voice",
       subject: subjects.voiceRender,
       request: VoiceRequest,
-      logic: fromPromise<VoiceReply, VoiceRequest>(async ({ input }) => ({ text: renderOffline(input) })),
-      reply: (output) => VoiceReply.parse(output),
+      logic: fromPromise<VoiceReply, VoiceRequest, VoiceStreamPart>(({ input, signal, emit }) =>
+        backend.render(input, emit, signal),
+      ),
+      stream: (part) => part as VoiceStreamMessage,
+      reply: (output): VoiceStreamMessage => ({ type: "done", ...VoiceReply.parse(output) }),
+      timeoutMs: () => 60_000,
     },
     options,
   );
 }
 
-/** The critics: every critic judges the rendered reply. */
-export function serveCritics(group: ServiceGroup, options: ServeOptions = {}): void {
-  serveActor(
-    group,
-    {
-      name: "run",
-      subject: subjects.criticsRun,
-      request: CriticRequest,
-      logic: fromPromise<CriticsReply, CriticRequest>(async ({ input }) => ({ results: runCritics(input) })),
-      reply: (output) => CriticsReply.parse(output),
-    },
-    options,
-  );
+/** Each critic is its own actor, on conclave.critic.<name>. */
+export function serveCritics(
+  group: ServiceGroup,
+  backend: CognitionBackend,
+  names: readonly string[],
+  options: ServeOptions = {},
+): void {
+  const logic = criticMachine.provide({
+    actors: { judge: fromPromise(({ input, signal }) => backend.judge(input.critic, input.request, signal)) },
+  });
+  for (const critic of names) {
+    serveActor(
+      group,
+      {
+        name: critic,
+        subject: subjects.critic(critic),
+        request: CriticRequest,
+        logic,
+        input: (request) => ({ critic, request }),
+        reply: (output) => {
+          if (output.status === "errored" || !output.reply)
+            throw new HandlerError("agent_failed", `critic ${critic}: ${output.error}`);
+          return CriticReply.parse(output.reply);
+        },
+      },
+      options,
+    );
+  }
 }

@@ -3,11 +3,15 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import { type Service, Svcm } from "@nats-io/services";
 import { AGENTS } from "../../agents/index.ts";
 import type { ServeOptions } from "../bus/serveActor.ts";
-import { ensureMemoryStream } from "../eventlog/streams.ts";
+import { type CognitionBackend, offlineBackend } from "../cognition/backend.ts";
+import { CRITIC_NAMES } from "../cognition/critics.ts";
+import { deadLetter } from "../eventlog/deadLetters.ts";
+import { ensureDeadLetterStream, ensureMemoryStream } from "../eventlog/streams.ts";
 import { EpisodeStore } from "../memory/episodeStore.ts";
 import { type Logger, silentLogger } from "../runtime/log.ts";
 import { serveAgent } from "./agentEndpoints.ts";
-import { serveCouncil, serveCritics, serveScheduler } from "./coreEndpoints.ts";
+import { CooldownStore } from "./cooldownStore.ts";
+import { serveCouncil, serveCritics, serveScheduler, serveVoice } from "./coreEndpoints.ts";
 import { serveMemory } from "./memoryEndpoints.ts";
 
 export const CORE_SERVICES = ["scheduler", "council", "critics", "memory"] as const;
@@ -42,6 +46,8 @@ export interface WorkerOptions {
   /** Agent ids to host (see matchAgents). */
   agents: string[];
   services: CoreService[];
+  /** Where agents, council, voice and critics do their thinking. Default: the offline model. */
+  backend?: CognitionBackend;
   log?: Logger;
   serve?: ServeOptions;
 }
@@ -60,10 +66,21 @@ export interface WorkerHandle {
  */
 export async function startWorker(nc: NatsConnection, options: WorkerOptions): Promise<WorkerHandle> {
   const log = options.log ?? silentLogger;
+  const js = jetstream(nc);
+  await ensureDeadLetterStream(await jetstreamManager(nc));
   const serve: ServeOptions = {
-    onError: (endpoint, error) => log.warn(`${endpoint}: ${error.code}: ${error.message}`),
+    onError: (endpoint, error, request) => {
+      log.warn(`${endpoint}: ${error.code}: ${error.message}`);
+      // Bad input is kept for inspection; a failure of the actor itself is only logged.
+      if (error.code === "bad_json" || error.code === "invalid_request" || error.code === "payload_too_large") {
+        void deadLetter(js, "worker", { ...request, code: error.code, reason: error.message }).then((lost) => {
+          if (lost) log.error(`dead letter not stored: ${lost.message}`);
+        });
+      }
+    },
     ...options.serve,
   };
+  const backend = options.backend ?? offlineBackend;
   const svcm = new Svcm(nc);
   const running: Service[] = [];
   if (options.agents.length > 0) {
@@ -76,7 +93,7 @@ export async function startWorker(nc: NatsConnection, options: WorkerOptions): P
     for (const id of options.agents) {
       const agent = AGENTS.get(id);
       if (!agent) throw new UnknownAgentError(`no agent '${id}'`);
-      serveAgent(service, agent, serve);
+      serveAgent(service, agent, backend, serve);
     }
     running.push(service);
   }
@@ -86,9 +103,12 @@ export async function startWorker(nc: NatsConnection, options: WorkerOptions): P
       version: "0.1.0",
       description: `Conclave ${name} actor`,
     });
-    if (name === "scheduler") serveScheduler(service, serve);
-    if (name === "council") serveCouncil(service, serve);
-    if (name === "critics") serveCritics(service, serve);
+    if (name === "scheduler") serveScheduler(service, await CooldownStore.open(nc), serve);
+    if (name === "council") {
+      serveCouncil(service, backend, serve);
+      serveVoice(service, backend, serve);
+    }
+    if (name === "critics") serveCritics(service, backend, CRITIC_NAMES, serve);
     if (name === "memory") {
       const jsm = await jetstreamManager(nc);
       await ensureMemoryStream(jsm);

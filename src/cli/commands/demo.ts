@@ -2,13 +2,18 @@ import { busOptions, connectBus, DEFAULT_NATS_URL } from "../../bus/connection.t
 import { submitTurn, watchTurn } from "../../client/turns.ts";
 import { parse } from "../args.ts";
 import { startLocalCluster } from "../localCluster.ts";
-import { renderEvent } from "../render.ts";
+import { createEventPrinter } from "../render.ts";
 
-/** The scripted conversation of `npm start`: ordinary turns, a question, and one that trips the safety interrupt. */
+/**
+ * The scripted conversation of `npm start`: stress, a request for help, good
+ * news (deliberation), a question about the assistant's feelings (the critics
+ * send the first draft back), and a message that trips the safety interrupt.
+ */
 export const DEMO_SCRIPT = [
   "Hi! I'm feeling pretty stressed about a deadline tomorrow.",
   "There's a bug in my build and I'm stuck. Can you help?",
   "Finally fixed it, I'm so happy!",
+  "Do you think you feel lonely sometimes?",
   "Sometimes I just want to hurt myself.",
 ];
 
@@ -45,12 +50,12 @@ export async function run(argv: string[]): Promise<number> {
   try {
     const nc = await connectBus(busOptions("client", { url }));
     try {
+      const print = createEventPrinter(false);
       for (const text of DEMO_SCRIPT) {
         console.log(`\nyou> ${text}`);
         const ack = await submitTurn(nc, sessionId, { text });
         const completed = await watchTurn(nc, ack, (event) => {
-          const line = renderEvent(event);
-          if (line !== null && event.kind !== "TURN_STARTED") console.log(line);
+          if (event.kind !== "TURN_STARTED") print(event);
         });
         if (completed.payload.outcome.status !== "Complete") failures++;
       }

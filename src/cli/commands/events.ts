@@ -2,7 +2,7 @@ import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connectBus } from "../../bus/connection.ts";
 import { readEvents } from "../../eventlog/reader.ts";
 import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFrom, parse, sessionArg, UsageError } from "../args.ts";
-import { printEvent } from "../render.ts";
+import { createEventPrinter } from "../render.ts";
 
 export const help = `conclave events: read a session's event log back from JetStream
 
@@ -37,9 +37,8 @@ export async function run(argv: string[]): Promise<number> {
       console.error(`no events stored for session ${session}${turn ? ` turn ${turn}` : ""}`);
       return 1;
     }
-    for (const event of events) {
-      printEvent(event, values.json);
-    }
+    const print = createEventPrinter(values.json);
+    for (const event of events) print(event);
     return 0;
   } finally {
     await nc.close();

@@ -1,4 +1,5 @@
 import { connectBus } from "../../bus/connection.ts";
+import { INSPECT_HELP, processInspection } from "../../inspect/enable.ts";
 import { createLogger } from "../../runtime/log.ts";
 import { Runner } from "../../runtime/runner.ts";
 import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFrom, parse, untilInterrupted } from "../args.ts";
@@ -6,15 +7,17 @@ import { announceReady } from "../childProcess.ts";
 
 export const help = `conclave runner: host session and turn actors; accept turns on conclave.turn.submit.<session_id>
 
-Usage: conclave runner [options]
+Usage: conclave runner [--inspect] [options]
 
 Runs until interrupted (Ctrl-C); on SIGINT/SIGTERM it stops accepting turns and
 lets running ones finish. Start several for more capacity: they share a queue group.
 
+${INSPECT_HELP}
+
 ${CONNECTION_HELP}`;
 
 export async function run(argv: string[]): Promise<number> {
-  const { values } = parse(argv, CONNECTION_FLAGS);
+  const { values } = parse(argv, { ...CONNECTION_FLAGS, inspect: { type: "boolean" } });
   if (values.help) {
     console.log(help);
     return 0;
@@ -22,8 +25,9 @@ export async function run(argv: string[]): Promise<number> {
   const log = createLogger(`runner:${process.pid}`);
   const options = connectionFrom(values, "runner", true);
   const nc = await connectBus(options);
-  const runner = await Runner.start(nc, { log });
-  log.info(`serving turns on ${options.url}`);
+  const inspection = processInspection(nc, "runner", values.inspect);
+  const runner = await Runner.start(nc, { log, ...(inspection ? { inspect: inspection.observer } : {}) });
+  log.info(`serving turns on ${options.url}${inspection ? `; inspection on ${inspection.subject}` : ""}`);
   announceReady();
   await untilInterrupted();
   await runner.stop();

@@ -1,7 +1,7 @@
 import { connectBus } from "../../bus/connection.ts";
 import { submitTurn, watchTurn } from "../../client/turns.ts";
 import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFrom, parse, sessionArg, UsageError } from "../args.ts";
-import { printEvent } from "../render.ts";
+import { createEventPrinter } from "../render.ts";
 
 export const help = `conclave send: publish a user turn and stream its events as they happen
 
@@ -49,15 +49,7 @@ export async function run(argv: string[]): Promise<number> {
       ...(values["user-id"] ? { user_id: values["user-id"] } : {}),
       ...(values["idempotency-key"] ? { idempotency_key: values["idempotency-key"] } : {}),
     });
-    const completed = await watchTurn(
-      nc,
-      ack,
-      (event) => {
-        printEvent(event, values.json);
-      },
-      timeoutMs,
-    );
-    void completed;
+    await watchTurn(nc, ack, createEventPrinter(values.json), timeoutMs);
     return 0;
   } finally {
     await nc.close();

@@ -1,23 +1,28 @@
 import { DEFAULT_NATS_URL } from "../../bus/connection.ts";
+import { inspectionWanted } from "../../inspect/enable.ts";
 import { parse, untilInterrupted } from "../args.ts";
 import { DEFAULT_LAYOUT, startLocalCluster } from "../localCluster.ts";
 
 export const help = `conclave up: start nats-server, a runner and the workers, until interrupted
 
-Usage: conclave up [--nats-url URL] [--data-dir DIR]
+Usage: conclave up [--nats-url URL] [--data-dir DIR] [--inspect]
 
   --nats-url URL   where NATS is, or where to start it (loopback only)  [$CONCLAVE_NATS_URL, ${DEFAULT_NATS_URL}]
   --data-dir DIR   JetStream data when conclave starts nats-server     [$CONCLAVE_DATA_DIR, .conclave]
+  --inspect        start the runner and workers with --inspect, for \`conclave viewer\` [$CONCLAVE_INSPECT=1]
 
 Starts, each as its own process:
 ${DEFAULT_LAYOUT.map(({ name, args }) => `  ${name.padEnd(42)} conclave ${args.join(" ")}`).join("\n")}
 nats-server is started with nats.conf unless a server already answers at the URL.
+A process that dies is restarted after a backoff (250 ms, doubling, at most 5 s), at
+most 5 times a minute; past that it is left down and the log says so.
 Ctrl-C stops everything: the runner first (it finishes running turns), then the workers.`;
 
 export async function run(argv: string[]): Promise<number> {
   const { values } = parse(argv, {
     "nats-url": { type: "string" },
     "data-dir": { type: "string" },
+    inspect: { type: "boolean" },
     help: { type: "boolean", short: "h" },
   });
   if (values.help) {
@@ -29,16 +34,12 @@ export async function run(argv: string[]): Promise<number> {
     url: values["nats-url"] ?? process.env.CONCLAVE_NATS_URL ?? DEFAULT_NATS_URL,
     dataDir: values["data-dir"] ?? process.env.CONCLAVE_DATA_DIR ?? ".conclave",
     log,
+    inspect: inspectionWanted(values.inspect),
   });
   log(`Conclave is up on ${cluster.url}. Try: npx conclave send --session demo "hello"   (Ctrl-C to stop)`);
-  for (const p of cluster.processes) {
-    p.child.once("exit", (code, signal) => {
-      if (!stopping) log(`${p.name} exited unexpectedly (${signal ?? `code ${code}`})`);
-    });
-  }
-  let stopping = false;
+  if (inspectionWanted(values.inspect)) log("inspection is on: watch the actors with npx conclave viewer");
+  // The supervisor restarts a process that dies (with backoff, at most 5 times a minute) and says so.
   await untilInterrupted();
-  stopping = true;
   log("stopping…");
   await cluster.stop();
   log("stopped");

@@ -1,12 +1,14 @@
 import { connectBus } from "../../bus/connection.ts";
+import { INSPECT_HELP, processInspection } from "../../inspect/enable.ts";
 import { createLogger } from "../../runtime/log.ts";
+import { backendFromEnv } from "../../workers/backendFromEnv.ts";
 import { CORE_SERVICES, type CoreService, matchAgents, startWorker } from "../../workers/worker.ts";
 import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFrom, parse, UsageError, untilInterrupted } from "../args.ts";
 import { announceReady } from "../childProcess.ts";
 
 export const help = `conclave worker: spawn a worker process hosting agents and/or core services
 
-Usage: conclave worker --agents <glob> [--services <list>] [options]
+Usage: conclave worker --agents <glob> [--services <list>] [--inspect] [options]
 
   --agents GLOB      agents to host, comma-separated, '*' matches anything
                      (e.g. 'emotion.*', 'inhibition.censor,monitoring.*', '*')
@@ -16,10 +18,22 @@ Each agent is served on conclave.agent.<agent_id> and announced as a NATS
 service (ping/info/stats). Several workers may host the same agent: requests
 are spread over them (queue group). Runs until interrupted.
 
+Thinking: with CONCLAVE_LLM_BASE_URL and CONCLAVE_LLM_MODEL set, agents, council,
+voice and critics call that OpenAI-compatible endpoint (Ollama, vLLM, llama.cpp's
+server, OpenAI; key in CONCLAVE_LLM_API_KEY); otherwise the deterministic offline
+model answers.
+
+${INSPECT_HELP}
+
 ${CONNECTION_HELP}`;
 
 export async function run(argv: string[]): Promise<number> {
-  const { values } = parse(argv, { ...CONNECTION_FLAGS, agents: { type: "string" }, services: { type: "string" } });
+  const { values } = parse(argv, {
+    ...CONNECTION_FLAGS,
+    agents: { type: "string" },
+    services: { type: "string" },
+    inspect: { type: "boolean" },
+  });
   if (values.help) {
     console.log(help);
     return 0;
@@ -34,10 +48,20 @@ export async function run(argv: string[]): Promise<number> {
     if (!(CORE_SERVICES as readonly string[]).includes(name))
       throw new UsageError(`unknown service '${name}'; choose from ${CORE_SERVICES.join(", ")}`);
   }
+  const backend = backendFromEnv();
   const log = createLogger(`worker:${process.pid}`);
   const nc = await connectBus(connectionFrom(values, "worker", true));
-  const worker = await startWorker(nc, { agents, services: services as CoreService[], log });
-  log.info(`serving ${[...agents, ...services].join(", ")}`);
+  const inspection = processInspection(nc, "worker", values.inspect);
+  const worker = await startWorker(nc, {
+    agents,
+    services: services as CoreService[],
+    log,
+    backend,
+    ...(inspection ? { serve: { inspect: inspection.observer } } : {}),
+  });
+  log.info(
+    `serving ${[...agents, ...services].join(", ")} (thinking: ${backend.name})${inspection ? `; inspection on ${inspection.subject}` : ""}`,
+  );
   announceReady();
   await untilInterrupted();
   await worker.stop();

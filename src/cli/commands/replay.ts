@@ -1,0 +1,37 @@
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { connectBus } from "../../bus/connection.ts";
+import { replaySession } from "../../runtime/replay.ts";
+import { SessionStore } from "../../runtime/sessionStore.ts";
+import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFrom, parse, sessionArg } from "../args.ts";
+
+export const help = `conclave replay: rebuild a session's state from its event log and check it
+
+Usage: conclave replay --session <id> [--json]
+
+Starts from the session's latest checkpoint (saved every 10 turns), folds the
+events of every later turn (the final attempt of each), and compares the result
+with the state the runner stored. Exit status 0 when they match, 1 when not.
+
+${CONNECTION_HELP}`;
+
+export async function run(argv: string[]): Promise<number> {
+  const { values } = parse(argv, { ...CONNECTION_FLAGS, session: { type: "string", short: "s" }, json: { type: "boolean" } });
+  if (values.help) {
+    console.log(help);
+    return 0;
+  }
+  const session = sessionArg(values.session);
+  const nc = await connectBus(connectionFrom(values, "runner", false));
+  try {
+    const result = await replaySession(jetstream(nc), await jetstreamManager(nc), await SessionStore.open(nc), session);
+    if (values.json) console.log(JSON.stringify(result));
+    else {
+      console.log(`session ${session}: replayed turns ${result.from_turn_id + 1}..${result.from_turn_id + result.turns_replayed}${result.from_turn_id > 0 ? ` (from the checkpoint after turn ${result.from_turn_id})` : " (from the start)"}`);
+      console.log(`rebuilt: ${result.rebuilt.turns_completed} turns completed, last turn ${result.rebuilt.last_turn_id}`);
+      console.log(result.matches ? "✔ matches the stored state" : `✗ differs from the stored state:\n  ${result.differences.join("\n  ")}`);
+    }
+    return result.matches ? 0 : 1;
+  } finally {
+    await nc.close();
+  }
+}

@@ -1,0 +1,48 @@
+import type { AgentOutput, AgentRequest } from "../contracts/agent.ts";
+import type { CouncilReply, CouncilRequest, VoiceReply, VoiceRequest } from "../contracts/council.ts";
+import type { CriticReply, CriticRequest } from "../contracts/critic.ts";
+import type { Usage } from "../contracts/usage.ts";
+import { type AgentDefinition, answerOffline } from "./agentDefinition.ts";
+import { decide } from "./council.ts";
+import { CRITICS } from "./critics.ts";
+import { streamOffline, type VoiceStreamPart } from "./voice.ts";
+
+/**
+ * Where the thinking happens: the deterministic offline model, or a language
+ * model (src/llm/llmBackend.ts). A worker picks one at start; the agent,
+ * council, voice and critic actors call it and never know which.
+ */
+export interface CognitionBackend {
+  /** "offline", or the model id. */
+  readonly name: string;
+  think(
+    agent: AgentDefinition,
+    request: AgentRequest,
+    signal: AbortSignal,
+  ): Promise<{ output: AgentOutput; usage?: Usage }>;
+  decide(request: CouncilRequest, signal: AbortSignal): Promise<CouncilReply>;
+  render(request: VoiceRequest, emit: (part: VoiceStreamPart) => void, signal: AbortSignal): Promise<VoiceReply>;
+  judge(critic: string, request: CriticRequest, signal: AbortSignal): Promise<CriticReply>;
+}
+
+/** Raised for a critic name that no backend knows. */
+export class UnknownCriticError extends Error {
+  constructor(critic: string) {
+    super(`no critic '${critic}'; the critics are: ${Object.keys(CRITICS).join(", ")}`);
+    this.name = "UnknownCriticError";
+  }
+}
+
+/** The deterministic offline model: rule paths, templates and pattern critics. Same input, same output. */
+export const offlineBackend: CognitionBackend = {
+  name: "offline",
+  think: async (agent, request) => ({ output: agent.output.parse(answerOffline(agent, request)) }),
+  decide: async ({ context }) => ({ decision: decide(context) }),
+  render: async (request, emit) => ({ text: streamOffline(request, emit) }),
+  judge: async (critic, request) => {
+    // Own properties only: a remote name like "constructor" must not find Object's.
+    const judgeWith = Object.hasOwn(CRITICS, critic) ? CRITICS[critic] : undefined;
+    if (!judgeWith) throw new UnknownCriticError(critic);
+    return { result: judgeWith(request) };
+  },
+};

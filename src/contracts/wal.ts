@@ -1,0 +1,39 @@
+import { z } from "zod";
+import { SessionId, TurnId } from "./ids.ts";
+import { TurnSubmission } from "./turn.ts";
+
+/**
+ * A turn as written to the write-ahead log (`conclave.wal.<session_id>`)
+ * before its submission is acknowledged: everything needed to run it again.
+ */
+export const WalEntry = z.object({
+  session_id: SessionId,
+  turn_id: TurnId,
+  text: z.string(),
+  user_id: z.string().optional(),
+  idempotency_key: z.string().optional(),
+  on_busy: TurnSubmission.shape.on_busy,
+  /** Epoch milliseconds. */
+  submitted_at: z.number(),
+});
+export type WalEntry = z.infer<typeof WalEntry>;
+
+/** pending → inflight → done | failed | expired. */
+export const TurnStatus = z.enum(["pending", "inflight", "done", "failed", "expired"]);
+export type TurnStatus = z.infer<typeof TurnStatus>;
+
+export const TurnStatusRecord = z.object({
+  session_id: SessionId,
+  turn_id: TurnId,
+  status: TurnStatus,
+  submitted_at: z.number(),
+  updated_at: z.number(),
+  /** The runner that has (or last had) it. */
+  runner: z.string().optional(),
+  /** How many times a runner started it (more than 1 after a takeover). */
+  attempts: z.number().int().min(0),
+  /** Complete | PartialSuccess once done; why, when failed or expired. */
+  outcome: z.string().optional(),
+  reason: z.string().optional(),
+});
+export type TurnStatusRecord = z.infer<typeof TurnStatusRecord>;

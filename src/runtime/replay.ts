@@ -1,0 +1,88 @@
+import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
+import { modulatorsFromSensors } from "../cognition/workspace.ts";
+import type { EngineEvent } from "../contracts/events.ts";
+import { neutralModulators, neutralStance } from "../contracts/workspace.ts";
+import { readEvents } from "../eventlog/reader.ts";
+import type { SessionSnapshot, SessionStore } from "./sessionStore.ts";
+
+export const emptySnapshot = (): SessionSnapshot => ({
+  turns_completed: 0,
+  last_turn_id: 0,
+  modulators: neutralModulators(),
+  stance: neutralStance(),
+});
+
+/**
+ * Folds one turn's events into the session state, as the session actor
+ * changed it: the modulators follow the fast sensors, the stance is the last
+ * one a wave recorded. Only the turn's final attempt counts (after its last
+ * TURN_RESUMED), and only a completed turn changes anything.
+ */
+export function foldTurn(state: SessionSnapshot, events: readonly EngineEvent[]): SessionSnapshot {
+  const resumedAt = events.findLastIndex((event) => event.kind === "TURN_RESUMED");
+  const attempt = events.slice(resumedAt + 1);
+  if (!attempt.some((event) => event.kind === "TURN_COMPLETED")) return state;
+  let { modulators, stance } = state;
+  for (const event of attempt) {
+    if (event.kind === "SENSORS_FAST_UPDATED") modulators = modulatorsFromSensors(event.payload.sensors, modulators);
+    if (event.kind === "STANCE_UPDATED") stance = event.payload.current;
+  }
+  return {
+    turns_completed: state.turns_completed + 1,
+    last_turn_id: Math.max(state.last_turn_id, attempt[0]?.turn_id ?? 0),
+    modulators,
+    stance,
+  };
+}
+
+export interface ReplayResult {
+  /** Where the fold started: a checkpoint's turn, or 0 for the beginning. */
+  from_turn_id: number;
+  turns_replayed: number;
+  rebuilt: SessionSnapshot;
+  stored: SessionSnapshot | null;
+  matches: boolean;
+  /** Fields that differ, `field: rebuilt ≠ stored`. */
+  differences: string[];
+}
+
+const close = (a: number, b: number) => Math.abs(a - b) < 1e-9;
+
+export function compareSnapshots(rebuilt: SessionSnapshot, stored: SessionSnapshot): string[] {
+  const differences: string[] = [];
+  for (const field of ["turns_completed", "last_turn_id"] as const) {
+    if (rebuilt[field] !== stored[field]) differences.push(`${field}: ${rebuilt[field]} ≠ ${stored[field]}`);
+  }
+  for (const group of ["modulators", "stance"] as const) {
+    for (const [name, value] of Object.entries(rebuilt[group])) {
+      const other = (stored[group] as Record<string, number>)[name] ?? Number.NaN;
+      if (!close(value, other)) differences.push(`${group}.${name}: ${value} ≠ ${other}`);
+    }
+  }
+  return differences;
+}
+
+/**
+ * Rebuilds a session's state from its event log, starting at the latest
+ * checkpoint rather than the first turn, and compares it with the stored
+ * snapshot.
+ */
+export async function replaySession(
+  js: JetStreamClient,
+  jsm: JetStreamManager,
+  sessions: SessionStore,
+  sessionId: string,
+): Promise<ReplayResult> {
+  const [checkpoint, stored, lastTurnId] = await Promise.all([
+    sessions.checkpoint(sessionId),
+    sessions.snapshot(sessionId),
+    sessions.lastTurnId(sessionId),
+  ]);
+  let state = checkpoint?.snapshot ?? emptySnapshot();
+  const from = checkpoint?.through_turn_id ?? 0;
+  for (let turnId = from + 1; turnId <= lastTurnId; turnId++) {
+    state = foldTurn(state, await readEvents(js, jsm, sessionId, turnId));
+  }
+  const differences = stored ? compareSnapshots(state, stored) : ["no stored snapshot"];
+  return { from_turn_id: from, turns_replayed: lastTurnId - from, rebuilt: state, stored, matches: differences.length === 0, differences };
+}

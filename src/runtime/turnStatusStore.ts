@@ -1,0 +1,83 @@
+import type { NatsConnection } from "@nats-io/nats-core";
+import { buckets } from "../bus/subjects.ts";
+import { TurnStatusRecord, type TurnStatus } from "../contracts/wal.ts";
+import { JsonKv } from "./jsonKv.ts";
+
+/**
+ * Where every accepted turn stands (`conclave_turns` KV bucket, key
+ * `<session>.<turn>`): pending → inflight → done | failed | expired.
+ */
+export class TurnStatusStore {
+  private constructor(private readonly kv: JsonKv<typeof TurnStatusRecord>) {}
+
+  static async open(nc: NatsConnection): Promise<TurnStatusStore> {
+    return new TurnStatusStore(await JsonKv.open(nc, buckets.turns, TurnStatusRecord));
+  }
+
+  async get(sessionId: string, turnId: number): Promise<TurnStatusRecord | null> {
+    return (await this.kv.get(`${sessionId}.${turnId}`))?.value ?? null;
+  }
+
+  async pending(sessionId: string, turnId: number, submittedAt: number): Promise<void> {
+    await this.kv.put(`${sessionId}.${turnId}`, {
+      session_id: sessionId,
+      turn_id: turnId,
+      status: "pending",
+      submitted_at: submittedAt,
+      updated_at: Date.now(),
+      attempts: 0,
+    });
+  }
+
+  /**
+   * A runner takes the turn (or takes it over): inflight, one more attempt.
+   * Returns the record as it was; a turn already done, failed or expired is
+   * left as it is (`taken` false).
+   */
+  async take(
+    sessionId: string,
+    turnId: number,
+    runner: string,
+    submittedAt: number,
+    maxAttempts: number,
+  ): Promise<{ before: TurnStatusRecord | null; taken: boolean; poison: boolean }> {
+    let before: TurnStatusRecord | null = null;
+    await this.kv.update(`${sessionId}.${turnId}`, (current) => {
+      before = current;
+      if (current && current.status !== "pending" && current.status !== "inflight") return null;
+      if (current && current.attempts >= maxAttempts) return null;
+      return {
+        session_id: sessionId,
+        turn_id: turnId,
+        submitted_at: current?.submitted_at ?? submittedAt,
+        status: "inflight",
+        updated_at: Date.now(),
+        runner,
+        attempts: (current?.attempts ?? 0) + 1,
+      };
+    });
+    const previous = before as TurnStatusRecord | null;
+    const open = !previous || previous.status === "pending" || previous.status === "inflight";
+    const poison = open && !!previous && previous.attempts >= maxAttempts;
+    return { before: previous, taken: open && !poison, poison };
+  }
+
+  async finish(sessionId: string, turnId: number, status: Exclude<TurnStatus, "pending" | "inflight">, detail: { outcome?: string; reason?: string } = {}): Promise<void> {
+    await this.kv.update(`${sessionId}.${turnId}`, (current) => ({
+      session_id: sessionId,
+      turn_id: turnId,
+      submitted_at: current?.submitted_at ?? Date.now(),
+      attempts: current?.attempts ?? 0,
+      ...(current?.runner ? { runner: current.runner } : {}),
+      status,
+      updated_at: Date.now(),
+      ...detail,
+    }));
+  }
+
+  /** Every turn of a session, in turn order. */
+  async list(sessionId: string): Promise<TurnStatusRecord[]> {
+    const records = await Promise.all((await this.kv.keys(`${sessionId}.*`)).map((key) => this.kv.get(key)));
+    return records.flatMap((record) => (record ? [record.value] : [])).sort((a, b) => a.turn_id - b.turn_id);
+  }
+}
