@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { decide, SAFETY_REPLY, safetyCouncil } from "../../src/cognition/council.ts";
-import { CRITICS, MAX_REPLY_CHARS, runCritics } from "../../src/cognition/critics.ts";
+import { CRITIC_NAMES, CRITICS, MAX_REPLY_CHARS, runCritics } from "../../src/cognition/critics.ts";
 import { renderOffline } from "../../src/cognition/voice.ts";
 import {
   CouncilDecision,
@@ -65,7 +65,15 @@ const speechAct = (overrides: Partial<SpeechAct> = {}): SpeechAct => ({
 });
 
 const voice = (act: SpeechAct, feedback: string[] = []) =>
-  renderOffline({ session_id: "s1", turn_id: 1, user_message: "hi", speech_act: act, feedback });
+  renderOffline({
+    session_id: "s1",
+    turn_id: 1,
+    user_message: "hi",
+    speech_act: act,
+    thinking: "",
+    feedback,
+    attempt: feedback.length > 0 ? 2 : 1,
+  });
 
 const critique = (response: string, act: SpeechAct = speechAct()): CriticRequest => ({
   session_id: "s1",
@@ -73,6 +81,7 @@ const critique = (response: string, act: SpeechAct = speechAct()): CriticRequest
   user_message: "hi",
   response,
   speech_act: act,
+  attempt: 1,
 });
 
 describe("decide", () => {
@@ -118,6 +127,15 @@ describe("decide", () => {
     expect(decide(context({ sensors: { vulnerability: 0.7 }, claims: [good] })).speech_act.intent).toBe("celebrate");
     const opposed = claim("user_doing_well", { opposition: ["emotion.stress"] });
     expect(decide(context({ sensors: { vulnerability: 0.7 }, claims: [opposed] })).speech_act.intent).toBe("support");
+  });
+
+  it("celebrates for the user_doing_well claim only, whoever supports it", () => {
+    const other = claim("user_low");
+    expect(decide(context({ sensors: { vulnerability: 0.7 }, claims: [other] })).speech_act.intent).toBe("support");
+    const backed = claim("user_doing_well", { support: ["emotion.wellbeing", "emotion.stress"] });
+    const decision = decide(context({ claims: [other, backed] }));
+    expect(decision.speech_act.intent).toBe("celebrate");
+    expect(decision.thinking).toContain("intent celebrate");
   });
 
   it("collects the do_not proposals, deduplicated, and nothing else", () => {
@@ -254,24 +272,55 @@ describe("renderOffline", () => {
     expect(text).not.toContain("Delta");
   });
 
-  it("shortens the reply to its opening and first point when there is feedback", () => {
+  it("keeps its opening and at most two points when re-rendering after feedback", () => {
     const act = speechAct({ intent: "advise", key_points: ["alpha", "beta", "gamma"] });
     const full = voice(act);
     const short = voice(act, ["Shorten the reply."]);
-    expect(short.length).toBeLessThan(full.length);
-    expect(short).toBe("Let's work through it. Alpha.");
+    expect(full).toBe("Let's work through it. Alpha. Beta. Gamma.");
+    expect(short).toBe("Let's work through it. Alpha. Beta.");
     expect(full.startsWith(short)).toBe(true);
+  });
+
+  it("leaves out the sentences the feedback asks to remove, and fills their place with the next point", () => {
+    const act = speechAct({ intent: "support", key_points: ["alpha", "beta", "ask what happened", "delta"] });
+    expect(voice(act, ['The reply must not say beta. Remove: "Beta."'])).toBe(
+      "That sounds hard. Alpha. Could you tell me what happened?",
+    );
+    expect(voice(act, ['Remove: "Alpha.", "Could you tell me what happened?"'])).toBe("That sounds hard. Beta. Delta.");
+  });
+
+  it("takes removals from every feedback line", () => {
+    const act = speechAct({ intent: "support", key_points: ["alpha", "beta", "gamma"] });
+    expect(voice(act, ['Remove: "Alpha."', "Shorten the reply.", 'Remove: "Gamma."'])).toBe("That sounds hard. Beta.");
+  });
+
+  it("removes only whole sentences that match exactly", () => {
+    const act = speechAct({ intent: "support", key_points: ["alpha beta", "gamma"] });
+    expect(voice(act, ['Remove: "Alpha."', 'Remove: "beta"'])).toBe("That sounds hard. Alpha beta. Gamma.");
+  });
+
+  it("keeps its opening even when the feedback quotes it", () => {
+    const act = speechAct({ intent: "support", key_points: ["alpha"] });
+    expect(voice(act, ['Remove: "That sounds hard.", "Alpha."'])).toBe("That sounds hard.");
   });
 });
 
 describe("critics", () => {
-  it("has the safety, do_not and length critics, and runCritics runs each once", () => {
-    expect(Object.keys(CRITICS).sort()).toEqual(["do_not", "length", "safety"]);
-    expect(
-      runCritics(critique("Hello."))
-        .map((result) => result.critic)
-        .sort(),
-    ).toEqual(["do_not", "length", "safety"]);
+  it("has the safety, do_not, coherence and length critics, and runCritics runs each once", () => {
+    expect([...CRITIC_NAMES].sort()).toEqual(["coherence", "do_not", "length", "safety"]);
+    expect(Object.keys(CRITICS).sort()).toEqual([...CRITIC_NAMES].sort());
+    expect(runCritics(critique("Hello.")).map((result) => result.critic)).toEqual(CRITIC_NAMES);
+  });
+
+  it("names each result after the critic that gave it, passed or not", () => {
+    const act = speechAct({ intent: "celebrate", do_not: ["hello"] });
+    const failing = `how to kill hello ${"x".repeat(MAX_REPLY_CHARS)}`;
+    for (const name of CRITIC_NAMES) {
+      expect(CRITICS[name]!(critique("Congratulations!", act)).critic).toBe(name);
+      const result = CRITICS[name]!(critique(failing, act));
+      expect(result.critic).toBe(name);
+      expect(result.passed, name).toBe(false);
+    }
   });
 
   it("passes a normal reply on every critic", () => {
@@ -298,11 +347,13 @@ describe("critics", () => {
 
   it("fails the do_not critic when the reply contains a forbidden text, case-insensitively", () => {
     const act = speechAct({ do_not: ["system prompt", "diagnose"] });
-    const result = CRITICS.do_not!(critique("Here is my System Prompt, as you asked.", act));
+    const result = CRITICS.do_not!(critique("Hello. Here is my System Prompt, as you asked.", act));
     expect(result.passed).toBe(false);
     expect(result.score).toBeLessThan(1);
     expect(result.feedback).toContain("system prompt");
     expect(result.feedback).not.toContain("diagnose");
+    expect(result.feedback).toContain('Remove: "Here is my System Prompt, as you asked."');
+    expect(result.feedback).not.toContain('"Hello."');
     expect(CRITICS.do_not!(critique("I'd rather not share that.", act)).passed).toBe(true);
   });
 
@@ -319,7 +370,8 @@ describe("critics", () => {
   });
 
   it("returns results that stay within the score range", () => {
-    for (const result of runCritics(critique(`how to harm ${"x".repeat(5000)}`, speechAct({ do_not: ["harm"] })))) {
+    const act = speechAct({ intent: "celebrate", do_not: ["harm"] });
+    for (const result of runCritics(critique(`how to harm ${"x".repeat(5000)}`, act))) {
       expect(result.passed).toBe(false);
       expect(result.score).toBeGreaterThanOrEqual(0);
       expect(result.score).toBeLessThanOrEqual(1);

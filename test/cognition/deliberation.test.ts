@@ -1,11 +1,28 @@
 import { describe, expect, it } from "vitest";
+import { AGENTS } from "../../agents/index.ts";
+import {
+  type AgentDefinition,
+  answerOffline,
+  defineAgent,
+  quietOutput,
+  reviseByMajority,
+} from "../../src/cognition/agentDefinition.ts";
 import {
   CONSENSUS_THRESHOLD,
   computeConsensus,
+  contestedClaims,
   MAX_DELIBERATION_ROUNDS,
-  reviseClaims,
+  stakeholders,
 } from "../../src/cognition/deliberation.ts";
-import type { Claim } from "../../src/contracts/workspace.ts";
+import { applyAgentOutput, type Workspace } from "../../src/cognition/workspace.ts";
+import { type AgentContext, AgentOutput } from "../../src/contracts/agent.ts";
+import {
+  type Claim,
+  neutralModulators,
+  neutralStance,
+  SENSOR_NAMES,
+  type Sensors,
+} from "../../src/contracts/workspace.ts";
 
 const claim = (id: string, confidence: number, support: string[], opposition: string[] = []): Claim => ({
   id,
@@ -68,69 +85,264 @@ describe("computeConsensus", () => {
   });
 });
 
-describe("reviseClaims", () => {
-  it("withdraws claims opposed by more agents than support them", () => {
-    const revised = reviseClaims([
-      claim("kept", 0.7, ["x.a"]),
-      claim("gone", 0.9, ["x.a"], ["x.b", "x.c"]),
-      claim("unsupported", 0.9, [], ["x.b"]),
-    ]);
-    expect(revised.map((c) => c.id)).toEqual(["kept"]);
+const zeroSensors = (): Sensors => Object.fromEntries(SENSOR_NAMES.map((name) => [name, 0])) as Sensors;
+
+const contextWith = (claims: Claim[], overrides: Partial<AgentContext> = {}): AgentContext => ({
+  user_message: "hello",
+  sensors: zeroSensors(),
+  modulators: neutralModulators(),
+  stance: neutralStance(),
+  claims,
+  episodes: [],
+  ...overrides,
+});
+
+/** A claim authored by `source`, who supports it, plus the given others. */
+const authored = (id: string, source: string, support: string[] = [], opposition: string[] = []): Claim => ({
+  id,
+  text: `claim ${id}`,
+  source,
+  confidence: 0.7,
+  support: [source, ...support],
+  opposition,
+});
+
+/** One deliberation round of the offline model: every stakeholder revises itself by majority. */
+const deliberationRound = (claims: Claim[]): Claim[] => {
+  let workspace: Workspace = { claims, stance: neutralStance(), modulators: neutralModulators(), proposals: [] };
+  for (const agent of stakeholders(claims)) {
+    workspace = applyAgentOutput(workspace, agent, reviseByMajority(contextWith(workspace.claims), agent));
+  }
+  return workspace.claims;
+};
+
+describe("contestedClaims", () => {
+  it("returns the claims someone opposes, in their order", () => {
+    const claims = [
+      authored("quiet", "x.a", ["x.b"]),
+      authored("first", "x.a", [], ["x.c"]),
+      authored("lonely", "x.b"),
+      authored("second", "x.c", ["x.a"], ["x.b", "x.d"]),
+    ];
+    expect(contestedClaims(claims).map((c) => c.id)).toEqual(["first", "second"]);
   });
 
-  it("keeps a tied claim but lowers its confidence in proportion to its opposition", () => {
-    const [tied] = reviseClaims([claim("tie", 0.8, ["x.a"], ["x.b"])]);
-    expect(tied?.id).toBe("tie");
-    expect(tied?.confidence).toBeCloseTo(0.4);
+  it("counts a claim nobody supports but someone opposes as contested", () => {
+    const orphan = claim("orphan", 0.5, [], ["x.b"]);
+    expect(contestedClaims([orphan])).toEqual([orphan]);
   });
 
-  it("lowers the confidence of a contested claim that keeps a majority", () => {
-    const [contested] = reviseClaims([claim("c", 0.9, ["x.a", "x.b", "x.c"], ["x.d"])]);
-    // Opposition share 1/4: 0.9 * 0.75
-    expect(contested?.confidence).toBeCloseTo(0.675);
-    expect(contested?.support).toEqual(["x.a", "x.b", "x.c"]);
-    expect(contested?.opposition).toEqual(["x.d"]);
-  });
-
-  it("leaves uncontested claims unchanged", () => {
-    const original = claim("u", 0.6, ["x.a", "x.b"]);
-    const [revised] = reviseClaims([original]);
-    expect(revised).toEqual(original);
+  it("is empty without opposition", () => {
+    expect(contestedClaims([])).toEqual([]);
+    expect(contestedClaims([authored("a", "x.a", ["x.b", "x.c"])])).toEqual([]);
   });
 
   it("does not mutate its input", () => {
-    const claims = [claim("a", 0.9, ["x.a", "x.b"], ["x.c"]), claim("b", 0.5, [], ["x.a"])];
+    const claims = [authored("a", "x.a", [], ["x.b"]), authored("b", "x.b")];
     const before = structuredClone(claims);
-    reviseClaims(claims);
+    contestedClaims(claims);
     expect(claims).toEqual(before);
   });
+});
 
-  it("does not decrease consensus for a workspace with a majority-opposed claim", () => {
+describe("stakeholders", () => {
+  it("names the authors and opponents of contested claims, each once, sorted", () => {
+    const claims = [
+      authored("a", "social.rapport", ["emotion.stress"], ["reasoning.skeptic"]),
+      authored("b", "emotion.wellbeing", [], ["reasoning.skeptic", "inhibition.censor"]),
+      authored("c", "planning.next_step", ["monitoring.trigger_watcher"]),
+    ];
+    expect(stakeholders(claims)).toEqual([
+      "emotion.wellbeing",
+      "inhibition.censor",
+      "reasoning.skeptic",
+      "social.rapport",
+    ]);
+  });
+
+  it("leaves out mere supporters and the authors of uncontested claims", () => {
+    const claims = [authored("a", "x.author", ["x.fan"], ["x.critic"]), authored("b", "x.bystander", ["x.fan"])];
+    const agents = stakeholders(claims);
+    expect(agents).not.toContain("x.fan");
+    expect(agents).not.toContain("x.bystander");
+    expect(agents).toEqual(["x.author", "x.critic"]);
+  });
+
+  it("names an agent that both authors one contested claim and opposes another once", () => {
+    const claims = [authored("a", "x.one", [], ["x.two"]), authored("b", "x.two", [], ["x.one"])];
+    expect(stakeholders(claims)).toEqual(["x.one", "x.two"]);
+  });
+
+  it("is empty when nothing is contested", () => {
+    expect(stakeholders([])).toEqual([]);
+    expect(stakeholders([authored("a", "x.a", ["x.b"])])).toEqual([]);
+  });
+});
+
+describe("reviseByMajority", () => {
+  it("withdraws the agent's own claims that more agents oppose than support", () => {
+    const claims = [
+      authored("outvoted", "x.me", [], ["x.b", "x.c"]),
+      authored("tied", "x.me", [], ["x.b"]),
+      authored("backed", "x.me", ["x.d"], ["x.b"]),
+      authored("theirs", "x.other", [], ["x.b", "x.c"]),
+    ];
+    const output = reviseByMajority(contextWith(claims), "x.me");
+    expect(output.withdraws).toEqual(["outvoted"]);
+  });
+
+  it("concedes claims it opposes that at least twice as many agents support", () => {
+    const claims = [
+      authored("two_to_one", "x.a", ["x.b"], ["x.me"]),
+      authored("one_to_one", "x.a", [], ["x.me"]),
+      authored("three_to_two", "x.a", ["x.b", "x.c"], ["x.me", "x.d"]),
+      authored("four_to_two", "x.a", ["x.b", "x.c", "x.e"], ["x.me", "x.d"]),
+      authored("not_mine", "x.a", ["x.b", "x.c"], ["x.d"]),
+    ];
+    const output = reviseByMajority(contextWith(claims), "x.me");
+    expect(output.concedes).toEqual(["two_to_one", "four_to_two"]);
+  });
+
+  it("says nothing else: no claims, stances, proposals or stance change", () => {
+    const claims = [authored("mine", "x.me", [], ["x.b", "x.c"]), authored("theirs", "x.a", ["x.b"], ["x.me"])];
+    const output = reviseByMajority(contextWith(claims), "x.me");
+    expect(output).toEqual({ ...quietOutput(), withdraws: ["mine"], concedes: ["theirs"] });
+    expect(AgentOutput.safeParse(output).success).toBe(true);
+  });
+
+  it("is quiet for an agent with no stake in the contested claims", () => {
+    const claims = [authored("a", "x.a", [], ["x.b", "x.c"]), authored("b", "x.b", ["x.c"], ["x.a"])];
+    expect(reviseByMajority(contextWith(claims), "x.bystander")).toEqual(quietOutput());
+  });
+
+  it("does not mutate the context", () => {
+    const claims = [authored("a", "x.me", [], ["x.b", "x.c"])];
+    const context = contextWith(claims);
+    const before = structuredClone(context);
+    reviseByMajority(context, "x.me");
+    expect(context).toEqual(before);
+  });
+});
+
+describe("a deliberation round of stakeholders revising by majority", () => {
+  it("withdraws an outvoted claim and reaches full consensus", () => {
+    const claims = [authored("ok", "x.a", ["x.b"]), authored("bad", "x.a", [], ["x.b", "x.c"])];
+    expect(computeConsensus(claims)).toBeLessThan(CONSENSUS_THRESHOLD);
+    const revised = deliberationRound(claims);
+    expect(revised.map((c) => c.id)).toEqual(["ok"]);
+    expect(computeConsensus(revised)).toBe(1);
+  });
+
+  it("drops the opposition of an agent outnumbered two to one", () => {
+    const claims = [authored("popular", "x.a", ["x.b"], ["x.c"])];
+    const [revised] = deliberationRound(claims);
+    expect(revised?.support).toEqual(["x.a", "x.b"]);
+    expect(revised?.opposition).toEqual([]);
+  });
+
+  it("leaves a one-to-one dispute standing", () => {
+    const claims = [authored("tie", "x.a", [], ["x.b"])];
+    expect(deliberationRound(claims)).toEqual(claims);
+  });
+
+  it("does not decrease consensus", () => {
     const workspaces: Claim[][] = [
-      [claim("ok", 0.8, ["x.a", "x.b"]), claim("bad", 0.9, ["x.a"], ["x.b", "x.c"])],
-      [claim("mostly", 1, ["x.a", "x.b", "x.c"], ["x.d"]), claim("bad", 0.6, [], ["x.a", "x.b"])],
+      [authored("ok", "x.a", ["x.b"]), authored("bad", "x.a", [], ["x.b", "x.c"])],
+      [authored("mostly", "x.a", ["x.b", "x.c"], ["x.d"]), authored("bad", "x.e", [], ["x.a", "x.b"])],
       [
-        claim("strong", 1, ["x.a", "x.b", "x.c", "x.d", "x.e"], ["x.f"]),
-        claim("tie", 0.7, ["x.a"], ["x.b"]),
-        claim("bad", 0.05, ["x.a"], ["x.b", "x.c", "x.d"]),
+        authored("strong", "x.a", ["x.b", "x.c", "x.d", "x.e"], ["x.f"]),
+        authored("tie", "x.a", [], ["x.b"]),
+        authored("bad", "x.g", [], ["x.b", "x.c", "x.d"]),
       ],
     ];
     for (const claims of workspaces) {
-      const before = computeConsensus(claims);
-      const after = computeConsensus(reviseClaims(claims));
-      expect(after).toBeGreaterThanOrEqual(before);
+      expect(computeConsensus(deliberationRound(claims))).toBeGreaterThanOrEqual(computeConsensus(claims));
     }
-    // The first workspace is fully agreed once the opposed claim is withdrawn.
-    expect(computeConsensus(reviseClaims(workspaces[0]!))).toBe(1);
   });
 
   it("reaches the consensus threshold within the allowed rounds for a simple dispute", () => {
-    let claims: Claim[] = [claim("ok", 0.8, ["x.a", "x.b"]), claim("bad", 0.9, ["x.a"], ["x.b", "x.c"])];
+    let claims: Claim[] = [
+      authored("ok", "x.a", ["x.b"]),
+      authored("bad", "x.c", [], ["x.a", "x.b"]),
+      authored("popular", "x.b", ["x.c"], ["x.d"]),
+    ];
     let rounds = 0;
     while (computeConsensus(claims) < CONSENSUS_THRESHOLD && rounds < MAX_DELIBERATION_ROUNDS) {
-      claims = reviseClaims(claims);
+      claims = deliberationRound(claims);
       rounds++;
     }
+    expect(rounds).toBeGreaterThan(0);
     expect(computeConsensus(claims)).toBeGreaterThanOrEqual(CONSENSUS_THRESHOLD);
+  });
+});
+
+describe("answerOffline", () => {
+  const saying = (id: string): AgentDefinition =>
+    defineAgent({
+      manifest: {
+        id,
+        agency: "reasoning",
+        priority: "SCHEDULED",
+        triggers: [],
+        cooldown_s: 0,
+        token_budget: 100,
+        description: "test agent",
+      },
+      prompt: "test",
+      rules: ({ user_message }) => ({
+        ...quietOutput(),
+        claims: [{ id: "echo", text: `heard: ${user_message}`, confidence: 0.5 }],
+      }),
+    });
+
+  it("answers with the agent's rules in respond mode", () => {
+    const agent = saying("reasoning.echo");
+    const context = contextWith([authored("mine", "reasoning.echo", [], ["x.b", "x.c"])], { user_message: "hi" });
+    const output = answerOffline(agent, { mode: "respond", context });
+    expect(output).toEqual(agent.rules(context));
+    expect(output.claims[0]?.text).toBe("heard: hi");
+    expect(output.withdraws).toEqual([]);
+  });
+
+  it("revises by majority, as the agent's own id, in revise mode when the agent has no revise", () => {
+    const agent = saying("reasoning.echo");
+    const context = contextWith([
+      authored("mine", "reasoning.echo", [], ["x.b", "x.c"]),
+      authored("someone_elses", "x.b", [], ["x.c", "x.d"]),
+      authored("popular", "x.b", ["x.c"], ["reasoning.echo"]),
+    ]);
+    const output = answerOffline(agent, { mode: "revise", context });
+    expect(output).toEqual(reviseByMajority(context, "reasoning.echo"));
+    expect(output.withdraws).toEqual(["mine"]);
+    expect(output.concedes).toEqual(["popular"]);
+    expect(output.claims).toEqual([]);
+  });
+
+  it("uses the agent's own revise, given its id, when it has one", () => {
+    const calls: string[] = [];
+    const agent: AgentDefinition = {
+      ...saying("reasoning.stubborn"),
+      revise: (_context, agentId) => {
+        calls.push(agentId);
+        return { ...quietOutput(), opposes: ["popular"] };
+      },
+    };
+    const context = contextWith([authored("popular", "x.b", ["x.c"], ["reasoning.stubborn"])]);
+    expect(answerOffline(agent, { mode: "revise", context }).opposes).toEqual(["popular"]);
+    expect(calls).toEqual(["reasoning.stubborn"]);
+    expect(answerOffline(agent, { mode: "respond", context }).claims.map((c) => c.id)).toEqual(["echo"]);
+    expect(calls).toHaveLength(1);
+  });
+
+  it("lets a real agent that opposed a well-supported claim concede it", () => {
+    const skeptic = AGENTS.get("reasoning.skeptic")!;
+    const context = contextWith([
+      authored("user_low", "emotion.wellbeing", ["emotion.stress"], ["reasoning.skeptic"]),
+      authored("thin_evidence", "reasoning.skeptic", [], ["emotion.wellbeing", "emotion.stress"]),
+    ]);
+    const output = answerOffline(skeptic, { mode: "revise", context });
+    expect(output.concedes).toEqual(["user_low"]);
+    expect(output.withdraws).toEqual(["thin_evidence"]);
+    expect(AgentOutput.safeParse(output).success).toBe(true);
   });
 });

@@ -178,6 +178,81 @@ describe("applyAgentOutput", () => {
   });
 });
 
+describe("applyAgentOutput: withdraws and concedes", () => {
+  const contested = (): Workspace => ({
+    ...emptyWorkspace(),
+    claims: [
+      claim("mine", { source: "reasoning.skeptic", support: ["reasoning.skeptic"], opposition: ["emotion.stress"] }),
+      claim("theirs", { support: ["emotion.stress", "emotion.wellbeing"], opposition: ["reasoning.skeptic"] }),
+      claim("shared", { support: ["emotion.stress"], opposition: ["reasoning.skeptic", "social.rapport"] }),
+    ],
+  });
+
+  it("removes a claim its author withdraws", () => {
+    const next = applyAgentOutput(contested(), "reasoning.skeptic", output({ withdraws: ["mine"] }));
+    expect(next.claims.map((c) => c.id)).toEqual(["theirs", "shared"]);
+    expect(next.claims).toEqual(contested().claims.slice(1));
+  });
+
+  it("does not let an agent withdraw someone else's claim", () => {
+    const workspace = contested();
+    const bySupporter = applyAgentOutput(workspace, "emotion.wellbeing", output({ withdraws: ["theirs"] }));
+    expect(bySupporter.claims).toEqual(workspace.claims);
+    const byOpponent = applyAgentOutput(workspace, "reasoning.skeptic", output({ withdraws: ["theirs", "shared"] }));
+    expect(byOpponent.claims).toEqual(workspace.claims);
+    const byStranger = applyAgentOutput(workspace, "planning.next_step", output({ withdraws: ["mine"] }));
+    expect(byStranger.claims).toEqual(workspace.claims);
+  });
+
+  it("ignores a withdrawal of an unknown claim id", () => {
+    const workspace = contested();
+    expect(applyAgentOutput(workspace, "reasoning.skeptic", output({ withdraws: ["nope"] })).claims).toEqual(
+      workspace.claims,
+    );
+  });
+
+  it("removes only the conceding agent from a conceded claim's opposition", () => {
+    const next = applyAgentOutput(contested(), "reasoning.skeptic", output({ concedes: ["theirs", "shared"] }));
+    const [mine, theirs, shared] = next.claims;
+    expect(theirs?.opposition).toEqual([]);
+    expect(theirs?.support).toEqual(["emotion.stress", "emotion.wellbeing"]);
+    expect(shared?.opposition).toEqual(["social.rapport"]);
+    expect(shared?.support).toEqual(["emotion.stress"]);
+    // Its own claim, not conceded, is untouched.
+    expect(mine).toEqual(contested().claims[0]);
+  });
+
+  it("leaves a conceded claim alone when the agent did not oppose it", () => {
+    const workspace = contested();
+    const next = applyAgentOutput(workspace, "emotion.wellbeing", output({ concedes: ["theirs", "shared", "nope"] }));
+    expect(next.claims).toEqual(workspace.claims);
+  });
+
+  it("withdraws and concedes in one output, as a revision round does", () => {
+    const next = applyAgentOutput(
+      contested(),
+      "reasoning.skeptic",
+      output({ withdraws: ["mine"], concedes: ["theirs"] }),
+    );
+    expect(next.claims.map((c) => [c.id, c.opposition])).toEqual([
+      ["theirs", []],
+      ["shared", ["reasoning.skeptic", "social.rapport"]],
+    ]);
+  });
+
+  it("does not mutate the input workspace when withdrawing or conceding", () => {
+    const workspace = deepFreeze(contested());
+    const before = structuredClone(workspace);
+    const next = applyAgentOutput(
+      workspace,
+      "reasoning.skeptic",
+      output({ withdraws: ["mine"], concedes: ["theirs", "shared"] }),
+    );
+    expect(workspace).toEqual(before);
+    expect(next.claims).toHaveLength(2);
+  });
+});
+
 describe("applyStanceDelta", () => {
   it("adds each component", () => {
     const stance: Stance = { valence: 0.1, warmth: -0.2, caution: 0, curiosity: 0.5 };

@@ -22,7 +22,7 @@ describe("wire contracts", () => {
       properties: Record<string, unknown>;
     };
     expect(submission.required).toEqual(["text"]);
-    expect(Object.keys(submission.properties).sort()).toEqual(["idempotency_key", "text", "user_id"]);
+    expect(Object.keys(submission.properties).sort()).toEqual(["idempotency_key", "on_busy", "text", "user_id"]);
   });
 
   it("the EngineEvent schema lists every event kind", () => {

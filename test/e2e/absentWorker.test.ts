@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { submitTurn, watchTurn } from "../../src/client/turns.ts";
+import { CRITIC_NAMES } from "../../src/cognition/critics.ts";
 import type { EngineEvent } from "../../src/contracts/events.ts";
 import { STAGES } from "../../src/contracts/turn.ts";
 import { Runner } from "../../src/runtime/runner.ts";
@@ -43,15 +44,18 @@ describe("a stage whose worker is absent", () => {
       ["context", "no_responders", "memory"],
       ["agents", "no_responders", "scheduler"],
       ["council", "no_responders", "council"],
-      ["critics", "no_responders", "critics"],
+      ...CRITIC_NAMES.map((critic) => ["critics", "no_responders", `critic:${critic}`]),
       ["memory_commit", "no_responders", "memory"],
     ]);
-    expect(events.filter((event) => event.kind === "STAGE_WARNING")).toHaveLength(5);
+    expect(events.filter((event) => event.kind === "STAGE_WARNING")).toHaveLength(4 + CRITIC_NAMES.length);
   });
 
   it("names the agent whose worker is missing, while the other agents answer", async () => {
     const { events, completed } = await turnWith(
-      { agents: matchAgents("monitoring.*,emotion.*"), services: ["scheduler", "council", "critics", "memory"] },
+      {
+        agents: matchAgents("monitoring.*,emotion.*,reasoning.*,social.*,planning.*,inhibition.overclaim"),
+        services: ["scheduler", "council", "critics", "memory"],
+      },
       "absent-agent",
       "I'm feeling stressed",
     );

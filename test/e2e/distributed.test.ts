@@ -18,8 +18,8 @@ let runner: ConclaveProcess;
 
 beforeAll(async () => {
   await Promise.all([
-    processes.spawn("agents-a", ["worker", "--agents", "inhibition.*,monitoring.*"]),
-    processes.spawn("agents-b", ["worker", "--agents", "emotion.*"]),
+    processes.spawn("agents-a", ["worker", "--agents", "inhibition.*,monitoring.*,reasoning.*"]),
+    processes.spawn("agents-b", ["worker", "--agents", "emotion.*,social.*,planning.*"]),
     processes.spawn("core", ["worker", "--services", "scheduler,council,critics,memory"]),
   ]);
   runner = await processes.spawn("runner", ["runner"]);
@@ -124,6 +124,7 @@ describe("the public protocol, from a plain NATS client", () => {
         session_id: "plain-ack",
         turn_id: 1,
         events_subject: "conclave.events.plain-ack.1",
+        duplicate: false,
       });
     } finally {
       await nc.close();

@@ -1,5 +1,6 @@
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { beforeAll, describe, expect, it } from "vitest";
+import { usageSummary } from "../../machines/turn.ts";
 import { encodeJson } from "../../src/bus/codec.ts";
 import { streams, subjects } from "../../src/bus/subjects.ts";
 import { readEvents } from "../../src/eventlog/reader.ts";
@@ -23,7 +24,7 @@ describe("event log writer", () => {
       writer.append("log", 1, { kind: "TURN_STAGE_CHANGED", payload: { stage } });
     writer.append("log", 1, {
       kind: "TURN_COMPLETED",
-      payload: { response: "hello", outcome: { status: "Complete" } },
+      payload: { response: "hello", outcome: { status: "Complete" }, usage: usageSummary({}) },
     });
     expect(await writer.finish("log", 1)).toBe(5);
     const events = await readEvents(jetstream(nc), await jetstreamManager(nc), "log", 1);
@@ -63,7 +64,7 @@ describe("event log writer", () => {
       writer.append("multi", turn, { kind: "TURN_STARTED", payload: { user_input: `t${turn}`, turn_id: turn } });
       writer.append("multi", turn, {
         kind: "TURN_COMPLETED",
-        payload: { response: "", outcome: { status: "Complete" } },
+        payload: { response: "", outcome: { status: "Complete" }, usage: usageSummary({}) },
       });
       await writer.finish("multi", turn);
     }
@@ -89,5 +90,26 @@ describe("session store", () => {
     expect(await reopened.lastTurnId("race")).toBe(20);
     expect(await reopened.nextTurnId("race")).toBe(21);
     expect(await reopened.lastTurnId("fresh")).toBe(0);
+  });
+});
+
+describe("event log reader", () => {
+  it("skips a message that is not an event (and says so) instead of stopping", async () => {
+    const nc = await nats.connect("runner");
+    const js = jetstream(nc);
+    const writer = new EventLogWriter(js);
+    writer.append("garbled", 1, { kind: "TURN_STARTED", payload: { user_input: "hi", turn_id: 1 } });
+    await writer.finish("garbled", 1);
+    await js.publish(subjects.turnEvents("garbled", 1), new TextEncoder().encode("{not an event"));
+    writer.open("garbled", 1, [{ session_id: "garbled", turn_id: 1, seq: 0, ts_monotonic: 0, kind: "TURN_STAGE_CHANGED", payload: { stage: "ingest" } }]);
+    writer.append("garbled", 1, { kind: "TURN_COMPLETED", payload: { response: "", outcome: { status: "Complete" }, usage: usageSummary({}) } });
+    await writer.finish("garbled", 1);
+    const invalid: string[] = [];
+    const events = await readEvents(js, await jetstreamManager(nc), "garbled", 1, { onInvalid: (subject) => invalid.push(subject) });
+    expect(events.map((event) => [event.seq, event.kind])).toEqual([
+      [0, "TURN_STARTED"],
+      [1, "TURN_COMPLETED"],
+    ]);
+    expect(invalid).toEqual(["conclave.events.garbled.1"]);
   });
 });

@@ -1,7 +1,10 @@
 import type { NatsConnection } from "@nats-io/nats-core";
 import { afterAll, beforeAll } from "vitest";
 import { busOptions, connectBus, type Role } from "../../src/bus/connection.ts";
-import { type RunningNatsServer, startNatsServer } from "../../src/nats/server.ts";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { freePort, type RunningNatsServer, startNatsServer } from "../../src/nats/server.ts";
 
 /**
  * Starts a real nats-server (the repo's nats.conf) on a free port with its own
@@ -9,13 +12,18 @@ import { type RunningNatsServer, startNatsServer } from "../../src/nats/server.t
  */
 export function useNatsServer() {
   let server: RunningNatsServer | undefined;
+  let port = 0;
+  let storeDir = "";
   const connections: NatsConnection[] = [];
   beforeAll(async () => {
-    server = await startNatsServer();
+    port = await freePort();
+    storeDir = mkdtempSync(join(tmpdir(), "conclave-test-nats-"));
+    server = await startNatsServer({ port, storeDir });
   });
   afterAll(async () => {
     await Promise.allSettled(connections.map((nc) => nc.close()));
     await server?.stop();
+    rmSync(storeDir, { recursive: true, force: true });
   });
   return {
     get url(): string {
@@ -25,6 +33,12 @@ export function useNatsServer() {
     get server(): RunningNatsServer {
       if (!server) throw new Error("nats-server not started yet");
       return server;
+    },
+    /** Stops nats-server (SIGTERM) and starts it again on the same port with the same store. */
+    async restart(downMs = 0): Promise<void> {
+      await server?.stop();
+      await new Promise((resolve) => setTimeout(resolve, downMs));
+      server = await startNatsServer({ port, storeDir });
     },
     /** A connection as one of the roles in nats.conf, closed after the file's tests. */
     async connect(role: Role): Promise<NatsConnection> {

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { createActor, fromPromise, toPromise } from "xstate";
 import { agentMachine } from "../../machines/agent.ts";
 import { zeroSensors } from "../../machines/turn.ts";
+import { quietOutput } from "../../src/cognition/agentDefinition.ts";
 import type { AgentOutput, AgentRequest } from "../../src/contracts/agent.ts";
 import { neutralModulators, neutralStance } from "../../src/contracts/workspace.ts";
 import { never } from "../helpers/turns.ts";
@@ -11,6 +12,8 @@ const request = (timeout_ms = 1_000): AgentRequest => ({
   turn_id: 1,
   agent_id: "emotion.stress",
   wave: 1,
+  mode: "respond",
+  round: 0,
   timeout_ms,
   context: {
     user_message: "hi",
@@ -22,6 +25,7 @@ const request = (timeout_ms = 1_000): AgentRequest => ({
   },
 });
 const output: AgentOutput = {
+  ...quietOutput(),
   claims: [{ id: "c", text: "a claim", confidence: 0.5 }],
   supports: [],
   opposes: [],
