@@ -1,58 +1,56 @@
 #!/usr/bin/env node
-// `npm run setup`: installs the npm dependencies, then nats-server if it is missing
-// (with apt-get when running as root; otherwise it prints what to run).
+// `npm run setup`: installs the npm dependencies, then the system packages the project
+// needs when they are missing: nats-server (to run), and Chromium (for the offline
+// viewer's browser test). As root it uses apt-get; otherwise it prints what to run.
 import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { delimiter, join } from "node:path";
 
 const step = (message) => console.log(`\n[setup] ${message}`);
-const run = (command, args) => {
-  const result = spawnSync(command, args, { stdio: "inherit" });
+const run = (command, args, env = process.env) => {
+  const result = spawnSync(command, args, { stdio: "inherit", env });
   if (result.status !== 0) {
     console.error(`[setup] failed: ${command} ${args.join(" ")} (exit ${result.status ?? result.signal})`);
     process.exit(result.status ?? 1);
   }
 };
-const findNatsServer = () => {
-  for (const dir of [
-    ...(process.env.PATH ?? "").split(delimiter),
-    "/usr/sbin",
-    "/usr/local/sbin",
-    "/usr/local/bin",
-    "/usr/bin",
-  ]) {
-    if (dir && existsSync(join(dir, "nats-server"))) return join(dir, "nats-server");
+const find = (binary) => {
+  for (const dir of [...(process.env.PATH ?? "").split(delimiter), "/usr/sbin", "/usr/local/sbin", "/usr/local/bin", "/usr/bin"]) {
+    if (dir && existsSync(join(dir, binary))) return join(dir, binary);
   }
   return null;
 };
 
+/** The Debian package and the binary it provides, and why the project needs it. */
+const SYSTEM_PACKAGES = [
+  { binary: "nats-server", apt: "nats-server", why: "the message server Conclave runs on", other: "brew install nats-server, or https://docs.nats.io/running-a-nats-service/introduction/installation" },
+  { binary: "chromium", apt: "chromium", why: "the offline viewer's browser test (npm test)", other: "any Chromium or Chrome, then set CHROMIUM_PATH" },
+];
+
 step("installing npm dependencies");
 run("npm", ["install", "--no-audit", "--no-fund"]);
 
-step("checking for nats-server");
-let natsServer = findNatsServer();
-if (!natsServer) {
+const missing = SYSTEM_PACKAGES.filter((pkg) => !find(pkg.binary) && !(pkg.binary === "chromium" && process.env.CHROMIUM_PATH));
+if (missing.length > 0) {
   const isRoot = typeof process.getuid === "function" && process.getuid() === 0;
-  const hasApt = existsSync("/usr/bin/apt-get");
-  if (isRoot && hasApt) {
-    step("nats-server not found: installing it with apt-get");
+  if (isRoot && existsSync("/usr/bin/apt-get")) {
+    step(`installing ${missing.map((pkg) => pkg.apt).join(", ")} with apt-get`);
     run("apt-get", ["update", "-qq"]);
-    spawnSync("apt-get", ["install", "-y", "-qq", "nats-server"], {
-      stdio: "inherit",
-      env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" },
+    run("apt-get", ["install", "-y", "-qq", "--no-install-recommends", ...missing.map((pkg) => pkg.apt)], {
+      ...process.env,
+      DEBIAN_FRONTEND: "noninteractive",
     });
-    natsServer = findNatsServer();
-  }
-  if (!natsServer) {
-    console.error(`
-[setup] nats-server is not installed, and this script can only install it as root with apt-get.
-Install it yourself, then run \`npm run setup\` again:
-  Debian/Ubuntu:  sudo apt-get install nats-server
-  macOS:          brew install nats-server
-  Other:          https://docs.nats.io/running-a-nats-service/introduction/installation
-Or point Conclave at a server you already run: export CONCLAVE_NATS_URL=nats://host:4222`);
-    process.exit(1);
   }
 }
+const stillMissing = SYSTEM_PACKAGES.filter((pkg) => !find(pkg.binary) && !(pkg.binary === "chromium" && process.env.CHROMIUM_PATH));
+if (stillMissing.length > 0) {
+  console.error("\n[setup] missing, and this script can only install them as root with apt-get:");
+  for (const pkg of stillMissing) {
+    console.error(`  ${pkg.binary}: ${pkg.why}\n    Debian/Ubuntu: sudo apt-get install ${pkg.apt}\n    other: ${pkg.other}`);
+  }
+  console.error("Install them, then run `npm run setup` again.");
+  process.exit(1);
+}
+const natsServer = find("nats-server");
 console.log(`[setup] ${execFileSync(natsServer, ["--version"]).toString().trim()} at ${natsServer}`);
 step("done. Next: npm start");

@@ -1,7 +1,7 @@
 import type { NatsConnection } from "@nats-io/nats-core";
 import { z } from "zod";
 import { buckets } from "../bus/subjects.ts";
-import { JsonKv } from "./jsonKv.ts";
+import { JsonKv } from "../bus/jsonKv.ts";
 
 const Lease = z.object({ runner: z.string() });
 

@@ -3,7 +3,7 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import { z } from "zod";
 import { buckets } from "../bus/subjects.ts";
 import { Modulators, Stance } from "../contracts/workspace.ts";
-import { JsonKv } from "./jsonKv.ts";
+import { JsonKv } from "../bus/jsonKv.ts";
 
 /** What a session carries from one turn to the next, as persisted after each turn. */
 export const SessionSnapshot = z.object({

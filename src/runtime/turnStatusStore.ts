@@ -1,7 +1,7 @@
 import type { NatsConnection } from "@nats-io/nats-core";
 import { buckets } from "../bus/subjects.ts";
 import { TurnStatusRecord, type TurnStatus } from "../contracts/wal.ts";
-import { JsonKv } from "./jsonKv.ts";
+import { JsonKv } from "../bus/jsonKv.ts";
 
 /**
  * Where every accepted turn stands (`conclave_turns` KV bucket, key

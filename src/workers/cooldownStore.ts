@@ -1,29 +1,28 @@
-import type { KV } from "@nats-io/kv";
-import { Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/nats-core";
+import { z } from "zod";
 import { buckets } from "../bus/subjects.ts";
 import type { Cooldowns } from "../cognition/scheduler.ts";
+import { JsonKv } from "../bus/jsonKv.ts";
 
-const decoder = new TextDecoder();
-const encoder = new TextEncoder();
+const CooldownRecord = z.record(z.string(), z.number());
 
 /**
- * The scheduler's per-session cooldowns, in a JetStream KV bucket, so they
- * survive a worker restart and are shared by every scheduler worker.
+ * The scheduler's per-session cooldowns, in the `conclave_scheduler` KV
+ * bucket, so they survive a worker restart and are shared by every scheduler
+ * worker.
  */
 export class CooldownStore {
-  private constructor(private readonly kv: KV) {}
+  private constructor(private readonly kv: JsonKv<typeof CooldownRecord>) {}
 
   static async open(nc: NatsConnection): Promise<CooldownStore> {
-    return new CooldownStore(await new Kvm(nc).create(buckets.scheduler, { history: 1 }));
+    return new CooldownStore(await JsonKv.open(nc, buckets.scheduler, CooldownRecord));
   }
 
   async load(sessionId: string): Promise<Cooldowns> {
-    const entry = await this.kv.get(sessionId);
-    return entry?.operation === "PUT" ? (JSON.parse(decoder.decode(entry.value)) as Cooldowns) : {};
+    return (await this.kv.get(sessionId))?.value ?? {};
   }
 
   async save(sessionId: string, cooldowns: Cooldowns): Promise<void> {
-    await this.kv.put(sessionId, encoder.encode(JSON.stringify(cooldowns)));
+    await this.kv.put(sessionId, cooldowns);
   }
 }

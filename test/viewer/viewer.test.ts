@@ -50,7 +50,8 @@ const dataOf = (selector: string, name: string) =>
 
 beforeAll(async () => {
   const launching = chromium.launch({
-    executablePath: "/usr/bin/chromium",
+    // Debian's Chromium, which `npm run setup` installs; CHROMIUM_PATH points elsewhere.
+    executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium",
     args: [
       "--headless",
       "--no-sandbox",
