@@ -1,13 +1,21 @@
+import { AuthorizationError } from "@nats-io/nats-core";
+import { InsecureCredentialsError } from "../bus/connection.ts";
 import { RemoteCallError } from "../bus/errors.ts";
+import { LlmConfigError } from "../llm/index.ts";
 import { NatsServerNotFoundError } from "../nats/server.ts";
 import { UnknownAgentError } from "../workers/worker.ts";
 import { UsageError } from "./args.ts";
 import * as demo from "./commands/demo.ts";
 import * as events from "./commands/events.ts";
+import * as graph from "./commands/graph.ts";
+import * as inspect from "./commands/inspect.ts";
+import * as replay from "./commands/replay.ts";
 import * as runner from "./commands/runner.ts";
 import * as schemas from "./commands/schemas.ts";
 import * as send from "./commands/send.ts";
+import * as turns from "./commands/turns.ts";
 import * as up from "./commands/up.ts";
+import * as viewer from "./commands/viewer.ts";
 import * as worker from "./commands/worker.ts";
 
 interface Command {
@@ -15,7 +23,20 @@ interface Command {
   run(argv: string[]): Promise<number>;
 }
 
-const COMMANDS: Record<string, Command> = { up, demo, runner, worker, send, events, schemas };
+const COMMANDS: Record<string, Command> = {
+  up,
+  demo,
+  runner,
+  worker,
+  send,
+  events,
+  schemas,
+  graph,
+  inspect,
+  viewer,
+  turns,
+  replay,
+};
 
 const HELP = `conclave: an actor-model multi-agent runtime on XState and NATS
 
@@ -28,7 +49,12 @@ Commands:
   worker    host agents and/or the scheduler, council, critics and memory
   send      publish a user turn and stream its events
   events    read a session's event log back
-  schemas   write the JSON Schemas of the wire messages`;
+  turns     where each turn of a session stands (pending, inflight, done, failed, expired)
+  replay    rebuild a session's state from its event log and check it
+  schemas   write the JSON Schemas of the wire messages
+  graph     draw a statechart as Mermaid, DOT or JSON
+  viewer    watch the statecharts light up as turns run, in a browser (offline)
+  inspect   relay every process's actors to the Stately inspector (needs internet)`;
 
 async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
@@ -54,12 +80,18 @@ async function main(argv: string[]): Promise<number> {
       for (const issue of error.issues ?? []) console.error(`  - ${issue}`);
       return 2;
     }
-    if (error instanceof NatsServerNotFoundError || error instanceof UnknownAgentError) {
+    if (
+      error instanceof NatsServerNotFoundError ||
+      error instanceof InsecureCredentialsError ||
+      error instanceof AuthorizationError ||
+      error instanceof UnknownAgentError ||
+      error instanceof LlmConfigError
+    ) {
       console.error(`conclave ${name}: ${error.message}`);
       return 2;
     }
     const message = error instanceof Error ? error.message : String(error);
-    if (/CONNECTION_REFUSED|ECONNREFUSED/i.test(message)) {
+    if (/CONNECTION_REFUSED|ECONNREFUSED|connection refused/i.test(message)) {
       console.error(`conclave ${name}: cannot reach NATS (${message}). Is it running? \`npx conclave up\` starts one.`);
       return 1;
     }
@@ -68,4 +100,6 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
-process.exitCode = await main(process.argv.slice(2));
+// Exit once the command has shut down in order: idle keep-alive sockets (e.g. the
+// LLM client's) must not keep a stopped worker alive.
+process.exit(await main(process.argv.slice(2)));

@@ -23,6 +23,13 @@ export interface IngressDeps {
   log: Logger;
 }
 
+/**
+ * Replies go only to inbox subjects (`_INBOX…`): a submission that names any
+ * other reply subject (a KV key, another service's subject) is answered like
+ * a plain publish, so the runner's rights are never lent to a client.
+ */
+const answerable = (msg: ServiceMsg): boolean => !!msg.reply && msg.reply.startsWith("_INBOX");
+
 const ackOf = (sessionId: string, turnId: number, duplicate: boolean): TurnAck => ({
   session_id: sessionId,
   turn_id: turnId,
@@ -39,18 +46,22 @@ const ackOf = (sessionId: string, turnId: number, duplicate: boolean): TurnAck =
  * on `conclave.errors.<session_id>`) and is kept in the dead-letter stream.
  */
 export async function acceptSubmission(deps: IngressDeps, msg: ServiceMsg): Promise<void> {
+  const reply = answerable(msg);
   const sessionId = msg.subject.slice(subjects.turnSubmit("").length);
   let claimedKey: string | undefined;
   try {
     const session = SessionId.safeParse(sessionId);
     if (!session.success) {
-      throw new HandlerError("invalid_request", `bad session id in subject ${msg.subject}: ${session.error.issues[0]?.message}`);
+      throw new HandlerError(
+        "invalid_request",
+        `bad session id in subject ${msg.subject}: ${session.error.issues[0]?.message}`,
+      );
     }
     const submission = decodeJson(msg.data, TurnSubmission, `turn for session ${sessionId}`, MAX_SUBMISSION_BYTES);
     if (submission.idempotency_key) {
       const earlier = await deps.sessions.claimIdempotency(sessionId, submission.idempotency_key);
       if (earlier !== null) {
-        msg.respond(encodeJson(ackOf(sessionId, earlier, true)));
+        if (reply) msg.respond(encodeJson(ackOf(sessionId, earlier, true)));
         deps.log.info(`turn ${sessionId}/${earlier} resubmitted with the same idempotency key: nothing queued`);
         return;
       }
@@ -80,18 +91,29 @@ export async function acceptSubmission(deps: IngressDeps, msg: ServiceMsg): Prom
     }
     if (claimedKey) await deps.sessions.bindIdempotency(sessionId, claimedKey, turnId);
     claimedKey = undefined;
-    msg.respond(encodeJson(ackOf(sessionId, turnId, false)));
+    if (reply) msg.respond(encodeJson(ackOf(sessionId, turnId, false)));
     deps.log.info(`turn ${sessionId}/${turnId} accepted`);
   } catch (error) {
     if (claimedKey) await deps.sessions.releaseIdempotency(sessionId, claimedKey).catch(() => {});
     const failure =
-      error instanceof HandlerError ? error : new HandlerError("internal", error instanceof Error ? error.message : String(error));
+      error instanceof HandlerError
+        ? error
+        : new HandlerError("internal", error instanceof Error ? error.message : String(error));
     const body = errorReply(failure.code, failure.message, failure.issues);
     deps.log.warn(`rejected a turn on ${msg.subject}: ${failure.message}`);
-    if (msg.reply) msg.respondError(STATUS_BY_CODE[failure.code], failure.message, encodeJson(body));
-    else deps.nc.publish(subjects.sessionErrors(SessionId.safeParse(sessionId).success ? sessionId : "_"), encodeJson(body));
+    if (reply) msg.respondError(STATUS_BY_CODE[failure.code], failure.message, encodeJson(body));
+    else
+      deps.nc.publish(
+        subjects.sessionErrors(SessionId.safeParse(sessionId).success ? sessionId : "_"),
+        encodeJson(body),
+      );
     if (failure.code !== "busy") {
-      const lost = await deadLetter(deps.js, "submit", { subject: msg.subject, data: msg.data, code: failure.code, reason: failure.message });
+      const lost = await deadLetter(deps.js, "submit", {
+        subject: msg.subject,
+        data: msg.data,
+        code: failure.code,
+        reason: failure.message,
+      });
       if (lost) deps.log.error(`dead letter not stored: ${lost.message}`);
     }
   }

@@ -142,9 +142,11 @@ describe("the inspection publisher", () => {
       (_, reason) => bad.push(reason),
     );
     await nc.flush();
-    nc.publish("conclave.inspect.x", "{not json");
-    nc.publish("conclave.inspect.x", JSON.stringify({ v: 2, kind: "actor" }));
-    nc.publish(
+    // Only processes that host actors may publish inspection: the observer just collects.
+    const publisher = await nats.connect("worker");
+    publisher.publish("conclave.inspect.x", "{not json");
+    publisher.publish("conclave.inspect.x", JSON.stringify({ v: 2, kind: "actor" }));
+    publisher.publish(
       "conclave.inspect.x",
       JSON.stringify({ v: 1, process: "x", seq: 0, ts: 1, session: "x:x:0", kind: "event", event: { type: "GO" } }),
     );

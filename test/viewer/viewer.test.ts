@@ -93,11 +93,11 @@ describe("conclave viewer", () => {
   });
 
   it("lights up a turn's states stage by stage across processes, and lists its events", async () => {
-    // Bad input on both feeds first: the viewer must shrug it off.
-    const observer = await nats.connect("observer");
-    observer.publish("conclave.inspect.bogus", "not json");
-    observer.publish("conclave.inspect.bogus", JSON.stringify({ v: 1, kind: "snapshot" }));
-    await observer.flush();
+    // Bad input on both feeds first, from a role allowed to publish there: the viewer must shrug it off.
+    const worker = await nats.connect("worker");
+    worker.publish("conclave.inspect.bogus", "not json");
+    worker.publish("conclave.inspect.bogus", JSON.stringify({ v: 1, kind: "snapshot" }));
+    await worker.flush();
 
     const client = await nats.connect("client");
     const ack = await submitTurn(client, "viewer", {

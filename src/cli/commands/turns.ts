@@ -18,7 +18,7 @@ export async function run(argv: string[]): Promise<number> {
     return 0;
   }
   const session = sessionArg(values.session);
-  const nc = await connectBus(connectionFrom(values, "runner", false));
+  const nc = await connectBus(connectionFrom(values, "observer", false));
   try {
     const turns = await (await TurnStatusStore.open(nc)).list(session);
     if (turns.length === 0) {
