@@ -80,10 +80,12 @@ export async function acceptSubmission(deps: IngressDeps, msg: ServiceMsg): Prom
       ...(submission.user_id ? { user_id: submission.user_id } : {}),
       ...(submission.idempotency_key ? { idempotency_key: submission.idempotency_key } : {}),
     };
-    // Pending first: a runner may take the entry the moment it is stored.
-    await deps.statuses.pending(sessionId, turnId, entry.submitted_at);
     try {
-      await deps.js.publish(subjects.wal(sessionId), encodeJson(entry), { msgID: `${sessionId}.${turnId}` });
+      // Both at once: `pending` only fills an empty slot, so a runner that took the entry first keeps its `inflight`.
+      await Promise.all([
+        deps.statuses.pending(sessionId, turnId, entry.submitted_at),
+        deps.js.publish(subjects.wal(sessionId), encodeJson(entry), { msgID: `${sessionId}.${turnId}` }),
+      ]);
     } catch (error) {
       await deps.statuses.finish(sessionId, turnId, "failed", { reason: `not stored in the WAL: ${String(error)}` });
       await deps.sessions.markDone(sessionId, turnId);

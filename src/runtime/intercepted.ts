@@ -27,7 +27,8 @@ export function withInterceptors(services: TurnServices, chains: InterceptorChai
       const reply = await services.renderVoice(request, signal, (part) => {
         if (part.type !== "chunk") return onStream(part);
         const screened = screenPacket(chains.response, part, context);
-        for (const interception of screened.interceptions) onStream({ type: "intercepted", stream_id: part.stream_id, ...interception });
+        for (const interception of screened.interceptions)
+          onStream({ type: "intercepted", stream_id: part.stream_id, ...interception });
         if (screened.delta === null) return;
         if (part.stream_id === "default") {
           streamed = true;
@@ -43,4 +44,8 @@ export function withInterceptors(services: TurnServices, chains: InterceptorChai
 }
 
 /** No interception: the message goes to the agents as sent. */
-export const passThroughScreen: TurnServices["screen"] = async ({ text }) => ({ text, interceptions: [], blocked: false });
+export const passThroughScreen: TurnServices["screen"] = async ({ text }) => ({
+  text,
+  interceptions: [],
+  blocked: false,
+});

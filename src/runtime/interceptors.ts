@@ -16,7 +16,10 @@ export interface InterceptorContext {
   readonly turn_id: number;
 }
 
-export type Verdict = { action: "pass" } | { action: "redact"; text: string; reason: string } | { action: "block"; reason: string };
+export type Verdict =
+  | { action: "pass" }
+  | { action: "redact"; text: string; reason: string }
+  | { action: "block"; reason: string };
 
 export interface RequestInterceptor {
   readonly name: string;
@@ -99,11 +102,15 @@ export const piiRedaction: RequestInterceptor & ResponseInterceptor = {
   name: "pii",
   onRequest: ({ text }) => {
     const { text: redacted, found } = redactPii(text);
-    return found.length === 0 ? { action: "pass" } : { action: "redact", text: redacted, reason: `redacted ${found.join(", ")}` };
+    return found.length === 0
+      ? { action: "pass" }
+      : { action: "redact", text: redacted, reason: `redacted ${found.join(", ")}` };
   },
   onPacket: ({ delta }) => {
     const { text: redacted, found } = redactPii(delta);
-    return found.length === 0 ? { action: "pass" } : { action: "redact", text: redacted, reason: `redacted ${found.join(", ")}` };
+    return found.length === 0
+      ? { action: "pass" }
+      : { action: "redact", text: redacted, reason: `redacted ${found.join(", ")}` };
   },
 };
 
@@ -114,7 +121,9 @@ const INSTRUCTION = /[^.!?\n]*\b(ignore|disregard|forget|pretend|jailbreak|syste
  * carrying the injected instruction are removed (`redact`, the default) or
  * the whole turn is refused (`block`).
  */
-export function promptInjectionGuard(options: { threshold?: number; mode?: "redact" | "block" } = {}): RequestInterceptor {
+export function promptInjectionGuard(
+  options: { threshold?: number; mode?: "redact" | "block" } = {},
+): RequestInterceptor {
   const threshold = options.threshold ?? 0.5;
   const mode = options.mode ?? "redact";
   return {

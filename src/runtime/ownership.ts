@@ -1,7 +1,7 @@
 import type { NatsConnection } from "@nats-io/nats-core";
 import { z } from "zod";
-import { buckets } from "../bus/subjects.ts";
 import { JsonKv } from "../bus/jsonKv.ts";
+import { buckets } from "../bus/subjects.ts";
 
 const Lease = z.object({ runner: z.string() });
 

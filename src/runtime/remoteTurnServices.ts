@@ -11,8 +11,8 @@ import { MemoryCommitReply, MemoryRetrieveReply } from "../contracts/memory.ts";
 import { PlanWavesReply } from "../contracts/scheduler.ts";
 import type { Usage } from "../contracts/usage.ts";
 import { deliberateRound } from "./deliberate.ts";
-import { senseFast } from "./localTurnServices.ts";
 import { passThroughScreen } from "./intercepted.ts";
+import { senseFast } from "./localTurnServices.ts";
 import type { TurnServices } from "./turnServices.ts";
 
 export interface RemoteOptions {
@@ -45,7 +45,13 @@ export function remoteTurnServices(nc: NatsConnection, options: Partial<RemoteOp
   const callAgent: TurnServices["callAgent"] = async (request, signal, attempts = 1) => {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await call(subjects.agent(request.agent_id), request, AgentReply, signal, request.timeout_ms + settings.agentGraceMs);
+        return await call(
+          subjects.agent(request.agent_id),
+          request,
+          AgentReply,
+          signal,
+          request.timeout_ms + settings.agentGraceMs,
+        );
       } catch (error) {
         // A timeout is an answer lost (its worker died, or is stuck): the queue group sends the retry elsewhere.
         const lost = error instanceof RemoteCallError && error.code === "timeout";

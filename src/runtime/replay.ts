@@ -84,5 +84,12 @@ export async function replaySession(
     state = foldTurn(state, await readEvents(js, jsm, sessionId, turnId));
   }
   const differences = stored ? compareSnapshots(state, stored) : ["no stored snapshot"];
-  return { from_turn_id: from, turns_replayed: lastTurnId - from, rebuilt: state, stored, matches: differences.length === 0, differences };
+  return {
+    from_turn_id: from,
+    turns_replayed: lastTurnId - from,
+    rebuilt: state,
+    stored,
+    matches: differences.length === 0,
+    differences,
+  };
 }

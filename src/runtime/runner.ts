@@ -87,7 +87,13 @@ export class Runner {
 
   private constructor(
     nc: NatsConnection,
-    deps: { js: JetStreamClient; jsm: JetStreamManager; sessions: SessionStore; statuses: TurnStatusStore; ownership: SessionOwnership },
+    deps: {
+      js: JetStreamClient;
+      jsm: JetStreamManager;
+      sessions: SessionStore;
+      statuses: TurnStatusStore;
+      ownership: SessionOwnership;
+    },
     options: RunnerOptions,
   ) {
     this.#nc = nc;
@@ -136,12 +142,15 @@ export class Runner {
       options.interceptors ?? defaultInterceptors(),
     );
     const policy = options.policy ?? defaultTurnPolicy;
-    const turn = provideTurn(services, (context, event) => this.#writer.append(context.session_id, context.turn_id, event));
+    const turn = provideTurn(services, (context, event) =>
+      this.#writer.append(context.session_id, context.turn_id, event),
+    );
     const session = sessionMachine.provide({
       actors: { turn },
       actions: {
         turnFinished: ({ context }, output) => void this.#turnFinished(context.session_id, output),
-        turnCrashed: ({ context }, failure) => void this.#turnCrashed(context.session_id, failure.turn_id, failure.error),
+        turnCrashed: ({ context }, failure) =>
+          void this.#turnCrashed(context.session_id, failure.turn_id, failure.error),
       },
     });
     this.#createSession = (sessionId, snapshot) =>
@@ -152,7 +161,11 @@ export class Runner {
   }
 
   async #serveIngress(): Promise<void> {
-    this.#service = await new Svcm(this.#nc).add({ name: "conclave-runner", version: "0.1.0", description: "Conclave turn runner" });
+    this.#service = await new Svcm(this.#nc).add({
+      name: "conclave-runner",
+      version: "0.1.0",
+      description: "Conclave turn runner",
+    });
     const deps = { nc: this.#nc, js: this.#js, sessions: this.#sessions, statuses: this.#statuses, log: this.#log };
     this.#service.addEndpoint("submit", {
       subject: subjects.turnSubmitAll,
@@ -179,7 +192,12 @@ export class Runner {
     try {
       entry = WalEntry.parse(JSON.parse(decoder.decode(msg.data)));
     } catch (error) {
-      await deadLetter(this.#js, "wal", { subject: msg.subject, data: msg.data, code: "invalid_request", reason: String(error) });
+      await deadLetter(this.#js, "wal", {
+        subject: msg.subject,
+        data: msg.data,
+        code: "invalid_request",
+        reason: String(error),
+      });
       // term() without a reason: nats-server 2.9 ignores a +TERM that carries one.
       msg.term();
       return;
@@ -198,9 +216,20 @@ export class Runner {
       return;
     }
     if (Date.now() - entry.submitted_at > this.#options.turnTtlMs) {
-      await this.#statuses.finish(sessionId, turnId, "expired", { reason: `waited over ${this.#options.turnTtlMs} ms` });
+      await this.#statuses.finish(sessionId, turnId, "expired", {
+        reason: `waited over ${this.#options.turnTtlMs} ms`,
+      });
       await this.#sessions.markDone(sessionId, turnId);
       msg.ack();
+      return;
+    }
+    if (msg.info.deliveryCount === 1) {
+      // First delivery: no runner has had it, so it is no takeover. Start the turn now and record it inflight meanwhile.
+      this.#hold(turnKey, msg, entry);
+      this.#statuses
+        .take(sessionId, turnId, this.#ownership.runner, entry.submitted_at, MAX_TURN_ATTEMPTS)
+        .catch((error: unknown) => this.#log.warn(`turn ${turnKey}: status not recorded: ${String(error)}`));
+      await this.#enqueue(entry);
       return;
     }
     const { before, taken, poison } = await this.#statuses.take(
@@ -224,7 +253,12 @@ export class Runner {
       // Takeover: another runner (or this one, before a restart) started it and died.
       const stored = await readEvents(this.#js, this.#jsm, sessionId, turnId);
       if (stored.some((event) => event.kind === "TURN_COMPLETED")) {
-        await this.#settle(sessionId, turnId, "done", stored.at(-1)?.kind === "TURN_COMPLETED" ? "completed before the takeover" : undefined);
+        await this.#settle(
+          sessionId,
+          turnId,
+          "done",
+          stored.at(-1)?.kind === "TURN_COMPLETED" ? "completed before the takeover" : undefined,
+        );
         return;
       }
       this.#writer.open(sessionId, turnId, stored);
@@ -236,13 +270,20 @@ export class Runner {
           ...(before.runner ? { previous_runner: before.runner } : {}),
         },
       });
-      this.#log.warn(`turn ${turnKey} taken over from ${before.runner ?? "a lost runner"} (attempt ${before.attempts + 1})`);
+      this.#log.warn(
+        `turn ${turnKey} taken over from ${before.runner ?? "a lost runner"} (attempt ${before.attempts + 1})`,
+      );
     }
-    const session = await this.#session(sessionId);
-    if (entry.on_busy === "interrupt") session.send({ type: "turn.interrupt", by_turn_id: turnId });
+    await this.#enqueue(entry);
+  }
+
+  /** Hands a turn to its session's actor (and, for `on_busy: interrupt`, stops the running one first). */
+  async #enqueue(entry: WalEntry): Promise<void> {
+    const session = await this.#session(entry.session_id);
+    if (entry.on_busy === "interrupt") session.send({ type: "turn.interrupt", by_turn_id: entry.turn_id });
     session.send({
       type: "turn.enqueue",
-      turn: { turn_id: turnId, text: entry.text, ...(entry.user_id ? { user_id: entry.user_id } : {}) },
+      turn: { turn_id: entry.turn_id, text: entry.text, ...(entry.user_id ? { user_id: entry.user_id } : {}) },
     });
   }
 
@@ -300,15 +341,29 @@ export class Runner {
     this.#writer.abandon(sessionId, turnId);
     const held = this.#held.get(key(sessionId, turnId));
     if (held) {
-      await deadLetter(this.#js, "turn", { subject: held.msg.subject, data: held.msg.data, code: "internal", reason: String(error) });
+      await deadLetter(this.#js, "turn", {
+        subject: held.msg.subject,
+        data: held.msg.data,
+        code: "internal",
+        reason: String(error),
+      });
     }
     await this.#settle(sessionId, turnId, "failed", undefined, String(error));
   }
 
   /** Records the turn's final status, marks it done for the session, and acks its WAL entry. */
-  async #settle(sessionId: string, turnId: number, status: "done" | "failed", outcome?: string, reason?: string): Promise<void> {
+  async #settle(
+    sessionId: string,
+    turnId: number,
+    status: "done" | "failed",
+    outcome?: string,
+    reason?: string,
+  ): Promise<void> {
     await Promise.all([
-      this.#statuses.finish(sessionId, turnId, status, { ...(outcome ? { outcome } : {}), ...(reason ? { reason } : {}) }),
+      this.#statuses.finish(sessionId, turnId, status, {
+        ...(outcome ? { outcome } : {}),
+        ...(reason ? { reason } : {}),
+      }),
       this.#sessions.markDone(sessionId, turnId),
     ]);
     this.#release(key(sessionId, turnId), "ack");

@@ -1,9 +1,9 @@
 import { createHash } from "node:crypto";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { z } from "zod";
+import { JsonKv } from "../bus/jsonKv.ts";
 import { buckets } from "../bus/subjects.ts";
 import { Modulators, Stance } from "../contracts/workspace.ts";
-import { JsonKv } from "../bus/jsonKv.ts";
 
 /** What a session carries from one turn to the next, as persisted after each turn. */
 export const SessionSnapshot = z.object({
@@ -15,7 +15,10 @@ export const SessionSnapshot = z.object({
 });
 export type SessionSnapshot = z.infer<typeof SessionSnapshot>;
 
-const Counter = z.object({ last_turn_id: z.number().int().min(0), last_done_turn_id: z.number().int().min(0).default(0) });
+const Counter = z.object({
+  last_turn_id: z.number().int().min(0),
+  last_done_turn_id: z.number().int().min(0).default(0),
+});
 const Idempotency = z.object({ turn_id: z.number().int().min(0) });
 const Checkpoint = z.object({ through_turn_id: z.number().int().min(0), snapshot: SessionSnapshot });
 export type Checkpoint = z.infer<typeof Checkpoint>;
@@ -40,7 +43,12 @@ export class SessionStore {
 
   static async open(nc: NatsConnection): Promise<SessionStore> {
     const open = <S extends z.ZodType>(schema: S) => JsonKv.open(nc, buckets.sessions, schema);
-    return new SessionStore(await open(Counter), await open(Idempotency), await open(SessionSnapshot), await open(Checkpoint));
+    return new SessionStore(
+      await open(Counter),
+      await open(Idempotency),
+      await open(SessionSnapshot),
+      await open(Checkpoint),
+    );
   }
 
   /** The last turn id given out for the session (0 for a new session). */

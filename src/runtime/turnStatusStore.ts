@@ -1,7 +1,7 @@
 import type { NatsConnection } from "@nats-io/nats-core";
-import { buckets } from "../bus/subjects.ts";
-import { TurnStatusRecord, type TurnStatus } from "../contracts/wal.ts";
 import { JsonKv } from "../bus/jsonKv.ts";
+import { buckets } from "../bus/subjects.ts";
+import { type TurnStatus, TurnStatusRecord } from "../contracts/wal.ts";
 
 /**
  * Where every accepted turn stands (`conclave_turns` KV bucket, key
@@ -18,8 +18,12 @@ export class TurnStatusStore {
     return (await this.kv.get(`${sessionId}.${turnId}`))?.value ?? null;
   }
 
+  /**
+   * Records an accepted turn as pending, unless a runner already took it (the
+   * ingress writes this alongside the WAL entry, and a runner may be faster).
+   */
   async pending(sessionId: string, turnId: number, submittedAt: number): Promise<void> {
-    await this.kv.put(`${sessionId}.${turnId}`, {
+    await this.kv.create(`${sessionId}.${turnId}`, {
       session_id: sessionId,
       turn_id: turnId,
       status: "pending",
@@ -62,7 +66,12 @@ export class TurnStatusStore {
     return { before: previous, taken: open && !poison, poison };
   }
 
-  async finish(sessionId: string, turnId: number, status: Exclude<TurnStatus, "pending" | "inflight">, detail: { outcome?: string; reason?: string } = {}): Promise<void> {
+  async finish(
+    sessionId: string,
+    turnId: number,
+    status: Exclude<TurnStatus, "pending" | "inflight">,
+    detail: { outcome?: string; reason?: string } = {},
+  ): Promise<void> {
     await this.kv.update(`${sessionId}.${turnId}`, (current) => ({
       session_id: sessionId,
       turn_id: turnId,
