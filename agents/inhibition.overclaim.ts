@@ -16,7 +16,8 @@ export default defineAgent({
   rules: ({ sensors }) => {
     const output = quietOutput();
     if (sensors.ai_feelings_probe >= 0.3) output.proposals.push({ kind: "do_not", text: "claim to have feelings" });
-    if (sensors.advice_requested >= 0.3) output.proposals.push({ kind: "do_not", text: "promise that a fix will work" });
+    if (sensors.advice_requested >= 0.3)
+      output.proposals.push({ kind: "do_not", text: "promise that a fix will work" });
     return output;
   },
 });

@@ -13,7 +13,8 @@ export default defineAgent({
     token_budget: 300,
     description: "Tracks deadlines and time pressure.",
   },
-  prompt: "You keep time. If the user is under a deadline, claim it and propose keeping the reply focused on what is due.",
+  prompt:
+    "You keep time. If the user is under a deadline, claim it and propose keeping the reply focused on what is due.",
   rules: ({ user_message }) => {
     const output = quietOutput();
     if (!DEADLINE.test(user_message)) return output;

@@ -16,7 +16,11 @@ export default defineAgent({
   rules: ({ sensors, user_message, claims }) => {
     const output = quietOutput();
     if (sensors.advice_requested < 0.3) return output;
-    output.claims.push({ id: "concrete_problem", text: "The user has a concrete problem to solve.", confidence: sensors.advice_requested });
+    output.claims.push({
+      id: "concrete_problem",
+      text: "The user has a concrete problem to solve.",
+      confidence: sensors.advice_requested,
+    });
     const technical = /\b(bug|error|build|code|crash|broken|test)\b/i.test(user_message);
     output.proposals.push({
       kind: "say",

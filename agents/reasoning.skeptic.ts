@@ -18,7 +18,11 @@ export default defineAgent({
     const weak = claims.filter((claim) => claim.confidence < 0.55 && claim.source !== "reasoning.skeptic");
     for (const claim of weak.slice(0, 3)) output.opposes.push(claim.id);
     if (weak.length > 0) {
-      output.claims.push({ id: "thin_evidence", text: "Some conclusions rest on very little evidence.", confidence: 0.5 });
+      output.claims.push({
+        id: "thin_evidence",
+        text: "Some conclusions rest on very little evidence.",
+        confidence: 0.5,
+      });
       output.stance_delta.caution = 0.1;
     }
     return output;

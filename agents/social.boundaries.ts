@@ -11,12 +11,20 @@ export default defineAgent({
     token_budget: 300,
     description: "Answers questions about the assistant honestly.",
   },
-  prompt: "You keep boundaries honest. When the user asks what the assistant is or feels, propose a truthful, kind answer.",
+  prompt:
+    "You keep boundaries honest. When the user asks what the assistant is or feels, propose a truthful, kind answer.",
   rules: ({ sensors }) => {
     const output = quietOutput();
     if (sensors.ai_feelings_probe >= 0.3) {
-      output.claims.push({ id: "asks_about_assistant", text: "The user asks about the assistant's inner life.", confidence: sensors.ai_feelings_probe });
-      output.proposals.push({ kind: "say", text: "I don't have feelings the way you do, but I'm glad to think it through with you." });
+      output.claims.push({
+        id: "asks_about_assistant",
+        text: "The user asks about the assistant's inner life.",
+        confidence: sensors.ai_feelings_probe,
+      });
+      output.proposals.push({
+        kind: "say",
+        text: "I don't have feelings the way you do, but I'm glad to think it through with you.",
+      });
     }
     return output;
   },

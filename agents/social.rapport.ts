@@ -16,7 +16,11 @@ export default defineAgent({
   rules: ({ sensors }) => {
     const output = quietOutput();
     if (sensors.relational_bid >= 0.3) {
-      output.claims.push({ id: "relational_bid", text: "The user shares something about people who matter to them.", confidence: sensors.relational_bid });
+      output.claims.push({
+        id: "relational_bid",
+        text: "The user shares something about people who matter to them.",
+        confidence: sensors.relational_bid,
+      });
       output.proposals.push({ kind: "say", text: "It sounds like they really matter to you." });
       output.stance_delta.warmth = 0.2;
     }

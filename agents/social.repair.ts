@@ -11,7 +11,8 @@ export default defineAgent({
     token_budget: 400,
     description: "Repairs misunderstandings.",
   },
-  prompt: "You repair ruptures. If the user signals frustration with the assistant, propose an acknowledgement and a fresh attempt.",
+  prompt:
+    "You repair ruptures. If the user signals frustration with the assistant, propose an acknowledgement and a fresh attempt.",
   rules: ({ sensors }) => {
     const output = quietOutput();
     if (sensors.rupture < 0.3) return output;

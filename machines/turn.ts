@@ -91,6 +91,8 @@ export interface TurnContext extends TurnInput {
   /** Agents of the current wave that have neither replied nor failed yet. */
   wave_pending: string[];
   wave_failures: number;
+  /** A wave has started and not yet recorded WAVE_COMPLETED. */
+  wave_open: boolean;
   wave_stance: Stance;
   round: number;
   consensus: number;
@@ -102,6 +104,8 @@ export interface TurnContext extends TurnInput {
   feedback: string[];
   /** Chunks sent so far on each open stream. */
   stream_chunks: Partial<Record<StreamId, number>>;
+  /** Streams started and not yet ended: a cut-short rendering still ends them. */
+  open_streams: StreamId[];
   /** A request interceptor refused the turn. */
   blocked: boolean;
   /** The stage the turn is in, for warnings raised outside any one stage (an interrupt). */
@@ -356,6 +360,8 @@ export const turnMachine = setup({
       /** Ends a wave in the log: the workspace patch, the stance change if any, then WAVE_COMPLETED. */
       closeWave: enqueueActions<TurnContext, TurnEvent, undefined, TurnEvent, never, RecordAction, never>(
         ({ context, enqueue }) => {
+          if (!context.wave_open) return;
+          enqueue.assign({ wave_open: false });
           const agents = context.waves[context.wave] ?? [];
           const failed = context.wave_failures + context.wave_pending.length;
           enqueue({
@@ -431,7 +437,10 @@ export const turnMachine = setup({
       openStream: enqueueActions<TurnContext, TurnEvent, undefined, TurnEvent, never, RecordAction, never>(
         ({ context, event, enqueue }) => {
           if (event.type !== "voice.start") return;
-          enqueue.assign({ stream_chunks: { ...context.stream_chunks, [event.stream_id]: 0 } });
+          enqueue.assign({
+            stream_chunks: { ...context.stream_chunks, [event.stream_id]: 0 },
+            open_streams: [...context.open_streams, event.stream_id],
+          });
           enqueue({
             type: "record",
             params: {
@@ -455,6 +464,7 @@ export const turnMachine = setup({
       closeStream: enqueueActions<TurnContext, TurnEvent, undefined, TurnEvent, never, RecordAction, never>(
         ({ context, event, enqueue }) => {
           if (event.type !== "voice.end") return;
+          enqueue.assign({ open_streams: context.open_streams.filter((id) => id !== event.stream_id) });
           enqueue({
             type: "record",
             params: {
@@ -464,6 +474,40 @@ export const turnMachine = setup({
           });
         },
       ),
+      /** A rendering cut short (deadline, failure, interrupt): every stream it opened still gets its STREAM_END. */
+      closeOpenStreams: enqueueActions<TurnContext, TurnEvent, undefined, TurnEvent, never, RecordAction, never>(
+        ({ context, enqueue }) => {
+          for (const streamId of context.open_streams) {
+            enqueue({
+              type: "record",
+              params: {
+                kind: "STREAM_END",
+                payload: { stream_id: streamId, chunks: context.stream_chunks[streamId] ?? 0 },
+              },
+            });
+          }
+          enqueue.assign({ open_streams: [] });
+        },
+      ),
+      /** The agents stage ends mid-wave (its deadline, an interrupt): pending agents fail and the wave is closed. */
+      abandonWave: enqueueActions<
+        TurnContext,
+        TurnEvent,
+        { code: "timeout" | "interrupted"; reason: string },
+        TurnEvent,
+        never,
+        RecordAction | { type: "closeWave"; params: undefined },
+        never
+      >(({ context, enqueue }, { code, reason }) => {
+        if (!context.wave_open) return;
+        for (const agentId of context.wave_pending) {
+          enqueue({
+            type: "record",
+            params: { kind: "AGENT_FAILED", payload: { wave: context.wave, agent_id: agentId, code, message: reason } },
+          });
+        }
+        enqueue({ type: "closeWave", params: undefined });
+      }),
       recordResponseInterception: enqueueActions<
         TurnContext,
         TurnEvent,
@@ -593,6 +637,8 @@ export const turnMachine = setup({
       attempt: 1,
       feedback: [],
       stream_chunks: {},
+      open_streams: [],
+      wave_open: false,
       stage: "ingest",
       blocked: false,
       critics: [],
@@ -603,14 +649,24 @@ export const turnMachine = setup({
     on: {
       "turn.interrupt": {
         target: ".completed",
-        actions: {
-          type: "warn",
-          params: ({ context, event }) => ({
-            stage: context.stage,
-            code: "interrupted",
-            message: `interrupted by turn ${event.by_turn_id}`,
-          }),
-        },
+        actions: [
+          {
+            type: "abandonWave",
+            params: ({ event }) => ({
+              code: "interrupted" as const,
+              reason: `interrupted by turn ${event.by_turn_id}`,
+            }),
+          },
+          "closeOpenStreams",
+          {
+            type: "warn",
+            params: ({ context, event }) => ({
+              stage: context.stage,
+              code: "interrupted",
+              message: `interrupted by turn ${event.by_turn_id}`,
+            }),
+          },
+        ],
       },
     },
     states: {
@@ -711,17 +767,21 @@ export const turnMachine = setup({
       },
 
       safety: {
-        entry: {
-          type: "record",
-          params: ({ context }) => ({
-            kind: "SAFETY_INTERRUPT",
-            payload: {
-              reason: "high_safety_risk",
-              sensor: "safety_risk",
-              value: context.sensors?.safety_risk ?? 0,
-            },
-          }),
-        },
+        entry: [
+          // Not a pipeline stage (no TURN_STAGE_CHANGED, as in the seed), but warnings raised here say "safety".
+          assign({ stage: "safety" as const }),
+          {
+            type: "record",
+            params: ({ context }) => ({
+              kind: "SAFETY_INTERRUPT",
+              payload: {
+                reason: "high_safety_risk",
+                sensor: "safety_risk",
+                value: context.sensors?.safety_risk ?? 0,
+              },
+            }),
+          },
+        ],
         invoke: {
           src: "safetyCouncil",
           input: ({ context }) => ({
@@ -852,6 +912,7 @@ export const turnMachine = setup({
             entry: [
               assign(({ context }) => ({
                 wave_pending: context.waves[context.wave] ?? [],
+                wave_open: true,
                 wave_failures: 0,
                 wave_stance: context.workspace.stance,
               })),
@@ -966,7 +1027,13 @@ export const turnMachine = setup({
         after: {
           stageTimeout: {
             target: "deliberation",
-            actions: overran("agents", "agent waves"),
+            actions: [
+              {
+                type: "abandonWave",
+                params: { code: "timeout" as const, reason: "the agents stage missed its deadline" },
+              },
+              overran("agents", "agent waves"),
+            ],
           },
         },
       },
@@ -1085,13 +1152,15 @@ export const turnMachine = setup({
               "voice.end": { actions: "closeStream" },
               "voice.done": { target: "done", actions: "acceptRendering" },
               "voice.intercepted": { actions: "recordResponseInterception" },
-              "voice.failed": { target: "done", actions: voiceFailed("council") },
+              "voice.failed": { target: "done", actions: ["closeOpenStreams", voiceFailed("council")] },
             },
           },
           done: { type: "final" },
         },
         onDone: "critics",
-        after: { stageTimeout: { target: "critics", actions: overran("council", "council and voice") } },
+        after: {
+          stageTimeout: { target: "critics", actions: ["closeOpenStreams", overran("council", "council and voice")] },
+        },
       },
 
       /**
@@ -1165,13 +1234,15 @@ export const turnMachine = setup({
               "voice.end": { actions: "closeStream" },
               "voice.done": { target: "judging", actions: "acceptRendering" },
               "voice.intercepted": { actions: "recordResponseInterception" },
-              "voice.failed": { target: "done", actions: voiceFailed("critics") },
+              "voice.failed": { target: "done", actions: ["closeOpenStreams", voiceFailed("critics")] },
             },
           },
           done: { type: "final" },
         },
         onDone: "memory_commit",
-        after: { stageTimeout: { target: "memory_commit", actions: overran("critics", "critics") } },
+        after: {
+          stageTimeout: { target: "memory_commit", actions: ["closeOpenStreams", overran("critics", "critics")] },
+        },
       },
 
       memory_commit: {

@@ -36,6 +36,7 @@ export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   no_responders: 503,
   agent_failed: 500,
   busy: 409,
+  interrupted: 409,
   internal: 500,
 };
 

@@ -1,6 +1,6 @@
+import { JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
 import type { KV, KvOptions } from "@nats-io/kv";
 import { Kvm } from "@nats-io/kv";
-import { JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
 import type { z } from "zod";
 
@@ -22,14 +22,19 @@ export class JsonKv<S extends z.ZodType> {
     private readonly schema: S,
   ) {}
 
-  static async open<S extends z.ZodType>(nc: NatsConnection, bucket: string, schema: S, options: Partial<KvOptions> = {}): Promise<JsonKv<S>> {
+  static async open<S extends z.ZodType>(
+    nc: NatsConnection,
+    bucket: string,
+    schema: S,
+    options: Partial<KvOptions> = {},
+  ): Promise<JsonKv<S>> {
     return new JsonKv(await new Kvm(nc).create(bucket, { history: 1, ...options }), schema);
   }
 
   /** The value and its revision, or null when absent (or deleted). */
   async get(key: string): Promise<{ value: z.infer<S>; revision: number } | null> {
     const entry = await this.kv.get(key);
-    if (!entry || entry.operation !== "PUT") return null;
+    if (entry?.operation !== "PUT") return null;
     return { value: this.schema.parse(JSON.parse(decoder.decode(entry.value))), revision: entry.revision };
   }
 
@@ -53,7 +58,11 @@ export class JsonKv<S extends z.ZodType> {
    * gets the current value (null when absent) and returns the new one, or
    * null to leave it as it is. Returns what was written (or kept).
    */
-  async update(key: string, change: (current: z.infer<S> | null) => z.infer<S> | null, attempts = 50): Promise<z.infer<S> | null> {
+  async update(
+    key: string,
+    change: (current: z.infer<S> | null) => z.infer<S> | null,
+    attempts = 50,
+  ): Promise<z.infer<S> | null> {
     for (let attempt = 0; attempt < attempts; attempt++) {
       const current = await this.get(key);
       const next = change(current?.value ?? null);

@@ -10,7 +10,11 @@ export interface SupervisorOptions {
   log: (line: string) => void;
 }
 
-export const defaultSupervisorOptions: Omit<SupervisorOptions, "log"> = { maxRestarts: 5, withinMs: 60_000, backoffMs: 250 };
+export const defaultSupervisorOptions: Omit<SupervisorOptions, "log"> = {
+  maxRestarts: 5,
+  withinMs: 60_000,
+  backoffMs: 250,
+};
 
 /** A `conclave` subprocess kept running: restarted with backoff when it dies, until the restart intensity is exceeded. */
 export interface SupervisedProcess {
@@ -45,7 +49,9 @@ export function supervise(
       const now = Date.now();
       while (restartTimes.length > 0 && now - restartTimes[0]! > settings.withinMs) restartTimes.shift();
       if (restartTimes.length >= settings.maxRestarts) {
-        settings.log(`${name} exited (${signal ?? `code ${code}`}); ${restartTimes.length} restarts in ${settings.withinMs / 1000} s: giving up on it`);
+        settings.log(
+          `${name} exited (${signal ?? `code ${code}`}); ${restartTimes.length} restarts in ${settings.withinMs / 1000} s: giving up on it`,
+        );
         return;
       }
       const delay = Math.min(settings.backoffMs * 2 ** restartTimes.length, 5_000);

@@ -1,9 +1,9 @@
 import { jetstream } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
+import type { z } from "zod";
 import { requestJson } from "../bus/request.ts";
 import { subjects } from "../bus/subjects.ts";
 import type { EngineEvent } from "../contracts/events.ts";
-import type { z } from "zod";
 import { TurnAck, type TurnSubmission } from "../contracts/turn.ts";
 import { followEvents } from "../eventlog/reader.ts";
 

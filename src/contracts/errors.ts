@@ -11,6 +11,8 @@ export const ErrorCode = z.enum([
   "agent_failed",
   /** A turn submitted with `on_busy: "reject"` while the session has one pending or running. */
   "busy",
+  /** Work stopped because a newer turn interrupted this one (double-texting). */
+  "interrupted",
   "internal",
 ]);
 export type ErrorCode = z.infer<typeof ErrorCode>;

@@ -20,7 +20,11 @@ export const EventPayloads = {
    * A runner took over a turn whose runner died: the turn runs again from
    * ingest, after the events of the abandoned attempt (seq up to after_seq).
    */
-  TURN_RESUMED: z.object({ attempt: z.number().int().min(2), after_seq: z.number().int().min(-1), previous_runner: z.string().optional() }),
+  TURN_RESUMED: z.object({
+    attempt: z.number().int().min(2),
+    after_seq: z.number().int().min(-1),
+    previous_runner: z.string().optional(),
+  }),
   SENSORS_FAST_UPDATED: z.object({ sensors: Sensors }),
   /** A request interceptor redacted the user's message or refused the turn (it acts on what agents and models see). */
   REQUEST_INTERCEPTED: z.object({ interceptor: z.string(), action: z.enum(["redact", "block"]), reason: z.string() }),

@@ -60,7 +60,10 @@ export async function followEvents(
   onEvent: (event: EngineEvent, position: { caughtUp: boolean }) => boolean,
   options: FollowOptions = {},
 ): Promise<void> {
-  const consumer = await js.consumers.get(streams.events, { filter_subjects: filter, deliver_policy: DeliverPolicy.All });
+  const consumer = await js.consumers.get(streams.events, {
+    filter_subjects: filter,
+    deliver_policy: DeliverPolicy.All,
+  });
   const messages = await consumer.consume();
   const stop = () => void messages.stop();
   options.signal?.addEventListener("abort", stop, { once: true });
@@ -96,7 +99,9 @@ export async function followEvents(
         const next = waiting.get(expected)!;
         waiting.delete(expected);
         expected += 1;
-        done = onEvent(next, { caughtUp: caughtUp && waiting.size === 0 && [...held.values()].every((map) => map.size === 0) });
+        done = onEvent(next, {
+          caughtUp: caughtUp && waiting.size === 0 && [...held.values()].every((map) => map.size === 0),
+        });
       }
       nextSeq.set(key, expected);
       if (done) break;

@@ -81,7 +81,14 @@ export class EventLogWriter {
       record.kind === "TURN_COMPLETED"
         ? { ...record.payload, total_time_ms: Math.round((now - turn.startedAt) * 10) / 10 }
         : record.payload;
-    const event = { session_id: sessionId, turn_id: turnId, seq, ts_monotonic: now, kind: record.kind, payload } as EngineEvent;
+    const event = {
+      session_id: sessionId,
+      turn_id: turnId,
+      seq,
+      ts_monotonic: now,
+      kind: record.kind,
+      payload,
+    } as EngineEvent;
     if (!turn.fenced) turn.pending.push(this.#store(turn, event));
     for (const listener of this.#listeners) {
       try {
@@ -120,7 +127,8 @@ export class EventLogWriter {
     if (!turn) return 0;
     this.#turns.delete(key);
     const results = await Promise.allSettled(turn.pending);
-    if (turn.fenced) throw new EventLogError(`turn ${key} is being written by another runner: this one stopped writing it`);
+    if (turn.fenced)
+      throw new EventLogError(`turn ${key} is being written by another runner: this one stopped writing it`);
     const failed = results.filter((result) => result.status === "rejected");
     if (failed.length > 0) {
       const first = (failed[0] as PromiseRejectedResult).reason;
@@ -136,4 +144,3 @@ export class EventLogWriter {
     this.#turns.delete(`${sessionId}.${turnId}`);
   }
 }
-

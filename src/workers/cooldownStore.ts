@@ -1,8 +1,8 @@
 import type { NatsConnection } from "@nats-io/nats-core";
 import { z } from "zod";
+import { JsonKv } from "../bus/jsonKv.ts";
 import { buckets } from "../bus/subjects.ts";
 import type { Cooldowns } from "../cognition/scheduler.ts";
-import { JsonKv } from "../bus/jsonKv.ts";
 
 const CooldownRecord = z.record(z.string(), z.number());
 

@@ -53,13 +53,17 @@ async function settle(acks: TurnAck[], timeoutMs = 60_000): Promise<Map<string, 
         expect(status.status, `turn ${ack.session_id}/${ack.turn_id}: ${JSON.stringify(status)}`).toBe("done");
         break;
       }
-      if (Date.now() > deadline) throw new Error(`turn ${ack.session_id}/${ack.turn_id} still ${status?.status} after ${timeoutMs} ms`);
+      if (Date.now() > deadline)
+        throw new Error(`turn ${ack.session_id}/${ack.turn_id} still ${status?.status} after ${timeoutMs} ms`);
       await sleep(100);
     }
   }
   const logs = new Map<string, EngineEvent[]>();
   for (const ack of acks) {
-    logs.set(`${ack.session_id}/${ack.turn_id}`, await readEvents(jetstream(client), await jetstreamManager(client), ack.session_id, ack.turn_id));
+    logs.set(
+      `${ack.session_id}/${ack.turn_id}`,
+      await readEvents(jetstream(client), await jetstreamManager(client), ack.session_id, ack.turn_id),
+    );
   }
   return logs;
 }
@@ -67,8 +71,14 @@ async function settle(acks: TurnAck[], timeoutMs = 60_000): Promise<Map<string, 
 /** Exactly one TURN_COMPLETED, seq 0..n-1 with no gap and no repeat. */
 function expectIntact(logs: Map<string, EngineEvent[]>): void {
   for (const [turn, events] of logs) {
-    expect(events.map((event) => event.seq), turn).toEqual(events.map((_, index) => index));
-    expect(events.filter((event) => event.kind === "TURN_COMPLETED"), turn).toHaveLength(1);
+    expect(
+      events.map((event) => event.seq),
+      turn,
+    ).toEqual(events.map((_, index) => index));
+    expect(
+      events.filter((event) => event.kind === "TURN_COMPLETED"),
+      turn,
+    ).toHaveLength(1);
     expect(events.at(-1)?.kind, turn).toBe("TURN_COMPLETED");
   }
 }
@@ -78,7 +88,8 @@ describe("a runner killed mid-turn", () => {
     const client = await nats.connect("client");
     const acks: TurnAck[] = [];
     for (const session of ["crash-a", "crash-b", "crash-c"]) {
-      for (const text of ["I'm stressed about tomorrow", "can you help me plan?"]) acks.push(await submitTurn(client, session, { text }));
+      for (const text of ["I'm stressed about tomorrow", "can you help me plan?"])
+        acks.push(await submitTurn(client, session, { text }));
     }
     for (let round = 0; round < 2; round++) {
       await sleep(400);
@@ -103,7 +114,9 @@ describe("an agent worker killed mid-request", () => {
     expectIntact(logs);
     const events = logs.get("worker-crash/1")!;
     expect(events.filter((event) => event.kind === "AGENT_FAILED")).toEqual([]);
-    const survivors = new Set(events.flatMap((event) => (event.kind === "AGENT_COMPLETED" ? [event.payload.worker] : [])));
+    const survivors = new Set(
+      events.flatMap((event) => (event.kind === "AGENT_COMPLETED" ? [event.payload.worker] : [])),
+    );
     expect([...survivors].some((worker) => worker.endsWith(`:${agentWorkers[1]!.child.pid}`))).toBe(true);
   }, 60_000);
 });

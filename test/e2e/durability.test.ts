@@ -53,7 +53,8 @@ const settled = async (session: string) => {
   const statuses = await TurnStatusStore.open(await nats.connect("runner"));
   for (let tries = 0; tries < 200; tries++) {
     const list = await statuses.list(session);
-    if (list.length > 0 && list.every((status) => status.status !== "pending" && status.status !== "inflight")) return list;
+    if (list.length > 0 && list.every((status) => status.status !== "pending" && status.status !== "inflight"))
+      return list;
     await sleep(25);
   }
   throw new Error(`turns of ${session} did not settle`);
@@ -70,7 +71,9 @@ describe("idempotency", () => {
     const again = await submitTurn(client, "idem", { text: "hello", idempotency_key: "msg-1" });
     expect(first.duplicate).toBe(false);
     expect(again).toEqual({ ...first, duplicate: true });
-    const racing = await Promise.all([1, 2, 3].map(() => submitTurn(client, "idem", { text: "again", idempotency_key: "msg-2" })));
+    const racing = await Promise.all(
+      [1, 2, 3].map(() => submitTurn(client, "idem", { text: "again", idempotency_key: "msg-2" })),
+    );
     expect(new Set(racing.map((ack) => ack.turn_id)).size).toBe(1);
     expect(racing.filter((ack) => !ack.duplicate)).toHaveLength(1);
     await watch(first);
@@ -100,7 +103,9 @@ describe("double-texting", () => {
   it("rejects a second turn with `busy` when asked to", async () => {
     councilDelay.ms = 500;
     const first = await submitTurn(client, "reject", { text: "first" });
-    const refused = await submitTurn(client, "reject", { text: "second", on_busy: "reject" }).catch((error: unknown) => error);
+    const refused = await submitTurn(client, "reject", { text: "second", on_busy: "reject" }).catch(
+      (error: unknown) => error,
+    );
     expect(refused).toBeInstanceOf(RemoteCallError);
     expect((refused as RemoteCallError).code).toBe("busy");
     expect(completedOf(await watch(first)).payload.outcome.status).toBe("Complete");
@@ -116,7 +121,8 @@ describe("double-texting", () => {
     const first = await submitTurn(client, "interrupt", { text: "a long story" });
     const firstEvents: EngineEvent[] = [];
     const firstDone = watchTurn(client, first, (event) => firstEvents.push(event), 20_000);
-    while (!firstEvents.some((event) => event.kind === "TURN_STAGE_CHANGED" && event.payload.stage === "council")) await sleep(20);
+    while (!firstEvents.some((event) => event.kind === "TURN_STAGE_CHANGED" && event.payload.stage === "council"))
+      await sleep(20);
     councilDelay.ms = 0;
     const second = await submitTurn(client, "interrupt", { text: "never mind that", on_busy: "interrupt" });
     await firstDone;
@@ -155,7 +161,10 @@ describe("turn status and replay", () => {
 
     // A stored state that the log does not support is caught.
     const stored = result.stored!;
-    await sessions.saveSnapshot("replay", { ...stored, stance: { ...stored.stance, warmth: stored.stance.warmth - 0.5 } });
+    await sessions.saveSnapshot("replay", {
+      ...stored,
+      stance: { ...stored.stance, warmth: stored.stance.warmth - 0.5 },
+    });
     const tampered = await replaySession(js, jsm, sessions, "replay");
     expect(tampered.matches).toBe(false);
     expect(tampered.differences).toEqual([expect.stringMatching(/^stance\.warmth: /)]);

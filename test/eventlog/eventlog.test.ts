@@ -101,11 +101,25 @@ describe("event log reader", () => {
     writer.append("garbled", 1, { kind: "TURN_STARTED", payload: { user_input: "hi", turn_id: 1 } });
     await writer.finish("garbled", 1);
     await js.publish(subjects.turnEvents("garbled", 1), new TextEncoder().encode("{not an event"));
-    writer.open("garbled", 1, [{ session_id: "garbled", turn_id: 1, seq: 0, ts_monotonic: 0, kind: "TURN_STAGE_CHANGED", payload: { stage: "ingest" } }]);
-    writer.append("garbled", 1, { kind: "TURN_COMPLETED", payload: { response: "", outcome: { status: "Complete" }, usage: usageSummary({}) } });
+    writer.open("garbled", 1, [
+      {
+        session_id: "garbled",
+        turn_id: 1,
+        seq: 0,
+        ts_monotonic: 0,
+        kind: "TURN_STAGE_CHANGED",
+        payload: { stage: "ingest" },
+      },
+    ]);
+    writer.append("garbled", 1, {
+      kind: "TURN_COMPLETED",
+      payload: { response: "", outcome: { status: "Complete" }, usage: usageSummary({}) },
+    });
     await writer.finish("garbled", 1);
     const invalid: string[] = [];
-    const events = await readEvents(js, await jetstreamManager(nc), "garbled", 1, { onInvalid: (subject) => invalid.push(subject) });
+    const events = await readEvents(js, await jetstreamManager(nc), "garbled", 1, {
+      onInvalid: (subject) => invalid.push(subject),
+    });
     expect(events.map((event) => [event.seq, event.kind])).toEqual([
       [0, "TURN_STARTED"],
       [1, "TURN_COMPLETED"],

@@ -1,9 +1,9 @@
-import type { NatsConnection } from "@nats-io/nats-core";
-import { afterAll, beforeAll } from "vitest";
-import { busOptions, connectBus, type Role } from "../../src/bus/connection.ts";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { NatsConnection } from "@nats-io/nats-core";
+import { afterAll, beforeAll } from "vitest";
+import { busOptions, connectBus, type Role } from "../../src/bus/connection.ts";
 import { freePort, type RunningNatsServer, startNatsServer } from "../../src/nats/server.ts";
 
 /**

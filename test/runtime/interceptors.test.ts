@@ -17,7 +17,11 @@ const context = { request_id: "s.1", start_time: 0, session_id: "s", turn_id: 1 
 
 describe("interceptor chains", () => {
   it("redacts e-mail addresses and phone numbers", () => {
-    const result = screenRequest([piiRedaction], { text: "Mail me at ann.lee@example.com or call +1 (555) 010-2030.", sensors: zeroSensors() }, context);
+    const result = screenRequest(
+      [piiRedaction],
+      { text: "Mail me at ann.lee@example.com or call +1 (555) 010-2030.", sensors: zeroSensors() },
+      context,
+    );
     expect(result.text).toBe("Mail me at [email] or call [phone].");
     expect(result.interceptions).toEqual([{ interceptor: "pii", action: "redact", reason: "redacted email, phone" }]);
     expect(result.blocked).toBe(false);
@@ -30,20 +34,34 @@ describe("interceptor chains", () => {
     const redacted = screenRequest([promptInjectionGuard()], { text, sensors }, context);
     expect(redacted.text).toBe("[instruction removed] Also, how do I bake bread?");
     const blocked = screenRequest([promptInjectionGuard({ mode: "block" })], { text, sensors }, context);
-    expect(blocked).toMatchObject({ blocked: true, interceptions: [{ interceptor: "prompt_injection", action: "block" }] });
-    expect(screenRequest([promptInjectionGuard()], { text: "how do I bake bread?", sensors: zeroSensors() }, context).interceptions).toEqual([]);
+    expect(blocked).toMatchObject({
+      blocked: true,
+      interceptions: [{ interceptor: "prompt_injection", action: "block" }],
+    });
+    expect(
+      screenRequest([promptInjectionGuard()], { text: "how do I bake bread?", sensors: zeroSensors() }, context)
+        .interceptions,
+    ).toEqual([]);
   });
 
   it("stops the chain at a block, and passes each interceptor the text the previous one left", () => {
     const seen: string[] = [];
-    const spy: RequestInterceptor = { name: "spy", onRequest: ({ text }) => (seen.push(text), { action: "pass" }) };
+    const spy: RequestInterceptor = {
+      name: "spy",
+      onRequest: ({ text }) => {
+        seen.push(text);
+        return { action: "pass" };
+      },
+    };
     const blocker: RequestInterceptor = { name: "blocker", onRequest: () => ({ action: "block", reason: "no" }) };
     screenRequest([piiRedaction, spy, blocker, spy], { text: "x@y.io", sensors: zeroSensors() }, context);
     expect(seen).toEqual(["[email]"]);
   });
 
   it("redacts or drops streamed packets", () => {
-    expect(screenPacket([piiRedaction], { stream_id: "default", delta: "write to bo@corp.dev " }, context).delta).toBe("write to [email] ");
+    expect(screenPacket([piiRedaction], { stream_id: "default", delta: "write to bo@corp.dev " }, context).delta).toBe(
+      "write to [email] ",
+    );
     const drop = { name: "drop", onPacket: () => ({ action: "block" as const, reason: "toxic" }) };
     expect(screenPacket([drop], { stream_id: "default", delta: "x" }, context)).toEqual({
       delta: null,
@@ -64,10 +82,9 @@ describe("interceptors in a turn", () => {
       },
     });
     expect(new Set(seen)).toEqual(new Set(["[instruction removed] I'm stressed, mail me at [email]"]));
-    expect(records.filter((record) => record.kind === "REQUEST_INTERCEPTED").map((record) => record.payload.interceptor)).toEqual([
-      "prompt_injection",
-      "pii",
-    ]);
+    expect(
+      records.filter((record) => record.kind === "REQUEST_INTERCEPTED").map((record) => record.payload.interceptor),
+    ).toEqual(["prompt_injection", "pii"]);
   });
 
   it("a refused turn gets the refusal and runs no agent", async () => {
@@ -94,8 +111,12 @@ describe("interceptors in a turn", () => {
       }),
     });
     expect(output.response).toBe("Thanks for your message. Write to [email] for more.");
-    expect(records.some((record) => record.kind === "RESPONSE_INTERCEPTED" && record.payload.stream_id === "default")).toBe(true);
-    const chunks = records.flatMap((record) => (record.kind === "STREAM_CHUNK" && record.payload.stream_id === "default" ? [record.payload.delta] : []));
+    expect(
+      records.some((record) => record.kind === "RESPONSE_INTERCEPTED" && record.payload.stream_id === "default"),
+    ).toBe(true);
+    const chunks = records.flatMap((record) =>
+      record.kind === "STREAM_CHUNK" && record.payload.stream_id === "default" ? [record.payload.delta] : [],
+    );
     expect(chunks.join("")).toBe(`${output.response}`);
   });
 });

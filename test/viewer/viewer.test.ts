@@ -2,12 +2,13 @@ import { readFileSync, statSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type Browser, chromium, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MACHINES } from "../../machines/index.ts";
 import type { ConclaveProcess } from "../../src/cli/childProcess.ts";
 import { submitTurn, watchTurn } from "../../src/client/turns.ts";
 import { allStates, machineGraph } from "../../src/graph/machineGraph.ts";
+import { launchChromium } from "../helpers/browser.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { useConclaveProcesses } from "../helpers/processes.ts";
 
@@ -49,20 +50,7 @@ const dataOf = (selector: string, name: string) =>
     );
 
 beforeAll(async () => {
-  const launching = chromium.launch({
-    // Debian's Chromium, which `npm run setup` installs; CHROMIUM_PATH points elsewhere.
-    executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium",
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
-  });
+  const launching = launchChromium();
   [agents, core, runner] = await Promise.all([
     processes.spawn("agents", ["worker", "--agents", "*", "--inspect"]),
     processes.spawn("core", ["worker", "--services", "scheduler,council,critics,memory", "--inspect"]),

@@ -15,7 +15,11 @@ with the state the runner stored. Exit status 0 when they match, 1 when not.
 ${CONNECTION_HELP}`;
 
 export async function run(argv: string[]): Promise<number> {
-  const { values } = parse(argv, { ...CONNECTION_FLAGS, session: { type: "string", short: "s" }, json: { type: "boolean" } });
+  const { values } = parse(argv, {
+    ...CONNECTION_FLAGS,
+    session: { type: "string", short: "s" },
+    json: { type: "boolean" },
+  });
   if (values.help) {
     console.log(help);
     return 0;
@@ -26,9 +30,17 @@ export async function run(argv: string[]): Promise<number> {
     const result = await replaySession(jetstream(nc), await jetstreamManager(nc), await SessionStore.open(nc), session);
     if (values.json) console.log(JSON.stringify(result));
     else {
-      console.log(`session ${session}: replayed turns ${result.from_turn_id + 1}..${result.from_turn_id + result.turns_replayed}${result.from_turn_id > 0 ? ` (from the checkpoint after turn ${result.from_turn_id})` : " (from the start)"}`);
-      console.log(`rebuilt: ${result.rebuilt.turns_completed} turns completed, last turn ${result.rebuilt.last_turn_id}`);
-      console.log(result.matches ? "✔ matches the stored state" : `✗ differs from the stored state:\n  ${result.differences.join("\n  ")}`);
+      console.log(
+        `session ${session}: replayed turns ${result.from_turn_id + 1}..${result.from_turn_id + result.turns_replayed}${result.from_turn_id > 0 ? ` (from the checkpoint after turn ${result.from_turn_id})` : " (from the start)"}`,
+      );
+      console.log(
+        `rebuilt: ${result.rebuilt.turns_completed} turns completed, last turn ${result.rebuilt.last_turn_id}`,
+      );
+      console.log(
+        result.matches
+          ? "✔ matches the stored state"
+          : `✗ differs from the stored state:\n  ${result.differences.join("\n  ")}`,
+      );
     }
     return result.matches ? 0 : 1;
   } finally {

@@ -12,7 +12,11 @@ done, failed (crashed, poison, or not stored) or expired (waited too long).
 ${CONNECTION_HELP}`;
 
 export async function run(argv: string[]): Promise<number> {
-  const { values } = parse(argv, { ...CONNECTION_FLAGS, session: { type: "string", short: "s" }, json: { type: "boolean" } });
+  const { values } = parse(argv, {
+    ...CONNECTION_FLAGS,
+    session: { type: "string", short: "s" },
+    json: { type: "boolean" },
+  });
   if (values.help) {
     console.log(help);
     return 0;
