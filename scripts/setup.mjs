@@ -15,7 +15,13 @@ const run = (command, args, env = process.env) => {
   }
 };
 const find = (binary) => {
-  for (const dir of [...(process.env.PATH ?? "").split(delimiter), "/usr/sbin", "/usr/local/sbin", "/usr/local/bin", "/usr/bin"]) {
+  for (const dir of [
+    ...(process.env.PATH ?? "").split(delimiter),
+    "/usr/sbin",
+    "/usr/local/sbin",
+    "/usr/local/bin",
+    "/usr/bin",
+  ]) {
     if (dir && existsSync(join(dir, binary))) return join(dir, binary);
   }
   return null;
@@ -23,14 +29,26 @@ const find = (binary) => {
 
 /** The Debian package and the binary it provides, and why the project needs it. */
 const SYSTEM_PACKAGES = [
-  { binary: "nats-server", apt: "nats-server", why: "the message server Conclave runs on", other: "brew install nats-server, or https://docs.nats.io/running-a-nats-service/introduction/installation" },
-  { binary: "chromium", apt: "chromium", why: "the offline viewer's browser test (npm test)", other: "any Chromium or Chrome, then set CHROMIUM_PATH" },
+  {
+    binary: "nats-server",
+    apt: "nats-server",
+    why: "the message server Conclave runs on",
+    other: "brew install nats-server, or https://docs.nats.io/running-a-nats-service/introduction/installation",
+  },
+  {
+    binary: "chromium",
+    apt: "chromium",
+    why: "the offline viewer's browser test (npm test)",
+    other: "any Chromium or Chrome, then set CHROMIUM_PATH",
+  },
 ];
 
 step("installing npm dependencies");
 run("npm", ["install", "--no-audit", "--no-fund"]);
 
-const missing = SYSTEM_PACKAGES.filter((pkg) => !find(pkg.binary) && !(pkg.binary === "chromium" && process.env.CHROMIUM_PATH));
+const missing = SYSTEM_PACKAGES.filter(
+  (pkg) => !find(pkg.binary) && !(pkg.binary === "chromium" && process.env.CHROMIUM_PATH),
+);
 if (missing.length > 0) {
   const isRoot = typeof process.getuid === "function" && process.getuid() === 0;
   if (isRoot && existsSync("/usr/bin/apt-get")) {
@@ -42,11 +60,15 @@ if (missing.length > 0) {
     });
   }
 }
-const stillMissing = SYSTEM_PACKAGES.filter((pkg) => !find(pkg.binary) && !(pkg.binary === "chromium" && process.env.CHROMIUM_PATH));
+const stillMissing = SYSTEM_PACKAGES.filter(
+  (pkg) => !find(pkg.binary) && !(pkg.binary === "chromium" && process.env.CHROMIUM_PATH),
+);
 if (stillMissing.length > 0) {
   console.error("\n[setup] missing, and this script can only install them as root with apt-get:");
   for (const pkg of stillMissing) {
-    console.error(`  ${pkg.binary}: ${pkg.why}\n    Debian/Ubuntu: sudo apt-get install ${pkg.apt}\n    other: ${pkg.other}`);
+    console.error(
+      `  ${pkg.binary}: ${pkg.why}\n    Debian/Ubuntu: sudo apt-get install ${pkg.apt}\n    other: ${pkg.other}`,
+    );
   }
   console.error("Install them, then run `npm run setup` again.");
   process.exit(1);
