@@ -15,6 +15,8 @@ export interface FollowOptions {
   signal?: AbortSignal;
   /** Told about a stored message that is not a valid EngineEvent; it is skipped. */
   onInvalid?: (subject: string, error: unknown) => void;
+  /** Told the stream sequence of every message read, valid or not (a writer resuming a turn fences on the last). */
+  onStreamSeq?: (seq: number) => void;
   /** Stop once everything stored so far is delivered (read back, not follow). */
   untilCaughtUp?: boolean;
 }
@@ -72,6 +74,7 @@ export async function followEvents(
   try {
     for await (const msg of messages) {
       const caughtUp = msg.info.pending === 0;
+      options.onStreamSeq?.(msg.seq);
       const parsed = (() => {
         try {
           return EngineEvent.safeParse(JSON.parse(decoder.decode(msg.data)));

@@ -1,4 +1,5 @@
 import type { JetStreamClient, PubAck } from "@nats-io/jetstream";
+import { JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
 import type { TurnRecord } from "../../machines/turn.ts";
 import { encodeJson } from "../bus/codec.ts";
 import { subjects } from "../bus/subjects.ts";
@@ -23,17 +24,25 @@ export interface EventLogWriterOptions {
 interface OpenTurn {
   seq: number;
   startedAt: number;
-  pending: Promise<PubAck>[];
+  pending: Promise<unknown>[];
   fenced: boolean;
+  /** The stream sequence the turn's subject must be at when this writer's first event lands (0: no event yet). */
+  expectLast: number;
+  /** Settles once this writer's first event is stored (or refused): every later event is published after it. */
+  gate: Promise<void> | null;
 }
 
 /**
- * Appends a turn's events to JetStream, `seq` contiguous from 0. Publishes are
- * pipelined (one connection keeps their order) and each carries the message
- * id `<session>.<turn>.<seq>`: a publish that fails is retried with the same
- * id until it is stored, and JetStream keeps it once. A first publish that
- * JetStream reports as a duplicate means another writer holds the turn (a
- * runner taken for dead that is not): the turn is fenced, and `finish` fails.
+ * Appends a turn's events to JetStream, `seq` contiguous from 0. Each event
+ * carries the message id `<session>.<turn>.<seq>`: a publish that fails is
+ * retried with the same id until it is stored, and JetStream keeps it once.
+ * Single-writer fencing: a writer's first event of a turn is published with
+ * the subject's expected last sequence (none yet, or the last event a taken-over
+ * turn had stored) and awaited; the rest are pipelined behind it (one
+ * connection keeps their order). A refused expectation, or a first publish
+ * reported as a duplicate, means another writer holds the turn (a runner taken
+ * for dead that is not): the turn is fenced, nothing more is written, and
+ * `finish` fails.
  * `finish` waits until every event of the turn is stored.
  */
 export class EventLogWriter {
@@ -57,7 +66,7 @@ export class EventLogWriter {
    * Prepares to write a turn that may already have events (a takeover): the
    * next event gets the seq after the last of the `stored` ones.
    */
-  open(sessionId: string, turnId: number, stored: readonly EngineEvent[]): void {
+  open(sessionId: string, turnId: number, stored: readonly EngineEvent[], lastStreamSeq: number): void {
     const key = `${sessionId}.${turnId}`;
     const last = stored.at(-1);
     this.#turns.set(key, {
@@ -65,6 +74,8 @@ export class EventLogWriter {
       startedAt: monotonicNow(),
       pending: [],
       fenced: false,
+      expectLast: lastStreamSeq,
+      gate: null,
     });
   }
 
@@ -73,7 +84,7 @@ export class EventLogWriter {
     const now = monotonicNow();
     let turn = this.#turns.get(key);
     if (!turn) {
-      turn = { seq: 0, startedAt: now, pending: [], fenced: false };
+      turn = { seq: 0, startedAt: now, pending: [], fenced: false, expectLast: 0, gate: null };
       this.#turns.set(key, turn);
     }
     const seq = turn.seq++;
@@ -89,7 +100,18 @@ export class EventLogWriter {
       kind: record.kind,
       payload,
     } as EngineEvent;
-    if (!turn.fenced) turn.pending.push(this.#store(turn, event));
+    if (turn.gate === null) {
+      // Single-writer fencing: this writer's first event must land where it expects the turn to be.
+      const first = this.#store(turn, event, turn.expectLast);
+      turn.gate = first.then(
+        () => undefined,
+        () => undefined,
+      );
+      turn.pending.push(first);
+    } else if (!turn.fenced) {
+      const open = turn;
+      turn.pending.push(open.gate!.then(() => (open.fenced ? undefined : this.#store(open, event))));
+    }
     for (const listener of this.#listeners) {
       try {
         listener(event);
@@ -100,24 +122,35 @@ export class EventLogWriter {
     return event;
   }
 
-  async #store(turn: OpenTurn, event: EngineEvent): Promise<PubAck> {
+  async #store(turn: OpenTurn, event: EngineEvent, expectLast?: number): Promise<PubAck | undefined> {
     const subject = subjects.turnEvents(event.session_id, event.turn_id);
     const msgID = `${event.session_id}.${event.turn_id}.${event.seq}`;
     const data = encodeJson(event);
     const deadline = Date.now() + this.#options.storeTimeoutMs;
     for (let attempt = 0; ; attempt++) {
       try {
-        const ack = await this.#js.publish(subject, data, { msgID, timeout: 5_000 });
-        if (ack.duplicate && attempt === 0 && !turn.fenced) {
-          turn.fenced = true;
-          this.#options.onFenced?.(event.session_id, event.turn_id);
-        }
+        const ack = await this.#js.publish(subject, data, {
+          msgID,
+          timeout: 5_000,
+          ...(expectLast === undefined ? {} : { expect: { lastSubjectSequence: expectLast } }),
+        });
+        if (ack.duplicate && attempt === 0) this.#fence(turn, event);
         return ack;
       } catch (error) {
+        if (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamWrongLastSequence) {
+          this.#fence(turn, event); // another writer got there first
+          return undefined;
+        }
         if (Date.now() >= deadline) throw error;
         await new Promise((resolve) => setTimeout(resolve, Math.min(100 * 2 ** attempt, 2_000)));
       }
     }
+  }
+
+  #fence(turn: OpenTurn, event: EngineEvent): void {
+    if (turn.fenced) return;
+    turn.fenced = true;
+    this.#options.onFenced?.(event.session_id, event.turn_id);
   }
 
   /** Waits for every event of the turn to be stored, then forgets the turn. Returns how many were stored. */

@@ -249,30 +249,29 @@ export class Runner {
       return;
     }
     this.#hold(turnKey, msg, entry);
-    if (before?.status === "inflight") {
-      // Takeover: another runner (or this one, before a restart) started it and died.
-      const stored = await readEvents(this.#js, this.#jsm, sessionId, turnId);
-      if (stored.some((event) => event.kind === "TURN_COMPLETED")) {
-        await this.#settle(
-          sessionId,
-          turnId,
-          "done",
-          stored.at(-1)?.kind === "TURN_COMPLETED" ? "completed before the takeover" : undefined,
-        );
-        return;
-      }
-      this.#writer.open(sessionId, turnId, stored);
+    // Delivered again: a runner may have started it and died (its status write may not even have landed).
+    let lastStreamSeq = 0;
+    const stored = await readEvents(this.#js, this.#jsm, sessionId, turnId, {
+      onStreamSeq: (seq) => {
+        lastStreamSeq = Math.max(lastStreamSeq, seq);
+      },
+    });
+    if (stored.some((event) => event.kind === "TURN_COMPLETED")) {
+      await this.#settle(sessionId, turnId, "done", "completed before the takeover");
+      return;
+    }
+    this.#writer.open(sessionId, turnId, stored, lastStreamSeq);
+    if (stored.length > 0) {
+      const attempt = Math.max(2, (before?.attempts ?? 1) + 1);
       this.#writer.append(sessionId, turnId, {
         kind: "TURN_RESUMED",
         payload: {
-          attempt: before.attempts + 1,
+          attempt,
           after_seq: stored.at(-1)?.seq ?? -1,
-          ...(before.runner ? { previous_runner: before.runner } : {}),
+          ...(before?.runner ? { previous_runner: before.runner } : {}),
         },
       });
-      this.#log.warn(
-        `turn ${turnKey} taken over from ${before.runner ?? "a lost runner"} (attempt ${before.attempts + 1})`,
-      );
+      this.#log.warn(`turn ${turnKey} taken over from ${before?.runner ?? "a lost runner"} (attempt ${attempt})`);
     }
     await this.#enqueue(entry);
   }

@@ -100,17 +100,22 @@ describe("event log reader", () => {
     const writer = new EventLogWriter(js);
     writer.append("garbled", 1, { kind: "TURN_STARTED", payload: { user_input: "hi", turn_id: 1 } });
     await writer.finish("garbled", 1);
-    await js.publish(subjects.turnEvents("garbled", 1), new TextEncoder().encode("{not an event"));
-    writer.open("garbled", 1, [
-      {
-        session_id: "garbled",
-        turn_id: 1,
-        seq: 0,
-        ts_monotonic: 0,
-        kind: "TURN_STAGE_CHANGED",
-        payload: { stage: "ingest" },
-      },
-    ]);
+    const garbage = await js.publish(subjects.turnEvents("garbled", 1), new TextEncoder().encode("{not an event"));
+    writer.open(
+      "garbled",
+      1,
+      [
+        {
+          session_id: "garbled",
+          turn_id: 1,
+          seq: 0,
+          ts_monotonic: 0,
+          kind: "TURN_STAGE_CHANGED",
+          payload: { stage: "ingest" },
+        },
+      ],
+      garbage.seq,
+    );
     writer.append("garbled", 1, {
       kind: "TURN_COMPLETED",
       payload: { response: "", outcome: { status: "Complete" }, usage: usageSummary({}) },
@@ -125,5 +130,43 @@ describe("event log reader", () => {
       [1, "TURN_COMPLETED"],
     ]);
     expect(invalid).toEqual(["conclave.events.garbled.1"]);
+  });
+});
+
+describe("single-writer fencing", () => {
+  it("stops a second writer of the same turn: its first event meets the wrong last sequence", async () => {
+    const nc = await nats.connect("runner");
+    const js = jetstream(nc);
+    const fenced: string[] = [];
+    const first = new EventLogWriter(js);
+    const second = new EventLogWriter(js, { onFenced: (session, turn) => fenced.push(`${session}.${turn}`) });
+    first.append("fence", 1, { kind: "TURN_STARTED", payload: { user_input: "hi", turn_id: 1 } });
+    await first.finish("fence", 1);
+    // The second writer believes the turn is fresh (it expects no event on the subject yet).
+    second.append("fence", 1, { kind: "TURN_STARTED", payload: { user_input: "hi", turn_id: 1 } });
+    second.append("fence", 1, { kind: "TURN_STAGE_CHANGED", payload: { stage: "ingest" } });
+    await expect(second.finish("fence", 1)).rejects.toThrow(/another runner/);
+    expect(fenced).toEqual(["fence.1"]);
+    const events = await readEvents(js, await jetstreamManager(nc), "fence", 1);
+    expect(events.map((event) => event.seq)).toEqual([0]);
+  });
+
+  it("lets a writer resuming a turn go on from where the log is", async () => {
+    const nc = await nats.connect("runner");
+    const js = jetstream(nc);
+    const first = new EventLogWriter(js);
+    first.append("resume", 1, { kind: "TURN_STARTED", payload: { user_input: "hi", turn_id: 1 } });
+    await first.finish("resume", 1);
+    let lastStreamSeq = 0;
+    const stored = await readEvents(js, await jetstreamManager(nc), "resume", 1, {
+      onStreamSeq: (seq) => {
+        lastStreamSeq = seq;
+      },
+    });
+    const second = new EventLogWriter(js);
+    second.open("resume", 1, stored, lastStreamSeq);
+    second.append("resume", 1, { kind: "TURN_STAGE_CHANGED", payload: { stage: "ingest" } });
+    await second.finish("resume", 1);
+    expect((await readEvents(js, await jetstreamManager(nc), "resume", 1)).map((event) => event.seq)).toEqual([0, 1]);
   });
 });
