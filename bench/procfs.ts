@@ -1,0 +1,43 @@
+import { readFileSync } from "node:fs";
+
+/** Resident memory of a process from /proc (kB): now, and its peak (VmHWM). */
+export interface ProcessMemory {
+  rssKb: number;
+  peakRssKb: number;
+}
+
+export function processMemory(pid: number): ProcessMemory | null {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, "utf8");
+    const field = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, "m").exec(status)?.[1] ?? Number.NaN);
+    return { rssKb: field("VmRSS"), peakRssKb: field("VmHWM") };
+  } catch {
+    return null;
+  }
+}
+
+/** Clock ticks per second of /proc/<pid>/stat times (USER_HZ; 100 on Linux). */
+const USER_HZ = 100;
+
+/** CPU time (user + system) a process has used so far, in ms (10 ms resolution). */
+export function cpuTimeMs(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    // Fields after the command name (which may hold spaces) start at state (field 3).
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / USER_HZ;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** CPU time all processes of the machine have used so far (every core; /proc/stat), in ms. */
+export function machineBusyMs(): number {
+  try {
+    const line = readFileSync("/proc/stat", "utf8").split("\n")[0] ?? "";
+    const [, user, nice, system, , , irq, softirq, steal] = line.trim().split(/\s+/).map(Number);
+    return (((user ?? 0) + (nice ?? 0) + (system ?? 0) + (irq ?? 0) + (softirq ?? 0) + (steal ?? 0)) * 1000) / USER_HZ;
+  } catch {
+    return Number.NaN;
+  }
+}
