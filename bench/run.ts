@@ -11,6 +11,7 @@ import { REPO_ROOT } from "../src/nats/server.ts";
 import { describeEnvironment } from "./environment.ts";
 import { type InProcessResult, runInProcess } from "./inprocess.ts";
 import { langGraphPipeline } from "./langgraph.ts";
+import { runLatencyHiding } from "./latencyHiding.ts";
 import { checkParity } from "./parity.ts";
 import { benchPlan } from "./plan.ts";
 import { cpuTimeMs, machineBusyMs, processMemory } from "./procfs.ts";
@@ -92,8 +93,10 @@ async function main(): Promise<void> {
     }
     inProcess.push({ scenario: scenario.id, parity, pipelines: results });
   }
+  const latencyHiding = await runLatencyHiding(plan, tag);
   const main = conclave[0]!;
   const results: BenchResults = {
+    latencyHiding,
     command: "npm run bench",
     environment,
     plan,
