@@ -1,5 +1,5 @@
 import { assign, enqueueActions, fromCallback, fromPromise, setup } from "xstate";
-import { CONSENSUS_THRESHOLD } from "../src/cognition/deliberation.ts";
+import { CONSENSUS_THRESHOLD, MAX_DELIBERATION_ROUNDS } from "../src/cognition/deliberation.ts";
 import { SAFETY_INTERRUPT_THRESHOLD } from "../src/cognition/sensors.ts";
 import {
   applyAgentOutput,
@@ -66,7 +66,7 @@ export const defaultTurnPolicy: TurnPolicy = {
   stage_timeout_ms: 10_000,
   agent_timeout_ms: 4_000,
   agent_attempts: 2,
-  max_deliberation_rounds: 3,
+  max_deliberation_rounds: MAX_DELIBERATION_ROUNDS,
   max_voice_retries: 2,
   token_budget: 8_000,
 };
