@@ -27,6 +27,9 @@ export const subjects = {
   /** JetStream: rejected input and poison turns, kept for inspection. */
   deadLetter: (source: string) => `${SUBJECT_ROOT}.dlq.${source}`,
   allDeadLetters: `${SUBJECT_ROOT}.dlq.>`,
+  /** Core NATS: inspection events a runner or worker started with --inspect publishes, one subject per process. */
+  inspect: (processName: string) => `${SUBJECT_ROOT}.inspect.${processName}`,
+  allInspect: `${SUBJECT_ROOT}.inspect.>`,
   /** Core NATS: errors for fire-and-forget submitters. */
   sessionErrors: (sessionId: string) => `${SUBJECT_ROOT}.errors.${sessionId}`,
   /** JetStream: one subject per stored episode. */

@@ -49,17 +49,10 @@ export class EventLogWriter {
   readonly #js: JetStreamClient;
   readonly #options: EventLogWriterOptions;
   readonly #turns = new Map<string, OpenTurn>();
-  readonly #listeners = new Set<(event: EngineEvent) => void>();
 
   constructor(js: JetStreamClient, options: Partial<EventLogWriterOptions> = {}) {
     this.#js = js;
     this.#options = { storeTimeoutMs: 60_000, ...options };
-  }
-
-  /** Local observers of every appended event (e.g. a console view); they cannot block the log. */
-  onEvent(listener: (event: EngineEvent) => void): () => void {
-    this.#listeners.add(listener);
-    return () => this.#listeners.delete(listener);
   }
 
   /**
@@ -111,13 +104,6 @@ export class EventLogWriter {
     } else if (!turn.fenced) {
       const open = turn;
       turn.pending.push(open.gate!.then(() => (open.fenced ? undefined : this.#store(open, event))));
-    }
-    for (const listener of this.#listeners) {
-      try {
-        listener(event);
-      } catch {
-        // A faulty observer must not break the turn.
-      }
     }
     return event;
   }

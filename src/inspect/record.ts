@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { subjects } from "../bus/subjects.ts";
 
 /**
  * One inspection event, compact and JSON-safe, as published on
@@ -47,9 +48,8 @@ export type InspectionRecord = z.infer<typeof InspectionRecord>;
 export type ActorRecord = Extract<InspectionRecord, { kind: "actor" }>;
 export type SnapshotRecord = Extract<InspectionRecord, { kind: "snapshot" }>;
 
-export const INSPECT_SUBJECT_ROOT = "conclave.inspect";
-export const inspectSubject = (processName: string) => `${INSPECT_SUBJECT_ROOT}.${processName}`;
-export const inspectSubjectAll = `${INSPECT_SUBJECT_ROOT}.>`;
+export const inspectSubject = subjects.inspect;
+export const inspectSubjectAll = subjects.allInspect;
 
 /** A process's name on the inspection stream: `<role>:<pid>`, one subject token. */
 export const processName = (role: string, pid = process.pid) => `${role}:${pid}`.replace(/[\s.*>]/g, "_");

@@ -127,15 +127,6 @@ export class Runner {
     return runner;
   }
 
-  get writer(): EventLogWriter {
-    return this.#writer;
-  }
-
-  /** Turns this runner holds (waiting or running). */
-  get inflight(): number {
-    return this.#held.size;
-  }
-
   #prepareSessions(options: RunnerOptions): void {
     const services = withInterceptors(
       options.services ?? remoteTurnServices(this.#nc),
@@ -326,7 +317,7 @@ export class Runner {
           ? this.#sessions.saveCheckpoint(sessionId, { through_turn_id: output.turn_id, snapshot })
           : undefined,
       ]);
-      await this.#settle(sessionId, output.turn_id, "done", output.outcome.status);
+      await this.#settle(sessionId, output.turn_id, "done", output.outcome.status, undefined, false);
       this.#log.info(`turn ${turnKey} ${output.outcome.status}: ${count} events stored`);
     } catch (error) {
       // Not acked: the entry is delivered again and the turn resumed once the log can be written.
@@ -357,13 +348,15 @@ export class Runner {
     status: "done" | "failed",
     outcome?: string,
     reason?: string,
+    /** False when the caller already marked the session's turn done. */
+    markDone = true,
   ): Promise<void> {
     await Promise.all([
       this.#statuses.finish(sessionId, turnId, status, {
         ...(outcome ? { outcome } : {}),
         ...(reason ? { reason } : {}),
       }),
-      this.#sessions.markDone(sessionId, turnId),
+      markDone ? this.#sessions.markDone(sessionId, turnId) : undefined,
     ]);
     this.#release(key(sessionId, turnId), "ack");
   }

@@ -33,9 +33,10 @@ export function decodeTurnEvent(data: Uint8Array): TurnEventLike | null {
 
 /**
  * Delivers the turn events written to `conclave.events.>` from now on, until
- * `signal` aborts. Unlike the event-log reader (which stops at the first event
- * that fails validation), a bad message is skipped, and a lost stream or
- * connection is retried, resuming after the last event seen.
+ * `signal` aborts: every session's events from the moment of the call (the
+ * event-log reader reads one session or turn from its start). A bad message is
+ * skipped, and a lost stream or connection is retried, resuming after the
+ * last event seen.
  */
 export async function followTurnEvents(
   js: JetStreamClient,
