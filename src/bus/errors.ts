@@ -1,27 +1,24 @@
+import type { ServiceMsg } from "@nats-io/services";
 import { ErrorCode, type ErrorReply } from "../contracts/errors.ts";
+import { ConclaveError, messageOf, singleLine } from "../errors.ts";
+import { encodeJson } from "./codec.ts";
 
 /** A request that a remote actor refused or could not answer; `code` says why. */
-export class RemoteCallError extends Error {
-  readonly code: ErrorCode;
+export class RemoteCallError extends ConclaveError<ErrorCode> {
   readonly subject: string;
   readonly issues: string[] | undefined;
   constructor(subject: string, code: ErrorCode, message: string, issues?: string[]) {
-    super(message);
-    this.name = "RemoteCallError";
-    this.code = code;
+    super(code, message);
     this.subject = subject;
     this.issues = issues;
   }
 }
 
 /** An error a handler raises on purpose, to be sent back as an error reply with this code. */
-export class HandlerError extends Error {
-  readonly code: ErrorCode;
+export class HandlerError extends ConclaveError<ErrorCode> {
   readonly issues: string[] | undefined;
   constructor(code: ErrorCode, message: string, issues?: string[]) {
-    super(message);
-    this.name = "HandlerError";
-    this.code = code;
+    super(code, message);
     this.issues = issues;
   }
 }
@@ -40,8 +37,39 @@ export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   internal: 500,
 };
 
+/** Longest message kept in an error reply's body (the peer's input it may quote is cut). */
+const MAX_BODY_MESSAGE = 2_000;
+const MAX_ISSUES = 20;
+
 export const errorReply = (code: ErrorCode, message: string, issues?: string[]): ErrorReply => ({
-  error: { code, message, ...(issues && issues.length > 0 ? { issues } : {}) },
+  error: {
+    code,
+    message: singleLine(message, MAX_BODY_MESSAGE),
+    ...(issues && issues.length > 0 ? { issues: issues.slice(0, MAX_ISSUES).map((issue) => singleLine(issue)) } : {}),
+  },
 });
 
 export const isErrorCode = (value: unknown): value is ErrorCode => ErrorCode.safeParse(value).success;
+
+/** Any failure as a HandlerError: one raised on purpose keeps its code, anything else is `internal`. */
+export const asHandlerError = (error: unknown, context?: string): HandlerError =>
+  error instanceof HandlerError
+    ? error
+    : new HandlerError("internal", context ? `${context}: ${messageOf(error)}` : messageOf(error));
+
+/**
+ * Sends an error reply: the services error headers (a one-line, bounded,
+ * header-safe description: nats-core throws on CR or LF in a header, and the
+ * description may quote the peer's bad input) and the JSON body. Never throws:
+ * a reply that cannot be sent (the requester left, the connection closed) is
+ * reported through the returned error, not raised into the handler.
+ */
+export function respondWithError(msg: ServiceMsg, failure: HandlerError): Error | null {
+  try {
+    const body = encodeJson(errorReply(failure.code, failure.message, failure.issues));
+    msg.respondError(STATUS_BY_CODE[failure.code], singleLine(failure.message), body);
+    return null;
+  } catch (error) {
+    return error instanceof Error ? error : new Error(String(error));
+  }
+}

@@ -11,7 +11,7 @@ import {
 } from "xstate";
 import type { z } from "zod";
 import { decodeJson, encodeJson } from "./codec.ts";
-import { errorReply, HandlerError, STATUS_BY_CODE } from "./errors.ts";
+import { asHandlerError, HandlerError, respondWithError } from "./errors.ts";
 
 /**
  * The bridge: puts an actor behind a NATS subject. Each request creates one
@@ -91,35 +91,38 @@ async function answer<S extends z.ZodType, L extends AnyActorLogic>(
     });
     if (endpoint.stream) {
       const toMessage = endpoint.stream;
-      actor.on("*", (emitted) => msg.respond(encodeJson(toMessage(emitted))));
+      actor.on("*", (emitted) => safeRespond(msg, encodeJson(toMessage(emitted))));
     }
     actor.start();
     if (endpoint.begin) actor.send(endpoint.begin);
     try {
       const output = await Promise.race([toPromise(actor), overrun]);
       const elapsedMs = Math.round((performance.now() - started) * 1000) / 1000;
-      msg.respond(encodeJson(endpoint.reply(output as OutputFrom<L>, request, { elapsedMs })));
-      if (endpoint.stream) msg.respond(new Uint8Array());
+      safeRespond(msg, encodeJson(endpoint.reply(output as OutputFrom<L>, request, { elapsedMs })));
+      if (endpoint.stream) safeRespond(msg, new Uint8Array());
     } finally {
       clearTimeout(timer);
       actor.stop();
     }
   } catch (error) {
-    const failure =
-      error instanceof HandlerError
-        ? error
-        : new HandlerError(
-            "internal",
-            `${endpoint.name} failed: ${error instanceof Error ? error.message : String(error)}`,
-          );
-    options.onError?.(endpoint.name, failure, { subject: msg.subject, data: msg.data });
-    if (msg.reply) {
-      msg.respondError(
-        STATUS_BY_CODE[failure.code],
-        failure.message,
-        encodeJson(errorReply(failure.code, failure.message, failure.issues)),
-      );
-      if (endpoint.stream) msg.respond(new Uint8Array());
+    const failure = asHandlerError(error, `${endpoint.name} failed`);
+    try {
+      options.onError?.(endpoint.name, failure, { subject: msg.subject, data: msg.data });
+    } catch {
+      // A broken error listener must not take the endpoint down.
     }
+    if (msg.reply) {
+      respondWithError(msg, failure);
+      if (endpoint.stream) safeRespond(msg, new Uint8Array());
+    }
+  }
+}
+
+/** A reply that cannot be sent (requester gone, connection closed) is dropped, never thrown into the handler. */
+function safeRespond(msg: ServiceMsg, data: Uint8Array): void {
+  try {
+    msg.respond(data);
+  } catch {
+    // Nothing to tell: the requester times out as it would had the reply been lost on the wire.
   }
 }

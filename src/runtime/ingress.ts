@@ -2,11 +2,12 @@ import type { JetStreamClient } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
 import type { ServiceMsg } from "@nats-io/services";
 import { decodeJson, encodeJson } from "../bus/codec.ts";
-import { errorReply, HandlerError, STATUS_BY_CODE } from "../bus/errors.ts";
+import { asHandlerError, errorReply, HandlerError, respondWithError } from "../bus/errors.ts";
 import { subjects } from "../bus/subjects.ts";
 import { SessionId } from "../contracts/ids.ts";
 import { type TurnAck, TurnSubmission } from "../contracts/turn.ts";
 import type { WalEntry } from "../contracts/wal.ts";
+import { singleLine } from "../errors.ts";
 import { deadLetter } from "../eventlog/deadLetters.ts";
 import type { Logger } from "./log.ts";
 import type { SessionStore } from "./sessionStore.ts";
@@ -97,13 +98,10 @@ export async function acceptSubmission(deps: IngressDeps, msg: ServiceMsg): Prom
     deps.log.info(`turn ${sessionId}/${turnId} accepted`);
   } catch (error) {
     if (claimedKey) await deps.sessions.releaseIdempotency(sessionId, claimedKey).catch(() => {});
-    const failure =
-      error instanceof HandlerError
-        ? error
-        : new HandlerError("internal", error instanceof Error ? error.message : String(error));
+    const failure = asHandlerError(error);
     const body = errorReply(failure.code, failure.message, failure.issues);
-    deps.log.warn(`rejected a turn on ${msg.subject}: ${failure.message}`);
-    if (reply) msg.respondError(STATUS_BY_CODE[failure.code], failure.message, encodeJson(body));
+    deps.log.warn(`rejected a turn on ${msg.subject}: ${singleLine(failure.message)}`);
+    if (reply) respondWithError(msg, failure);
     else
       deps.nc.publish(
         subjects.sessionErrors(SessionId.safeParse(sessionId).success ? sessionId : "_"),

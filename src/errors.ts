@@ -1,0 +1,68 @@
+/**
+ * The one error base of Conclave. Every error the runtime raises on purpose is
+ * a `ConclaveError` with a stable `code` (a string callers may switch on, and
+ * that never changes meaning between versions), so no caller needs to parse a
+ * message or cast an unknown `code` property.
+ *
+ * Wire codes (`ErrorCode` in `src/contracts/errors.ts`) are what error replies
+ * and turn warnings carry; local codes name failures that never cross the
+ * wire (a bad command line, a missing binary, a bad configuration).
+ */
+import type { ErrorCode } from "./contracts/errors.ts";
+
+/** Codes of failures that stay in the process that raised them. */
+export type LocalErrorCode =
+  | "usage"
+  | "config"
+  | "insecure_credentials"
+  | "unavailable"
+  | "turn_timeout"
+  | "turn_failed"
+  | "event_log"
+  | "nats_server_not_found"
+  | "unknown_agent"
+  | "unknown_critic"
+  | "missing_actor"
+  | "port_in_use"
+  | "llm";
+
+export type ConclaveErrorCode = ErrorCode | LocalErrorCode;
+
+/** Base of every error Conclave raises on purpose: `code` says what happened, `message` says it to a person. */
+export class ConclaveError<C extends ConclaveErrorCode = ConclaveErrorCode> extends Error {
+  readonly code: C;
+  constructor(code: C, message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = new.target.name;
+    this.code = code;
+  }
+}
+
+/** True for any ConclaveError, or one with the given code. */
+export function isConclaveError<C extends ConclaveErrorCode>(error: unknown, code?: C): error is ConclaveError<C> {
+  return error instanceof ConclaveError && (code === undefined || error.code === code);
+}
+
+/** The message of anything thrown, without its stack. */
+export const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error));
+
+/** Longest message placed in a NATS header or a log line describing a peer's input. */
+export const MAX_HEADER_MESSAGE = 256;
+
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
+const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g;
+
+/**
+ * A message made safe for a NATS header (and any one-line log): control
+ * characters (CR and LF above all: nats-core throws on them) become spaces,
+ * runs of spaces fold, and it is cut to `max` characters. Peer input quoted
+ * in an error (a parse error quotes the bad JSON; a zod error is multi-line)
+ * must pass through here before it reaches a header.
+ */
+export function singleLine(message: string, max = MAX_HEADER_MESSAGE): string {
+  const flat = message
+    .replace(CONTROL_CHARACTERS, " ")
+    .replace(/\s{2,}/g, " ")
+    .trim();
+  return flat.length <= max ? flat : `${flat.slice(0, max - 3)}...`;
+}
