@@ -4,13 +4,13 @@ import type { TurnRecord } from "../../machines/turn.ts";
 import { encodeJson } from "../bus/codec.ts";
 import { subjects } from "../bus/subjects.ts";
 import type { EngineEvent } from "../contracts/events.ts";
+import { ConclaveError } from "../errors.ts";
 import { monotonicNow } from "./clock.ts";
 
 /** Raised by `finish` when some event of the turn could not be stored, or another writer took the turn. */
-export class EventLogError extends Error {
+export class EventLogError extends ConclaveError<"event_log"> {
   constructor(message: string, options?: ErrorOptions) {
-    super(message, options);
-    this.name = "EventLogError";
+    super("event_log", message, options);
   }
 }
 
@@ -103,7 +103,11 @@ export class EventLogWriter {
       turn.pending.push(first);
     } else if (!turn.fenced) {
       const open = turn;
-      turn.pending.push(open.gate!.then(() => (open.fenced ? undefined : this.#store(open, event))));
+      // The terminal event waits until every earlier one is acknowledged (publishes retried across a NATS
+      // restart can land out of order): a reader that stops at TURN_COMPLETED has then seen the whole turn.
+      // If an earlier one is never stored, neither is the terminal event, and `finish` fails.
+      const after = record.kind === "TURN_COMPLETED" ? Promise.all([...open.pending]) : open.gate!;
+      turn.pending.push(after.then(() => (open.fenced ? undefined : this.#store(open, event))));
     }
     return event;
   }

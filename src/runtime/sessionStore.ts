@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { z } from "zod";
 import { JsonKv } from "../bus/jsonKv.ts";
@@ -19,36 +18,25 @@ const Counter = z.object({
   last_turn_id: z.number().int().min(0),
   last_done_turn_id: z.number().int().min(0).default(0),
 });
-const Idempotency = z.object({ turn_id: z.number().int().min(0) });
 const Checkpoint = z.object({ through_turn_id: z.number().int().min(0), snapshot: SessionSnapshot });
 export type Checkpoint = z.infer<typeof Checkpoint>;
-
-/** KV keys are subject tokens: hash arbitrary idempotency keys into one. */
-const idempotencyKey = (sessionId: string, key: string) =>
-  `idem.${sessionId}.${createHash("sha256").update(key).digest("hex").slice(0, 32)}`;
 
 /**
  * Per-session state shared by every runner, in the `conclave_sessions` KV
  * bucket: the turn counter (ids handed out with compare-and-set, so they
- * continue across restarts and are never given twice), idempotency keys, the
+ * continue across restarts and are never given twice), the
  * session snapshot after each turn, and replay checkpoints.
  */
 export class SessionStore {
   private constructor(
     private readonly counters: JsonKv<typeof Counter>,
-    private readonly idempotency: JsonKv<typeof Idempotency>,
     private readonly snapshots: JsonKv<typeof SessionSnapshot>,
     private readonly checkpoints: JsonKv<typeof Checkpoint>,
   ) {}
 
   static async open(nc: NatsConnection): Promise<SessionStore> {
     const open = <S extends z.ZodType>(schema: S) => JsonKv.open(nc, buckets.sessions, schema);
-    return new SessionStore(
-      await open(Counter),
-      await open(Idempotency),
-      await open(SessionSnapshot),
-      await open(Checkpoint),
-    );
+    return new SessionStore(await open(Counter), await open(SessionSnapshot), await open(Checkpoint));
   }
 
   /** The last turn id given out for the session (0 for a new session). */
@@ -75,31 +63,6 @@ export class SessionStore {
     await this.counters.update(`counter.${sessionId}`, (current) =>
       current && current.last_done_turn_id < turnId ? { ...current, last_done_turn_id: turnId } : null,
     );
-  }
-
-  /**
-   * Claims an idempotency key for a submission. Returns the turn id already
-   * bound to it (a repeat), or null when this submission is the first: it must
-   * then `bindIdempotency` once it has its turn id.
-   */
-  async claimIdempotency(sessionId: string, key: string): Promise<number | null> {
-    const name = idempotencyKey(sessionId, key);
-    for (let attempt = 0; attempt < 100; attempt++) {
-      if (await this.idempotency.create(name, { turn_id: 0 })) return null;
-      const bound = (await this.idempotency.get(name))?.value.turn_id ?? 0;
-      if (bound > 0) return bound;
-      // The first submission is still being accepted: wait for its turn id.
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-    throw new Error(`idempotency key of session ${sessionId} is stuck`);
-  }
-
-  async bindIdempotency(sessionId: string, key: string, turnId: number): Promise<void> {
-    await this.idempotency.put(idempotencyKey(sessionId, key), { turn_id: turnId });
-  }
-
-  async releaseIdempotency(sessionId: string, key: string): Promise<void> {
-    await this.idempotency.delete(idempotencyKey(sessionId, key));
   }
 
   async snapshot(sessionId: string): Promise<SessionSnapshot | null> {

@@ -3,7 +3,7 @@ import { submitTurn, watchTurn } from "../../src/client/turns.ts";
 import { CRITIC_NAMES } from "../../src/cognition/critics.ts";
 import type { EngineEvent } from "../../src/contracts/events.ts";
 import { STAGES } from "../../src/contracts/turn.ts";
-import { Runner } from "../../src/runtime/runner.ts";
+import { Runner } from "../../src/runtime/runner/runner.ts";
 import { matchAgents, startWorker } from "../../src/workers/worker.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { stagesOf } from "../helpers/turns.ts";

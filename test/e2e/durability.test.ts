@@ -8,7 +8,7 @@ import type { TurnAck } from "../../src/contracts/turn.ts";
 import { readEvents } from "../../src/eventlog/reader.ts";
 import { remoteTurnServices } from "../../src/runtime/remoteTurnServices.ts";
 import { replaySession } from "../../src/runtime/replay.ts";
-import { Runner } from "../../src/runtime/runner.ts";
+import { Runner } from "../../src/runtime/runner/runner.ts";
 import { SessionStore } from "../../src/runtime/sessionStore.ts";
 import { TurnStatusStore } from "../../src/runtime/turnStatusStore.ts";
 import { CORE_SERVICES, matchAgents, startWorker, type WorkerHandle } from "../../src/workers/worker.ts";

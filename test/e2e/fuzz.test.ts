@@ -14,7 +14,7 @@ import { MemoryCommitRequest, MemoryRetrieveRequest } from "../../src/contracts/
 import { PlanWavesRequest } from "../../src/contracts/scheduler.ts";
 import { TurnSubmission } from "../../src/contracts/turn.ts";
 import { neutralModulators, neutralStance, SENSOR_NAMES, type Sensors } from "../../src/contracts/workspace.ts";
-import { MAX_SUBMISSION_BYTES } from "../../src/runtime/ingress.ts";
+import { MAX_SUBMISSION_BYTES } from "../../src/runtime/intake/ingress.ts";
 import {
   type BadInputCode,
   deadLetterCounts,

@@ -14,7 +14,7 @@ import { collectInspection } from "../../src/inspect/collector.ts";
 import { createInspectionPublisher } from "../../src/inspect/publisher.ts";
 import type { InspectionRecord } from "../../src/inspect/record.ts";
 import { DEFAULT_NATS_CONFIG } from "../../src/nats/server.ts";
-import { Runner } from "../../src/runtime/runner.ts";
+import { Runner } from "../../src/runtime/runner/runner.ts";
 import { SessionStore } from "../../src/runtime/sessionStore.ts";
 import { TurnStatusStore } from "../../src/runtime/turnStatusStore.ts";
 import { CORE_SERVICES, matchAgents, startWorker, type WorkerHandle } from "../../src/workers/worker.ts";

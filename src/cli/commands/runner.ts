@@ -1,7 +1,7 @@
 import { connectBus } from "../../bus/connection.ts";
 import { INSPECT_HELP, processInspection } from "../../inspect/enable.ts";
 import { createLogger } from "../../runtime/log.ts";
-import { Runner } from "../../runtime/runner.ts";
+import { Runner } from "../../runtime/runner/runner.ts";
 import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFrom, parse, untilInterrupted } from "../args.ts";
 import { announceReady } from "../childProcess.ts";
 

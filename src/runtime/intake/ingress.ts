@@ -1,17 +1,19 @@
 import type { JetStreamClient } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
 import type { ServiceMsg } from "@nats-io/services";
-import { decodeJson, encodeJson } from "../bus/codec.ts";
-import { asHandlerError, errorReply, HandlerError, respondWithError } from "../bus/errors.ts";
-import { subjects } from "../bus/subjects.ts";
-import { SessionId } from "../contracts/ids.ts";
-import { type TurnAck, TurnSubmission } from "../contracts/turn.ts";
-import type { WalEntry } from "../contracts/wal.ts";
-import { singleLine } from "../errors.ts";
-import { deadLetter } from "../eventlog/deadLetters.ts";
-import type { Logger } from "./log.ts";
-import type { SessionStore } from "./sessionStore.ts";
-import type { TurnStatusStore } from "./turnStatusStore.ts";
+import { decodeJson, encodeJson } from "../../bus/codec.ts";
+import { asHandlerError, errorReply, HandlerError, respondWithError } from "../../bus/errors.ts";
+import { subjects } from "../../bus/subjects.ts";
+import { SessionId } from "../../contracts/ids.ts";
+import { type TurnAck, TurnSubmission } from "../../contracts/turn.ts";
+import type { WalEntry } from "../../contracts/wal.ts";
+import { singleLine } from "../../errors.ts";
+import { deadLetter } from "../../eventlog/deadLetters.ts";
+import { failpoint } from "../failpoints.ts";
+import type { Logger } from "../log.ts";
+import type { SessionStore } from "../sessionStore.ts";
+import type { TurnStatusStore } from "../turnStatusStore.ts";
+import type { Claim, IdempotencyStore } from "./idempotency.ts";
 
 /** Largest accepted submission, in bytes (the text itself is limited to 16 000 characters). */
 export const MAX_SUBMISSION_BYTES = 65_536;
@@ -21,6 +23,7 @@ export interface IngressDeps {
   js: JetStreamClient;
   sessions: SessionStore;
   statuses: TurnStatusStore;
+  idempotency: IdempotencyStore;
   log: Logger;
 }
 
@@ -42,14 +45,20 @@ const ackOf = (sessionId: string, turnId: number, duplicate: boolean): TurnAck =
  * Accepts a submission on `conclave.turn.submit.<session_id>`: validates it,
  * honours its idempotency key and double-texting policy, reserves the turn
  * id, and writes the turn to the WAL. The ack is sent only once the WAL entry
- * is stored, so an acknowledged turn survives any process dying. Rejected
- * input gets an error reply (or, published without a reply subject, an error
- * on `conclave.errors.<session_id>`) and is kept in the dead-letter stream.
+ * is stored, so an acknowledged turn survives any process dying.
+ *
+ * With an idempotency key, the key is reserved first and its turn id recorded
+ * in the reservation before the WAL write; a retry after this runner died
+ * anywhere in between finds the reservation, stores the turn under the same
+ * id (the WAL's message id keeps one copy) and gets the ack. Rejected input
+ * gets an error reply (or, published without a reply subject, an error on
+ * `conclave.errors.<session_id>`) and is kept in the dead-letter stream.
  */
 export async function acceptSubmission(deps: IngressDeps, msg: ServiceMsg): Promise<void> {
   const reply = answerable(msg);
   const sessionId = msg.subject.slice(subjects.turnSubmit("").length);
-  let claimedKey: string | undefined;
+  let claim: Claim | null = null;
+  let accepted = false;
   try {
     const session = SessionId.safeParse(sessionId);
     if (!session.success) {
@@ -60,18 +69,42 @@ export async function acceptSubmission(deps: IngressDeps, msg: ServiceMsg): Prom
     }
     const submission = decodeJson(msg.data, TurnSubmission, `turn for session ${sessionId}`, MAX_SUBMISSION_BYTES);
     if (submission.idempotency_key) {
-      const earlier = await deps.sessions.claimIdempotency(sessionId, submission.idempotency_key);
-      if (earlier !== null) {
-        if (reply) msg.respond(encodeJson(ackOf(sessionId, earlier, true)));
-        deps.log.info(`turn ${sessionId}/${earlier} resubmitted with the same idempotency key: nothing queued`);
+      claim = await deps.idempotency.claim(sessionId, submission.idempotency_key);
+      if (claim.kind === "accepted") {
+        accepted = true;
+        if (reply) msg.respond(encodeJson(ackOf(sessionId, claim.turnId, true)));
+        deps.log.info(`turn ${sessionId}/${claim.turnId} resubmitted with the same idempotency key: nothing queued`);
         return;
       }
-      claimedKey = submission.idempotency_key;
     }
-    if (submission.on_busy === "reject" && (await deps.sessions.busy(sessionId))) {
-      throw new HandlerError("busy", `session ${sessionId} already has a turn pending or running (on_busy: reject)`);
+    let turnId: number;
+    if (claim?.kind === "recover") {
+      turnId = claim.turnId;
+      const status = await deps.statuses.get(sessionId, turnId);
+      if (status && status.status !== "pending") {
+        // A runner took it, so it was stored: the key's turn, accepted. Storing it again could run it twice.
+        await deps.idempotency.accept(sessionId, claim.handle, turnId);
+        accepted = true;
+        if (reply) msg.respond(encodeJson(ackOf(sessionId, turnId, true)));
+        deps.log.info(`turn ${sessionId}/${turnId} recovered from a reservation whose acceptance died (it was stored)`);
+        return;
+      }
+    } else {
+      if (submission.on_busy === "reject" && (await deps.sessions.busy(sessionId))) {
+        throw new HandlerError("busy", `session ${sessionId} already has a turn pending or running (on_busy: reject)`);
+      }
+      turnId = await deps.sessions.nextTurnId(sessionId);
+      if (claim) {
+        try {
+          await deps.idempotency.reserve(sessionId, claim.handle, turnId);
+        } catch (error) {
+          await abandonTurnId(deps, sessionId, turnId, String(error));
+          claim = null; // not ours any more: nothing to release
+          throw error;
+        }
+        failpoint("ingress.after_reserve");
+      }
     }
-    const turnId = await deps.sessions.nextTurnId(sessionId);
     const entry: WalEntry = {
       session_id: sessionId,
       turn_id: turnId,
@@ -81,40 +114,67 @@ export async function acceptSubmission(deps: IngressDeps, msg: ServiceMsg): Prom
       ...(submission.user_id ? { user_id: submission.user_id } : {}),
       ...(submission.idempotency_key ? { idempotency_key: submission.idempotency_key } : {}),
     };
+    let alreadyStored = false;
     try {
       // Both at once: `pending` only fills an empty slot, so a runner that took the entry first keeps its `inflight`.
-      await Promise.all([
+      const [, stored] = await Promise.all([
         deps.statuses.pending(sessionId, turnId, entry.submitted_at),
         deps.js.publish(subjects.wal(sessionId), encodeJson(entry), { msgID: `${sessionId}.${turnId}` }),
       ]);
+      alreadyStored = stored.duplicate;
     } catch (error) {
-      await deps.statuses.finish(sessionId, turnId, "failed", { reason: `not stored in the WAL: ${String(error)}` });
-      await deps.sessions.markDone(sessionId, turnId);
+      await abandonTurnId(deps, sessionId, turnId, `not stored in the WAL: ${String(error)}`);
       throw new HandlerError("internal", `turn ${sessionId}/${turnId} could not be stored; submit it again`);
     }
-    if (claimedKey) await deps.sessions.bindIdempotency(sessionId, claimedKey, turnId);
-    claimedKey = undefined;
-    if (reply) msg.respond(encodeJson(ackOf(sessionId, turnId, false)));
-    deps.log.info(`turn ${sessionId}/${turnId} accepted`);
+    failpoint("ingress.after_wal");
+    if (claim) await deps.idempotency.accept(sessionId, claim.handle, turnId);
+    accepted = true;
+    // A recovered reservation whose turn was already in the WAL is a repeat of an accepted turn.
+    const duplicate = claim?.kind === "recover" && alreadyStored;
+    if (reply) msg.respond(encodeJson(ackOf(sessionId, turnId, duplicate)));
+    deps.log.info(
+      claim?.kind === "recover"
+        ? `turn ${sessionId}/${turnId} recovered from a reservation whose acceptance died${duplicate ? " (it was stored)" : ""}`
+        : `turn ${sessionId}/${turnId} accepted`,
+    );
   } catch (error) {
-    if (claimedKey) await deps.sessions.releaseIdempotency(sessionId, claimedKey).catch(() => {});
-    const failure = asHandlerError(error);
-    const body = errorReply(failure.code, failure.message, failure.issues);
-    deps.log.warn(`rejected a turn on ${msg.subject}: ${singleLine(failure.message)}`);
-    if (reply) respondWithError(msg, failure);
-    else
+    if (claim && claim.kind !== "accepted" && !accepted) await deps.idempotency.release(claim.handle).catch(() => {});
+    await refuse(deps, msg, sessionId, reply, asHandlerError(error));
+  }
+}
+
+/** A turn id that will never have a WAL entry: failed and done, so the session is not left busy. */
+async function abandonTurnId(deps: IngressDeps, sessionId: string, turnId: number, reason: string): Promise<void> {
+  await deps.statuses.finish(sessionId, turnId, "failed", { reason }).catch(() => {});
+  await deps.sessions.markDone(sessionId, turnId).catch(() => {});
+}
+
+/** Answers a refused submission (error reply, or `conclave.errors.<session>`) and keeps bad input as a dead letter. */
+async function refuse(
+  deps: IngressDeps,
+  msg: ServiceMsg,
+  sessionId: string,
+  reply: boolean,
+  failure: HandlerError,
+): Promise<void> {
+  deps.log.warn(`rejected a turn on ${msg.subject}: ${singleLine(failure.message)}`);
+  if (reply) respondWithError(msg, failure);
+  else {
+    try {
       deps.nc.publish(
         subjects.sessionErrors(SessionId.safeParse(sessionId).success ? sessionId : "_"),
-        encodeJson(body),
+        encodeJson(errorReply(failure.code, failure.message, failure.issues)),
       );
-    if (failure.code !== "busy") {
-      const lost = await deadLetter(deps.js, "submit", {
-        subject: msg.subject,
-        data: msg.data,
-        code: failure.code,
-        reason: failure.message,
-      });
-      if (lost) deps.log.error(`dead letter not stored: ${lost.message}`);
+    } catch {
+      // The connection is closing: the submitter was not waiting for an answer anyway.
     }
   }
+  if (failure.code === "busy") return; // a policy answer, not bad input
+  const lost = await deadLetter(deps.js, "submit", {
+    subject: msg.subject,
+    data: msg.data,
+    code: failure.code,
+    reason: failure.message,
+  });
+  if (lost) deps.log.error(`dead letter not stored: ${lost.message}`);
 }

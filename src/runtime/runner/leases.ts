@@ -1,7 +1,7 @@
 import type { NatsConnection } from "@nats-io/nats-core";
 import { z } from "zod";
-import { JsonKv } from "../bus/jsonKv.ts";
-import { buckets } from "../bus/subjects.ts";
+import { JsonKv } from "../../bus/jsonKv.ts";
+import { buckets } from "../../bus/subjects.ts";
 
 const Lease = z.object({ runner: z.string() });
 
@@ -14,7 +14,7 @@ export const LEASE_TTL_MS = 6_000;
  * renews its leases while it lives; when it dies they lapse and another runner
  * may take the session over.
  */
-export class SessionOwnership {
+export class SessionLeases {
   readonly #owned = new Set<string>();
   #timer: NodeJS.Timeout | undefined;
 
@@ -23,8 +23,8 @@ export class SessionOwnership {
     readonly runner: string,
   ) {}
 
-  static async open(nc: NatsConnection, runner: string): Promise<SessionOwnership> {
-    const ownership = new SessionOwnership(await JsonKv.open(nc, buckets.owners, Lease, { ttl: LEASE_TTL_MS }), runner);
+  static async open(nc: NatsConnection, runner: string): Promise<SessionLeases> {
+    const ownership = new SessionLeases(await JsonKv.open(nc, buckets.owners, Lease, { ttl: LEASE_TTL_MS }), runner);
     ownership.#timer = setInterval(() => void ownership.#renew(), LEASE_TTL_MS / 3);
     ownership.#timer.unref();
     return ownership;

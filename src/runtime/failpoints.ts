@@ -1,0 +1,37 @@
+/**
+ * Failpoints: named places where a process can be made to die on purpose, so
+ * crash tests stop a runner exactly between two steps (after a key is
+ * reserved, after the WAL write) instead of guessing with sleeps — the
+ * technique of FoundationDB's buggify and TiKV's fail-rs.
+ *
+ * Off unless `CONCLAVE_FAILPOINTS` names them (comma-separated), which only
+ * tests do; with none named, `failpoint()` is one Set lookup on an empty set.
+ *
+ *   CONCLAVE_FAILPOINTS=ingress.after_reserve   the process kills itself (SIGKILL) there
+ */
+const armed = new Set(
+  (process.env.CONCLAVE_FAILPOINTS ?? "")
+    .split(",")
+    .map((name) => name.trim())
+    .filter(Boolean),
+);
+
+/** Every failpoint the code has, so a test naming a wrong one fails loudly. */
+export const FAILPOINTS = [
+  /** The ingress reserved the idempotency key (and the turn id), before the WAL write. */
+  "ingress.after_reserve",
+  /** The turn is stored in the WAL, before the key is marked accepted and the ack is sent. */
+  "ingress.after_wal",
+] as const;
+export type Failpoint = (typeof FAILPOINTS)[number];
+
+for (const name of armed) {
+  if (!(FAILPOINTS as readonly string[]).includes(name)) {
+    throw new Error(`CONCLAVE_FAILPOINTS names '${name}'; the failpoints are: ${FAILPOINTS.join(", ")}`);
+  }
+}
+
+/** Dies here, at once and without cleanup (SIGKILL), when this failpoint is armed. */
+export function failpoint(name: Failpoint): void {
+  if (armed.size > 0 && armed.has(name)) process.kill(process.pid, "SIGKILL");
+}

@@ -1,0 +1,115 @@
+/**
+ * What a runner does with one delivery of a WAL entry: pure functions from
+ * what it knows (the record, its own holdings, the session's lease, the
+ * turn's status, what is stored of the turn) to an action. The runner
+ * (`runner.ts`) gathers the facts and carries the action out; everything
+ * that decides lives here, so every case is unit-tested without a server.
+ *
+ * A delivery is decided in up to three steps, each reading more:
+ *   1. `decideDelivery`   — from the record and this runner's own state;
+ *   2. `decideRedelivery` — for a delivery after the first, from the turn's status;
+ *   3. `decideTakeover`   — for a turn taken over, from its stored events.
+ */
+import type { TurnStatusRecord } from "../../contracts/wal.ts";
+
+export interface DeliveryFacts {
+  /** The entry's turn id (a record that is not a valid WAL entry never gets this far). */
+  turnId: number;
+  /** How many times JetStream has delivered this entry (1 the first time). */
+  deliveryCount: number;
+  /** This runner holds a WAL handle for the turn: it is queued or running here. */
+  heldHere: boolean;
+  /** This runner holds (or just took) the session's lease. */
+  ownsSession: boolean;
+  /** The entry waited longer than the turn TTL. */
+  expired: boolean;
+  /**
+   * The last turn this runner's live session actor finished, or null when no
+   * actor of the session lives here. A turn at or below it is one the actor
+   * will refuse as already run — though its end may never have been settled
+   * (its events failed to be stored).
+   */
+  localLastTurnId: number | null;
+}
+
+export type DeliveryAction =
+  /** Delivered again while this runner holds it (its sign of life came late): keep the newer handle. */
+  | { kind: "refresh_hold" }
+  /** Another runner owns the session: hand the entry back for its owner. */
+  | { kind: "defer_to_owner" }
+  /** Waited too long to be run: settle it as expired. */
+  | { kind: "expire" }
+  /**
+   * This runner's session actor already ran the turn but its end was never
+   * settled (e.g. its events could not be stored): drop the session actor,
+   * so the session is restored from its stored state, and take the entry
+   * again. Never leaves a turn held with nobody working on it.
+   */
+  | { kind: "reset_session" }
+  /** First delivery: no runner has had it, so it is no takeover. Run it. */
+  | { kind: "start" }
+  /** A delivery after the first: read the turn's status first (`decideRedelivery`). */
+  | { kind: "check_status" };
+
+/** Step 1: what to do with a delivery, from the record and this runner's own state. */
+export function decideDelivery(facts: DeliveryFacts): DeliveryAction {
+  if (facts.heldHere) return { kind: "refresh_hold" };
+  if (!facts.ownsSession) return { kind: "defer_to_owner" };
+  if (facts.expired) return { kind: "expire" };
+  if (facts.localLastTurnId !== null && facts.turnId <= facts.localLastTurnId) return { kind: "reset_session" };
+  if (facts.deliveryCount === 1) return { kind: "start" };
+  return { kind: "check_status" };
+}
+
+/** What taking the turn's status (`TurnStatusStore.take`) found and did. */
+export interface TakeResult {
+  /** The record before this runner's take; null when none was stored. */
+  before: TurnStatusRecord | null;
+  /** The take recorded this runner's attempt (the turn was pending or inflight and not poison). */
+  taken: boolean;
+  /** Runners started it the maximum number of times without finishing it. */
+  poison: boolean;
+}
+
+export type RedeliveryAction =
+  /** Started too many times without finishing: fail it for good and keep it as a dead letter. */
+  | { kind: "poison" }
+  /** Already done, failed or expired: a late duplicate delivery; remove it from the WAL. */
+  | { kind: "already_settled" }
+  /** A runner may have started it and died: look at what it stored (`decideTakeover`). */
+  | { kind: "take_over"; attempt: number; previousRunner?: string };
+
+/** Step 2: a delivery after the first, from the turn's status as this runner took it. */
+export function decideRedelivery(take: TakeResult): RedeliveryAction {
+  if (take.poison) return { kind: "poison" };
+  if (!take.taken) return { kind: "already_settled" };
+  const attempt = Math.max(2, (take.before?.attempts ?? 1) + 1);
+  return {
+    kind: "take_over",
+    attempt,
+    ...(take.before?.runner ? { previousRunner: take.before.runner } : {}),
+  };
+}
+
+/** What is stored of a turn taken over. */
+export interface StoredTurn {
+  /** Kinds of its stored events, in seq order. */
+  kinds: readonly string[];
+  /** The seq of its last stored event; -1 when none is. */
+  lastSeq: number;
+}
+
+export type TakeoverAction =
+  /** Its terminal event is stored (and, the writer guarantees, everything before it): settle it as done. */
+  | { kind: "settle_done" }
+  /** Nothing stored: run it as if new. */
+  | { kind: "run_fresh" }
+  /** Part of it is stored: record `TURN_RESUMED` after `afterSeq` and run it again from ingest. */
+  | { kind: "resume"; afterSeq: number };
+
+/** Step 3: a turn taken over, from what its earlier attempt stored. */
+export function decideTakeover(stored: StoredTurn): TakeoverAction {
+  if (stored.kinds.includes("TURN_COMPLETED")) return { kind: "settle_done" };
+  if (stored.kinds.length === 0) return { kind: "run_fresh" };
+  return { kind: "resume", afterSeq: stored.lastSeq };
+}

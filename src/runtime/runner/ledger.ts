@@ -1,0 +1,182 @@
+import type { JetStreamClient, JsMsg } from "@nats-io/jetstream";
+import type { ErrorCode } from "../../contracts/errors.ts";
+import type { WalEntry } from "../../contracts/wal.ts";
+import { deadLetter } from "../../eventlog/deadLetters.ts";
+import { WAL_ACK_WAIT_MS } from "../../eventlog/streams.ts";
+import type { Logger } from "../log.ts";
+import type { SessionStore } from "../sessionStore.ts";
+import type { TurnStatusStore } from "../turnStatusStore.ts";
+
+/** How a turn ended, as recorded in its status. */
+export type TurnEnd =
+  | { status: "done"; outcome: string }
+  | { status: "expired"; reason: string }
+  | {
+      status: "failed";
+      reason: string;
+      /** Keep the WAL entry as a dead letter, under `conclave.dlq.<source>`. */
+      deadLetter?: { source: string; code: ErrorCode };
+      /** Remove the entry from the WAL with `term` (it must never be delivered again) rather than `ack`. */
+      terminate?: boolean;
+    };
+
+/** A WAL entry this runner holds while its turn waits or runs: kept alive until it is settled or handed back. */
+interface HeldTurn {
+  msg: JsMsg;
+  entry: WalEntry;
+  heartbeat: NodeJS.Timeout;
+}
+
+export const turnKey = (sessionId: string, turnId: number) => `${sessionId}.${turnId}`;
+
+/**
+ * The turn ledger: the one place a turn's end is written. Every path that
+ * ends a turn — completed, crashed, expired, poison, found completed by a
+ * takeover — goes through `settle`, which records the status, marks the
+ * session's turn done, keeps a dead letter when asked, and removes the WAL
+ * entry, exactly once per turn (a second `settle` of the same turn joins the
+ * first). It also holds the WAL entries of turns queued or running here,
+ * with a heartbeat so JetStream does not redeliver them while they run.
+ */
+export class TurnLedger {
+  readonly #held = new Map<string, HeldTurn>();
+  readonly #settling = new Map<string, Promise<void>>();
+  #idle: (() => void) | null = null;
+
+  constructor(
+    private readonly deps: { js: JetStreamClient; statuses: TurnStatusStore; sessions: SessionStore; log: Logger },
+  ) {}
+
+  /** Holds a delivered entry (or, delivered again while held, swaps in the newer handle). */
+  hold(msg: JsMsg, entry: WalEntry): void {
+    const key = turnKey(entry.session_id, entry.turn_id);
+    const previous = this.#held.get(key);
+    if (previous) clearInterval(previous.heartbeat);
+    const heartbeat = setInterval(() => msg.working(), WAL_ACK_WAIT_MS / 3);
+    heartbeat.unref();
+    this.#held.set(key, { msg, entry, heartbeat });
+  }
+
+  holds(sessionId: string, turnId: number): boolean {
+    return this.#held.has(turnKey(sessionId, turnId));
+  }
+
+  /** How many entries this runner holds. */
+  get size(): number {
+    return this.#held.size;
+  }
+
+  /** The held entry of a turn, if any. */
+  entry(sessionId: string, turnId: number): WalEntry | undefined {
+    return this.#held.get(turnKey(sessionId, turnId))?.entry;
+  }
+
+  /** Gives an entry back to the WAL unsettled: it is delivered again after `delayMs`. Not an end. */
+  handBack(sessionId: string, turnId: number, delayMs = 1_000): void {
+    this.#release(turnKey(sessionId, turnId), (msg) => msg.nak(delayMs));
+  }
+
+  /** Gives back every entry held for a session (its actor is gone, so they must be taken again). */
+  handBackSession(sessionId: string, delayMs = 200): void {
+    for (const held of [...this.#held.values()]) {
+      if (held.entry.session_id === sessionId) this.handBack(sessionId, held.entry.turn_id, delayMs);
+    }
+  }
+
+  /** Gives back everything held (on stop). */
+  handBackAll(): void {
+    for (const held of [...this.#held.values()]) this.handBack(held.entry.session_id, held.entry.turn_id, 0);
+  }
+
+  /** Marks the session's turn done ahead of its settling (so `on_busy: reject` sees it free at once); never rejects. */
+  markDone(sessionId: string, turnId: number): Promise<void> {
+    return this.deps.sessions.markDone(sessionId, turnId).catch((error: unknown) => {
+      this.deps.log.warn(`turn ${turnKey(sessionId, turnId)}: done mark not stored yet: ${String(error)}`);
+    });
+  }
+
+  /**
+   * Ends a turn: status, the session's done mark (unless `markedDone` says it
+   * is already under way), the dead letter, and the WAL entry — once. `msg`
+   * is the delivery to remove when the turn is not held (e.g. expired before
+   * it was taken).
+   */
+  settle(
+    sessionId: string,
+    turnId: number,
+    end: TurnEnd,
+    options: { msg?: JsMsg; markedDone?: Promise<void> } = {},
+  ): Promise<void> {
+    const key = turnKey(sessionId, turnId);
+    const running = this.#settling.get(key);
+    if (running) return running;
+    const settling = this.#write(sessionId, turnId, end, options).finally(() => this.#settling.delete(key));
+    this.#settling.set(key, settling);
+    return settling;
+  }
+
+  async #write(
+    sessionId: string,
+    turnId: number,
+    end: TurnEnd,
+    options: { msg?: JsMsg; markedDone?: Promise<void> },
+  ): Promise<void> {
+    const key = turnKey(sessionId, turnId);
+    const msg = this.#held.get(key)?.msg ?? options.msg;
+    if (end.status === "failed" && end.deadLetter && msg) {
+      const lost = await deadLetter(this.deps.js, end.deadLetter.source, {
+        subject: msg.subject,
+        data: msg.data,
+        code: end.deadLetter.code,
+        reason: end.reason,
+      });
+      if (lost) this.deps.log.error(`turn ${key}: dead letter not stored: ${lost.message}`);
+    }
+    await Promise.all([
+      this.deps.statuses.finish(
+        sessionId,
+        turnId,
+        end.status,
+        end.status === "done" ? { outcome: end.outcome } : { reason: end.reason },
+      ),
+      options.markedDone ?? this.deps.sessions.markDone(sessionId, turnId),
+    ]);
+    const terminate = end.status === "failed" && end.terminate;
+    if (this.#held.has(key)) this.#release(key, (held) => (terminate ? held.term() : held.ack()));
+    else if (msg) terminate ? msg.term() : msg.ack();
+  }
+
+  /** Removes an entry that is not a turn at all (invalid), keeping it as a dead letter. */
+  async rejectInvalid(msg: JsMsg, reason: string): Promise<void> {
+    const lost = await deadLetter(this.deps.js, "wal", {
+      subject: msg.subject,
+      data: msg.data,
+      code: "invalid_request",
+      reason,
+    });
+    if (lost) this.deps.log.error(`WAL entry ${msg.seq}: dead letter not stored: ${lost.message}`);
+    // term() without a reason: nats-server 2.9 ignores a +TERM that carries one.
+    msg.term();
+  }
+
+  #release(key: string, how: (msg: JsMsg) => void): void {
+    const held = this.#held.get(key);
+    if (!held) return;
+    clearInterval(held.heartbeat);
+    this.#held.delete(key);
+    how(held.msg);
+    if (this.#held.size === 0) this.#idle?.();
+  }
+
+  /** Resolves true once nothing is held, false after `timeoutMs`. */
+  drain(timeoutMs: number): Promise<boolean> {
+    if (this.#held.size === 0) return Promise.resolve(true);
+    return new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => resolve(false), timeoutMs);
+      this.#idle = () => {
+        clearTimeout(timer);
+        resolve(true);
+      };
+    });
+  }
+}

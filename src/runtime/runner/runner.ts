@@ -1,0 +1,357 @@
+import { hostname } from "node:os";
+import type { ConsumerMessages, JetStreamClient, JetStreamManager, JsMsg } from "@nats-io/jetstream";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/nats-core";
+import { type Service, Svcm } from "@nats-io/services";
+import { createActor, type InspectionEvent, type Observer } from "xstate";
+import { sessionMachine } from "../../../machines/session.ts";
+import { defaultTurnPolicy, type TurnOutput, type TurnPolicy } from "../../../machines/turn.ts";
+import { RUNNER_CONSUMER, streams, subjects } from "../../bus/subjects.ts";
+import { WalEntry } from "../../contracts/wal.ts";
+import { messageOf } from "../../errors.ts";
+import { ensureDeadLetterStream, ensureEventStream, ensureTurnWal, MAX_TURN_ATTEMPTS } from "../../eventlog/streams.ts";
+import { EventLogWriter } from "../../eventlog/writer.ts";
+import { IdempotencyStore } from "../intake/idempotency.ts";
+import { acceptSubmission } from "../intake/ingress.ts";
+import { withInterceptors } from "../intercepted.ts";
+import { defaultInterceptors, type InterceptorChains } from "../interceptors.ts";
+import { type Logger, silentLogger } from "../log.ts";
+import { provideTurn } from "../provideTurn.ts";
+import { remoteTurnServices } from "../remoteTurnServices.ts";
+import { type SessionSnapshot, SessionStore } from "../sessionStore.ts";
+import type { TurnServices } from "../turnServices.ts";
+import { TurnStatusStore } from "../turnStatusStore.ts";
+import { decideDelivery, decideRedelivery, decideTakeover } from "./delivery.ts";
+import { SessionLeases } from "./leases.ts";
+import { TurnLedger, turnKey } from "./ledger.ts";
+import { SessionHost } from "./sessionHost.ts";
+import { readForTakeover } from "./takeover.ts";
+
+export interface RunnerOptions {
+  /** Stage deadlines and agent budgets. Default: defaultTurnPolicy. */
+  policy?: TurnPolicy;
+  /** Where the turn's work is done. Default: workers over NATS. */
+  services?: TurnServices;
+  /** Request and response interceptors. Default: prompt-injection guard and PII redaction. */
+  interceptors?: InterceptorChains;
+  /** Turns that waited longer than this before a runner took them are expired, not run. Default 10 min. */
+  turnTtlMs?: number;
+  /** A replay checkpoint is saved every this many turns of a session. Default 10. */
+  checkpointEvery?: number;
+  /** This runner's name in leases and turn status. Default `<host>:<pid>`. */
+  id?: string;
+  log?: Logger;
+  inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
+}
+
+const decoder = new TextDecoder();
+
+/**
+ * Hosts session and turn actors. Its parts, one job each:
+ * - intake (`../intake/`): accepts submissions on `conclave.turn.submit.*`
+ *   (a NATS service shared by all runners) and writes them to the turn WAL;
+ * - delivery (`delivery.ts`): decides what each WAL delivery means;
+ * - the ledger (`ledger.ts`): holds WAL entries while their turns run and
+ *   writes every turn's end, once;
+ * - session hosting (`sessionHost.ts`): the session actors and their saved state;
+ * - leases and takeover (`leases.ts`, `takeover.ts`): one runner per session,
+ *   and picking up a turn a dead runner left.
+ * Every runner pulls from the WAL's one shared consumer, runs turns only for
+ * sessions it owns, and acks an entry once the turn's events are stored. A
+ * runner that dies mid-turn leaves its entries unacked: they are delivered
+ * again and another runner (or this one, restarted) takes the turn over.
+ */
+export class Runner {
+  readonly #nc: NatsConnection;
+  readonly #js: JetStreamClient;
+  readonly #jsm: JetStreamManager;
+  readonly #statuses: TurnStatusStore;
+  readonly #leases: SessionLeases;
+  readonly #ledger: TurnLedger;
+  readonly #sessions: SessionHost;
+  readonly #writer: EventLogWriter;
+  readonly #log: Logger;
+  readonly #options: Required<Pick<RunnerOptions, "turnTtlMs" | "checkpointEvery">>;
+  #service: Service | null = null;
+  #messages: ConsumerMessages | null = null;
+
+  private constructor(
+    nc: NatsConnection,
+    deps: {
+      js: JetStreamClient;
+      jsm: JetStreamManager;
+      store: SessionStore;
+      statuses: TurnStatusStore;
+      leases: SessionLeases;
+    },
+    options: RunnerOptions,
+  ) {
+    this.#nc = nc;
+    this.#js = deps.js;
+    this.#jsm = deps.jsm;
+    this.#statuses = deps.statuses;
+    this.#leases = deps.leases;
+    this.#log = options.log ?? silentLogger;
+    this.#options = { turnTtlMs: options.turnTtlMs ?? 600_000, checkpointEvery: options.checkpointEvery ?? 10 };
+    this.#writer = new EventLogWriter(deps.js, {
+      onFenced: (sessionId, turnId) =>
+        this.#log.warn(`turn ${turnKey(sessionId, turnId)}: another runner is writing it; this one stops writing`),
+    });
+    this.#ledger = new TurnLedger({ js: deps.js, statuses: deps.statuses, sessions: deps.store, log: this.#log });
+    this.#sessions = new SessionHost(this.#sessionFactory(options), deps.store, this.#log);
+  }
+
+  static async start(nc: NatsConnection, options: RunnerOptions = {}): Promise<Runner> {
+    const js = jetstream(nc);
+    const jsm = await jetstreamManager(nc);
+    await Promise.all([ensureEventStream(jsm), ensureTurnWal(jsm), ensureDeadLetterStream(jsm)]);
+    const id = options.id ?? `${hostname()}:${process.pid}`;
+    const [store, statuses, leases, idempotency] = await Promise.all([
+      SessionStore.open(nc),
+      TurnStatusStore.open(nc),
+      SessionLeases.open(nc, id),
+      IdempotencyStore.open(nc, id),
+    ]);
+    const runner = new Runner(nc, { js, jsm, store, statuses, leases }, options);
+    await runner.#serveIngress({ nc, js, sessions: store, statuses, idempotency, log: runner.#log });
+    await runner.#consumeWal();
+    return runner;
+  }
+
+  /** The session machine with its turns run by `services` and their ends reported back here. */
+  #sessionFactory(options: RunnerOptions) {
+    const services = withInterceptors(
+      options.services ?? remoteTurnServices(this.#nc),
+      options.interceptors ?? defaultInterceptors(),
+    );
+    const turn = provideTurn(services, (context, event) =>
+      this.#writer.append(context.session_id, context.turn_id, event),
+    );
+    const session = sessionMachine.provide({
+      actors: { turn },
+      actions: {
+        // Runs after the session's assign: its context already counts this turn, so the snapshot is taken now,
+        // in turn order, not after the awaits that follow.
+        turnFinished: ({ context }, output) =>
+          void this.#turnFinished(context.session_id, output, {
+            turns_completed: context.turns_completed,
+            last_turn_id: context.last_turn_id,
+            modulators: output.modulators,
+            stance: output.stance,
+          }),
+        turnCrashed: ({ context }, failure) =>
+          void this.#turnCrashed(context.session_id, failure.turn_id, failure.error),
+      },
+    });
+    const policy = options.policy ?? defaultTurnPolicy;
+    return (sessionId: string, snapshot: SessionSnapshot | null) =>
+      createActor(session, {
+        input: { session_id: sessionId, policy, ...(snapshot ?? {}) },
+        ...(options.inspect ? { inspect: options.inspect } : {}),
+      });
+  }
+
+  async #serveIngress(deps: Parameters<typeof acceptSubmission>[0]): Promise<void> {
+    this.#service = await new Svcm(this.#nc).add({
+      name: "conclave-runner",
+      version: "0.1.0",
+      description: "Conclave turn runner",
+    });
+    this.#service.addEndpoint("submit", {
+      subject: subjects.turnSubmitAll,
+      handler: (error, msg) => {
+        if (!error) void acceptSubmission(deps, msg);
+      },
+    });
+  }
+
+  async #consumeWal(): Promise<void> {
+    const consumer = await this.#js.consumers.get(streams.turns, RUNNER_CONSUMER);
+    this.#messages = await consumer.consume({ max_messages: 256 });
+    const messages = this.#messages;
+    void (async () => {
+      for await (const msg of messages) {
+        this.#take(msg).catch((error: unknown) => this.#deliveryFailed(msg, error));
+      }
+    })();
+  }
+
+  /** One WAL delivery: run the turn here, leave it to its owner, or settle it as done, expired or invalid. */
+  async #take(msg: JsMsg): Promise<void> {
+    const parsed = parseEntry(msg.data);
+    if (!parsed.ok) return this.#ledger.rejectInvalid(msg, parsed.reason);
+    const entry = parsed.entry;
+    const { session_id: sessionId, turn_id: turnId } = entry;
+    const heldHere = this.#ledger.holds(sessionId, turnId);
+    const action = decideDelivery({
+      turnId,
+      deliveryCount: msg.info.deliveryCount,
+      heldHere,
+      ownsSession: heldHere || (await this.#leases.acquire(sessionId)),
+      expired: Date.now() - entry.submitted_at > this.#options.turnTtlMs,
+      localLastTurnId: this.#sessions.lastTurnId(sessionId),
+    });
+    switch (action.kind) {
+      case "refresh_hold":
+        return this.#ledger.hold(msg, entry);
+      case "defer_to_owner":
+        msg.nak(200); // its owner will get it
+        return;
+      case "expire":
+        return this.#ledger.settle(
+          sessionId,
+          turnId,
+          { status: "expired", reason: `waited over ${this.#options.turnTtlMs} ms` },
+          { msg },
+        );
+      case "reset_session":
+        this.#log.warn(`turn ${turnKey(sessionId, turnId)} ran here but never ended: restoring its session`);
+        this.#resetSession(sessionId);
+        msg.nak(0);
+        return;
+      case "start":
+        this.#ledger.hold(msg, entry);
+        // First delivery: record it inflight meanwhile rather than before (one round trip off the turn's start).
+        this.#statuses
+          .take(sessionId, turnId, this.#leases.runner, entry.submitted_at, MAX_TURN_ATTEMPTS)
+          .catch((error: unknown) =>
+            this.#log.warn(`turn ${turnKey(sessionId, turnId)}: status not recorded: ${messageOf(error)}`),
+          );
+        return this.#enqueue(entry);
+      case "check_status":
+        return this.#redelivered(msg, entry);
+    }
+  }
+
+  /** A delivery after the first: poison, a late duplicate, or a takeover. */
+  async #redelivered(msg: JsMsg, entry: WalEntry): Promise<void> {
+    const { session_id: sessionId, turn_id: turnId } = entry;
+    const take = await this.#statuses.take(
+      sessionId,
+      turnId,
+      this.#leases.runner,
+      entry.submitted_at,
+      MAX_TURN_ATTEMPTS,
+    );
+    const action = decideRedelivery(take);
+    if (action.kind === "poison") {
+      const reason = `poison: started ${MAX_TURN_ATTEMPTS} times without finishing`;
+      this.#log.warn(`turn ${turnKey(sessionId, turnId)} is poison: moved to the dead-letter stream`);
+      return this.#ledger.settle(
+        sessionId,
+        turnId,
+        { status: "failed", reason, deadLetter: { source: "poison", code: "internal" }, terminate: true },
+        { msg },
+      );
+    }
+    if (action.kind === "already_settled") {
+      msg.ack();
+      return;
+    }
+    this.#ledger.hold(msg, entry);
+    const stored = await readForTakeover(this.#js, this.#jsm, sessionId, turnId);
+    const takeover = decideTakeover(stored);
+    if (takeover.kind === "settle_done") {
+      return this.#ledger.settle(sessionId, turnId, { status: "done", outcome: "completed before the takeover" });
+    }
+    this.#writer.open(sessionId, turnId, stored.events, stored.lastStreamSeq);
+    if (takeover.kind === "resume") {
+      this.#writer.append(sessionId, turnId, {
+        kind: "TURN_RESUMED",
+        payload: {
+          attempt: action.attempt,
+          after_seq: takeover.afterSeq,
+          ...(action.previousRunner ? { previous_runner: action.previousRunner } : {}),
+        },
+      });
+      this.#log.warn(
+        `turn ${turnKey(sessionId, turnId)} taken over from ${action.previousRunner ?? "a lost runner"} (attempt ${action.attempt})`,
+      );
+    }
+    await this.#enqueue(entry);
+  }
+
+  /** Hands a turn to its session's actor (and, for `on_busy: interrupt`, stops the running one first). */
+  async #enqueue(entry: WalEntry): Promise<void> {
+    const session = await this.#sessions.get(entry.session_id);
+    if (entry.on_busy === "interrupt") session.send({ type: "turn.interrupt", by_turn_id: entry.turn_id });
+    session.send({
+      type: "turn.enqueue",
+      turn: { turn_id: entry.turn_id, text: entry.text, ...(entry.user_id ? { user_id: entry.user_id } : {}) },
+    });
+  }
+
+  /** A delivery that could not be handled (NATS down, a store unreadable): handed back, to be tried again. */
+  #deliveryFailed(msg: JsMsg, error: unknown): void {
+    this.#log.error(`WAL entry ${msg.seq}: ${messageOf(error)}; handed back to be delivered again`);
+    const parsed = parseEntry(msg.data);
+    if (parsed.ok && this.#ledger.holds(parsed.entry.session_id, parsed.entry.turn_id)) {
+      this.#ledger.handBack(parsed.entry.session_id, parsed.entry.turn_id);
+    } else {
+      msg.nak(1_000);
+    }
+  }
+
+  /** Forgets the session's actor and hands back its held turns: they are taken again from stored state. */
+  #resetSession(sessionId: string): void {
+    this.#sessions.evict(sessionId);
+    this.#ledger.handBackSession(sessionId);
+  }
+
+  async #turnFinished(sessionId: string, output: TurnOutput, snapshot: SessionSnapshot): Promise<void> {
+    const turnId = output.turn_id;
+    // The session is free for `on_busy: reject` as soon as the turn is over, not once its log is flushed.
+    const markedDone = this.#ledger.markDone(sessionId, turnId);
+    try {
+      const count = await this.#writer.finish(sessionId, turnId);
+      const checkpoint =
+        snapshot.turns_completed % this.#options.checkpointEvery === 0
+          ? { through_turn_id: turnId, snapshot }
+          : undefined;
+      await this.#sessions.save(sessionId, snapshot, checkpoint);
+      await this.#ledger.settle(sessionId, turnId, { status: "done", outcome: output.outcome.status }, { markedDone });
+      this.#log.info(`turn ${turnKey(sessionId, turnId)} ${output.outcome.status}: ${count} events stored`);
+    } catch (error) {
+      // Not settled: what this runner believes of the session can no longer be trusted (its actor counts the
+      // turn as run). Drop the actor and hand the session's turns back: the entry is delivered again, and the
+      // turn is taken over from what is stored — resumed, or settled if its end was stored after all.
+      this.#log.error(`turn ${turnKey(sessionId, turnId)} not settled: ${messageOf(error)}; it will be taken again`);
+      this.#resetSession(sessionId);
+    }
+  }
+
+  async #turnCrashed(sessionId: string, turnId: number, error: unknown): Promise<void> {
+    this.#log.error(`turn ${turnKey(sessionId, turnId)} crashed: ${messageOf(error)}`);
+    this.#writer.abandon(sessionId, turnId);
+    await this.#ledger.settle(sessionId, turnId, {
+      status: "failed",
+      reason: messageOf(error),
+      deadLetter: { source: "turn", code: "internal" },
+    });
+  }
+
+  /** Resolves once this runner holds no turn (or after `timeoutMs`). */
+  drain(timeoutMs = 30_000): Promise<boolean> {
+    return this.#ledger.drain(timeoutMs);
+  }
+
+  /** Stops taking turns, lets those it holds finish, hands back the rest, then releases its sessions. */
+  async stop(timeoutMs = 30_000): Promise<void> {
+    await this.#service?.stop();
+    await this.#messages?.close();
+    const drained = await this.drain(timeoutMs);
+    if (!drained) this.#log.warn(`stopped with ${this.#ledger.size} turn(s) unfinished: handed back to the WAL`);
+    this.#ledger.handBackAll();
+    this.#sessions.stopAll();
+    await this.#leases.close();
+  }
+}
+
+function parseEntry(data: Uint8Array): { ok: true; entry: WalEntry } | { ok: false; reason: string } {
+  try {
+    const parsed = WalEntry.safeParse(JSON.parse(decoder.decode(data)));
+    return parsed.success ? { ok: true, entry: parsed.data } : { ok: false, reason: parsed.error.message };
+  } catch (error) {
+    return { ok: false, reason: messageOf(error) };
+  }
+}
