@@ -1,0 +1,122 @@
+import { describe, expect, it } from "vitest";
+import type { TurnStatusRecord } from "../../src/contracts/wal.ts";
+import {
+  type DeliveryFacts,
+  decideDelivery,
+  decideRedelivery,
+  decideTakeover,
+} from "../../src/runtime/runner/delivery.ts";
+
+const facts = (overrides: Partial<DeliveryFacts> = {}): DeliveryFacts => ({
+  turnId: 7,
+  deliveryCount: 1,
+  heldHere: false,
+  ownsSession: true,
+  expired: false,
+  localLastTurnId: null,
+  ...overrides,
+});
+
+const status = (overrides: Partial<TurnStatusRecord> = {}): TurnStatusRecord => ({
+  session_id: "s",
+  turn_id: 7,
+  status: "inflight",
+  submitted_at: 1,
+  updated_at: 2,
+  attempts: 1,
+  runner: "host:1",
+  ...overrides,
+});
+
+describe("a WAL delivery", () => {
+  it("starts a first delivery of a session this runner owns", () => {
+    expect(decideDelivery(facts())).toEqual({ kind: "start" });
+    expect(decideDelivery(facts({ localLastTurnId: 6 }))).toEqual({ kind: "start" });
+  });
+
+  it("keeps the newer handle of a turn it already holds, whatever else is true", () => {
+    expect(decideDelivery(facts({ heldHere: true, deliveryCount: 3, ownsSession: false, expired: true }))).toEqual({
+      kind: "refresh_hold",
+    });
+  });
+
+  it("leaves a session another runner owns to its owner", () => {
+    expect(decideDelivery(facts({ ownsSession: false }))).toEqual({ kind: "defer_to_owner" });
+    expect(decideDelivery(facts({ ownsSession: false, deliveryCount: 4, expired: true }))).toEqual({
+      kind: "defer_to_owner",
+    });
+  });
+
+  it("expires a turn that waited too long, first delivery or not", () => {
+    expect(decideDelivery(facts({ expired: true }))).toEqual({ kind: "expire" });
+    expect(decideDelivery(facts({ expired: true, deliveryCount: 2 }))).toEqual({ kind: "expire" });
+  });
+
+  it("restores the session when its live actor already ran the turn but it was never settled (a failed finish)", () => {
+    // Redelivered to the same runner after its events could not be stored: the actor counts turn 7 as run
+    // and would drop it as "not a new turn", leaving it inflight with nobody working on it.
+    expect(decideDelivery(facts({ deliveryCount: 2, localLastTurnId: 7 }))).toEqual({ kind: "reset_session" });
+    expect(decideDelivery(facts({ deliveryCount: 2, localLastTurnId: 9 }))).toEqual({ kind: "reset_session" });
+    expect(decideDelivery(facts({ deliveryCount: 1, localLastTurnId: 7 }))).toEqual({ kind: "reset_session" });
+  });
+
+  it("reads the status of any later delivery", () => {
+    expect(decideDelivery(facts({ deliveryCount: 2 }))).toEqual({ kind: "check_status" });
+    expect(decideDelivery(facts({ deliveryCount: 2, localLastTurnId: 6 }))).toEqual({ kind: "check_status" });
+  });
+});
+
+describe("a delivery after the first", () => {
+  it("is poison once runners started it the maximum number of times", () => {
+    expect(decideRedelivery({ before: status({ attempts: 5 }), taken: false, poison: true })).toEqual({
+      kind: "poison",
+    });
+  });
+
+  it("is a late duplicate when the turn is already done, failed or expired", () => {
+    for (const settled of ["done", "failed", "expired"] as const) {
+      expect(decideRedelivery({ before: status({ status: settled }), taken: false, poison: false })).toEqual({
+        kind: "already_settled",
+      });
+    }
+  });
+
+  it("is a takeover, counting the attempt and naming the runner it was taken from", () => {
+    expect(decideRedelivery({ before: status({ attempts: 2 }), taken: true, poison: false })).toEqual({
+      kind: "take_over",
+      attempt: 3,
+      previousRunner: "host:1",
+    });
+  });
+
+  it("is a takeover of attempt 2 when the first runner's status write never landed", () => {
+    expect(decideRedelivery({ before: null, taken: true, poison: false })).toEqual({ kind: "take_over", attempt: 2 });
+    expect(
+      decideRedelivery({
+        before: status({ status: "pending", attempts: 0, runner: undefined }),
+        taken: true,
+        poison: false,
+      }),
+    ).toEqual({
+      kind: "take_over",
+      attempt: 2,
+    });
+  });
+});
+
+describe("a turn taken over", () => {
+  it("is settled as done when its terminal event is stored", () => {
+    expect(decideTakeover({ kinds: ["TURN_STARTED", "TURN_COMPLETED"], lastSeq: 1 })).toEqual({ kind: "settle_done" });
+  });
+
+  it("runs fresh when nothing of it is stored", () => {
+    expect(decideTakeover({ kinds: [], lastSeq: -1 })).toEqual({ kind: "run_fresh" });
+  });
+
+  it("resumes after the last stored event otherwise", () => {
+    expect(decideTakeover({ kinds: ["TURN_STARTED", "TURN_STAGE_CHANGED"], lastSeq: 1 })).toEqual({
+      kind: "resume",
+      afterSeq: 1,
+    });
+  });
+});
