@@ -61,7 +61,11 @@ export function renderEvent(event: EngineEvent): string | null {
     case "TURN_COMPLETED": {
       const { outcome } = event.payload;
       const status =
-        outcome.status === "Complete" ? "✔ Complete" : `◐ PartialSuccess (${outcome.warnings.length} warning(s))`;
+        outcome.status === "Complete"
+          ? "✔ Complete"
+          : outcome.status === "PartialSuccess"
+            ? `◐ PartialSuccess (${outcome.warnings.length} warning(s))`
+            : `✘ Failed: ${outcome.error.code}: ${outcome.error.message}`;
       const { usage } = event.payload;
       const cost =
         usage.prompt_tokens + usage.completion_tokens > 0

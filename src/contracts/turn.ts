@@ -59,10 +59,15 @@ export const TurnWarning = z.object({
 });
 export type TurnWarning = z.infer<typeof TurnWarning>;
 
-/** How a turn ended: Complete, or PartialSuccess carrying the warnings of each stage that fell short. */
+/**
+ * How a turn ended: Complete, PartialSuccess carrying the warnings of each
+ * stage that fell short, or Failed when the turn could not run at all (its
+ * session's stored state is unreadable): then nothing was said to the user.
+ */
 export const TurnOutcome = z.discriminatedUnion("status", [
   z.object({ status: z.literal("Complete") }),
   z.object({ status: z.literal("PartialSuccess"), warnings: z.array(TurnWarning).min(1) }),
+  z.object({ status: z.literal("Failed"), error: z.object({ code: z.string(), message: z.string() }) }),
 ]);
 export type TurnOutcome = z.infer<typeof TurnOutcome>;
 

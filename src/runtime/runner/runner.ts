@@ -5,10 +5,10 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import { type Service, Svcm } from "@nats-io/services";
 import { createActor, type InspectionEvent, type Observer } from "xstate";
 import { sessionMachine } from "../../../machines/session.ts";
-import { defaultTurnPolicy, type TurnOutput, type TurnPolicy } from "../../../machines/turn.ts";
+import { defaultTurnPolicy, type TurnOutput, type TurnPolicy, usageSummary } from "../../../machines/turn.ts";
 import { RUNNER_CONSUMER, streams, subjects } from "../../bus/subjects.ts";
 import { WalEntry } from "../../contracts/wal.ts";
-import { messageOf } from "../../errors.ts";
+import { type ConclaveError, isConclaveError, messageOf, singleLine } from "../../errors.ts";
 import { ensureDeadLetterStream, ensureEventStream, ensureTurnWal, MAX_TURN_ATTEMPTS } from "../../eventlog/streams.ts";
 import { EventLogWriter } from "../../eventlog/writer.ts";
 import { IdempotencyStore } from "../intake/idempotency.ts";
@@ -24,7 +24,7 @@ import { TurnStatusStore } from "../turnStatusStore.ts";
 import { decideDelivery, decideRedelivery, decideTakeover } from "./delivery.ts";
 import { SessionLeases } from "./leases.ts";
 import { TurnLedger, turnKey } from "./ledger.ts";
-import { SessionHost } from "./sessionHost.ts";
+import { type SessionActor, SessionHost } from "./sessionHost.ts";
 import { readForTakeover } from "./takeover.ts";
 
 export interface RunnerOptions {
@@ -273,12 +273,41 @@ export class Runner {
 
   /** Hands a turn to its session's actor (and, for `on_busy: interrupt`, stops the running one first). */
   async #enqueue(entry: WalEntry): Promise<void> {
-    const session = await this.#sessions.get(entry.session_id);
+    let session: SessionActor;
+    try {
+      session = await this.#sessions.get(entry.session_id);
+    } catch (error) {
+      // A stored value that fails its schema will fail the same way next time: end the turn, visibly.
+      if (isConclaveError(error, "corrupt_value")) return this.#failUnrunnable(entry, error);
+      throw error;
+    }
     if (entry.on_busy === "interrupt") session.send({ type: "turn.interrupt", by_turn_id: entry.turn_id });
     session.send({
       type: "turn.enqueue",
       turn: { turn_id: entry.turn_id, text: entry.text, ...(entry.user_id ? { user_id: entry.user_id } : {}) },
     });
+  }
+
+  /**
+   * Ends a turn that cannot run at all (its session's stored state is
+   * unreadable): a `TURN_COMPLETED` with outcome `Failed` naming the error,
+   * then the failed status. Other sessions are untouched.
+   */
+  async #failUnrunnable(entry: WalEntry, error: ConclaveError): Promise<void> {
+    const { session_id: sessionId, turn_id: turnId } = entry;
+    const message = singleLine(error.message);
+    this.#log.error(`turn ${turnKey(sessionId, turnId)} cannot run: ${message}`);
+    this.#writer.append(sessionId, turnId, {
+      kind: "TURN_COMPLETED",
+      payload: {
+        response: "",
+        outcome: { status: "Failed", error: { code: error.code, message } },
+        usage: usageSummary({}),
+      },
+    });
+    const markedDone = this.#ledger.markDone(sessionId, turnId);
+    await this.#writer.finish(sessionId, turnId);
+    await this.#ledger.settle(sessionId, turnId, { status: "failed", reason: message }, { markedDone });
   }
 
   /** A delivery that could not be handled (NATS down, a store unreadable): handed back, to be tried again. */

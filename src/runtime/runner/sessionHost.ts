@@ -1,6 +1,6 @@
 import type { Actor } from "xstate";
 import type { sessionMachine } from "../../../machines/session.ts";
-import { messageOf } from "../../errors.ts";
+import { isConclaveError, messageOf } from "../../errors.ts";
 import type { Logger } from "../log.ts";
 import type { Checkpoint, SessionSnapshot, SessionStore } from "../sessionStore.ts";
 
@@ -54,7 +54,8 @@ export class SessionHost {
       try {
         return await this.store.snapshot(sessionId);
       } catch (error) {
-        if (attempt >= SNAPSHOT_READ_ATTEMPTS) throw error;
+        // A value that fails its schema fails the same way again; anything else (NATS away) may pass.
+        if (attempt >= SNAPSHOT_READ_ATTEMPTS || isConclaveError(error, "corrupt_value")) throw error;
         this.log.warn(`session ${sessionId}: reading its stored state failed (${messageOf(error)}); trying again`);
         await new Promise((resolve) => setTimeout(resolve, SNAPSHOT_RETRY_MS * 2 ** (attempt - 1)));
       }
