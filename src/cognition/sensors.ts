@@ -1,10 +1,19 @@
 import type { Sensors } from "../contracts/workspace.ts";
 
 /**
- * Stage 1, fast sensors: deterministic keyword and pattern matching, no model
- * call. Each sensor is a probability in [0, 1]. Word lists follow the seed's
- * runtime core; multi-word cues are matched as phrases.
+ * Stage 1, fast sensors: deterministic keyword matching, no model call. Each
+ * sensor is a probability in [0, 1].
+ *
+ * By default this is the seed's `run_fast_sensors` (seed 000, runtime core)
+ * transcribed exactly: the same word lists, tokenisation, formulas and caps,
+ * including its quirks (multi-word entries in word sets that can never match,
+ * `humor_masking` and `rupture` always 0, injection patterns matched as
+ * substrings). Each deviation we consider better is a {@link SensorOptions}
+ * flag, off by default; docs/SENSORS.md gives the reasons.
  */
+
+// The seed's sets, verbatim. "end it", "are you" and "do you" are entries of word sets in the seed; a set of single
+// words never contains them, so by default they never count (see the `safetyPhrases` and `aiProbePhrases` options).
 const EMOTION_WORDS = new Set([
   "feel",
   "feeling",
@@ -18,11 +27,13 @@ const EMOTION_WORDS = new Set([
 ]);
 const PROBLEM_WORDS = new Set(["problem", "issue", "bug", "error", "wrong", "broken", "help", "stuck"]);
 const SOCIAL_WORDS = new Set(["friend", "family", "relationship", "they", "meeting", "people"]);
-const SAFETY_WORDS = new Set(["kill", "suicide", "harm", "hurt", "die", "death"]);
+const SAFETY_WORDS = new Set(["kill", "suicide", "harm", "hurt", "die", "death", "end it"]);
+const AI_WORDS = new Set(["you", "feel", "think", "are you", "do you"]);
+const INJECTION_PATTERNS = ["ignore", "pretend", "forget", "system prompt", "jailbreak"];
+
+// Used only by options.
 const SAFETY_PHRASES = ["end it", "end my life"];
-/** First-person self-harm statements weigh as two cues each: on their own they trip the safety interrupt. */
 const SELF_HARM_PHRASES = ["kill myself", "hurt myself", "harm myself", "end my life", "want to die", "end it all"];
-const AI_WORDS = new Set(["you", "feel", "think"]);
 const AI_PHRASES = ["are you", "do you"];
 const HUMOR_MARKERS = ["lol", "haha", "lmao", "jk", "just kidding", "😂", "🙃"];
 const RUPTURE_PHRASES = [
@@ -33,7 +44,66 @@ const RUPTURE_PHRASES = [
   "useless",
   "forget it",
 ];
-const INJECTION_PATTERNS = ["ignore", "pretend", "forget", "system prompt", "jailbreak"];
+
+/**
+ * Deviations from the seed's sensors, each off by default (the seed's
+ * behaviour). {@link REFINED_SENSORS} turns them all on.
+ */
+export interface SensorOptions {
+  /**
+   * Count "end it" and "end my life" as safety phrases, and first-person
+   * self-harm phrases ("kill myself", "hurt myself", "harm myself", "end my
+   * life", "want to die", "end it all") as two cues each. Why: in the seed
+   * "I want to hurt myself" scores 0.7 and does not trip the safety interrupt
+   * (> 0.8); with this option one such statement does. The seed's "end it"
+   * entry can never match its word set; as a phrase it does.
+   */
+  safetyPhrases?: boolean;
+  /**
+   * Count "are you" and "do you" as AI cues. Why: the seed lists them among its
+   * AI words but matches single words only, so they never count; "Are you
+   * real?" then has one cue and is not a probe.
+   */
+  aiProbePhrases?: boolean;
+  /**
+   * Match injection patterns as whole words or phrases instead of substrings.
+   * Why: the seed's substring test fires on "I ignored the alarm", "my
+   * forgetful aunt", "unforgettable"; the price is missing inflected forms
+   * such as "ignoring previous instructions".
+   */
+  injectionWholeWords?: boolean;
+  /**
+   * Compute `humor_masking`: humour markers (lol, haha, lmao, jk, just
+   * kidding, 😂, 🙃) next to emotion or safety cues, 0.4 + 0.2 per marker, at
+   * most 0.8. Why: the seed names the sensor but always reports 0.
+   */
+  humorMasking?: boolean;
+  /**
+   * Compute `rupture`: frustration with the assistant ("you don't understand",
+   * "you never", "useless", "forget it", …), 0.5 per phrase, at most 0.9. Why:
+   * the seed names the sensor but always reports 0, so the repair agents it
+   * triggers never fire.
+   */
+  rupture?: boolean;
+}
+
+/** The seed's sensors: every deviation off. The default. */
+export const SEED_SENSORS: Readonly<Required<SensorOptions>> = Object.freeze({
+  safetyPhrases: false,
+  aiProbePhrases: false,
+  injectionWholeWords: false,
+  humorMasking: false,
+  rupture: false,
+});
+
+/** Every deviation on: the sensors as this project refined them. */
+export const REFINED_SENSORS: Readonly<Required<SensorOptions>> = Object.freeze({
+  safetyPhrases: true,
+  aiProbePhrases: true,
+  injectionWholeWords: true,
+  humorMasking: true,
+  rupture: true,
+});
 
 const countIn = (words: ReadonlySet<string>, vocabulary: ReadonlySet<string>): number => {
   let hits = 0;
@@ -41,7 +111,7 @@ const countIn = (words: ReadonlySet<string>, vocabulary: ReadonlySet<string>): n
   return hits;
 };
 const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-/** Whole-word phrase matchers: "end it" must not fire inside "send it". */
+/** Whole-word phrase matchers (options only): "end it" must not fire inside "send it". */
 const matchers = new Map<string, RegExp>();
 const matcher = (phrase: string): RegExp => {
   let regex = matchers.get(phrase);
@@ -54,20 +124,34 @@ const matcher = (phrase: string): RegExp => {
 const phraseHits = (text: string, phrases: readonly string[]): number =>
   phrases.filter((phrase) => matcher(phrase).test(text)).length;
 
-export function runFastSensors(text: string): Sensors {
+/** Python's `re.findall(r'\b\w+\b', s)`: runs of letters, digits and underscores (apostrophes split words). */
+const WORD = /[\p{L}\p{N}_]+/gu;
+/** Python's `str.split()` separators (`str.isspace`), which differ from JavaScript's `\s` at the edges. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: \x1c-\x1f and \x85 are whitespace to Python.
+const PY_WHITESPACE = /[\t\n\v\f\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+/u;
+
+/**
+ * The nine sensors for one user message. Without `options`, exactly the
+ * seed's formulas; see {@link SensorOptions} for the deviations.
+ */
+export function runFastSensors(text: string, options: SensorOptions = SEED_SENSORS): Sensors {
   const lower = text.toLowerCase();
-  const words = new Set(lower.match(/[\p{L}\p{N}_']+/gu) ?? []);
-  const wordCount = text.split(/\s+/).filter(Boolean).length;
+  const words = new Set(lower.match(WORD) ?? []);
+  const wordCount = text.split(PY_WHITESPACE).filter(Boolean).length;
   const isShort = wordCount < 10;
   const isQuestion = text.includes("?");
 
   const emotionHits = countIn(words, EMOTION_WORDS);
   const problemHits = countIn(words, PROBLEM_WORDS);
   const socialHits = countIn(words, SOCIAL_WORDS);
-  const safetyHits =
-    countIn(words, SAFETY_WORDS) + phraseHits(lower, SAFETY_PHRASES) + 2 * phraseHits(lower, SELF_HARM_PHRASES);
-  const aiHits = countIn(words, AI_WORDS) + phraseHits(lower, AI_PHRASES);
-  const humorHits = phraseHits(lower, HUMOR_MARKERS);
+  let safetyHits = countIn(words, SAFETY_WORDS);
+  if (options.safetyPhrases) safetyHits += phraseHits(lower, SAFETY_PHRASES) + 2 * phraseHits(lower, SELF_HARM_PHRASES);
+  let aiHits = countIn(words, AI_WORDS);
+  if (options.aiProbePhrases) aiHits += phraseHits(lower, AI_PHRASES);
+  const injected = options.injectionWholeWords
+    ? phraseHits(lower, INJECTION_PATTERNS) > 0
+    : INJECTION_PATTERNS.some((pattern) => lower.includes(pattern));
+  const humorHits = options.humorMasking ? phraseHits(lower, HUMOR_MARKERS) : 0;
 
   return {
     vulnerability: emotionHits > 0 ? Math.min(0.3 + emotionHits * 0.2, 0.9) : 0,
@@ -76,12 +160,12 @@ export function runFastSensors(text: string): Sensors {
     ai_feelings_probe: isQuestion && aiHits >= 2 ? 0.6 : 0,
     // Joking about something painful: humour markers next to emotion or safety words.
     humor_masking: humorHits > 0 && emotionHits + safetyHits > 0 ? Math.min(0.4 + humorHits * 0.2, 0.8) : 0,
-    rupture: Math.min(phraseHits(lower, RUPTURE_PHRASES) * 0.5, 0.9),
+    rupture: options.rupture ? Math.min(phraseHits(lower, RUPTURE_PHRASES) * 0.5, 0.9) : 0,
     ambiguity: isShort && emotionHits === 0 && problemHits === 0 ? 0.5 : 0,
     safety_risk: safetyHits > 0 ? Math.min(0.5 + safetyHits * 0.2, 1) : 0,
-    prompt_injection: phraseHits(lower, INJECTION_PATTERNS) > 0 ? 0.8 : 0,
+    prompt_injection: injected ? 0.8 : 0,
   };
 }
 
-/** Above this safety_risk the turn skips the cognitive stages for the safety council. */
+/** Above this safety_risk the turn skips the cognitive stages for the safety council (the seed's `> 0.8`). */
 export const SAFETY_INTERRUPT_THRESHOLD = 0.8;

@@ -3,7 +3,7 @@ import { answerOffline } from "../cognition/agentDefinition.ts";
 import { decide, safetyCouncil } from "../cognition/council.ts";
 import { CRITICS } from "../cognition/critics.ts";
 import { type Cooldowns, planWaves } from "../cognition/scheduler.ts";
-import { runFastSensors } from "../cognition/sensors.ts";
+import { runFastSensors, SEED_SENSORS, type SensorOptions } from "../cognition/sensors.ts";
 import { streamOffline } from "../cognition/voice.ts";
 import type { Episode } from "../contracts/workspace.ts";
 import { deliberateRound } from "./deliberate.ts";
@@ -12,12 +12,17 @@ import type { TurnServices } from "./turnServices.ts";
 
 /** Fast sensors run where the turn runs, whatever the deployment: they are pure and cheaper than any hop. */
 export const senseFast: TurnServices["senseFast"] = async (text) => runFastSensors(text);
+/** Fast sensors with the given deviations from the seed's (docs/SENSORS.md). */
+export const senseFastWith =
+  (options: SensorOptions): TurnServices["senseFast"] =>
+  async (text) =>
+    runFastSensors(text, options);
 
 /**
  * Every stage in this process with the offline model: no NATS, no workers.
  * For unit tests of the turn machine and for in-process comparisons.
  */
-export function localTurnServices(now: () => number = Date.now): TurnServices {
+export function localTurnServices(now: () => number = Date.now, sensors: SensorOptions = SEED_SENSORS): TurnServices {
   const episodes = new Map<string, Episode[]>();
   const cooldowns = new Map<string, Cooldowns>();
   const manifests = [...AGENTS.values()].map((agent) => agent.manifest);
@@ -27,7 +32,7 @@ export function localTurnServices(now: () => number = Date.now): TurnServices {
     return { agent_id: request.agent_id, output: answerOffline(agent, request), elapsed_ms: 0, worker: "local" };
   };
   return {
-    senseFast,
+    senseFast: senseFastWith(sensors),
     screen: passThroughScreen,
     callAgent,
     deliberate: (input, signal) => deliberateRound(input, callAgent, signal),

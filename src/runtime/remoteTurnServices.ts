@@ -4,6 +4,7 @@ import { RemoteCallError } from "../bus/errors.ts";
 import { requestJson, requestStream } from "../bus/request.ts";
 import { subjects } from "../bus/subjects.ts";
 import { CRITIC_NAMES } from "../cognition/critics.ts";
+import { SEED_SENSORS, type SensorOptions } from "../cognition/sensors.ts";
 import { AgentReply } from "../contracts/agent.ts";
 import { CouncilReply, SafetyCouncilReply, VoiceStreamMessage } from "../contracts/council.ts";
 import { CriticReply, type CriticsVerdict } from "../contracts/critic.ts";
@@ -12,7 +13,7 @@ import { PlanWavesReply } from "../contracts/scheduler.ts";
 import type { Usage } from "../contracts/usage.ts";
 import { deliberateRound } from "./deliberate.ts";
 import { passThroughScreen } from "./intercepted.ts";
-import { senseFast } from "./localTurnServices.ts";
+import { senseFastWith } from "./localTurnServices.ts";
 import type { TurnServices } from "./turnServices.ts";
 
 export interface RemoteOptions {
@@ -24,12 +25,15 @@ export interface RemoteOptions {
   agentGraceMs: number;
   /** The critics every reply goes to (each served on conclave.critic.<name>). Default: the roster's. */
   critics: readonly string[];
+  /** Deviations from the seed's fast sensors (docs/SENSORS.md). Default: none, the seed's sensors. */
+  sensors: SensorOptions;
 }
 export const defaultRemoteOptions: RemoteOptions = {
   requestTimeoutMs: 5_000,
   voiceTimeoutMs: 30_000,
   agentGraceMs: 200,
   critics: CRITIC_NAMES,
+  sensors: SEED_SENSORS,
 };
 
 /** The turn's work done by workers over NATS request/reply, each call with a deadline. */
@@ -60,7 +64,7 @@ export function remoteTurnServices(nc: NatsConnection, options: Partial<RemoteOp
     }
   };
   return {
-    senseFast,
+    senseFast: senseFastWith(settings.sensors),
     screen: passThroughScreen,
     callAgent,
     deliberate: (input, signal) => deliberateRound(input, callAgent, signal),

@@ -3,7 +3,7 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { AGENTS } from "../../agents/index.ts";
 import { defineAgent, quietOutput } from "../../src/cognition/agentDefinition.ts";
-import { runFastSensors } from "../../src/cognition/sensors.ts";
+import { REFINED_SENSORS, runFastSensors } from "../../src/cognition/sensors.ts";
 import { applyAgentOutput, modulatorsFromSensors, type Workspace } from "../../src/cognition/workspace.ts";
 import { AGENCIES, type AgentContext, AgentOutput, AgentPriority } from "../../src/contracts/agent.ts";
 import { AgentId } from "../../src/contracts/ids.ts";
@@ -40,7 +40,8 @@ const earlier: Episode = {
  */
 const contexts = (): { label: string; context: AgentContext }[] =>
   MESSAGES.flatMap((message) => {
-    const sensors = runFastSensors(message);
+    // The refined sensors: the seed's never compute rupture, which the repair agents listen for (docs/SENSORS.md).
+    const sensors = runFastSensors(message, REFINED_SENSORS);
     const modulators = modulatorsFromSensors(sensors, neutralModulators());
     const fresh: AgentContext = {
       user_message: message,

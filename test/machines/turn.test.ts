@@ -56,7 +56,7 @@ describe("turn machine: stage order", () => {
 
 describe("turn machine: safety early exit", () => {
   it("skips the cognitive stages and lets the safety council answer", async () => {
-    const { records, output } = await runLocalTurn("I want to hurt myself");
+    const { records, output } = await runLocalTurn("I want to hurt myself, I want to die");
     expect(stagesOf(records)).toEqual(["ingest", "sensing_fast"]);
     expect(records.map(label).slice(-5)).toEqual([
       "SENSORS_FAST_UPDATED",
@@ -71,7 +71,7 @@ describe("turn machine: safety early exit", () => {
   });
 
   it("still answers with a fixed safe reply when the safety council is unreachable", async () => {
-    const { records, output } = await runLocalTurn("I want to kill myself", {
+    const { records, output } = await runLocalTurn("I want to kill myself and die", {
       safetyCouncil: async () => {
         throw new RemoteCallError(
           "conclave.council.safety",

@@ -14,7 +14,7 @@ export const DEMO_SCRIPT = [
   "There's a bug in my build and I'm stuck. Can you help?",
   "Finally fixed it, I'm so happy!",
   "Do you think you feel lonely sometimes?",
-  "Sometimes I just want to hurt myself.",
+  "Sometimes I just want to hurt myself and die.",
 ];
 
 export const help = `conclave demo (npm start): a scripted conversation through the whole pipeline
