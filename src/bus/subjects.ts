@@ -8,6 +8,16 @@ export const subjects = {
   /** Public: a client publishes or requests a user turn here. */
   turnSubmit: (sessionId: string) => `${SUBJECT_ROOT}.turn.submit.${sessionId}`,
   turnSubmitAll: `${SUBJECT_ROOT}.turn.submit.*`,
+  /**
+   * Tenant accounts (see README, "Tenants"): a user in an account of their own
+   * requests `conclave.turn.submit.<session>` and `conclave.turn.watch.<session>`;
+   * the account's imports map them into the runtime's account as these
+   * subjects, with the user as a token the user cannot choose.
+   */
+  tenantSubmitAll: `${SUBJECT_ROOT}.tenant.*.turn.submit.*`,
+  tenantWatchAll: `${SUBJECT_ROOT}.tenant.*.turn.watch.*`,
+  /** What a tenant requests to read its session's events (through its account's import). */
+  turnWatch: (sessionId: string) => `${SUBJECT_ROOT}.turn.watch.${sessionId}`,
   /** Public: the ordered events of one turn (JetStream). */
   turnEvents: (sessionId: string, turnId: number) => `${SUBJECT_ROOT}.events.${sessionId}.${turnId}`,
   sessionEvents: (sessionId: string) => `${SUBJECT_ROOT}.events.${sessionId}.*`,
@@ -32,6 +42,8 @@ export const subjects = {
   allInspect: `${SUBJECT_ROOT}.inspect.>`,
   /** Core NATS: errors for fire-and-forget submitters. */
   sessionErrors: (sessionId: string) => `${SUBJECT_ROOT}.errors.${sessionId}`,
+  /** The same for a tenant's submitters (its account imports them as `conclave.errors.*`). */
+  tenantErrors: (tenant: string, sessionId: string) => `${SUBJECT_ROOT}.tenant.${tenant}.errors.${sessionId}`,
   /** JetStream: one subject per stored episode. */
   memoryEpisode: (sessionId: string, turnId: number) => `${SUBJECT_ROOT}.memory.episode.${sessionId}.${turnId}`,
   allEpisodes: `${SUBJECT_ROOT}.memory.episode.>`,

@@ -4,7 +4,6 @@ import type { ServiceMsg } from "@nats-io/services";
 import { decodeJson, encodeJson } from "../../bus/codec.ts";
 import { asHandlerError, errorReply, HandlerError, respondWithError } from "../../bus/errors.ts";
 import { subjects } from "../../bus/subjects.ts";
-import { SessionId } from "../../contracts/ids.ts";
 import { type TurnAck, TurnSubmission } from "../../contracts/turn.ts";
 import type { WalEntry } from "../../contracts/wal.ts";
 import { singleLine } from "../../errors.ts";
@@ -14,6 +13,7 @@ import type { Logger } from "../log.ts";
 import type { SessionStore } from "../sessionStore.ts";
 import type { TurnStatusStore } from "../turnStatusStore.ts";
 import type { Claim, IdempotencyStore } from "./idempotency.ts";
+import { type Addressed, addressOf, isAnswerable } from "./tenancy.ts";
 
 /** Largest accepted submission, in bytes (the text itself is limited to 16 000 characters). */
 export const MAX_SUBMISSION_BYTES = 65_536;
@@ -27,17 +27,11 @@ export interface IngressDeps {
   log: Logger;
 }
 
-/**
- * Replies go only to inbox subjects (`_INBOX…`): a submission that names any
- * other reply subject (a KV key, another service's subject) is answered like
- * a plain publish, so the runner's rights are never lent to a client.
- */
-const answerable = (msg: ServiceMsg): boolean => !!msg.reply && msg.reply.startsWith("_INBOX");
-
-const ackOf = (sessionId: string, turnId: number, duplicate: boolean): TurnAck => ({
-  session_id: sessionId,
+const ackOf = (address: Addressed, turnId: number, duplicate: boolean): TurnAck => ({
+  session_id: address.view,
   turn_id: turnId,
-  events_subject: subjects.turnEvents(sessionId, turnId),
+  // A tenant reads its events through the runner; a client of the runtime's account may read the log itself.
+  events_subject: address.tenant ? subjects.turnWatch(address.view) : subjects.turnEvents(address.sessionId, turnId),
   duplicate,
 });
 
@@ -55,24 +49,19 @@ const ackOf = (sessionId: string, turnId: number, duplicate: boolean): TurnAck =
  * `conclave.errors.<session_id>`) and is kept in the dead-letter stream.
  */
 export async function acceptSubmission(deps: IngressDeps, msg: ServiceMsg): Promise<void> {
-  const reply = answerable(msg);
-  const sessionId = msg.subject.slice(subjects.turnSubmit("").length);
+  const reply = isAnswerable(msg.reply);
+  let address: Addressed | null = null;
   let claim: Claim | null = null;
   let accepted = false;
   try {
-    const session = SessionId.safeParse(sessionId);
-    if (!session.success) {
-      throw new HandlerError(
-        "invalid_request",
-        `bad session id in subject ${msg.subject}: ${session.error.issues[0]?.message}`,
-      );
-    }
+    address = addressOf(msg.subject);
+    const { sessionId } = address;
     const submission = decodeJson(msg.data, TurnSubmission, `turn for session ${sessionId}`, MAX_SUBMISSION_BYTES);
     if (submission.idempotency_key) {
       claim = await deps.idempotency.claim(sessionId, submission.idempotency_key);
       if (claim.kind === "accepted") {
         accepted = true;
-        if (reply) msg.respond(encodeJson(ackOf(sessionId, claim.turnId, true)));
+        if (reply) msg.respond(encodeJson(ackOf(address, claim.turnId, true)));
         deps.log.info(`turn ${sessionId}/${claim.turnId} resubmitted with the same idempotency key: nothing queued`);
         return;
       }
@@ -85,7 +74,7 @@ export async function acceptSubmission(deps: IngressDeps, msg: ServiceMsg): Prom
         // A runner took it, so it was stored: the key's turn, accepted. Storing it again could run it twice.
         await deps.idempotency.accept(sessionId, claim.handle, turnId);
         accepted = true;
-        if (reply) msg.respond(encodeJson(ackOf(sessionId, turnId, true)));
+        if (reply) msg.respond(encodeJson(ackOf(address, turnId, true)));
         deps.log.info(`turn ${sessionId}/${turnId} recovered from a reservation whose acceptance died (it was stored)`);
         return;
       }
@@ -131,7 +120,7 @@ export async function acceptSubmission(deps: IngressDeps, msg: ServiceMsg): Prom
     accepted = true;
     // A recovered reservation whose turn was already in the WAL is a repeat of an accepted turn.
     const duplicate = claim?.kind === "recover" && alreadyStored;
-    if (reply) msg.respond(encodeJson(ackOf(sessionId, turnId, duplicate)));
+    if (reply) msg.respond(encodeJson(ackOf(address, turnId, duplicate)));
     deps.log.info(
       claim?.kind === "recover"
         ? `turn ${sessionId}/${turnId} recovered from a reservation whose acceptance died${duplicate ? " (it was stored)" : ""}`
@@ -139,7 +128,7 @@ export async function acceptSubmission(deps: IngressDeps, msg: ServiceMsg): Prom
     );
   } catch (error) {
     if (claim && claim.kind !== "accepted" && !accepted) await deps.idempotency.release(claim.handle).catch(() => {});
-    await refuse(deps, msg, sessionId, reply, asHandlerError(error));
+    await refuse(deps, msg, address, reply, asHandlerError(error));
   }
 }
 
@@ -153,7 +142,7 @@ async function abandonTurnId(deps: IngressDeps, sessionId: string, turnId: numbe
 async function refuse(
   deps: IngressDeps,
   msg: ServiceMsg,
-  sessionId: string,
+  address: Addressed | null,
   reply: boolean,
   failure: HandlerError,
 ): Promise<void> {
@@ -161,8 +150,10 @@ async function refuse(
   if (reply) respondWithError(msg, failure);
   else {
     try {
+      // A tenant's account may import its errors (`conclave.tenant.<tenant>.errors.*` as `conclave.errors.*`).
+      const view = address?.view ?? "_";
       deps.nc.publish(
-        subjects.sessionErrors(SessionId.safeParse(sessionId).success ? sessionId : "_"),
+        address?.tenant ? subjects.tenantErrors(address.tenant, view) : subjects.sessionErrors(view),
         encodeJson(errorReply(failure.code, failure.message, failure.issues)),
       );
     } catch {

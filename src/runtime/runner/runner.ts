@@ -2,7 +2,7 @@ import { hostname } from "node:os";
 import type { ConsumerMessages, JetStreamClient, JetStreamManager, JsMsg } from "@nats-io/jetstream";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
-import { type Service, Svcm } from "@nats-io/services";
+import { type Service, type ServiceMsg, Svcm } from "@nats-io/services";
 import { createActor, type InspectionEvent, type Observer } from "xstate";
 import { sessionMachine } from "../../../machines/session.ts";
 import { defaultTurnPolicy, type TurnOutput, type TurnPolicy, usageSummary } from "../../../machines/turn.ts";
@@ -12,7 +12,8 @@ import { type ConclaveError, isConclaveError, messageOf, singleLine } from "../.
 import { ensureDeadLetterStream, ensureEventStream, ensureTurnWal, MAX_TURN_ATTEMPTS } from "../../eventlog/streams.ts";
 import { EventLogWriter } from "../../eventlog/writer.ts";
 import { IdempotencyStore } from "../intake/idempotency.ts";
-import { acceptSubmission } from "../intake/ingress.ts";
+import { acceptSubmission, type IngressDeps } from "../intake/ingress.ts";
+import { serveWatch, type WatchDeps } from "../intake/watch.ts";
 import { withInterceptors } from "../intercepted.ts";
 import { defaultInterceptors, type InterceptorChains } from "../interceptors.ts";
 import { type Logger, silentLogger } from "../log.ts";
@@ -113,7 +114,7 @@ export class Runner {
       IdempotencyStore.open(nc, id),
     ]);
     const runner = new Runner(nc, { js, jsm, store, statuses, leases }, options);
-    await runner.#serveIngress({ nc, js, sessions: store, statuses, idempotency, log: runner.#log });
+    await runner.#serveIngress({ nc, js, jsm, sessions: store, statuses, idempotency, log: runner.#log });
     await runner.#consumeWal();
     return runner;
   }
@@ -151,18 +152,26 @@ export class Runner {
       });
   }
 
-  async #serveIngress(deps: Parameters<typeof acceptSubmission>[0]): Promise<void> {
-    this.#service = await new Svcm(this.#nc).add({
+  /** Submissions and watches, from clients of this account and, through their accounts' imports, from tenants. */
+  async #serveIngress(deps: IngressDeps & WatchDeps): Promise<void> {
+    const service = await new Svcm(this.#nc).add({
       name: "conclave-runner",
       version: "0.1.0",
       description: "Conclave turn runner",
     });
-    this.#service.addEndpoint("submit", {
-      subject: subjects.turnSubmitAll,
-      handler: (error, msg) => {
-        if (!error) void acceptSubmission(deps, msg);
-      },
-    });
+    this.#service = service;
+    // Handlers must not be async: the work runs detached and always answers.
+    const endpoint = (name: string, subject: string, handle: (msg: ServiceMsg) => Promise<void>) =>
+      service.addEndpoint(name, {
+        subject,
+        handler: (error, msg) => {
+          if (!error) void handle(msg);
+        },
+      });
+    endpoint("submit", subjects.turnSubmitAll, (msg) => acceptSubmission(deps, msg));
+    endpoint("tenant_submit", subjects.tenantSubmitAll, (msg) => acceptSubmission(deps, msg));
+    endpoint("watch", subjects.turnWatch("*"), (msg) => serveWatch(deps, msg));
+    endpoint("tenant_watch", subjects.tenantWatchAll, (msg) => serveWatch(deps, msg));
   }
 
   async #consumeWal(): Promise<void> {

@@ -1,0 +1,80 @@
+import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
+import type { ServiceMsg } from "@nats-io/services";
+import { z } from "zod";
+import { decodeJson, encodeJson } from "../../bus/codec.ts";
+import { asHandlerError, respondWithError } from "../../bus/errors.ts";
+import { subjects } from "../../bus/subjects.ts";
+import type { EngineEvent } from "../../contracts/events.ts";
+import { TurnId } from "../../contracts/ids.ts";
+import { singleLine } from "../../errors.ts";
+import { followEvents, readEvents } from "../../eventlog/reader.ts";
+import type { Logger } from "../log.ts";
+import { addressOf, isAnswerable } from "./tenancy.ts";
+
+/** A request to read a session's events through the runner (`conclave.turn.watch.<session>`). Every field is optional. */
+export const WatchRequest = z.object({
+  /** One turn's events; default: every turn of the session. */
+  turn_id: TurnId.optional(),
+  /**
+   * Go on with live events after the stored ones: until the turn's
+   * `TURN_COMPLETED` when `turn_id` is given, else until `timeout_ms`.
+   * Default true with `turn_id`, false without.
+   */
+  follow: z.boolean().optional(),
+  /** Longest the exchange may last. Default 60 000, at most 300 000. */
+  timeout_ms: z.number().int().min(100).max(300_000).default(60_000),
+});
+export type WatchRequest = z.infer<typeof WatchRequest>;
+
+export interface WatchDeps {
+  js: JetStreamClient;
+  jsm: JetStreamManager;
+  log: Logger;
+}
+
+/**
+ * Serves a session's events to whoever asked for them, as a stream of
+ * replies (one `EngineEvent` each, then an empty message that ends the
+ * exchange — `requestMany` with the sentinel strategy). This is how a tenant,
+ * whose account has no JetStream, reads its sessions: only its own, since its
+ * account's import puts its name in the subject. Events show the session id
+ * as the requester knows it.
+ */
+export async function serveWatch(deps: WatchDeps, msg: ServiceMsg): Promise<void> {
+  if (!isAnswerable(msg.reply)) return; // a stream of events goes nowhere but to a requester
+  try {
+    const { sessionId, view } = addressOf(msg.subject);
+    const request =
+      msg.data.length === 0 ? WatchRequest.parse({}) : decodeJson(msg.data, WatchRequest, `watch of session ${view}`);
+    const follow = request.follow ?? request.turn_id !== undefined;
+    const filter =
+      request.turn_id === undefined
+        ? subjects.sessionEvents(sessionId)
+        : subjects.turnEvents(sessionId, request.turn_id);
+    const send = (event: EngineEvent) => msg.respond(encodeJson({ ...event, session_id: view }));
+    if (!follow) {
+      for (const event of await readEvents(deps.js, deps.jsm, sessionId, request.turn_id)) send(event);
+    } else {
+      const abort = AbortSignal.timeout(request.timeout_ms);
+      await followEvents(
+        deps.js,
+        filter,
+        (event) => {
+          send(event);
+          return request.turn_id !== undefined && event.kind === "TURN_COMPLETED";
+        },
+        { signal: abort },
+      );
+    }
+    msg.respond(new Uint8Array());
+  } catch (error) {
+    const failure = asHandlerError(error);
+    deps.log.warn(`watch on ${msg.subject}: ${singleLine(failure.message)}`);
+    respondWithError(msg, failure);
+    try {
+      msg.respond(new Uint8Array());
+    } catch {
+      // The requester is gone.
+    }
+  }
+}

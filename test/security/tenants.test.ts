@@ -1,0 +1,125 @@
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { NatsConnection } from "@nats-io/nats-core";
+import { connect } from "@nats-io/transport-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { busOptions, connectBus } from "../../src/bus/connection.ts";
+import { RemoteCallError } from "../../src/bus/errors.ts";
+import { submitTurn } from "../../src/client/turns.ts";
+import { readThroughRunner, watchTurnThroughRunner } from "../../src/client/watch.ts";
+import type { EngineEvent } from "../../src/contracts/events.ts";
+import { freePort, REPO_ROOT, type RunningNatsServer, startNatsServer } from "../../src/nats/server.ts";
+import { withTenants } from "../../src/nats/tenants.ts";
+import { Runner } from "../../src/runtime/runner/runner.ts";
+import { CORE_SERVICES, matchAgents, startWorker, type WorkerHandle } from "../../src/workers/worker.ts";
+
+/**
+ * Tenants: users with accounts of their own (the repo's nats.conf plus two
+ * tenant accounts, as `withTenants` writes them). Each reaches only its own
+ * sessions: same session id, different sessions; no way to name another
+ * tenant's session, read the log, or see another's replies.
+ */
+let server: RunningNatsServer;
+let dir: string;
+let runner: Runner;
+let worker: WorkerHandle;
+const opened: NatsConnection[] = [];
+
+const asTenant = async (name: string): Promise<NatsConnection> => {
+  const nc = await connect({ servers: server.url, user: name, pass: `${name}-secret` });
+  opened.push(nc);
+  return nc;
+};
+const asRole = async (role: "runner" | "worker" | "client"): Promise<NatsConnection> => {
+  const nc = await connectBus(busOptions(role, { url: server.url }));
+  opened.push(nc);
+  return nc;
+};
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), "conclave-tenants-"));
+  const config = join(dir, "nats.conf");
+  const base = readFileSync(join(REPO_ROOT, "nats.conf"), "utf8");
+  writeFileSync(
+    config,
+    withTenants(base, [
+      { name: "alice", password: "alice-secret" },
+      { name: "bob", password: "bob-secret" },
+    ]),
+  );
+  server = await startNatsServer({ config, port: await freePort(), storeDir: join(dir, "store") });
+  worker = await startWorker(await asRole("worker"), { agents: matchAgents("*"), services: [...CORE_SERVICES] });
+  runner = await Runner.start(await asRole("runner"));
+});
+afterAll(async () => {
+  await runner?.stop();
+  await worker?.stop();
+  await Promise.allSettled(opened.map((nc) => nc.close()));
+  await server?.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe("tenants", () => {
+  it("submit and read their own sessions through the runner, under the ids they chose", async () => {
+    const alice = await asTenant("alice");
+    const ack = await submitTurn(alice, "chat1", { text: "alice here: I'm stressed about my deadline" });
+    expect(ack).toMatchObject({ session_id: "chat1", turn_id: 1, events_subject: "conclave.turn.watch.chat1" });
+    const events: EngineEvent[] = [];
+    const completed = await watchTurnThroughRunner(alice, "chat1", ack.turn_id, (event) => events.push(event), 30_000);
+    expect(completed.payload.outcome.status).not.toBe("Failed");
+    expect(events[0]).toMatchObject({ kind: "TURN_STARTED", session_id: "chat1" });
+    expect(events.map((event) => event.seq)).toEqual(events.map((_, index) => index));
+  });
+
+  it("never see another tenant's session, even under the same session id", async () => {
+    const bob = await asTenant("bob");
+    // bob's "chat1" is bob's own: a new session, turn 1, nothing of alice's in it.
+    expect(await readThroughRunner(bob, "chat1")).toEqual([]);
+    const ack = await submitTurn(bob, "chat1", { text: "bob here" });
+    expect(ack).toMatchObject({ session_id: "chat1", turn_id: 1 });
+    await watchTurnThroughRunner(bob, "chat1", 1, () => {}, 30_000);
+    const inputs = (await readThroughRunner(bob, "chat1")).flatMap((event) =>
+      event.kind === "TURN_STARTED" ? [event.payload.user_input] : [],
+    );
+    expect(inputs).toEqual(["bob here"]);
+  });
+
+  it("cannot name another tenant's subjects, nor reach the log, the WAL or the stores", async () => {
+    const bob = await asTenant("bob");
+    for (const subject of [
+      "conclave.tenant.alice.turn.watch.chat1",
+      "conclave.tenant.alice.turn.submit.chat1",
+      "conclave.events.alice-chat1.1",
+      "$JS.API.INFO",
+      "$JS.API.STREAM.INFO.CONCLAVE_EVENTS",
+      "$KV.conclave_sessions.snapshot.alice-chat1",
+    ]) {
+      const outcome = await bob.request(subject, new TextEncoder().encode("{}"), { timeout: 1_000 }).then(
+        (reply) => reply.string(),
+        (error: Error) => error.message,
+      );
+      // Nobody answers, or nats-server itself says the account has no JetStream.
+      expect(outcome, subject).toMatch(/no responders|timeout|jetstream not enabled/i);
+    }
+  });
+
+  it("cannot subscribe to another tenant's replies or events: their traffic never reaches its account", async () => {
+    const bob = await asTenant("bob");
+    const seen: string[] = [];
+    bob.subscribe(">", { callback: (_error, msg) => seen.push(msg.subject) });
+    await bob.flush();
+    const alice = await asTenant("alice");
+    const ack = await submitTurn(alice, "chat2", { text: "private to alice" });
+    await watchTurnThroughRunner(alice, "chat2", ack.turn_id, () => {}, 30_000);
+    await bob.flush();
+    expect(seen).toEqual([]);
+  });
+
+  it("leave the runtime's own account as it was: its client reads the log directly, tenants' sessions prefixed", async () => {
+    const client = await asRole("client");
+    const events = await readThroughRunner(client, "alice-chat1");
+    expect(events.length).toBeGreaterThan(0);
+    await expect(submitTurn(client, "x".repeat(65), { text: "hi" })).rejects.toBeInstanceOf(RemoteCallError);
+  });
+});
