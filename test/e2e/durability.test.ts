@@ -2,9 +2,11 @@ import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RemoteCallError } from "../../src/bus/errors.ts";
+import { subjects } from "../../src/bus/subjects.ts";
 import { submitTurn, watchTurn } from "../../src/client/turns.ts";
 import type { EngineEvent } from "../../src/contracts/events.ts";
 import type { TurnAck } from "../../src/contracts/turn.ts";
+import type { TurnStatusRecord } from "../../src/contracts/wal.ts";
 import { readEvents } from "../../src/eventlog/reader.ts";
 import { remoteTurnServices } from "../../src/runtime/remoteTurnServices.ts";
 import { replaySession } from "../../src/runtime/replay.ts";
@@ -13,9 +15,9 @@ import { SessionStore } from "../../src/runtime/sessionStore.ts";
 import { TurnStatusStore } from "../../src/runtime/turnStatusStore.ts";
 import { CORE_SERVICES, matchAgents, startWorker, type WorkerHandle } from "../../src/workers/worker.ts";
 import { useNatsServer } from "../helpers/nats.ts";
+import { eventually, sleep, waitForEvent } from "../helpers/wait.ts";
 
 const nats = useNatsServer();
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** How long the council takes: lets a test keep a turn running while it submits the next. */
 const councilDelay = { ms: 0 };
 let runner: Runner;
@@ -51,13 +53,11 @@ const watch = async (ack: TurnAck): Promise<EngineEvent[]> => {
 /** Waits until every turn of the session is settled (its status is written just after TURN_COMPLETED). */
 const settled = async (session: string) => {
   const statuses = await TurnStatusStore.open(await nats.connect("runner"));
-  for (let tries = 0; tries < 200; tries++) {
-    const list = await statuses.list(session);
-    if (list.length > 0 && list.every((status) => status.status !== "pending" && status.status !== "inflight"))
-      return list;
-    await sleep(25);
-  }
-  throw new Error(`turns of ${session} did not settle`);
+  const isSettled = (list: TurnStatusRecord[]) =>
+    list.length > 0 && list.every((status) => status.status !== "pending" && status.status !== "inflight");
+  const list = await eventually(() => statuses.list(session), isSettled, { everyMs: 25 });
+  if (!isSettled(list)) throw new Error(`turns of ${session} did not settle: ${JSON.stringify(list)}`);
+  return list;
 };
 const completedOf = (events: EngineEvent[]) => {
   const last = events.at(-1);
@@ -121,8 +121,11 @@ describe("double-texting", () => {
     const first = await submitTurn(client, "interrupt", { text: "a long story" });
     const firstEvents: EngineEvent[] = [];
     const firstDone = watchTurn(client, first, (event) => firstEvents.push(event), 20_000);
-    while (!firstEvents.some((event) => event.kind === "TURN_STAGE_CHANGED" && event.payload.stage === "council"))
-      await sleep(20);
+    await waitForEvent(
+      client,
+      subjects.turnEvents(first.session_id, first.turn_id),
+      (event) => event.kind === "TURN_STAGE_CHANGED" && event.payload.stage === "council",
+    );
     councilDelay.ms = 0;
     const second = await submitTurn(client, "interrupt", { text: "never mind that", on_busy: "interrupt" });
     await firstDone;

@@ -18,7 +18,6 @@ import { MAX_SUBMISSION_BYTES } from "../../src/runtime/intake/ingress.ts";
 import {
   type BadInputCode,
   deadLetterCounts,
-  eventually,
   type FuzzCase,
   type FuzzTarget,
   invalidUtf8InString,
@@ -28,6 +27,7 @@ import {
 } from "../helpers/fuzz.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { useConclaveProcesses } from "../helpers/processes.ts";
+import { eventually, waitForMessage } from "../helpers/wait.ts";
 
 /** Change it to explore; a failure prints the seed, subject and case, so it replays exactly. */
 const SEED = Number(process.env.CONCLAVE_FUZZ_SEED ?? 0x5eed_0009);
@@ -237,14 +237,7 @@ describe(`malformed messages on every subject Conclave listens on (seed ${SEED})
     await client.flush();
     client.publish(subjects.turnSubmit("fuzz-plain"), '{"text": "unterminated');
     client.publish("conclave.turn.submit.not!a-session", JSON.stringify({ text: "hi" }));
-    const first = async (sub: typeof errors) => {
-      const timer = setTimeout(() => sub.unsubscribe(), 5_000);
-      for await (const msg of sub) {
-        clearTimeout(timer);
-        return ErrorReply.parse(msg.json());
-      }
-      throw new Error(`nothing on ${sub.getSubject()} within 5 s`);
-    };
+    const first = (sub: typeof errors) => waitForMessage(sub, (data) => ErrorReply.parse(data));
     const [plain, invalidSession] = await Promise.all([first(errors), first(badSession)]);
     expect(plain.error.code).toBe("bad_json");
     expect(plain.error.message).toMatch(/turn for session fuzz-plain is not valid JSON/);

@@ -14,14 +14,14 @@ import {
   WAL_ACK_WAIT_MS,
 } from "../../src/eventlog/streams.ts";
 import { TurnStatusStore } from "../../src/runtime/turnStatusStore.ts";
-import { deadLetterCounts, eventually, readDeadLetters, seededRandom } from "../helpers/fuzz.ts";
+import { deadLetterCounts, readDeadLetters, seededRandom } from "../helpers/fuzz.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { useConclaveProcesses } from "../helpers/processes.ts";
+import { eventually, sleep } from "../helpers/wait.ts";
 
 const SEED = Number(process.env.CONCLAVE_FUZZ_SEED ?? 0x5eed_0007);
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** Settling must happen before the WAL's ack wait could pass: after it, an entry left unsettled would be redelivered. */
 const SETTLE_MS = WAL_ACK_WAIT_MS - 2_000;
 const WAL_LETTERS = subjects.deadLetter("wal");
@@ -142,7 +142,7 @@ describe("a poison turn", () => {
     const settled = await eventually(
       async () => ({ consumer: await consumerState(), stored: await walStored(session) }),
       ({ consumer, stored }) => consumer.num_pending === 0 && consumer.num_ack_pending === 0 && stored[session] === 0,
-      SETTLE_MS,
+      { timeoutMs: SETTLE_MS },
     );
     expect
       .soft(settled, `WAL settled within ${SETTLE_MS} ms`)
@@ -218,7 +218,7 @@ describe("garbage on the turn WAL", () => {
     const settled = await eventually(
       async () => ({ consumer: await consumerState(), stored: await walStored(session) }),
       ({ consumer, stored }) => consumer.num_pending === 0 && consumer.num_ack_pending === 0 && stored[session] === 0,
-      SETTLE_MS,
+      { timeoutMs: SETTLE_MS },
     );
     expect
       .soft(settled, `WAL settled within ${SETTLE_MS} ms`)

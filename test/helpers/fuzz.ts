@@ -266,20 +266,3 @@ export async function readDeadLetters(
   }
   return letters;
 }
-
-/** Polls `probe` until `done` accepts its value; after `timeoutMs`, returns the last value seen (for the caller to assert on). */
-export async function eventually<T>(
-  probe: () => Promise<T>,
-  done: (value: T) => boolean,
-  timeoutMs = 5_000,
-  everyMs = 100,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last = await probe();
-  while (!done(last)) {
-    if (Date.now() > deadline) return last;
-    await new Promise((resolve) => setTimeout(resolve, everyMs));
-    last = await probe();
-  }
-  return last;
-}

@@ -5,6 +5,7 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import { afterAll, beforeAll } from "vitest";
 import { busOptions, connectBus, type Role } from "../../src/bus/connection.ts";
 import { freePort, type RunningNatsServer, startNatsServer } from "../../src/nats/server.ts";
+import { sleep } from "./wait.ts";
 
 /**
  * Starts a real nats-server (the repo's nats.conf) on a free port with its own
@@ -37,7 +38,7 @@ export function useNatsServer() {
     /** Stops nats-server (SIGTERM) and starts it again on the same port with the same store. */
     async restart(downMs = 0): Promise<void> {
       await server?.stop();
-      await new Promise((resolve) => setTimeout(resolve, downMs));
+      await sleep(downMs); // the outage itself
       server = await startNatsServer({ port, storeDir });
     },
     /** A connection as one of the roles in nats.conf, closed after the file's tests. */

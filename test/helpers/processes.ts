@@ -8,10 +8,12 @@ export function useConclaveProcesses(url: () => string, env: () => NodeJS.Proces
     await Promise.allSettled(started.map((p) => p.stop(5_000)));
   });
   return {
-    async spawn(name: string, args: string[]): Promise<ConclaveProcess> {
+    /** Starts `conclave <args>`; `extraEnv` is added to (and overrides) the file's environment for this one. */
+    async spawn(name: string, args: string[], extraEnv: NodeJS.ProcessEnv = {}): Promise<ConclaveProcess> {
       const p = spawnConclave(name, args, {
         ...process.env,
         ...env(),
+        ...extraEnv,
         CONCLAVE_NATS_URL: url(),
         CONCLAVE_LOG: "quiet",
       });

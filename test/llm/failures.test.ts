@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { LlmError } from "../../src/llm/errors.ts";
 import { OpenAIChatModel } from "../../src/llm/openaiModel.ts";
 import { startOpenAIServer } from "../helpers/openaiServer.ts";
+import { sleep } from "../helpers/wait.ts";
 import { modelAgainst, rejection, Verdict, validVerdict } from "./fixtures.ts";
 
 const ask = { caller: "agent:emotion.stress", system: "s", user: "u", schema: Verdict, schemaName: "verdict" };
@@ -88,7 +89,7 @@ describe("OpenAIChatModel failures, through the real openai client", () => {
     setTimeout(() => controller.abort(), 50);
     expect(await rejection(model.structured({ ...ask, signal: controller.signal }))).toMatchObject({ code: "aborted" });
     // Had it waited out the backoff, the client would have retried by now.
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    await sleep(1_000);
     expect(server.requests).toHaveLength(1);
   });
 

@@ -19,6 +19,8 @@ import { SessionStore } from "../../src/runtime/sessionStore.ts";
 import { TurnStatusStore } from "../../src/runtime/turnStatusStore.ts";
 import { CORE_SERVICES, matchAgents, startWorker, type WorkerHandle } from "../../src/workers/worker.ts";
 import { useNatsServer } from "../helpers/nats.ts";
+import { settledStatus } from "../helpers/turnStatus.ts";
+import { until } from "../helpers/wait.ts";
 
 const nats = useNatsServer();
 
@@ -99,14 +101,6 @@ function violationsOf(nc: NatsConnection): PermissionViolationError[] {
   })();
   return seen;
 }
-
-const until = async (check: () => boolean, timeoutMs = 5_000) => {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error("timed out");
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-};
 
 async function expectPublishDenied(nc: NatsConnection, seen: PermissionViolationError[], subject: string) {
   nc.publish(subject, encoder.encode("{}"));
@@ -375,11 +369,7 @@ describe("the runner", () => {
     // A key nothing else writes after one turn: a checkpoint is saved every 10 turns.
     const target = `$KV.${buckets.sessions}.checkpoint.perm-hijack`;
     nc.client.publish(subjects.turnSubmit("perm-hijack"), JSON.stringify({ text: "hi" }), { reply: target });
-    const statuses = await TurnStatusStore.open(nc.runner);
-    for (let tries = 0; tries < 100 && (await statuses.get("perm-hijack", 1))?.status !== "done"; tries++) {
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-    expect((await statuses.get("perm-hijack", 1))?.status).toBe("done");
+    expect((await settledStatus(nc.runner, "perm-hijack", 1)).status).toBe("done");
     expect(await sessions.checkpoint("perm-hijack")).toBeNull();
   });
 });

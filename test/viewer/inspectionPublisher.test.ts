@@ -4,6 +4,7 @@ import { collectInspection } from "../../src/inspect/collector.ts";
 import { createInspectionPublisher, MAX_RECORD_BYTES } from "../../src/inspect/publisher.ts";
 import { InspectionRecord, inspectSubject } from "../../src/inspect/record.ts";
 import { useNatsServer } from "../helpers/nats.ts";
+import { until } from "../helpers/wait.ts";
 
 const nats = useNatsServer();
 
@@ -30,14 +31,6 @@ const awkward = setup({
   },
 });
 
-const until = async (check: () => boolean, timeoutMs = 5_000) => {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error("timed out");
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-};
-
 describe("the inspection publisher", () => {
   it("publishes compact, valid records with process-unique session ids, whatever the snapshot holds", async () => {
     const publisherNc = await nats.connect("worker");
@@ -60,6 +53,8 @@ describe("the inspection publisher", () => {
     await toPromise(actor);
     await publisherNc.flush();
     await until(() => records.some((r) => r.kind === "snapshot" && r.snapshot.status === "done"));
+    // Records may follow the final snapshot (the actor's end): wait for every one published to arrive.
+    await until(() => raw.length >= publisher.published);
     rawSub.unsubscribe();
 
     expect(publisher.dropped).toBe(0);

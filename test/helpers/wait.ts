@@ -1,0 +1,147 @@
+/**
+ * The one place tests wait. Prefer, in this order: an event (`waitForEvent`,
+ * `waitForMessage`, or `settledStatus` in ./turnStatus.ts, which follow what
+ * the system publishes), then a poll of state only a poll can see (`until`,
+ * `eventually`). `sleep` is for time that is the point of the test (a deadline
+ * that must pass, simulated work), never to let something else happen first.
+ */
+import { setTimeout as sleep } from "node:timers/promises";
+import { DeliverPolicy, jetstream } from "@nats-io/jetstream";
+import type { NatsConnection, Subscription } from "@nats-io/nats-core";
+import { streams } from "../../src/bus/subjects.ts";
+import { EngineEvent } from "../../src/contracts/events.ts";
+import { ConclaveError } from "../../src/errors.ts";
+
+export { sleep };
+
+/** A wait gave up: what it waited for did not happen in time. */
+export class WaitTimeoutError extends ConclaveError<"timeout"> {
+  constructor(what: string, timeoutMs: number, detail?: string) {
+    super("timeout", `${what}: not within ${timeoutMs} ms${detail ? ` (${detail})` : ""}`);
+  }
+}
+
+export interface PollOptions {
+  /** Give up after this long. Default 5 s. */
+  timeoutMs?: number;
+  /** Time between two probes. Default 20 ms. */
+  everyMs?: number;
+}
+
+/** Polls `check` until it holds; throws a WaitTimeoutError naming `what` after `timeoutMs`. */
+export async function until(
+  check: () => boolean | Promise<boolean>,
+  { timeoutMs = 5_000, everyMs = 20, what = "condition" }: PollOptions & { what?: string } = {},
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new WaitTimeoutError(what, timeoutMs);
+    await sleep(everyMs);
+  }
+}
+
+/**
+ * Polls `probe` until `done` accepts its value and returns that value; after
+ * `timeoutMs` it returns the last value seen, for the caller to assert on (so
+ * the failure shows the value, not just "timed out").
+ */
+export async function eventually<T>(
+  probe: () => Promise<T>,
+  done: (value: T) => boolean,
+  { timeoutMs = 5_000, everyMs = 100 }: PollOptions = {},
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last = await probe();
+  while (!done(last)) {
+    if (Date.now() > deadline) return last;
+    await sleep(everyMs);
+    last = await probe();
+  }
+  return last;
+}
+
+export interface EventWaitOptions {
+  /** Give up after this long. Default 30 s. */
+  timeoutMs?: number;
+  /**
+   * `start` (default): every event stored under the filter, then live ones.
+   * `now`: only events stored once the consumer exists (shortly after the
+   * call): to catch something fresh in a system already running, not an event
+   * the caller's next action causes (use `start` for that).
+   */
+  from?: "start" | "now";
+}
+
+/**
+ * Follows the event log (JetStream, `CONCLAVE_EVENTS`) under `filter`, e.g.
+ * `subjects.turnEvents(session, turn)`, and resolves with the first event
+ * `match` accepts. Throws a WaitTimeoutError after `timeoutMs`, naming the
+ * last event kinds seen.
+ */
+export async function waitForEvent<E extends EngineEvent = EngineEvent>(
+  nc: NatsConnection,
+  filter: string,
+  match: (event: EngineEvent) => event is E,
+  options?: EventWaitOptions,
+): Promise<E>;
+export async function waitForEvent(
+  nc: NatsConnection,
+  filter: string,
+  match: (event: EngineEvent) => boolean,
+  options?: EventWaitOptions,
+): Promise<EngineEvent>;
+export async function waitForEvent(
+  nc: NatsConnection,
+  filter: string,
+  match: (event: EngineEvent) => boolean,
+  { timeoutMs = 30_000, from = "start" }: EventWaitOptions = {},
+): Promise<EngineEvent> {
+  const consumer = await jetstream(nc).consumers.get(streams.events, {
+    filter_subjects: filter,
+    deliver_policy: from === "now" ? DeliverPolicy.New : DeliverPolicy.All,
+  });
+  const messages = await consumer.consume();
+  const timer = setTimeout(() => void messages.stop(), timeoutMs);
+  const seen: string[] = [];
+  try {
+    for await (const msg of messages) {
+      let parsed: ReturnType<typeof EngineEvent.safeParse>;
+      try {
+        parsed = EngineEvent.safeParse(msg.json());
+      } catch {
+        continue; // not JSON: not an event anyone waits for
+      }
+      if (!parsed.success) continue;
+      const event = parsed.data as EngineEvent;
+      if (match(event)) return event;
+      seen.push(`${event.session_id}/${event.turn_id} ${event.kind}`);
+    }
+  } finally {
+    clearTimeout(timer);
+    await messages.close();
+  }
+  throw new WaitTimeoutError(`an event on ${filter}`, timeoutMs, `last seen: ${seen.slice(-5).join(", ") || "none"}`);
+}
+
+/**
+ * Resolves with the first core-NATS message on `sub` that `match` accepts
+ * (subscribe, and flush, before causing it). Unsubscribes either way; throws a
+ * WaitTimeoutError after `timeoutMs`.
+ */
+export async function waitForMessage<T>(
+  sub: Subscription,
+  parse: (data: unknown) => T,
+  { timeoutMs = 5_000, match = () => true }: { timeoutMs?: number; match?: (value: T) => boolean } = {},
+): Promise<T> {
+  const timer = setTimeout(() => sub.unsubscribe(), timeoutMs);
+  try {
+    for await (const msg of sub) {
+      const value = parse(msg.json());
+      if (match(value)) return value;
+    }
+  } finally {
+    clearTimeout(timer);
+    sub.unsubscribe();
+  }
+  throw new WaitTimeoutError(`a message on ${sub.getSubject()}`, timeoutMs);
+}
