@@ -9,12 +9,14 @@
  * wire (a bad command line, a missing binary, a bad configuration).
  */
 import type { ErrorCode } from "./contracts/errors.ts";
+import type { LlmErrorCode } from "./llm/errors.ts";
 
 /** Codes of failures that stay in the process that raised them. */
 export type LocalErrorCode =
   | "usage"
   | "config"
   | "insecure_credentials"
+  | "unauthorized"
   | "unavailable"
   | "turn_timeout"
   | "turn_failed"
@@ -24,9 +26,10 @@ export type LocalErrorCode =
   | "unknown_critic"
   | "missing_actor"
   | "port_in_use"
-  | "llm";
+  | "corrupt_value";
 
-export type ConclaveErrorCode = ErrorCode | LocalErrorCode;
+/** Every code a ConclaveError may carry: wire codes, local codes, and what an LLM call reports (LlmError). */
+export type ConclaveErrorCode = ErrorCode | LocalErrorCode | LlmErrorCode;
 
 /** Base of every error Conclave raises on purpose: `code` says what happened, `message` says it to a person. */
 export class ConclaveError<C extends ConclaveErrorCode = ConclaveErrorCode> extends Error {

@@ -1,5 +1,6 @@
 import type { NatsConnection } from "@nats-io/nats-core";
 import { connect } from "@nats-io/transport-node";
+import { ConclaveError } from "../errors.ts";
 
 /** Who a process is on the bus: nats.conf gives each role its own user and permissions. */
 export type Role = "client" | "runner" | "worker" | "observer";
@@ -37,10 +38,9 @@ export const DEFAULT_NATS_URL = "nats://127.0.0.1:4222";
  * Raised, with CONCLAVE_ENV=production, when a process would connect with no
  * credentials of its own or with one of the development passwords.
  */
-export class InsecureCredentialsError extends Error {
+export class InsecureCredentialsError extends ConclaveError<"insecure_credentials"> {
   constructor(message: string) {
-    super(message);
-    this.name = "InsecureCredentialsError";
+    super("insecure_credentials", message);
   }
 }
 

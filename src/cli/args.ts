@@ -1,12 +1,12 @@
 import { type ParseArgsConfig, parseArgs } from "node:util";
 import { type BusOptions, busOptions, type Role } from "../bus/connection.ts";
 import { SessionId } from "../contracts/ids.ts";
+import { ConclaveError, messageOf } from "../errors.ts";
 
-/** A mistake in how a command was called: printed with the command's usage, exit code 2. */
-export class UsageError extends Error {
+/** A mistake in how a command was called: printed with a pointer to the command's help, exit status 2. */
+export class UsageError extends ConclaveError<"usage"> {
   constructor(message: string) {
-    super(message);
-    this.name = "UsageError";
+    super("usage", message);
   }
 }
 
@@ -26,7 +26,7 @@ export function parse<O extends ParseArgsConfig["options"]>(argv: string[], opti
   try {
     return parseArgs({ args: argv, options, allowPositionals, strict: true });
   } catch (error) {
-    throw new UsageError((error as Error).message);
+    throw new UsageError(messageOf(error));
   }
 }
 

@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { join } from "node:path";
 import { REPO_ROOT } from "../nats/server.ts";
+import { UnavailableError } from "./failures.ts";
 
 export const CONCLAVE_BIN = join(REPO_ROOT, "bin", "conclave.js");
 
@@ -37,7 +38,7 @@ export function spawnConclave(
   const exited = new Promise<void>((done) => child.once("exit", () => done()));
   const ready = new Promise<void>((resolve, reject) => {
     const timer = setTimeout(
-      () => reject(new Error(`${name} did not become ready within ${readyTimeoutMs} ms`)),
+      () => reject(new UnavailableError(`${name} did not become ready within ${readyTimeoutMs} ms`)),
       readyTimeoutMs,
     );
     child.on("message", (message: { type?: string }) => {
@@ -48,7 +49,7 @@ export function spawnConclave(
     });
     child.once("exit", (code, signal) => {
       clearTimeout(timer);
-      reject(new Error(`${name} exited before it was ready (${signal ?? `code ${code}`})`));
+      reject(new UnavailableError(`${name} exited before it was ready (${signal ?? `code ${code}`})`));
     });
   });
   ready.catch(() => {});

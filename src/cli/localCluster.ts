@@ -1,6 +1,7 @@
 import { join, resolve } from "node:path";
 import { busOptions, connectBus } from "../bus/connection.ts";
 import { type RunningNatsServer, startNatsServer } from "../nats/server.ts";
+import { UnavailableError } from "./failures.ts";
 import { type SupervisedProcess, supervise } from "./supervisor.ts";
 
 /** The processes `conclave up` starts, besides nats-server: one runner and three workers. */
@@ -57,7 +58,9 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
   } else {
     const parsed = new URL(options.url.replace(/^nats:/, "http:"));
     if (!["127.0.0.1", "localhost", "[::1]"].includes(parsed.hostname)) {
-      throw new Error(`no NATS server answers at ${options.url}, and conclave only starts one on this machine`);
+      throw new UnavailableError(
+        `no NATS server answers at ${options.url}, and conclave only starts one on this machine`,
+      );
     }
     server = await startNatsServer({
       port: Number(parsed.port || 4222),

@@ -5,13 +5,31 @@ import { requestJson } from "../bus/request.ts";
 import { subjects } from "../bus/subjects.ts";
 import type { EngineEvent } from "../contracts/events.ts";
 import { TurnAck, type TurnSubmission } from "../contracts/turn.ts";
+import { ConclaveError } from "../errors.ts";
 import { followEvents } from "../eventlog/reader.ts";
 
 /** Raised when a turn does not complete within the caller's patience. */
-export class TurnTimeoutError extends Error {
+export class TurnTimeoutError extends ConclaveError<"turn_timeout"> {
+  readonly sessionId: string;
+  readonly turnId: number;
   constructor(sessionId: string, turnId: number, timeoutMs: number) {
-    super(`turn ${sessionId}/${turnId} did not complete within ${timeoutMs} ms`);
-    this.name = "TurnTimeoutError";
+    super("turn_timeout", `turn ${sessionId}/${turnId} did not complete within ${timeoutMs} ms`);
+    this.sessionId = sessionId;
+    this.turnId = turnId;
+  }
+}
+
+/** Raised for a turn that ended with outcome Failed (its TURN_COMPLETED names the error). */
+export class TurnFailedError extends ConclaveError<"turn_failed"> {
+  readonly sessionId: string;
+  readonly turnId: number;
+  /** The code the runner gave the failure. */
+  readonly reason: string;
+  constructor(sessionId: string, turnId: number, error: { code: string; message: string }) {
+    super("turn_failed", `turn ${sessionId}/${turnId} failed: ${error.code}: ${error.message}`);
+    this.sessionId = sessionId;
+    this.turnId = turnId;
+    this.reason = error.code;
   }
 }
 

@@ -2,6 +2,7 @@ import type { AgentOutput, AgentRequest } from "../contracts/agent.ts";
 import type { CouncilReply, CouncilRequest, VoiceReply, VoiceRequest } from "../contracts/council.ts";
 import type { CriticReply, CriticRequest } from "../contracts/critic.ts";
 import type { Usage } from "../contracts/usage.ts";
+import { ConclaveError } from "../errors.ts";
 import { type AgentDefinition, answerOffline } from "./agentDefinition.ts";
 import { decide } from "./council.ts";
 import { CRITICS } from "./critics.ts";
@@ -26,10 +27,9 @@ export interface CognitionBackend {
 }
 
 /** Raised for a critic name that no backend knows. */
-export class UnknownCriticError extends Error {
+export class UnknownCriticError extends ConclaveError<"unknown_critic"> {
   constructor(critic: string) {
-    super(`no critic '${critic}'; the critics are: ${Object.keys(CRITICS).join(", ")}`);
-    this.name = "UnknownCriticError";
+    super("unknown_critic", `no critic '${critic}'; the critics are: ${Object.keys(CRITICS).join(", ")}`);
   }
 }
 

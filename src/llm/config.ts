@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { ConclaveError } from "../errors.ts";
 
 /**
  * How to reach an OpenAI-compatible chat completions endpoint (OpenAI, Ollama, vLLM, llama.cpp…).
@@ -33,8 +34,10 @@ export interface LlmConfig {
 export const LLM_CONFIG_DEFAULTS = { apiKey: "not-needed", timeoutMs: 30_000, maxRetries: 2 } as const;
 
 /** The LLM settings in the environment are unusable; the message names the variable. */
-export class LlmConfigError extends Error {
-  override readonly name = "LlmConfigError";
+export class LlmConfigError extends ConclaveError<"config"> {
+  constructor(message: string) {
+    super("config", message);
+  }
 }
 
 const baseUrlSchema = z.url({ protocol: /^https?$/, error: "must be an http(s) URL" });

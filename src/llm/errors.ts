@@ -1,6 +1,8 @@
 import OpenAI from "openai";
+import { ConclaveError } from "../errors.ts";
 import type { Usage } from "./model.ts";
 
+/** What went wrong in a call to the model (the `code` of an LlmError, one of Conclave's error codes). */
 export type LlmErrorCode =
   | "timeout"
   | "rate_limited"
@@ -19,16 +21,13 @@ export interface LlmErrorOptions {
 }
 
 /** Every failure of the LLM layer, tagged with what went wrong and who asked. */
-export class LlmError extends Error {
-  override readonly name = "LlmError";
-  readonly code: LlmErrorCode;
+export class LlmError extends ConclaveError<LlmErrorCode> {
   readonly caller: string;
   readonly status: number | undefined;
   readonly usage: Usage | undefined;
 
   constructor(code: LlmErrorCode, caller: string, message: string, options: LlmErrorOptions = {}) {
-    super(`${caller}: ${message}`, { cause: options.cause });
-    this.code = code;
+    super(code, `${caller}: ${message}`, { cause: options.cause });
     this.caller = caller;
     this.status = options.status;
     this.usage = options.usage;

@@ -3,14 +3,15 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { delimiter, join, resolve } from "node:path";
+import { ConclaveError } from "../errors.ts";
 
 /** Raised when nats-server is not installed; the message says how to install it. */
-export class NatsServerNotFoundError extends Error {
+export class NatsServerNotFoundError extends ConclaveError<"nats_server_not_found"> {
   constructor() {
     super(
+      "nats_server_not_found",
       "nats-server was not found on PATH (nor in /usr/sbin, /usr/local/bin). Run `npm run setup`, or install it: `apt-get install nats-server`.",
     );
-    this.name = "NatsServerNotFoundError";
   }
 }
 

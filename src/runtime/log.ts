@@ -1,24 +1,92 @@
 /**
- * Process logs go to stderr, one line each, prefixed with the process's role,
- * so stdout stays free for a command's output. CONCLAVE_LOG=quiet silences
- * info lines; warnings and errors always show.
+ * Process logs, through pino: one JSON object per line on stderr (stdout stays
+ * free for a command's output), readable lines when stderr is a terminal.
+ * Every line carries the process's `role` and `pid`; a child logger adds its
+ * bindings (e.g. `session_id`, `turn_id`) to each of its lines.
+ *
+ * CONCLAVE_LOG sets the level: debug, info (the default), warn, error; `quiet`
+ * is warn. Warnings and errors always show unless the level is error.
  */
+import { type DestinationStream, type Level, type Logger as PinoLogger, pino } from "pino";
+import pretty from "pino-pretty";
+
+/** Structured fields of a log line, beside its message. */
+export type LogFields = Record<string, unknown>;
+
+/** What the runner, the workers and the CLI log through. */
 export interface Logger {
-  info(message: string): void;
-  warn(message: string): void;
-  error(message: string): void;
+  debug(message: string, fields?: LogFields): void;
+  info(message: string, fields?: LogFields): void;
+  warn(message: string, fields?: LogFields): void;
+  error(message: string, fields?: LogFields): void;
+  /** A logger whose every line also carries `bindings` (e.g. `{ session_id, turn_id }`). */
+  child(bindings: LogFields): Logger;
 }
 
-export function createLogger(name: string, env = process.env): Logger {
-  const quiet = env.CONCLAVE_LOG === "quiet";
-  const line = (level: string, message: string) => process.stderr.write(`[${name}] ${level}${message}\n`);
+export type LogLevel = Extract<Level, "debug" | "info" | "warn" | "error">;
+
+const LEVELS: readonly LogLevel[] = ["debug", "info", "warn", "error"];
+
+/** The level CONCLAVE_LOG asks for: `quiet` is warn; unset or unknown is info. */
+export function logLevelFrom(env: NodeJS.ProcessEnv = process.env): LogLevel {
+  const wanted = (env.CONCLAVE_LOG ?? "").trim().toLowerCase();
+  if (wanted === "quiet") return "warn";
+  return (LEVELS as readonly string[]).includes(wanted) ? (wanted as LogLevel) : "info";
+}
+
+export interface LoggerOptions {
+  env?: NodeJS.ProcessEnv;
+  /** Where lines go. Default: stderr, written synchronously so nothing is lost at exit. */
+  destination?: DestinationStream;
+  /** Readable lines instead of JSON. Default: when stderr is a terminal and no destination is given. */
+  pretty?: boolean;
+}
+
+function adapt(log: PinoLogger): Logger {
+  const at =
+    (level: LogLevel) =>
+    (message: string, fields?: LogFields): void => {
+      if (fields) log[level](fields, message);
+      else log[level](message);
+    };
   return {
-    info: (message) => {
-      if (!quiet) line("", message);
-    },
-    warn: (message) => line("warning: ", message),
-    error: (message) => line("error: ", message),
+    debug: at("debug"),
+    info: at("info"),
+    warn: at("warn"),
+    error: at("error"),
+    child: (bindings) => adapt(log.child(bindings)),
   };
 }
 
-export const silentLogger: Logger = { info: () => {}, warn: () => {}, error: () => {} };
+/** A logger for a process playing `role` (runner, worker, viewer, ...). */
+export function createLogger(role: string, options: LoggerOptions = {}): Logger {
+  const readable = options.pretty ?? (options.destination === undefined && process.stderr.isTTY === true);
+  const destination =
+    options.destination ??
+    (readable
+      ? pretty({ destination: 2, sync: true, ignore: "pid,role", messageFormat: "[{role}] {msg}", singleLine: true })
+      : pino.destination({ fd: 2, sync: true }));
+  return adapt(
+    pino(
+      {
+        level: logLevelFrom(options.env),
+        base: { role, pid: process.pid },
+        // Level names, not pino's numbers: a line should read without a lookup table.
+        formatters: { level: (label) => ({ level: label }) },
+        timestamp: pino.stdTimeFunctions.isoTime,
+      },
+      destination,
+    ),
+  );
+}
+
+const silent: Logger = {
+  debug: () => {},
+  info: () => {},
+  warn: () => {},
+  error: () => {},
+  child: () => silent,
+};
+
+/** Drops every line: the default of code that runs inside tests or other programs. */
+export const silentLogger: Logger = silent;

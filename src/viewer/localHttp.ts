@@ -1,11 +1,12 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { ConclaveError } from "../errors.ts";
 
 export type Handler = (request: IncomingMessage, response: ServerResponse) => void;
 
-export class PortInUseError extends Error {
+/** The port asked for is taken by another process. */
+export class PortInUseError extends ConclaveError<"port_in_use"> {
   constructor(port: number) {
-    super(`port ${port} on 127.0.0.1 is in use; pick another with --port`);
-    this.name = "PortInUseError";
+    super("port_in_use", `port ${port} on 127.0.0.1 is in use; pick another with --port`);
   }
 }
 

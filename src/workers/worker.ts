@@ -5,6 +5,7 @@ import { AGENTS } from "../../agents/index.ts";
 import type { ServeOptions } from "../bus/serveActor.ts";
 import { type CognitionBackend, offlineBackend } from "../cognition/backend.ts";
 import { CRITIC_NAMES } from "../cognition/critics.ts";
+import { ConclaveError } from "../errors.ts";
 import { deadLetter } from "../eventlog/deadLetters.ts";
 import { ensureDeadLetterStream, ensureMemoryStream } from "../eventlog/streams.ts";
 import { EpisodeStore } from "../memory/episodeStore.ts";
@@ -18,10 +19,9 @@ export const CORE_SERVICES = ["scheduler", "council", "critics", "memory"] as co
 export type CoreService = (typeof CORE_SERVICES)[number];
 
 /** Raised when a worker is asked for agents or services that do not exist. */
-export class UnknownAgentError extends Error {
+export class UnknownAgentError extends ConclaveError<"unknown_agent"> {
   constructor(message: string) {
-    super(message);
-    this.name = "UnknownAgentError";
+    super("unknown_agent", message);
   }
 }
 

@@ -1,6 +1,7 @@
 import { busOptions, connectBus, DEFAULT_NATS_URL } from "../../bus/connection.ts";
 import { submitTurn, watchTurn } from "../../client/turns.ts";
 import { parse } from "../args.ts";
+import { EXIT_HELP } from "../failures.ts";
 import { startLocalCluster } from "../localCluster.ts";
 import { createEventPrinter } from "../render.ts";
 
@@ -23,7 +24,9 @@ Usage: conclave demo [--nats-url URL] [--data-dir DIR] [--session ID]
 
 Starts nats-server (unless one answers at the URL), a runner and three workers as
 separate processes, sends ${DEMO_SCRIPT.length} user turns, prints each turn's stages
-and the reply, then shuts everything down.`;
+and the reply, then shuts everything down.
+
+${EXIT_HELP}`;
 
 export async function run(argv: string[]): Promise<number> {
   const { values } = parse(argv, {

@@ -2,6 +2,8 @@ import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connectBus } from "../../bus/connection.ts";
 import { readEvents } from "../../eventlog/reader.ts";
 import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFrom, parse, sessionArg, UsageError } from "../args.ts";
+import { EXIT, EXIT_HELP } from "../failures.ts";
+import { emptyWhenNotStored } from "../notStored.ts";
 import { createEventPrinter } from "../render.ts";
 
 export const help = `conclave events: read a session's event log back from JetStream
@@ -12,7 +14,12 @@ Usage: conclave events --session <id> [--turn N] [--json]
   --turn N       only this turn
   --json         one JSON line per event (the stored EngineEvent)
 
-${CONNECTION_HELP}`;
+Nothing stored for the session (or no turn run on this server yet) is an empty
+result, not a failure: no output, and a note on stderr unless --json.
+
+${CONNECTION_HELP}
+
+${EXIT_HELP}`;
 
 export async function run(argv: string[]): Promise<number> {
   const { values } = parse(argv, {
@@ -32,14 +39,12 @@ export async function run(argv: string[]): Promise<number> {
 
   const nc = await connectBus(connectionFrom(values, "observer", false));
   try {
-    const events = await readEvents(jetstream(nc), await jetstreamManager(nc), session, turn);
-    if (events.length === 0) {
+    const events = await emptyWhenNotStored(readEvents(jetstream(nc), await jetstreamManager(nc), session, turn));
+    if (events.length === 0 && !values.json)
       console.error(`no events stored for session ${session}${turn ? ` turn ${turn}` : ""}`);
-      return 1;
-    }
     const print = createEventPrinter(values.json);
     for (const event of events) print(event);
-    return 0;
+    return EXIT.ok;
   } finally {
     await nc.close();
   }

@@ -1,6 +1,7 @@
 import { MACHINES } from "../../../machines/index.ts";
 import { GRAPH_FORMATS, isGraphFormat, renderMachine } from "../../graph/formats.ts";
 import { parse, UsageError } from "../args.ts";
+import { EXIT_HELP } from "../failures.ts";
 
 export const help = `conclave graph: draw a statechart as Mermaid, Graphviz DOT or JSON
 
@@ -9,7 +10,9 @@ Usage: conclave graph <machine> [--format ${GRAPH_FORMATS.join("|")}]
   <machine>        one of: ${Object.keys(MACHINES).join(", ")}
   --format FORMAT  mermaid (stateDiagram-v2, the default), dot or json
 
-Prints to stdout, e.g.  conclave graph turn --format dot | dot -Tsvg > turn.svg`;
+Prints to stdout, e.g.  conclave graph turn --format dot | dot -Tsvg > turn.svg
+
+${EXIT_HELP}`;
 
 export async function run(argv: string[]): Promise<number> {
   const { values, positionals } = parse(

@@ -5,9 +5,10 @@ import { inspectSubjectAll } from "../../inspect/record.ts";
 import { startStatelyBridge } from "../../inspect/statelyBridge.ts";
 import { STATELY_INSPECTOR_URL } from "../../inspect/statelyBridgePage.ts";
 import { createLogger } from "../../runtime/log.ts";
-import { PortInUseError, portArg } from "../../viewer/localHttp.ts";
+import { portArg } from "../../viewer/localHttp.ts";
 import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFrom, parse, UsageError, untilInterrupted } from "../args.ts";
 import { announceReady } from "../childProcess.ts";
+import { EXIT_HELP } from "../failures.ts";
 
 const DEFAULT_PORT = 7421;
 
@@ -23,7 +24,9 @@ Stately inspector. Open the printed URL in a browser. The inspector UI itself is
 loaded from ${STATELY_INSPECTOR_URL}, so it needs internet access; offline, use
 \`conclave viewer\`. Runs until interrupted.
 
-${CONNECTION_HELP}`;
+${CONNECTION_HELP}
+
+${EXIT_HELP}`;
 
 export async function run(argv: string[]): Promise<number> {
   const { values } = parse(argv, { ...CONNECTION_FLAGS, port: { type: "string" } });
@@ -33,11 +36,11 @@ export async function run(argv: string[]): Promise<number> {
   }
   const port = portArg(values.port, DEFAULT_PORT);
   if (port === null) throw new UsageError("--port must be a whole number from 0 to 65535");
-  const log = createLogger(`inspect:${process.pid}`);
+  const log = createLogger("inspect");
   const nc = await connectBus(connectionFrom(values, "observer", true));
   const bridge = await startStatelyBridge(Object.values(MACHINES), port).catch(async (error: unknown) => {
     await nc.close();
-    throw error instanceof PortInUseError ? new UsageError(error.message) : error;
+    throw error; // a PortInUseError is a usage error (exit status 2) of its own
   });
   let invalid = 0;
   const subscription = collectInspection(nc, bridge.push, (subject, reason) => {

@@ -3,6 +3,7 @@ import { connectBus } from "../../bus/connection.ts";
 import { replaySession } from "../../runtime/replay.ts";
 import { SessionStore } from "../../runtime/sessionStore.ts";
 import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFrom, parse, sessionArg } from "../args.ts";
+import { EXIT_HELP } from "../failures.ts";
 
 export const help = `conclave replay: rebuild a session's state from its event log and check it
 
@@ -12,7 +13,9 @@ Starts from the session's latest checkpoint (saved every 10 turns), folds the
 events of every later turn (the final attempt of each), and compares the result
 with the state the runner stored. Exit status 0 when they match, 1 when not.
 
-${CONNECTION_HELP}`;
+${CONNECTION_HELP}
+
+${EXIT_HELP}`;
 
 export async function run(argv: string[]): Promise<number> {
   const { values } = parse(argv, {

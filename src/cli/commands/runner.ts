@@ -4,6 +4,7 @@ import { createLogger } from "../../runtime/log.ts";
 import { Runner } from "../../runtime/runner/runner.ts";
 import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFrom, parse, untilInterrupted } from "../args.ts";
 import { announceReady } from "../childProcess.ts";
+import { EXIT_HELP } from "../failures.ts";
 
 export const help = `conclave runner: host session and turn actors; accept turns on conclave.turn.submit.<session_id>
 
@@ -14,7 +15,9 @@ lets running ones finish. Start several for more capacity: they share a queue gr
 
 ${INSPECT_HELP}
 
-${CONNECTION_HELP}`;
+${CONNECTION_HELP}
+
+${EXIT_HELP}`;
 
 export async function run(argv: string[]): Promise<number> {
   const { values } = parse(argv, { ...CONNECTION_FLAGS, inspect: { type: "boolean" } });
@@ -22,7 +25,7 @@ export async function run(argv: string[]): Promise<number> {
     console.log(help);
     return 0;
   }
-  const log = createLogger(`runner:${process.pid}`);
+  const log = createLogger("runner");
   const options = connectionFrom(values, "runner", true);
   const nc = await connectBus(options);
   const inspection = processInspection(nc, "runner", values.inspect);

@@ -2,10 +2,13 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { wireJsonSchemas } from "../../contracts/jsonSchemas.ts";
 import { parse } from "../args.ts";
+import { EXIT_HELP } from "../failures.ts";
 
 export const help = `conclave schemas: write the JSON Schema of every wire message
 
-Usage: conclave schemas [--out DIR]    (default: schemas/)`;
+Usage: conclave schemas [--out DIR]    (default: schemas/)
+
+${EXIT_HELP}`;
 
 export async function run(argv: string[]): Promise<number> {
   const { values } = parse(argv, { out: { type: "string" }, help: { type: "boolean", short: "h" } });

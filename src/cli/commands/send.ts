@@ -1,6 +1,7 @@
 import { connectBus } from "../../bus/connection.ts";
-import { submitTurn, watchTurn } from "../../client/turns.ts";
+import { submitTurn, TurnFailedError, watchTurn } from "../../client/turns.ts";
 import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFrom, parse, sessionArg, UsageError } from "../args.ts";
+import { EXIT, EXIT_HELP } from "../failures.ts";
 import { createEventPrinter } from "../render.ts";
 
 export const help = `conclave send: publish a user turn and stream its events as they happen
@@ -13,10 +14,13 @@ Usage: conclave send --session <id> [options] "text"
   --idempotency-key K   a key that identifies this submission
   --timeout MS          how long to wait for the turn to complete   [60000]
 
-Exit status: 0 when the turn completed (Complete or PartialSuccess), 1 when it did
-not complete in time, 2 when the turn was rejected or the call was wrong.
+A turn that completes (Complete or PartialSuccess) exits 0; one that ends Failed,
+is refused as busy or interrupted, or does not complete within --timeout, exits 1; a submission the runner
+finds invalid exits 2; no runner answering exits 3.
 
-${CONNECTION_HELP}`;
+${CONNECTION_HELP}
+
+${EXIT_HELP}`;
 
 export async function run(argv: string[]): Promise<number> {
   const { values, positionals } = parse(
@@ -49,8 +53,10 @@ export async function run(argv: string[]): Promise<number> {
       ...(values["user-id"] ? { user_id: values["user-id"] } : {}),
       ...(values["idempotency-key"] ? { idempotency_key: values["idempotency-key"] } : {}),
     });
-    await watchTurn(nc, ack, createEventPrinter(values.json), timeoutMs);
-    return 0;
+    const completed = await watchTurn(nc, ack, createEventPrinter(values.json), timeoutMs);
+    const { outcome } = completed.payload;
+    if (outcome.status === "Failed") throw new TurnFailedError(ack.session_id, ack.turn_id, outcome.error);
+    return EXIT.ok;
   } finally {
     await nc.close();
   }

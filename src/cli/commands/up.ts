@@ -1,6 +1,7 @@
 import { DEFAULT_NATS_URL } from "../../bus/connection.ts";
 import { inspectionWanted } from "../../inspect/enable.ts";
 import { parse, untilInterrupted } from "../args.ts";
+import { EXIT_HELP } from "../failures.ts";
 import { DEFAULT_LAYOUT, startLocalCluster } from "../localCluster.ts";
 
 export const help = `conclave up: start nats-server, a runner and the workers, until interrupted
@@ -16,7 +17,9 @@ ${DEFAULT_LAYOUT.map(({ name, args }) => `  ${name.padEnd(42)} conclave ${args.j
 nats-server is started with nats.conf unless a server already answers at the URL.
 A process that dies is restarted after a backoff (250 ms, doubling, at most 5 s), at
 most 5 times a minute; past that it is left down and the log says so.
-Ctrl-C stops everything: the runner first (it finishes running turns), then the workers.`;
+Ctrl-C stops everything: the runner first (it finishes running turns), then the workers.
+
+${EXIT_HELP}`;
 
 export async function run(argv: string[]): Promise<number> {
   const { values } = parse(argv, {

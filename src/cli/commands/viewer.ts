@@ -1,10 +1,11 @@
 import { MACHINES } from "../../../machines/index.ts";
 import { connectBus } from "../../bus/connection.ts";
 import { createLogger } from "../../runtime/log.ts";
-import { PortInUseError, portArg } from "../../viewer/localHttp.ts";
+import { portArg } from "../../viewer/localHttp.ts";
 import { startViewer } from "../../viewer/viewerServer.ts";
 import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFrom, parse, UsageError, untilInterrupted } from "../args.ts";
 import { announceReady } from "../childProcess.ts";
+import { EXIT_HELP } from "../failures.ts";
 
 const DEFAULT_PORT = 7420;
 
@@ -20,7 +21,9 @@ live actors as turns run, and lists the turns' events as they are written.
 Actor states come from runners and workers started with --inspect (or
 CONCLAVE_INSPECT=1), e.g. \`npx conclave up --inspect\`. Runs until interrupted.
 
-${CONNECTION_HELP}`;
+${CONNECTION_HELP}
+
+${EXIT_HELP}`;
 
 export async function run(argv: string[]): Promise<number> {
   const { values } = parse(argv, { ...CONNECTION_FLAGS, port: { type: "string" } });
@@ -30,11 +33,11 @@ export async function run(argv: string[]): Promise<number> {
   }
   const port = portArg(values.port, DEFAULT_PORT);
   if (port === null) throw new UsageError("--port must be a whole number from 0 to 65535");
-  const log = createLogger(`viewer:${process.pid}`);
+  const log = createLogger("viewer");
   const nc = await connectBus(connectionFrom(values, "observer", true));
   const viewer = await startViewer(nc, { machines: MACHINES, port, log }).catch(async (error: unknown) => {
     await nc.close();
-    throw error instanceof PortInUseError ? new UsageError(error.message) : error;
+    throw error; // a PortInUseError is a usage error (exit status 2) of its own
   });
   console.log(`Conclave viewer: open ${viewer.url}`);
   announceReady();

@@ -5,6 +5,7 @@ import { backendFromEnv } from "../../workers/backendFromEnv.ts";
 import { CORE_SERVICES, type CoreService, matchAgents, startWorker } from "../../workers/worker.ts";
 import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFrom, parse, UsageError, untilInterrupted } from "../args.ts";
 import { announceReady } from "../childProcess.ts";
+import { EXIT_HELP } from "../failures.ts";
 
 export const help = `conclave worker: spawn a worker process hosting agents and/or core services
 
@@ -25,7 +26,9 @@ model answers.
 
 ${INSPECT_HELP}
 
-${CONNECTION_HELP}`;
+${CONNECTION_HELP}
+
+${EXIT_HELP}`;
 
 export async function run(argv: string[]): Promise<number> {
   const { values } = parse(argv, {
@@ -49,7 +52,7 @@ export async function run(argv: string[]): Promise<number> {
       throw new UsageError(`unknown service '${name}'; choose from ${CORE_SERVICES.join(", ")}`);
   }
   const backend = backendFromEnv();
-  const log = createLogger(`worker:${process.pid}`);
+  const log = createLogger("worker");
   const nc = await connectBus(connectionFrom(values, "worker", true));
   const inspection = processInspection(nc, "worker", values.inspect);
   const worker = await startWorker(nc, {
