@@ -1,22 +1,25 @@
 import { type ConclaveProcess, spawnConclave } from "./childProcess.ts";
 
 export interface SupervisorOptions {
-  /** Restart intensity: more than this many restarts within `withinMs` and the process is given up. Default 5. */
-  maxRestarts: number;
-  /** Default 60 s. */
+  /** Restarts within this window count towards the backoff; a child that stays up longer starts again from `backoffMs`. Default 60 s. */
   withinMs: number;
-  /** First restart delay, doubled for each recent restart, capped at 5 s. Default 250 ms. */
+  /** First restart delay, doubled for each recent restart. Default 250 ms. */
   backoffMs: number;
+  /** Longest delay between two restarts: the supervisor never gives up, it waits at most this long. Default 30 s. */
+  maxBackoffMs: number;
   log: (line: string) => void;
+  /** How the child is started (default: spawnConclave); tests supervise a small script instead. */
+  spawn: (name: string, args: string[], env: NodeJS.ProcessEnv) => ConclaveProcess;
 }
 
 export const defaultSupervisorOptions: Omit<SupervisorOptions, "log"> = {
-  maxRestarts: 5,
   withinMs: 60_000,
   backoffMs: 250,
+  maxBackoffMs: 30_000,
+  spawn: (name, args, env) => spawnConclave(name, args, env),
 };
 
-/** A `conclave` subprocess kept running: restarted with backoff when it dies, until the restart intensity is exceeded. */
+/** A `conclave` subprocess kept running: restarted with capped backoff whenever it dies, for as long as it is supervised. */
 export interface SupervisedProcess {
   readonly name: string;
   /** The process running now. */
@@ -27,9 +30,11 @@ export interface SupervisedProcess {
 }
 
 /**
- * Supervises one child, as an OTP supervisor's one-for-one strategy does:
- * an unexpected exit restarts it after a backoff; too many restarts in the
- * window and it is left down, and said so.
+ * Supervises one child, as an OTP supervisor's one-for-one strategy does,
+ * except that it never gives up: a process left down for good turns one bad
+ * input into an outage. Each unexpected exit restarts it after a backoff that
+ * doubles with every restart in the last `withinMs`, capped at
+ * `maxBackoffMs`; every restart is logged, and so is reaching the cap.
  */
 export function supervise(
   name: string,
@@ -39,27 +44,29 @@ export function supervise(
 ): SupervisedProcess {
   const settings = { ...defaultSupervisorOptions, ...options };
   let stopping = false;
-  let current = spawnConclave(name, args, env);
-  const restartTimes: number[] = [];
+  let current = settings.spawn(name, args, env);
+  const recent: number[] = [];
+  let restarts = 0;
   let pending: NodeJS.Timeout | undefined;
 
   const watch = (child: ConclaveProcess) => {
     child.child.once("exit", (code, signal) => {
       if (stopping) return;
       const now = Date.now();
-      while (restartTimes.length > 0 && now - restartTimes[0]! > settings.withinMs) restartTimes.shift();
-      if (restartTimes.length >= settings.maxRestarts) {
-        settings.log(
-          `${name} exited (${signal ?? `code ${code}`}); ${restartTimes.length} restarts in ${settings.withinMs / 1000} s: giving up on it`,
-        );
-        return;
-      }
-      const delay = Math.min(settings.backoffMs * 2 ** restartTimes.length, 5_000);
-      restartTimes.push(now);
-      settings.log(`${name} exited (${signal ?? `code ${code}`}): restarting in ${delay} ms`);
+      while (recent.length > 0 && now - recent[0]! > settings.withinMs) recent.shift();
+      const uncapped = settings.backoffMs * 2 ** Math.min(recent.length, 30);
+      const delay = Math.min(uncapped, settings.maxBackoffMs);
+      recent.push(now);
+      restarts += 1;
+      const how = signal ?? `code ${code}`;
+      settings.log(
+        uncapped >= settings.maxBackoffMs
+          ? `${name} exited (${how}); ${recent.length} restarts in ${settings.withinMs / 1000} s: in long backoff, restarting in ${delay} ms and still trying`
+          : `${name} exited (${how}): restarting in ${delay} ms (restart ${restarts})`,
+      );
       pending = setTimeout(() => {
         if (stopping) return;
-        current = spawnConclave(name, args, env);
+        current = settings.spawn(name, args, env);
         watch(current);
         current.ready.then(
           () => settings.log(`${name} restarted (pid ${current.child.pid})`),
@@ -76,7 +83,7 @@ export function supervise(
       return current;
     },
     get restarts() {
-      return restartTimes.length;
+      return restarts;
     },
     stop: async (graceMs) => {
       stopping = true;
