@@ -1,5 +1,5 @@
 import { Annotation, END, MemorySaver, Send, START, StateGraph } from "@langchain/langgraph";
-import { defaultTurnPolicy, zeroSensors } from "../machines/turn.ts";
+import { defaultTurnPolicy, zeroSensors } from "../machines/turn/index.ts";
 import { CONSENSUS_THRESHOLD } from "../src/cognition/deliberation.ts";
 import { SAFETY_INTERRUPT_THRESHOLD } from "../src/cognition/sensors.ts";
 import { applyAgentOutput, modulatorsFromSensors, type Workspace } from "../src/cognition/workspace.ts";

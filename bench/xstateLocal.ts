@@ -1,5 +1,6 @@
 import { createActor, toPromise } from "xstate";
-import { defaultTurnPolicy, type TurnRecord } from "../machines/turn.ts";
+import { defaultTurnPolicy } from "../machines/turn/index.ts";
+import type { TurnRecord } from "../src/contracts/turnProtocol.ts";
 import type { Modulators, Stance } from "../src/contracts/workspace.ts";
 import { provideTurn } from "../src/runtime/provideTurn.ts";
 import type { TurnServices } from "../src/runtime/turnServices.ts";

@@ -1,6 +1,7 @@
 import { assign, sendTo, setup } from "xstate";
+import type { TurnOutput, TurnPolicy } from "../src/contracts/turnProtocol.ts";
 import { type Modulators, neutralModulators, neutralStance, type Stance } from "../src/contracts/workspace.ts";
-import { defaultTurnPolicy, type TurnOutput, type TurnPolicy, turnMachine } from "./turn.ts";
+import { defaultTurnPolicy, turnMachine } from "./turn/index.ts";
 
 /**
  * A live session, hosted by a runner: turns run one at a time, in the order

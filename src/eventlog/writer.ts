@@ -1,6 +1,6 @@
 import type { JetStreamClient, PubAck } from "@nats-io/jetstream";
 import { JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
-import type { TurnRecord } from "../../machines/turn.ts";
+import type { TurnRecord } from "../contracts/turnProtocol.ts";
 import { encodeJson } from "../bus/codec.ts";
 import { subjects } from "../bus/subjects.ts";
 import type { EngineEvent } from "../contracts/events.ts";

@@ -1,4 +1,4 @@
-import type { DeliberateInput, DeliberateOutput, Revision } from "../../machines/turn.ts";
+import type { DeliberateInput, DeliberateOutput, Revision } from "../contracts/turnProtocol.ts";
 import { computeConsensus, stakeholders } from "../cognition/deliberation.ts";
 import { applyAgentOutput } from "../cognition/workspace.ts";
 import type { AgentReply, AgentRequest } from "../contracts/agent.ts";

@@ -1,11 +1,6 @@
 import { fromCallback, fromPromise } from "xstate";
-import {
-  type RunWaveInput,
-  type TurnRecord,
-  turnMachine,
-  type VoiceEvent,
-  type WaveEvent,
-} from "../../machines/turn.ts";
+import { turnMachine } from "../../machines/turn/index.ts";
+import type { RunWaveInput, TurnRecord, VoiceEvent, WaveEvent } from "../contracts/turnProtocol.ts";
 import type { VoiceRequest } from "../contracts/council.ts";
 import type { ErrorCode } from "../contracts/errors.ts";
 import type { TurnServices } from "./turnServices.ts";

@@ -1,4 +1,3 @@
-import type { DeliberateInput, DeliberateOutput } from "../../machines/turn.ts";
 import type { InterceptedPart, VoiceStreamPart } from "../cognition/voice.ts";
 import type { AgentReply, AgentRequest } from "../contracts/agent.ts";
 import type {
@@ -17,15 +16,12 @@ import type {
   MemoryRetrieveRequest,
 } from "../contracts/memory.ts";
 import type { PlanWavesReply, PlanWavesRequest } from "../contracts/scheduler.ts";
+import type { DeliberateInput, DeliberateOutput, ScreenInput } from "../contracts/turnProtocol.ts";
 import type { Sensors } from "../contracts/workspace.ts";
 import type { ScreenResult } from "./interceptors.ts";
 
-export interface ScreenRequest {
-  session_id: string;
-  turn_id: number;
-  text: string;
-  sensors: Sensors;
-}
+/** What the request interceptors are given: the turn's `screen` actor input. */
+export type ScreenRequest = ScreenInput;
 
 /**
  * Everything a turn needs done, as plain async calls. The runner gives the

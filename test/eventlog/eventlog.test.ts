@@ -1,6 +1,6 @@
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { beforeAll, describe, expect, it } from "vitest";
-import { usageSummary } from "../../machines/turn.ts";
+import { usageSummary } from "../../src/contracts/turnProtocol.ts";
 import { encodeJson } from "../../src/bus/codec.ts";
 import { streams, subjects } from "../../src/bus/subjects.ts";
 import { readEvents } from "../../src/eventlog/reader.ts";

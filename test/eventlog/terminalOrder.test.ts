@@ -1,6 +1,6 @@
 import { type JetStreamClient, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { beforeAll, describe, expect, it } from "vitest";
-import { usageSummary } from "../../machines/turn.ts";
+import { usageSummary } from "../../src/contracts/turnProtocol.ts";
 import { streams, subjects } from "../../src/bus/subjects.ts";
 import { EngineEvent } from "../../src/contracts/events.ts";
 import { ensureEventStream } from "../../src/eventlog/streams.ts";

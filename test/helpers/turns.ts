@@ -1,5 +1,6 @@
 import { createActor, toPromise } from "xstate";
-import { defaultTurnPolicy, type TurnOutput, type TurnPolicy, type TurnRecord } from "../../machines/turn.ts";
+import { defaultTurnPolicy } from "../../machines/turn/index.ts";
+import type { TurnOutput, TurnPolicy, TurnRecord } from "../../src/contracts/turnProtocol.ts";
 import type { EngineEvent } from "../../src/contracts/events.ts";
 import { neutralModulators, neutralStance } from "../../src/contracts/workspace.ts";
 import { localTurnServices } from "../../src/runtime/localTurnServices.ts";

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { createActor, fromPromise, toPromise } from "xstate";
 import { agentMachine } from "../../machines/agent.ts";
-import { zeroSensors } from "../../machines/turn.ts";
+import { zeroSensors } from "../../machines/turn/index.ts";
 import { quietOutput } from "../../src/cognition/agentDefinition.ts";
 import type { AgentOutput, AgentRequest } from "../../src/contracts/agent.ts";
 import { neutralModulators, neutralStance } from "../../src/contracts/workspace.ts";

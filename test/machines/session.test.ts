@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { createActor, waitFor } from "xstate";
 import { sessionMachine } from "../../machines/session.ts";
-import type { TurnOutput, TurnRecord } from "../../machines/turn.ts";
+import type { TurnOutput, TurnRecord } from "../../src/contracts/turnProtocol.ts";
 import { localTurnServices } from "../../src/runtime/localTurnServices.ts";
 import { provideTurn } from "../../src/runtime/provideTurn.ts";
 

@@ -1,10 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { createActor, toPromise } from "xstate";
-import { defaultTurnPolicy, SAFETY_FALLBACK_REPLY, turnMachine } from "../../machines/turn.ts";
+import { defaultTurnPolicy, MissingActorError, SAFETY_FALLBACK_REPLY, turnMachine } from "../../machines/turn/index.ts";
 import { RemoteCallError } from "../../src/bus/errors.ts";
 import { quietOutput } from "../../src/cognition/agentDefinition.ts";
 import { STAGES } from "../../src/contracts/turn.ts";
 import { neutralModulators, neutralStance } from "../../src/contracts/workspace.ts";
+import { ConclaveError } from "../../src/errors.ts";
 import { label, never, runLocalTurn, stagesOf } from "../helpers/turns.ts";
 
 describe("turn machine: stage order", () => {
@@ -204,6 +205,37 @@ describe("turn machine: failures become outcomes, never hangs", () => {
       ]);
       expect(output.outcome.warnings[0]?.message).toMatch(/must provide the 'senseFast' actor/);
     }
+  });
+
+  it("warns with the stable code of a missing actor", async () => {
+    expect(new MissingActorError("senseFast")).toBeInstanceOf(ConclaveError);
+    const actor = createActor(turnMachine, {
+      input: {
+        session_id: "bare",
+        turn_id: 1,
+        text: "hi",
+        policy: { ...defaultTurnPolicy, stage_timeout_ms: 100 },
+        modulators: neutralModulators(),
+        stance: neutralStance(),
+      },
+    });
+    actor.start();
+    const output = await toPromise(actor);
+    const codes = output.outcome.status === "PartialSuccess" ? output.outcome.warnings.map((w) => w.code) : [];
+    expect(codes).toHaveLength(7);
+    expect(new Set(codes)).toEqual(new Set(["missing_actor"]));
+  });
+
+  it("keeps a foreign error's code only when it is a wire code", async () => {
+    const failingWith = (code: string) => async () => {
+      throw Object.assign(new Error(`failed with ${code}`), { code });
+    };
+    const codeOfWarning = async (code: string) => {
+      const { output } = await runLocalTurn("hello there", { retrieveMemory: failingWith(code) });
+      return output.outcome.status === "PartialSuccess" ? output.outcome.warnings[0]?.code : undefined;
+    };
+    expect(await codeOfWarning("no_responders")).toBe("no_responders");
+    expect(await codeOfWarning("ECONNRESET")).toBe("internal");
   });
 });
 

@@ -7,19 +7,12 @@ import {
   createActor,
 } from "xstate";
 import { AGENTS } from "../../agents/index.ts";
-import {
-  defaultTurnPolicy,
-  type RunWaveInput,
-  type TurnContext,
-  type TurnInput,
-  type TurnOutput,
-  type TurnPolicy,
-  type TurnRecord,
-} from "../../machines/turn.ts";
+import { defaultTurnPolicy, type TurnContext, type TurnInput } from "../../machines/turn/index.ts";
 import { planWaves } from "../../src/cognition/scheduler.ts";
 import type { InterceptedPart, VoiceStreamPart } from "../../src/cognition/voice.ts";
 import type { AgentRequest } from "../../src/contracts/agent.ts";
 import type { VoiceReply, VoiceRequest } from "../../src/contracts/council.ts";
+import type { RunWaveInput, TurnOutput, TurnPolicy, TurnRecord } from "../../src/contracts/turnProtocol.ts";
 import { neutralModulators, neutralStance } from "../../src/contracts/workspace.ts";
 import { withInterceptors } from "../../src/runtime/intercepted.ts";
 import {

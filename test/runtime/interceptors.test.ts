@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { REFUSAL_REPLY, zeroSensors } from "../../machines/turn.ts";
+import { REFUSAL_REPLY, zeroSensors } from "../../machines/turn/index.ts";
 import { runFastSensors } from "../../src/cognition/sensors.ts";
 import { withInterceptors } from "../../src/runtime/intercepted.ts";
 import {

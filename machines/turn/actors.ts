@@ -1,0 +1,59 @@
+import { fromCallback, fromPromise } from "xstate";
+import type {
+  CouncilReply,
+  CouncilRequest,
+  SafetyCouncilReply,
+  SafetyCouncilRequest,
+  VoiceRequest,
+} from "../../src/contracts/council.ts";
+import type { CriticRequest, CriticsVerdict } from "../../src/contracts/critic.ts";
+import type {
+  MemoryCommitReply,
+  MemoryCommitRequest,
+  MemoryRetrieveReply,
+  MemoryRetrieveRequest,
+} from "../../src/contracts/memory.ts";
+import type { PlanWavesReply, PlanWavesRequest } from "../../src/contracts/scheduler.ts";
+import type {
+  DeliberateInput,
+  DeliberateOutput,
+  RunWaveInput,
+  ScreenInput,
+  ScreenOutput,
+} from "../../src/contracts/turnProtocol.ts";
+import type { Sensors } from "../../src/contracts/workspace.ts";
+import { ConclaveError } from "../../src/errors.ts";
+
+/** Raised when a host forgot to provide one of the machine's actors. */
+export class MissingActorError extends ConclaveError<"missing_actor"> {
+  constructor(name: string) {
+    super("missing_actor", `turn machine: the host must provide the '${name}' actor with turnMachine.provide()`);
+  }
+}
+
+const unprovided = <O, I>(name: string) =>
+  fromPromise<O, I>(async () => {
+    throw new MissingActorError(name);
+  });
+
+/**
+ * The turn's invoked actors, by name, with their input and output types. None
+ * runs anything: the host provides each with `turnMachine.provide(...)`.
+ */
+export const turnActors = {
+  senseFast: unprovided<Sensors, { text: string }>("senseFast"),
+  screen: unprovided<ScreenOutput, ScreenInput>("screen"),
+  safetyCouncil: unprovided<SafetyCouncilReply, SafetyCouncilRequest>("safetyCouncil"),
+  retrieveMemory: unprovided<MemoryRetrieveReply, MemoryRetrieveRequest>("retrieveMemory"),
+  planWaves: unprovided<PlanWavesReply, PlanWavesRequest>("planWaves"),
+  runWave: fromCallback<{ type: "noop" }, RunWaveInput>(() => {
+    throw new MissingActorError("runWave");
+  }),
+  deliberate: unprovided<DeliberateOutput, DeliberateInput>("deliberate"),
+  decide: unprovided<CouncilReply, CouncilRequest>("decide"),
+  renderVoice: fromCallback<{ type: "noop" }, VoiceRequest>(() => {
+    throw new MissingActorError("renderVoice");
+  }),
+  runCritics: unprovided<CriticsVerdict, CriticRequest>("runCritics"),
+  commitMemory: unprovided<MemoryCommitReply, MemoryCommitRequest>("commitMemory"),
+};

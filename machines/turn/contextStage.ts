@@ -1,0 +1,54 @@
+import { assign } from "xstate";
+import { turnSetup } from "./setup.ts";
+import { failed, overran } from "./warnings.ts";
+
+/** The context stage: memory retrieval for the turn. */
+
+export const contextState = turnSetup.createStateConfig({
+  entry: { type: "enterStage", params: { stage: "context" } },
+  invoke: {
+    src: "retrieveMemory",
+    input: ({ context }) => ({
+      session_id: context.session_id,
+      turn_id: context.turn_id,
+      user_message: context.text,
+      limit: 3,
+    }),
+    onDone: {
+      target: "agents",
+      actions: [
+        assign({ episodes: ({ event }) => event.output.episodes }),
+        {
+          type: "record",
+          params: ({ event }) => ({
+            kind: "MEMORY_RETRIEVED",
+            payload: event.output,
+          }),
+        },
+        {
+          type: "record",
+          params: ({ event }) => ({
+            kind: "WORKSPACE_PATCHED",
+            payload: {
+              patch: {
+                retrieved_episodes_count: event.output.episodes.length,
+                user_facts_count: event.output.user_facts.length,
+                open_threads_count: event.output.open_threads.length,
+              },
+            },
+          }),
+        },
+      ],
+    },
+    onError: {
+      target: "agents",
+      actions: failed("context", "memory"),
+    },
+  },
+  after: {
+    stageTimeout: {
+      target: "agents",
+      actions: overran("context", "memory retrieval", "memory"),
+    },
+  },
+});

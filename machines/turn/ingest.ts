@@ -1,0 +1,21 @@
+import { turnSetup } from "./setup.ts";
+
+/** The ingest stage: the turn starts in the log. */
+
+export const ingest = turnSetup.createStateConfig({
+  entry: [
+    {
+      type: "record",
+      params: ({ context }) => ({
+        kind: "TURN_STARTED",
+        payload: {
+          user_input: context.text,
+          turn_id: context.turn_id,
+          ...(context.user_id ? { user_id: context.user_id } : {}),
+        },
+      }),
+    },
+    { type: "enterStage", params: { stage: "ingest" } },
+  ],
+  always: "sensing_fast",
+});

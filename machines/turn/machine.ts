@@ -1,0 +1,81 @@
+import { turnOutcome } from "../../src/contracts/turn.ts";
+import { agents } from "./agents.ts";
+import { initialContext } from "./context.ts";
+import { contextState } from "./contextStage.ts";
+import { council } from "./council.ts";
+import { critics } from "./critics.ts";
+import { deliberation } from "./deliberation.ts";
+import { ingest } from "./ingest.ts";
+import { completed, memoryCommit } from "./memoryCommit.ts";
+import { safety } from "./safety.ts";
+import { screened, screening } from "./screening.ts";
+import { sensed, sensingFast } from "./sensing.ts";
+import { turnSetup } from "./setup.ts";
+
+/**
+ * The turn statechart: one user turn through the pipeline
+ *
+ *   ingest → sensing_fast → (safety → completed)
+ *          → context → agents (waves) → deliberation (≤ N rounds)
+ *          → council (+ voice) → critics → memory_commit → completed
+ *
+ * The machine is pure. Every piece of work is an invoked actor and every
+ * event of the log is a `record` action; the process hosting the machine
+ * supplies both with `turnMachine.provide(...)`. Each stage has a deadline
+ * (`stageTimeout`): a stage that fails or overruns adds a warning and the
+ * turn goes on, so a turn always reaches `completed` with an outcome.
+ *
+ * Each stage's states are in a file of their own (their order here is the
+ * chart's, which the diagrams follow).
+ */
+export const turnMachine = turnSetup.createMachine({
+  id: "turn",
+  context: initialContext,
+  initial: "ingest",
+  on: {
+    "turn.interrupt": {
+      target: ".completed",
+      actions: [
+        {
+          type: "abandonWave",
+          params: ({ event }) => ({
+            code: "interrupted" as const,
+            reason: `interrupted by turn ${event.by_turn_id}`,
+          }),
+        },
+        "closeOpenStreams",
+        {
+          type: "warn",
+          params: ({ context, event }) => ({
+            stage: context.stage,
+            code: "interrupted",
+            message: `interrupted by turn ${event.by_turn_id}`,
+          }),
+        },
+      ],
+    },
+  },
+  states: {
+    ingest,
+    sensing_fast: sensingFast,
+    sensed,
+    screening,
+    screened,
+    safety,
+    context: contextState,
+    agents,
+    deliberation,
+    council,
+    critics,
+    memory_commit: memoryCommit,
+    completed,
+  },
+  output: ({ context }) => ({
+    session_id: context.session_id,
+    turn_id: context.turn_id,
+    response: context.response,
+    outcome: turnOutcome(context.warnings),
+    modulators: context.workspace.modulators,
+    stance: context.workspace.stance,
+  }),
+});

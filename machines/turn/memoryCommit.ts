@@ -1,0 +1,58 @@
+import { turnOutcome } from "../../src/contracts/turn.ts";
+import { usageSummary } from "../../src/contracts/turnProtocol.ts";
+import { turnSetup } from "./setup.ts";
+import { failed, overran } from "./warnings.ts";
+
+/** The memory commit stage, then the final state, which records TURN_COMPLETED. */
+
+export const memoryCommit = turnSetup.createStateConfig({
+  entry: { type: "enterStage", params: { stage: "memory_commit" } },
+  invoke: {
+    src: "commitMemory",
+    input: ({ context }) => ({
+      episode: {
+        session_id: context.session_id,
+        turn_id: context.turn_id,
+        user_text: context.text,
+        response: context.response,
+        intent: context.decision?.speech_act.intent ?? "none",
+        ts: 0,
+      },
+    }),
+    onDone: {
+      target: "completed",
+      actions: {
+        type: "record",
+        params: ({ event }) => ({
+          kind: "MEMORY_COMMITTED",
+          payload: event.output,
+        }),
+      },
+    },
+    onError: {
+      target: "completed",
+      actions: failed("memory_commit", "memory"),
+    },
+  },
+  after: {
+    stageTimeout: {
+      target: "completed",
+      actions: overran("memory_commit", "memory commit", "memory"),
+    },
+  },
+});
+
+export const completed = turnSetup.createStateConfig({
+  type: "final",
+  entry: {
+    type: "record",
+    params: ({ context }) => ({
+      kind: "TURN_COMPLETED",
+      payload: {
+        response: context.response,
+        usage: usageSummary(context.usage),
+        outcome: turnOutcome(context.warnings),
+      },
+    }),
+  },
+});
