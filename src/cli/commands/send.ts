@@ -15,8 +15,8 @@ Usage: conclave send --session <id> [options] "text"
   --timeout MS          how long to wait for the turn to complete   [60000]
 
 A turn that completes (Complete or PartialSuccess) exits 0; one that ends Failed,
-is refused as busy or interrupted, or does not complete within --timeout, exits 1; a submission the runner
-finds invalid exits 2; no runner answering exits 3.
+is refused as busy or interrupted, or does not complete within --timeout, exits 1;
+a submission the runner finds invalid exits 2; no runner answering exits 3.
 
 ${CONNECTION_HELP}
 
