@@ -1,8 +1,10 @@
-import { JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
+import { JetStreamApiCodes, JetStreamApiError, jetstream } from "@nats-io/jetstream";
 import type { KV, KvOptions } from "@nats-io/kv";
 import { Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/nats-core";
-import type { z } from "zod";
+import { z } from "zod";
+import { ConclaveError, messageOf, singleLine } from "../errors.ts";
+import { deadLetter } from "../eventlog/deadLetters.ts";
 
 const decoder = new TextDecoder();
 
@@ -13,29 +15,98 @@ const isConflict = (error: unknown): boolean =>
 const encoder = new TextEncoder();
 
 /**
+ * A stored value that is not valid JSON or fails its schema (damaged, or
+ * forged by whoever could write the bucket). The value stays where it is,
+ * quarantined: every read of that key fails with this error, so the one
+ * session it belongs to fails visibly while every other key reads on; a dead
+ * letter on `conclave.dlq.kv` names it. An operator inspects it (`nats kv get`)
+ * and then repairs it: puts a valid value, or deletes the key when starting
+ * that key afresh is safe (see README, "What is guaranteed").
+ */
+export class CorruptValueError extends ConclaveError<"corrupt_value"> {
+  constructor(
+    readonly bucket: string,
+    readonly key: string,
+    readonly revision: number,
+    problem: string,
+  ) {
+    super(
+      "corrupt_value",
+      singleLine(`stored value ${bucket}/${key} (revision ${revision}) is unreadable: ${problem}`),
+    );
+  }
+}
+
+/** The dead-letter source of quarantined KV values (`conclave.dlq.kv`). */
+export const KV_DEAD_LETTERS = "kv";
+
+/** Where a quarantined value is reported; the default writes a dead letter. Never throws. */
+export type QuarantineReport = (error: CorruptValueError, raw: Uint8Array) => Promise<void>;
+
+/**
  * A JetStream KV bucket of JSON values checked by a zod schema, with
  * compare-and-set updates: the one way every store here talks to KV.
  */
 export class JsonKv<S extends z.ZodType> {
+  /** Revisions already reported, so a key read in a loop makes one dead letter, not one per read. */
+  readonly #reported = new Set<string>();
+
   private constructor(
     readonly kv: KV,
+    readonly bucket: string,
     private readonly schema: S,
+    private readonly report: QuarantineReport,
   ) {}
 
   static async open<S extends z.ZodType>(
     nc: NatsConnection,
     bucket: string,
     schema: S,
-    options: Partial<KvOptions> = {},
+    options: Partial<KvOptions> & { onQuarantine?: QuarantineReport } = {},
   ): Promise<JsonKv<S>> {
-    return new JsonKv(await new Kvm(nc).create(bucket, { history: 1, ...options }), schema);
+    const { onQuarantine, ...kvOptions } = options;
+    const js = jetstream(nc);
+    const report: QuarantineReport =
+      onQuarantine ??
+      (async (error, raw) => {
+        await deadLetter(js, KV_DEAD_LETTERS, {
+          subject: `$KV.${bucket}.${error.key}`,
+          data: raw,
+          code: error.code,
+          reason: error.message,
+        });
+      });
+    return new JsonKv(await new Kvm(nc).create(bucket, { history: 1, ...kvOptions }), bucket, schema, report);
   }
 
-  /** The value and its revision, or null when absent (or deleted). */
+  /**
+   * The value and its revision, or null when absent (or deleted). A value
+   * that is not JSON or fails the schema raises CorruptValueError (and is
+   * reported once per revision); it is never returned, and never deleted here.
+   */
   async get(key: string): Promise<{ value: z.infer<S>; revision: number } | null> {
     const entry = await this.kv.get(key);
     if (entry?.operation !== "PUT") return null;
-    return { value: this.schema.parse(JSON.parse(decoder.decode(entry.value))), revision: entry.revision };
+    return { value: this.#decode(key, entry.revision, entry.value), revision: entry.revision };
+  }
+
+  #decode(key: string, revision: number, raw: Uint8Array): z.infer<S> {
+    let problem: string;
+    try {
+      const parsed = this.schema.safeParse(JSON.parse(decoder.decode(raw)));
+      if (parsed.success) return parsed.data;
+      problem = z.prettifyError(parsed.error);
+    } catch (error) {
+      problem = `not JSON (${messageOf(error)})`;
+    }
+    const error = new CorruptValueError(this.bucket, key, revision, problem);
+    const seen = `${key}@${revision}`;
+    if (!this.#reported.has(seen)) {
+      if (this.#reported.size > 1_000) this.#reported.clear();
+      this.#reported.add(seen);
+      void this.report(error, raw).catch(() => {});
+    }
+    throw error;
   }
 
   async put(key: string, value: z.infer<S>): Promise<void> {

@@ -1,5 +1,5 @@
 import type { JetStreamManager, StreamConfig } from "@nats-io/jetstream";
-import { AckPolicy, JetStreamApiCodes, JetStreamApiError, RetentionPolicy, StorageType } from "@nats-io/jetstream";
+import { AckPolicy, DiscardPolicy, JetStreamApiCodes, JetStreamApiError, RetentionPolicy, StorageType } from "@nats-io/jetstream";
 import { RUNNER_CONSUMER, streams, subjects } from "../bus/subjects.ts";
 
 /** Creates a stream, or leaves an existing one as it is (so operators may tune limits by hand). */
@@ -76,11 +76,15 @@ export async function ensureTurnWal(jsm: JetStreamManager): Promise<void> {
   }
 }
 
-/** Rejected input and poison turns, kept for a week for inspection. */
+/** Rejected input and poison turns, kept for a week for inspection; bounded (the oldest go first), so no peer can fill the store. */
 export const ensureDeadLetterStream = (jsm: JetStreamManager) =>
   ensureStream(jsm, {
     name: streams.deadLetters,
     subjects: [subjects.allDeadLetters],
     storage: StorageType.File,
     max_age: 7 * 24 * 3_600 * 1_000_000_000,
+    max_msgs: 100_000,
+    max_bytes: 256 * 1024 * 1024,
+    max_msg_size: 256 * 1024,
+    discard: DiscardPolicy.Old,
   });

@@ -5,6 +5,15 @@ import { Episode } from "../contracts/workspace.ts";
 
 const decoder = new TextDecoder();
 
+const parseEpisode = (data: Uint8Array): Episode | null => {
+  try {
+    const parsed = Episode.safeParse(JSON.parse(decoder.decode(data)));
+    return parsed.success ? parsed.data : null;
+  } catch {
+    return null;
+  }
+};
+
 /**
  * Episodic memory in JetStream: one message per committed turn on
  * `conclave.memory.episode.<session>.<turn>`. Recent episodes are read back
@@ -15,6 +24,8 @@ export class EpisodeStore {
   constructor(
     private readonly js: JetStreamClient,
     private readonly jsm: JetStreamManager,
+    /** Told about a stored message that is not a valid episode (it is skipped). */
+    private readonly onInvalid?: (subject: string, seq: number) => void,
   ) {}
 
   async commit(episode: Episode): Promise<void> {
@@ -31,9 +42,14 @@ export class EpisodeStore {
         this.jsm.streams.getMessage(streams.memory, { last_by_subj: subjects.memoryEpisode(sessionId, turn) }),
       ),
     );
+    // A stored episode that is not one (damaged, or written by someone who should not have) is left out, not fatal.
     return found
       .filter((msg) => msg !== null)
-      .map((msg) => Episode.parse(JSON.parse(decoder.decode(msg.data))))
+      .flatMap((msg) => {
+        const episode = parseEpisode(msg.data);
+        if (!episode) this.onInvalid?.(msg.subject, msg.seq);
+        return episode ? [episode] : [];
+      })
       .reverse();
   }
 }

@@ -1,6 +1,6 @@
 import type { NatsConnection } from "@nats-io/nats-core";
 import { z } from "zod";
-import { JsonKv } from "../bus/jsonKv.ts";
+import { CorruptValueError, JsonKv } from "../bus/jsonKv.ts";
 import { buckets } from "../bus/subjects.ts";
 import type { Cooldowns } from "../cognition/scheduler.ts";
 
@@ -18,8 +18,18 @@ export class CooldownStore {
     return new CooldownStore(await JsonKv.open(nc, buckets.scheduler, CooldownRecord));
   }
 
+  /**
+   * A session's cooldowns. A stored value that fails its schema (reported as a
+   * dead letter by JsonKv) counts as none: cooldowns are soft state, and the
+   * scheduler's next save replaces it, so the session heals itself.
+   */
   async load(sessionId: string): Promise<Cooldowns> {
-    return (await this.kv.get(sessionId))?.value ?? {};
+    try {
+      return (await this.kv.get(sessionId))?.value ?? {};
+    } catch (error) {
+      if (error instanceof CorruptValueError) return {};
+      throw error;
+    }
   }
 
   async save(sessionId: string, cooldowns: Cooldowns): Promise<void> {

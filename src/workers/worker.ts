@@ -14,6 +14,7 @@ import { serveAgent } from "./agentEndpoints.ts";
 import { CooldownStore } from "./cooldownStore.ts";
 import { serveCouncil, serveCritics, serveScheduler, serveVoice } from "./coreEndpoints.ts";
 import { serveMemory } from "./memoryEndpoints.ts";
+import { IgnoredMessages, requestsOnly } from "./requestGuard.ts";
 
 export const CORE_SERVICES = ["scheduler", "council", "critics", "memory"] as const;
 export type CoreService = (typeof CORE_SERVICES)[number];
@@ -81,6 +82,10 @@ export async function startWorker(nc: NatsConnection, options: WorkerOptions): P
     ...options.serve,
   };
   const backend = options.backend ?? offlineBackend;
+  // Only requests reach the actors: deliveries of a push consumer aimed at a worker subject are counted, not served.
+  const ignored = new IgnoredMessages((count, subject) =>
+    log.warn(`ignored ${count} message(s) that are not requests (no inbox reply subject), last on ${subject}`),
+  );
   const svcm = new Svcm(nc);
   const running: Service[] = [];
   if (options.agents.length > 0) {
@@ -93,7 +98,7 @@ export async function startWorker(nc: NatsConnection, options: WorkerOptions): P
     for (const id of options.agents) {
       const agent = AGENTS.get(id);
       if (!agent) throw new UnknownAgentError(`no agent '${id}'`);
-      serveAgent(service, agent, backend, serve);
+      serveAgent(requestsOnly(service, ignored), agent, backend, serve);
     }
     running.push(service);
   }
@@ -103,16 +108,20 @@ export async function startWorker(nc: NatsConnection, options: WorkerOptions): P
       version: "0.1.0",
       description: `Conclave ${name} actor`,
     });
-    if (name === "scheduler") serveScheduler(service, await CooldownStore.open(nc), serve);
+    const group = requestsOnly(service, ignored);
+    if (name === "scheduler") serveScheduler(group, await CooldownStore.open(nc), serve);
     if (name === "council") {
-      serveCouncil(service, backend, serve);
-      serveVoice(service, backend, serve);
+      serveCouncil(group, backend, serve);
+      serveVoice(group, backend, serve);
     }
-    if (name === "critics") serveCritics(service, backend, CRITIC_NAMES, serve);
+    if (name === "critics") serveCritics(group, backend, CRITIC_NAMES, serve);
     if (name === "memory") {
       const jsm = await jetstreamManager(nc);
       await ensureMemoryStream(jsm);
-      serveMemory(service, new EpisodeStore(jetstream(nc), jsm), serve);
+      const store = new EpisodeStore(jetstream(nc), jsm, (subject, seq) =>
+        log.warn(`stored episode ${subject} (seq ${seq}) is not a valid episode: left out`),
+      );
+      serveMemory(group, store, serve);
     }
     running.push(service);
   }

@@ -198,7 +198,7 @@ describe("each role can do its job", () => {
     sub.unsubscribe();
   });
 
-  it("lets the observer read the event log, turn status, services and inspection", async () => {
+  it("lets the observer read the event log, turn status and inspection, and only the operator discover services", async () => {
     const ack = await submitTurn(nc.client, "perm-observed", { text: "hello there" });
     await watchTurn(nc.client, ack, () => {}, 20_000);
     const observer = nc.observer;
@@ -217,13 +217,21 @@ describe("each role can do its job", () => {
     const kv = await new Kvm(observer).open(buckets.turns);
     expect((await kv.get(`perm-observed.${ack.turn_id}`))?.json()).toMatchObject({ status: "done" });
 
+    // Services discovery is the operator's (nats.conf, "Replies"): a `$SRV.PING` names its own reply subject.
+    await expectPublishDenied(observer, violations.observer, "$SRV.PING");
+    violations.observer.length = 0;
+    const operator = await connectPlain({
+      user: "operator",
+      pass: "conclave-dev-operator",
+      inboxPrefix: "_INBOX_operator",
+    });
     const names: string[] = [];
-    for await (const ping of await new Svcm(observer).client().ping()) names.push(ping.name);
+    for await (const ping of await new Svcm(operator).client().ping()) names.push(ping.name);
     expect(names).toEqual(expect.arrayContaining(["conclave-runner", "conclave-agents", "conclave-council"]));
     let infos = 0;
-    for await (const _ of await new Svcm(observer).client().info()) infos++;
+    for await (const _ of await new Svcm(operator).client().info()) infos++;
     let stats = 0;
-    for await (const _ of await new Svcm(observer).client().stats()) stats++;
+    for await (const _ of await new Svcm(operator).client().stats()) stats++;
     expect([infos, stats]).toEqual([names.length, names.length]);
 
     const records: InspectionRecord[] = [];

@@ -1,0 +1,68 @@
+import type { EndpointOptions, ServiceGroup, ServiceHandler, ServiceMsg } from "@nats-io/services";
+
+/**
+ * A worker is only ever asked by a requester waiting on an inbox (`_INBOX…`,
+ * or `_R_.` for a request that crossed accounts). Anything else is not a
+ * request: a JetStream push consumer someone aimed at a worker subject
+ * delivers with a `$JS.ACK…` reply, and a plain publish has no reply at all.
+ */
+export const isInboxReply = (reply: string | undefined): reply is string =>
+  !!reply && (reply.startsWith("_INBOX") || reply.startsWith("_R_."));
+
+/**
+ * Counts what the guard drops and says so at most once per `everyMs`, so a
+ * flood of deliveries is one log line, not one per message, and no dead letter.
+ */
+export class IgnoredMessages {
+  #count = 0;
+  #lastReport = 0;
+  #lastSubject = "";
+  constructor(
+    private readonly report: (count: number, lastSubject: string) => void,
+    private readonly everyMs = 10_000,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** How many were dropped so far. */
+  get count(): number {
+    return this.#count;
+  }
+
+  note(msg: ServiceMsg): void {
+    this.#count += 1;
+    this.#lastSubject = msg.subject;
+    const now = this.now();
+    if (now - this.#lastReport >= this.everyMs) {
+      this.#lastReport = now;
+      this.report(this.#count, this.#lastSubject);
+    }
+  }
+}
+
+/**
+ * The service group with every endpoint's handler behind `isInboxReply`:
+ * messages that are not requests never reach the actor, get no reply and
+ * no dead letter, and are only counted.
+ */
+export function requestsOnly(group: ServiceGroup, ignored: IgnoredMessages): ServiceGroup {
+  return {
+    addEndpoint(name: string, opts?: ServiceHandler | EndpointOptions) {
+      const options: EndpointOptions = typeof opts === "function" ? { handler: opts } : { ...opts };
+      const handler = options.handler;
+      return group.addEndpoint(name, {
+        ...options,
+        ...(handler
+          ? {
+              handler: (error: Error | null, msg: ServiceMsg) => {
+                if (!error && !isInboxReply(msg.reply)) return ignored.note(msg);
+                handler(error, msg);
+              },
+            }
+          : {}),
+      });
+    },
+    addGroup(subject?: string, queue?: string) {
+      return requestsOnly(group.addGroup(subject, queue), ignored);
+    },
+  };
+}
