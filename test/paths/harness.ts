@@ -1,11 +1,14 @@
 import {
-  type AnyActorScope,
+  Actor,
   type AnyEventObject,
   type AnyMachineSnapshot,
   type AnyStateMachine,
+  type AnyStateNode,
   type AnyTransitionDefinition,
-  createEmptyActor,
+  getStateNodes,
   type InspectionEvent,
+  initialTransition,
+  transition,
 } from "xstate";
 import { getShortestPaths, getSimplePaths, joinPaths, type StatePath } from "xstate/graph";
 
@@ -123,22 +126,6 @@ export function traversable(machine: AnyStateMachine): AnyStateMachine {
   return logic;
 }
 
-/** An actor scope that runs nothing: what `xstate/graph` uses to compute transitions. */
-export function pureScope(): AnyActorScope {
-  const empty = createEmptyActor();
-  return {
-    self: empty,
-    logger: () => {},
-    id: "",
-    sessionId: "paths",
-    defer: () => {},
-    system: empty.system,
-    stopChild: () => {},
-    emit: () => {},
-    actionExecutor: () => {},
-  } as unknown as AnyActorScope;
-}
-
 /**
  * Fills the oracle with every real outcome the traversal will ask for: a breadth-first
  * walk in the same order as `xstate/graph`'s (so that it meets the same representative
@@ -149,10 +136,9 @@ export async function prefill(
   oracle: Oracle,
   options: { fromState?: AnyMachineSnapshot; stopWhen?: (snapshot: AnyMachineSnapshot) => boolean } = {},
 ): Promise<number> {
-  const scope = pureScope();
   const serialize = serializer(model);
   const machine = traversable(model.machine);
-  const start = options.fromState ?? machine.getInitialSnapshot(scope, model.input);
+  const start = options.fromState ?? initialTransition(machine, model.input)[0];
   const seen = new Set<string>();
   let frontier: { state: AnyMachineSnapshot; event?: AnyEventObject; previous?: AnyMachineSnapshot }[] = [
     { state: start },
@@ -175,7 +161,7 @@ export async function prefill(
     frontier = [];
     for (const state of level) {
       for (const event of model.events(state)) {
-        frontier.push({ state: machine.transition(state, event, scope), event, previous: state });
+        frontier.push({ state: transition(machine, state, event)[0], event, previous: state });
       }
     }
   }
@@ -213,15 +199,14 @@ export async function simplePaths(model: Model, oracle: Oracle): Promise<Path[]>
  * the state its own events lead to.)
  */
 export function materialize(model: Model, path: Path): Path {
-  const scope = pureScope();
   const serialize = serializer(model);
   const machine = traversable(model.machine);
-  let state = machine.getInitialSnapshot(scope, model.input);
+  let state = initialTransition(machine, model.input)[0];
   serialize(state, undefined);
   const steps = [{ state, event: path.steps[0]!.event }];
   for (const step of path.steps.slice(1)) {
     const previous = state;
-    state = machine.transition(previous, step.event, scope);
+    state = transition(machine, previous, step.event)[0];
     serialize(state, step.event, previous);
     steps.push({ state, event: step.event });
   }
@@ -284,34 +269,35 @@ export function spread<T>(items: readonly T[], cap: number): T[] {
  * A clock whose timers fire only when told, by the delayed event they carry
  * (`xstate.after.<delay>.<state id>`): an `after` edge of a path fires exactly
  * that timer, whatever the others' delays.
+ *
+ * The clock learns which event a timer carries from the system's inspection
+ * events: every delayed `raise`/`sendTo` an actor executes is scheduled (one
+ * timer each, in the order they were executed) once its macrostep is over.
  */
 export class ManualClock {
   private nextId = 0;
-  private readonly timers = new Map<number, { fn: () => void; key: string; type: string }>();
-  private readonly bound = new Set<string>();
-  private system: { getSnapshot(): { _scheduledEvents: Record<string, { event: AnyEventObject }> } } | undefined;
+  private readonly timers = new Map<number, { fn: () => void; type: string }>();
+  /** Delayed events executed and not yet given a timer, oldest first. */
+  private readonly announced: string[] = [];
 
-  attach(system: { getSnapshot(): { _scheduledEvents: Record<string, { event: AnyEventObject }> } }): void {
-    this.system = system;
+  /** Watches a system's actors for the delayed events they schedule (before the root actor starts). */
+  attach(system: { inspect(observer: (event: InspectionEvent) => void): unknown }): void {
+    system.inspect((event) => {
+      if (event.type !== "@xstate.action") return;
+      if (event.action.type !== "xstate.raise" && event.action.type !== "xstate.sendTo") return;
+      const params = event.action.params as { event?: AnyEventObject; delay?: unknown } | undefined;
+      if (typeof params?.delay === "number") this.announced.push(params.event?.type ?? "unknown");
+    });
   }
 
   setTimeout(fn: () => void, _delay: number): number {
-    // The scheduler records the delayed event just before it asks the clock for a timer.
-    const scheduled = Object.entries(this.system?.getSnapshot()._scheduledEvents ?? {}).find(
-      ([key]) => !this.bound.has(key),
-    );
     const id = this.nextId++;
-    const [key, event] = scheduled ?? [`unbound:${id}`, { event: { type: "unknown" } }];
-    this.bound.add(key);
-    this.timers.set(id, { fn, key, type: event.event.type });
+    this.timers.set(id, { fn, type: this.announced.shift() ?? "unknown" });
     return id;
   }
 
   clearTimeout(id: number): void {
-    const timer = this.timers.get(id);
-    if (!timer) return;
     this.timers.delete(id);
-    this.bound.delete(timer.key);
   }
 
   pending(): string[] {
@@ -324,7 +310,6 @@ export class ManualClock {
     if (!found) return false;
     const [id, timer] = found;
     this.timers.delete(id);
-    this.bound.delete(timer.key);
     timer.fn();
     return true;
   }
@@ -413,11 +398,23 @@ export class Recorder {
   private emitted: unknown[] = [];
   private waiting: (() => void) | undefined;
 
+  /** The root actor's snapshot before the microstep under way, and the event of the last microstep. */
+  private before: AnyMachineSnapshot | undefined;
+  private lastEvent: AnyEventObject | undefined;
+
   readonly inspect = (event: InspectionEvent): void => {
     if (event.actorRef.sessionId !== event.rootId) return;
     if (event.type === "@xstate.microstep") {
-      this.microsteps.push({ transitions: event._transitions, snapshot: event.snapshot as AnyMachineSnapshot });
+      const snapshot = event.snapshot as AnyMachineSnapshot;
+      // A microstep on the event the previous one took (or on `xstate.init`) takes eventless transitions.
+      const eventless = event.event === this.lastEvent || event.event.type === "xstate.init";
+      const transitions = takenTransitions(this.before, snapshot, event.event, eventless);
+      this.microsteps.push({ transitions, snapshot });
+      this.before = snapshot;
+      this.lastEvent = event.event;
     } else if (event.type === "@xstate.snapshot") {
+      this.before = event.snapshot as AnyMachineSnapshot;
+      this.lastEvent = undefined;
       this.steps.push({
         event: event.event,
         snapshot: event.snapshot as AnyMachineSnapshot,
@@ -481,27 +478,86 @@ export class Coverage {
 
   add(step: Macrostep): void {
     for (const microstep of step.microsteps) {
-      for (const node of microstep.snapshot._nodes) this.states.add(node.id);
+      for (const id of nodeIds(microstep.snapshot)) this.states.add(id);
       for (const transition of microstep.transitions) {
         this.transitions.add(transition);
         this.states.add(transition.source.id);
       }
     }
-    for (const node of step.snapshot._nodes) this.states.add(node.id);
+    for (const id of nodeIds(step.snapshot)) this.states.add(id);
   }
 }
 
+/** The active state nodes of a snapshot, root first, in document order. */
+export const activeNodes = (snapshot: AnyMachineSnapshot): AnyStateNode[] =>
+  [...new Set(getStateNodes(snapshot.machine.root, snapshot.value))].sort((a, b) => a.order - b.order);
+
 /** The active state nodes of a snapshot, by id. */
-export const nodeIds = (snapshot: AnyMachineSnapshot): string[] => snapshot._nodes.map((node) => node.id);
+export const nodeIds = (snapshot: AnyMachineSnapshot): string[] => activeNodes(snapshot).map((node) => node.id);
 
 /** The event types the active states of a snapshot handle (what `xstate/graph` tries by default). */
 export const ownEvents = (snapshot: AnyMachineSnapshot): string[] => [
-  ...new Set(snapshot._nodes.flatMap((node) => node.ownEvents)),
+  ...new Set(activeNodes(snapshot).flatMap((node) => node.ownEvents)),
 ];
+
+/** The initial state nodes a machine enters before any eventless transition: the root and its initial children. */
+export function initialConfiguration(machine: AnyStateMachine): AnyStateNode[] {
+  const nodes: AnyStateNode[] = [];
+  let node: AnyStateNode | undefined = machine.root;
+  while (node) {
+    nodes.push(node);
+    node = node.type === "compound" ? node.initial?.target[0] : undefined;
+  }
+  return nodes;
+}
+
+/**
+ * The transitions a microstep of a live actor took, from the snapshot before it:
+ * for an event, the machine's own `getTransitionData`; for an eventless microstep,
+ * the first `always` transition whose guard holds, from each atomic state or its
+ * nearest ancestor that has one (the SCXML selection XState follows; these
+ * machines have no parallel states, so no conflicts to resolve). Before the first
+ * microstep of an actor the machine is in its initial states.
+ */
+export function takenTransitions(
+  before: AnyMachineSnapshot | undefined,
+  after: AnyMachineSnapshot,
+  event: AnyEventObject,
+  eventless: boolean,
+): AnyTransitionDefinition[] {
+  const machine = after.machine;
+  if (!eventless) {
+    if (!before) throw new Error(`a microstep on ${event.type} before the actor had a snapshot`);
+    return machine.getTransitionData(before, event);
+  }
+  const nodes = before ? activeNodes(before) : initialConfiguration(machine);
+  // Guards read the context before the microstep (the first one's, which no transition has changed yet).
+  const context = (before ?? after).context;
+  const holds = (transition: AnyTransitionDefinition): boolean => {
+    const guard = transition.guard;
+    if (guard === undefined) return true;
+    if (typeof guard === "function") return guard({ context, event }, undefined);
+    const { type, params } = typeof guard === "string" ? { type: guard, params: undefined } : guard;
+    const implementation = machine.implementations.guards[type as string];
+    if (typeof implementation !== "function") throw new Error(`guard ${String(type)} has no implementation`);
+    return implementation({ context, event }, params);
+  };
+  const taken: AnyTransitionDefinition[] = [];
+  for (const atomic of nodes.filter((node) => node.type === "atomic" || node.type === "final")) {
+    for (let node: AnyStateNode | undefined = atomic; node; node = node.parent) {
+      const enabled = node.always?.find(holds);
+      if (enabled) {
+        if (!taken.includes(enabled)) taken.push(enabled);
+        break;
+      }
+    }
+  }
+  return taken;
+}
 
 /** The `src` of the invoke with this id among the active states. */
 export function invokeSrc(snapshot: AnyMachineSnapshot, id: string): string {
-  for (const node of snapshot._nodes) {
+  for (const node of activeNodes(snapshot)) {
     const invoke = node.invoke.find((candidate) => candidate.id === id);
     if (invoke) return typeof invoke.src === "string" ? invoke.src : id;
   }
@@ -510,11 +566,9 @@ export function invokeSrc(snapshot: AnyMachineSnapshot, id: string): string {
 
 /** The input an invoked child was started with (in a traversal its actor exists but never runs). */
 export function childInput(snapshot: AnyMachineSnapshot, id: string): unknown {
-  const child = snapshot.children[id] as
-    | { getSnapshot(): { input?: unknown }; options?: { input?: unknown } }
-    | undefined;
-  if (!child) throw new Error(`no child ${id} in ${JSON.stringify(snapshot.value)}`);
-  return child.getSnapshot().input ?? child.options?.input;
+  const child = snapshot.children[id];
+  if (!(child instanceof Actor)) throw new Error(`no child ${id} in ${JSON.stringify(snapshot.value)}`);
+  return child.options.input;
 }
 
 export const DONE_ACTOR = "xstate.done.actor.";

@@ -1,11 +1,4 @@
-import {
-  type AnyEventObject,
-  type AnyMachineSnapshot,
-  type AnyStateMachine,
-  type AnyStateNode,
-  type AnyTransitionDefinition,
-  createActor,
-} from "xstate";
+import { type AnyEventObject, type AnyMachineSnapshot, type AnyTransitionDefinition, createActor } from "xstate";
 import { AGENTS } from "../../agents/index.ts";
 import { defaultTurnPolicy, type TurnContext, type TurnInput } from "../../machines/turn/index.ts";
 import { planWaves } from "../../src/cognition/scheduler.ts";
@@ -25,16 +18,19 @@ import { provideTurn } from "../../src/runtime/provideTurn.ts";
 import type { TurnServices } from "../../src/runtime/turnServices.ts";
 import {
   AFTER,
+  activeNodes,
   type Coverage,
   childInput,
   DONE_ACTOR,
   DONE_STATE,
   ERROR_ACTOR,
   Gates,
+  initialConfiguration,
   invokeSrc,
   type Macrostep,
   ManualClock,
   type Model,
+  nodeIds,
   type Oracle,
   type Outcome,
   ownEvents,
@@ -291,7 +287,7 @@ export function turnModel(scenario: TurnScenario, oracle: Oracle): Model & { top
 const waveId = (snapshot: AnyMachineSnapshot): string => invokeIdOf(snapshot, "runWave");
 const voiceId = (snapshot: AnyMachineSnapshot): string => invokeIdOf(snapshot, "renderVoice");
 function invokeIdOf(snapshot: AnyMachineSnapshot, src: string): string {
-  for (const node of snapshot._nodes) {
+  for (const node of activeNodes(snapshot)) {
     const invoke = node.invoke.find((candidate) => candidate.src === src);
     if (invoke) return invoke.id;
   }
@@ -530,9 +526,9 @@ class RecordChecker {
     // The first macrostep enters the initial states before its eventless transitions.
     let expected = this.last ? "" : this.initialNodes.map((id) => ENTRY[id] ?? "").join("");
     let previous = this.last ?? step.microsteps[0]?.snapshot ?? step.snapshot;
-    let active = new Set(this.last ? previous._nodes.map((node) => node.id) : this.initialNodes);
+    let active = new Set(this.last ? nodeIds(previous) : this.initialNodes);
     for (const microstep of step.microsteps) {
-      const after = microstep.snapshot._nodes.map((node) => node.id);
+      const after = nodeIds(microstep.snapshot);
       const reentered = new Set<string>();
       for (const transition of microstep.transitions) {
         for (const key of this.edgeKeys(transition)) {
@@ -640,7 +636,10 @@ export function replayTurn(
     );
     const actor = createActor(machine, { input: model.input as TurnInput, clock, inspect: recorder.inspect });
     clock.attach(actor.system);
-    const checker = new RecordChecker(edgeKeys, initialConfiguration(model.machine));
+    const checker = new RecordChecker(
+      edgeKeys,
+      initialConfiguration(model.machine).map((node) => node.id),
+    );
     return {
       actor,
       recorder,
@@ -664,17 +663,6 @@ export function replayTurn(
       },
     };
   });
-}
-
-/** The states a machine enters first, before any eventless transition: the root and its initial children. */
-export function initialConfiguration(machine: AnyStateMachine): string[] {
-  const ids: string[] = [];
-  let node: AnyStateNode | undefined = machine.root;
-  while (node) {
-    ids.push(node.id);
-    node = node.type === "compound" ? node.initial?.target[0] : undefined;
-  }
-  return ids;
 }
 
 /** Events the replay compares field by field beyond their type. */
