@@ -32,8 +32,9 @@ import { privateThinking, replayTurn, TRANSITION_RECORDS, type TurnScenario, tur
  * simple paths, all of them for the small machines, per stage for the turn) and
  * each is replayed against a live actor provided with the real implementations,
  * checking at every step the state it is in and what it emitted. The last test
- * checks that the replays reached every state and transition of every machine and
- * writes docs/PATH_COVERAGE.md.
+ * checks that the replays reached every state and transition of every machine;
+ * `npm run paths:report` (CONCLAVE_WRITE_REPORTS=1) also writes docs/PATH_COVERAGE.md,
+ * which a plain test run leaves alone.
  */
 
 const coverage = new Map<string, Coverage>(Object.keys(MACHINES).map((name) => [name, new Coverage()]));
@@ -185,7 +186,7 @@ describe("path coverage", () => {
     const rows: CoverageRow[] = Object.entries(MACHINES).map(([name, machine]) =>
       coverageRow(name, machine as AnyStateMachine, covered(name)),
     );
-    writeReport(rows, NOTES, FINDINGS);
+    if (process.env.CONCLAVE_WRITE_REPORTS === "1") writeReport(rows, NOTES, FINDINGS);
     const missing = rows.flatMap((row) => [
       ...row.states.missing.map((id) => `${row.machine}: state ${id}`),
       ...row.transitions.missing.map((key) => `${row.machine}: transition ${key}`),
@@ -204,9 +205,9 @@ const NOTES = [
   `Turn scenarios: ${TURN_SCENARIOS.map((scenario) => `${scenario.name} (${JSON.stringify(scenario.text)}${scenario.policy ? `, policy ${JSON.stringify(scenario.policy)}` : ""}${scenario.roster ? ", a roster without ALWAYS_ON agents" : ""})`).join("; ")}. Simple paths of the turn are enumerated per stage, from the shortest path into the stage until the turn leaves it, at most ${SIMPLE_PER_STAGE} per stage; the session's on a model of two turns (three have some 62 000), ${SESSION_SIMPLE} of them.`,
 ];
 
-/** What the paths showed about the event contract (README, "Reading a turn's events"). */
+/** What the paths showed about the event contract (README, "Reading a turn's events"): each was fixed, and the record specs now check it. */
 const FINDINGS = [
-  "A wave cut by the agents stage deadline (`turn.agents → turn.deliberation : after stageTimeout`) or by `turn.interrupt` is never closed: no AGENT_FAILED for its pending agents, no WORKSPACE_PATCHED / WAVE_COMPLETED, although the README promises one AGENT_COMPLETED or AGENT_FAILED per agent and a WAVE_COMPLETED per wave. With the default policy a stage has 10 s and a wave 2 × 4 s + 250 ms, so a first wave that times out leaves the second one to be cut this way.",
-  "A rendering cut by the council or critics deadline, by `voice.failed` or by `turn.interrupt` leaves its open stream without STREAM_END (STREAM_START and chunks, then STAGE_WARNING).",
-  "`turn.interrupt` during the safety council is tagged with stage `sensing_fast` (the last TURN_STAGE_CHANGED), while the safety council's own failures are tagged `safety`.",
+  "Fixed: a wave cut by the agents stage deadline (`turn.agents → turn.deliberation : after stageTimeout`) or by `turn.interrupt` was never closed (no AGENT_FAILED for its pending agents, no WORKSPACE_PATCHED / WAVE_COMPLETED). The machine now fails the pending agents and closes the wave (`abandonWave`), as the README promises one AGENT_COMPLETED or AGENT_FAILED per agent and a WAVE_COMPLETED per wave.",
+  "Fixed: a rendering cut by the council or critics deadline, by `voice.failed` or by `turn.interrupt` left its open stream without STREAM_END. Every stream a rendering opened now gets its STREAM_END (`closeOpenStreams`) before the STAGE_WARNING.",
+  "Fixed: `turn.interrupt` during the safety council was tagged with stage `sensing_fast` (the last TURN_STAGE_CHANGED); entering `safety` now sets the stage its warnings carry to `safety`.",
 ];
