@@ -11,7 +11,7 @@ import { Claim, Episode, Modulators, Sensors, Stance, StanceDelta } from "./work
 
 /**
  * Every event kind a turn writes, each with its payload schema. The order in
- * which a turn emits them is fixed by the turn statechart (machines/turn.ts).
+ * which a turn emits them is fixed by the turn statechart (machines/turn/).
  */
 export const EventPayloads = {
   TURN_STARTED: z.object({ user_input: z.string(), turn_id: TurnId, user_id: z.string().optional() }),

@@ -5,7 +5,7 @@ import { currentDiagramBlock, turnDiagramBlock, withDiagramBlock } from "../../s
 import { REPO_ROOT } from "../../src/nats/server.ts";
 
 describe("the README's turn diagram", () => {
-  it("is the one generated from machines/turn.ts", () => {
+  it("is the one generated from machines/turn/", () => {
     const readme = readFileSync(join(REPO_ROOT, "README.md"), "utf8");
     const block = currentDiagramBlock(readme);
     expect(block, "README.md lacks the <!-- turn-diagram:start/end --> markers").not.toBeNull();
