@@ -1,5 +1,12 @@
 import type { JetStreamManager, StreamConfig } from "@nats-io/jetstream";
-import { AckPolicy, DiscardPolicy, JetStreamApiCodes, JetStreamApiError, RetentionPolicy, StorageType } from "@nats-io/jetstream";
+import {
+  AckPolicy,
+  DiscardPolicy,
+  JetStreamApiCodes,
+  JetStreamApiError,
+  RetentionPolicy,
+  StorageType,
+} from "@nats-io/jetstream";
 import { RUNNER_CONSUMER, streams, subjects } from "../bus/subjects.ts";
 
 /** Creates a stream, or leaves an existing one as it is (so operators may tune limits by hand). */
