@@ -21,10 +21,12 @@ import {
   criticUnderTest,
   type MachineUnderTest,
   schedulerUnderTest,
-  sessionUnderTest,
 } from "./machines.model.ts";
 import { type CoverageRow, coverageRow, edgeKeys, writeReport } from "./report.ts";
-import { privateThinking, replayTurn, TRANSITION_RECORDS, type TurnScenario, turnModel } from "./turn.model.ts";
+import { sessionUnderTest } from "./session.model.ts";
+import { privateThinking, type TurnScenario, turnModel } from "./turn.model.ts";
+import { TRANSITION_RECORDS } from "./turn.records.ts";
+import { replayTurn } from "./turn.replay.ts";
 
 /**
  * Model-based tests (issue 4, item 4): for every machine of machines/, paths are

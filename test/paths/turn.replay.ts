@@ -1,0 +1,250 @@
+import { type AnyEventObject, type AnyMachineSnapshot, type AnyTransitionDefinition, createActor } from "xstate";
+import type { TurnContext, TurnInput } from "../../machines/turn/index.ts";
+import type { VoiceReply, VoiceRequest } from "../../src/contracts/council.ts";
+import type { TurnOutput } from "../../src/contracts/turnProtocol.ts";
+import { provideTurn } from "../../src/runtime/provideTurn.ts";
+import type { TurnServices } from "../../src/runtime/turnServices.ts";
+import {
+  AFTER,
+  type Coverage,
+  DONE_ACTOR,
+  ERROR_ACTOR,
+  Gates,
+  initialConfiguration,
+  invokeSrc,
+  ManualClock,
+  type Model,
+  type Path,
+  Recorder,
+  replayPath,
+  SteeredFault,
+} from "./harness.ts";
+import { CALLBACKS, type Part, realServices, type TurnScenario } from "./turn.model.ts";
+import { RecordChecker } from "./turn.records.ts";
+
+// ---------------------------------------------------------------------------
+// Replay
+
+/** Where the voice's stream parts wait: the replay hands them to the turn one by one. */
+class VoiceGate {
+  private current:
+    | {
+        parts: Part[];
+        delivered: number;
+        ready: Promise<VoiceReply>;
+        onStream: (part: Part) => void;
+        resolve: (reply: VoiceReply) => void;
+        reject: (error: unknown) => void;
+      }
+    | undefined;
+
+  render(real: TurnServices, request: VoiceRequest, signal: AbortSignal, onStream: (part: Part) => void) {
+    return new Promise<VoiceReply>((resolve, reject) => {
+      const parts: Part[] = [];
+      const ready = real.renderVoice(request, signal, (part) => parts.push(part));
+      ready.catch(() => {}); // a failure surfaces where the replay awaits it
+      const entry = {
+        parts,
+        delivered: 0,
+        ready,
+        onStream,
+        resolve,
+        reject,
+      };
+      this.current = entry;
+      signal.addEventListener("abort", () => {
+        if (this.current === entry) this.current = undefined;
+        reject(new Error("renderVoice: aborted"));
+      });
+    });
+  }
+
+  async deliver(): Promise<Part> {
+    const entry = this.current;
+    if (!entry) throw new Error("no rendering under way");
+    await entry.ready;
+    const part = entry.parts[entry.delivered++];
+    if (!part) throw new Error("the rendering has no more parts");
+    entry.onStream(part);
+    return part;
+  }
+
+  async finish(mode: "real" | "fail"): Promise<void> {
+    const entry = this.current;
+    if (!entry) throw new Error("no rendering under way");
+    this.current = undefined;
+    if (mode === "fail") return entry.reject(new SteeredFault("renderVoice"));
+    const reply = await entry.ready;
+    if (entry.delivered !== entry.parts.length) throw new Error("the rendering ends before all its parts were sent");
+    entry.resolve(reply);
+  }
+}
+
+/** The real services behind gates, with the faults this path injects at invocation time. */
+function gatedServices(
+  real: TurnServices,
+  gates: Gates,
+  voice: VoiceGate,
+  crash: { waves: Set<number>; attempts: Set<number> },
+): TurnServices {
+  return {
+    senseFast: (text) => gates.hold("senseFast", text, () => real.senseFast(text)),
+    screen: (request) => gates.hold("screen", request, () => real.screen(request)),
+    safetyCouncil: (request, signal) =>
+      gates.hold("safetyCouncil", request, () => real.safetyCouncil(request, signal), signal),
+    retrieveMemory: (request, signal) =>
+      gates.hold("retrieveMemory", request, () => real.retrieveMemory(request, signal), signal),
+    planWaves: (request, signal) => gates.hold("planWaves", request, () => real.planWaves(request, signal), signal),
+    deliberate: (request, signal) => gates.hold("deliberate", request, () => real.deliberate(request, signal), signal),
+    decide: (request, signal) => gates.hold("decide", request, () => real.decide(request, signal), signal),
+    runCritics: (request, signal) => gates.hold("runCritics", request, () => real.runCritics(request, signal), signal),
+    commitMemory: (request, signal) =>
+      gates.hold("commitMemory", request, () => real.commitMemory(request, signal), signal),
+    callAgent: (request, signal, attempts) => {
+      // A wave whose invocation itself fails (the `runWave` actor throws as it starts).
+      if (crash.waves.has(request.wave)) throw new SteeredFault(`runWave (wave ${request.wave})`);
+      return gates.hold(
+        `callAgent:${request.agent_id}`,
+        request,
+        () => real.callAgent(request, signal, attempts),
+        signal,
+      );
+    },
+    renderVoice: (request, signal, onStream) => {
+      if (crash.attempts.has(request.attempt)) throw new SteeredFault(`renderVoice (attempt ${request.attempt})`);
+      return voice.render(real, request, signal, onStream);
+    },
+  };
+}
+
+/** Replays one path of the turn against a live turn actor with the real services; returns what went wrong, if anything. */
+export function replayTurn(
+  scenario: TurnScenario,
+  model: Model,
+  path: Path,
+  coverage: Coverage,
+  edgeKeys: (transition: AnyTransitionDefinition) => string[],
+): Promise<string | undefined> {
+  return replayPath(model, path, coverage, () => {
+    const clock = new ManualClock();
+    const gates = new Gates();
+    const voice = new VoiceGate();
+    const recorder = new Recorder();
+    // Faults a path injects as an actor starts are decided before the run.
+    const crash = { waves: new Set<number>(), attempts: new Set<number>() };
+    path.steps.forEach((step, index) => {
+      if (!step.event.type.startsWith(ERROR_ACTOR) || index === 0) return;
+      const before = path.steps[index - 1]!.state;
+      const src = invokeSrc(before, step.event.type.slice(ERROR_ACTOR.length));
+      const context = before.context as TurnContext;
+      if (src === "runWave") crash.waves.add(context.wave);
+      if (src === "renderVoice") crash.attempts.add(context.attempt);
+    });
+    const machine = provideTurn(gatedServices(realServices(scenario), gates, voice, crash), (_context, record) =>
+      recorder.emit(record),
+    );
+    const actor = createActor(machine, { input: model.input as TurnInput, clock, inspect: recorder.inspect });
+    clock.attach(actor.system);
+    const checker = new RecordChecker(
+      edgeKeys,
+      initialConfiguration(model.machine).map((node) => node.id),
+    );
+    return {
+      actor,
+      recorder,
+      drive: (event, before) => drive(event, before, { actor, clock, gates, voice }),
+      sameEvent,
+      check: (step) => checker.check(step),
+      finish: () => {
+        const completed = checker.records.filter((record) => record.kind === "TURN_COMPLETED");
+        if (path.state.status !== "done") {
+          return completed.length > 0 ? "TURN_COMPLETED recorded before the turn ended" : undefined;
+        }
+        const output = actor.getSnapshot().output as TurnOutput | undefined;
+        const last = checker.records.at(-1);
+        if (completed.length !== 1 || last?.kind !== "TURN_COMPLETED")
+          return "TURN_COMPLETED is not the one last record";
+        if (!output || output.response !== last.payload.response)
+          return `the turn's output ${JSON.stringify(output?.response)} differs from TURN_COMPLETED's response`;
+        if (JSON.stringify(output.outcome) !== JSON.stringify(last.payload.outcome))
+          return "the turn's outcome differs from TURN_COMPLETED's";
+        return undefined;
+      },
+    };
+  });
+}
+
+/** Events the replay compares field by field beyond their type. */
+function sameEvent(expected: AnyEventObject, actual: AnyEventObject): string | undefined {
+  const pick = (event: AnyEventObject): unknown => {
+    switch (event.type) {
+      case "agent.replied":
+        return (event.reply as { agent_id: string }).agent_id;
+      case "agent.failed":
+        return [event.agent_id, event.code];
+      case "voice.start":
+      case "voice.end":
+        return event.stream_id;
+      case "voice.chunk":
+        return [event.stream_id, event.delta];
+      case "voice.intercepted":
+        return [event.stream_id, event.interceptor, event.action];
+      case "voice.done":
+        return event.text;
+      case "voice.failed":
+        return event.code;
+      case "turn.interrupt":
+        return event.by_turn_id;
+      default:
+        if (event.type.startsWith(DONE_ACTOR)) return JSON.stringify(event.output);
+        return undefined;
+    }
+  };
+  const [want, got] = [JSON.stringify(pick(expected)), JSON.stringify(pick(actual))];
+  return want === got ? undefined : `the actor got ${got}, the path has ${want}`;
+}
+
+/** Makes the live actor take the path's next event: a gate opens, a timer fires, or the event is sent. */
+async function drive(
+  event: AnyEventObject,
+  before: AnyMachineSnapshot,
+  live: { actor: { send(event: AnyEventObject): void }; clock: ManualClock; gates: Gates; voice: VoiceGate },
+): Promise<string | undefined> {
+  const { type } = event;
+  const release = async (channel: string, mode: "real" | "fail") =>
+    (await live.gates.release(channel, mode))
+      ? undefined
+      : `no pending call on ${channel} (pending: ${live.gates.pendingChannels().join(", ") || "none"})`;
+  if (type.startsWith(DONE_ACTOR)) return release(invokeSrc(before, type.slice(DONE_ACTOR.length)), "real");
+  if (type.startsWith(ERROR_ACTOR)) {
+    const src = invokeSrc(before, type.slice(ERROR_ACTOR.length));
+    if (CALLBACKS.has(src)) return undefined; // it threw as it started: the error is on its way
+    return release(src, event.error instanceof SteeredFault ? "fail" : "real");
+  }
+  if (type.startsWith(AFTER)) {
+    return live.clock.fire(type) ? undefined : `no timer for ${type} (pending: ${live.clock.pending().join(", ")})`;
+  }
+  switch (type) {
+    case "agent.replied":
+      return release(`callAgent:${(event.reply as { agent_id: string }).agent_id}`, "real");
+    case "agent.failed":
+      return release(`callAgent:${event.agent_id}`, "fail");
+    case "voice.start":
+    case "voice.chunk":
+    case "voice.end":
+    case "voice.intercepted":
+      await live.voice.deliver();
+      return undefined;
+    case "voice.done":
+      await live.voice.finish("real");
+      return undefined;
+    case "voice.failed":
+      await live.voice.finish("fail");
+      return undefined;
+    case "wave.done":
+      return undefined; // the wave sends it itself once every agent has answered
+    default:
+      live.actor.send(event);
+      return undefined;
+  }
+}
