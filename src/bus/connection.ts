@@ -1,6 +1,13 @@
-import type { NatsConnection } from "@nats-io/nats-core";
+import { readFileSync } from "node:fs";
+import {
+  type Authenticator,
+  credsAuthenticator,
+  type NatsConnection,
+  nkeyAuthenticator,
+  nkeys,
+} from "@nats-io/nats-core";
 import { connect } from "@nats-io/transport-node";
-import { ConclaveError } from "../errors.ts";
+import { ConclaveError, messageOf, singleLine } from "../errors.ts";
 
 /** Who a process is on the bus: nats.conf gives each role its own user and permissions. */
 export type Role = "client" | "runner" | "worker" | "observer";
@@ -9,9 +16,9 @@ export const ROLES: readonly Role[] = ["client", "runner", "worker", "observer"]
 
 /**
  * Development credentials, matching the users in the repo's nats.conf. They
- * exist so `npm start` works out of the box; set CONCLAVE_NATS_USER and
- * CONCLAVE_NATS_PASSWORD (and your own nats.conf) anywhere else. With
- * CONCLAVE_ENV=production they are refused.
+ * exist so `npm start` works out of the box; anywhere else give each role its
+ * own credentials (README, "Production"). With CONCLAVE_ENV=production they
+ * are refused.
  */
 export const DEV_CREDENTIALS: Record<Role, { user: string; password: string }> = {
   client: { user: "client", password: "conclave-dev-client" },
@@ -36,7 +43,8 @@ export const DEFAULT_NATS_URL = "nats://127.0.0.1:4222";
 
 /**
  * Raised, with CONCLAVE_ENV=production, when a process would connect with no
- * credentials of its own or with one of the development passwords.
+ * credentials of its own, with one of the development passwords, or in clear
+ * text (no TLS) to a server that is not on this machine.
  */
 export class InsecureCredentialsError extends ConclaveError<"insecure_credentials"> {
   constructor(message: string) {
@@ -44,15 +52,58 @@ export class InsecureCredentialsError extends ConclaveError<"insecure_credential
   }
 }
 
-/** CONCLAVE_ENV=production (any case): development credentials are refused. */
-export const isProduction = (env: NodeJS.ProcessEnv = process.env): boolean =>
-  (env.CONCLAVE_ENV ?? "").trim().toLowerCase() === "production";
+/** A connection setting that cannot work: an unknown CONCLAVE_ENV, an unreadable secret file, two ways to log in. */
+export class BusConfigError extends ConclaveError<"config"> {
+  constructor(message: string) {
+    super("config", message);
+  }
+}
+
+/** The values CONCLAVE_ENV may take (any case); unset means development. */
+export const CONCLAVE_ENVS = ["development", "production"] as const;
+export type ConclaveEnv = (typeof CONCLAVE_ENVS)[number];
+
+/**
+ * CONCLAVE_ENV, checked: `development` (the default when unset or empty) or
+ * `production`, in any case. Anything else throws BusConfigError, so a typo
+ * such as `prod` never silently means development.
+ */
+export function conclaveEnv(env: NodeJS.ProcessEnv = process.env): ConclaveEnv {
+  const raw = (env.CONCLAVE_ENV ?? "").trim().toLowerCase();
+  if (raw === "") return "development";
+  const known = CONCLAVE_ENVS.find((name) => name === raw);
+  if (known) return known;
+  throw new BusConfigError(
+    `CONCLAVE_ENV=${singleLine(JSON.stringify(env.CONCLAVE_ENV), 64)} is not a known environment; use one of ${CONCLAVE_ENVS.join(", ")} (any case; unset means development)`,
+  );
+}
+
+/** CONCLAVE_ENV=production (any case): development credentials are refused. Throws on an unknown value. */
+export const isProduction = (env: NodeJS.ProcessEnv = process.env): boolean => conclaveEnv(env) === "production";
+
+/** Files for TLS; each is optional (no CA: the system's CAs; no cert and key: no client certificate). */
+export interface TlsFiles {
+  caFile?: string;
+  certFile?: string;
+  keyFile?: string;
+}
 
 export interface BusOptions {
   /** Server URL(s), comma-separated. Default: $CONCLAVE_NATS_URL, else nats://127.0.0.1:4222. */
   url: string;
-  user: string;
-  password: string;
+  /** User and password, when the role logs in with a password (not with an nkey or a creds file). */
+  user?: string;
+  password?: string;
+  /** A file holding the role's nkey seed (`SU…`): the server knows the role by its public key. */
+  nkeySeedFile?: string;
+  /** A `.creds` file (user JWT and seed), for servers run in operator/JWT mode. */
+  credsFile?: string;
+  /**
+   * TLS, required by this side: set when a URL is `tls://` or a CA, certificate
+   * or key file is given; the connection then refuses a server without TLS.
+   * Unset, the client still upgrades when the server requires TLS.
+   */
+  tls?: TlsFiles;
   /** Connection name shown by the server's monitoring, e.g. `conclave-runner:1234`. */
   name: string;
   /** Where this connection's replies arrive: the role's prefix (INBOX_PREFIXES). */
@@ -69,48 +120,193 @@ const given = (...values: (string | undefined)[]): string | undefined =>
   values.find((value) => value !== undefined && value !== "");
 
 /**
- * Connection options from flags, then environment, then the role's development
- * defaults. With CONCLAVE_ENV=production there are no defaults: the user and
- * password must be given, and a development password is refused
- * (InsecureCredentialsError).
+ * A connection setting from the environment: `CONCLAVE_NATS_<ROLE>_<NAME>`
+ * (e.g. CONCLAVE_NATS_RUNNER_NKEY_SEED_FILE) wins over `CONCLAVE_NATS_<NAME>`,
+ * so one environment (that of `conclave up`) can give every role its own.
+ */
+const setting = (env: NodeJS.ProcessEnv, role: Role, name: string): string | undefined =>
+  given(env[`CONCLAVE_NATS_${role.toUpperCase()}_${name}`], env[`CONCLAVE_NATS_${name}`]);
+
+/** A secret file's text without its trailing newline; BusConfigError if it cannot be read or is empty. */
+export function readSecretFile(path: string, what: string): string {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (error) {
+    throw new BusConfigError(`cannot read the ${what} file ${path}: ${singleLine(messageOf(error), 120)}`);
+  }
+  const secret = text.replace(/\r?\n$/, "");
+  if (secret.trim() === "") throw new BusConfigError(`the ${what} file ${path} is empty`);
+  return secret;
+}
+
+/** The seed in an nkey seed file, checked to be a user seed (`SU…`), as bytes for nkeyAuthenticator. */
+function readUserSeed(path: string): Uint8Array {
+  const seed = readSecretFile(path, "nkey seed").trim();
+  try {
+    const pair = nkeys.fromSeed(new TextEncoder().encode(seed));
+    if (!pair.getPublicKey().startsWith("U")) throw new Error("not a user key");
+  } catch {
+    // Never quote the file: it holds a secret.
+    throw new BusConfigError(`the nkey seed file ${path} does not hold a user nkey seed (one line starting with SU)`);
+  }
+  return new TextEncoder().encode(seed);
+}
+
+const LOOPBACK = /^(localhost|127(\.\d{1,3}){3}|\[?::1\]?)$/i;
+
+/** The host of one server URL (scheme optional), lower-cased. */
+function hostOf(url: string): string {
+  const bare = url.trim().replace(/^[a-z][a-z0-9+.-]*:\/\//i, "");
+  try {
+    return new URL(`http://${bare}`).hostname.toLowerCase();
+  } catch {
+    throw new BusConfigError(`bad NATS URL ${singleLine(url, 120)}`);
+  }
+}
+
+/** The server URLs of a comma-separated list. */
+export const serverUrls = (url: string): string[] =>
+  url
+    .split(",")
+    .map((part) => part.trim())
+    .filter((part) => part !== "");
+
+function tlsFrom(env: NodeJS.ProcessEnv, role: Role, urls: string[]): TlsFiles | undefined {
+  const caFile = setting(env, role, "TLS_CA");
+  const certFile = setting(env, role, "TLS_CERT");
+  const keyFile = setting(env, role, "TLS_KEY");
+  if ((certFile === undefined) !== (keyFile === undefined)) {
+    throw new BusConfigError(
+      `a TLS client certificate needs both CONCLAVE_NATS_TLS_CERT and CONCLAVE_NATS_TLS_KEY; the ${role} role has only ${certFile ? "the certificate" : "the key"}`,
+    );
+  }
+  const wanted = urls.some((url) => /^tls:\/\//i.test(url)) || caFile || certFile;
+  if (!wanted) return undefined;
+  return { ...(caFile ? { caFile } : {}), ...(certFile ? { certFile } : {}), ...(keyFile ? { keyFile } : {}) };
+}
+
+const HOW_TO_AUTHENTICATE =
+  "CONCLAVE_NATS_USER with CONCLAVE_NATS_PASSWORD or CONCLAVE_NATS_PASSWORD_FILE, CONCLAVE_NATS_NKEY_SEED_FILE, or CONCLAVE_NATS_CREDS_FILE";
+
+/**
+ * Connection options from flags, then the environment, then the role's
+ * development defaults. Each CONCLAVE_NATS_* credential or TLS setting may be
+ * given for one role as CONCLAVE_NATS_<ROLE>_*, which wins.
+ *
+ * A role logs in one way: a creds file, an nkey seed file, or a user and a
+ * password (CONCLAVE_NATS_PASSWORD or, better, CONCLAVE_NATS_PASSWORD_FILE);
+ * two at once is a BusConfigError. TLS is required by the client when a URL is
+ * `tls://` or a CA, certificate or key file is given.
+ *
+ * CONCLAVE_ENV must be `development` (default) or `production`, else
+ * BusConfigError. With production there are no defaults: credentials must be
+ * given, a development password is refused, and every server must be reached
+ * over TLS or on loopback (InsecureCredentialsError).
  */
 export function busOptions(role: Role, overrides: Partial<BusOptions> = {}, env = process.env): BusOptions {
-  const dev = DEV_CREDENTIALS[role];
-  let user = given(overrides.user, env.CONCLAVE_NATS_USER);
-  let password = given(overrides.password, env.CONCLAVE_NATS_PASSWORD);
-  if (isProduction(env)) {
-    const missing = [
-      user ? null : "user (CONCLAVE_NATS_USER or --user)",
-      password ? null : "password (CONCLAVE_NATS_PASSWORD or --password)",
-    ].filter((what) => what !== null);
-    if (missing.length > 0) {
+  const production = isProduction(env);
+  const url = given(overrides.url, env.CONCLAVE_NATS_URL) ?? DEFAULT_NATS_URL;
+  const urls = serverUrls(url);
+  const passwordVariable = setting(env, role, "PASSWORD");
+  const passwordFile = setting(env, role, "PASSWORD_FILE");
+  if (passwordVariable && passwordFile && !overrides.password) {
+    throw new BusConfigError(
+      `the ${role} role has both CONCLAVE_NATS_PASSWORD and CONCLAVE_NATS_PASSWORD_FILE; give one`,
+    );
+  }
+  let user = given(overrides.user, setting(env, role, "USER"));
+  let password = given(
+    overrides.password,
+    passwordVariable,
+    passwordFile === undefined ? undefined : readSecretFile(passwordFile, "password"),
+  );
+  const nkeySeedFile = given(overrides.nkeySeedFile, setting(env, role, "NKEY_SEED_FILE"));
+  const credsFile = given(overrides.credsFile, setting(env, role, "CREDS_FILE"));
+  const chosen = [
+    user || password ? "a user and password" : null,
+    nkeySeedFile ? "an nkey seed file" : null,
+    credsFile ? "a creds file" : null,
+  ].filter((way) => way !== null);
+  if (chosen.length > 1) {
+    throw new BusConfigError(`the ${role} role is given ${chosen.join(" and ")}; give only one way to log in`);
+  }
+  if (nkeySeedFile) readUserSeed(nkeySeedFile);
+  if (credsFile) readSecretFile(credsFile, "creds");
+  const tls = tlsFrom(env, role, urls);
+  if (production) {
+    if (chosen.length === 0) {
       throw new InsecureCredentialsError(
-        `CONCLAVE_ENV=production: no NATS ${missing.join(" and ")} for the ${role} role; production has no development defaults`,
+        `CONCLAVE_ENV=production: no NATS user and password or other credentials for the ${role} role (${HOW_TO_AUTHENTICATE}); production has no development defaults`,
       );
     }
-    if (Object.values(DEV_CREDENTIALS).some((credentials) => credentials.password === password)) {
+    if (chosen[0] === "a user and password" && !(user && password)) {
+      throw new InsecureCredentialsError(
+        `CONCLAVE_ENV=production: no NATS ${user ? "password (CONCLAVE_NATS_PASSWORD or CONCLAVE_NATS_PASSWORD_FILE)" : "user (CONCLAVE_NATS_USER)"} for the ${role} role; production has no development defaults`,
+      );
+    }
+    // `conclave-dev-…` covers nats.conf users that are no Conclave role (the operator).
+    if (password?.startsWith("conclave-dev-")) {
       throw new InsecureCredentialsError(
         `CONCLAVE_ENV=production: the NATS password given for the ${role} role is a development default from the repo's nats.conf; use your own nats.conf with your own passwords`,
       );
     }
+    const exposed = tls ? undefined : urls.find((server) => !LOOPBACK.test(hostOf(server)));
+    if (exposed) {
+      throw new InsecureCredentialsError(
+        `CONCLAVE_ENV=production: ${singleLine(exposed, 120)} is neither TLS nor loopback; use a tls:// URL (with CONCLAVE_NATS_TLS_CA for your own CA) or a server on 127.0.0.1`,
+      );
+    }
   }
-  user ??= dev.user;
-  password ??= dev.password;
+  if (chosen.length === 0 || chosen[0] === "a user and password") {
+    user ??= DEV_CREDENTIALS[role].user;
+    password ??= DEV_CREDENTIALS[role].password;
+  }
   return {
-    url: given(overrides.url, env.CONCLAVE_NATS_URL) ?? DEFAULT_NATS_URL,
-    user,
-    password,
+    url,
+    ...(user !== undefined ? { user } : {}),
+    ...(password !== undefined ? { password } : {}),
+    ...(nkeySeedFile ? { nkeySeedFile } : {}),
+    ...(credsFile ? { credsFile } : {}),
+    ...(tls ? { tls } : {}),
     name: overrides.name ?? `conclave-${role}:${process.pid}`,
     inboxPrefix: overrides.inboxPrefix ?? INBOX_PREFIXES[role],
     persistent: overrides.persistent ?? false,
   };
 }
 
+/**
+ * Reads a secret file now (a BusConfigError if it cannot be read) and again at
+ * every (re)connection, so a rotated seed or creds file is picked up without a
+ * restart; a read that fails later keeps the last good contents.
+ */
+function rereading(read: () => Uint8Array): () => Uint8Array {
+  let last = read();
+  return () => {
+    try {
+      last = read();
+    } catch {
+      // keep the last good secret: a file being replaced must not break a reconnection
+    }
+    return last;
+  };
+}
+
+function authenticatorOf(options: BusOptions): Authenticator | undefined {
+  const { credsFile, nkeySeedFile } = options;
+  if (credsFile) {
+    return credsAuthenticator(rereading(() => new TextEncoder().encode(readSecretFile(credsFile, "creds"))));
+  }
+  if (nkeySeedFile) return nkeyAuthenticator(rereading(() => readUserSeed(nkeySeedFile)));
+  return undefined;
+}
+
 export async function connectBus(options: BusOptions): Promise<NatsConnection> {
+  const authenticator = authenticatorOf(options);
   return connect({
-    servers: options.url.split(",").map((url) => url.trim()),
-    user: options.user,
-    pass: options.password,
+    servers: serverUrls(options.url),
+    ...(authenticator ? { authenticator } : { user: options.user, pass: options.password }),
+    ...(options.tls ? { tls: options.tls } : {}),
     name: options.name,
     inboxPrefix: options.inboxPrefix,
     // The client's default gives up after ~20 s of outage; a runtime must not.

@@ -20,7 +20,13 @@ export const CONNECTION_FLAGS = {
 export const CONNECTION_HELP = `Connection (flags win over the environment):
   --nats-url URL     NATS server(s), comma-separated   [$CONCLAVE_NATS_URL, nats://127.0.0.1:4222]
   --user NAME        NATS user                         [$CONCLAVE_NATS_USER, the role's dev user]
-  --password SECRET  NATS password                     [$CONCLAVE_NATS_PASSWORD, the role's dev password]`;
+  --password SECRET  NATS password; visible to anyone on this machine (ps), so it prints a
+                     warning: prefer $CONCLAVE_NATS_PASSWORD or $CONCLAVE_NATS_PASSWORD_FILE
+Environment only (secrets never need argv): CONCLAVE_NATS_NKEY_SEED_FILE (an nkey seed) or
+  CONCLAVE_NATS_CREDS_FILE (a .creds file) instead of a user; CONCLAVE_NATS_TLS_CA, _TLS_CERT,
+  _TLS_KEY (PEM files: any of them, or a tls:// URL, requires TLS). CONCLAVE_NATS_<ROLE>_<NAME>,
+  e.g. CONCLAVE_NATS_RUNNER_NKEY_SEED_FILE, wins over CONCLAVE_NATS_<NAME>.
+  CONCLAVE_ENV: development (default) or production; see README, "Production".`;
 
 export function parse<O extends ParseArgsConfig["options"]>(argv: string[], options: O, allowPositionals = false) {
   try {
@@ -30,11 +36,17 @@ export function parse<O extends ParseArgsConfig["options"]>(argv: string[], opti
   }
 }
 
+/** What `--password` prints on stderr: the flag works, but every user of the machine can read it. */
+export const PASSWORD_FLAG_WARNING =
+  "warning: --password is visible to every user of this machine (ps, /proc/<pid>/cmdline); set CONCLAVE_NATS_PASSWORD or CONCLAVE_NATS_PASSWORD_FILE instead";
+
+/** Connection options from the connection flags, then the environment (busOptions). */
 export function connectionFrom(
   values: { "nats-url"?: string; user?: string; password?: string },
   role: Role,
   persistent: boolean,
 ): BusOptions {
+  if (values.password) process.stderr.write(`${PASSWORD_FLAG_WARNING}\n`);
   return busOptions(role, {
     ...(values["nats-url"] ? { url: values["nats-url"] } : {}),
     ...(values.user ? { user: values.user } : {}),

@@ -1,5 +1,7 @@
 import { join, resolve } from "node:path";
+import { AuthorizationError } from "@nats-io/nats-core";
 import { busOptions, connectBus } from "../bus/connection.ts";
+import { ConclaveError } from "../errors.ts";
 import { type RunningNatsServer, startNatsServer } from "../nats/server.ts";
 import { UnavailableError } from "./failures.ts";
 import { type SupervisedProcess, supervise } from "./supervisor.ts";
@@ -23,7 +25,7 @@ export interface LocalClusterOptions {
   /** Where nats-server keeps JetStream data when we start it. Default: ./.conclave */
   dataDir: string;
   log: (line: string) => void;
-  /** Extra environment for the child processes. */
+  /** Extra environment for the child processes (credentials and TLS settings go here, never in argv). */
   env?: NodeJS.ProcessEnv;
   /** Starts the runner and workers with `--inspect`. */
   inspect?: boolean;
@@ -37,12 +39,20 @@ export interface LocalCluster {
   stop(): Promise<void>;
 }
 
-async function reachable(url: string): Promise<boolean> {
+/**
+ * Whether a server answers at `url`, connecting as the children will (their
+ * environment: credentials and TLS). A refusal of our own settings (an unknown
+ * CONCLAVE_ENV, an unreadable seed file, production without credentials) or of
+ * the credentials by the server is thrown, not taken for "no server".
+ */
+async function reachable(url: string, env: NodeJS.ProcessEnv): Promise<boolean> {
+  const options = busOptions("observer", { url, persistent: false }, env);
   try {
-    const nc = await connectBus(busOptions("observer", { url, persistent: false }));
+    const nc = await connectBus(options);
     await nc.close();
     return true;
-  } catch {
+  } catch (error) {
+    if (error instanceof ConclaveError || error instanceof AuthorizationError) throw error;
     return false;
   }
 }
@@ -53,7 +63,8 @@ async function reachable(url: string): Promise<boolean> {
  */
 export async function startLocalCluster(options: LocalClusterOptions): Promise<LocalCluster> {
   let server: RunningNatsServer | null = null;
-  if (await reachable(options.url)) {
+  const env = { ...process.env, ...options.env, CONCLAVE_NATS_URL: options.url };
+  if (await reachable(options.url, env)) {
     options.log(`using the NATS server at ${options.url}`);
   } else {
     const parsed = new URL(options.url.replace(/^nats:/, "http:"));
@@ -68,7 +79,6 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
     });
     options.log(`started nats-server on ${server.url} (JetStream store ${server.storeDir})`);
   }
-  const env = { ...process.env, ...options.env, CONCLAVE_NATS_URL: options.url };
   const processes = DEFAULT_LAYOUT.map(({ name, args }) =>
     supervise(name, options.inspect ? [...args, "--inspect"] : args, env, { log: options.log }),
   );

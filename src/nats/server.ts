@@ -40,8 +40,15 @@ export function freePort(): Promise<number> {
 }
 
 export interface NatsServerOptions {
-  /** Config file. Default: the repo's nats.conf. */
+  /** Config file. Default: the repo's nats.conf. Its `listen` is overridden: 127.0.0.1 and `port`. */
   config?: string;
+  /**
+   * The config requires TLS (e.g. deploy/nats.production.conf): the returned
+   * URL is `tls://…`, so clients require TLS too. Default: false.
+   */
+  tls?: boolean;
+  /** Environment of nats-server, for `$VARIABLES` in the config. Default: this process's. */
+  env?: NodeJS.ProcessEnv;
   /** Port; default: a free one. */
   port?: number;
   /** JetStream store directory; default: a new temporary directory, removed on stop. */
@@ -75,6 +82,7 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
     ["-c", options.config ?? DEFAULT_NATS_CONFIG, "-a", "127.0.0.1", "-p", String(port), "-sd", storeDir],
     {
       stdio: ["ignore", "ignore", "pipe"],
+      env: options.env ?? process.env,
     },
   );
   let output = "";
@@ -98,7 +106,7 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
   child.stderr!.resume();
   const exited = new Promise<void>((done) => child.once("exit", () => done()));
   return {
-    url: `nats://127.0.0.1:${port}`,
+    url: `${options.tls ? "tls" : "nats"}://127.0.0.1:${port}`,
     port,
     storeDir,
     process: child,
