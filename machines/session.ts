@@ -37,9 +37,19 @@ export interface SessionContext {
   modulators: Modulators;
   stance: Stance;
   turns_completed: number;
-  /** The last turn finished, so a turn delivered twice is never run twice. */
+  /** The highest turn id finished (what the session's snapshot records). */
   last_turn_id: number;
+  /**
+   * The turns this actor finished, newest last (at most FINISHED_KEPT): a
+   * turn delivered again is not run again. Not a high-water mark: turns of
+   * one session may reach the actor out of turn order (their WAL entries
+   * stored out of order, or a takeover), and an earlier one must still run.
+   */
+  finished: number[];
 }
+
+/** How many finished turn ids a session actor remembers. */
+export const FINISHED_KEPT = 64;
 
 export type SessionEvent =
   | { type: "turn.enqueue"; turn: QueuedTurn }
@@ -63,7 +73,7 @@ export const sessionMachine = setup({
     hasQueuedTurn: ({ context }) => context.queue.length > 0,
     isNewTurn: ({ context, event }) =>
       event.type === "turn.enqueue" &&
-      event.turn.turn_id > context.last_turn_id &&
+      !context.finished.includes(event.turn.turn_id) &&
       context.current?.turn_id !== event.turn.turn_id &&
       !context.queue.some((turn) => turn.turn_id === event.turn.turn_id),
   },
@@ -78,6 +88,7 @@ export const sessionMachine = setup({
     stance: input.stance ?? neutralStance(),
     turns_completed: input.turns_completed ?? 0,
     last_turn_id: input.last_turn_id ?? 0,
+    finished: [],
   }),
   on: {
     "turn.enqueue": {
@@ -121,6 +132,7 @@ export const sessionMachine = setup({
               stance: event.output.stance,
               turns_completed: context.turns_completed + 1,
               last_turn_id: Math.max(context.last_turn_id, event.output.turn_id),
+              finished: [...context.finished, event.output.turn_id].slice(-FINISHED_KEPT),
               current: null,
             })),
             { type: "turnFinished", params: ({ event }) => event.output },
@@ -136,6 +148,7 @@ export const sessionMachine = setup({
             assign(({ context }) => ({
               current: null,
               last_turn_id: Math.max(context.last_turn_id, context.current?.turn_id ?? 0),
+              finished: [...context.finished, context.current?.turn_id ?? 0].slice(-FINISHED_KEPT),
             })),
           ],
         },

@@ -1,9 +1,9 @@
 import type { JetStreamClient, PubAck } from "@nats-io/jetstream";
 import { JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
-import type { TurnRecord } from "../contracts/turnProtocol.ts";
 import { encodeJson } from "../bus/codec.ts";
 import { subjects } from "../bus/subjects.ts";
 import type { EngineEvent } from "../contracts/events.ts";
+import type { TurnRecord } from "../contracts/turnProtocol.ts";
 import { ConclaveError } from "../errors.ts";
 import { monotonicNow } from "./clock.ts";
 
@@ -49,6 +49,8 @@ export class EventLogWriter {
   readonly #js: JetStreamClient;
   readonly #options: EventLogWriterOptions;
   readonly #turns = new Map<string, OpenTurn>();
+  /** Per session, the terminal event of its last turn, while it is being stored. */
+  readonly #sessionTails = new Map<string, Promise<void>>();
 
   constructor(js: JetStreamClient, options: Partial<EventLogWriterOptions> = {}) {
     this.#js = js;
@@ -95,7 +97,13 @@ export class EventLogWriter {
     } as EngineEvent;
     if (turn.gate === null) {
       // Single-writer fencing: this writer's first event must land where it expects the turn to be.
-      const first = this.#store(turn, event, turn.expectLast);
+      // A turn that follows another of the session starts after that one's terminal event is stored, so a
+      // session's log never shows a turn starting before the previous one completed.
+      const open = turn;
+      const previous = this.#sessionTails.get(sessionId);
+      const first = previous
+        ? previous.then(() => this.#store(open, event, open.expectLast))
+        : this.#store(turn, event, turn.expectLast);
       turn.gate = first.then(
         () => undefined,
         () => undefined,
@@ -107,9 +115,23 @@ export class EventLogWriter {
       // restart can land out of order): a reader that stops at TURN_COMPLETED has then seen the whole turn.
       // If an earlier one is never stored, neither is the terminal event, and `finish` fails.
       const after = record.kind === "TURN_COMPLETED" ? Promise.all([...open.pending]) : open.gate!;
-      turn.pending.push(after.then(() => (open.fenced ? undefined : this.#store(open, event))));
+      const stored = after.then(() => (open.fenced ? undefined : this.#store(open, event)));
+      turn.pending.push(stored);
+      if (record.kind === "TURN_COMPLETED") this.#setSessionTail(sessionId, stored);
     }
     return event;
+  }
+
+  /** The session's next turn starts writing once this (its previous turn's terminal event) is settled. */
+  #setSessionTail(sessionId: string, terminal: Promise<unknown>): void {
+    const tail = terminal.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.#sessionTails.set(sessionId, tail);
+    void tail.then(() => {
+      if (this.#sessionTails.get(sessionId) === tail) this.#sessionTails.delete(sessionId);
+    });
   }
 
   async #store(turn: OpenTurn, event: EngineEvent, expectLast?: number): Promise<PubAck | undefined> {

@@ -79,6 +79,23 @@ async function settle(acks: TurnAck[], timeoutMs = 60_000): Promise<Map<string, 
   return logs;
 }
 
+/**
+ * Turns of one session ran one at a time, in turn order: in the session's log (stream order), each
+ * turn's last attempt starts after the previous turn's TURN_COMPLETED.
+ */
+async function expectInTurnOrder(sessions: Iterable<string>): Promise<void> {
+  const observer = await nats.connect("observer");
+  for (const session of sessions) {
+    const events = await readEvents(jetstream(observer), await jetstreamManager(observer), session);
+    const turnIds = [...new Set(events.map((event) => event.turn_id))].sort((a, b) => a - b);
+    for (const [earlier, later] of turnIds.slice(1).map((id, index) => [turnIds[index]!, id] as const)) {
+      const completed = events.findIndex((event) => event.turn_id === earlier && event.kind === "TURN_COMPLETED");
+      const started = events.findLastIndex((event) => event.turn_id === later && event.kind === "TURN_STARTED");
+      expect(started, `${session}: turn ${later} started before turn ${earlier} completed`).toBeGreaterThan(completed);
+    }
+  }
+}
+
 /** Exactly one TURN_COMPLETED, seq 0..n-1 with no gap and no repeat. */
 function expectIntact(logs: Map<string, EngineEvent[]>): void {
   for (const [turn, events] of logs) {
@@ -128,6 +145,7 @@ describe("a runner killed mid-turn", () => {
     }
     const logs = await settle(acks, 90_000);
     expectIntact(logs);
+    await expectInTurnOrder(sessions);
     // The turns caught mid-wave were resumed by another runner, from the dead one.
     for (const { turn, runner } of caught) {
       const resumed = logs.get(turn)?.filter((event) => event.kind === "TURN_RESUMED") ?? [];

@@ -13,7 +13,7 @@ const facts = (overrides: Partial<DeliveryFacts> = {}): DeliveryFacts => ({
   heldHere: false,
   ownsSession: true,
   expired: false,
-  localLastTurnId: null,
+  finishedHere: false,
   ...overrides,
 });
 
@@ -31,7 +31,8 @@ const status = (overrides: Partial<TurnStatusRecord> = {}): TurnStatusRecord => 
 describe("a WAL delivery", () => {
   it("starts a first delivery of a session this runner owns", () => {
     expect(decideDelivery(facts())).toEqual({ kind: "start" });
-    expect(decideDelivery(facts({ localLastTurnId: 6 }))).toEqual({ kind: "start" });
+    // An actor that finished a later turn still runs an earlier one that reaches it late.
+    expect(decideDelivery(facts({ turnId: 3 }))).toEqual({ kind: "start" });
   });
 
   it("keeps the newer handle of a turn it already holds, whatever else is true", () => {
@@ -55,14 +56,13 @@ describe("a WAL delivery", () => {
   it("restores the session when its live actor already ran the turn but it was never settled (a failed finish)", () => {
     // Redelivered to the same runner after its events could not be stored: the actor counts turn 7 as run
     // and would drop it as "not a new turn", leaving it inflight with nobody working on it.
-    expect(decideDelivery(facts({ deliveryCount: 2, localLastTurnId: 7 }))).toEqual({ kind: "reset_session" });
-    expect(decideDelivery(facts({ deliveryCount: 2, localLastTurnId: 9 }))).toEqual({ kind: "reset_session" });
-    expect(decideDelivery(facts({ deliveryCount: 1, localLastTurnId: 7 }))).toEqual({ kind: "reset_session" });
+    expect(decideDelivery(facts({ deliveryCount: 2, finishedHere: true }))).toEqual({ kind: "reset_session" });
+    expect(decideDelivery(facts({ deliveryCount: 1, finishedHere: true }))).toEqual({ kind: "reset_session" });
   });
 
   it("reads the status of any later delivery", () => {
     expect(decideDelivery(facts({ deliveryCount: 2 }))).toEqual({ kind: "check_status" });
-    expect(decideDelivery(facts({ deliveryCount: 2, localLastTurnId: 6 }))).toEqual({ kind: "check_status" });
+    expect(decideDelivery(facts({ deliveryCount: 5 }))).toEqual({ kind: "check_status" });
   });
 });
 

@@ -78,10 +78,10 @@ describe("the session host", () => {
     await store.saveSnapshot("evicted", snapshotAfter(5));
     const host = new SessionHost(createSession, store, silentLogger);
     const actor = await host.get("evicted");
-    expect(host.lastTurnId("evicted")).toBe(5);
+    expect(actor.getSnapshot().context.last_turn_id).toBe(5);
     host.evict("evicted");
     expect(actor.getSnapshot().status).toBe("stopped");
-    expect(host.lastTurnId("evicted")).toBeNull();
+    expect(host.finishedHere("evicted", 5)).toBe(false);
     expect(await host.get("evicted")).not.toBe(actor);
   });
 });

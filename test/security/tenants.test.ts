@@ -107,7 +107,11 @@ describe("tenants", () => {
   it("cannot subscribe to another tenant's replies or events: their traffic never reaches its account", async () => {
     const bob = await asTenant("bob");
     const seen: string[] = [];
-    bob.subscribe(">", { callback: (_error, msg) => seen.push(msg.subject) });
+    bob.subscribe(">", {
+      callback: (_error, msg) => {
+        seen.push(msg.subject);
+      },
+    });
     await bob.flush();
     const alice = await asTenant("alice");
     const ack = await submitTurn(alice, "chat2", { text: "private to alice" });

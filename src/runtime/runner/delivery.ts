@@ -24,12 +24,11 @@ export interface DeliveryFacts {
   /** The entry waited longer than the turn TTL. */
   expired: boolean;
   /**
-   * The last turn this runner's live session actor finished, or null when no
-   * actor of the session lives here. A turn at or below it is one the actor
-   * will refuse as already run — though its end may never have been settled
-   * (its events failed to be stored).
+   * This runner's live session actor already finished this turn: it would
+   * refuse it as already run — though its end was never settled (its events
+   * failed to be stored), or it would not be delivered again.
    */
-  localLastTurnId: number | null;
+  finishedHere: boolean;
 }
 
 export type DeliveryAction =
@@ -56,7 +55,7 @@ export function decideDelivery(facts: DeliveryFacts): DeliveryAction {
   if (facts.heldHere) return { kind: "refresh_hold" };
   if (!facts.ownsSession) return { kind: "defer_to_owner" };
   if (facts.expired) return { kind: "expire" };
-  if (facts.localLastTurnId !== null && facts.turnId <= facts.localLastTurnId) return { kind: "reset_session" };
+  if (facts.finishedHere) return { kind: "reset_session" };
   if (facts.deliveryCount === 1) return { kind: "start" };
   return { kind: "check_status" };
 }

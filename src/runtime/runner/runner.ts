@@ -28,6 +28,7 @@ import { SessionLeases } from "./leases.ts";
 import { TurnLedger, turnKey } from "./ledger.ts";
 import { type SessionActor, SessionHost } from "./sessionHost.ts";
 import { readForTakeover } from "./takeover.ts";
+import { TurnOrder } from "./turnOrder.ts";
 
 export interface RunnerOptions {
   /** Stage deadlines and agent budgets. Default: defaultTurnPolicy. */
@@ -71,9 +72,12 @@ export class Runner {
   readonly #leases: SessionLeases;
   readonly #ledger: TurnLedger;
   readonly #sessions: SessionHost;
+  readonly #order: TurnOrder;
   readonly #writer: EventLogWriter;
   readonly #log: Logger;
   readonly #options: Required<Pick<RunnerOptions, "turnTtlMs" | "checkpointEvery">>;
+  /** Per session, the delivery being handled: the next one of the session waits for it. */
+  readonly #delivering = new Map<string, Promise<void>>();
   #service: Service | null = null;
   #messages: ConsumerMessages | null = null;
 
@@ -101,6 +105,7 @@ export class Runner {
     });
     this.#ledger = new TurnLedger({ js: deps.js, statuses: deps.statuses, sessions: deps.store, log: this.#log });
     this.#sessions = new SessionHost(this.#sessionFactory(options), deps.store, this.#log);
+    this.#order = new TurnOrder({ store: deps.store, statuses: deps.statuses, log: this.#log });
   }
 
   static async start(nc: NatsConnection, options: RunnerOptions = {}): Promise<Runner> {
@@ -180,10 +185,26 @@ export class Runner {
     this.#messages = await consumer.consume({ max_messages: 256 });
     const messages = this.#messages;
     void (async () => {
-      for await (const msg of messages) {
-        this.#take(msg).catch((error: unknown) => this.#deliveryFailed(msg, error));
-      }
+      for await (const msg of messages) this.#inSessionOrder(msg);
     })();
+  }
+
+  /**
+   * Handles deliveries of one session one after another, in the order they
+   * arrive (the WAL's order for the session), and those of different
+   * sessions at once: two turns of a session taken concurrently could reach
+   * its actor in either order.
+   */
+  #inSessionOrder(msg: JsMsg): void {
+    const session = msg.subject.slice(subjects.wal("").length);
+    const previous = this.#delivering.get(session);
+    const handled = (previous ?? Promise.resolve())
+      .then(() => this.#take(msg))
+      .catch((error: unknown) => this.#deliveryFailed(msg, error));
+    this.#delivering.set(session, handled);
+    void handled.then(() => {
+      if (this.#delivering.get(session) === handled) this.#delivering.delete(session);
+    });
   }
 
   /** One WAL delivery: run the turn here, leave it to its owner, or settle it as done, expired or invalid. */
@@ -199,7 +220,7 @@ export class Runner {
       heldHere,
       ownsSession: heldHere || (await this.#leases.acquire(sessionId)),
       expired: Date.now() - entry.submitted_at > this.#options.turnTtlMs,
-      localLastTurnId: this.#sessions.lastTurnId(sessionId),
+      finishedHere: this.#sessions.finishedHere(sessionId, turnId),
     });
     switch (action.kind) {
       case "refresh_hold":
@@ -220,6 +241,7 @@ export class Runner {
         msg.nak(0);
         return;
       case "start":
+        if (!(await this.#order.mayRun(sessionId, turnId))) return this.#waitForEarlierTurn(msg);
         this.#ledger.hold(msg, entry);
         // First delivery: record it inflight meanwhile rather than before (one round trip off the turn's start).
         this.#statuses
@@ -229,6 +251,7 @@ export class Runner {
           );
         return this.#enqueue(entry);
       case "check_status":
+        if (!(await this.#order.mayRun(sessionId, turnId))) return this.#waitForEarlierTurn(msg);
         return this.#redelivered(msg, entry);
     }
   }
@@ -281,6 +304,11 @@ export class Runner {
     await this.#enqueue(entry);
   }
 
+  /** An earlier turn of the session has still to reach this runner: this one is delivered again shortly. */
+  #waitForEarlierTurn(msg: JsMsg): void {
+    msg.nak(200);
+  }
+
   /** Hands a turn to its session's actor (and, for `on_busy: interrupt`, stops the running one first). */
   async #enqueue(entry: WalEntry): Promise<void> {
     let session: SessionActor;
@@ -296,6 +324,7 @@ export class Runner {
       type: "turn.enqueue",
       turn: { turn_id: entry.turn_id, text: entry.text, ...(entry.user_id ? { user_id: entry.user_id } : {}) },
     });
+    this.#order.arrived(entry.session_id, entry.turn_id);
   }
 
   /**
@@ -334,6 +363,7 @@ export class Runner {
   /** Forgets the session's actor and hands back its held turns: they are taken again from stored state. */
   #resetSession(sessionId: string): void {
     this.#sessions.evict(sessionId);
+    this.#order.forget(sessionId);
     this.#ledger.handBackSession(sessionId);
   }
 

@@ -62,12 +62,9 @@ export class SessionHost {
     }
   }
 
-  /**
-   * The last turn the live actor of the session finished, or null when none
-   * lives here (it would be restored from the stored snapshot).
-   */
-  lastTurnId(sessionId: string): number | null {
-    return this.#actors.get(sessionId)?.getSnapshot().context.last_turn_id ?? null;
+  /** True when the session's live actor here already finished the turn (an actor restored from storage knows none). */
+  finishedHere(sessionId: string, turnId: number): boolean {
+    return this.#actors.get(sessionId)?.getSnapshot().context.finished.includes(turnId) ?? false;
   }
 
   /** Stops and forgets the session's actor: its next turn restores it from the stored snapshot. */
