@@ -112,3 +112,36 @@ describe("a forged episode in memory", () => {
     expect(liveness(stack)).toEqual(before);
   });
 });
+
+describe("a poisoned lease", () => {
+  it("is reported, and the session's turn runs once the lease lapses (leases expire by themselves)", async () => {
+    const value = '{"runner":\n5}';
+    const kv = await new Kvm(runnerRole).create(buckets.owners, { history: 1 });
+    await kv.put("hostile-lease", value);
+    expect((await turn("hostile-lease")).outcome.status).toBe("Complete");
+    await expectQuarantined(buckets.owners, "hostile-lease", value);
+    expect(liveness(stack)).toEqual(before);
+  });
+});
+
+describe("a poisoned idempotency reservation", () => {
+  it("fails a retry with that key with a one-line error; the session's other submissions run", async () => {
+    const first = await submitTurn(client, "hostile-idem", { text: TEXT, idempotency_key: "k-1" });
+    await watchTurn(client, first, () => {}, 30_000);
+    const kv = await new Kvm(runnerRole).create(buckets.sessions, { history: 1 });
+    const keys: string[] = [];
+    for await (const key of await kv.keys("idem.hostile-idem.>")) keys.push(key);
+    expect(keys).toHaveLength(1);
+    const value = '{"turn_id":\n"forged"}';
+    await kv.put(keys[0]!, value);
+    const retry = await client.request(
+      subjects.turnSubmit("hostile-idem"),
+      JSON.stringify({ text: TEXT, idempotency_key: "k-1" }),
+      { timeout: 5_000 },
+    );
+    expect(expectErrorReply(retry).error.message).toMatch(/unreadable/);
+    await expectQuarantined(buckets.sessions, keys[0]!, value);
+    expect((await turn("hostile-idem")).outcome.status).toBe("Complete");
+    expect(liveness(stack)).toEqual(before);
+  });
+});
