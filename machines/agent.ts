@@ -1,5 +1,6 @@
 import { assign, fromPromise, setup } from "xstate";
 import type { AgentOutput, AgentRequest } from "../src/contracts/agent.ts";
+import { MissingActorError } from "./errors.ts";
 
 /**
  * One agent answering one request, inside a worker:
@@ -27,7 +28,7 @@ export const agentMachine = setup({
   },
   actors: {
     think: fromPromise<AgentOutput, AgentRequest>(async () => {
-      throw new Error("agent machine: the worker must provide the 'think' actor");
+      throw new MissingActorError("think", "agent", "worker");
     }),
   },
   delays: {

@@ -1,5 +1,6 @@
 import { assign, fromPromise, setup } from "xstate";
 import type { CouncilReply, CouncilRequest } from "../src/contracts/council.ts";
+import { MissingActorError } from "./errors.ts";
 
 /**
  * The council deciding one turn: deciding → decided | failed. `decide` (the
@@ -19,7 +20,7 @@ export const councilMachine = setup({
   },
   actors: {
     decide: fromPromise<CouncilReply, CouncilRequest>(async () => {
-      throw new Error("council machine: the worker must provide the 'decide' actor");
+      throw new MissingActorError("decide", "council", "worker");
     }),
   },
 }).createMachine({

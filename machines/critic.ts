@@ -1,5 +1,6 @@
 import { assign, fromPromise, setup } from "xstate";
 import type { CriticReply, CriticRequest } from "../src/contracts/critic.ts";
+import { MissingActorError } from "./errors.ts";
 
 /**
  * One critic judging one rendering: judging → judged | errored. A judged
@@ -23,7 +24,7 @@ export const criticMachine = setup({
   },
   actors: {
     judge: fromPromise<CriticReply, CriticInput>(async () => {
-      throw new Error("critic machine: the worker must provide the 'judge' actor");
+      throw new MissingActorError("judge", "critic", "worker");
     }),
   },
 }).createMachine({

@@ -22,14 +22,7 @@ import type {
   ScreenOutput,
 } from "../../src/contracts/turnProtocol.ts";
 import type { Sensors } from "../../src/contracts/workspace.ts";
-import { ConclaveError } from "../../src/errors.ts";
-
-/** Raised when a host forgot to provide one of the machine's actors. */
-export class MissingActorError extends ConclaveError<"missing_actor"> {
-  constructor(name: string) {
-    super("missing_actor", `turn machine: the host must provide the '${name}' actor with turnMachine.provide()`);
-  }
-}
+import { MissingActorError } from "../errors.ts";
 
 const unprovided = <O, I>(name: string) =>
   fromPromise<O, I>(async () => {

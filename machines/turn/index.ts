@@ -2,7 +2,7 @@
  * The turn statechart and what its hosts need besides the protocol types
  * (those are in src/contracts/turnProtocol.ts).
  */
-export { MissingActorError } from "./actors.ts";
+export { MissingActorError } from "../errors.ts";
 export {
   defaultTurnPolicy,
   REFUSAL_REPLY,
