@@ -5,7 +5,7 @@ import { AGENTS } from "../../agents/index.ts";
 import type { ServeOptions } from "../bus/serveActor.ts";
 import { type CognitionBackend, offlineBackend } from "../cognition/backend.ts";
 import { CRITIC_NAMES } from "../cognition/critics.ts";
-import { ConclaveError } from "../errors.ts";
+import { ConclaveError, singleLine } from "../errors.ts";
 import { deadLetter } from "../eventlog/deadLetters.ts";
 import { ensureDeadLetterStream, ensureMemoryStream } from "../eventlog/streams.ts";
 import { EpisodeStore } from "../memory/episodeStore.ts";
@@ -71,7 +71,7 @@ export async function startWorker(nc: NatsConnection, options: WorkerOptions): P
   await ensureDeadLetterStream(await jetstreamManager(nc));
   const serve: ServeOptions = {
     onError: (endpoint, error, request) => {
-      log.warn(`${endpoint}: ${error.code}: ${error.message}`);
+      log.warn(`${endpoint}: ${error.code}: ${singleLine(error.message, 1_000)}`);
       // Bad input is kept for inspection; a failure of the actor itself is only logged.
       if (error.code === "bad_json" || error.code === "invalid_request" || error.code === "payload_too_large") {
         void deadLetter(js, "worker", { ...request, code: error.code, reason: error.message }).then((lost) => {
