@@ -1,6 +1,6 @@
 import { join, resolve } from "node:path";
 import { AuthorizationError } from "@nats-io/nats-core";
-import { busOptions, connectBus } from "../bus/connection.ts";
+import { busOptions, connectBus, isProduction } from "../bus/connection.ts";
 import { ConclaveError } from "../errors.ts";
 import { type RunningNatsServer, startNatsServer } from "../nats/server.ts";
 import { UnavailableError } from "./failures.ts";
@@ -67,6 +67,12 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
   if (await reachable(options.url, env)) {
     options.log(`using the NATS server at ${options.url}`);
   } else {
+    if (isProduction(env)) {
+      // The server conclave starts runs the repo's nats.conf: development passwords, no TLS.
+      throw new UnavailableError(
+        `CONCLAVE_ENV=production: no NATS server answers at ${options.url}; conclave up starts one only in development (run yours, e.g. with deploy/nats.production.conf)`,
+      );
+    }
     const parsed = new URL(options.url.replace(/^nats:/, "http:"));
     if (!["127.0.0.1", "localhost", "[::1]"].includes(parsed.hostname)) {
       throw new UnavailableError(

@@ -11,7 +11,7 @@ import { CONCLAVE_BIN } from "../../src/cli/childProcess.ts";
 import { type LocalCluster, startLocalCluster } from "../../src/cli/localCluster.ts";
 import { submitTurn, watchTurn } from "../../src/client/turns.ts";
 import type { EngineEvent } from "../../src/contracts/events.ts";
-import { REPO_ROOT, type RunningNatsServer, startNatsServer } from "../../src/nats/server.ts";
+import { freePort, REPO_ROOT, type RunningNatsServer, startNatsServer } from "../../src/nats/server.ts";
 import { makeTestPki, makeUserNkey, type TestPki } from "../helpers/tls.ts";
 
 /**
@@ -176,6 +176,16 @@ describe("TLS on the client side", () => {
     } finally {
       await plain.stop();
     }
+  });
+});
+
+describe("conclave up in production", () => {
+  it("does not start the development nats-server when none answers", async () => {
+    const url = `tls://127.0.0.1:${await freePort()}`;
+    const env = { ...clientEnv(keys.observer!.seedFile), CONCLAVE_NATS_URL: url };
+    await expect(startLocalCluster({ url, dataDir: join(dir, "unused"), log: () => {}, env })).rejects.toThrow(
+      /CONCLAVE_ENV=production: no NATS server answers at .*; conclave up starts one only in development/,
+    );
   });
 });
 
