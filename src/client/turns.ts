@@ -1,9 +1,10 @@
 import { jetstream } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
 import type { z } from "zod";
-import { requestJson } from "../bus/request.ts";
+import { RemoteCallError } from "../bus/errors.ts";
+import { requestJson, requestStream } from "../bus/request.ts";
 import { subjects } from "../bus/subjects.ts";
-import type { EngineEvent } from "../contracts/events.ts";
+import { EngineEvent } from "../contracts/events.ts";
 import { TurnAck, type TurnSubmission } from "../contracts/turn.ts";
 import { ConclaveError } from "../errors.ts";
 import { followEvents } from "../eventlog/reader.ts";
@@ -49,21 +50,41 @@ export function submitTurn(
 
 /**
  * Streams a turn's events (stored ones first, then live ones) until
- * TURN_COMPLETED, and returns that final event.
+ * TURN_COMPLETED, and returns that final event. Where it reads is the ack's
+ * `events_subject`: the JetStream log itself for a client of the runtime's
+ * account, a runner's `conclave.turn.watch.<session>` for a tenant (whose
+ * account has no JetStream). Throws TurnTimeoutError when the turn does not
+ * complete within `timeoutMs`.
  */
 export async function watchTurn(
   nc: NatsConnection,
   ack: TurnAck,
   onEvent: (event: EngineEvent) => void,
   timeoutMs = 60_000,
-): Promise<Extract<EngineEvent, { kind: "TURN_COMPLETED" }>> {
+): Promise<TurnCompleted> {
+  const completed =
+    ack.events_subject === subjects.turnWatch(ack.session_id)
+      ? await watchThroughRunner(nc, ack, onEvent, timeoutMs)
+      : await followLog(nc, ack, onEvent, timeoutMs);
+  if (!completed) throw new TurnTimeoutError(ack.session_id, ack.turn_id, timeoutMs);
+  return completed;
+}
+
+export type TurnCompleted = Extract<EngineEvent, { kind: "TURN_COMPLETED" }>;
+
+async function followLog(
+  nc: NatsConnection,
+  ack: TurnAck,
+  onEvent: (event: EngineEvent) => void,
+  timeoutMs: number,
+): Promise<TurnCompleted | null> {
   const abort = new AbortController();
   const timer = setTimeout(() => abort.abort(), timeoutMs);
-  let completed: Extract<EngineEvent, { kind: "TURN_COMPLETED" }> | null = null;
+  let completed: TurnCompleted | null = null;
   try {
     await followEvents(
       jetstream(nc),
-      subjects.turnEvents(ack.session_id, ack.turn_id),
+      ack.events_subject,
       (event) => {
         onEvent(event);
         if (event.kind === "TURN_COMPLETED") {
@@ -77,6 +98,56 @@ export async function watchTurn(
   } finally {
     clearTimeout(timer);
   }
-  if (!completed) throw new TurnTimeoutError(ack.session_id, ack.turn_id, timeoutMs);
   return completed;
+}
+
+/** Extra time a watch through a runner may take over the runner's own deadline, for the last replies to arrive. */
+const WATCH_SLACK_MS = 2_000;
+
+async function watchThroughRunner(
+  nc: NatsConnection,
+  ack: TurnAck,
+  onEvent: (event: EngineEvent) => void,
+  timeoutMs: number,
+): Promise<TurnCompleted | null> {
+  let completed: TurnCompleted | null = null;
+  await requestStream(
+    nc,
+    ack.events_subject,
+    { turn_id: ack.turn_id, follow: true, timeout_ms: timeoutMs },
+    EngineEvent,
+    (message) => {
+      // The schema's inferred type is wider than EngineEvent's declared union; it validated the same shape.
+      const event = message as EngineEvent;
+      onEvent(event);
+      if (event.kind === "TURN_COMPLETED") completed = event;
+    },
+    { timeoutMs: timeoutMs + WATCH_SLACK_MS },
+  ).catch((error: unknown) => {
+    if (!(error instanceof RemoteCallError && error.code === "timeout")) throw error;
+  });
+  return completed;
+}
+
+/**
+ * The stored events of a session (or of one turn), read through a runner
+ * (`conclave.turn.watch.<session>`), without following: how a tenant reads
+ * its history. Works for a client of the runtime's account too.
+ */
+export async function readThroughRunner(
+  nc: NatsConnection,
+  sessionId: string,
+  options: { turnId?: number; timeoutMs?: number } = {},
+): Promise<EngineEvent[]> {
+  const events: EngineEvent[] = [];
+  const timeoutMs = options.timeoutMs ?? 10_000;
+  await requestStream(
+    nc,
+    subjects.turnWatch(sessionId),
+    { ...(options.turnId === undefined ? {} : { turn_id: options.turnId }), follow: false, timeout_ms: timeoutMs },
+    EngineEvent,
+    (message) => events.push(message as EngineEvent),
+    { timeoutMs: timeoutMs + WATCH_SLACK_MS },
+  );
+  return events;
 }

@@ -1,13 +1,14 @@
+import { execFile } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { connect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { busOptions, connectBus } from "../../src/bus/connection.ts";
 import { RemoteCallError } from "../../src/bus/errors.ts";
-import { submitTurn } from "../../src/client/turns.ts";
-import { readThroughRunner, watchTurnThroughRunner } from "../../src/client/watch.ts";
+import { readThroughRunner, submitTurn, watchTurn } from "../../src/client/turns.ts";
 import type { EngineEvent } from "../../src/contracts/events.ts";
 import { freePort, REPO_ROOT, type RunningNatsServer, startNatsServer } from "../../src/nats/server.ts";
 import { withTenants } from "../../src/nats/tenants.ts";
@@ -66,7 +67,7 @@ describe("tenants", () => {
     const ack = await submitTurn(alice, "chat1", { text: "alice here: I'm stressed about my deadline" });
     expect(ack).toMatchObject({ session_id: "chat1", turn_id: 1, events_subject: "conclave.turn.watch.chat1" });
     const events: EngineEvent[] = [];
-    const completed = await watchTurnThroughRunner(alice, "chat1", ack.turn_id, (event) => events.push(event), 30_000);
+    const completed = await watchTurn(alice, ack, (event) => events.push(event), 30_000);
     expect(completed.payload.outcome.status).not.toBe("Failed");
     expect(events[0]).toMatchObject({ kind: "TURN_STARTED", session_id: "chat1" });
     expect(events.map((event) => event.seq)).toEqual(events.map((_, index) => index));
@@ -78,7 +79,7 @@ describe("tenants", () => {
     expect(await readThroughRunner(bob, "chat1")).toEqual([]);
     const ack = await submitTurn(bob, "chat1", { text: "bob here" });
     expect(ack).toMatchObject({ session_id: "chat1", turn_id: 1 });
-    await watchTurnThroughRunner(bob, "chat1", 1, () => {}, 30_000);
+    await watchTurn(bob, ack, () => {}, 30_000);
     const inputs = (await readThroughRunner(bob, "chat1")).flatMap((event) =>
       event.kind === "TURN_STARTED" ? [event.payload.user_input] : [],
     );
@@ -115,9 +116,33 @@ describe("tenants", () => {
     await bob.flush();
     const alice = await asTenant("alice");
     const ack = await submitTurn(alice, "chat2", { text: "private to alice" });
-    await watchTurnThroughRunner(alice, "chat2", ack.turn_id, () => {}, 30_000);
+    await watchTurn(alice, ack, () => {}, 30_000);
     await bob.flush();
     expect(seen).toEqual([]);
+  });
+
+  it("use the command line with their own credentials", async () => {
+    // Not spawnSync: the runner and worker of this test live in this process and must keep answering.
+    const sent = await promisify(execFile)(
+      process.execPath,
+      [join(REPO_ROOT, "bin", "conclave.js"), "send", "--json", "--session", "cli", "hello from the terminal"],
+      {
+        env: {
+          ...process.env,
+          CONCLAVE_NATS_URL: server.url,
+          CONCLAVE_NATS_USER: "alice",
+          CONCLAVE_NATS_PASSWORD: "alice-secret",
+        },
+        encoding: "utf8",
+        timeout: 30_000,
+      },
+    );
+    const events = sent.stdout
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as EngineEvent);
+    expect(events[0]).toMatchObject({ kind: "TURN_STARTED", session_id: "cli" });
+    expect(events.at(-1)?.kind).toBe("TURN_COMPLETED");
   });
 
   it("leave the runtime's own account as it was: its client reads the log directly, tenants' sessions prefixed", async () => {
