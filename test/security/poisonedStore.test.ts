@@ -145,3 +145,12 @@ describe("a poisoned idempotency reservation", () => {
     expect(liveness(stack)).toEqual(before);
   });
 });
+
+describe("a forged first event in the log", () => {
+  it("(what a $SRV.PING answer written into the log looked like) does not stall the session's turn", async () => {
+    const forged = JSON.stringify({ type: "io.nats.micro.v1.ping_response", name: "conclave-runner", id: "x" });
+    await jetstream(runnerRole).publish(subjects.turnEvents("hostile-forged-event", 1), forged);
+    expect((await turn("hostile-forged-event")).outcome.status).toBe("Complete");
+    expect(liveness(stack)).toEqual(before);
+  });
+});
