@@ -153,6 +153,18 @@ function readUserSeed(path: string): Uint8Array {
   return new TextEncoder().encode(seed);
 }
 
+/** A `.creds` file's bytes, checked to hold a user JWT and a user seed (as `nsc` writes them). */
+function readCreds(path: string): Uint8Array {
+  const text = readSecretFile(path, "creds");
+  if (!/-{3,}BEGIN NATS USER JWT-{3,}/.test(text) || !/-{3,}BEGIN USER NKEY SEED-{3,}/.test(text)) {
+    throw new BusConfigError(
+      `the creds file ${path} does not hold a user JWT and seed (a .creds file as nsc writes it)`,
+    );
+  }
+  // The library's parser wants the newline after the last END line, which readSecretFile took off.
+  return new TextEncoder().encode(`${text}\n`);
+}
+
 const LOOPBACK = /^(localhost|127(\.\d{1,3}){3}|\[?::1\]?)$/i;
 
 /** The host of one server URL (scheme optional), lower-cased. */
@@ -232,7 +244,7 @@ export function busOptions(role: Role, overrides: Partial<BusOptions> = {}, env 
     throw new BusConfigError(`the ${role} role is given ${chosen.join(" and ")}; give only one way to log in`);
   }
   if (nkeySeedFile) readUserSeed(nkeySeedFile);
-  if (credsFile) readSecretFile(credsFile, "creds");
+  if (credsFile) readCreds(credsFile);
   const tls = tlsFrom(env, role, urls);
   if (production) {
     if (chosen.length === 0) {
@@ -295,7 +307,7 @@ function rereading(read: () => Uint8Array): () => Uint8Array {
 function authenticatorOf(options: BusOptions): Authenticator | undefined {
   const { credsFile, nkeySeedFile } = options;
   if (credsFile) {
-    return credsAuthenticator(rereading(() => new TextEncoder().encode(readSecretFile(credsFile, "creds"))));
+    return credsAuthenticator(rereading(() => readCreds(credsFile)));
   }
   if (nkeySeedFile) return nkeyAuthenticator(rereading(() => readUserSeed(nkeySeedFile)));
   return undefined;

@@ -92,7 +92,10 @@ describe("secrets from files and per role", () => {
   });
 
   it("logs in with a creds file", () => {
-    const creds = file("user.creds", "-----BEGIN NATS USER JWT-----\nx\n------END NATS USER JWT------\n");
+    const creds = file(
+      "user.creds",
+      "-----BEGIN NATS USER JWT-----\nx\n------END NATS USER JWT------\n\n-----BEGIN USER NKEY SEED-----\nSUx\n------END USER NKEY SEED------\n",
+    );
     expect(busOptions("client", {}, { ...PRODUCTION, CONCLAVE_NATS_CREDS_FILE: creds })).toMatchObject({
       credsFile: creds,
     });
