@@ -155,6 +155,20 @@ describe("control characters, invalid UTF-8, oversize and wrong types", () => {
     expectErrorReply(reply);
   });
 
+  const watchCases: [string, string | Uint8Array][] = [
+    ["a newline-bearing invalid body", NEWLINE_JSON],
+    ["control characters in turn_id", JSON.stringify({ turn_id: CONTROL })],
+    ["a string for follow", JSON.stringify({ follow: "yes\nplease" })],
+    ["a negative timeout", JSON.stringify({ timeout_ms: -1 })],
+    ["invalid UTF-8", new Uint8Array([0x7b, 0x22, 0xff, 0x22, 0x7d])],
+    ["raw control characters", CONTROL],
+  ];
+
+  it.each(watchCases)("a watch request with %s gets a one-line error reply", async (_name, data) => {
+    const reply = await client.request(subjects.turnWatch("hostile-ctl"), data, { timeout: 5_000 });
+    expectErrorReply(reply);
+  });
+
   it("leaves every process running, and a normal turn completes", async () => {
     await normalTurnCompletes("hostile-after-ctl");
     expectNoRestart();
