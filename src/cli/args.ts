@@ -38,7 +38,7 @@ export function parse<O extends ParseArgsConfig["options"]>(argv: string[], opti
 
 /** What `--password` prints on stderr: the flag works, but every user of the machine can read it. */
 export const PASSWORD_FLAG_WARNING =
-  "warning: --password is visible to every user of this machine (ps, /proc/<pid>/cmdline); set CONCLAVE_NATS_PASSWORD or CONCLAVE_NATS_PASSWORD_FILE instead";
+  "conclave: warning: --password is visible to every user of this machine (ps, /proc/<pid>/cmdline); set CONCLAVE_NATS_PASSWORD or CONCLAVE_NATS_PASSWORD_FILE instead";
 
 /** Connection options from the connection flags, then the environment (busOptions). */
 export function connectionFrom(
