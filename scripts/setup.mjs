@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // `npm run setup`: installs the npm dependencies, then the system packages the project
-// needs when they are missing: nats-server (to run), and Chromium (for the offline
-// viewer's browser test). As root it uses apt-get; otherwise it prints what to run.
+// needs when they are missing: nats-server (to run), Chromium (for the offline viewer's
+// browser test) and openssl (certificates for the TLS tests). As root it uses apt-get;
+// otherwise it prints what to run.
 import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { delimiter, join } from "node:path";
@@ -40,6 +41,12 @@ const SYSTEM_PACKAGES = [
     apt: "chromium",
     why: "the offline viewer's browser test (npm test)",
     other: "any Chromium or Chrome, then set CHROMIUM_PATH",
+  },
+  {
+    binary: "openssl",
+    apt: "openssl",
+    why: "throwaway certificates for the TLS tests (npm test)",
+    other: "your system's openssl package",
   },
 ];
 
