@@ -90,3 +90,9 @@ const silent: Logger = {
 
 /** Drops every line: the default of code that runs inside tests or other programs. */
 export const silentLogger: Logger = silent;
+
+/** A turn's ids as structured log fields, so every line about a turn can be found by session and turn. */
+export const turnFields = (sessionId: string, turnId: number): LogFields => ({
+  session_id: sessionId,
+  turn_id: turnId,
+});

@@ -9,7 +9,7 @@ import type { WalEntry } from "../../contracts/wal.ts";
 import { singleLine } from "../../errors.ts";
 import { deadLetter } from "../../eventlog/deadLetters.ts";
 import { failpoint } from "../failpoints.ts";
-import type { Logger } from "../log.ts";
+import { type Logger, turnFields } from "../log.ts";
 import type { SessionStore } from "../sessionStore.ts";
 import type { TurnStatusStore } from "../turnStatusStore.ts";
 import type { Claim, IdempotencyStore } from "./idempotency.ts";
@@ -62,7 +62,10 @@ export async function acceptSubmission(deps: IngressDeps, msg: ServiceMsg): Prom
       if (claim.kind === "accepted") {
         accepted = true;
         if (reply) msg.respond(encodeJson(ackOf(address, claim.turnId, true)));
-        deps.log.info(`turn ${sessionId}/${claim.turnId} resubmitted with the same idempotency key: nothing queued`);
+        deps.log.info(
+          `turn ${sessionId}/${claim.turnId} resubmitted with the same idempotency key: nothing queued`,
+          turnFields(sessionId, claim.turnId),
+        );
         return;
       }
     }
@@ -75,7 +78,10 @@ export async function acceptSubmission(deps: IngressDeps, msg: ServiceMsg): Prom
         await deps.idempotency.accept(sessionId, claim.handle, turnId);
         accepted = true;
         if (reply) msg.respond(encodeJson(ackOf(address, turnId, true)));
-        deps.log.info(`turn ${sessionId}/${turnId} recovered from a reservation whose acceptance died (it was stored)`);
+        deps.log.info(
+          `turn ${sessionId}/${turnId} recovered from a reservation whose acceptance died (it was stored)`,
+          turnFields(sessionId, turnId),
+        );
         return;
       }
     } else {
@@ -125,6 +131,7 @@ export async function acceptSubmission(deps: IngressDeps, msg: ServiceMsg): Prom
       claim?.kind === "recover"
         ? `turn ${sessionId}/${turnId} recovered from a reservation whose acceptance died${duplicate ? " (it was stored)" : ""}`
         : `turn ${sessionId}/${turnId} accepted`,
+      turnFields(sessionId, turnId),
     );
   } catch (error) {
     if (claim && claim.kind !== "accepted" && !accepted) await deps.idempotency.release(claim.handle).catch(() => {});

@@ -3,7 +3,7 @@ import type { ErrorCode } from "../../contracts/errors.ts";
 import type { WalEntry } from "../../contracts/wal.ts";
 import { deadLetter } from "../../eventlog/deadLetters.ts";
 import { WAL_ACK_WAIT_MS } from "../../eventlog/streams.ts";
-import type { Logger } from "../log.ts";
+import { type Logger, turnFields } from "../log.ts";
 import type { SessionStore } from "../sessionStore.ts";
 import type { TurnStatusStore } from "../turnStatusStore.ts";
 
@@ -91,7 +91,10 @@ export class TurnLedger {
   /** Marks the session's turn done ahead of its settling (so `on_busy: reject` sees it free at once); never rejects. */
   markDone(sessionId: string, turnId: number): Promise<void> {
     return this.deps.sessions.markDone(sessionId, turnId).catch((error: unknown) => {
-      this.deps.log.warn(`turn ${turnKey(sessionId, turnId)}: done mark not stored yet: ${String(error)}`);
+      this.deps.log.warn(
+        `turn ${turnKey(sessionId, turnId)}: done mark not stored yet: ${String(error)}`,
+        turnFields(sessionId, turnId),
+      );
     });
   }
 

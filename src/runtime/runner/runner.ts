@@ -17,7 +17,7 @@ import { acceptSubmission, type IngressDeps } from "../intake/ingress.ts";
 import { serveWatch, type WatchDeps } from "../intake/watch.ts";
 import { withInterceptors } from "../intercepted.ts";
 import { defaultInterceptors, type InterceptorChains } from "../interceptors.ts";
-import { type Logger, silentLogger } from "../log.ts";
+import { type Logger, silentLogger, turnFields } from "../log.ts";
 import { provideTurn } from "../provideTurn.ts";
 import { remoteTurnServices } from "../remoteTurnServices.ts";
 import { type SessionSnapshot, SessionStore } from "../sessionStore.ts";
@@ -101,7 +101,10 @@ export class Runner {
     this.#options = { turnTtlMs: options.turnTtlMs ?? 600_000, checkpointEvery: options.checkpointEvery ?? 10 };
     this.#writer = new EventLogWriter(deps.js, {
       onFenced: (sessionId, turnId) =>
-        this.#log.warn(`turn ${turnKey(sessionId, turnId)}: another runner is writing it; this one stops writing`),
+        this.#log.warn(
+          `turn ${turnKey(sessionId, turnId)}: another runner is writing it; this one stops writing`,
+          turnFields(sessionId, turnId),
+        ),
     });
     this.#ledger = new TurnLedger({ js: deps.js, statuses: deps.statuses, sessions: deps.store, log: this.#log });
     this.#sessions = new SessionHost(this.#sessionFactory(options), deps.store, this.#log);
@@ -236,7 +239,10 @@ export class Runner {
           { msg },
         );
       case "reset_session":
-        this.#log.warn(`turn ${turnKey(sessionId, turnId)} ran here but never ended: restoring its session`);
+        this.#log.warn(
+          `turn ${turnKey(sessionId, turnId)} ran here but never ended: restoring its session`,
+          turnFields(sessionId, turnId),
+        );
         this.#resetSession(sessionId);
         msg.nak(0);
         return;
@@ -247,7 +253,10 @@ export class Runner {
         this.#statuses
           .take(sessionId, turnId, this.#leases.runner, entry.submitted_at, MAX_TURN_ATTEMPTS)
           .catch((error: unknown) =>
-            this.#log.warn(`turn ${turnKey(sessionId, turnId)}: status not recorded: ${messageOf(error)}`),
+            this.#log.warn(
+              `turn ${turnKey(sessionId, turnId)}: status not recorded: ${messageOf(error)}`,
+              turnFields(sessionId, turnId),
+            ),
           );
         return this.#enqueue(entry);
       case "check_status":
@@ -269,7 +278,10 @@ export class Runner {
     const action = decideRedelivery(take);
     if (action.kind === "poison") {
       const reason = `poison: started ${MAX_TURN_ATTEMPTS} times without finishing`;
-      this.#log.warn(`turn ${turnKey(sessionId, turnId)} is poison: moved to the dead-letter stream`);
+      this.#log.warn(
+        `turn ${turnKey(sessionId, turnId)} is poison: moved to the dead-letter stream`,
+        turnFields(sessionId, turnId),
+      );
       return this.#ledger.settle(
         sessionId,
         turnId,
@@ -299,6 +311,7 @@ export class Runner {
       });
       this.#log.warn(
         `turn ${turnKey(sessionId, turnId)} taken over from ${action.previousRunner ?? "a lost runner"} (attempt ${action.attempt})`,
+        turnFields(sessionId, turnId),
       );
     }
     await this.#enqueue(entry);
@@ -335,7 +348,7 @@ export class Runner {
   async #failUnrunnable(entry: WalEntry, error: ConclaveError): Promise<void> {
     const { session_id: sessionId, turn_id: turnId } = entry;
     const message = singleLine(error.message);
-    this.#log.error(`turn ${turnKey(sessionId, turnId)} cannot run: ${message}`);
+    this.#log.error(`turn ${turnKey(sessionId, turnId)} cannot run: ${message}`, turnFields(sessionId, turnId));
     this.#writer.append(sessionId, turnId, {
       kind: "TURN_COMPLETED",
       payload: {
@@ -379,18 +392,24 @@ export class Runner {
           : undefined;
       await this.#sessions.save(sessionId, snapshot, checkpoint);
       await this.#ledger.settle(sessionId, turnId, { status: "done", outcome: output.outcome.status }, { markedDone });
-      this.#log.info(`turn ${turnKey(sessionId, turnId)} ${output.outcome.status}: ${count} events stored`);
+      this.#log.info(
+        `turn ${turnKey(sessionId, turnId)} ${output.outcome.status}: ${count} events stored`,
+        turnFields(sessionId, turnId),
+      );
     } catch (error) {
       // Not settled: what this runner believes of the session can no longer be trusted (its actor counts the
       // turn as run). Drop the actor and hand the session's turns back: the entry is delivered again, and the
       // turn is taken over from what is stored — resumed, or settled if its end was stored after all.
-      this.#log.error(`turn ${turnKey(sessionId, turnId)} not settled: ${messageOf(error)}; it will be taken again`);
+      this.#log.error(
+        `turn ${turnKey(sessionId, turnId)} not settled: ${messageOf(error)}; it will be taken again`,
+        turnFields(sessionId, turnId),
+      );
       this.#resetSession(sessionId);
     }
   }
 
   async #turnCrashed(sessionId: string, turnId: number, error: unknown): Promise<void> {
-    this.#log.error(`turn ${turnKey(sessionId, turnId)} crashed: ${messageOf(error)}`);
+    this.#log.error(`turn ${turnKey(sessionId, turnId)} crashed: ${messageOf(error)}`, turnFields(sessionId, turnId));
     this.#writer.abandon(sessionId, turnId);
     await this.#ledger.settle(sessionId, turnId, {
       status: "failed",
