@@ -1,7 +1,7 @@
-import type { DeliberateInput, DeliberateOutput, Revision } from "../contracts/turnProtocol.ts";
 import { computeConsensus, stakeholders } from "../cognition/deliberation.ts";
 import { applyAgentOutput } from "../cognition/workspace.ts";
 import type { AgentReply, AgentRequest } from "../contracts/agent.ts";
+import type { DeliberateInput, DeliberateOutput, Revision } from "../contracts/turnProtocol.ts";
 import type { Usage } from "../contracts/usage.ts";
 
 /**

@@ -2,6 +2,7 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import { JsonKv } from "../bus/jsonKv.ts";
 import { buckets } from "../bus/subjects.ts";
 import { type TurnStatus, TurnStatusRecord } from "../contracts/wal.ts";
+import { isConclaveError } from "../errors.ts";
 
 /**
  * Where every accepted turn stands (`conclave_turns` KV bucket, key
@@ -46,7 +47,7 @@ export class TurnStatusStore {
     maxAttempts: number,
   ): Promise<{ before: TurnStatusRecord | null; taken: boolean; poison: boolean }> {
     let before: TurnStatusRecord | null = null;
-    await this.kv.update(`${sessionId}.${turnId}`, (current) => {
+    await this.#update(`${sessionId}.${turnId}`, (current) => {
       before = current;
       if (current && current.status !== "pending" && current.status !== "inflight") return null;
       if (current && current.attempts >= maxAttempts) return null;
@@ -72,7 +73,7 @@ export class TurnStatusStore {
     status: Exclude<TurnStatus, "pending" | "inflight">,
     detail: { outcome?: string; reason?: string } = {},
   ): Promise<void> {
-    await this.kv.update(`${sessionId}.${turnId}`, (current) => ({
+    await this.#update(`${sessionId}.${turnId}`, (current) => ({
       session_id: sessionId,
       turn_id: turnId,
       submitted_at: current?.submitted_at ?? Date.now(),
@@ -84,9 +85,32 @@ export class TurnStatusStore {
     }));
   }
 
-  /** Every turn of a session, in turn order. */
+  /** Every turn of a session with a readable status, in turn order (an unreadable one is reported on `conclave.dlq.kv`). */
   async list(sessionId: string): Promise<TurnStatusRecord[]> {
-    const records = await Promise.all((await this.kv.keys(`${sessionId}.*`)).map((key) => this.kv.get(key)));
+    const records = await Promise.all(
+      (await this.kv.keys(`${sessionId}.*`)).map((key) =>
+        this.kv.get(key).catch((error: unknown) => {
+          if (isConclaveError(error, "corrupt_value")) return null;
+          throw error;
+        }),
+      ),
+    );
     return records.flatMap((record) => (record ? [record.value] : [])).sort((a, b) => a.turn_id - b.turn_id);
+  }
+
+  /**
+   * Read-modify-write. A record that fails its schema (already reported on
+   * `conclave.dlq.kv` by the read) is written afresh as if absent: a turn's
+   * status is the runtime's own bookkeeping, and a damaged one must not hold
+   * the turn up for good.
+   */
+  async #update(key: string, change: (current: TurnStatusRecord | null) => TurnStatusRecord | null): Promise<void> {
+    try {
+      await this.kv.update(key, change);
+    } catch (error) {
+      if (!isConclaveError(error, "corrupt_value")) throw error;
+      const next = change(null);
+      if (next) await this.kv.put(key, next);
+    }
   }
 }

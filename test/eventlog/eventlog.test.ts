@@ -1,8 +1,8 @@
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { beforeAll, describe, expect, it } from "vitest";
-import { usageSummary } from "../../src/contracts/turnProtocol.ts";
 import { encodeJson } from "../../src/bus/codec.ts";
 import { streams, subjects } from "../../src/bus/subjects.ts";
+import { usageSummary } from "../../src/contracts/turnProtocol.ts";
 import { readEvents } from "../../src/eventlog/reader.ts";
 import { ensureEventStream } from "../../src/eventlog/streams.ts";
 import { EventLogWriter } from "../../src/eventlog/writer.ts";

@@ -1,8 +1,8 @@
 import { type JetStreamClient, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { beforeAll, describe, expect, it } from "vitest";
-import { usageSummary } from "../../src/contracts/turnProtocol.ts";
 import { streams, subjects } from "../../src/bus/subjects.ts";
 import { EngineEvent } from "../../src/contracts/events.ts";
+import { usageSummary } from "../../src/contracts/turnProtocol.ts";
 import { ensureEventStream } from "../../src/eventlog/streams.ts";
 import { EventLogWriter } from "../../src/eventlog/writer.ts";
 import { useNatsServer } from "../helpers/nats.ts";

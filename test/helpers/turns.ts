@@ -1,7 +1,7 @@
 import { createActor, toPromise } from "xstate";
 import { defaultTurnPolicy } from "../../machines/turn/index.ts";
-import type { TurnOutput, TurnPolicy, TurnRecord } from "../../src/contracts/turnProtocol.ts";
 import type { EngineEvent } from "../../src/contracts/events.ts";
+import type { TurnOutput, TurnPolicy, TurnRecord } from "../../src/contracts/turnProtocol.ts";
 import { neutralModulators, neutralStance } from "../../src/contracts/workspace.ts";
 import { localTurnServices } from "../../src/runtime/localTurnServices.ts";
 import { provideTurn } from "../../src/runtime/provideTurn.ts";

@@ -6,7 +6,7 @@ import { asHandlerError, errorReply, HandlerError, respondWithError } from "../.
 import { subjects } from "../../bus/subjects.ts";
 import { type TurnAck, TurnSubmission } from "../../contracts/turn.ts";
 import type { WalEntry } from "../../contracts/wal.ts";
-import { singleLine } from "../../errors.ts";
+import { isConclaveError, singleLine } from "../../errors.ts";
 import { deadLetter } from "../../eventlog/deadLetters.ts";
 import { failpoint } from "../failpoints.ts";
 import { type Logger, turnFields } from "../log.ts";
@@ -135,7 +135,10 @@ export async function acceptSubmission(deps: IngressDeps, msg: ServiceMsg): Prom
     );
   } catch (error) {
     if (claim && claim.kind !== "accepted" && !accepted) await deps.idempotency.release(claim.handle).catch(() => {});
-    await refuse(deps, msg, address, reply, asHandlerError(error));
+    // A stored value of the session failing its schema is reported on conclave.dlq.kv already; the submission
+    // is not bad input, so it is answered but not kept as a dead letter.
+    const unreadable = isConclaveError(error, "corrupt_value");
+    await refuse(deps, msg, address, reply, asHandlerError(error), !unreadable);
   }
 }
 
@@ -152,6 +155,7 @@ async function refuse(
   address: Addressed | null,
   reply: boolean,
   failure: HandlerError,
+  keepDeadLetter = true,
 ): Promise<void> {
   deps.log.warn(`rejected a turn on ${msg.subject}: ${singleLine(failure.message)}`);
   if (reply) respondWithError(msg, failure);
@@ -167,7 +171,7 @@ async function refuse(
       // The connection is closing: the submitter was not waiting for an answer anyway.
     }
   }
-  if (failure.code === "busy") return; // a policy answer, not bad input
+  if (failure.code === "busy" || !keepDeadLetter) return; // a policy answer, or not the submitter's fault
   const lost = await deadLetter(deps.js, "submit", {
     subject: msg.subject,
     data: msg.data,

@@ -2,6 +2,7 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import { z } from "zod";
 import { JsonKv } from "../../bus/jsonKv.ts";
 import { buckets } from "../../bus/subjects.ts";
+import { isConclaveError } from "../../errors.ts";
 
 const Lease = z.object({ runner: z.string() });
 
@@ -37,7 +38,12 @@ export class SessionLeases {
       this.#owned.add(sessionId);
       return true;
     }
-    const holder = await this.leases.get(sessionId);
+    const holder = await this.leases.get(sessionId).catch(async (error: unknown) => {
+      if (!isConclaveError(error, "corrupt_value")) throw error;
+      // A damaged lease is nobody's (it was reported on conclave.dlq.kv): take the session rather than wait for its TTL.
+      await this.leases.put(sessionId, { runner: this.runner });
+      return { value: { runner: this.runner } };
+    });
     if (holder?.value.runner === this.runner) {
       this.#owned.add(sessionId);
       return true;

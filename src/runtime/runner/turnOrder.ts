@@ -66,7 +66,8 @@ export class TurnOrder {
     ]);
     const from = (snapshot?.last_turn_id ?? 0) + 1;
     const ids = Array.from({ length: Math.max(0, lastAccepted - from + 1) }, (_, index) => from + index);
-    const statuses = await Promise.all(ids.map((id) => this.deps.statuses.get(sessionId, id)));
+    // An unreadable status (reported on conclave.dlq.kv) is nothing to wait for.
+    const statuses = await Promise.all(ids.map((id) => this.deps.statuses.get(sessionId, id).catch(() => null)));
     const awaiting = new Set(
       ids.filter((_, index) => statuses[index]?.status === "pending" || statuses[index]?.status === "inflight"),
     );
