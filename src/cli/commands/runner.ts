@@ -5,6 +5,7 @@ import { Runner } from "../../runtime/runner/runner.ts";
 import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFrom, parse, untilInterrupted } from "../args.ts";
 import { announceReady } from "../childProcess.ts";
 import { EXIT_HELP } from "../failures.ts";
+import { logStrayRejections } from "../strayRejections.ts";
 
 export const help = `conclave runner: host session and turn actors; accept turns on conclave.turn.submit.<session_id>
 
@@ -26,6 +27,7 @@ export async function run(argv: string[]): Promise<number> {
     return 0;
   }
   const log = createLogger("runner");
+  logStrayRejections(log);
   const options = connectionFrom(values, "runner", true);
   const nc = await connectBus(options);
   const inspection = processInspection(nc, "runner", values.inspect);

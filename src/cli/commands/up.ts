@@ -15,8 +15,8 @@ Usage: conclave up [--nats-url URL] [--data-dir DIR] [--inspect]
 Starts, each as its own process:
 ${DEFAULT_LAYOUT.map(({ name, args }) => `  ${name.padEnd(42)} conclave ${args.join(" ")}`).join("\n")}
 nats-server is started with nats.conf unless a server already answers at the URL.
-A process that dies is restarted after a backoff (250 ms, doubling, at most 5 s), at
-most 5 times a minute; past that it is left down and the log says so.
+A process that dies is restarted after a backoff (250 ms, doubling with each recent
+restart, at most 30 s), as often as it takes; the log says each restart.
 Ctrl-C stops everything: the runner first (it finishes running turns), then the workers.
 
 ${EXIT_HELP}`;
@@ -41,7 +41,7 @@ export async function run(argv: string[]): Promise<number> {
   });
   log(`Conclave is up on ${cluster.url}. Try: npx conclave send --session demo "hello"   (Ctrl-C to stop)`);
   if (inspectionWanted(values.inspect)) log("inspection is on: watch the actors with npx conclave viewer");
-  // The supervisor restarts a process that dies (with backoff, at most 5 times a minute) and says so.
+  // The supervisor restarts a process that dies (with a backoff capped at 30 s, never giving up) and says so.
   await untilInterrupted();
   log("stopping…");
   await cluster.stop();

@@ -6,6 +6,7 @@ import { CORE_SERVICES, type CoreService, matchAgents, startWorker } from "../..
 import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFrom, parse, UsageError, untilInterrupted } from "../args.ts";
 import { announceReady } from "../childProcess.ts";
 import { EXIT_HELP } from "../failures.ts";
+import { logStrayRejections } from "../strayRejections.ts";
 
 export const help = `conclave worker: spawn a worker process hosting agents and/or core services
 
@@ -53,6 +54,7 @@ export async function run(argv: string[]): Promise<number> {
   }
   const backend = backendFromEnv();
   const log = createLogger("worker");
+  logStrayRejections(log);
   const nc = await connectBus(connectionFrom(values, "worker", true));
   const inspection = processInspection(nc, "worker", values.inspect);
   const worker = await startWorker(nc, {
