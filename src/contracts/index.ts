@@ -7,6 +7,7 @@ export * from "./ids.ts";
 export * from "./memory.ts";
 export * from "./scheduler.ts";
 export * from "./turn.ts";
+export * from "./turnProtocol.ts";
 export * from "./usage.ts";
 export * from "./wal.ts";
 export * from "./workspace.ts";

@@ -10,7 +10,8 @@
  *   2. `decideRedelivery` — for a delivery after the first, from the turn's status;
  *   3. `decideTakeover`   — for a turn taken over, from its stored events.
  */
-import type { TurnStatusRecord } from "../../contracts/wal.ts";
+import { type TurnStatusRecord, WalEntry } from "../../contracts/wal.ts";
+import { messageOf } from "../../errors.ts";
 
 export interface DeliveryFacts {
   /** The entry's turn id (a record that is not a valid WAL entry never gets this far). */
@@ -111,4 +112,16 @@ export function decideTakeover(stored: StoredTurn): TakeoverAction {
   if (stored.kinds.includes("TURN_COMPLETED")) return { kind: "settle_done" };
   if (stored.kinds.length === 0) return { kind: "run_fresh" };
   return { kind: "resume", afterSeq: stored.lastSeq };
+}
+
+const decoder = new TextDecoder();
+
+/** A delivery's record as a WAL entry, or why it is not one. */
+export function parseEntry(data: Uint8Array): { ok: true; entry: WalEntry } | { ok: false; reason: string } {
+  try {
+    const parsed = WalEntry.safeParse(JSON.parse(decoder.decode(data)));
+    return parsed.success ? { ok: true, entry: parsed.data } : { ok: false, reason: parsed.error.message };
+  } catch (error) {
+    return { ok: false, reason: messageOf(error) };
+  }
 }

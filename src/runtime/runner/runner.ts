@@ -2,19 +2,18 @@ import { hostname } from "node:os";
 import type { ConsumerMessages, JetStreamClient, JetStreamManager, JsMsg } from "@nats-io/jetstream";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
-import { type Service, type ServiceMsg, Svcm } from "@nats-io/services";
+import type { Service } from "@nats-io/services";
 import { createActor, type InspectionEvent, type Observer } from "xstate";
 import { sessionMachine } from "../../../machines/session.ts";
 import { defaultTurnPolicy } from "../../../machines/turn/index.ts";
 import { RUNNER_CONSUMER, streams, subjects } from "../../bus/subjects.ts";
 import { type TurnOutput, type TurnPolicy, usageSummary } from "../../contracts/turnProtocol.ts";
-import { WalEntry } from "../../contracts/wal.ts";
+import type { WalEntry } from "../../contracts/wal.ts";
 import { type ConclaveError, isConclaveError, messageOf, singleLine } from "../../errors.ts";
 import { ensureDeadLetterStream, ensureEventStream, ensureTurnWal, MAX_TURN_ATTEMPTS } from "../../eventlog/streams.ts";
 import { EventLogWriter } from "../../eventlog/writer.ts";
 import { IdempotencyStore } from "../intake/idempotency.ts";
-import { acceptSubmission, type IngressDeps } from "../intake/ingress.ts";
-import { serveWatch, type WatchDeps } from "../intake/watch.ts";
+import { serveIntake } from "../intake/service.ts";
 import { withInterceptors } from "../intercepted.ts";
 import { defaultInterceptors, type InterceptorChains } from "../interceptors.ts";
 import { type Logger, silentLogger, turnFields } from "../log.ts";
@@ -23,7 +22,7 @@ import { remoteTurnServices } from "../remoteTurnServices.ts";
 import { type SessionSnapshot, SessionStore } from "../sessionStore.ts";
 import type { TurnServices } from "../turnServices.ts";
 import { TurnStatusStore } from "../turnStatusStore.ts";
-import { decideDelivery, decideRedelivery, decideTakeover } from "./delivery.ts";
+import { decideDelivery, decideRedelivery, decideTakeover, parseEntry } from "./delivery.ts";
 import { SessionLeases } from "./leases.ts";
 import { TurnLedger, turnKey } from "./ledger.ts";
 import { type SessionActor, SessionHost } from "./sessionHost.ts";
@@ -46,8 +45,6 @@ export interface RunnerOptions {
   log?: Logger;
   inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
 }
-
-const decoder = new TextDecoder();
 
 /**
  * Hosts session and turn actors. Its parts, one job each:
@@ -123,7 +120,7 @@ export class Runner {
       IdempotencyStore.open(nc, id),
     ]);
     const runner = new Runner(nc, { js, jsm, store, statuses, leases }, options);
-    await runner.#serveIngress({ nc, js, jsm, sessions: store, statuses, idempotency, log: runner.#log });
+    runner.#service = await serveIntake(nc, { nc, js, jsm, sessions: store, statuses, idempotency, log: runner.#log });
     await runner.#consumeWal();
     return runner;
   }
@@ -159,28 +156,6 @@ export class Runner {
         input: { session_id: sessionId, policy, ...(snapshot ?? {}) },
         ...(options.inspect ? { inspect: options.inspect } : {}),
       });
-  }
-
-  /** Submissions and watches, from clients of this account and, through their accounts' imports, from tenants. */
-  async #serveIngress(deps: IngressDeps & WatchDeps): Promise<void> {
-    const service = await new Svcm(this.#nc).add({
-      name: "conclave-runner",
-      version: "0.1.0",
-      description: "Conclave turn runner",
-    });
-    this.#service = service;
-    // Handlers must not be async: the work runs detached and always answers.
-    const endpoint = (name: string, subject: string, handle: (msg: ServiceMsg) => Promise<void>) =>
-      service.addEndpoint(name, {
-        subject,
-        handler: (error, msg) => {
-          if (!error) void handle(msg);
-        },
-      });
-    endpoint("submit", subjects.turnSubmitAll, (msg) => acceptSubmission(deps, msg));
-    endpoint("tenant_submit", subjects.tenantSubmitAll, (msg) => acceptSubmission(deps, msg));
-    endpoint("watch", subjects.turnWatch("*"), (msg) => serveWatch(deps, msg));
-    endpoint("tenant_watch", subjects.tenantWatchAll, (msg) => serveWatch(deps, msg));
   }
 
   async #consumeWal(): Promise<void> {
@@ -432,14 +407,5 @@ export class Runner {
     this.#ledger.handBackAll();
     this.#sessions.stopAll();
     await this.#leases.close();
-  }
-}
-
-function parseEntry(data: Uint8Array): { ok: true; entry: WalEntry } | { ok: false; reason: string } {
-  try {
-    const parsed = WalEntry.safeParse(JSON.parse(decoder.decode(data)));
-    return parsed.success ? { ok: true, entry: parsed.data } : { ok: false, reason: parsed.error.message };
-  } catch (error) {
-    return { ok: false, reason: messageOf(error) };
   }
 }

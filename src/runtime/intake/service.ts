@@ -1,0 +1,31 @@
+import type { NatsConnection } from "@nats-io/nats-core";
+import { type Service, type ServiceMsg, Svcm } from "@nats-io/services";
+import { subjects } from "../../bus/subjects.ts";
+import { acceptSubmission, type IngressDeps } from "./ingress.ts";
+import { serveWatch, type WatchDeps } from "./watch.ts";
+
+/**
+ * The runners' NATS service (`conclave-runner`, shared by every runner as a
+ * queue group): submissions and watches, from clients of the runtime's
+ * account and, through their accounts' imports, from tenants.
+ */
+export async function serveIntake(nc: NatsConnection, deps: IngressDeps & WatchDeps): Promise<Service> {
+  const service = await new Svcm(nc).add({
+    name: "conclave-runner",
+    version: "0.1.0",
+    description: "Conclave turn runner",
+  });
+  // Handlers must not be async: the work runs detached and always answers.
+  const endpoint = (name: string, subject: string, handle: (msg: ServiceMsg) => Promise<void>) =>
+    service.addEndpoint(name, {
+      subject,
+      handler: (error, msg) => {
+        if (!error) void handle(msg);
+      },
+    });
+  endpoint("submit", subjects.turnSubmitAll, (msg) => acceptSubmission(deps, msg));
+  endpoint("tenant_submit", subjects.tenantSubmitAll, (msg) => acceptSubmission(deps, msg));
+  endpoint("watch", subjects.turnWatch("*"), (msg) => serveWatch(deps, msg));
+  endpoint("tenant_watch", subjects.tenantWatchAll, (msg) => serveWatch(deps, msg));
+  return service;
+}
