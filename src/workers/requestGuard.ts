@@ -1,13 +1,5 @@
 import type { EndpointOptions, ServiceGroup, ServiceHandler, ServiceMsg } from "@nats-io/services";
-
-/**
- * A worker is only ever asked by a requester waiting on an inbox (`_INBOX…`,
- * or `_R_.` for a request that crossed accounts). Anything else is not a
- * request: a JetStream push consumer someone aimed at a worker subject
- * delivers with a `$JS.ACK…` reply, and a plain publish has no reply at all.
- */
-export const isInboxReply = (reply: string | undefined): reply is string =>
-  !!reply && (reply.startsWith("_INBOX") || reply.startsWith("_R_."));
+import { isInboxReply } from "../bus/replies.ts";
 
 /**
  * Counts what the guard drops and says so at most once per `everyMs`, so a
@@ -41,8 +33,9 @@ export class IgnoredMessages {
 
 /**
  * The service group with every endpoint's handler behind `isInboxReply`:
- * messages that are not requests never reach the actor, get no reply and
- * no dead letter, and are only counted.
+ * messages that are not requests (a JetStream push consumer someone aimed at
+ * a worker subject delivers with a `$JS.ACK…` reply; a plain publish has none)
+ * never reach the actor, get no reply and no dead letter, and are only counted.
  */
 export function requestsOnly(group: ServiceGroup, ignored: IgnoredMessages): ServiceGroup {
   return {

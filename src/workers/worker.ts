@@ -1,7 +1,8 @@
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
-import { type Service, Svcm } from "@nats-io/services";
+import type { Service } from "@nats-io/services";
 import { AGENTS } from "../../agents/index.ts";
+import { guardedServices } from "../bus/replies.ts";
 import type { ServeOptions } from "../bus/serveActor.ts";
 import { type CognitionBackend, offlineBackend } from "../cognition/backend.ts";
 import { CRITIC_NAMES } from "../cognition/critics.ts";
@@ -86,7 +87,7 @@ export async function startWorker(nc: NatsConnection, options: WorkerOptions): P
   const ignored = new IgnoredMessages((count, subject) =>
     log.warn(`ignored ${count} message(s) that are not requests (no inbox reply subject), last on ${subject}`),
   );
-  const svcm = new Svcm(nc);
+  const svcm = guardedServices(nc);
   const running: Service[] = [];
   if (options.agents.length > 0) {
     const service = await svcm.add({

@@ -1,6 +1,7 @@
 import type { ServiceMsg } from "@nats-io/services";
 import { describe, expect, it } from "vitest";
-import { IgnoredMessages, isInboxReply } from "../../src/workers/requestGuard.ts";
+import { isInboxReply } from "../../src/bus/replies.ts";
+import { IgnoredMessages } from "../../src/workers/requestGuard.ts";
 
 describe("what a worker serves", () => {
   it("only requests with an inbox to answer on", () => {

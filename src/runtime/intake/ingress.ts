@@ -3,6 +3,7 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import type { ServiceMsg } from "@nats-io/services";
 import { decodeJson, encodeJson } from "../../bus/codec.ts";
 import { asHandlerError, errorReply, HandlerError, respondWithError } from "../../bus/errors.ts";
+import { isInboxReply } from "../../bus/replies.ts";
 import { subjects } from "../../bus/subjects.ts";
 import { type TurnAck, TurnSubmission } from "../../contracts/turn.ts";
 import type { WalEntry } from "../../contracts/wal.ts";
@@ -13,7 +14,7 @@ import { type Logger, turnFields } from "../log.ts";
 import type { SessionStore } from "../sessionStore.ts";
 import type { TurnStatusStore } from "../turnStatusStore.ts";
 import type { Claim, IdempotencyStore } from "./idempotency.ts";
-import { type Addressed, addressOf, isAnswerable } from "./tenancy.ts";
+import { type Addressed, addressOf } from "./tenancy.ts";
 
 /** Largest accepted submission, in bytes (the text itself is limited to 16 000 characters). */
 export const MAX_SUBMISSION_BYTES = 65_536;
@@ -49,7 +50,7 @@ const ackOf = (address: Addressed, turnId: number, duplicate: boolean): TurnAck 
  * `conclave.errors.<session_id>`) and is kept in the dead-letter stream.
  */
 export async function acceptSubmission(deps: IngressDeps, msg: ServiceMsg): Promise<void> {
-  const reply = isAnswerable(msg.reply);
+  const reply = isInboxReply(msg.reply);
   let address: Addressed | null = null;
   let claim: Claim | null = null;
   let accepted = false;

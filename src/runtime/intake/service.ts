@@ -1,5 +1,6 @@
 import type { NatsConnection } from "@nats-io/nats-core";
-import { type Service, type ServiceMsg, Svcm } from "@nats-io/services";
+import type { Service, ServiceMsg } from "@nats-io/services";
+import { guardedServices } from "../../bus/replies.ts";
 import { subjects } from "../../bus/subjects.ts";
 import { acceptSubmission, type IngressDeps } from "./ingress.ts";
 import { serveWatch, type WatchDeps } from "./watch.ts";
@@ -10,7 +11,7 @@ import { serveWatch, type WatchDeps } from "./watch.ts";
  * account and, through their accounts' imports, from tenants.
  */
 export async function serveIntake(nc: NatsConnection, deps: IngressDeps & WatchDeps): Promise<Service> {
-  const service = await new Svcm(nc).add({
+  const service = await guardedServices(nc).add({
     name: "conclave-runner",
     version: "0.1.0",
     description: "Conclave turn runner",

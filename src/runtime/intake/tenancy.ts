@@ -55,13 +55,3 @@ export function addressOf(subject: string): Addressed {
   }
   return { tenant: tenant.data, sessionId, view };
 }
-
-/**
- * A reply subject the runner may answer on: a requester's inbox (`_INBOX…`),
- * or a tenant account's response subject (`_R_.…`, made by nats-server for a
- * request that crossed accounts). Anything else (a KV key, another service's
- * subject) is answered like a plain publish, so the runner's rights are never
- * lent to a client.
- */
-export const isAnswerable = (reply: string | undefined): reply is string =>
-  !!reply && (reply.startsWith("_INBOX") || reply.startsWith("_R_."));

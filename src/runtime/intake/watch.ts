@@ -3,13 +3,14 @@ import type { ServiceMsg } from "@nats-io/services";
 import { z } from "zod";
 import { decodeJson, encodeJson } from "../../bus/codec.ts";
 import { asHandlerError, respondWithError } from "../../bus/errors.ts";
+import { isInboxReply } from "../../bus/replies.ts";
 import { subjects } from "../../bus/subjects.ts";
 import type { EngineEvent } from "../../contracts/events.ts";
 import { TurnId } from "../../contracts/ids.ts";
 import { singleLine } from "../../errors.ts";
 import { followEvents, readEvents } from "../../eventlog/reader.ts";
 import type { Logger } from "../log.ts";
-import { addressOf, isAnswerable } from "./tenancy.ts";
+import { addressOf } from "./tenancy.ts";
 
 /** A request to read a session's events through the runner (`conclave.turn.watch.<session>`). Every field is optional. */
 export const WatchRequest = z.object({
@@ -41,7 +42,7 @@ export interface WatchDeps {
  * as the requester knows it.
  */
 export async function serveWatch(deps: WatchDeps, msg: ServiceMsg): Promise<void> {
-  if (!isAnswerable(msg.reply)) return; // a stream of events goes nowhere but to a requester
+  if (!isInboxReply(msg.reply)) return; // a stream of events goes nowhere but to a requester
   try {
     const { sessionId, view } = addressOf(msg.subject);
     const request =

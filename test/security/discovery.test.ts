@@ -1,0 +1,57 @@
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { connect } from "@nats-io/transport-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { streams, subjects } from "../../src/bus/subjects.ts";
+import { Runner } from "../../src/runtime/runner/runner.ts";
+import { CORE_SERVICES, matchAgents, startWorker, type WorkerHandle } from "../../src/workers/worker.ts";
+import { useNatsServer } from "../helpers/nats.ts";
+
+/**
+ * Services discovery (`$SRV.PING|INFO|STATS`) is answered by @nats-io/services
+ * itself, with the responder's publish rights, on whatever reply subject the
+ * request names. Even the operator, who may send it, cannot make the runner
+ * or a worker write an answer into a data subject: discovery answers only
+ * inbox replies.
+ */
+const nats = useNatsServer();
+let runner: Runner;
+let worker: WorkerHandle;
+
+beforeAll(async () => {
+  worker = await startWorker(await nats.connect("worker"), { agents: matchAgents("*"), services: [...CORE_SERVICES] });
+  runner = await Runner.start(await nats.connect("runner"));
+});
+afterAll(async () => {
+  await runner?.stop();
+  await worker?.stop();
+});
+
+describe("services discovery", () => {
+  it("answers the operator on its inbox, and never on a data subject the request names", async () => {
+    const operator = await connect({
+      servers: nats.url,
+      user: "operator",
+      pass: "conclave-dev-operator",
+      inboxPrefix: "_INBOX_operator",
+    });
+    try {
+      const forged = subjects.turnEvents("forged", 1);
+      for (const verb of ["PING", "INFO", "STATS"])
+        operator.publish(`$SRV.${verb}`, new Uint8Array(), { reply: forged });
+      // Answered in order on each subscription: once these are answered, the forged ones were handled.
+      const answers = await operator.requestMany("$SRV.PING", new Uint8Array(), { maxWait: 1_000, maxMessages: 3 });
+      const names = [];
+      for await (const answer of answers) names.push((answer.json() as { name: string }).name);
+      expect(names).toContain("conclave-runner");
+      expect(names).toContain("conclave-agents");
+      const nc = await nats.connect("runner");
+      await jetstream(nc).publish(subjects.turnEvents("control", 1), new Uint8Array([123, 125]));
+      const info = await (await jetstreamManager(nc)).streams.info(streams.events, {
+        subjects_filter: "conclave.events.>",
+      });
+      expect(Object.keys(info.state.subjects ?? {})).toEqual([subjects.turnEvents("control", 1)]);
+    } finally {
+      await operator.close();
+    }
+  });
+});
