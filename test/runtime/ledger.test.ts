@@ -1,0 +1,55 @@
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { beforeAll, describe, expect, it } from "vitest";
+import { encodeJson } from "../../src/bus/codec.ts";
+import { RUNNER_CONSUMER, streams, subjects } from "../../src/bus/subjects.ts";
+import type { WalEntry } from "../../src/contracts/wal.ts";
+import { ensureDeadLetterStream, ensureTurnWal } from "../../src/eventlog/streams.ts";
+import { silentLogger } from "../../src/runtime/log.ts";
+import { TurnLedger } from "../../src/runtime/runner/ledger.ts";
+import { SessionStore } from "../../src/runtime/sessionStore.ts";
+import { TurnStatusStore } from "../../src/runtime/turnStatusStore.ts";
+import { useNatsServer } from "../helpers/nats.ts";
+
+const nats = useNatsServer();
+
+beforeAll(async () => {
+  const jsm = await jetstreamManager(await nats.connect("runner"));
+  await Promise.all([ensureTurnWal(jsm), ensureDeadLetterStream(jsm)]);
+});
+
+describe("the turn ledger", () => {
+  it("writes a turn's end once, however many paths end it at the same time", async () => {
+    const nc = await nats.connect("runner");
+    const js = jetstream(nc);
+    const [statuses, sessions] = await Promise.all([TurnStatusStore.open(nc), SessionStore.open(nc)]);
+    const entry: WalEntry = {
+      session_id: "ledger",
+      turn_id: 1,
+      text: "hi",
+      on_busy: "enqueue",
+      submitted_at: Date.now(),
+    };
+    await sessions.nextTurnId("ledger");
+    await statuses.pending("ledger", 1, entry.submitted_at);
+    await js.publish(subjects.wal("ledger"), encodeJson(entry), { msgID: "ledger.1" });
+    const consumer = await js.consumers.get(streams.turns, RUNNER_CONSUMER);
+    const msg = await consumer.next({ expires: 5_000 });
+    expect(msg).not.toBeNull();
+
+    const ledger = new TurnLedger({ js, statuses, sessions, log: silentLogger });
+    ledger.hold(msg!, entry);
+    expect(ledger.holds("ledger", 1)).toBe(true);
+    // The turn completes while a crash report for it arrives: one end is written, the first.
+    const completed = ledger.settle("ledger", 1, { status: "done", outcome: "Complete" });
+    const crashed = ledger.settle("ledger", 1, { status: "failed", reason: "late crash report" });
+    expect(crashed).toBe(completed);
+    await Promise.all([completed, crashed]);
+
+    expect(await statuses.get("ledger", 1)).toMatchObject({ status: "done", outcome: "Complete" });
+    expect(await sessions.busy("ledger")).toBe(false);
+    expect(ledger.holds("ledger", 1)).toBe(false);
+    const info = await (await jetstreamManager(nc)).consumers.info(streams.turns, RUNNER_CONSUMER);
+    expect(info.num_ack_pending).toBe(0);
+    expect((await (await jetstreamManager(nc)).streams.info(streams.turns)).state.messages).toBe(0);
+  });
+});
