@@ -9,7 +9,7 @@ import { deadLetter } from "../eventlog/deadLetters.ts";
 const decoder = new TextDecoder();
 
 /** A compare-and-set that lost: the key changed (or exists) since it was read. */
-const isConflict = (error: unknown): boolean =>
+export const isConflict = (error: unknown): boolean =>
   (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamWrongLastSequence) ||
   /wrong last sequence|key exists/i.test(String((error as Error)?.message));
 const encoder = new TextEncoder();

@@ -1,8 +1,7 @@
 import { createHash } from "node:crypto";
-import { JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { z } from "zod";
-import { JsonKv } from "../../bus/jsonKv.ts";
+import { isConflict, JsonKv } from "../../bus/jsonKv.ts";
 import { buckets } from "../../bus/subjects.ts";
 import { ConclaveError } from "../../errors.ts";
 
@@ -63,10 +62,6 @@ export class ReservationLostError extends ConclaveError<"internal"> {
 
 const keyName = (sessionId: string, key: string) =>
   `idem.${sessionId}.${createHash("sha256").update(key).digest("hex").slice(0, 32)}`;
-
-const isConflict = (error: unknown): boolean =>
-  (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamWrongLastSequence) ||
-  /wrong last sequence|key exists/i.test(String((error as Error)?.message));
 
 const encoder = new TextEncoder();
 const encode = (reservation: Reservation) => encoder.encode(JSON.stringify(reservation));
