@@ -1,12 +1,11 @@
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { buckets } from "../../src/bus/subjects.ts";
 import { submitTurn } from "../../src/client/turns.ts";
 import { readEvents } from "../../src/eventlog/reader.ts";
-import { Runner } from "../../src/runtime/runner/runner.ts";
-import { CORE_SERVICES, matchAgents, startWorker, type WorkerHandle } from "../../src/workers/worker.ts";
 import { useNatsServer } from "../helpers/nats.ts";
+import { useInProcessStack } from "../helpers/stack.ts";
 import { settledStatus } from "../helpers/turnStatus.ts";
 
 /**
@@ -16,17 +15,7 @@ import { settledStatus } from "../helpers/turnStatus.ts";
  * next turn runs — a failed read is never remembered.
  */
 const nats = useNatsServer();
-let runner: Runner;
-let worker: WorkerHandle;
-
-beforeAll(async () => {
-  worker = await startWorker(await nats.connect("worker"), { agents: matchAgents("*"), services: [...CORE_SERVICES] });
-  runner = await Runner.start(await nats.connect("runner"));
-});
-afterAll(async () => {
-  await runner?.stop();
-  await worker?.stop();
-});
+useInProcessStack(nats);
 
 describe("a session whose stored state is unreadable", () => {
   it("fails that session's turn with the error in its log, leaves other sessions alone, and recovers once repaired", async () => {

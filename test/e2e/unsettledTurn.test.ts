@@ -1,27 +1,16 @@
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { encodeJson } from "../../src/bus/codec.ts";
 import { subjects } from "../../src/bus/subjects.ts";
 import { submitTurn } from "../../src/client/turns.ts";
 import type { EngineEvent } from "../../src/contracts/events.ts";
 import { readEvents } from "../../src/eventlog/reader.ts";
-import { Runner } from "../../src/runtime/runner/runner.ts";
-import { CORE_SERVICES, matchAgents, startWorker, type WorkerHandle } from "../../src/workers/worker.ts";
 import { useNatsServer } from "../helpers/nats.ts";
+import { useInProcessStack } from "../helpers/stack.ts";
 import { settledStatus } from "../helpers/turnStatus.ts";
 
 const nats = useNatsServer();
-let runner: Runner;
-let worker: WorkerHandle;
-
-beforeAll(async () => {
-  worker = await startWorker(await nats.connect("worker"), { agents: matchAgents("*"), services: [...CORE_SERVICES] });
-  runner = await Runner.start(await nats.connect("runner"));
-});
-afterAll(async () => {
-  await runner?.stop();
-  await worker?.stop();
-});
+useInProcessStack(nats);
 
 describe("a turn whose events could not be stored", () => {
   it("is taken again and completes once, never left inflight with nobody working on it", async () => {

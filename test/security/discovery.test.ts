@@ -1,10 +1,9 @@
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { streams, subjects } from "../../src/bus/subjects.ts";
-import { Runner } from "../../src/runtime/runner/runner.ts";
-import { CORE_SERVICES, matchAgents, startWorker, type WorkerHandle } from "../../src/workers/worker.ts";
 import { useNatsServer } from "../helpers/nats.ts";
+import { useInProcessStack } from "../helpers/stack.ts";
 
 /**
  * Services discovery (`$SRV.PING|INFO|STATS`) is answered by @nats-io/services
@@ -14,17 +13,7 @@ import { useNatsServer } from "../helpers/nats.ts";
  * inbox replies.
  */
 const nats = useNatsServer();
-let runner: Runner;
-let worker: WorkerHandle;
-
-beforeAll(async () => {
-  worker = await startWorker(await nats.connect("worker"), { agents: matchAgents("*"), services: [...CORE_SERVICES] });
-  runner = await Runner.start(await nats.connect("runner"));
-});
-afterAll(async () => {
-  await runner?.stop();
-  await worker?.stop();
-});
+useInProcessStack(nats);
 
 describe("services discovery", () => {
   it("answers the operator on its inbox, and never on a data subject the request names", async () => {
