@@ -7,7 +7,7 @@ import { runFastSensors, SEED_SENSORS, type SensorOptions } from "../cognition/s
 import { streamOffline } from "../cognition/voice.ts";
 import type { Episode } from "../contracts/workspace.ts";
 import { deliberateRound } from "./deliberate.ts";
-import { passThroughScreen } from "./intercepted.ts";
+import { passThroughScreen } from "./interception/intercepted.ts";
 import type { TurnServices } from "./turnServices.ts";
 
 /** Fast sensors run where the turn runs, whatever the deployment: they are pure and cheaper than any hop. */

@@ -12,7 +12,7 @@ import { MemoryCommitReply, MemoryRetrieveReply } from "../contracts/memory.ts";
 import { PlanWavesReply } from "../contracts/scheduler.ts";
 import type { Usage } from "../contracts/usage.ts";
 import { deliberateRound } from "./deliberate.ts";
-import { passThroughScreen } from "./intercepted.ts";
+import { passThroughScreen } from "./interception/intercepted.ts";
 import { senseFastWith } from "./localTurnServices.ts";
 import type { TurnServices } from "./turnServices.ts";
 

@@ -18,7 +18,7 @@ import type {
 import type { PlanWavesReply, PlanWavesRequest } from "../contracts/scheduler.ts";
 import type { DeliberateInput, DeliberateOutput, ScreenInput } from "../contracts/turnProtocol.ts";
 import type { Sensors } from "../contracts/workspace.ts";
-import type { ScreenResult } from "./interceptors.ts";
+import type { ScreenResult } from "./interception/interceptors.ts";
 
 /** What the request interceptors are given: the turn's `screen` actor input. */
 export type ScreenRequest = ScreenInput;

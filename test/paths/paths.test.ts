@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { AnyStateMachine } from "xstate";
 import { MACHINES } from "../../machines/index.ts";
 import { machineGraph } from "../../src/graph/machineGraph.ts";
-import { defaultInterceptors, promptInjectionGuard } from "../../src/runtime/interceptors.ts";
+import { defaultInterceptors, promptInjectionGuard } from "../../src/runtime/interception/interceptors.ts";
 import {
   Coverage,
   describePath,

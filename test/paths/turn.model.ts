@@ -7,12 +7,12 @@ import type { AgentRequest } from "../../src/contracts/agent.ts";
 import type { VoiceReply, VoiceRequest } from "../../src/contracts/council.ts";
 import type { RunWaveInput, TurnPolicy } from "../../src/contracts/turnProtocol.ts";
 import { neutralModulators, neutralStance } from "../../src/contracts/workspace.ts";
-import { withInterceptors } from "../../src/runtime/intercepted.ts";
+import { withInterceptors } from "../../src/runtime/interception/intercepted.ts";
 import {
   defaultInterceptors,
   type InterceptorChains,
   type ResponseInterceptor,
-} from "../../src/runtime/interceptors.ts";
+} from "../../src/runtime/interception/interceptors.ts";
 import { localTurnServices } from "../../src/runtime/localTurnServices.ts";
 import { provideTurn } from "../../src/runtime/provideTurn.ts";
 import type { TurnServices } from "../../src/runtime/turnServices.ts";

@@ -3,6 +3,7 @@ import type { ErrorCode } from "../../contracts/errors.ts";
 import type { WalEntry } from "../../contracts/wal.ts";
 import { deadLetter } from "../../eventlog/deadLetters.ts";
 import { WAL_ACK_WAIT_MS } from "../../eventlog/streams.ts";
+import { redactPii } from "../interception/pii.ts";
 import { type Logger, turnFields } from "../log.ts";
 import type { SessionStore } from "../sessionStore.ts";
 import type { TurnStatusStore } from "../turnStatusStore.ts";
@@ -129,7 +130,7 @@ export class TurnLedger {
     if (end.status === "failed" && end.deadLetter && msg) {
       const lost = await deadLetter(this.deps.js, end.deadLetter.source, {
         subject: msg.subject,
-        data: msg.data,
+        data: withoutPersonalData(msg.data),
         code: end.deadLetter.code,
         reason: end.reason,
       });
@@ -181,5 +182,23 @@ export class TurnLedger {
         resolve(true);
       };
     });
+  }
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/**
+ * A WAL entry as a dead letter keeps it: whole, so an operator can read the
+ * turn back and resubmit it, but with the user's text PII-redacted, as the
+ * event log stores it.
+ */
+function withoutPersonalData(data: Uint8Array): Uint8Array {
+  try {
+    const entry = JSON.parse(decoder.decode(data)) as { text?: unknown };
+    if (typeof entry.text !== "string") return data;
+    return encoder.encode(JSON.stringify({ ...entry, text: redactPii(entry.text).text }));
+  } catch {
+    return data;
   }
 }

@@ -14,8 +14,8 @@ import { ensureDeadLetterStream, ensureEventStream, ensureTurnWal, MAX_TURN_ATTE
 import { EventLogWriter } from "../../eventlog/writer.ts";
 import { IdempotencyStore } from "../intake/idempotency.ts";
 import { serveIntake } from "../intake/service.ts";
-import { withInterceptors } from "../intercepted.ts";
-import { defaultInterceptors, type InterceptorChains } from "../interceptors.ts";
+import { storedRecordScreen, withInterceptors } from "../interception/intercepted.ts";
+import { defaultInterceptors, type InterceptorChains } from "../interception/interceptors.ts";
 import { type Logger, silentLogger, turnFields } from "../log.ts";
 import { provideTurn } from "../provideTurn.ts";
 import { remoteTurnServices } from "../remoteTurnServices.ts";
@@ -127,12 +127,11 @@ export class Runner {
 
   /** The session machine with its turns run by `services` and their ends reported back here. */
   #sessionFactory(options: RunnerOptions) {
-    const services = withInterceptors(
-      options.services ?? remoteTurnServices(this.#nc),
-      options.interceptors ?? defaultInterceptors(),
-    );
+    const chains = options.interceptors ?? defaultInterceptors();
+    const services = withInterceptors(options.services ?? remoteTurnServices(this.#nc), chains);
+    const stored = storedRecordScreen(chains);
     const turn = provideTurn(services, (context, event) =>
-      this.#writer.append(context.session_id, context.turn_id, event),
+      this.#writer.append(context.session_id, context.turn_id, stored(event)),
     );
     const session = sessionMachine.provide({
       actors: { turn },

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { REFUSAL_REPLY, zeroSensors } from "../../machines/turn/index.ts";
-import { runFastSensors } from "../../src/cognition/sensors.ts";
-import { withInterceptors } from "../../src/runtime/intercepted.ts";
+import { REFUSAL_REPLY, zeroSensors } from "../../../machines/turn/index.ts";
+import { runFastSensors } from "../../../src/cognition/sensors.ts";
+import { storedRecordScreen, withInterceptors } from "../../../src/runtime/interception/intercepted.ts";
 import {
   defaultInterceptors,
   piiRedaction,
@@ -9,9 +9,9 @@ import {
   type RequestInterceptor,
   screenPacket,
   screenRequest,
-} from "../../src/runtime/interceptors.ts";
-import { localTurnServices } from "../../src/runtime/localTurnServices.ts";
-import { runLocalTurn } from "../helpers/turns.ts";
+} from "../../../src/runtime/interception/interceptors.ts";
+import { localTurnServices } from "../../../src/runtime/localTurnServices.ts";
+import { runLocalTurn } from "../../helpers/turns.ts";
 
 const context = { request_id: "s.1", start_time: 0, session_id: "s", turn_id: 1 };
 
@@ -118,5 +118,41 @@ describe("interceptors in a turn", () => {
       record.kind === "STREAM_CHUNK" && record.payload.stream_id === "default" ? [record.payload.delta] : [],
     );
     expect(chunks.join("")).toBe(`${output.response}`);
+  });
+
+  it("the offline voice's word-by-word stream leaks no phone number split across words", async () => {
+    const base = localTurnServices();
+    const { records, output } = await runLocalTurn("hello there", {
+      ...withInterceptors(base, defaultInterceptors()),
+      decide: async () => ({
+        decision: {
+          speak: true,
+          urgency: "low",
+          speech_act: { intent: "respond", key_points: ["Call +1 415 555 0100 tonight."], do_not: [] },
+          thinking: "",
+        },
+      }),
+    });
+    const chunks = records.flatMap((record) =>
+      record.kind === "STREAM_CHUNK" && record.payload.stream_id === "default" ? [record.payload.delta] : [],
+    );
+    expect(chunks.join("")).not.toMatch(/415|555|0100/);
+    expect(chunks.join("")).toContain("[phone]");
+    expect(output.response).toContain("Call [phone] tonight.");
+    expect(records.some((record) => record.kind === "RESPONSE_INTERCEPTED")).toBe(true);
+  });
+});
+
+describe("the user's message as the log stores it", () => {
+  it("is redacted by the stored chain, and kept raw only when the operator empties that chain", () => {
+    const record = {
+      kind: "TURN_STARTED" as const,
+      payload: { user_input: "mail me at bob@corp.dev or call +44 20 7946 0958", turn_id: 1 },
+    };
+    expect(storedRecordScreen(defaultInterceptors())(record).payload).toEqual({
+      user_input: "mail me at [email] or call [phone]",
+      turn_id: 1,
+    });
+    expect(storedRecordScreen({ ...defaultInterceptors(), stored: [] })(record)).toBe(record);
   });
 });

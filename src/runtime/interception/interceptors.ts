@@ -1,12 +1,16 @@
-import type { StreamId } from "../contracts/council.ts";
-import type { Sensors } from "../contracts/workspace.ts";
+import type { StreamId } from "../../contracts/council.ts";
+import type { Sensors } from "../../contracts/workspace.ts";
+import { piiHoldBack, redactPii } from "./pii.ts";
+import { promptInjectionGuard } from "./promptInjection.ts";
+
+export { promptInjectionGuard };
 
 /**
  * Interception layer (middleware), after the seed's IRequestInterceptor and
  * IResponseInterceptor: cross-cutting checks every turn passes through.
  * Request interceptors see the user's message with the fast sensors' scores
- * before any agent does; response interceptors see every packet the voice
- * streams. Each may pass, redact (replace the text) or block.
+ * before any agent does; response interceptors see every stream the voice
+ * produces, as a stream: each may pass, redact (replace the text) or block.
  */
 export interface InterceptorContext {
   readonly request_id: string;
@@ -26,10 +30,20 @@ export interface RequestInterceptor {
   onRequest(request: { text: string; sensors: Sensors }, context: InterceptorContext): Verdict;
 }
 
+/**
+ * Sees every packet of every stream the voice produces. The stream is
+ * screened as a whole, not packet by packet: `holdBack` says how many
+ * characters at the end of the text seen so far could still become something
+ * this interceptor acts on, and those are held back — not sent, not stored —
+ * until more text shows they cannot, or the stream ends. `onPacket` then gets
+ * only text that can no longer change: redacting it (`redact`) or dropping it
+ * (`block`) is final.
+ */
 export interface ResponseInterceptor {
   readonly name: string;
-  /** `redact` replaces the packet's text; `block` drops the packet. */
   onPacket(packet: { stream_id: StreamId; delta: string }, context: InterceptorContext): Verdict;
+  /** Characters at the end of `text` (all of a stream not yet released) to hold back. Default: none. */
+  holdBack?(text: string): number;
 }
 
 export interface Interception {
@@ -62,7 +76,7 @@ export function screenRequest(
   return { text, interceptions, blocked: false };
 }
 
-/** Runs the response chain on one packet: the packet to send (null when blocked) and what was done to it. */
+/** Runs the response chain on text that is final: the text to send (null when blocked) and what was done to it. */
 export function screenPacket(
   interceptors: readonly ResponseInterceptor[],
   packet: { stream_id: StreamId; delta: string },
@@ -80,70 +94,38 @@ export function screenPacket(
   return { delta, interceptions };
 }
 
-const EMAIL = /[\w.+-]+@[\w-]+(\.[\w-]+)+/g;
-const PHONE = /\+?\d[\d\s().-]{7,}\d/g;
-
-const redactPii = (text: string): { text: string; found: string[] } => {
-  const found: string[] = [];
-  const redacted = text
-    .replace(EMAIL, () => {
-      found.push("email");
-      return "[email]";
-    })
-    .replace(PHONE, () => {
-      found.push("phone");
-      return "[phone]";
-    });
-  return { text: redacted, found };
+const piiVerdict = (text: string): Verdict => {
+  const { text: redacted, found } = redactPii(text);
+  return found.length === 0
+    ? { action: "pass" }
+    : { action: "redact", text: redacted, reason: `redacted ${[...new Set(found)].join(", ")}` };
 };
-
-/** Replaces e-mail addresses and phone numbers, in what the user says and in what the voice streams. */
-export const piiRedaction: RequestInterceptor & ResponseInterceptor = {
-  name: "pii",
-  onRequest: ({ text }) => {
-    const { text: redacted, found } = redactPii(text);
-    return found.length === 0
-      ? { action: "pass" }
-      : { action: "redact", text: redacted, reason: `redacted ${found.join(", ")}` };
-  },
-  onPacket: ({ delta }) => {
-    const { text: redacted, found } = redactPii(delta);
-    return found.length === 0
-      ? { action: "pass" }
-      : { action: "redact", text: redacted, reason: `redacted ${found.join(", ")}` };
-  },
-};
-
-const INSTRUCTION = /[^.!?\n]*\b(ignore|disregard|forget|pretend|jailbreak|system prompt)\b[^.!?\n]*[.!?]?/gi;
 
 /**
- * Acts on the prompt-injection sensor: at or above `threshold` the sentences
- * carrying the injected instruction are removed (`redact`, the default) or
- * the whole turn is refused (`block`).
+ * Replaces e-mail addresses, phone numbers and card-like numbers, in what the
+ * user says, in what the voice streams (across packet boundaries), and in
+ * the user's message as the event log stores it.
  */
-export function promptInjectionGuard(
-  options: { threshold?: number; mode?: "redact" | "block" } = {},
-): RequestInterceptor {
-  const threshold = options.threshold ?? 0.5;
-  const mode = options.mode ?? "redact";
-  return {
-    name: "prompt_injection",
-    onRequest: ({ text, sensors }) => {
-      if (sensors.prompt_injection < threshold) return { action: "pass" };
-      const reason = `prompt-injection sensor at ${sensors.prompt_injection.toFixed(2)}`;
-      if (mode === "block") return { action: "block", reason };
-      const cleaned = text.replace(INSTRUCTION, " [instruction removed] ").replace(/\s+/g, " ").trim();
-      return { action: "redact", text: cleaned, reason };
-    },
-  };
-}
+export const piiRedaction: RequestInterceptor & ResponseInterceptor = {
+  name: "pii",
+  onRequest: ({ text }) => piiVerdict(text),
+  onPacket: ({ delta }) => piiVerdict(delta),
+  holdBack: piiHoldBack,
+};
 
 export interface InterceptorChains {
   request: RequestInterceptor[];
   response: ResponseInterceptor[];
+  /**
+   * Applied to the user's message as `TURN_STARTED.user_input` stores it
+   * (with zero sensor scores: it is recorded before the sensors run).
+   * Default: PII redaction. An empty list keeps the raw text in the log.
+   */
+  stored?: RequestInterceptor[];
 }
 
 export const defaultInterceptors = (): InterceptorChains => ({
   request: [promptInjectionGuard(), piiRedaction],
   response: [piiRedaction],
+  stored: [piiRedaction],
 });

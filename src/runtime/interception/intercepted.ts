@@ -1,0 +1,115 @@
+import { zeroSensors } from "../../../machines/turn/index.ts";
+import type { TurnRecord } from "../../contracts/turnProtocol.ts";
+import type { TurnServices } from "../turnServices.ts";
+import {
+  type InterceptorChains,
+  type InterceptorContext,
+  type RequestInterceptor,
+  screenPacket,
+  screenRequest,
+} from "./interceptors.ts";
+import { StreamScreen } from "./streamScreen.ts";
+
+/** The context every interceptor of one turn sees: built once per turn, when the turn is first screened. */
+function turnContexts() {
+  const contexts = new Map<string, InterceptorContext>();
+  return (sessionId: string, turnId: number): InterceptorContext => {
+    const requestId = `${sessionId}.${turnId}`;
+    let context = contexts.get(requestId);
+    if (!context) {
+      context = { request_id: requestId, start_time: Date.now(), session_id: sessionId, turn_id: turnId };
+      contexts.set(requestId, context);
+      // A turn is screened within seconds; keep the map small on a long-lived runner.
+      if (contexts.size > 10_000) contexts.delete(contexts.keys().next().value as string);
+    }
+    return context;
+  };
+}
+
+/**
+ * Puts the interceptor chains around a turn's services: `screen` runs the
+ * request chain, and every stream the voice produces goes through the
+ * response chain as a stream (StreamScreen) before anyone sees a packet of
+ * it. The reply is what the user was sent — the `default` stream as
+ * released — screened once more as a whole.
+ */
+export function withInterceptors(services: TurnServices, chains: InterceptorChains): TurnServices {
+  const contextOf = turnContexts();
+  return {
+    ...services,
+    screen: async (request) => screenRequest(chains.request, request, contextOf(request.session_id, request.turn_id)),
+    renderVoice: async (request, signal, onStream) => {
+      if (chains.response.length === 0) return services.renderVoice(request, signal, onStream);
+      const context = contextOf(request.session_id, request.turn_id);
+      const screens = new Map<string, StreamScreen>();
+      let delivered = "";
+      let streamed = false;
+      const send = (
+        part: { stream_id: Parameters<typeof onStream>[0]["stream_id"] },
+        released: ReturnType<StreamScreen["push"]>,
+      ) => {
+        for (const interception of released.interceptions)
+          onStream({ type: "intercepted", stream_id: part.stream_id, ...interception });
+        if (!released.text) return;
+        if (part.stream_id === "default") delivered += released.text;
+        onStream({ type: "chunk", stream_id: part.stream_id, delta: released.text });
+      };
+      const reply = await services.renderVoice(request, signal, (part) => {
+        if (part.type === "intercepted") return onStream(part);
+        if (part.type === "start") {
+          screens.set(part.stream_id, new StreamScreen(chains.response, part.stream_id, context));
+          return onStream(part);
+        }
+        const screen = screens.get(part.stream_id) ?? new StreamScreen(chains.response, part.stream_id, context);
+        screens.set(part.stream_id, screen);
+        if (part.type === "chunk") {
+          if (part.stream_id === "default") streamed = true;
+          return send(part, screen.push(part.delta));
+        }
+        // The stream ends: what was held back is released before its end.
+        send(part, screen.flush());
+        screens.delete(part.stream_id);
+        onStream(part);
+      });
+      // A stream the voice never closed (cut short) still releases what it held: into the reply, not the wire.
+      const held = screens.get("default")?.flush();
+      if (held?.text) delivered += held.text;
+      const whole = screenPacket(
+        chains.response,
+        { stream_id: "default", delta: streamed ? delivered : reply.text },
+        context,
+      );
+      return { ...reply, text: (whole.delta ?? "").trim() };
+    },
+  };
+}
+
+/**
+ * Screens what the event log stores of the user's message: the `stored`
+ * chain (default: PII redaction) on `TURN_STARTED.user_input`, so the log
+ * never keeps raw personal data unless the operator sets `stored: []`.
+ */
+export function storedRecordScreen(chains: InterceptorChains): (record: TurnRecord) => TurnRecord {
+  const stored: readonly RequestInterceptor[] = chains.stored ?? [];
+  if (stored.length === 0) return (record) => record;
+  return (record) => {
+    if (record.kind !== "TURN_STARTED") return record;
+    const context: InterceptorContext = {
+      request_id: `${record.payload.turn_id}`,
+      start_time: Date.now(),
+      session_id: "",
+      turn_id: record.payload.turn_id,
+    };
+    const screened = screenRequest(stored, { text: record.payload.user_input, sensors: zeroSensors() }, context);
+    return screened.text === record.payload.user_input
+      ? record
+      : { ...record, payload: { ...record.payload, user_input: screened.text } };
+  };
+}
+
+/** No interception: the message goes to the agents as sent. */
+export const passThroughScreen: TurnServices["screen"] = async ({ text }) => ({
+  text,
+  interceptions: [],
+  blocked: false,
+});
