@@ -1,13 +1,15 @@
 import { fromCallback, fromPromise } from "xstate";
 import { turnMachine } from "../../machines/turn/index.ts";
 import type { VoiceRequest } from "../contracts/council.ts";
-import type { ErrorCode } from "../contracts/errors.ts";
+import { ErrorCode } from "../contracts/errors.ts";
 import type { RunWaveInput, TurnRecord, VoiceEvent, WaveEvent } from "../contracts/turnProtocol.ts";
 import type { TurnServices } from "./turnServices.ts";
 
+/** The wire code an agent's or the voice's failure carries, checked; anything else is `agent_failed`. */
 const errorCode = (error: unknown): ErrorCode => {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === "string" ? (code as ErrorCode) : "agent_failed";
+  const code = typeof error === "object" && error !== null && "code" in error ? error.code : undefined;
+  const wire = ErrorCode.safeParse(code);
+  return wire.success ? wire.data : "agent_failed";
 };
 
 /** One agent request per agent of the wave, all at once; each answer is sent back as it arrives. */
