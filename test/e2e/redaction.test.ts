@@ -10,8 +10,9 @@ import { useConclaveProcesses } from "../helpers/processes.ts";
  * Personal data through the whole path, as a user meets it: a model (the
  * real openai client against a local OpenAI-compatible server, which streams
  * in five-character pieces) puts an e-mail address, a phone number and a
- * card number in its reply and reasoning, and the user's message carries
- * some too. Nothing of it reaches the stream, the reply or the stored log.
+ * card number in its reply and reasoning (an address run straight into a
+ * number, cut by a packet boundary right after its `+`), and the user's
+ * message carries some too. Nothing of it reaches the stream, the reply or the stored log.
  */
 const nats = useNatsServer();
 let model: OpenAIServer;
@@ -28,7 +29,7 @@ beforeAll(async () => {
     body.stream
       ? {
           reasoning: "Their card 4111 1111 1111 1111 came up; do not repeat it.",
-          content: "Write to alice@example.com or call +1 415 555 0100 today.",
+          content: "Write: alice@example.com+1 415 555 0100 today. Or call +1 415 555 0100.",
         }
       : cooperative(body, index),
   );
@@ -54,7 +55,7 @@ const chunksOf = (streamId: string) =>
 
 describe("personal data streamed by a model in five-character pieces", () => {
   it("is redacted in the live stream, across packet boundaries", () => {
-    expect(chunksOf("default")).toBe("Write to [email] or call [phone] today.");
+    expect(chunksOf("default")).toBe("Write: [email][phone] today. Or call [phone].");
     // The thinking stream carries the council's thinking, then the model's reasoning.
     expect(chunksOf("thinking")).toMatch(/Their card \[card\] came up; do not repeat it\.$/);
     const intercepted = events.flatMap((event) => (event.kind === "RESPONSE_INTERCEPTED" ? [event.payload] : []));
@@ -67,7 +68,7 @@ describe("personal data streamed by a model in five-character pieces", () => {
     for (const event of rendered) expect(event.kind === "VOICE_RENDERED" && event.payload.text).toContain("[email]");
     const completed = events.at(-1);
     expect(completed?.kind === "TURN_COMPLETED" && completed.payload.response).toBe(
-      "Write to [email] or call [phone] today.",
+      "Write: [email][phone] today. Or call [phone].",
     );
   });
 

@@ -31,18 +31,23 @@ export interface RequestInterceptor {
 }
 
 /**
- * Sees every packet of every stream the voice produces. The stream is
- * screened as a whole, not packet by packet: `holdBack` says how many
- * characters at the end of the text seen so far could still become something
- * this interceptor acts on, and those are held back — not sent, not stored —
- * until more text shows they cannot, or the stream ends. `onPacket` then gets
- * only text that can no longer change: redacting it (`redact`) or dropping it
- * (`block`) is final.
+ * Sees every packet of every stream the voice produces. Without `holdBack`
+ * it is given the text packet by packet, as it arrives; with it, the stream
+ * is screened as a whole: `holdBack` says how many characters at the end of
+ * the text not yet released must wait — not sent, not stored — until more
+ * text comes or the stream ends, and `onPacket` gets only the text before
+ * them, so redacting it (`redact`) or dropping it (`block`) is final.
  */
 export interface ResponseInterceptor {
   readonly name: string;
   onPacket(packet: { stream_id: StreamId; delta: string }, context: InterceptorContext): Verdict;
-  /** Characters at the end of `text` (all of a stream not yet released) to hold back. Default: none. */
+  /**
+   * Characters at the end of `text` (all of the stream this interceptor has
+   * not yet released) to hold back. The contract: `onPacket` on the text
+   * before them, then on the rest of the stream, must act exactly as it
+   * would on the whole — so the tail must hold every match that more text
+   * could still change, and any match the cut would split. Default: none.
+   */
   holdBack?(text: string): number;
 }
 

@@ -1,6 +1,10 @@
 import { describe, expect, it } from "vitest";
-import type { InterceptorContext } from "../../../src/runtime/interception/interceptors.ts";
-import { piiRedaction } from "../../../src/runtime/interception/interceptors.ts";
+import {
+  type InterceptorContext,
+  piiRedaction,
+  type ResponseInterceptor,
+  screenPacket,
+} from "../../../src/runtime/interception/interceptors.ts";
 import { redactPii } from "../../../src/runtime/interception/pii.ts";
 import { StreamScreen } from "../../../src/runtime/interception/streamScreen.ts";
 
@@ -24,6 +28,10 @@ const TEXTS = [
   "😊alice@example.com😊+1 415 555 0100😊",
   "alice@example.com",
   "+1 415 555 0100",
+  // A character that could start more personal data right after a complete match.
+  "alice@example.com+1 415 555 0100é",
+  "(alice@example.com+1 415 555 0100",
+  "Écrire à 1alice@example.com+ ou x4111 1111 1111 1111😊",
 ];
 
 /** Screens `pieces` as one stream; returns every released text, in order. */
@@ -69,6 +77,36 @@ describe("a stream screened for personal data", () => {
         );
         expect(stream(pieces).join("")).toBe(redactPii(text).text);
       }
+    }
+  });
+
+  it("redacts random texts split at random points exactly as the whole text, through a chain of two", () => {
+    const atoms = ["alice@example.com", "+1 415 555 0100", "4111-1111-1111-1111", " ", "x", "é", "😊", "日本", "1"];
+    const punctuation = ["-", ".", "@", "(", ")", "+", ",", "secret"];
+    // A second interceptor that also holds back a trailing word: each sees the stream whole.
+    const secret: ResponseInterceptor = {
+      name: "secret",
+      onPacket: ({ delta }) =>
+        delta.includes("secret")
+          ? { action: "redact", text: delta.replaceAll("secret", "[secret]"), reason: "secret" }
+          : { action: "pass" },
+      holdBack: (text) => /\w*$/.exec(text)?.[0].length ?? 0,
+    };
+    let seed = 7;
+    const random = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return seed % n;
+    };
+    const pool = [...atoms, ...punctuation];
+    for (let round = 0; round < 3000; round++) {
+      const text = Array.from({ length: 1 + random(7) }, () => pool[random(pool.length)]!).join("");
+      const chain = round % 2 === 0 ? [piiRedaction] : [piiRedaction, secret];
+      const cuts = Array.from({ length: random(5) }, () => random(text.length + 1)).sort((a, b) => a - b);
+      const pieces = [0, ...cuts].map((from, index) => text.slice(from, [...cuts, text.length][index]));
+      const screen = new StreamScreen(chain, "default", context);
+      const joined = pieces.map((piece) => screen.push(piece).text).join("") + screen.flush().text;
+      const whole = screenPacket(chain, { stream_id: "default", delta: text }, context).delta;
+      expect(joined, `${JSON.stringify(pieces)} through ${chain.length}`).toBe(whole);
     }
   });
 
