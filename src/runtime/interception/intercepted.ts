@@ -10,10 +10,17 @@ import {
 } from "./interceptors.ts";
 import { StreamScreen } from "./streamScreen.ts";
 
-/** The context every interceptor of one turn sees: built once per turn, when the turn is first screened. */
-function turnContexts() {
+type ContextOf = (sessionId: string, turnId: number) => InterceptorContext;
+
+/** One cache per chains object, so the stored-record screen and the services of a runner share each turn's context. */
+const contextCaches = new WeakMap<InterceptorChains, ContextOf>();
+
+/** The context every interceptor of one turn sees: built once per turn, when the turn is first screened or recorded. */
+function turnContexts(chains: InterceptorChains): ContextOf {
+  const cached = contextCaches.get(chains);
+  if (cached) return cached;
   const contexts = new Map<string, InterceptorContext>();
-  return (sessionId: string, turnId: number): InterceptorContext => {
+  const contextOf: ContextOf = (sessionId, turnId) => {
     const requestId = `${sessionId}.${turnId}`;
     let context = contexts.get(requestId);
     if (!context) {
@@ -24,6 +31,8 @@ function turnContexts() {
     }
     return context;
   };
+  contextCaches.set(chains, contextOf);
+  return contextOf;
 }
 
 /**
@@ -34,7 +43,7 @@ function turnContexts() {
  * released — screened once more as a whole.
  */
 export function withInterceptors(services: TurnServices, chains: InterceptorChains): TurnServices {
-  const contextOf = turnContexts();
+  const contextOf = turnContexts(chains);
   return {
     ...services,
     screen: async (request) => screenRequest(chains.request, request, contextOf(request.session_id, request.turn_id)),
@@ -89,17 +98,15 @@ export function withInterceptors(services: TurnServices, chains: InterceptorChai
  * chain (default: PII redaction) on `TURN_STARTED.user_input`, so the log
  * never keeps raw personal data unless the operator sets `stored: []`.
  */
-export function storedRecordScreen(chains: InterceptorChains): (record: TurnRecord) => TurnRecord {
+export function storedRecordScreen(
+  chains: InterceptorChains,
+): (turn: { session_id: string; turn_id: number }, record: TurnRecord) => TurnRecord {
   const stored: readonly RequestInterceptor[] = chains.stored ?? [];
-  if (stored.length === 0) return (record) => record;
-  return (record) => {
+  if (stored.length === 0) return (_turn, record) => record;
+  const contextOf = turnContexts(chains);
+  return (turn, record) => {
     if (record.kind !== "TURN_STARTED") return record;
-    const context: InterceptorContext = {
-      request_id: `${record.payload.turn_id}`,
-      start_time: Date.now(),
-      session_id: "",
-      turn_id: record.payload.turn_id,
-    };
+    const context = contextOf(turn.session_id, turn.turn_id);
     const screened = screenRequest(stored, { text: record.payload.user_input, sensors: zeroSensors() }, context);
     return screened.text === record.payload.user_input
       ? record

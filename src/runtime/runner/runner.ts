@@ -131,7 +131,7 @@ export class Runner {
     const services = withInterceptors(options.services ?? remoteTurnServices(this.#nc), chains);
     const stored = storedRecordScreen(chains);
     const turn = provideTurn(services, (context, event) =>
-      this.#writer.append(context.session_id, context.turn_id, stored(event)),
+      this.#writer.append(context.session_id, context.turn_id, stored(context, event)),
     );
     const session = sessionMachine.provide({
       actors: { turn },

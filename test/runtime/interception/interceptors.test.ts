@@ -4,6 +4,7 @@ import { runFastSensors } from "../../../src/cognition/sensors.ts";
 import { storedRecordScreen, withInterceptors } from "../../../src/runtime/interception/intercepted.ts";
 import {
   defaultInterceptors,
+  type InterceptorContext,
   piiRedaction,
   promptInjectionGuard,
   type RequestInterceptor,
@@ -149,10 +150,34 @@ describe("the user's message as the log stores it", () => {
       kind: "TURN_STARTED" as const,
       payload: { user_input: "mail me at bob@corp.dev or call +44 20 7946 0958", turn_id: 1 },
     };
-    expect(storedRecordScreen(defaultInterceptors())(record).payload).toEqual({
+    const turn = { session_id: "s", turn_id: 1 };
+    expect(storedRecordScreen(defaultInterceptors())(turn, record).payload).toEqual({
       user_input: "mail me at [email] or call [phone]",
       turn_id: 1,
     });
-    expect(storedRecordScreen({ ...defaultInterceptors(), stored: [] })(record)).toBe(record);
+    expect(storedRecordScreen({ ...defaultInterceptors(), stored: [] })(turn, record)).toBe(record);
+  });
+
+  it("sees the turn's one context, the same object the request chain is given", async () => {
+    const seen: InterceptorContext[] = [];
+    const spy: RequestInterceptor = {
+      name: "spy",
+      onRequest: (_request, context) => {
+        seen.push(context);
+        return { action: "pass" };
+      },
+    };
+    const chains = { request: [spy], response: [], stored: [spy] };
+    const record = { kind: "TURN_STARTED" as const, payload: { user_input: "hi", turn_id: 4 } };
+    storedRecordScreen(chains)({ session_id: "s", turn_id: 4 }, record);
+    await withInterceptors(localTurnServices(), chains).screen({
+      session_id: "s",
+      turn_id: 4,
+      text: "hi",
+      sensors: zeroSensors(),
+    });
+    expect(seen).toHaveLength(2);
+    expect(seen[1]).toBe(seen[0]);
+    expect(seen[0]).toMatchObject({ request_id: "s.4", session_id: "s", turn_id: 4 });
   });
 });
