@@ -71,6 +71,20 @@ describe("interceptor chains", () => {
   });
 });
 
+/** An offline turn, with the default interceptors, whose council tells the voice to say `keyPoint`. */
+const turnSaying = (keyPoint: string) =>
+  runLocalTurn("hello there", {
+    ...withInterceptors(localTurnServices(), defaultInterceptors()),
+    decide: async () => ({
+      decision: {
+        speak: true,
+        urgency: "low",
+        speech_act: { intent: "respond", key_points: [keyPoint], do_not: [] },
+        thinking: "",
+      },
+    }),
+  });
+
 describe("interceptors in a turn", () => {
   it("agents see the redacted message, and the log says what was intercepted", async () => {
     const seen: string[] = [];
@@ -99,18 +113,7 @@ describe("interceptors in a turn", () => {
   });
 
   it("the reply the user gets is the one the response interceptors let through", async () => {
-    const base = localTurnServices();
-    const { records, output } = await runLocalTurn("hello there", {
-      ...withInterceptors(base, defaultInterceptors()),
-      decide: async () => ({
-        decision: {
-          speak: true,
-          urgency: "low",
-          speech_act: { intent: "respond", key_points: ["Write to help@example.org for more."], do_not: [] },
-          thinking: "",
-        },
-      }),
-    });
+    const { records, output } = await turnSaying("Write to help@example.org for more.");
     expect(output.response).toBe("Thanks for your message. Write to [email] for more.");
     expect(
       records.some((record) => record.kind === "RESPONSE_INTERCEPTED" && record.payload.stream_id === "default"),
@@ -122,18 +125,7 @@ describe("interceptors in a turn", () => {
   });
 
   it("the offline voice's word-by-word stream leaks no phone number split across words", async () => {
-    const base = localTurnServices();
-    const { records, output } = await runLocalTurn("hello there", {
-      ...withInterceptors(base, defaultInterceptors()),
-      decide: async () => ({
-        decision: {
-          speak: true,
-          urgency: "low",
-          speech_act: { intent: "respond", key_points: ["Call +1 415 555 0100 tonight."], do_not: [] },
-          thinking: "",
-        },
-      }),
-    });
+    const { records, output } = await turnSaying("Call +1 415 555 0100 tonight.");
     const chunks = records.flatMap((record) =>
       record.kind === "STREAM_CHUNK" && record.payload.stream_id === "default" ? [record.payload.delta] : [],
     );
