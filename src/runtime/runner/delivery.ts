@@ -40,8 +40,9 @@ export type DeliveryAction =
   /** Waited too long to be run: settle it as expired. */
   | { kind: "expire" }
   /**
-   * This runner's session actor already ran the turn but its end was never
-   * settled (e.g. its events could not be stored): drop the session actor,
+   * This runner's session actor already ran the turn. Unless its status
+   * shows it ended (a late copy: ack it), its end was never settled (e.g.
+   * its events could not be stored): drop the session actor,
    * so the session is restored from its stored state, and take the entry
    * again. Never leaves a turn held with nobody working on it.
    */

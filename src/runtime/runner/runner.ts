@@ -212,7 +212,12 @@ export class Runner {
           { status: "expired", reason: `waited over ${this.#options.turnTtlMs} ms` },
           { msg },
         );
-      case "reset_session":
+      case "reset_session": {
+        const status = (await this.#statuses.get(sessionId, turnId))?.status;
+        if (status === "done" || status === "failed" || status === "expired") {
+          msg.ack(); // it did end: a late copy (its first ack was lost), nothing to reset
+          return;
+        }
         this.#log.warn(
           `turn ${turnKey(sessionId, turnId)} ran here but never ended: restoring its session`,
           turnFields(sessionId, turnId),
@@ -220,6 +225,7 @@ export class Runner {
         this.#resetSession(sessionId);
         msg.nak(0);
         return;
+      }
       case "start":
         if (!(await this.#order.mayRun(sessionId, turnId))) return this.#waitForEarlierTurn(msg);
         this.#ledger.hold(msg, entry);
