@@ -1,8 +1,4 @@
-import { JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
-
-/** True when JetStream says the stream (or KV bucket) does not exist: nothing has been stored in it yet. */
-export const isStreamNotFound = (error: unknown): boolean =>
-  error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound;
+import { isStreamNotFound } from "../eventlog/streams.ts";
 
 /**
  * A read that finds nothing because nothing was ever written (a fresh server:

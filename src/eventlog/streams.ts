@@ -9,6 +9,10 @@ import {
 } from "@nats-io/jetstream";
 import { RUNNER_CONSUMER, streams, subjects } from "../bus/subjects.ts";
 
+/** True when JetStream says the stream (or KV bucket) does not exist: nothing has been stored in it yet. */
+export const isStreamNotFound = (error: unknown): boolean =>
+  error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound;
+
 /** Creates a stream, or leaves an existing one as it is (so operators may tune limits by hand). */
 export async function ensureStream(
   jsm: JetStreamManager,
@@ -17,7 +21,7 @@ export async function ensureStream(
   try {
     await jsm.streams.info(config.name);
   } catch (error) {
-    if (!(error instanceof JetStreamApiError) || error.code !== JetStreamApiCodes.StreamNotFound) throw error;
+    if (!isStreamNotFound(error)) throw error;
     try {
       await jsm.streams.add(config);
     } catch (addError) {
