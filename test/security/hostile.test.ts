@@ -8,6 +8,7 @@ import { submitTurn, watchTurn } from "../../src/client/turns.ts";
 import { neutralModulators, neutralStance, SENSOR_NAMES, type Sensors } from "../../src/contracts/workspace.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { useConclaveProcesses } from "../helpers/processes.ts";
+import { until } from "../helpers/wait.ts";
 import {
   CONTROL,
   expectAnswered,
@@ -17,7 +18,6 @@ import {
   liveness,
   NEWLINE_JSON,
   sha256,
-  until,
 } from "./hostileHelpers.ts";
 
 /**
@@ -105,7 +105,10 @@ describe("newline-bearing invalid requests (the finding)", () => {
 
   it("kept them as dead letters: redacted (hash and length, no payload), one-line reasons", async () => {
     const subject = subjects.turnSubmit("hostile-nl");
-    await until(async () => (await lettersFor(observer, "submit", subject)).length >= 7, "7 submit dead letters");
+    await until(async () => (await lettersFor(observer, "submit", subject)).length >= 7, {
+      what: "7 submit dead letters",
+      timeoutMs: 10_000,
+    });
     const letters = await lettersFor(observer, "submit", subject);
     expect(letters).toHaveLength(7);
     for (const letter of letters) {
@@ -192,14 +195,17 @@ describe("a push consumer aimed at a worker's subject", () => {
       ack_policy: "none" as never,
       deliver_policy: "all" as never,
     });
-    await until(
-      async () => (await jsm.consumers.info(streams.events, consumer.name)).delivered.stream_seq >= stored,
-      "every event delivered to the agent subject",
-    );
+    await until(async () => (await jsm.consumers.info(streams.events, consumer.name)).delivered.stream_seq >= stored, {
+      what: "every event delivered to the agent subject",
+      timeoutMs: 10_000,
+    });
     await jsm.consumers.delete(streams.events, consumer.name);
     // One real bad request after the deliveries: its dead letter marks that the worker got past them.
     expectErrorReply(await runnerRole.request(agentSubject, "{", { timeout: 5_000 }));
-    await until(async () => (await letterCount(runnerRole, "worker")) > lettersBefore, "the marker's dead letter");
+    await until(async () => (await letterCount(runnerRole, "worker")) > lettersBefore, {
+      what: "the marker's dead letter",
+      timeoutMs: 10_000,
+    });
     expect(await letterCount(runnerRole, "worker")).toBe(lettersBefore + 1);
     await normalTurnCompletes("hostile-after-push");
     expectNoRestart();
@@ -217,7 +223,10 @@ describe("a flood of bad submissions", () => {
     // A marker on another subject, dead-lettered after the flood's.
     const marker = subjects.turnSubmit("hostile-flood-marker");
     expectErrorReply(await client.request(marker, "{", { timeout: 5_000 }));
-    await until(async () => (await lettersFor(observer, "submit", marker)).length === 1, "the marker's dead letter");
+    await until(async () => (await lettersFor(observer, "submit", marker)).length === 1, {
+      what: "the marker's dead letter",
+      timeoutMs: 10_000,
+    });
     const flood = await lettersFor(observer, "submit", subject);
     expect(flood.length).toBeGreaterThan(0);
     expect(flood.length).toBeLessThan(FLOOD / 3);

@@ -51,15 +51,6 @@ export function violationsOf(nc: NatsConnection): PermissionViolationError[] {
   return seen;
 }
 
-/** Polls `check` (state only a poll can see) until it holds; throws naming `what` after `timeoutMs`. */
-export async function until(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
-
 /** Dead letters on `conclave.dlq.<source>` whose original subject is `subject`. */
 export async function lettersFor(nc: NatsConnection, source: string, subject: string): Promise<DeadLetter[]> {
   return (await readDeadLetters(nc, `conclave.dlq.${source}`))

@@ -7,7 +7,8 @@ import type { ConclaveProcess } from "../../src/cli/childProcess.ts";
 import { submitTurn, watchTurn } from "../../src/client/turns.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { useConclaveProcesses } from "../helpers/processes.ts";
-import { expectErrorReply, lettersFor, liveness, sha256, until } from "./hostileHelpers.ts";
+import { until } from "../helpers/wait.ts";
+import { expectErrorReply, lettersFor, liveness, sha256 } from "./hostileHelpers.ts";
 
 /**
  * Stored values that fail their schema (damaged, or forged by whoever could
@@ -47,7 +48,10 @@ const turn = async (session: string) => {
 
 const expectQuarantined = async (bucket: string, key: string, value: string) => {
   const subject = `$KV.${bucket}.${key}`;
-  await until(async () => (await lettersFor(observer, "kv", subject)).length > 0, `a dead letter for ${subject}`);
+  await until(async () => (await lettersFor(observer, "kv", subject)).length > 0, {
+    what: `a dead letter for ${subject}`,
+    timeoutMs: 10_000,
+  });
   const letters = await lettersFor(observer, "kv", subject);
   expect(letters).toHaveLength(1); // once per stored revision, however often it is read
   expect(letters[0]).toMatchObject({ code: "corrupt_value", redacted: true, bytes: value.length });

@@ -10,7 +10,8 @@ import { watchTurn } from "../../src/client/turns.ts";
 import { TurnAck } from "../../src/contracts/turn.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { useConclaveProcesses } from "../helpers/processes.ts";
-import { liveness, until, violationsOf } from "./hostileHelpers.ts";
+import { until } from "../helpers/wait.ts";
+import { liveness, violationsOf } from "./hostileHelpers.ts";
 
 /**
  * Every role against the subjects it must not touch, on a real stack: each
@@ -75,10 +76,10 @@ describe.each(ROLES)("the %s role", (role) => {
   it.each(FORBIDDEN_PUBLISH[role])("may not publish %s", async (subject) => {
     nc[role].publish(subject, encoder.encode("{}"));
     await nc[role].flush();
-    await until(
-      () => violations[role].some((v) => v.operation === "publish" && v.subject === subject),
-      `a refused publish to ${subject}`,
-    );
+    await until(() => violations[role].some((v) => v.operation === "publish" && v.subject === subject), {
+      what: `a refused publish to ${subject}`,
+      timeoutMs: 10_000,
+    });
   });
 
   it.each(FORBIDDEN_SUBSCRIBE[role])("may not subscribe to %s", async (subject) => {
