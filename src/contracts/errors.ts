@@ -9,6 +9,8 @@ export const ErrorCode = z.enum([
   "timeout",
   "no_responders",
   "agent_failed",
+  /** An agent answered with an output its own schema (or the council contract) rejects. */
+  "invalid_agent_output",
   /** A turn submitted with `on_busy: "reject"` while the session has one pending or running. */
   "busy",
   /** Work stopped because a newer turn interrupted this one (double-texting). */
