@@ -24,6 +24,14 @@ export const subjects = {
   allEvents: `${SUBJECT_ROOT}.events.>`,
 
   agent: (agentId: string) => `${SUBJECT_ROOT}.agent.${agentId}`,
+  /** Core NATS: a worker announces the agents it hosts (on start, on a roll call, every heartbeat). */
+  agentsAnnounce: `${SUBJECT_ROOT}.agents.announce`,
+  /** Core NATS: a worker that stops withdraws its agents. */
+  agentsWithdraw: `${SUBJECT_ROOT}.agents.withdraw`,
+  /** Core NATS: a directory that starts asks every worker to announce itself. */
+  agentsRollcall: `${SUBJECT_ROOT}.agents.rollcall`,
+  /** Core NATS: where a worker publishes an agent's named stream parts for the runner that asked (one token per runner). */
+  agentStream: (token: string) => `${SUBJECT_ROOT}.agentstream.${token}`,
   schedulerPlan: `${SUBJECT_ROOT}.scheduler.plan`,
   councilDecide: `${SUBJECT_ROOT}.council.decide`,
   councilSafety: `${SUBJECT_ROOT}.council.safety`,
