@@ -28,7 +28,12 @@ Environment only (secrets never need argv): CONCLAVE_NATS_NKEY_SEED_FILE (an nke
   e.g. CONCLAVE_NATS_RUNNER_NKEY_SEED_FILE, wins over CONCLAVE_NATS_<NAME>.
   CONCLAVE_ENV: development (default) or production; see README, "Production".`;
 
-export function parse<O extends ParseArgsConfig["options"]>(argv: string[], options: O, allowPositionals = false) {
+/** Parses `argv` strictly against `options`; a bad flag throws a UsageError. */
+export function parse<O extends ParseArgsConfig["options"]>(
+  argv: string[],
+  options: O,
+  allowPositionals = false,
+): ReturnType<typeof parseArgs<{ args: string[]; options: O; allowPositionals: boolean; strict: true }>> {
   try {
     return parseArgs({ args: argv, options, allowPositionals, strict: true });
   } catch (error) {
