@@ -1,4 +1,4 @@
-import type { AgentDefinition } from "../src/cognition/agentDefinition.ts";
+import type { AgentDefinition } from "../src/agents/defineAgent.ts";
 import emotionStress from "./emotion.stress.ts";
 import emotionWellbeing from "./emotion.wellbeing.ts";
 import inhibitionCensor from "./inhibition.censor.ts";
@@ -14,7 +14,11 @@ import socialBoundaries from "./social.boundaries.ts";
 import socialRapport from "./social.rapport.ts";
 import socialRepair from "./social.repair.ts";
 
-/** The roster: every agent a worker can host, by id, grouped by agency. */
+/**
+ * The built-in agents (the seed's council), by id, grouped by agency. Not a
+ * closed roster: a worker hosts any agent made with `defineAgent`, and runners
+ * and the scheduler learn the live roster from the workers' announcements.
+ */
 export const AGENTS: ReadonlyMap<string, AgentDefinition> = new Map(
   [
     emotionStress,

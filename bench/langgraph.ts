@@ -3,7 +3,7 @@ import { defaultTurnPolicy, zeroSensors } from "../machines/turn/index.ts";
 import { CONSENSUS_THRESHOLD } from "../src/cognition/deliberation.ts";
 import { SAFETY_INTERRUPT_THRESHOLD } from "../src/cognition/sensors.ts";
 import { applyAgentOutput, modulatorsFromSensors, type Workspace } from "../src/cognition/workspace.ts";
-import type { AgentContext, AgentOutput, AgentRequest } from "../src/contracts/agent.ts";
+import type { AgentContext, AgentRequest, Contribution } from "../src/contracts/agent.ts";
 import type { CouncilDecision } from "../src/contracts/council.ts";
 import type { CriticResult } from "../src/contracts/critic.ts";
 import type { Episode, Modulators, Sensors, Stance } from "../src/contracts/workspace.ts";
@@ -29,7 +29,7 @@ import type { InProcessPipeline } from "./inprocess.ts";
 interface WaveReply {
   wave: number;
   agent_id: string;
-  output: AgentOutput;
+  output: Contribution;
 }
 
 const last = <T>() => Annotation<T>;

@@ -1,5 +1,5 @@
 import { assign, fromPromise, setup } from "xstate";
-import type { AgentOutput, AgentRequest } from "../src/contracts/agent.ts";
+import type { AgentAnswer, AgentRequest } from "../src/contracts/agent.ts";
 import { MissingActorError } from "./errors.ts";
 
 /**
@@ -15,19 +15,23 @@ import { MissingActorError } from "./errors.ts";
 export interface AgentMachineOutput {
   agent_id: string;
   status: "replied" | "failed";
-  output?: AgentOutput;
-  error?: { code: "timeout" | "agent_failed"; message: string };
+  /** The agent's answer: its own output and its contribution. */
+  answer?: AgentAnswer;
+  error?: { code: "timeout" | "agent_failed" | "invalid_agent_output"; message: string };
 }
+
+const invalidOutput = (error: unknown): boolean =>
+  typeof error === "object" && error !== null && "code" in error && error.code === "invalid_agent_output";
 
 export const agentMachine = setup({
   types: {
     input: {} as AgentRequest,
-    context: {} as { request: AgentRequest; output: AgentOutput | null; error: AgentMachineOutput["error"] | null },
+    context: {} as { request: AgentRequest; answer: AgentAnswer | null; error: AgentMachineOutput["error"] | null },
     events: {} as { type: "start" } | { type: "cancel" },
     output: {} as AgentMachineOutput,
   },
   actors: {
-    think: fromPromise<AgentOutput, AgentRequest>(async () => {
+    think: fromPromise<AgentAnswer, AgentRequest>(async () => {
       throw new MissingActorError("think", "agent", "worker");
     }),
   },
@@ -36,7 +40,7 @@ export const agentMachine = setup({
   },
 }).createMachine({
   id: "agent",
-  context: ({ input }) => ({ request: input, output: null, error: null }),
+  context: ({ input }) => ({ request: input, answer: null, error: null }),
   initial: "idle",
   states: {
     idle: {
@@ -46,12 +50,13 @@ export const agentMachine = setup({
       invoke: {
         src: "think",
         input: ({ context }) => context.request,
-        onDone: { target: "replied", actions: assign({ output: ({ event }) => event.output }) },
+        onDone: { target: "replied", actions: assign({ answer: ({ event }) => event.output }) },
         onError: {
           target: "failed",
           actions: assign({
             error: ({ event }) => ({
-              code: "agent_failed" as const,
+              // An answer the agent's schema rejects keeps its own code; anything else is the agent failing.
+              code: invalidOutput(event.error) ? ("invalid_agent_output" as const) : ("agent_failed" as const),
               message: event.error instanceof Error ? event.error.message : String(event.error),
             }),
           }),
@@ -80,8 +85,8 @@ export const agentMachine = setup({
   },
   output: ({ context }) => ({
     agent_id: context.request.agent_id,
-    status: context.output ? "replied" : "failed",
-    ...(context.output ? { output: context.output } : {}),
+    status: context.answer ? "replied" : "failed",
+    ...(context.answer ? { answer: context.answer } : {}),
     ...(context.error ? { error: context.error } : {}),
   }),
 });

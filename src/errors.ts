@@ -14,6 +14,8 @@ import type { LlmErrorCode } from "./llm/errors.ts";
 /** Codes of failures that stay in the process that raised them. */
 export type LocalErrorCode =
   | "usage"
+  /** An agent definition that cannot run (defineAgent, or a module given to `conclave worker --agents`). */
+  | "invalid_agent"
   | "config"
   | "insecure_credentials"
   | "unauthorized"

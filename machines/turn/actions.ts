@@ -102,10 +102,11 @@ export const turnActions = {
       enqueue({ type: "record", params: { kind: "TURN_STAGE_CHANGED", payload: { stage } } });
     },
   ),
-  /** A stream of the voice opens: STREAM_START before any of its chunks. */
+  /** A stream of the voice, or of an agent, opens: STREAM_START before any of its chunks. */
   openStream: enqueueActions<TurnContext, TurnEvent, undefined, TurnEvent, never, RecordAction, never>(
     ({ context, event, enqueue }) => {
-      if (event.type !== "voice.start") return;
+      if (event.type !== "voice.start" && event.type !== "agent.stream.start") return;
+      if (context.open_streams.includes(event.stream_id)) return;
       enqueue.assign({
         stream_chunks: { ...context.stream_chunks, [event.stream_id]: 0 },
         open_streams: [...context.open_streams, event.stream_id],
@@ -121,7 +122,8 @@ export const turnActions = {
   ),
   streamChunk: enqueueActions<TurnContext, TurnEvent, undefined, TurnEvent, never, RecordAction, never>(
     ({ context, event, enqueue }) => {
-      if (event.type !== "voice.chunk") return;
+      if (event.type !== "voice.chunk" && event.type !== "agent.stream.chunk") return;
+      if (!context.open_streams.includes(event.stream_id)) return;
       const index = context.stream_chunks[event.stream_id] ?? 0;
       enqueue.assign({ stream_chunks: { ...context.stream_chunks, [event.stream_id]: index + 1 } });
       enqueue({
@@ -132,7 +134,8 @@ export const turnActions = {
   ),
   closeStream: enqueueActions<TurnContext, TurnEvent, undefined, TurnEvent, never, RecordAction, never>(
     ({ context, event, enqueue }) => {
-      if (event.type !== "voice.end") return;
+      if (event.type !== "voice.end" && event.type !== "agent.stream.end") return;
+      if (!context.open_streams.includes(event.stream_id)) return;
       enqueue.assign({ open_streams: context.open_streams.filter((id) => id !== event.stream_id) });
       enqueue({
         type: "record",
@@ -143,7 +146,7 @@ export const turnActions = {
       });
     },
   ),
-  /** A rendering cut short (deadline, failure, interrupt): every stream it opened still gets its STREAM_END. */
+  /** A rendering or wave cut short (deadline, failure, interrupt): every stream it opened still gets its STREAM_END. */
   closeOpenStreams: enqueueActions<TurnContext, TurnEvent, undefined, TurnEvent, never, RecordAction, never>(
     ({ context, enqueue }) => {
       for (const streamId of context.open_streams) {

@@ -40,6 +40,8 @@ export const agents = turnSetup.createStateConfig({
       always: [{ guard: "hasWaves", target: "wave" }, { target: "done" }],
     },
     wave: {
+      // An agent's stream still open when its wave ends (deadline, interrupt) gets its STREAM_END.
+      exit: "closeOpenStreams",
       entry: [
         assign(({ context }) => ({
           wave_pending: context.waves[context.wave] ?? [],
@@ -79,7 +81,7 @@ export const agents = turnSetup.createStateConfig({
         "agent.replied": {
           actions: [
             assign(({ context, event }) => ({
-              workspace: applyAgentOutput(context.workspace, event.reply.agent_id, event.reply.output),
+              workspace: applyAgentOutput(context.workspace, event.reply.agent_id, event.reply.contribution),
               wave_pending: context.wave_pending.filter((id) => id !== event.reply.agent_id),
               usage: mergeUsage(
                 context.usage,
@@ -94,6 +96,7 @@ export const agents = turnSetup.createStateConfig({
                   wave: context.wave,
                   agent_id: event.reply.agent_id,
                   output: event.reply.output,
+                  contribution: event.reply.contribution,
                   elapsed_ms: event.reply.elapsed_ms,
                   worker: event.reply.worker,
                 },
@@ -130,6 +133,9 @@ export const agents = turnSetup.createStateConfig({
             },
           ],
         },
+        "agent.stream.start": { actions: "openStream" },
+        "agent.stream.chunk": { actions: "streamChunk" },
+        "agent.stream.end": { actions: "closeStream" },
         "wave.done": [
           {
             guard: "hasMoreWaves",

@@ -32,6 +32,7 @@ export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   timeout: 504,
   no_responders: 503,
   agent_failed: 500,
+  invalid_agent_output: 502,
   busy: 409,
   interrupted: 409,
   internal: 500,

@@ -1,4 +1,5 @@
 import type { EngineEvent } from "../contracts/events.ts";
+import { singleLine } from "../errors.ts";
 
 const fmt = (value: number) => value.toFixed(2);
 
@@ -27,11 +28,14 @@ export function renderEvent(event: EngineEvent): string | null {
     case "WAVE_STARTED":
       return `      wave ${event.payload.wave}: ${event.payload.agents.join(", ")}`;
     case "AGENT_COMPLETED": {
-      const { output } = event.payload;
+      const { output, contribution } = event.payload;
       const said = [
-        ...output.claims.map((claim) => `claim "${claim.text}"`),
-        ...output.proposals.map((p) => `${p.kind} "${p.text}"`),
+        ...contribution.claims.map((claim) => `claim "${claim.text}"`),
+        ...contribution.proposals.map((p) => `${p.kind} "${p.text}"`),
       ];
+      // An agent with an output of its own (not only the council contract) shows it too.
+      const own = output === undefined ? "" : JSON.stringify(output);
+      if (own !== "" && own !== JSON.stringify(contribution)) said.push(`output ${singleLine(own, 200)}`);
       return `        ✓ ${event.payload.agent_id} (${fmt(event.payload.elapsed_ms)} ms on ${event.payload.worker})${said.length > 0 ? `: ${said.join("; ")}` : ""}`;
     }
     case "AGENT_FAILED":

@@ -1,9 +1,8 @@
-import type { AgentOutput, AgentRequest } from "../contracts/agent.ts";
 import type { CouncilReply, CouncilRequest, VoiceReply, VoiceRequest } from "../contracts/council.ts";
 import type { CriticReply, CriticRequest } from "../contracts/critic.ts";
 import type { Usage } from "../contracts/usage.ts";
 import { ConclaveError } from "../errors.ts";
-import { type AgentDefinition, answerOffline } from "./agentDefinition.ts";
+import type { ChatModel } from "../llm/model.ts";
 import { decide } from "./council.ts";
 import { CRITICS } from "./critics.ts";
 import { streamOffline, type VoiceStreamPart } from "./voice.ts";
@@ -16,11 +15,8 @@ import { streamOffline, type VoiceStreamPart } from "./voice.ts";
 export interface CognitionBackend {
   /** "offline", or the model id. */
   readonly name: string;
-  think(
-    agent: AgentDefinition,
-    request: AgentRequest,
-    signal: AbortSignal,
-  ): Promise<{ output: AgentOutput; usage?: Usage }>;
+  /** The model agents are given (`ctx.model`); absent in the offline mode, where agents answer on their own. */
+  readonly model?: ChatModel;
   decide(request: CouncilRequest, signal: AbortSignal): Promise<CouncilReply>;
   render(request: VoiceRequest, emit: (part: VoiceStreamPart) => void, signal: AbortSignal): Promise<VoiceReply>;
   judge(critic: string, request: CriticRequest, signal: AbortSignal): Promise<CriticReply>;
@@ -36,7 +32,6 @@ export class UnknownCriticError extends ConclaveError<"unknown_critic"> {
 /** The deterministic offline model: rule paths, templates and pattern critics. Same input, same output. */
 export const offlineBackend: CognitionBackend = {
   name: "offline",
-  think: async (agent, request) => ({ output: agent.output.parse(answerOffline(agent, request)) }),
   decide: async ({ context }) => ({ decision: decide(context) }),
   render: async (request, emit) => ({ text: streamOffline(request, emit) }),
   judge: async (critic, request) => {

@@ -1,4 +1,4 @@
-import type { StreamId, VoiceRequest, VoiceStreamMessage } from "../contracts/council.ts";
+import type { VoiceStreamId as StreamId, VoiceRequest, VoiceStreamMessage } from "../contracts/council.ts";
 
 const OPENINGS: Record<string, string> = {
   repair: "I'm sorry, I got that wrong.",

@@ -1,4 +1,4 @@
-import type { AgentOutput } from "../contracts/agent.ts";
+import type { Contribution } from "../contracts/agent.ts";
 import type { Claim, Modulators, Sensors, Stance, StanceDelta } from "../contracts/workspace.ts";
 
 /**
@@ -44,7 +44,7 @@ export function applyStanceDelta(stance: Stance, delta: StanceDelta): Stance {
  * arrive supported by their author, then support, opposition, proposals and
  * the stance delta.
  */
-export function applyAgentOutput(workspace: Workspace, agentId: string, output: AgentOutput): Workspace {
+export function applyAgentOutput(workspace: Workspace, agentId: string, output: Contribution): Workspace {
   const kept = workspace.claims
     .filter((claim) => !(claim.source === agentId && output.withdraws.includes(claim.id)))
     .map((claim) =>

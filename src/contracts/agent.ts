@@ -3,9 +3,18 @@ import { AgentId, SessionId, TurnId } from "./ids.ts";
 import { Usage } from "./usage.ts";
 import { Claim, Episode, Modulators, Sensors, Stance, StanceDelta } from "./workspace.ts";
 
+/**
+ * The seed's six agencies. The scheduler gives agents of these roles the seed's
+ * sensor and modulator boosts; any other role is a free label and is scheduled
+ * by its triggers and priority alone.
+ */
 export const AGENCIES = ["emotion", "reasoning", "social", "planning", "inhibition", "monitoring"] as const;
-export const Agency = z.enum(AGENCIES);
-export type Agency = z.infer<typeof Agency>;
+
+/** An agent's role (agency): a free label, one lowercase word (`emotion`, `weather`, `legal_review`). */
+export const AgentRole = z
+  .string()
+  .regex(/^[a-z][a-z0-9_]{0,39}$/, "role must be a lowercase word of a-z, 0-9 and '_' (at most 40 characters)");
+export type AgentRole = z.infer<typeof AgentRole>;
 
 /** ALWAYS_ON agents run in wave 0; MONITOR agents get a base score; SCHEDULED only when scored. */
 export const AgentPriority = z.enum(["ALWAYS_ON", "MONITOR", "SCHEDULED"]);
@@ -19,9 +28,16 @@ export const ProposedClaim = z.object({
 });
 export type ProposedClaim = z.infer<typeof ProposedClaim>;
 
-/** What every agent returns: claims, proposals for the council, a stance delta. */
-export const AgentOutput = z.object({
-  claims: z.array(ProposedClaim).max(8),
+/**
+ * The council contract: what an agent contributes to the turn's shared
+ * workspace, whatever its own output looks like. Claims and the agents'
+ * support or opposition feed deliberation, proposals feed the council's
+ * decision (`do_not` ones also the critics), the stance delta the session's
+ * stance. An agent's contribution is taken from its output's fields of the
+ * same names, or from its `contribute` function (see `defineAgent`).
+ */
+export const Contribution = z.object({
+  claims: z.array(ProposedClaim).max(8).default([]),
   /** Claim ids (from any agent) this agent backs or contests. */
   supports: z.array(z.string()).max(16).default([]),
   opposes: z.array(z.string()).max(16).default([]),
@@ -29,21 +45,34 @@ export const AgentOutput = z.object({
   withdraws: z.array(z.string()).max(16).default([]),
   concedes: z.array(z.string()).max(16).default([]),
   /** Suggestions for the council: what to say, and what never to say. */
-  proposals: z.array(z.object({ kind: z.enum(["say", "do_not", "ask"]), text: z.string().min(1).max(300) })).max(8),
-  stance_delta: StanceDelta,
+  proposals: z
+    .array(z.object({ kind: z.enum(["say", "do_not", "ask"]), text: z.string().min(1).max(300) }))
+    .max(8)
+    .default([]),
+  stance_delta: StanceDelta.default({}),
 });
-export type AgentOutput = z.infer<typeof AgentOutput>;
+export type Contribution = z.infer<typeof Contribution>;
 
+/** The JSON Schema of an agent's own output, as `z.toJSONSchema` writes it. */
+export const OutputJsonSchema = z.record(z.string(), z.unknown());
+
+/**
+ * What a worker announces about an agent it hosts: enough for the scheduler
+ * to plan it and for a runner to check its answers.
+ */
 export const AgentManifest = z.object({
   id: AgentId,
-  agency: Agency,
+  /** The agent's role: a free label (see AgentRole). */
+  agency: AgentRole,
   priority: AgentPriority,
   /** Sensor names whose value above 0.3 makes this agent a candidate. */
   triggers: z.array(z.string()),
   cooldown_s: z.number().min(0),
   /** Most tokens one answer of this agent may use (LLM mode); counted against the turn's budget. */
   token_budget: z.number().int().min(0),
-  description: z.string(),
+  description: z.string().max(500),
+  /** The JSON Schema of the agent's output; absent: the output is a Contribution. */
+  output_schema: OutputJsonSchema.optional(),
 });
 export type AgentManifest = z.infer<typeof AgentManifest>;
 
@@ -55,6 +84,9 @@ export const AgentContext = z.object({
   stance: Stance,
   claims: z.array(Claim),
   episodes: z.array(Episode),
+  /** What the memory knows of the user, and threads left open, for this turn (may be empty). */
+  user_facts: z.array(z.string()).optional(),
+  open_threads: z.array(z.string()).optional(),
 });
 export type AgentContext = z.infer<typeof AgentContext>;
 
@@ -73,15 +105,52 @@ export const AgentRequest = z.object({
   /** The agent must reply within this budget or be counted as failed. */
   timeout_ms: z.number().int().positive(),
   context: AgentContext,
+  /**
+   * Where the worker publishes the agent's named stream parts (AgentStreamPart),
+   * when the caller wants them: a subject the caller subscribes to.
+   */
+  stream_subject: z
+    .string()
+    .regex(/^conclave\.agentstream\.[A-Za-z0-9_-]{1,64}$/, "stream_subject must be conclave.agentstream.<token>")
+    .optional(),
 });
 export type AgentRequest = z.infer<typeof AgentRequest>;
 
 export const AgentReply = z.object({
   agent_id: AgentId,
-  output: AgentOutput,
+  /** The agent's own output, valid against its manifest's output_schema (absent in `revise` mode). */
+  output: z.unknown().optional(),
+  /** What the council and deliberation take from it (the council contract). */
+  contribution: Contribution,
   elapsed_ms: z.number().min(0),
   /** Which worker process served it (`<host>:<pid>`), for provenance. */
   worker: z.string(),
   usage: Usage.optional(),
 });
 export type AgentReply = z.infer<typeof AgentReply>;
+
+/** Stream ids of agent streams are `<agent_id>:<name>`; a name is a short lowercase token. */
+export const AgentStreamName = z.string().regex(/^[a-z][a-z0-9_-]{0,39}$/, "stream name must be a lowercase token");
+
+/**
+ * One part of an agent's named stream, published by its worker on the
+ * request's `stream_subject` while the agent runs (before its reply).
+ */
+export const AgentStreamPart = z.object({
+  session_id: SessionId,
+  turn_id: TurnId,
+  agent_id: AgentId,
+  stream: AgentStreamName,
+  type: z.enum(["start", "chunk", "end"]),
+  content_type: z.string().max(100).optional(),
+  delta: z.string().max(64_000).optional(),
+});
+export type AgentStreamPart = z.infer<typeof AgentStreamPart>;
+
+/** What answering one request produced, where the agent is hosted. */
+export interface AgentAnswer {
+  /** The agent's own output (respond mode), checked against its schema. */
+  output?: unknown;
+  contribution: Contribution;
+  usage?: Usage;
+}

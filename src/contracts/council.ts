@@ -60,7 +60,12 @@ export const VoiceReply = z.object({ text: z.string(), usage: Usage.optional() }
 export type VoiceReply = z.infer<typeof VoiceReply>;
 
 /** Stream ids of the voice: its reasoning, and the reply the user reads. */
-export const StreamId = z.enum(["thinking", "default"]);
+/** The voice's two streams: its thinking and the reply. */
+export const VoiceStreamId = z.enum(["thinking", "default"]);
+export type VoiceStreamId = z.infer<typeof VoiceStreamId>;
+
+/** A stream id in the event log: one of the voice's, or an agent's `<agent_id>:<name>`. */
+export const StreamId = z.string().min(1).max(120);
 export type StreamId = z.infer<typeof StreamId>;
 
 /**
@@ -69,9 +74,9 @@ export type StreamId = z.infer<typeof StreamId>;
  * then one `done` with the whole text; an empty message closes the exchange.
  */
 export const VoiceStreamMessage = z.discriminatedUnion("type", [
-  z.object({ type: z.literal("start"), stream_id: StreamId, content_type: z.string() }),
-  z.object({ type: z.literal("chunk"), stream_id: StreamId, delta: z.string() }),
-  z.object({ type: z.literal("end"), stream_id: StreamId }),
+  z.object({ type: z.literal("start"), stream_id: VoiceStreamId, content_type: z.string() }),
+  z.object({ type: z.literal("chunk"), stream_id: VoiceStreamId, delta: z.string() }),
+  z.object({ type: z.literal("end"), stream_id: VoiceStreamId }),
   z.object({ type: z.literal("done"), text: z.string(), usage: Usage.optional() }),
   z.object({ type: z.literal("error"), code: z.string(), message: z.string() }),
 ]);

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { AgentOutput } from "./agent.ts";
+import { Contribution } from "./agent.ts";
 import { StreamId } from "./council.ts";
 import { CriticResult } from "./critic.ts";
 import { ErrorCode } from "./errors.ts";
@@ -48,7 +48,10 @@ export const EventPayloads = {
   AGENT_COMPLETED: z.object({
     wave: z.number().int(),
     agent_id: z.string(),
-    output: AgentOutput,
+    /** The agent's own output, valid against the output schema it announced. */
+    output: z.unknown(),
+    /** What the council took from it (the council contract). */
+    contribution: Contribution,
     elapsed_ms: z.number(),
     worker: z.string(),
   }),

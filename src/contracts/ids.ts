@@ -14,6 +14,15 @@ export type SessionId = z.infer<typeof SessionId>;
 export const TurnId = z.number().int().min(1);
 export type TurnId = z.infer<typeof TurnId>;
 
-/** Agent ids are `<agency>.<name>`, e.g. `emotion.stress`. */
-export const AgentId = z.string().regex(/^[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*$/, "agent id must look like 'agency.name'");
+/**
+ * Agent ids are one to three lowercase tokens joined by dots, e.g.
+ * `emotion.stress` or `acme.weather`: they appear in `conclave.agent.<agent_id>`.
+ */
+export const AgentId = z
+  .string()
+  .max(64)
+  .regex(
+    /^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*){0,2}$/,
+    "agent id must be 1-3 lowercase tokens of a-z, 0-9 and '_' joined by dots, e.g. 'acme.weather'",
+  );
 export type AgentId = z.infer<typeof AgentId>;

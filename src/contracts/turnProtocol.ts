@@ -65,6 +65,10 @@ export interface RunWaveInput {
 export type WaveEvent =
   | { type: "agent.replied"; reply: AgentReply }
   | { type: "agent.failed"; agent_id: string; code: ErrorCode; message: string }
+  /** An agent's named stream (stream id `<agent_id>:<name>`), opened, written and closed before its reply. */
+  | { type: "agent.stream.start"; stream_id: StreamId; content_type: string }
+  | { type: "agent.stream.chunk"; stream_id: StreamId; delta: string }
+  | { type: "agent.stream.end"; stream_id: StreamId }
   | { type: "wave.done" };
 
 /** What the voice sends back while it renders (multiplexed streams), then `voice.done`. */

@@ -9,7 +9,7 @@ import { agentPrompt, councilPrompt, criticPrompt, LLM_CRITICS, voicePrompt } fr
 const Verdict = z.object({ passed: z.boolean(), score: z.number().min(0).max(1), feedback: z.string() });
 
 /**
- * LLM mode: agents, council and critics answer through structured outputs
+ * LLM mode: agents (through `ctx.model`), council and critics answer through structured outputs
  * validated by their zod schemas (an invalid reply is retried once, then is
  * that actor's failure); the voice streams the model's tokens, its reasoning
  * (when the server sends any) on the `thinking` stream.
@@ -17,18 +17,7 @@ const Verdict = z.object({ passed: z.boolean(), score: z.number().min(0).max(1),
 export function llmBackend(model: ChatModel): CognitionBackend {
   return {
     name: model.model,
-    think: async (agent, request, signal) => {
-      const { value, usage } = await model.structured({
-        caller: `agent:${agent.manifest.id}`,
-        ...agentPrompt(agent, request),
-        schema: agent.output,
-        schemaName: "agent_output",
-        signal,
-        timeoutMs: request.timeout_ms,
-        maxTokens: agent.manifest.token_budget,
-      });
-      return { output: value, usage };
-    },
+    model,
     decide: async (request, signal) => {
       const { value, usage } = await model.structured({
         caller: "council",

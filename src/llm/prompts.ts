@@ -1,5 +1,4 @@
-import type { AgentDefinition } from "../cognition/agentDefinition.ts";
-import type { AgentRequest } from "../contracts/agent.ts";
+import type { AgentContext } from "../contracts/agent.ts";
 import type { CouncilRequest, VoiceRequest } from "../contracts/council.ts";
 import type { CriticRequest } from "../contracts/critic.ts";
 
@@ -16,13 +15,17 @@ const OUTPUT_CONTRACT = `Answer with one JSON object and nothing else:
  "stance_delta":{"valence":-1..1,"warmth":-1..1,"caution":-1..1,"curiosity":-1..1}}
 Use empty arrays when you have nothing to add. Keep every text short.`;
 
-export function agentPrompt(agent: AgentDefinition, request: AgentRequest): { system: string; user: string } {
+/** A council agent's prompt: its instructions, the task of this call, the council contract, the workspace. */
+export function agentPrompt(
+  agent: { id: string; prompt: string },
+  request: { mode: "respond" | "revise"; round: number; context: AgentContext },
+): { system: string; user: string } {
   const task =
     request.mode === "revise"
       ? `Deliberation round ${request.round}: some claims are contested. Reconsider: withdraw your own claims if the opposition is right, concede where the support is strong, or keep your position.`
       : "Give your view of this turn.";
   return {
-    system: `You are ${agent.manifest.id}, one agent in a council of minds answering a user. ${agent.prompt}\n${task}\n${OUTPUT_CONTRACT}`,
+    system: `You are ${agent.id}, one agent in a council of minds answering a user. ${agent.prompt}\n${task}\n${OUTPUT_CONTRACT}`,
     user: JSON.stringify({
       user_message: request.context.user_message,
       sensors: request.context.sensors,

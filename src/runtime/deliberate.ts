@@ -46,7 +46,7 @@ export async function deliberateRound(
   const usage: Record<string, Usage> = {};
   for (const result of replies) {
     if (result.status !== "fulfilled") continue;
-    const { agent_id, output } = result.value;
+    const { agent_id, contribution: output } = result.value;
     // Revisions are about claims: the stance moves only in the waves, where STANCE_UPDATED records it.
     workspace = applyAgentOutput(workspace, agent_id, { ...output, stance_delta: {} });
     revisions.push({ agent_id, withdrew: output.withdraws, conceded: output.concedes, opposed: output.opposes });

@@ -1,5 +1,6 @@
 import { AGENTS } from "../../agents/index.ts";
-import { answerOffline } from "../cognition/agentDefinition.ts";
+import type { AgentDefinition } from "../agents/defineAgent.ts";
+import { runAgent } from "../agents/runAgent.ts";
 import { decide, safetyCouncil } from "../cognition/council.ts";
 import { CRITICS } from "../cognition/critics.ts";
 import { type Cooldowns, planWaves } from "../cognition/scheduler.ts";
@@ -20,16 +21,29 @@ export const senseFastWith =
 
 /**
  * Every stage in this process with the offline model: no NATS, no workers.
+ * `agents` (default: the built-in ones) answer in this process too.
  * For unit tests of the turn machine and for in-process comparisons.
  */
-export function localTurnServices(now: () => number = Date.now, sensors: SensorOptions = SEED_SENSORS): TurnServices {
+export function localTurnServices(
+  now: () => number = Date.now,
+  sensors: SensorOptions = SEED_SENSORS,
+  agents: readonly AgentDefinition[] = [...AGENTS.values()],
+): TurnServices {
   const episodes = new Map<string, Episode[]>();
   const cooldowns = new Map<string, Cooldowns>();
-  const manifests = [...AGENTS.values()].map((agent) => agent.manifest);
-  const callAgent: TurnServices["callAgent"] = async (request) => {
-    const agent = AGENTS.get(request.agent_id);
+  const byId = new Map(agents.map((agent) => [agent.manifest.id, agent]));
+  const manifests = agents.map((agent) => agent.manifest);
+  const callAgent: TurnServices["callAgent"] = async (request, signal, _attempts, onStream) => {
+    const agent = byId.get(request.agent_id);
     if (!agent) throw Object.assign(new Error(`no agent ${request.agent_id}`), { code: "no_responders" });
-    return { agent_id: request.agent_id, output: answerOffline(agent, request), elapsed_ms: 0, worker: "local" };
+    const started = performance.now();
+    const answer = await runAgent(agent, request, { signal, ...(onStream ? { onStream } : {}) });
+    return {
+      agent_id: request.agent_id,
+      ...answer,
+      elapsed_ms: performance.now() - started,
+      worker: "local",
+    };
   };
   return {
     senseFast: senseFastWith(sensors),

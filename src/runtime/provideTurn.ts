@@ -38,6 +38,15 @@ const runWave = (services: TurnServices) =>
           },
           abort.signal,
           input.attempts,
+          (part) => {
+            if (abort.signal.aborted) return;
+            const stream_id = `${part.agent_id}:${part.stream}`;
+            if (part.type === "start")
+              sendBack({ type: "agent.stream.start", stream_id, content_type: part.content_type ?? "text/plain" });
+            else if (part.type === "chunk")
+              sendBack({ type: "agent.stream.chunk", stream_id, delta: part.delta ?? "" });
+            else sendBack({ type: "agent.stream.end", stream_id });
+          },
         )
         .then(
           (reply) => settle({ type: "agent.replied", reply }),

@@ -1,11 +1,15 @@
+import { randomUUID } from "node:crypto";
 import type { NatsConnection } from "@nats-io/nats-core";
 import type { z } from "zod";
+import { AgentDirectory } from "../agents/directory.ts";
+import { InvalidAgentOutputError } from "../agents/runAgent.ts";
+import { decodeJson } from "../bus/codec.ts";
 import { RemoteCallError } from "../bus/errors.ts";
 import { requestJson, requestStream } from "../bus/request.ts";
 import { subjects } from "../bus/subjects.ts";
 import { CRITIC_NAMES } from "../cognition/critics.ts";
 import { SEED_SENSORS, type SensorOptions } from "../cognition/sensors.ts";
-import { AgentReply } from "../contracts/agent.ts";
+import { AgentReply, AgentStreamPart } from "../contracts/agent.ts";
 import { CouncilReply, SafetyCouncilReply, VoiceStreamMessage } from "../contracts/council.ts";
 import { CriticReply, type CriticsVerdict } from "../contracts/critic.ts";
 import { MemoryCommitReply, MemoryRetrieveReply } from "../contracts/memory.ts";
@@ -27,6 +31,8 @@ export interface RemoteOptions {
   critics: readonly string[];
   /** Deviations from the seed's fast sensors (docs/SENSORS.md). Default: none, the seed's sensors. */
   sensors: SensorOptions;
+  /** Where agents' announced output schemas are looked up. Default: a directory opened on `nc`. */
+  directory?: Promise<Pick<AgentDirectory, "outputSchema">>;
 }
 export const defaultRemoteOptions: RemoteOptions = {
   requestTimeoutMs: 5_000,
@@ -39,6 +45,10 @@ export const defaultRemoteOptions: RemoteOptions = {
 /** The turn's work done by workers over NATS request/reply, each call with a deadline. */
 export function remoteTurnServices(nc: NatsConnection, options: Partial<RemoteOptions> = {}): TurnServices {
   const settings = { ...defaultRemoteOptions, ...options };
+  // Opened once; the first agent answer waits for the workers' roll call.
+  const directory = settings.directory ?? AgentDirectory.open(nc);
+  directory.catch(() => {}); // a connection closed before the roll call ended: callers see it when they await
+  const streams = agentStreams(nc);
   const call = <S extends z.ZodType>(
     subject: string,
     payload: unknown,
@@ -46,22 +56,38 @@ export function remoteTurnServices(nc: NatsConnection, options: Partial<RemoteOp
     signal: AbortSignal,
     timeoutMs = settings.requestTimeoutMs,
   ) => requestJson(nc, subject, payload, schema, { timeoutMs, signal });
-  const callAgent: TurnServices["callAgent"] = async (request, signal, attempts = 1) => {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await call(
-          subjects.agent(request.agent_id),
-          request,
-          AgentReply,
-          signal,
-          request.timeout_ms + settings.agentGraceMs,
-        );
-      } catch (error) {
-        // A timeout is an answer lost (its worker died, or is stuck): the queue group sends the retry elsewhere.
-        const lost = error instanceof RemoteCallError && error.code === "timeout";
-        if (!lost || attempt >= attempts || signal.aborted) throw error;
+  const callAgent: TurnServices["callAgent"] = async (request, signal, attempts = 1, onStream) => {
+    const unlisten = onStream ? streams.listen(request, onStream) : undefined;
+    const asked = unlisten ? { ...request, stream_subject: streams.subject } : request;
+    try {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          const reply = await call(
+            subjects.agent(request.agent_id),
+            asked,
+            AgentReply,
+            signal,
+            request.timeout_ms + settings.agentGraceMs,
+          );
+          if (request.mode === "respond") await checkOutput(reply);
+          return reply;
+        } catch (error) {
+          // A timeout is an answer lost (its worker died, or is stuck): the queue group sends the retry elsewhere.
+          const lost = error instanceof RemoteCallError && error.code === "timeout";
+          if (!lost || attempt >= attempts || signal.aborted) throw error;
+        }
       }
+    } finally {
+      unlisten?.();
     }
+  };
+  /** The runner's own check of an answer, against the schema the agent's workers announced. */
+  const checkOutput = async (reply: AgentReply) => {
+    const schema = (await directory).outputSchema(reply.agent_id);
+    if (!schema) return; // no live worker announces it any more: its worker checked it
+    const checked = schema.safeParse(reply.output);
+    if (!checked.success)
+      throw new InvalidAgentOutputError(reply.agent_id, "its announced output schema", checked.error);
   };
   return {
     senseFast: senseFastWith(settings.sensors),
@@ -113,5 +139,45 @@ export function remoteTurnServices(nc: NatsConnection, options: Partial<RemoteOp
       return verdict;
     },
     commitMemory: (request, signal) => call(subjects.memoryCommit, request, MemoryCommitReply, signal),
+  };
+}
+
+/**
+ * The runner's end of agents' named streams: one subscription on a subject of
+ * its own; each part goes to the call of its session, turn and agent.
+ */
+function agentStreams(nc: NatsConnection) {
+  const subject = subjects.agentStream(randomUUID().replaceAll("-", ""));
+  const listeners = new Map<string, (part: AgentStreamPart) => void>();
+  const keyOf = (part: { session_id: string; turn_id: number; agent_id: string }) =>
+    `${part.session_id}\u0000${part.turn_id}\u0000${part.agent_id}`;
+  let subscribed = false;
+  const subscribe = () => {
+    subscribed = true;
+    nc.subscribe(subject, {
+      callback: (error, msg) => {
+        if (error) return;
+        try {
+          const part = decodeJson(msg.data, AgentStreamPart, `agent stream part on ${msg.subject}`);
+          listeners.get(keyOf(part))?.(part);
+        } catch {
+          // Not a part of any call of ours: nothing to route it to.
+        }
+      },
+    });
+  };
+  return {
+    subject,
+    listen(
+      request: { session_id: string; turn_id: number; agent_id: string },
+      onPart: (part: AgentStreamPart) => void,
+    ) {
+      if (!subscribed) subscribe();
+      const key = keyOf(request);
+      listeners.set(key, onPart);
+      return () => {
+        if (listeners.get(key) === onPart) listeners.delete(key);
+      };
+    },
   };
 }

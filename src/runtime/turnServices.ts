@@ -1,5 +1,5 @@
 import type { InterceptedPart, VoiceStreamPart } from "../cognition/voice.ts";
-import type { AgentReply, AgentRequest } from "../contracts/agent.ts";
+import type { AgentReply, AgentRequest, AgentStreamPart } from "../contracts/agent.ts";
 import type {
   CouncilReply,
   CouncilRequest,
@@ -36,8 +36,17 @@ export interface TurnServices {
   screen(request: ScreenRequest): Promise<ScreenResult>;
   retrieveMemory(request: MemoryRetrieveRequest, signal: AbortSignal): Promise<MemoryRetrieveReply>;
   planWaves(request: PlanWavesRequest, signal: AbortSignal): Promise<PlanWavesReply>;
-  /** Asks one agent; `attempts` (default 1) tries of `request.timeout_ms` each when an answer is lost. */
-  callAgent(request: AgentRequest, signal: AbortSignal, attempts?: number): Promise<AgentReply>;
+  /**
+   * Asks one agent; `attempts` (default 1) tries of `request.timeout_ms` each
+   * when an answer is lost. `onStream` receives the agent's named stream
+   * parts, all before the reply.
+   */
+  callAgent(
+    request: AgentRequest,
+    signal: AbortSignal,
+    attempts?: number,
+    onStream?: (part: AgentStreamPart) => void,
+  ): Promise<AgentReply>;
   deliberate(input: DeliberateInput, signal: AbortSignal): Promise<DeliberateOutput>;
   decide(request: CouncilRequest, signal: AbortSignal): Promise<CouncilReply>;
   safetyCouncil(request: SafetyCouncilRequest, signal: AbortSignal): Promise<SafetyCouncilReply>;

@@ -1,43 +1,62 @@
+import type { NatsConnection } from "@nats-io/nats-core";
 import type { ServiceGroup } from "@nats-io/services";
 import { fromPromise } from "xstate";
 import { agentMachine } from "../../machines/agent.ts";
+import type { AgentDefinition } from "../agents/defineAgent.ts";
+import { runAgent } from "../agents/runAgent.ts";
+import { encodeJson } from "../bus/codec.ts";
 import { HandlerError } from "../bus/errors.ts";
 import { type ServeOptions, serveActor } from "../bus/serveActor.ts";
 import { subjects } from "../bus/subjects.ts";
-import type { AgentDefinition } from "../cognition/agentDefinition.ts";
-import type { CognitionBackend } from "../cognition/backend.ts";
 import { type AgentReply, AgentRequest } from "../contracts/agent.ts";
-import type { Usage } from "../contracts/usage.ts";
+import type { ChatModel } from "../llm/model.ts";
 
 /** Identifies this process in replies, for provenance. */
 export const workerIdentity = (): string => `${process.env.HOSTNAME ?? "local"}:${process.pid}`;
 
+/** What an agent endpoint needs from its worker. */
+export interface AgentHost {
+  /** Publishes the agent's stream parts to the request's `stream_subject`. */
+  nc: NatsConnection;
+  /** The configured model; absent in the offline mode. */
+  model?: ChatModel | undefined;
+  /** The model's name, or "offline", for the endpoint's metadata. */
+  modelName: string;
+}
+
 /**
  * Serves one agent on `conclave.agent.<id>`: each request runs the agent
- * machine, whose `think` is the backend (offline rules or the model).
+ * machine, whose `think` runs the agent (src/agents/runAgent.ts) and checks
+ * its answer against the agent's own schema before it is sent.
  */
 export function serveAgent(
   group: ServiceGroup,
   agent: AgentDefinition,
-  backend: CognitionBackend,
+  host: AgentHost,
   options: ServeOptions = {},
 ): void {
-  // Usage of the call that produced the output, keyed by the request object (one per actor).
-  const usageOf = new WeakMap<AgentRequest, Usage>();
   const logic = agentMachine.provide({
     actors: {
-      think: fromPromise(async ({ input, signal }) => {
-        const { output, usage } = await backend.think(agent, input, signal);
-        if (usage) usageOf.set(input, usage);
-        return output;
-      }),
+      think: fromPromise(({ input, signal }) =>
+        runAgent(agent, input, {
+          model: host.model,
+          signal,
+          ...(input.stream_subject
+            ? {
+                onStream: (part) => {
+                  if (!host.nc.isClosed()) host.nc.publish(input.stream_subject!, encodeJson(part));
+                },
+              }
+            : {}),
+        }),
+      ),
     },
   });
   const worker = workerIdentity();
   serveActor(
     group,
     {
-      name: agent.manifest.id.replace(".", "_"),
+      name: agent.manifest.id.replaceAll(".", "_"),
       subject: subjects.agent(agent.manifest.id),
       request: AgentRequest,
       logic,
@@ -46,7 +65,7 @@ export function serveAgent(
         agent: agent.manifest.id,
         agency: agent.manifest.agency,
         priority: agent.manifest.priority,
-        model: backend.name,
+        model: host.modelName,
       },
       // The machine enforces the request's budget itself; this is only a backstop.
       timeoutMs: (request) => request.timeout_ms + 1_000,
@@ -57,16 +76,17 @@ export function serveAgent(
             `this endpoint serves ${agent.manifest.id}, not ${request.agent_id}`,
           );
         }
-        if (output.status === "failed" || !output.output) {
+        if (output.status === "failed" || !output.answer) {
           throw new HandlerError(output.error?.code ?? "agent_failed", output.error?.message ?? "agent failed");
         }
-        const usage = usageOf.get(request);
+        const { answer } = output;
         return {
           agent_id: output.agent_id,
-          output: output.output,
+          ...("output" in answer ? { output: answer.output } : {}),
+          contribution: answer.contribution,
           elapsed_ms: elapsedMs,
           worker,
-          ...(usage ? { usage } : {}),
+          ...(answer.usage ? { usage: answer.usage } : {}),
         };
       },
     },

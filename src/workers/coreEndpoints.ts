@@ -1,9 +1,9 @@
 import type { ServiceGroup } from "@nats-io/services";
 import { fromPromise } from "xstate";
-import { AGENTS } from "../../agents/index.ts";
 import { councilMachine } from "../../machines/council.ts";
 import { criticMachine } from "../../machines/critic.ts";
 import { schedulerMachine } from "../../machines/scheduler.ts";
+import type { AgentDirectory } from "../agents/directory.ts";
 import { HandlerError } from "../bus/errors.ts";
 import { type ServeOptions, serveActor } from "../bus/serveActor.ts";
 import { subjects } from "../bus/subjects.ts";
@@ -23,9 +23,16 @@ import { CriticReply, CriticRequest } from "../contracts/critic.ts";
 import { PlanWavesReply, PlanWavesRequest } from "../contracts/scheduler.ts";
 import type { CooldownStore } from "./cooldownStore.ts";
 
-/** The scheduler actor: plans the turn's waves from the roster, with the session's cooldowns kept in KV. */
-export function serveScheduler(group: ServiceGroup, cooldowns: CooldownStore, options: ServeOptions = {}): void {
-  const manifests = [...AGENTS.values()].map((agent) => agent.manifest);
+/**
+ * The scheduler actor: plans the turn's waves from the live roster (the
+ * agents running workers announce), with the session's cooldowns kept in KV.
+ */
+export function serveScheduler(
+  group: ServiceGroup,
+  cooldowns: CooldownStore,
+  directory: Pick<AgentDirectory, "roster">,
+  options: ServeOptions = {},
+): void {
   const logic = schedulerMachine.provide({
     actors: {
       loadCooldowns: fromPromise(({ input }) => cooldowns.load(input.session_id)),
@@ -40,7 +47,7 @@ export function serveScheduler(group: ServiceGroup, cooldowns: CooldownStore, op
       request: PlanWavesRequest,
       // The machine reads no clock: the host stamps the request's time.
       logic: logic,
-      input: (request) => ({ request, manifests, now: Date.now() }),
+      input: (request) => ({ request, manifests: directory.roster(), now: Date.now() }),
       reply: (output) => PlanWavesReply.parse(output.reply),
     },
     options,

@@ -2,6 +2,10 @@ import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
 import type { Service } from "@nats-io/services";
 import { AGENTS } from "../../agents/index.ts";
+import { type Announcer, announceAgents } from "../agents/announcement.ts";
+import type { AgentDefinition } from "../agents/defineAgent.ts";
+import { AgentDirectory } from "../agents/directory.ts";
+import { type BusOptions, busOptions, connectBus } from "../bus/connection.ts";
 import { guardedServices } from "../bus/replies.ts";
 import type { ServeOptions } from "../bus/serveActor.ts";
 import { type CognitionBackend, offlineBackend } from "../cognition/backend.ts";
@@ -9,9 +13,12 @@ import { CRITIC_NAMES } from "../cognition/critics.ts";
 import { ConclaveError, singleLine } from "../errors.ts";
 import { deadLetter } from "../eventlog/deadLetters.ts";
 import { ensureDeadLetterStream, ensureMemoryStream } from "../eventlog/streams.ts";
+import { createChatModel, type LlmConfig } from "../llm/index.ts";
+import { llmBackend } from "../llm/llmBackend.ts";
 import { EpisodeStore } from "../memory/episodeStore.ts";
 import { type Logger, silentLogger } from "../runtime/log.ts";
-import { serveAgent } from "./agentEndpoints.ts";
+import { serveAgent, workerIdentity } from "./agentEndpoints.ts";
+import { backendFromEnv } from "./backendFromEnv.ts";
 import { CooldownStore } from "./cooldownStore.ts";
 import { serveCouncil, serveCritics, serveScheduler, serveVoice } from "./coreEndpoints.ts";
 import { serveMemory } from "./memoryEndpoints.ts";
@@ -27,7 +34,10 @@ export class UnknownAgentError extends ConclaveError<"unknown_agent"> {
   }
 }
 
-/** `*` matches any run of characters; patterns are comma-separated (`emotion.*,inhibition.censor`). */
+/**
+ * Built-in agents by pattern: `*` matches any run of characters; patterns are
+ * comma-separated (`emotion.*,inhibition.censor`).
+ */
 export function matchAgents(patterns: string, roster: Iterable<string> = AGENTS.keys()): string[] {
   const ids = [...roster];
   const matched = new Set<string>();
@@ -44,29 +54,69 @@ export function matchAgents(patterns: string, roster: Iterable<string> = AGENTS.
   return [...matched];
 }
 
+/** What `startWorker` takes. */
 export interface WorkerOptions {
-  /** Agent ids to host (see matchAgents). */
-  agents: string[];
-  services: CoreService[];
-  /** Where agents, council, voice and critics do their thinking. Default: the offline model. */
+  /** The agents to host: yours (made with `defineAgent`) and built-in ones (`builtinAgents()`). */
+  agents: readonly AgentDefinition[];
+  /** Core actors to host beside them: the scheduler, council (+ voice), critics, memory. Default: none. */
+  services?: readonly CoreService[];
+  /** A connection to use (the worker does not close it). Default: one opened with `connection`. */
+  nc?: NatsConnection;
+  /**
+   * How to connect when no `nc` is given, as the `worker` role: URL, user,
+   * password… Defaults from the environment (`CONCLAVE_NATS_URL`, …), else
+   * nats://127.0.0.1:4222 with the development credentials of nats.conf.
+   */
+  connection?: Partial<BusOptions>;
+  /**
+   * The OpenAI-compatible model agents (`ctx.model`), council, voice and
+   * critics use; `false` for the deterministic offline mode. Default: from
+   * `CONCLAVE_LLM_BASE_URL`/`CONCLAVE_LLM_MODEL`, else offline.
+   */
+  llm?: LlmConfig | false;
+  /** Where the thinking happens, overriding `llm` (tests). */
   backend?: CognitionBackend;
   log?: Logger;
   serve?: ServeOptions;
 }
 
 export interface WorkerHandle {
+  /** Ids of the agents it hosts. */
   readonly agents: string[];
-  readonly services: CoreService[];
-  /** Stops answering; requests in progress still get their reply. */
+  readonly services: readonly CoreService[];
+  /** Withdraws its agents and stops answering; requests in progress still get their reply. */
   stop(): Promise<void>;
 }
 
 /**
- * A worker process's actors, announced as NATS services (ping, info and stats
- * through the services API). Several workers may host the same agent: they
- * share a queue group and each request goes to one of them.
+ * Starts a worker: serves the given agents (each on `conclave.agent.<id>`,
+ * announced to runners and the scheduler) and core actors over NATS, also
+ * as NATS services (ping, info and stats). Several workers may host the same
+ * agent: they share a queue group and each request goes to one of them.
+ *
+ * @example
+ * ```ts
+ * const worker = await startWorker({ agents: [forecaster] });
+ * // … until shutdown:
+ * await worker.stop();
+ * ```
  */
-export async function startWorker(nc: NatsConnection, options: WorkerOptions): Promise<WorkerHandle> {
+export async function startWorker(options: WorkerOptions): Promise<WorkerHandle> {
+  const owned = options.nc ? null : await connectBus(busOptions("worker", options.connection ?? {}));
+  const nc = options.nc ?? owned!;
+  try {
+    return await serveWorker(nc, options, owned);
+  } catch (error) {
+    await owned?.close();
+    throw error;
+  }
+}
+
+async function serveWorker(
+  nc: NatsConnection,
+  options: WorkerOptions,
+  owned: NatsConnection | null,
+): Promise<WorkerHandle> {
   const log = options.log ?? silentLogger;
   const js = jetstream(nc);
   await ensureDeadLetterStream(await jetstreamManager(nc));
@@ -82,35 +132,54 @@ export async function startWorker(nc: NatsConnection, options: WorkerOptions): P
     },
     ...options.serve,
   };
-  const backend = options.backend ?? offlineBackend;
+  const backend =
+    options.backend ??
+    (options.llm === false
+      ? offlineBackend
+      : options.llm
+        ? llmBackend(createChatModel(options.llm))
+        : backendFromEnv());
   // Only requests reach the actors: deliveries of a push consumer aimed at a worker subject are counted, not served.
   const ignored = new IgnoredMessages((count, subject) =>
     log.warn(`ignored ${count} message(s) that are not requests (no inbox reply subject), last on ${subject}`),
   );
   const svcm = guardedServices(nc);
   const running: Service[] = [];
+  const ids = options.agents.map((agent) => agent.manifest.id);
+  const twice = ids.find((id, index) => ids.indexOf(id) !== index);
+  if (twice) throw new UnknownAgentError(`agent '${twice}' is given twice`);
+  let announcer: Announcer | null = null;
+  let directory: AgentDirectory | null = null;
   if (options.agents.length > 0) {
     const service = await svcm.add({
       name: "conclave-agents",
       version: "0.1.0",
       description: "Conclave agent actors",
-      metadata: { agents: options.agents.join(",") },
+      metadata: { agents: ids.join(",") },
     });
-    for (const id of options.agents) {
-      const agent = AGENTS.get(id);
-      if (!agent) throw new UnknownAgentError(`no agent '${id}'`);
-      serveAgent(requestsOnly(service, ignored), agent, backend, serve);
-    }
+    const host = { nc, model: backend.model, modelName: backend.name };
+    for (const agent of options.agents) serveAgent(requestsOnly(service, ignored), agent, host, serve);
     running.push(service);
+    announcer = await announceAgents(
+      nc,
+      workerIdentity(),
+      options.agents.map((agent) => agent.manifest),
+    );
   }
-  for (const name of options.services) {
+  const services = options.services ?? [];
+  for (const name of services) {
     const service = await svcm.add({
       name: `conclave-${name}`,
       version: "0.1.0",
       description: `Conclave ${name} actor`,
     });
     const group = requestsOnly(service, ignored);
-    if (name === "scheduler") serveScheduler(group, await CooldownStore.open(nc), serve);
+    if (name === "scheduler") {
+      directory = await AgentDirectory.open(nc, {
+        onInvalid: (message) => log.warn(`ignored an agent announcement: ${message}`),
+      });
+      serveScheduler(group, await CooldownStore.open(nc), directory, serve);
+    }
     if (name === "council") {
       serveCouncil(group, backend, serve);
       serveVoice(group, backend, serve);
@@ -127,10 +196,13 @@ export async function startWorker(nc: NatsConnection, options: WorkerOptions): P
     running.push(service);
   }
   return {
-    agents: options.agents,
-    services: options.services,
+    agents: ids,
+    services,
     stop: async () => {
+      await announcer?.stop();
+      directory?.close();
       await Promise.all(running.map((service) => service.stop()));
+      await owned?.drain();
     },
   };
 }

@@ -1,12 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { AGENTS } from "../../agents/index.ts";
-import { defineAgent, quietOutput, reviseByMajority } from "../../src/cognition/agentDefinition.ts";
 import { offlineBackend, UnknownCriticError } from "../../src/cognition/backend.ts";
 import { decide } from "../../src/cognition/council.ts";
 import { CRITIC_NAMES, CRITICS } from "../../src/cognition/critics.ts";
 import { runFastSensors } from "../../src/cognition/sensors.ts";
 import { renderOffline, type VoiceStreamPart } from "../../src/cognition/voice.ts";
-import { type AgentContext, AgentOutput, type AgentRequest } from "../../src/contracts/agent.ts";
+import type { AgentContext } from "../../src/contracts/agent.ts";
 import { CouncilReply, type CouncilRequest, type VoiceRequest } from "../../src/contracts/council.ts";
 import { CriticReply, type CriticRequest } from "../../src/contracts/critic.ts";
 import { type Claim, neutralModulators, neutralStance } from "../../src/contracts/workspace.ts";
@@ -20,17 +18,6 @@ const context = (message: string, claims: Claim[] = []): AgentContext => ({
   stance: neutralStance(),
   claims,
   episodes: [],
-});
-
-const agentRequest = (agentId: string, agentContext: AgentContext, mode: AgentRequest["mode"] = "respond") => ({
-  session_id: "s1",
-  turn_id: 1,
-  agent_id: agentId,
-  wave: 1,
-  mode,
-  round: mode === "revise" ? 1 : 0,
-  timeout_ms: 1_000,
-  context: agentContext,
 });
 
 const councilRequest = (message: string, claims: Claim[] = []): CouncilRequest => ({
@@ -65,61 +52,6 @@ const voiceRequest: VoiceRequest = {
 describe("offlineBackend", () => {
   it('is named "offline"', () => {
     expect(offlineBackend.name).toBe("offline");
-  });
-
-  it("thinks with the agent's rules in respond mode", async () => {
-    const stress = AGENTS.get("emotion.stress")!;
-    const agentContext = context("I'm so stressed and overwhelmed");
-    const { output, usage } = await offlineBackend.think(
-      stress,
-      agentRequest("emotion.stress", agentContext),
-      signal(),
-    );
-    expect(output).toEqual(stress.rules(agentContext));
-    expect(output.claims.map((claim) => claim.id)).toEqual(["user_stressed"]);
-    expect(AgentOutput.safeParse(output).success).toBe(true);
-    expect(usage).toBeUndefined();
-  });
-
-  it("revises by majority in revise mode", async () => {
-    const skeptic = AGENTS.get("reasoning.skeptic")!;
-    const claims: Claim[] = [
-      {
-        id: "user_low",
-        text: "low",
-        source: "emotion.wellbeing",
-        confidence: 0.5,
-        support: ["emotion.wellbeing", "emotion.stress"],
-        opposition: ["reasoning.skeptic"],
-      },
-    ];
-    const agentContext = context("I feel sad", claims);
-    const { output } = await offlineBackend.think(
-      skeptic,
-      agentRequest("reasoning.skeptic", agentContext, "revise"),
-      signal(),
-    );
-    expect(output).toEqual(reviseByMajority(agentContext, "reasoning.skeptic"));
-    expect(output.concedes).toEqual(["user_low"]);
-  });
-
-  it("rejects an agent answer its output contract does not accept", async () => {
-    const sloppy = defineAgent({
-      manifest: {
-        id: "reasoning.sloppy",
-        agency: "reasoning",
-        priority: "SCHEDULED",
-        triggers: [],
-        cooldown_s: 0,
-        token_budget: 100,
-        description: "returns a confidence above 1",
-      },
-      prompt: "test",
-      rules: () => ({ ...quietOutput(), claims: [{ id: "sure", text: "very sure", confidence: 2 }] }),
-    });
-    await expect(
-      offlineBackend.think(sloppy, agentRequest("reasoning.sloppy", context("hi")), signal()),
-    ).rejects.toThrow();
   });
 
   it("decides with the offline council", async () => {

@@ -9,6 +9,7 @@ import { applyAgentOutput, modulatorsFromSensors, type Workspace } from "../../s
 import type { SpeechAct } from "../../src/contracts/council.ts";
 import { type CriticRequest, CriticResult } from "../../src/contracts/critic.ts";
 import { neutralModulators, neutralStance } from "../../src/contracts/workspace.ts";
+import { offlineAnswer } from "../helpers/agents.ts";
 
 const speechAct = (overrides: Partial<SpeechAct> = {}): SpeechAct => ({
   intent: "respond",
@@ -208,7 +209,7 @@ describe("critics and the offline voice together", () => {
     for (const result of runCritics(critique(second, act, 2))) expect(result.passed, result.critic).toBe(true);
   });
 
-  it("catches rapport over-sharing on a real turn and recovers on the second rendering", () => {
+  it("catches rapport over-sharing on a real turn and recovers on the second rendering", async () => {
     const message = "Do you ever feel lonely?";
     const sensors = runFastSensors(message);
     const modulators = modulatorsFromSensors(sensors, neutralModulators());
@@ -221,7 +222,7 @@ describe("critics and the offline voice together", () => {
     for (const wave of waves) {
       const snapshot = workspace;
       for (const agent of wave) {
-        const output = agent.rules({
+        const output = await offlineAnswer(agent, {
           user_message: message,
           sensors,
           modulators,

@@ -1,12 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { AGENTS } from "../../agents/index.ts";
-import {
-  type AgentDefinition,
-  answerOffline,
-  defineAgent,
-  quietOutput,
-  reviseByMajority,
-} from "../../src/cognition/agentDefinition.ts";
+import { quietOutput, reviseByMajority } from "../../src/agents/defineAgent.ts";
 import {
   CONSENSUS_THRESHOLD,
   computeConsensus,
@@ -15,7 +9,7 @@ import {
   stakeholders,
 } from "../../src/cognition/deliberation.ts";
 import { applyAgentOutput, type Workspace } from "../../src/cognition/workspace.ts";
-import { type AgentContext, AgentOutput } from "../../src/contracts/agent.ts";
+import { type AgentContext, Contribution } from "../../src/contracts/agent.ts";
 import {
   type Claim,
   neutralModulators,
@@ -207,7 +201,7 @@ describe("reviseByMajority", () => {
     const claims = [authored("mine", "x.me", [], ["x.b", "x.c"]), authored("theirs", "x.a", ["x.b"], ["x.me"])];
     const output = reviseByMajority(contextWith(claims), "x.me");
     expect(output).toEqual({ ...quietOutput(), withdraws: ["mine"], concedes: ["theirs"] });
-    expect(AgentOutput.safeParse(output).success).toBe(true);
+    expect(Contribution.safeParse(output).success).toBe(true);
   });
 
   it("is quiet for an agent with no stake in the contested claims", () => {
@@ -273,76 +267,5 @@ describe("a deliberation round of stakeholders revising by majority", () => {
     }
     expect(rounds).toBeGreaterThan(0);
     expect(computeConsensus(claims)).toBeGreaterThanOrEqual(CONSENSUS_THRESHOLD);
-  });
-});
-
-describe("answerOffline", () => {
-  const saying = (id: string): AgentDefinition =>
-    defineAgent({
-      manifest: {
-        id,
-        agency: "reasoning",
-        priority: "SCHEDULED",
-        triggers: [],
-        cooldown_s: 0,
-        token_budget: 100,
-        description: "test agent",
-      },
-      prompt: "test",
-      rules: ({ user_message }) => ({
-        ...quietOutput(),
-        claims: [{ id: "echo", text: `heard: ${user_message}`, confidence: 0.5 }],
-      }),
-    });
-
-  it("answers with the agent's rules in respond mode", () => {
-    const agent = saying("reasoning.echo");
-    const context = contextWith([authored("mine", "reasoning.echo", [], ["x.b", "x.c"])], { user_message: "hi" });
-    const output = answerOffline(agent, { mode: "respond", context });
-    expect(output).toEqual(agent.rules(context));
-    expect(output.claims[0]?.text).toBe("heard: hi");
-    expect(output.withdraws).toEqual([]);
-  });
-
-  it("revises by majority, as the agent's own id, in revise mode when the agent has no revise", () => {
-    const agent = saying("reasoning.echo");
-    const context = contextWith([
-      authored("mine", "reasoning.echo", [], ["x.b", "x.c"]),
-      authored("someone_elses", "x.b", [], ["x.c", "x.d"]),
-      authored("popular", "x.b", ["x.c"], ["reasoning.echo"]),
-    ]);
-    const output = answerOffline(agent, { mode: "revise", context });
-    expect(output).toEqual(reviseByMajority(context, "reasoning.echo"));
-    expect(output.withdraws).toEqual(["mine"]);
-    expect(output.concedes).toEqual(["popular"]);
-    expect(output.claims).toEqual([]);
-  });
-
-  it("uses the agent's own revise, given its id, when it has one", () => {
-    const calls: string[] = [];
-    const agent: AgentDefinition = {
-      ...saying("reasoning.stubborn"),
-      revise: (_context, agentId) => {
-        calls.push(agentId);
-        return { ...quietOutput(), opposes: ["popular"] };
-      },
-    };
-    const context = contextWith([authored("popular", "x.b", ["x.c"], ["reasoning.stubborn"])]);
-    expect(answerOffline(agent, { mode: "revise", context }).opposes).toEqual(["popular"]);
-    expect(calls).toEqual(["reasoning.stubborn"]);
-    expect(answerOffline(agent, { mode: "respond", context }).claims.map((c) => c.id)).toEqual(["echo"]);
-    expect(calls).toHaveLength(1);
-  });
-
-  it("lets a real agent that opposed a well-supported claim concede it", () => {
-    const skeptic = AGENTS.get("reasoning.skeptic")!;
-    const context = contextWith([
-      authored("user_low", "emotion.wellbeing", ["emotion.stress"], ["reasoning.skeptic"]),
-      authored("thin_evidence", "reasoning.skeptic", [], ["emotion.wellbeing", "emotion.stress"]),
-    ]);
-    const output = answerOffline(skeptic, { mode: "revise", context });
-    expect(output.concedes).toEqual(["user_low"]);
-    expect(output.withdraws).toEqual(["thin_evidence"]);
-    expect(AgentOutput.safeParse(output).success).toBe(true);
   });
 });

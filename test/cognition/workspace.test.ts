@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { quietOutput } from "../../src/cognition/agentDefinition.ts";
+import { quietOutput } from "../../src/agents/defineAgent.ts";
 import {
   applyAgentOutput,
   applyStanceDelta,
@@ -7,7 +7,7 @@ import {
   stanceDifference,
   type Workspace,
 } from "../../src/cognition/workspace.ts";
-import type { AgentOutput } from "../../src/contracts/agent.ts";
+import type { Contribution } from "../../src/contracts/agent.ts";
 import {
   type Claim,
   type Modulators,
@@ -20,7 +20,7 @@ import {
 
 const zero = (): Sensors => Object.fromEntries(SENSOR_NAMES.map((name) => [name, 0])) as Sensors;
 const sensors = (overrides: Partial<Sensors> = {}): Sensors => ({ ...zero(), ...overrides });
-const output = (overrides: Partial<AgentOutput> = {}): AgentOutput => ({ ...quietOutput(), ...overrides });
+const output = (overrides: Partial<Contribution> = {}): Contribution => ({ ...quietOutput(), ...overrides });
 
 const claim = (id: string, overrides: Partial<Claim> = {}): Claim => ({
   id,

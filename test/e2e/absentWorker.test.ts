@@ -1,17 +1,22 @@
 import { describe, expect, it } from "vitest";
+import { builtinAgents } from "../../src/agents/builtins.ts";
 import { submitTurn, watchTurn } from "../../src/client/turns.ts";
 import { CRITIC_NAMES } from "../../src/cognition/critics.ts";
 import type { EngineEvent } from "../../src/contracts/events.ts";
 import { STAGES } from "../../src/contracts/turn.ts";
 import { Runner } from "../../src/runtime/runner/runner.ts";
-import { matchAgents, startWorker } from "../../src/workers/worker.ts";
+import { startWorker } from "../../src/workers/worker.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { stagesOf } from "../helpers/turns.ts";
 
 const nats = useNatsServer();
 
-async function turnWith(workerSetup: Parameters<typeof startWorker>[1] | null, session: string, text: string) {
-  const worker = workerSetup ? await startWorker(await nats.connect("worker"), workerSetup) : null;
+async function turnWith(
+  workerSetup: Omit<Parameters<typeof startWorker>[0], "nc"> | null,
+  session: string,
+  text: string,
+) {
+  const worker = workerSetup ? await startWorker({ nc: await nats.connect("worker"), ...workerSetup }) : null;
   const runner = await Runner.start(await nats.connect("runner"));
   try {
     const nc = await nats.connect("client");
@@ -32,7 +37,7 @@ async function turnWith(workerSetup: Parameters<typeof startWorker>[1] | null, s
 describe("a stage whose worker is absent", () => {
   it("ends the turn as PartialSuccess with a warning per missing service, not a hang", async () => {
     const { events, completed } = await turnWith(
-      { agents: matchAgents("*"), services: [] },
+      { agents: builtinAgents("*"), services: [] },
       "absent-core",
       "hello, how are you?",
     );
@@ -53,7 +58,7 @@ describe("a stage whose worker is absent", () => {
   it("names the agent whose worker is missing, while the other agents answer", async () => {
     const { events, completed } = await turnWith(
       {
-        agents: matchAgents("monitoring.*,emotion.*,reasoning.*,social.*,planning.*,inhibition.overclaim"),
+        agents: builtinAgents("monitoring.*,emotion.*,reasoning.*,social.*,planning.*,inhibition.overclaim"),
         services: ["scheduler", "council", "critics", "memory"],
       },
       "absent-agent",

@@ -1,6 +1,7 @@
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { builtinAgents } from "../../src/agents/builtins.ts";
 import { RemoteCallError } from "../../src/bus/errors.ts";
 import { subjects } from "../../src/bus/subjects.ts";
 import { submitTurn, watchTurn } from "../../src/client/turns.ts";
@@ -13,7 +14,7 @@ import { replaySession } from "../../src/runtime/replay.ts";
 import { Runner } from "../../src/runtime/runner/runner.ts";
 import { SessionStore } from "../../src/runtime/sessionStore.ts";
 import { TurnStatusStore } from "../../src/runtime/turnStatusStore.ts";
-import { CORE_SERVICES, matchAgents, startWorker, type WorkerHandle } from "../../src/workers/worker.ts";
+import { CORE_SERVICES, startWorker, type WorkerHandle } from "../../src/workers/worker.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { eventually, sleep, waitForEvent } from "../helpers/wait.ts";
 
@@ -25,7 +26,11 @@ let worker: WorkerHandle;
 let client: NatsConnection;
 
 beforeAll(async () => {
-  worker = await startWorker(await nats.connect("worker"), { agents: matchAgents("*"), services: [...CORE_SERVICES] });
+  worker = await startWorker({
+    nc: await nats.connect("worker"),
+    agents: builtinAgents("*"),
+    services: [...CORE_SERVICES],
+  });
   const nc = await nats.connect("runner");
   const remote = remoteTurnServices(nc);
   runner = await Runner.start(nc, {

@@ -4,13 +4,14 @@ import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { builtinAgents } from "../../src/agents/builtins.ts";
 import { RemoteCallError } from "../../src/bus/errors.ts";
 import { buckets } from "../../src/bus/subjects.ts";
 import { type ConclaveProcess, spawnConclave } from "../../src/cli/childProcess.ts";
 import { submitTurn } from "../../src/client/turns.ts";
 import { readEvents } from "../../src/eventlog/reader.ts";
 import type { Failpoint } from "../../src/runtime/failpoints.ts";
-import { CORE_SERVICES, matchAgents, startWorker, type WorkerHandle } from "../../src/workers/worker.ts";
+import { CORE_SERVICES, startWorker, type WorkerHandle } from "../../src/workers/worker.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { settledStatus } from "../helpers/turnStatus.ts";
 
@@ -39,7 +40,11 @@ const startRunner = async (name: string, failpoint?: Failpoint): Promise<Conclav
 };
 
 beforeAll(async () => {
-  worker = await startWorker(await nats.connect("worker"), { agents: matchAgents("*"), services: [...CORE_SERVICES] });
+  worker = await startWorker({
+    nc: await nats.connect("worker"),
+    agents: builtinAgents("*"),
+    services: [...CORE_SERVICES],
+  });
   client = await nats.connect("client");
 });
 afterAll(async () => {

@@ -44,7 +44,7 @@ describe("a turn in LLM mode across worker processes", () => {
     expect(stagesOf(events)).toEqual([...STAGES]);
     const agents = events.flatMap((event) => (event.kind === "AGENT_COMPLETED" ? [event.payload] : []));
     expect(agents.length).toBeGreaterThanOrEqual(4);
-    for (const agent of agents) expect(agent.output.claims[0]?.text).toBe(`${agent.agent_id} sees stress.`);
+    for (const agent of agents) expect(agent.contribution.claims[0]?.text).toBe(`${agent.agent_id} sees stress.`);
     const structured = model.requests.filter(
       (request) => request.response_format?.json_schema?.name === "agent_output",
     );

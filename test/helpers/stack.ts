@@ -1,6 +1,7 @@
 import { afterAll, beforeAll } from "vitest";
+import { builtinAgents } from "../../src/agents/builtins.ts";
 import { Runner, type RunnerOptions } from "../../src/runtime/runner/runner.ts";
-import { CORE_SERVICES, matchAgents, startWorker, type WorkerHandle } from "../../src/workers/worker.ts";
+import { CORE_SERVICES, startWorker, type WorkerHandle } from "../../src/workers/worker.ts";
 import type { useNatsServer } from "./nats.ts";
 
 /**
@@ -11,8 +12,9 @@ export function useInProcessStack(nats: ReturnType<typeof useNatsServer>, option
   let runner: Runner | undefined;
   let worker: WorkerHandle | undefined;
   beforeAll(async () => {
-    worker = await startWorker(await nats.connect("worker"), {
-      agents: matchAgents("*"),
+    worker = await startWorker({
+      nc: await nats.connect("worker"),
+      agents: builtinAgents("*"),
       services: [...CORE_SERVICES],
     });
     runner = await Runner.start(await nats.connect("runner"), options);

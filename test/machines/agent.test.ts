@@ -2,8 +2,8 @@ import { describe, expect, it } from "vitest";
 import { createActor, fromPromise, toPromise } from "xstate";
 import { agentMachine } from "../../machines/agent.ts";
 import { zeroSensors } from "../../machines/turn/index.ts";
-import { quietOutput } from "../../src/cognition/agentDefinition.ts";
-import type { AgentOutput, AgentRequest } from "../../src/contracts/agent.ts";
+import { quietOutput } from "../../src/agents/defineAgent.ts";
+import type { AgentAnswer, AgentRequest, Contribution } from "../../src/contracts/agent.ts";
 import { neutralModulators, neutralStance } from "../../src/contracts/workspace.ts";
 import { never } from "../helpers/turns.ts";
 
@@ -24,7 +24,7 @@ const request = (timeout_ms = 1_000): AgentRequest => ({
     episodes: [],
   },
 });
-const output: AgentOutput = {
+const output: Contribution = {
   ...quietOutput(),
   claims: [{ id: "c", text: "a claim", confidence: 0.5 }],
   supports: [],
@@ -33,7 +33,7 @@ const output: AgentOutput = {
   stance_delta: {},
 };
 
-function start(think: (signal: AbortSignal) => Promise<AgentOutput>, timeout_ms?: number) {
+function start(think: (signal: AbortSignal) => Promise<AgentAnswer>, timeout_ms?: number) {
   const actor = createActor(agentMachine.provide({ actors: { think: fromPromise(({ signal }) => think(signal)) } }), {
     input: request(timeout_ms),
   });
@@ -43,10 +43,14 @@ function start(think: (signal: AbortSignal) => Promise<AgentOutput>, timeout_ms?
 
 describe("agent machine", () => {
   it("waits in idle until started, then replies with its output", async () => {
-    const actor = start(async () => output);
+    const actor = start(async () => ({ output, contribution: output }));
     expect(actor.getSnapshot().value).toBe("idle");
     actor.send({ type: "start" });
-    expect(await toPromise(actor)).toEqual({ agent_id: "emotion.stress", status: "replied", output });
+    expect(await toPromise(actor)).toEqual({
+      agent_id: "emotion.stress",
+      status: "replied",
+      answer: { output, contribution: output },
+    });
     expect(actor.getSnapshot().value).toBe("replied");
   });
 

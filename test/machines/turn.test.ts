@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { createActor, toPromise } from "xstate";
 import { defaultTurnPolicy, MissingActorError, SAFETY_FALLBACK_REPLY, turnMachine } from "../../machines/turn/index.ts";
+import { quietOutput } from "../../src/agents/defineAgent.ts";
 import { RemoteCallError } from "../../src/bus/errors.ts";
-import { quietOutput } from "../../src/cognition/agentDefinition.ts";
 import { STAGES } from "../../src/contracts/turn.ts";
 import { neutralModulators, neutralStance } from "../../src/contracts/workspace.ts";
 import { ConclaveError } from "../../src/errors.ts";
@@ -137,7 +137,7 @@ describe("turn machine: failures become outcomes, never hangs", () => {
         if (request.agent_id === "monitoring.anomaly_detector") throw new RemoteCallError("x", "agent_failed", "boom");
         return {
           agent_id: request.agent_id,
-          output: quietOutput(),
+          contribution: quietOutput(),
           elapsed_ms: 0,
           worker: "t",
         };
@@ -164,7 +164,7 @@ describe("turn machine: failures become outcomes, never hangs", () => {
             ? never(signal)
             : Promise.resolve({
                 agent_id: request.agent_id,
-                output: quietOutput(),
+                contribution: quietOutput(),
                 elapsed_ms: 0,
                 worker: "t",
               }),
@@ -364,7 +364,7 @@ describe("turn machine: streams, evaluator loop and cost", () => {
     const { records } = await runLocalTurn("I'm stressed about my deadline", {
       callAgent: async (request) => ({
         agent_id: request.agent_id,
-        output: quietOutput(),
+        contribution: quietOutput(),
         elapsed_ms: 0,
         worker: "t",
         usage: usage(10),

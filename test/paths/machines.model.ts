@@ -4,10 +4,11 @@ import { type AgentMachineOutput, agentMachine } from "../../machines/agent.ts";
 import { type CouncilOutput, councilMachine } from "../../machines/council.ts";
 import { type CriticInput, type CriticOutput, criticMachine } from "../../machines/critic.ts";
 import { type SchedulerInput, type SchedulerOutput, schedulerMachine } from "../../machines/scheduler.ts";
+import { runAgent } from "../../src/agents/runAgent.ts";
 import { offlineBackend } from "../../src/cognition/backend.ts";
 import type { Cooldowns } from "../../src/cognition/scheduler.ts";
 import { runFastSensors } from "../../src/cognition/sensors.ts";
-import type { AgentOutput, AgentRequest } from "../../src/contracts/agent.ts";
+import type { AgentAnswer, AgentRequest } from "../../src/contracts/agent.ts";
 import type { CouncilReply, CouncilRequest } from "../../src/contracts/council.ts";
 import type { CriticReply, CriticRequest } from "../../src/contracts/critic.ts";
 import type { PlanWavesRequest } from "../../src/contracts/scheduler.ts";
@@ -135,11 +136,11 @@ export function agentUnderTest(oracle: Oracle): MachineUnderTest {
       episodes: [],
     },
   };
-  /** The worker's `think` (src/workers/agentEndpoints.ts): the backend's answer for the agent. */
-  const think = async (input: AgentRequest, abort: AbortSignal): Promise<AgentOutput> => {
+  /** The worker's `think` (src/workers/agentEndpoints.ts): the agent run as a worker runs it, offline. */
+  const think = async (input: AgentRequest, abort: AbortSignal): Promise<AgentAnswer> => {
     const agent = AGENTS.get(input.agent_id);
     if (!agent) throw new Error(`no agent ${input.agent_id}`);
-    return (await offlineBackend.think(agent, input, abort)).output;
+    return runAgent(agent, input, { signal: abort });
   };
   const model = smallModel(
     agentMachine.provide({ actors: { think: fromPromise(({ input, signal }) => think(input, signal)) } }),
@@ -185,7 +186,7 @@ export function agentUnderTest(oracle: Oracle): MachineUnderTest {
           });
           let expected: AgentMachineOutput;
           if (end.type.startsWith(DONE_ACTOR))
-            expected = { agent_id: request.agent_id, status: "replied", output: end.output as AgentOutput };
+            expected = { agent_id: request.agent_id, status: "replied", answer: end.output as AgentAnswer };
           else if (end.type.startsWith(AFTER))
             expected = failed({
               code: "timeout",

@@ -6,6 +6,7 @@ import { Svcm } from "@nats-io/services";
 import { connect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { InspectionEvent } from "xstate";
+import { builtinAgents } from "../../src/agents/builtins.ts";
 import { DEV_CREDENTIALS, INBOX_PREFIXES, ROLES, type Role } from "../../src/bus/connection.ts";
 import { buckets, RUNNER_CONSUMER, streams, subjects } from "../../src/bus/subjects.ts";
 import { submitTurn, watchTurn } from "../../src/client/turns.ts";
@@ -17,7 +18,7 @@ import { DEFAULT_NATS_CONFIG } from "../../src/nats/server.ts";
 import { Runner } from "../../src/runtime/runner/runner.ts";
 import { SessionStore } from "../../src/runtime/sessionStore.ts";
 import { TurnStatusStore } from "../../src/runtime/turnStatusStore.ts";
-import { CORE_SERVICES, matchAgents, startWorker, type WorkerHandle } from "../../src/workers/worker.ts";
+import { CORE_SERVICES, startWorker, type WorkerHandle } from "../../src/workers/worker.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { settledStatus } from "../helpers/turnStatus.ts";
 import { until } from "../helpers/wait.ts";
@@ -126,7 +127,7 @@ beforeAll(async () => {
     nc[role] = await nats.connect(role);
     violations[role] = violationsOf(nc[role]);
   }
-  worker = await startWorker(nc.worker, { agents: matchAgents("*"), services: [...CORE_SERVICES] });
+  worker = await startWorker({ nc: nc.worker, agents: builtinAgents("*"), services: [...CORE_SERVICES] });
   runner = await Runner.start(nc.runner);
 });
 

@@ -6,6 +6,7 @@ import { promisify } from "node:util";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { connect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { builtinAgents } from "../../src/agents/builtins.ts";
 import { busOptions, connectBus } from "../../src/bus/connection.ts";
 import { RemoteCallError } from "../../src/bus/errors.ts";
 import { readThroughRunner, submitTurn, watchTurn } from "../../src/client/turns.ts";
@@ -13,7 +14,7 @@ import type { EngineEvent } from "../../src/contracts/events.ts";
 import { freePort, REPO_ROOT, type RunningNatsServer, startNatsServer } from "../../src/nats/server.ts";
 import { withTenants } from "../../src/nats/tenants.ts";
 import { Runner } from "../../src/runtime/runner/runner.ts";
-import { CORE_SERVICES, matchAgents, startWorker, type WorkerHandle } from "../../src/workers/worker.ts";
+import { CORE_SERVICES, startWorker, type WorkerHandle } from "../../src/workers/worker.ts";
 
 /**
  * Tenants: users with accounts of their own (the repo's nats.conf plus two
@@ -50,7 +51,7 @@ beforeAll(async () => {
     ]),
   );
   server = await startNatsServer({ config, port: await freePort(), storeDir: join(dir, "store") });
-  worker = await startWorker(await asRole("worker"), { agents: matchAgents("*"), services: [...CORE_SERVICES] });
+  worker = await startWorker({ nc: await asRole("worker"), agents: builtinAgents("*"), services: [...CORE_SERVICES] });
   runner = await Runner.start(await asRole("runner"));
 });
 afterAll(async () => {

@@ -1,8 +1,9 @@
+import { resolveAgents } from "../../agents/loadAgents.ts";
 import { connectBus } from "../../bus/connection.ts";
 import { INSPECT_HELP, processInspection } from "../../inspect/enable.ts";
 import { createLogger } from "../../runtime/log.ts";
 import { backendFromEnv } from "../../workers/backendFromEnv.ts";
-import { CORE_SERVICES, type CoreService, matchAgents, startWorker } from "../../workers/worker.ts";
+import { CORE_SERVICES, type CoreService, startWorker } from "../../workers/worker.ts";
 import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFrom, parse, UsageError, untilInterrupted } from "../args.ts";
 import { announceReady } from "../childProcess.ts";
 import { EXIT_HELP } from "../failures.ts";
@@ -10,14 +11,16 @@ import { logStrayRejections } from "../strayRejections.ts";
 
 export const help = `conclave worker: spawn a worker process hosting agents and/or core services
 
-Usage: conclave worker --agents <glob> [--services <list>] [--inspect] [options]
+Usage: conclave worker --agents <list> [--services <list>] [--inspect] [options]
 
-  --agents GLOB      agents to host, comma-separated, '*' matches anything
-                     (e.g. 'emotion.*', 'inhibition.censor,monitoring.*', '*')
+  --agents LIST      agents to host, comma-separated: built-in ones by pattern,
+                     '*' matching anything ('emotion.*', 'inhibition.censor,monitoring.*',
+                     '*'), and modules of your own (./my-agents.js) whose exports
+                     are agents made with defineAgent
   --services LIST    core actors to host: ${CORE_SERVICES.join(", ")} (comma-separated)
 
-Each agent is served on conclave.agent.<agent_id> and announced as a NATS
-service (ping/info/stats). Several workers may host the same agent: requests
+Each agent is served on conclave.agent.<agent_id>, announced to the runners and
+the scheduler (conclave.agents.announce), and as a NATS service (ping/info/stats). Several workers may host the same agent: requests
 are spread over them (queue group). Runs until interrupted.
 
 Thinking: with CONCLAVE_LLM_BASE_URL and CONCLAVE_LLM_MODEL set, agents, council,
@@ -43,7 +46,7 @@ export async function run(argv: string[]): Promise<number> {
     return 0;
   }
   if (!values.agents && !values.services) throw new UsageError("give --agents, --services or both");
-  const agents = values.agents ? matchAgents(values.agents) : [];
+  const agents = values.agents ? await resolveAgents(values.agents) : [];
   const services = (values.services ?? "")
     .split(",")
     .map((name) => name.trim())
@@ -57,7 +60,8 @@ export async function run(argv: string[]): Promise<number> {
   logStrayRejections(log);
   const nc = await connectBus(connectionFrom(values, "worker", true));
   const inspection = processInspection(nc, "worker", values.inspect);
-  const worker = await startWorker(nc, {
+  const worker = await startWorker({
+    nc,
     agents,
     services: services as CoreService[],
     log,
@@ -65,7 +69,7 @@ export async function run(argv: string[]): Promise<number> {
     ...(inspection ? { serve: { inspect: inspection.observer } } : {}),
   });
   log.info(
-    `serving ${[...agents, ...services].join(", ")} (thinking: ${backend.name})${inspection ? `; inspection on ${inspection.subject}` : ""}`,
+    `serving ${[...worker.agents, ...services].join(", ")} (thinking: ${backend.name})${inspection ? `; inspection on ${inspection.subject}` : ""}`,
   );
   announceReady();
   await untilInterrupted();

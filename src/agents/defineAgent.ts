@@ -1,0 +1,235 @@
+import { z } from "zod";
+import { type AgentContext, AgentManifest, type AgentPriority, Contribution } from "../contracts/agent.ts";
+import type { Episode } from "../contracts/workspace.ts";
+import { ConclaveError } from "../errors.ts";
+
+/** Marks a value as an agent definition, across copies of the package (a user's module may import another). */
+const AGENT_BRAND = Symbol.for("conclave.agent");
+
+/** Raised by `defineAgent` for a definition that cannot run: the message names the field. */
+export class AgentDefinitionError extends ConclaveError<"invalid_agent"> {
+  constructor(message: string) {
+    super("invalid_agent", message);
+  }
+}
+
+/**
+ * The configured OpenAI-compatible model, as an agent sees it. Calls are
+ * bounded by the agent's token budget and its request's deadline, stopped by
+ * the request's AbortSignal, and counted in the turn's usage.
+ */
+export interface AgentModel {
+  /** The model id in use. */
+  readonly name: string;
+  /** One answer validated by `schema` (structured output; an invalid answer is retried once). */
+  structured<S extends z.ZodType>(request: {
+    system: string;
+    user: string;
+    schema: S;
+    /** The json_schema name sent to the server. Default: `agent_output`. */
+    schemaName?: string;
+  }): Promise<z.infer<S>>;
+  /** Free text, streamed: each piece goes to `onDelta` as it arrives. Resolves to the whole text. */
+  text(request: { system: string; user: string; onDelta?: (delta: string) => void }): Promise<string>;
+}
+
+/** What the session's memory holds for this turn. */
+export interface AgentMemoryView {
+  /** Recent episodes of the session (user message and reply). */
+  readonly episodes: readonly Episode[];
+  /** What the memory knows of the user. */
+  readonly userFacts: readonly string[];
+  /** Threads left open in earlier turns. */
+  readonly openThreads: readonly string[];
+}
+
+/** Everything an agent's `run` is given. */
+export interface AgentRunContext {
+  readonly agentId: string;
+  readonly sessionId: string;
+  readonly turnId: number;
+  /** The wave this call belongs to (0 for always-on agents). */
+  readonly wave: number;
+  /** The turn as the agent sees it: the user's message, sensors, modulators, stance, claims so far. */
+  readonly input: AgentContext;
+  readonly memory: AgentMemoryView;
+  /** The configured model; `undefined` in the deterministic offline mode, where the agent answers on its own. */
+  readonly model: AgentModel | undefined;
+  /**
+   * Streams a piece of text on the agent's stream `name` (opened on first
+   * use, closed when `run` returns). It appears in the turn's events as
+   * STREAM_START / STREAM_CHUNK / STREAM_END with stream id `<agent_id>:<name>`.
+   */
+  stream(name: string, delta: string, options?: { contentType?: string }): void;
+  /** Fires when the turn no longer wants the answer: deadline, cancellation, interrupt. */
+  readonly signal: AbortSignal;
+}
+
+/** What an agent is asked in a deliberation round: reconsider the contested claims in `input.claims`. */
+export interface AgentReviseContext extends AgentRunContext {
+  /** The deliberation round (from 1). */
+  readonly round: number;
+}
+
+/** How an agent wants to be scheduled. */
+export interface AgentScheduling {
+  /**
+   * `ALWAYS_ON`: runs first in every turn. `MONITOR`: a candidate every turn
+   * with a base score. `SCHEDULED` (default): a candidate when one of its
+   * triggers (or its role's seed sensor) fires.
+   */
+  priority?: AgentPriority;
+  /** Sensor names whose score above 0.3 make the agent a candidate (see docs/SENSORS.md). Default: none. */
+  triggers?: readonly string[];
+  /** Seconds after running before it may run again in the same session. Default 0. */
+  cooldownSeconds?: number;
+  /** Its cost: most tokens one answer may use, counted against the turn's token budget. Default 600. */
+  tokenBudget?: number;
+}
+
+/** What `defineAgent` takes. */
+export interface AgentSpec<S extends z.ZodType> extends AgentScheduling {
+  /** The agent's id: 1-3 lowercase tokens joined by dots, e.g. `acme.weather`. Served on `conclave.agent.<name>`. */
+  name: string;
+  /** One line on what it is for (shown in discovery, and to a model council). */
+  description: string;
+  /** A free label. Default: the name's first token (`acme` for `acme.weather`), or `custom` for a one-token name. */
+  role?: string;
+  /** The zod schema of the agent's answer: checked on the worker and again on the runner. */
+  output: S;
+  /**
+   * Answers one turn with a value `output` accepts (defaults are filled in by
+   * `output`). Throwing, or an answer `output` rejects, fails this agent
+   * only: the turn goes on and names it in its warnings.
+   */
+  run(ctx: AgentRunContext): Promise<z.input<S>> | z.input<S>;
+  /**
+   * Maps the answer to what the council takes from it. Default: the
+   * answer's fields named as in `Contribution` (claims, proposals, supports,
+   * opposes, stance_delta...), so an output schema that has none contributes
+   * nothing but still appears in the turn's events.
+   */
+  contribute?(output: z.infer<S>): Partial<Contribution>;
+  /** Reconsiders contested claims in a deliberation round. Default: `reviseByMajority`. */
+  revise?(ctx: AgentReviseContext): Promise<Partial<Contribution>> | Partial<Contribution>;
+}
+
+/** An agent, ready for `startWorker({ agents })`. Create it with `defineAgent`. */
+export interface AgentDefinition<S extends z.ZodType = z.ZodType> {
+  readonly manifest: AgentManifest;
+  readonly output: S;
+  run(ctx: AgentRunContext): Promise<z.input<S>> | z.input<S>;
+  contribute(output: z.infer<S>): Contribution;
+  revise(ctx: AgentReviseContext): Promise<Contribution>;
+}
+
+/** The type of an agent's answers: `AgentOutputOf<typeof myAgent>`. */
+export type AgentOutputOf<A> = A extends AgentDefinition<infer S> ? z.infer<S> : never;
+
+const CONTRIBUTION_KEYS = Object.keys(Contribution.shape) as (keyof Contribution)[];
+
+/** The default `contribute`: the answer's fields that the council contract names. */
+export function contributionOf(output: unknown): Contribution {
+  const picked: Record<string, unknown> = {};
+  if (typeof output === "object" && output !== null) {
+    for (const key of CONTRIBUTION_KEYS) if (key in output) picked[key] = (output as Record<string, unknown>)[key];
+  }
+  return Contribution.parse(picked);
+}
+
+/** An output with nothing to say: the starting point of most rule paths. */
+export const quietOutput = (): Contribution => ({
+  claims: [],
+  supports: [],
+  opposes: [],
+  withdraws: [],
+  concedes: [],
+  proposals: [],
+  stance_delta: {},
+});
+
+/**
+ * The default way an agent reconsiders in a deliberation round: it takes back
+ * its own claims that more agents oppose than support, and stops opposing
+ * claims that at least twice as many agents support.
+ */
+export function reviseByMajority(context: Pick<AgentContext, "claims">, agentId: string): Contribution {
+  const output = quietOutput();
+  for (const claim of context.claims) {
+    if (claim.source === agentId && claim.opposition.length > claim.support.length) output.withdraws.push(claim.id);
+    if (claim.opposition.includes(agentId) && claim.support.length >= 2 * claim.opposition.length)
+      output.concedes.push(claim.id);
+  }
+  return output;
+}
+
+const issuesOf = (error: z.ZodError): string =>
+  error.issues.map((issue) => `${issue.path.length ? issue.path.join(".") : "(root)"}: ${issue.message}`).join("; ");
+
+/**
+ * Defines an agent: what it is, how it wants to be scheduled, the schema of
+ * its answers and how it answers. The definition is checked at once, so a
+ * bad agent file fails when it is loaded, naming the field.
+ *
+ * @example
+ * ```ts
+ * export const forecaster = defineAgent({
+ *   name: "acme.forecaster",
+ *   description: "Says whether the user's plans need an umbrella.",
+ *   triggers: ["advice_requested"],
+ *   output: z.object({ umbrella: z.boolean(), proposals: z.array(z.object({ kind: z.literal("say"), text: z.string() })) }),
+ *   run: ({ input }) => ({ umbrella: /rain/i.test(input.user_message), proposals: [] }),
+ * });
+ * ```
+ */
+export function defineAgent<S extends z.ZodType>(spec: AgentSpec<S>): AgentDefinition<S> {
+  if (typeof spec !== "object" || spec === null) throw new AgentDefinitionError("defineAgent takes an object");
+  if (typeof spec.run !== "function")
+    throw new AgentDefinitionError(`agent '${String(spec.name)}': run must be a function`);
+  if (!(spec.output instanceof z.ZodType))
+    throw new AgentDefinitionError(`agent '${String(spec.name)}': output must be a zod schema`);
+  const tokens = typeof spec.name === "string" ? spec.name.split(".") : [];
+  const role = spec.role ?? (tokens.length > 1 ? tokens[0] : "custom");
+  let outputSchema: Record<string, unknown> | undefined;
+  try {
+    outputSchema =
+      spec.output === (Contribution as z.ZodType) ? undefined : z.toJSONSchema(spec.output, { io: "output" });
+  } catch (error) {
+    throw new AgentDefinitionError(
+      `agent '${String(spec.name)}': its output schema has no JSON Schema (${error instanceof Error ? error.message : String(error)}); use plain data types`,
+    );
+  }
+  const manifest = AgentManifest.safeParse({
+    id: spec.name,
+    agency: role,
+    priority: spec.priority ?? "SCHEDULED",
+    triggers: [...(spec.triggers ?? [])],
+    cooldown_s: spec.cooldownSeconds ?? 0,
+    token_budget: spec.tokenBudget ?? 600,
+    description: spec.description,
+    ...(outputSchema ? { output_schema: outputSchema } : {}),
+  });
+  if (!manifest.success)
+    throw new AgentDefinitionError(`agent '${String(spec.name)}' is invalid: ${issuesOf(manifest.error)}`);
+  const contribute = spec.contribute;
+  const revise = spec.revise;
+  const definition: AgentDefinition<S> = {
+    manifest: manifest.data,
+    output: spec.output,
+    run: (ctx) => spec.run(ctx),
+    contribute: (output) => (contribute ? Contribution.parse(contribute(output)) : contributionOf(output)),
+    revise: async (ctx) =>
+      revise ? Contribution.parse(await revise(ctx)) : reviseByMajority(ctx.input, manifest.data.id),
+  };
+  Object.defineProperty(definition, AGENT_BRAND, { value: true });
+  return Object.freeze(definition);
+}
+
+/** True for a value made by `defineAgent` (of any copy of the package). */
+export function isAgentDefinition(value: unknown): value is AgentDefinition {
+  return typeof value === "object" && value !== null && (value as Record<symbol, unknown>)[AGENT_BRAND] === true;
+}
+
+/** True when `claims` holds a claim with this id. */
+export const hasClaim = (claims: readonly { id: string }[], id: string): boolean =>
+  claims.some((claim) => claim.id === id);

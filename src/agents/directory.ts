@@ -1,0 +1,142 @@
+import type { NatsConnection, Subscription } from "@nats-io/nats-core";
+import { z } from "zod";
+import { decodeJson } from "../bus/codec.ts";
+import { subjects } from "../bus/subjects.ts";
+import { type AgentManifest, Contribution } from "../contracts/agent.ts";
+import { AgentAnnouncement, AgentWithdrawal } from "./announcement.ts";
+
+/** How a directory waits for the workers' answers to its roll call before it is ready. */
+export interface DirectoryOptions {
+  /** Ready once no announcement arrived for this long. Default 150 ms. */
+  quietMs?: number;
+  /** Ready after this long whatever arrives. Default 1 000 ms. */
+  maxWaitMs?: number;
+  /** Told about an announcement that is not valid (it is ignored). */
+  onInvalid?: (message: string) => void;
+  /** Clock, for tests. Default Date.now. */
+  now?: () => number;
+}
+
+interface WorkerEntry {
+  agents: AgentManifest[];
+  expiresAt: number;
+}
+
+/**
+ * The live roster: which agents the running workers host, learnt from their
+ * announcements (src/agents/announcement.ts). The scheduler plans from it and
+ * a runner checks each agent's answer against the output schema announced
+ * with it. A worker that stops withdraws its agents; one that dies is
+ * forgotten after three missed heartbeats.
+ *
+ * Announcements are core NATS messages: one a worker publishes before it
+ * reports ready reaches every directory before any request sent after that.
+ */
+export class AgentDirectory {
+  readonly #workers = new Map<string, WorkerEntry>();
+  readonly #validators = new Map<string, { source: unknown; schema: z.ZodType }>();
+  readonly #subscriptions: Subscription[];
+  readonly #now: () => number;
+
+  private constructor(subscriptions: Subscription[], now: () => number) {
+    this.#subscriptions = subscriptions;
+    this.#now = now;
+  }
+
+  /** Subscribes, calls the roll and resolves once the workers have answered. */
+  static async open(nc: NatsConnection, options: DirectoryOptions = {}): Promise<AgentDirectory> {
+    const quietMs = options.quietMs ?? 150;
+    const maxWaitMs = options.maxWaitMs ?? 1_000;
+    const now = options.now ?? Date.now;
+    let heard: () => void = () => {};
+    const subscriptions: Subscription[] = [];
+    const directory = new AgentDirectory(subscriptions, now);
+    subscriptions.push(
+      nc.subscribe(subjects.agentsAnnounce, {
+        callback: (error, msg) => {
+          if (error) return;
+          try {
+            directory.#learn(decodeJson(msg.data, AgentAnnouncement, "agent announcement"));
+            heard();
+          } catch (invalid) {
+            options.onInvalid?.(invalid instanceof Error ? invalid.message : String(invalid));
+          }
+        },
+      }),
+      nc.subscribe(subjects.agentsWithdraw, {
+        callback: (error, msg) => {
+          if (error) return;
+          try {
+            directory.#workers.delete(decodeJson(msg.data, AgentWithdrawal, "agent withdrawal").worker);
+          } catch (invalid) {
+            options.onInvalid?.(invalid instanceof Error ? invalid.message : String(invalid));
+          }
+        },
+      }),
+    );
+    await nc.flush();
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(quiet);
+        clearTimeout(cap);
+        resolve();
+      };
+      const cap = setTimeout(done, maxWaitMs);
+      let quiet = setTimeout(done, quietMs);
+      heard = () => {
+        clearTimeout(quiet);
+        quiet = setTimeout(done, quietMs);
+      };
+      nc.publish(subjects.agentsRollcall);
+    });
+    heard = () => {};
+    return directory;
+  }
+
+  #learn(announcement: AgentAnnouncement): void {
+    this.#workers.set(announcement.worker, {
+      agents: announcement.agents,
+      expiresAt: this.#now() + 3 * announcement.heartbeat_ms,
+    });
+  }
+
+  /** Every live agent's manifest, by id (when workers disagree, the latest announcement wins). */
+  roster(): AgentManifest[] {
+    const now = this.#now();
+    const byId = new Map<string, AgentManifest>();
+    for (const [worker, entry] of this.#workers) {
+      if (entry.expiresAt < now) {
+        this.#workers.delete(worker);
+        continue;
+      }
+      for (const manifest of entry.agents) byId.set(manifest.id, manifest);
+    }
+    return [...byId.values()];
+  }
+
+  /** The manifest a live worker announced for this agent, if any. */
+  manifest(agentId: string): AgentManifest | undefined {
+    return this.roster().find((manifest) => manifest.id === agentId);
+  }
+
+  /**
+   * The schema an agent's output must satisfy: its announced JSON Schema,
+   * or the council contract for agents that announce none. Undefined for an
+   * agent no live worker announces.
+   */
+  outputSchema(agentId: string): z.ZodType | undefined {
+    const manifest = this.manifest(agentId);
+    if (!manifest) return undefined;
+    if (!manifest.output_schema) return Contribution;
+    const cached = this.#validators.get(agentId);
+    if (cached && cached.source === manifest.output_schema) return cached.schema;
+    const schema = z.fromJSONSchema(manifest.output_schema as Parameters<typeof z.fromJSONSchema>[0]);
+    this.#validators.set(agentId, { source: manifest.output_schema, schema });
+    return schema;
+  }
+
+  /** Stops listening. */
+  close(): void {
+    for (const subscription of this.#subscriptions) subscription.unsubscribe();
+  }
+}

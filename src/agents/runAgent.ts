@@ -1,0 +1,136 @@
+import type { z } from "zod";
+import type { AgentAnswer, AgentRequest, AgentStreamPart, Contribution } from "../contracts/agent.ts";
+import { AgentStreamName } from "../contracts/agent.ts";
+import type { Usage } from "../contracts/usage.ts";
+import { addUsage } from "../contracts/usage.ts";
+import { ConclaveError } from "../errors.ts";
+import type { ChatModel } from "../llm/model.ts";
+import type { AgentDefinition, AgentModel, AgentReviseContext } from "./defineAgent.ts";
+
+/** An agent answered with something its own output schema, or the council contract, rejects. */
+export class InvalidAgentOutputError extends ConclaveError<"invalid_agent_output"> {
+  readonly agentId: string;
+  constructor(agentId: string, where: string, error: z.ZodError) {
+    const issues = error.issues
+      .slice(0, 5)
+      .map((issue) => `${issue.path.length ? issue.path.join(".") : "(root)"}: ${issue.message}`)
+      .join("; ");
+    super("invalid_agent_output", `agent ${agentId} answered an output ${where} rejects: ${issues}`);
+    this.agentId = agentId;
+  }
+}
+
+export interface RunAgentOptions {
+  /** The configured model; absent in the offline mode. */
+  model?: ChatModel | undefined;
+  signal: AbortSignal;
+  /** Receives the agent's stream parts as it produces them. */
+  onStream?: (part: AgentStreamPart) => void;
+}
+
+/**
+ * Answers one agent request where the agent is hosted (a worker, or the
+ * in-process engine): builds the agent's context, runs it, checks the answer
+ * against the agent's schema and derives its contribution. Streams the agent
+ * opened are closed when it returns, whether it succeeded or not.
+ */
+export type { AgentAnswer };
+
+export async function runAgent(
+  agent: AgentDefinition,
+  request: AgentRequest,
+  options: RunAgentOptions,
+): Promise<AgentAnswer> {
+  const id = agent.manifest.id;
+  let usage: Usage | undefined;
+  const count = (used: Usage) => {
+    usage = usage ? addUsage(usage, used) : used;
+  };
+  const open = new Set<string>();
+  const emit = (part: Omit<AgentStreamPart, "session_id" | "turn_id" | "agent_id">) =>
+    options.onStream?.({ session_id: request.session_id, turn_id: request.turn_id, agent_id: id, ...part });
+  const stream = (name: string, delta: string, streamOptions: { contentType?: string } = {}) => {
+    if (options.signal.aborted) return;
+    const checked = AgentStreamName.safeParse(name);
+    if (!checked.success)
+      throw new TypeError(`agent ${id}: stream name '${name}': ${checked.error.issues[0]?.message}`);
+    if (!open.has(name)) {
+      open.add(name);
+      emit({ stream: name, type: "start", content_type: streamOptions.contentType ?? "text/plain" });
+    }
+    if (delta !== "") emit({ stream: name, type: "chunk", delta });
+  };
+  const ctx: AgentReviseContext = {
+    agentId: id,
+    sessionId: request.session_id,
+    turnId: request.turn_id,
+    wave: request.wave,
+    round: request.round,
+    input: request.context,
+    memory: {
+      episodes: request.context.episodes,
+      userFacts: request.context.user_facts ?? [],
+      openThreads: request.context.open_threads ?? [],
+    },
+    model: options.model ? agentModel(options.model, agent, request, options.signal, count) : undefined,
+    stream,
+    signal: options.signal,
+  };
+  try {
+    if (request.mode === "revise") return { contribution: await agent.revise(ctx), ...(usage ? { usage } : {}) };
+    const answer = await agent.run(ctx);
+    const output = agent.output.safeParse(answer);
+    if (!output.success) throw new InvalidAgentOutputError(id, "its output schema", output.error);
+    let contribution: Contribution;
+    try {
+      contribution = agent.contribute(output.data);
+    } catch (error) {
+      if (error instanceof Error && error.name === "ZodError")
+        throw new InvalidAgentOutputError(id, "the council contract", error as z.ZodError);
+      throw error;
+    }
+    const answered: AgentAnswer = { output: output.data, contribution };
+    if (usage) answered.usage = usage;
+    return answered;
+  } finally {
+    for (const name of open) emit({ stream: name, type: "end" });
+  }
+}
+
+/** The model as one agent call sees it: its caller name, budget, deadline and signal filled in, usage counted. */
+function agentModel(
+  model: ChatModel,
+  agent: AgentDefinition,
+  request: AgentRequest,
+  signal: AbortSignal,
+  count: (usage: Usage) => void,
+): AgentModel {
+  const caller = `agent:${agent.manifest.id}`;
+  const limits = { signal, timeoutMs: request.timeout_ms, maxTokens: agent.manifest.token_budget };
+  return {
+    name: model.model,
+    structured: async ({ system, user, schema, schemaName }) => {
+      const { value, usage } = await model.structured({
+        caller,
+        system,
+        user,
+        schema,
+        schemaName: schemaName ?? "agent_output",
+        ...limits,
+      });
+      count(usage);
+      return value;
+    },
+    text: async ({ system, user, onDelta }) => {
+      const parts = model.stream({ caller, system, user, ...limits });
+      let text = "";
+      for await (const part of parts) {
+        if (part.type !== "content" || part.delta === "") continue;
+        text += part.delta;
+        onDelta?.(part.delta);
+      }
+      count(await parts.usage);
+      return text;
+    },
+  };
+}
