@@ -1,6 +1,5 @@
 import type { CouncilReply, CouncilRequest, VoiceReply, VoiceRequest } from "../contracts/council.ts";
 import type { CriticReply, CriticRequest } from "../contracts/critic.ts";
-import type { Usage } from "../contracts/usage.ts";
 import { ConclaveError } from "../errors.ts";
 import type { ChatModel } from "../llm/model.ts";
 import { decide } from "./council.ts";

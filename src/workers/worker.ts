@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
 import type { Service } from "@nats-io/services";
@@ -162,7 +163,8 @@ async function serveWorker(
     running.push(service);
     announcer = await announceAgents(
       nc,
-      workerIdentity(),
+      // Unique per worker, not per process: a process may run several workers.
+      `${workerIdentity()}/${randomUUID().slice(0, 8)}`,
       options.agents.map((agent) => agent.manifest),
     );
   }

@@ -1,5 +1,4 @@
 import { describe, expect, it } from "vitest";
-import { AGENTS } from "../../agents/index.ts";
 import { quietOutput, reviseByMajority } from "../../src/agents/defineAgent.ts";
 import {
   CONSENSUS_THRESHOLD,

@@ -55,23 +55,55 @@ describe("a stage whose worker is absent", () => {
     expect(events.filter((event) => event.kind === "STAGE_WARNING")).toHaveLength(4 + CRITIC_NAMES.length);
   });
 
-  it("names the agent whose worker is missing, while the other agents answer", async () => {
+  it("names an agent whose worker died after announcing it, while the other agents answer", async () => {
+    const worker = await startWorker({
+      nc: await nats.connect("worker"),
+      agents: builtinAgents("monitoring.*,emotion.*,reasoning.*,social.*,planning.*,inhibition.overclaim"),
+      services: ["scheduler", "council", "critics", "memory"],
+    });
+    const runner = await Runner.start(await nats.connect("runner"));
+    // The censor's worker announces it to the running scheduler, then its connection drops without withdrawing
+    // it (a crash): the roster lists it until three heartbeats pass, so it is scheduled and its call finds no one.
+    const doomed = await nats.connect("worker");
+    await startWorker({ nc: doomed, agents: builtinAgents("inhibition.censor") });
+    await doomed.close();
+    try {
+      const nc = await nats.connect("client");
+      const events: EngineEvent[] = [];
+      const completed = await watchTurn(
+        nc,
+        await submitTurn(nc, "absent-agent", { text: "I'm feeling stressed" }),
+        (event) => events.push(event),
+        20_000,
+      );
+      const failed = events.flatMap((event) => (event.kind === "AGENT_FAILED" ? [event.payload] : []));
+      expect(failed).toEqual([expect.objectContaining({ agent_id: "inhibition.censor", code: "no_responders" })]);
+      expect(events.filter((event) => event.kind === "AGENT_COMPLETED").length).toBeGreaterThanOrEqual(3);
+      expect(completed.payload.outcome).toMatchObject({
+        status: "PartialSuccess",
+        warnings: [{ stage: "agents", code: "no_responders", subject: "inhibition.censor" }],
+      });
+      expect(completed.payload.response.length).toBeGreaterThan(0);
+    } finally {
+      await runner.stop();
+      await worker.stop();
+    }
+  });
+
+  it("does not schedule an agent no live worker hosts", async () => {
     const { events, completed } = await turnWith(
       {
         agents: builtinAgents("monitoring.*,emotion.*,reasoning.*,social.*,planning.*,inhibition.overclaim"),
         services: ["scheduler", "council", "critics", "memory"],
       },
-      "absent-agent",
+      "unhosted-agent",
       "I'm feeling stressed",
     );
-    const failed = events.flatMap((event) => (event.kind === "AGENT_FAILED" ? [event.payload] : []));
-    expect(failed).toEqual([expect.objectContaining({ agent_id: "inhibition.censor", code: "no_responders" })]);
-    expect(events.filter((event) => event.kind === "AGENT_COMPLETED").length).toBeGreaterThanOrEqual(3);
-    expect(completed.payload.outcome).toMatchObject({
-      status: "PartialSuccess",
-      warnings: [{ stage: "agents", code: "no_responders", subject: "inhibition.censor" }],
-    });
-    expect(completed.payload.response.length).toBeGreaterThan(0);
+    const planned = events.find((event) => event.kind === "SCHEDULE_PLANNED");
+    expect(planned?.kind === "SCHEDULE_PLANNED" && planned.payload.waves.flat()).not.toContain("inhibition.censor");
+    expect(planned?.kind === "SCHEDULE_PLANNED" && planned.payload.waves.flat()).toContain("inhibition.overclaim");
+    expect(events.filter((event) => event.kind === "AGENT_FAILED")).toEqual([]);
+    expect(completed.payload.outcome.status).toBe("Complete");
   });
 
   it("completes even with no worker at all", async () => {
