@@ -66,7 +66,8 @@ export interface WorkerOptions {
   /**
    * How to connect when no `nc` is given, as the `worker` role: URL, user,
    * password… Defaults from the environment (`CONCLAVE_NATS_URL`, …), else
-   * nats://127.0.0.1:4222 with the development credentials of nats.conf.
+   * nats://127.0.0.1:4222 with the development credentials of nats.conf. The
+   * connection waits for the server and reconnects forever.
    */
   connection?: Partial<BusOptions>;
   /**
@@ -103,7 +104,7 @@ export interface WorkerHandle {
  * ```
  */
 export async function startWorker(options: WorkerOptions): Promise<WorkerHandle> {
-  const owned = options.nc ? null : await connectBus(busOptions("worker", options.connection ?? {}));
+  const owned = options.nc ? null : await connectBus(busOptions("worker", { persistent: true, ...options.connection }));
   const nc = options.nc ?? owned!;
   try {
     return await serveWorker(nc, options, owned);

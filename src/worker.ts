@@ -1,0 +1,54 @@
+/**
+ * `conclave/worker`: define agents and serve them.
+ *
+ * @example
+ * ```ts
+ * import { defineAgent, startWorker } from "conclave/worker";
+ * import { z } from "zod";
+ *
+ * const forecaster = defineAgent({
+ *   name: "acme.forecaster",
+ *   description: "Says whether the user's plans need an umbrella.",
+ *   output: z.object({ umbrella: z.boolean() }),
+ *   run: ({ input }) => ({ umbrella: /rain/i.test(input.user_message) }),
+ * });
+ * await startWorker({ agents: [forecaster] });
+ * ```
+ *
+ * @packageDocumentation
+ */
+export { builtinAgents } from "./agents/builtins.ts";
+export { type CouncilAnswers, councilAnswers } from "./agents/councilAnswers.ts";
+export {
+  type AgentDefinition,
+  AgentDefinitionError,
+  type AgentMemoryView,
+  type AgentModel,
+  type AgentOutputOf,
+  type AgentReviseContext,
+  type AgentRunContext,
+  type AgentScheduling,
+  type AgentSpec,
+  contributionOf,
+  defineAgent,
+  hasClaim,
+  isAgentDefinition,
+  quietOutput,
+  reviseByMajority,
+} from "./agents/defineAgent.ts";
+export { InvalidAgentOutputError } from "./agents/runAgent.ts";
+export {
+  type AgentContext,
+  type AgentManifest,
+  type AgentPriority,
+  Contribution,
+  type ProposedClaim,
+} from "./contracts/agent.ts";
+export {
+  CORE_SERVICES,
+  type CoreService,
+  startWorker,
+  UnknownAgentError,
+  type WorkerHandle,
+  type WorkerOptions,
+} from "./workers/worker.ts";

@@ -1,0 +1,137 @@
+import { beforeAll, describe, expect, it } from "vitest";
+import { announceAgents } from "../../src/agents/announcement.ts";
+import { encodeJson } from "../../src/bus/codec.ts";
+import { guardedServices } from "../../src/bus/replies.ts";
+import { subjects } from "../../src/bus/subjects.ts";
+import { submitTurn, watchTurn } from "../../src/client/turns.ts";
+import type { EngineEvent } from "../../src/contracts/events.ts";
+import { STAGES } from "../../src/contracts/turn.ts";
+import { useNatsServer } from "../helpers/nats.ts";
+import { useConclaveProcesses } from "../helpers/processes.ts";
+import { stagesOf } from "../helpers/turns.ts";
+
+const nats = useNatsServer();
+const processes = useConclaveProcesses(() => nats.url);
+
+beforeAll(async () => {
+  await Promise.all([
+    processes.spawn("builtins", ["worker", "--agents", "*", "--services", "scheduler,council,critics,memory"]),
+    processes.spawn("custom", ["worker", "--agents", "./test/fixtures/custom/agents.ts"]),
+  ]);
+  await processes.spawn("runner", ["runner"]);
+});
+
+async function turn(session: string, text: string): Promise<EngineEvent[]> {
+  const nc = await nats.connect("client");
+  const events: EngineEvent[] = [];
+  await watchTurn(nc, await submitTurn(nc, session, { text }), (event) => events.push(event), 20_000);
+  return events;
+}
+
+const completedBy = (events: EngineEvent[], agentId: string) =>
+  events.flatMap((event) => (event.kind === "AGENT_COMPLETED" && event.payload.agent_id === agentId ? [event] : []));
+
+describe("agents of a user's own, in a worker process of their own", () => {
+  it("are scheduled beside the built-in ones, and their own output is in the turn's events", async () => {
+    const events = await turn("custom-1", "Will it rain on my walk tomorrow? I'm a bit stressed about it");
+    expect(stagesOf(events)).toEqual([...STAGES]);
+    const plan = events.find((event) => event.kind === "SCHEDULE_PLANNED");
+    expect(plan?.kind === "SCHEDULE_PLANNED" && plan.payload.waves[0]).toContain("acme.forecaster");
+    const [forecast] = completedBy(events, "acme.forecaster");
+    expect(forecast?.kind === "AGENT_COMPLETED" && forecast.payload.output).toEqual({
+      umbrella: true,
+      reason: "the user mentions rain",
+      proposals: [{ kind: "say", text: "Take an umbrella." }],
+    });
+    // The council takes what the contract names: its proposal.
+    expect(forecast?.kind === "AGENT_COMPLETED" && forecast.payload.contribution.proposals).toEqual([
+      { kind: "say", text: "Take an umbrella." },
+    ]);
+    const builtin = completedBy(events, "inhibition.censor")[0];
+    expect(forecast?.kind === "AGENT_COMPLETED" && forecast.payload.worker).not.toBe(
+      builtin?.kind === "AGENT_COMPLETED" && builtin.payload.worker,
+    );
+  });
+
+  it("stream named chunks, each stream bracketed by STREAM_START and STREAM_END before the agent's answer", async () => {
+    const events = await turn("custom-2", "rain again");
+    const streamId = "acme.forecaster:notes";
+    const mine = events.filter(
+      (event) =>
+        (event.kind === "STREAM_START" || event.kind === "STREAM_CHUNK" || event.kind === "STREAM_END") &&
+        event.payload.stream_id === streamId,
+    );
+    expect(mine.map((event) => event.kind)).toEqual(["STREAM_START", "STREAM_CHUNK", "STREAM_CHUNK", "STREAM_END"]);
+    expect(mine[0]?.kind === "STREAM_START" && mine[0].payload.content_type).toBe("text/plain");
+    const deltas = mine.flatMap((event) => (event.kind === "STREAM_CHUNK" ? [event.payload.delta] : []));
+    expect(deltas.join("")).toBe("looking at the sky… rain mentioned");
+    const answered = events.indexOf(completedBy(events, "acme.forecaster")[0]!);
+    expect(events.indexOf(mine.at(-1)!)).toBeLessThan(answered);
+  });
+
+  it("names an agent whose answer its own schema rejects, and the turn goes on", async () => {
+    const events = await turn("custom-3", "hello there");
+    const failed = events.flatMap((event) => (event.kind === "AGENT_FAILED" ? [event.payload] : []));
+    expect(failed).toEqual([
+      expect.objectContaining({
+        agent_id: "acme.broken",
+        code: "invalid_agent_output",
+        message: expect.stringMatching(/count/),
+      }),
+    ]);
+    const done = events.at(-1);
+    expect(done?.kind === "TURN_COMPLETED" && done.payload.outcome).toMatchObject({
+      status: "PartialSuccess",
+      warnings: [{ stage: "agents", code: "invalid_agent_output", subject: "acme.broken" }],
+    });
+    expect(done?.kind === "TURN_COMPLETED" && done.payload.response.length).toBeGreaterThan(0);
+  });
+
+  it("checks answers on the runner too, against the schema the agent's workers announced", async () => {
+    // A rogue worker: it announces a schema, then answers what the schema rejects, skipping the worker's own check.
+    const nc = await nats.connect("worker");
+    const service = await guardedServices(nc).add({ name: "rogue", version: "0.0.1" });
+    service.addEndpoint("acme_rogue", {
+      subject: subjects.agent("acme.rogue"),
+      handler: (_error, msg) => {
+        msg.respond(
+          encodeJson({
+            agent_id: "acme.rogue",
+            output: { level: "high" },
+            contribution: {},
+            elapsed_ms: 1,
+            worker: "rogue",
+          }),
+        );
+      },
+    });
+    const announcer = await announceAgents(nc, "rogue-worker", [
+      {
+        id: "acme.rogue",
+        agency: "acme",
+        priority: "ALWAYS_ON",
+        triggers: [],
+        cooldown_s: 0,
+        token_budget: 10,
+        description: "answers outside its schema",
+        output_schema: { type: "object", properties: { level: { type: "number" } }, required: ["level"] },
+      },
+    ]);
+    try {
+      const events = await turn("custom-4", "hello again");
+      const failed = events.flatMap((event) =>
+        event.kind === "AGENT_FAILED" && event.payload.agent_id === "acme.rogue" ? [event.payload] : [],
+      );
+      expect(failed).toEqual([
+        expect.objectContaining({
+          code: "invalid_agent_output",
+          message: expect.stringMatching(/announced output schema.*level/),
+        }),
+      ]);
+      expect(completedBy(events, "acme.rogue")).toEqual([]);
+    } finally {
+      await announcer.stop();
+      await service.stop();
+    }
+  });
+});
