@@ -34,6 +34,9 @@ interface WorkerEntry {
  */
 export class AgentDirectory {
   readonly #workers = new Map<string, WorkerEntry>();
+  /** The roster by id, rebuilt after a change or once an entry may have expired (it is read on every answer). */
+  #index: Map<string, AgentManifest> | null = null;
+  #indexExpires = 0;
   readonly #validators = new Map<string, { source: unknown; schema: z.ZodType }>();
   readonly #subscriptions: Subscription[];
   readonly #now: () => number;
@@ -68,6 +71,7 @@ export class AgentDirectory {
           if (error) return;
           try {
             directory.#workers.delete(decodeJson(msg.data, AgentWithdrawal, "agent withdrawal").worker);
+            directory.#index = null;
           } catch (invalid) {
             options.onInvalid?.(invalid instanceof Error ? invalid.message : String(invalid));
           }
@@ -98,25 +102,35 @@ export class AgentDirectory {
       agents: announcement.agents,
       expiresAt: this.#now() + 3 * announcement.heartbeat_ms,
     });
+    this.#index = null;
   }
 
-  /** Every live agent's manifest, by id (when workers disagree, the latest announcement wins). */
-  roster(): AgentManifest[] {
+  #byId(): Map<string, AgentManifest> {
     const now = this.#now();
+    if (this.#index && now < this.#indexExpires) return this.#index;
     const byId = new Map<string, AgentManifest>();
+    let expires = Number.POSITIVE_INFINITY;
     for (const [worker, entry] of this.#workers) {
-      if (entry.expiresAt < now) {
+      if (entry.expiresAt <= now) {
         this.#workers.delete(worker);
         continue;
       }
+      expires = Math.min(expires, entry.expiresAt);
       for (const manifest of entry.agents) byId.set(manifest.id, manifest);
     }
-    return [...byId.values()];
+    this.#index = byId;
+    this.#indexExpires = expires;
+    return byId;
+  }
+
+  /** Every live agent's manifest, by id (workers that disagree on an agent: one of theirs is taken; run one version at a time). */
+  roster(): AgentManifest[] {
+    return [...this.#byId().values()];
   }
 
   /** The manifest a live worker announced for this agent, if any. */
   manifest(agentId: string): AgentManifest | undefined {
-    return this.roster().find((manifest) => manifest.id === agentId);
+    return this.#byId().get(agentId);
   }
 
   /**
