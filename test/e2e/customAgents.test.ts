@@ -134,4 +134,19 @@ describe("agents of a user's own, in a worker process of their own", () => {
       await service.stop();
     }
   });
+
+  it("ignores malformed announcements, withdrawals and stream parts, and keeps running turns", async () => {
+    const nc = await nats.connect("worker");
+    const junk = ['{"worker":', "[]", '{"worker":"w","agents":[{"id":"Bad Id"}],"heartbeat_ms":5}', "\u0000\u00ff"];
+    for (const body of junk) {
+      nc.publish(subjects.agentsAnnounce, body);
+      nc.publish(subjects.agentsWithdraw, body);
+      nc.publish(subjects.agentStream("nobody"), body);
+    }
+    nc.publish(subjects.agentsWithdraw, JSON.stringify({ worker: "no-such-worker" }));
+    await nc.flush();
+    const events = await turn("custom-5", "rain or not?");
+    expect(completedBy(events, "acme.forecaster")).toHaveLength(1);
+    expect(events.at(-1)?.kind).toBe("TURN_COMPLETED");
+  });
 });
