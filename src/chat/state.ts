@@ -64,6 +64,8 @@ export type ChatAction =
   | { type: "failed"; message: string }
   /** Ctrl-C: cancels a running turn; quits when there is none, or on a second Ctrl-C. */
   | { type: "interrupted" }
+  /** Quit now, whatever runs (SIGTERM, the terminal closed): a running turn is cancelled. */
+  | { type: "quit" }
   /** Earlier turns of the session (read back when the chat opens), oldest first. */
   | { type: "restored"; turns: { turnId: number; text: string; response: string | null }[] };
 
@@ -122,6 +124,8 @@ export function chatReducer(state: ChatState, action: ChatAction): ChatState {
     case "interrupted":
       if (interruptIntent(state) === "quit") return { ...state, quit: true };
       return { ...state, phase: "cancelling", hint: null };
+    case "quit":
+      return state.quit ? state : { ...state, quit: true };
     case "restored": {
       let history = state.history;
       for (const { turnId, text, response } of action.turns) {

@@ -165,6 +165,11 @@ describe("Ctrl-C", () => {
     expect(ended.history.at(-1)).toMatchObject({ role: "notice", text: "turn 3: ✘ cancelled", tone: "warning" });
   });
 
+  it("quit (SIGTERM, the terminal closed) quits whatever runs", () => {
+    expect(reduce(running, { type: "quit" }).quit).toBe(true);
+    expect(reduce(initialChatState("s"), { type: "quit" }).quit).toBe(true);
+  });
+
   it("quits at once when no turn runs", () => {
     expect(interruptIntent(initialChatState("s"))).toBe("quit");
     expect(reduce(initialChatState("s"), { type: "interrupted" }).quit).toBe(true);
