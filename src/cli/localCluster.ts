@@ -29,6 +29,8 @@ export interface LocalClusterOptions {
   env?: NodeJS.ProcessEnv;
   /** Starts the runner and workers with `--inspect`. */
   inspect?: boolean;
+  /** More agents, in one more worker: `conclave worker --agents` items (built-in patterns, module paths). */
+  agents?: string;
 }
 
 export interface LocalCluster {
@@ -85,7 +87,10 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
     });
     options.log(`started nats-server on ${server.url} (JetStream store ${server.storeDir})`);
   }
-  const processes = DEFAULT_LAYOUT.map(({ name, args }) =>
+  const layout = options.agents
+    ? [{ name: "worker[your agents]", args: ["worker", "--agents", options.agents] }, ...DEFAULT_LAYOUT]
+    : DEFAULT_LAYOUT;
+  const processes = layout.map(({ name, args }) =>
     supervise(name, options.inspect ? [...args, "--inspect"] : args, env, { log: options.log }),
   );
   const stopAll = async () => {

@@ -89,17 +89,29 @@ export function renderEvent(event: EngineEvent): string | null {
 /**
  * Prints events as they arrive: JSON lines, or the readable view, where the
  * voice's streams are written inline, token by token, as they are produced.
+ * Agents' streams (`<agent>:<name>`, several may be open at once) are printed
+ * whole when each ends.
  */
 export function createEventPrinter(
   json: boolean | undefined,
   out: NodeJS.WritableStream = process.stdout,
 ): (event: EngineEvent) => void {
+  const agentStreams = new Map<string, string>();
   return (event) => {
     if (json) {
       out.write(`${JSON.stringify(event)}\n`);
       return;
     }
-    if (event.kind === "STREAM_START")
+    const streamId = "stream_id" in event.payload ? event.payload.stream_id : "";
+    if (streamId.includes(":") && (event.kind === "STREAM_START" || event.kind === "STREAM_CHUNK")) {
+      agentStreams.set(
+        streamId,
+        (agentStreams.get(streamId) ?? "") + (event.kind === "STREAM_CHUNK" ? event.payload.delta : ""),
+      );
+    } else if (streamId.includes(":") && event.kind === "STREAM_END") {
+      out.write(`        ${streamId} › ${agentStreams.get(streamId) ?? ""}\n`);
+      agentStreams.delete(streamId);
+    } else if (event.kind === "STREAM_START")
       out.write(`      ${event.payload.stream_id === "thinking" ? "thinking" : "voice"} › `);
     else if (event.kind === "STREAM_CHUNK") out.write(event.payload.delta);
     else if (event.kind === "STREAM_END") out.write("\n");

@@ -1,3 +1,4 @@
+import { spawn } from "node:child_process";
 import { DEFAULT_NATS_URL } from "../../bus/connection.ts";
 import { inspectionWanted } from "../../inspect/enable.ts";
 import { parse, untilInterrupted } from "../args.ts";
@@ -6,10 +7,14 @@ import { DEFAULT_LAYOUT, startLocalCluster } from "../localCluster.ts";
 
 export const help = `conclave up: start nats-server, a runner and the workers, until interrupted
 
-Usage: conclave up [--nats-url URL] [--data-dir DIR] [--inspect]
+Usage: conclave up [--nats-url URL] [--data-dir DIR] [--agents LIST] [--exec CMD] [--inspect]
 
   --nats-url URL   where NATS is, or where to start it (loopback only)  [$CONCLAVE_NATS_URL, ${DEFAULT_NATS_URL}]
   --data-dir DIR   JetStream data when conclave starts nats-server     [$CONCLAVE_DATA_DIR, .conclave]
+  --agents LIST    also start a worker hosting these agents: your modules (./my-agents.js,
+                   exporting agents made with defineAgent) and/or built-in patterns
+  --exec CMD       run CMD (through the shell, with CONCLAVE_NATS_URL set) once everything
+                   is ready, then stop everything; exits with CMD's status
   --inspect        start the runner and workers with --inspect, for \`conclave viewer\` [$CONCLAVE_INSPECT=1]
 
 Starts, each as its own process:
@@ -26,6 +31,8 @@ export async function run(argv: string[]): Promise<number> {
     "nats-url": { type: "string" },
     "data-dir": { type: "string" },
     inspect: { type: "boolean" },
+    agents: { type: "string" },
+    exec: { type: "string" },
     help: { type: "boolean", short: "h" },
   });
   if (values.help) {
@@ -38,7 +45,9 @@ export async function run(argv: string[]): Promise<number> {
     dataDir: values["data-dir"] ?? process.env.CONCLAVE_DATA_DIR ?? ".conclave",
     log,
     inspect: inspectionWanted(values.inspect),
+    ...(values.agents ? { agents: values.agents } : {}),
   });
+  if (values.exec) return runThenStop(values.exec, cluster, log);
   log(`Conclave is up on ${cluster.url}. Try: npx conclave send --session demo "hello"   (Ctrl-C to stop)`);
   if (inspectionWanted(values.inspect)) log("inspection is on: watch the actors with npx conclave viewer");
   // The supervisor restarts a process that dies (with a backoff capped at 30 s, never giving up) and says so.
@@ -47,4 +56,34 @@ export async function run(argv: string[]): Promise<number> {
   await cluster.stop();
   log("stopped");
   return 0;
+}
+
+/** `--exec`: the command runs against the cluster, which stops when it exits (or on Ctrl-C). */
+async function runThenStop(
+  command: string,
+  cluster: { url: string; stop(): Promise<void> },
+  log: (line: string) => void,
+): Promise<number> {
+  log(`running: ${command}`);
+  const child = spawn(command, {
+    shell: true,
+    stdio: "inherit",
+    env: { ...process.env, CONCLAVE_NATS_URL: cluster.url },
+  });
+  const interrupted = () => child.kill("SIGINT");
+  process.once("SIGINT", interrupted);
+  process.once("SIGTERM", interrupted);
+  const status = await new Promise<number>((resolve) => {
+    child.once("error", (error) => {
+      log(`cannot run ${command}: ${error.message}`);
+      resolve(127);
+    });
+    child.once("exit", (code, signal) => resolve(code ?? (signal ? 128 + 2 : 1)));
+  });
+  process.off("SIGINT", interrupted);
+  process.off("SIGTERM", interrupted);
+  log(`${command} exited with status ${status}; stopping…`);
+  await cluster.stop();
+  log("stopped");
+  return status;
 }
