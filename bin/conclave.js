@@ -1,6 +1,11 @@
 #!/usr/bin/env node
-// Entry point of the `conclave` command: runs the TypeScript sources through tsx.
-import { register } from "tsx/esm/api";
+// The `conclave` command: the compiled CLI in dist/ (`npm run build`; `npm install` in a
+// checkout builds it). scripts/conclave-dev.mjs runs the TypeScript sources instead.
+import { existsSync } from "node:fs";
 
-register();
-await import("../src/cli/main.ts");
+const main = new URL("../dist/src/cli/main.js", import.meta.url);
+if (!existsSync(main)) {
+  console.error("conclave: dist/ is missing: run `npm run build` first");
+  process.exit(1);
+}
+await import(main.href);

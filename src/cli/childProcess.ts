@@ -1,9 +1,18 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { join } from "node:path";
-import { REPO_ROOT } from "../nats/server.ts";
+import { fileURLToPath } from "node:url";
 import { UnavailableError } from "./failures.ts";
 
-export const CONCLAVE_BIN = join(REPO_ROOT, "bin", "conclave.js");
+/**
+ * The script `node` runs for a `conclave` subprocess of this same code: from the TypeScript
+ * sources (tsx, vitest) the development launcher, which runs the sources through tsx, so
+ * tests and `conclave up` never start a stale dist/; from the compiled package, the compiled
+ * CLI next to this module (no tsx).
+ */
+export const CONCLAVE_BIN = fileURLToPath(
+  import.meta.url.endsWith(".ts")
+    ? new URL("../../scripts/conclave-dev.mjs", import.meta.url)
+    : new URL("main.js", import.meta.url),
+);
 
 /** A `conclave` subprocess that reports `{ type: "ready" }` over IPC once it serves. */
 export interface ConclaveProcess {

@@ -1,4 +1,5 @@
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { describeFailure, EXIT, EXIT_HELP, failureLine, stackOf } from "./failures.ts";
 import { exitQuietlyWhenStdoutCloses } from "./stdio.ts";
 
@@ -23,6 +24,7 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<Command> }
     load: () => import("./commands/worker.ts"),
   },
   send: { summary: "publish a user turn and stream its events", load: () => import("./commands/send.ts") },
+  chat: { summary: "talk in a terminal UI, watching each turn run live", load: () => import("./commands/chat.ts") },
   events: { summary: "read a session's event log back", load: () => import("./commands/events.ts") },
   turns: {
     summary: "where each turn of a session stands (pending, inflight, done, failed, expired)",
@@ -61,8 +63,14 @@ Global options:
 
 ${EXIT_HELP}`;
 
-const version = (): string =>
-  (JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string }).version;
+/** The version in the nearest package.json above this module: src/cli/ in the repo, dist/src/cli/ once built. */
+const version = (): string => {
+  for (let dir = import.meta.dirname; ; dir = dirname(dir)) {
+    const manifest = join(dir, "package.json");
+    if (existsSync(manifest)) return (JSON.parse(readFileSync(manifest, "utf8")) as { version: string }).version;
+    if (dirname(dir) === dir) throw new Error(`no package.json above ${import.meta.dirname}`);
+  }
+};
 
 /** The flags before `--`: after it, everything is a command's positional text. */
 const flagsOf = (argv: string[]): string[] => (argv.includes("--") ? argv.slice(0, argv.indexOf("--")) : argv);
