@@ -12,6 +12,13 @@ import { Svcm } from "@nats-io/services";
 export const isInboxReply = (reply: string | undefined): reply is string =>
   !!reply && (reply.startsWith("_INBOX") || reply.startsWith("_R_."));
 
+/**
+ * The connection type of @nats-io/services. Its last release on npm (3.0.0-25) depends on its
+ * own @nats-io/nats-core (3.0.0-50), whose declarations still have the enums later releases
+ * turned into string constants; the protocol and the methods it calls are the same.
+ */
+export type ServicesConnection = ConstructorParameters<typeof Svcm>[0];
+
 /** Subjects of the services API's own handlers (discovery: PING, INFO, STATS). */
 const DISCOVERY_PREFIX = "$SRV.";
 
@@ -38,5 +45,5 @@ export function guardedServices(nc: NatsConnection): Svcm {
       };
     },
   });
-  return new Svcm(guarded);
+  return new Svcm(guarded as unknown as ServicesConnection);
 }

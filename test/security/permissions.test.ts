@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { InspectionEvent } from "xstate";
 import { builtinAgents } from "../../src/agents/builtins.ts";
 import { DEV_CREDENTIALS, INBOX_PREFIXES, ROLES, type Role } from "../../src/bus/connection.ts";
+import type { ServicesConnection } from "../../src/bus/replies.ts";
 import { buckets, RUNNER_CONSUMER, streams, subjects } from "../../src/bus/subjects.ts";
 import { submitTurn, watchTurn } from "../../src/client/turns.ts";
 import { readEvents } from "../../src/eventlog/reader.ts";
@@ -226,13 +227,14 @@ describe("each role can do its job", () => {
       pass: "conclave-dev-operator",
       inboxPrefix: "_INBOX_operator",
     });
+    const discovery = new Svcm(operator as unknown as ServicesConnection).client();
     const names: string[] = [];
-    for await (const ping of await new Svcm(operator).client().ping()) names.push(ping.name);
+    for await (const ping of await discovery.ping()) names.push(ping.name);
     expect(names).toEqual(expect.arrayContaining(["conclave-runner", "conclave-agents", "conclave-council"]));
     let infos = 0;
-    for await (const _ of await new Svcm(operator).client().info()) infos++;
+    for await (const _ of await discovery.info()) infos++;
     let stats = 0;
-    for await (const _ of await new Svcm(operator).client().stats()) stats++;
+    for await (const _ of await discovery.stats()) stats++;
     expect([infos, stats]).toEqual([names.length, names.length]);
 
     const records: InspectionRecord[] = [];
