@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { builtinAgents } from "../../src/agents/builtins.ts";
 import { busOptions, connectBus } from "../../src/bus/connection.ts";
 import { RemoteCallError } from "../../src/bus/errors.ts";
+import { CONCLAVE_BIN } from "../../src/cli/childProcess.ts";
 import { readThroughRunner, submitTurn, watchTurn } from "../../src/client/turns.ts";
 import type { EngineEvent } from "../../src/contracts/events.ts";
 import { freePort, REPO_ROOT, type RunningNatsServer, startNatsServer } from "../../src/nats/server.ts";
@@ -126,7 +127,7 @@ describe("tenants", () => {
     // Not spawnSync: the runner and worker of this test live in this process and must keep answering.
     const sent = await promisify(execFile)(
       process.execPath,
-      [join(REPO_ROOT, "bin", "conclave.js"), "send", "--json", "--session", "cli", "hello from the terminal"],
+      [CONCLAVE_BIN, "send", "--json", "--session", "cli", "hello from the terminal"],
       {
         env: {
           ...process.env,
