@@ -6,7 +6,7 @@
  */
 import type { EngineEvent } from "../contracts/events.ts";
 import { STAGES, type Stage } from "../contracts/turn.ts";
-import { applyTurnEvent, newTurnView, outcomeLine, type TurnView } from "./turnView.ts";
+import { applyTurnEvent, isSettled, newTurnView, outcomeLine, ranToEnd, type TurnView } from "./turnView.ts";
 
 /**
  * Where the conversation stands: `idle` (the user may send), `submitting` (a
@@ -166,32 +166,41 @@ function finish(state: ChatState, failure: string | null): ChatState {
       : state;
   }
   const turnId = state.turn?.turnId ?? undefined;
+  const cancelled = state.phase === "cancelling";
+  if (turnId === undefined && !cancelled) {
+    // Never accepted: no turn to show, only why.
+    const text = `not sent: ${failure ?? "the submission ended without an answer"}`;
+    return {
+      ...state,
+      phase: "idle",
+      turn: null,
+      history: said(state.history, { role: "notice", text, tone: "error" }),
+    };
+  }
   const label = turnId === undefined ? "the message" : `turn ${turnId}`;
-  const text =
-    state.phase === "cancelling"
-      ? `${label}: ✘ cancelled${failure ? ` (${failure})` : ""}`
-      : (failure ?? `${label}: the turn's events stopped before it completed`);
+  const stopped = cancelled ? "cancelled" : (failure ?? "its events stopped before it completed");
+  const text = cancelled ? `${label}: ✘ cancelled${failure ? ` (${failure})` : ""}` : `${label}: ${stopped}`;
   return {
     ...state,
     phase: "idle",
-    history: said(state.history, {
-      role: "notice",
-      text,
-      tone: state.phase === "cancelling" ? "warning" : "error",
-      turnId,
-    }),
+    turn: state.turn && { ...state.turn, stopped },
+    history: said(state.history, { role: "notice", text, tone: cancelled ? "warning" : "error", turnId }),
   };
 }
 
-/** Each stage of the pipeline with whether it is done, running or still to come (and `safety` once entered). */
-export function stageMarks(turn: TurnView | null): { stage: Stage; mark: "done" | "running" | "pending" }[] {
+/** Each stage of the pipeline: done, running, still to come, or where the turn stopped (and `safety` once entered). */
+export function stageMarks(
+  turn: TurnView | null,
+): { stage: Stage; mark: "done" | "running" | "pending" | "stopped" }[] {
   const seen = turn?.stages ?? [];
   const order: Stage[] = seen.includes("safety") ? [...STAGES.slice(0, 2), "safety", ...STAGES.slice(2)] : [...STAGES];
-  const ended = turn?.outcome != null;
-  return order.map((stage) => ({
-    stage,
-    mark: !seen.includes(stage) ? "pending" : stage === turn?.stage && !ended ? "running" : "done",
-  }));
+  const mark = (stage: Stage) => {
+    if (!seen.includes(stage)) return "pending";
+    if (stage !== turn?.stage) return "done";
+    // The last stage entered: running, done if the turn ran to its end, else where it stopped.
+    return !isSettled(turn) ? "running" : ranToEnd(turn) ? "done" : "stopped";
+  };
+  return order.map((stage) => ({ stage, mark: mark(stage) }));
 }
 
 /** The status line under the input: where the conversation stands and what the keys do now. */

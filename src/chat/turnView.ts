@@ -65,6 +65,8 @@ export interface TurnView {
   alerts: string[];
   /** Set by TURN_COMPLETED. */
   outcome: ChatOutcome | null;
+  /** Why the chat stopped following the turn before its TURN_COMPLETED (`cancelled`, or a failure). */
+  stopped: string | null;
   /** The final reply (TURN_COMPLETED's response). */
   response: string | null;
   totalMs: number | null;
@@ -88,6 +90,7 @@ export function newTurnView(text: string): TurnView {
     warnings: [],
     alerts: [],
     outcome: null,
+    stopped: null,
     response: null,
     totalMs: null,
     attempt: 1,
@@ -205,10 +208,17 @@ export function applyTurnEvent(view: TurnView, event: EngineEvent): TurnView {
   }
 }
 
+/** True once the turn completed, or the chat stopped following it. */
+export const isSettled = (view: TurnView): boolean => view.outcome !== null || view.stopped !== null;
+
+/** True when the turn ran to its end (Complete or PartialSuccess). */
+export const ranToEnd = (view: TurnView): boolean =>
+  view.outcome?.status === "Complete" || view.outcome?.status === "PartialSuccess";
+
 /** One line saying how a turn ended, e.g. `✔ Complete in 84 ms`, `✘ cancelled: user`. */
 export function outcomeLine(view: TurnView): string | null {
   const outcome = view.outcome;
-  if (!outcome) return null;
+  if (!outcome) return view.stopped === null ? null : `✘ ${view.stopped}`;
   const took = view.totalMs === null ? "" : ` in ${Math.round(view.totalMs)} ms`;
   switch (outcome.status) {
     case "Complete":

@@ -7,13 +7,13 @@
 import { Box, Static, Text } from "ink";
 import { createElement as h, type ReactElement } from "react";
 import { type ChatMessage, type ChatState, stageMarks, statusLine } from "./state.ts";
-import { type AgentMark, outcomeLine, type TurnView } from "./turnView.ts";
+import { type AgentMark, isSettled, outcomeLine, type TurnView } from "./turnView.ts";
 
 /** The most of the thinking stream the live panel shows (its latest characters). */
 const THINKING_TAIL = 240;
 
-const MARK = { done: "✓", running: "▸", pending: "·", failed: "✗" } as const;
-const COLOR = { done: "green", running: "yellow", pending: "gray", failed: "red" } as const;
+const MARK = { done: "✓", running: "▸", pending: "·", failed: "✗", stopped: "✗" } as const;
+const COLOR = { done: "green", running: "yellow", pending: "gray", failed: "red", stopped: "yellow" } as const;
 
 /** A labelled row: the label in a fixed column, the content wrapping beside it. */
 const row = (label: string, ...content: (ReactElement | string)[]) =>
@@ -49,7 +49,7 @@ const agentMark = (agent: AgentMark, ended: boolean) =>
 
 /** The running (or last) turn: stages, agents, rounds, council, streams, critics, warnings, outcome. */
 export function TurnPanel({ turn }: { turn: TurnView }): ReactElement {
-  const ended = turn.outcome !== null;
+  const ended = isSettled(turn);
   const title = `turn ${turn.turnId ?? "…"}${turn.attempt > 1 ? ` · attempt ${turn.attempt}` : ""}`;
   const rows: ReactElement[] = [
     h(Text, { key: "title", dimColor: true }, `── ${title} ──`),
@@ -133,7 +133,12 @@ export function TurnPanel({ turn }: { turn: TurnView }): ReactElement {
           Text,
           {
             key: "o",
-            color: turn.outcome?.status === "Complete" ? "green" : turn.outcome?.status === "Failed" ? "red" : "yellow",
+            color:
+              turn.outcome?.status === "Complete"
+                ? "green"
+                : turn.outcome?.status === "Failed" || (!turn.outcome && turn.stopped !== "cancelled")
+                  ? "red"
+                  : "yellow",
           },
           outcome,
         ),

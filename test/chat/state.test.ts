@@ -155,13 +155,20 @@ describe("Ctrl-C", () => {
     expect(cancelled.phase).toBe("idle");
     expect(cancelled.history.at(-1)).toMatchObject({ role: "notice", text: "turn 3: ✘ cancelled: user" });
     expect(cancelled.history.some((message) => message.role === "assistant")).toBe(false);
+    expect(stageMarks(cancelled.turn).filter(({ mark }) => mark !== "pending")).toEqual([]);
     expect(reduce(cancelled, { type: "interrupted" }).quit).toBe(true);
     expect(reduce(cancelling, { type: "interrupted" }).quit).toBe(true);
   });
 
   it("a turn whose stream ends while cancelling is reported cancelled", () => {
-    const ended = reduce(running, { type: "interrupted" }, { type: "ended" });
+    const atCouncil = reduce(
+      running,
+      ...events(stored([{ kind: "TURN_STAGE_CHANGED", payload: { stage: "council" } }], 3)),
+    );
+    const ended = reduce(atCouncil, { type: "interrupted" }, { type: "ended" });
     expect(ended.phase).toBe("idle");
+    expect(ended.turn?.stopped).toBe("cancelled");
+    expect(stageMarks(ended.turn).find(({ stage }) => stage === "council")?.mark).toBe("stopped");
     expect(ended.history.at(-1)).toMatchObject({ role: "notice", text: "turn 3: ✘ cancelled", tone: "warning" });
   });
 
@@ -226,7 +233,13 @@ describe("failures and history", () => {
       message: "no runner is answering: is a runner up?",
     });
     expect(failed.phase).toBe("idle");
-    expect(failed.history.at(-1)).toMatchObject({ role: "notice", tone: "error", text: /no runner/ });
+    expect(failed.history.at(-1)).toEqual({
+      id: 2,
+      role: "notice",
+      tone: "error",
+      text: "not sent: no runner is answering: is a runner up?",
+    });
+    expect(failed.turn).toBeNull();
     expect(reduce(send(failed, "again"), { type: "accepted", turnId: 1 }).phase).toBe("running");
   });
 

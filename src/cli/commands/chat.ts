@@ -1,0 +1,68 @@
+import { randomBytes } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
+import { connectBus } from "../../bus/connection.ts";
+import { showChat } from "../../chat/app.ts";
+import { ChatController } from "../../chat/controller.ts";
+import { followingClient } from "../../chat/interimClient.ts";
+import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFrom, parse, sessionArg, UsageError } from "../args.ts";
+import { EXIT, EXIT_HELP } from "../failures.ts";
+
+export const help = `conclave chat: talk with Conclave in the terminal, watching each turn run
+
+Usage: conclave chat [--session <id>] [options]
+
+  --session ID   session to talk in (A-Z a-z 0-9 _ -, up to 64 characters)   [a fresh one]
+
+Shows, live, the stage in progress, the agents of each wave (✓ answered, ✗ failed),
+the deliberation rounds and their consensus, the council's decision, the voice's
+thinking and reply as they stream, the critics' verdicts and the warnings, above
+an input line and under the conversation so far.
+
+Keys: Enter sends the line · Backspace erases · Ctrl-U clears the line
+      Ctrl-C cancels the running turn; a second Ctrl-C (or one when no turn runs) quits
+
+Needs a terminal (stdin and stdout a TTY); from a script, use conclave send.
+
+${CONNECTION_HELP}
+
+${EXIT_HELP}`;
+
+/** How long quitting waits for a cancelled turn's stream to end. */
+const CANCEL_GRACE_MS = 3_000;
+
+/** A session id no one used yet: `chat-` and 12 hex digits. */
+const freshSession = () => `chat-${randomBytes(6).toString("hex")}`;
+
+export async function run(argv: string[]): Promise<number> {
+  const { values } = parse(argv, { ...CONNECTION_FLAGS, session: { type: "string", short: "s" } });
+  if (values.help) {
+    console.log(help);
+    return EXIT.ok;
+  }
+  const session = values.session === undefined ? freshSession() : sessionArg(values.session);
+  if (!process.stdin.isTTY || !process.stdout.isTTY)
+    throw new UsageError("chat needs a terminal (stdin and stdout a TTY); from a script, use conclave send");
+
+  const nc = await connectBus(connectionFrom(values, "client", false));
+  const client = followingClient(nc);
+  let screen: ReturnType<typeof showChat> | undefined;
+  const controller = new ChatController(client, session, () => screen?.quit());
+  screen = showChat(controller);
+  // Ctrl-C arrives as a key; a signal from elsewhere means the same (SIGINT) or quit (SIGTERM, SIGHUP).
+  const interrupt = () => controller.dispatch({ type: "interrupted" });
+  const quit = () => controller.dispatch({ type: "quit" });
+  process.on("SIGINT", interrupt);
+  process.on("SIGTERM", quit);
+  process.on("SIGHUP", quit);
+  try {
+    await screen.exited;
+    // A turn cancelled on the way out has a moment to deliver its cancellation.
+    await Promise.race([controller.settled(), sleep(CANCEL_GRACE_MS)]);
+  } finally {
+    process.off("SIGINT", interrupt);
+    process.off("SIGTERM", quit);
+    process.off("SIGHUP", quit);
+    await nc.close();
+  }
+  return EXIT.ok;
+}
