@@ -9,12 +9,31 @@
  * @packageDocumentation
  */
 
-export type { BusOptions } from "./bus/connection.ts";
-export type { EngineEvent, EventKind, EventPayload } from "./contracts/events.ts";
+export type { BusOptions, TlsFiles } from "./bus/connection.ts";
+export type { ErrorCode } from "./contracts/errors.ts";
+export {
+  type EngineEvent,
+  type EventBody,
+  EventEnvelope,
+  type EventKind,
+  type EventPayload,
+  EventPayloads,
+} from "./contracts/events.ts";
 export type { Stage, TurnAck, TurnOutcome, TurnWarning } from "./contracts/turn.ts";
 export type { TurnPolicy } from "./contracts/turnProtocol.ts";
-export { ConclaveError, type ConclaveErrorCode, isConclaveError } from "./errors.ts";
-export type { LlmConfig } from "./llm/index.ts";
+export { ConclaveError, type ConclaveErrorCode, isConclaveError, type LocalErrorCode } from "./errors.ts";
+export { type LlmConfig, type LlmErrorCode, llmConfigFromEnv } from "./llm/index.ts";
+export {
+  defaultInterceptors,
+  type InterceptorChains,
+  type InterceptorContext,
+  piiRedaction,
+  promptInjectionGuard,
+  type RequestInterceptor,
+  type ResponseInterceptor,
+  type Verdict,
+} from "./runtime/interception/interceptors.ts";
+export type { LogFields, Logger } from "./runtime/log.ts";
 export type { RunnerOptions } from "./runtime/runner/runner.ts";
 export { type RunnerHandle, type StartRunnerOptions, startRunner } from "./runtime/startRunner.ts";
 export * from "./worker.ts";

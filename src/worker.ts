@@ -18,7 +18,7 @@
  * @packageDocumentation
  */
 export { builtinAgents } from "./agents/builtins.ts";
-export { type CouncilAnswers, councilAnswers } from "./agents/councilAnswers.ts";
+export { type CouncilAnswering, type CouncilAnswers, councilAnswers } from "./agents/councilAnswers.ts";
 export {
   type AgentDefinition,
   AgentDefinitionError,

@@ -3,6 +3,14 @@ import { Contribution as ContributionSchema } from "../contracts/agent.ts";
 import { agentPrompt } from "../llm/prompts.ts";
 import { type AgentReviseContext, type AgentRunContext, reviseByMajority } from "./defineAgent.ts";
 
+/** The `run` and `revise` that `councilAnswers` makes, to spread into `defineAgent`'s argument. */
+export interface CouncilAnswering {
+  /** The first say in a wave: the model from the prompt, or the rules offline. */
+  run(ctx: AgentRunContext): Promise<Contribution>;
+  /** A deliberation round: the model in revise mode, or `reviseRules` offline. */
+  revise(ctx: AgentReviseContext): Promise<Contribution>;
+}
+
 /** How a council agent answers: instructions for a model, and the rules the offline mode follows. */
 export interface CouncilAnswers {
   /** What the agent is for, as instructions to a model. */
@@ -24,10 +32,7 @@ export interface CouncilAnswers {
  *   ...councilAnswers({ prompt: "You cheer the user on.", rules: () => quietOutput() }) });
  * ```
  */
-export function councilAnswers(answers: CouncilAnswers): {
-  run(ctx: AgentRunContext): Promise<Contribution>;
-  revise(ctx: AgentReviseContext): Promise<Contribution>;
-} {
+export function councilAnswers(answers: CouncilAnswers): CouncilAnswering {
   const ask = (ctx: AgentRunContext, mode: "respond" | "revise", round: number) =>
     ctx.model!.structured({
       ...agentPrompt({ id: ctx.agentId, prompt: answers.prompt }, { mode, round, context: ctx.input }),

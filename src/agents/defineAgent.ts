@@ -116,10 +116,15 @@ export interface AgentSpec<S extends z.ZodType> extends AgentScheduling {
 
 /** An agent, ready for `startWorker({ agents })`. Create it with `defineAgent`. */
 export interface AgentDefinition<S extends z.ZodType = z.ZodType> {
+  /** What workers announce about it: id, role, scheduling facts, the JSON Schema of its output. */
   readonly manifest: AgentManifest;
+  /** The schema its answers must satisfy. */
   readonly output: S;
+  /** Answers one turn (see AgentSpec.run). */
   run(ctx: AgentRunContext): Promise<z.input<S>> | z.input<S>;
+  /** What the council takes from an answer. */
   contribute(output: z.infer<S>): Contribution;
+  /** Reconsiders contested claims in a deliberation round. */
   revise(ctx: AgentReviseContext): Promise<Contribution>;
 }
 

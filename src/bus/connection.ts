@@ -88,6 +88,7 @@ export interface TlsFiles {
   keyFile?: string;
 }
 
+/** How a process connects to NATS, in one of the roles of nats.conf (see README, "Credentials"). */
 export interface BusOptions {
   /** Server URL(s), comma-separated. Default: $CONCLAVE_NATS_URL, else nats://127.0.0.1:4222. */
   url: string;

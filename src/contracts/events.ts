@@ -103,16 +103,19 @@ export const EventPayloads = {
   }),
 } as const;
 
+/** The name of an event kind: `TURN_STARTED`, `AGENT_COMPLETED`, `TURN_COMPLETED`, … */
 export type EventKind = keyof typeof EventPayloads;
 export const EVENT_KINDS = Object.keys(EventPayloads) as EventKind[];
 export const EventKindSchema = z.enum(EVENT_KINDS as [EventKind, ...EventKind[]]);
 
+/** The payload of events of kind `K`. */
 export type EventPayload<K extends EventKind> = z.infer<(typeof EventPayloads)[K]>;
 
 /** A kind together with its payload: what the turn machine asks its host to record. */
 export type EventBody = { [K in EventKind]: { kind: K; payload: EventPayload<K> } }[EventKind];
 
-const envelope = {
+/** What every event carries besides its kind and payload. */
+export const EventEnvelope = {
   session_id: SessionId,
   turn_id: TurnId,
   /** Contiguous from 0 within a turn. */
@@ -125,7 +128,7 @@ const envelope = {
 export const EngineEvent = z.discriminatedUnion(
   "kind",
   EVENT_KINDS.map((kind) =>
-    z.object({ ...envelope, kind: z.literal(kind), payload: EventPayloads[kind] }),
+    z.object({ ...EventEnvelope, kind: z.literal(kind), payload: EventPayloads[kind] }),
   ) as unknown as [z.ZodObject<{ kind: z.ZodLiteral<EventKind> }>, ...z.ZodObject<{ kind: z.ZodLiteral<EventKind> }>[]],
 );
-export type EngineEvent = z.infer<z.ZodObject<typeof envelope>> & EventBody;
+export type EngineEvent = z.infer<z.ZodObject<typeof EventEnvelope>> & EventBody;

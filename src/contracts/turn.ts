@@ -47,6 +47,7 @@ export const STAGES = [
   "memory_commit",
 ] as const;
 export const Stage = z.enum([...STAGES, "safety"]);
+/** A stage of the turn pipeline, or `safety` (the safety interrupt). */
 export type Stage = z.infer<typeof Stage>;
 
 /** A non-fatal problem in one stage: the turn went on without that stage's full result. */

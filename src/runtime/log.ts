@@ -15,9 +15,13 @@ export type LogFields = Record<string, unknown>;
 
 /** What the runner, the workers and the CLI log through. */
 export interface Logger {
+  /** Detail for debugging. */
   debug(message: string, fields?: LogFields): void;
+  /** What happened, in normal operation. */
   info(message: string, fields?: LogFields): void;
+  /** Something went wrong and was handled. */
   warn(message: string, fields?: LogFields): void;
+  /** Something went wrong and was not. */
   error(message: string, fields?: LogFields): void;
   /** A logger whose every line also carries `bindings` (e.g. `{ session_id, turn_id }`). */
   child(bindings: LogFields): Logger;

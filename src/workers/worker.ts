@@ -25,7 +25,9 @@ import { serveCouncil, serveCritics, serveScheduler, serveVoice } from "./coreEn
 import { serveMemory } from "./memoryEndpoints.ts";
 import { IgnoredMessages, requestsOnly } from "./requestGuard.ts";
 
+/** The core actors a worker can host beside agents (`services` of `startWorker`). */
 export const CORE_SERVICES = ["scheduler", "council", "critics", "memory"] as const;
+/** One of CORE_SERVICES: `scheduler`, `council` (with the voice), `critics`, `memory`. */
 export type CoreService = (typeof CORE_SERVICES)[number];
 
 /** Raised when a worker is asked for agents or services that do not exist. */
@@ -76,12 +78,21 @@ export interface WorkerOptions {
    * `CONCLAVE_LLM_BASE_URL`/`CONCLAVE_LLM_MODEL`, else offline.
    */
   llm?: LlmConfig | false;
-  /** Where the thinking happens, overriding `llm` (tests). */
+  /**
+   * Where the thinking happens, overriding `llm`.
+   * @internal tests
+   */
   backend?: CognitionBackend;
+  /** Where the worker logs. Default: nothing. */
   log?: Logger;
+  /**
+   * Inspection and error hooks of the served actors.
+   * @internal the CLI's --inspect
+   */
   serve?: ServeOptions;
 }
 
+/** A running worker. */
 export interface WorkerHandle {
   /** Ids of the agents it hosts. */
   readonly agents: string[];

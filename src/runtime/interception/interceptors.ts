@@ -20,13 +20,17 @@ export interface InterceptorContext {
   readonly turn_id: number;
 }
 
+/** What an interceptor decides: let it through, replace its text (saying why), or drop it. */
 export type Verdict =
   | { action: "pass" }
   | { action: "redact"; text: string; reason: string }
   | { action: "block"; reason: string };
 
+/** Sees the user's message, with the fast sensors' scores, before any agent does. */
 export interface RequestInterceptor {
+  /** Named in REQUEST_INTERCEPTED events. */
   readonly name: string;
+  /** Decides on the message. */
   onRequest(request: { text: string; sensors: Sensors }, context: InterceptorContext): Verdict;
 }
 
@@ -39,7 +43,9 @@ export interface RequestInterceptor {
  * them, so redacting it (`redact`) or dropping it (`block`) is final.
  */
 export interface ResponseInterceptor {
+  /** Named in RESPONSE_INTERCEPTED events. */
   readonly name: string;
+  /** Decides on a packet of a stream (see `holdBack`). */
   onPacket(packet: { stream_id: StreamId; delta: string }, context: InterceptorContext): Verdict;
   /**
    * Characters at the end of `text` (all of the stream this interceptor has
@@ -111,6 +117,7 @@ const piiVerdict = (text: string): Verdict => {
  * user says, in what the voice streams (across packet boundaries), and in
  * the user's message as the event log stores it.
  */
+/** Redacts e-mail addresses, phone and card numbers, in messages and in streams. */
 export const piiRedaction: RequestInterceptor & ResponseInterceptor = {
   name: "pii",
   onRequest: ({ text }) => piiVerdict(text),
@@ -118,8 +125,11 @@ export const piiRedaction: RequestInterceptor & ResponseInterceptor = {
   holdBack: piiHoldBack,
 };
 
+/** The interceptors a runner applies, in order (`interceptors` of startRunner). */
 export interface InterceptorChains {
+  /** On the user's message, before the agents see it. */
   request: RequestInterceptor[];
+  /** On every packet of the voice's streams. */
   response: ResponseInterceptor[];
   /**
    * Applied to the user's message as `TURN_STARTED.user_input` stores it
@@ -129,6 +139,7 @@ export interface InterceptorChains {
   stored?: RequestInterceptor[];
 }
 
+/** The default chains: the prompt-injection guard and PII redaction on requests, PII redaction on responses and on what the log stores. */
 export const defaultInterceptors = (): InterceptorChains => ({
   request: [promptInjectionGuard(), piiRedaction],
   response: [piiRedaction],

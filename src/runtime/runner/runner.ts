@@ -29,10 +29,14 @@ import { type SessionActor, SessionHost } from "./sessionHost.ts";
 import { readForTakeover } from "./takeover.ts";
 import { TurnOrder } from "./turnOrder.ts";
 
+/** How a runner runs turns. Every field has a default. */
 export interface RunnerOptions {
   /** Stage deadlines and agent budgets. Default: defaultTurnPolicy. */
   policy?: TurnPolicy;
-  /** Where the turn's work is done. Default: workers over NATS. */
+  /**
+   * Where the turn's work is done. Default: workers over NATS.
+   * @internal tests and benchmarks run the stages in-process
+   */
   services?: TurnServices;
   /** Request and response interceptors. Default: prompt-injection guard and PII redaction. */
   interceptors?: InterceptorChains;
@@ -42,7 +46,9 @@ export interface RunnerOptions {
   checkpointEvery?: number;
   /** This runner's name in leases and turn status. Default `<host>:<pid>`. */
   id?: string;
+  /** Where the runner logs. Default: nothing. */
   log?: Logger;
+  /** Receives the inspection events of every session and turn actor (the Stately inspector's protocol). */
   inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
 }
 
