@@ -8,7 +8,7 @@
 
 import { describeFailure } from "../cli/failures.ts";
 import type { EngineEvent } from "../contracts/events.ts";
-import { type ChatAction, type ChatState, chatReducer, initialChatState } from "./state.ts";
+import { type ChatAction, type ChatState, chatReducer, initialChatState, pastTurns } from "./state.ts";
 
 /** A submitted turn as the client streams it: its events, and the runner's ack. */
 export type ChatTurnStream = AsyncIterable<EngineEvent> & { ack: Promise<{ turn_id: number }> };
@@ -17,6 +17,8 @@ export type ChatTurnStream = AsyncIterable<EngineEvent> & { ack: Promise<{ turn_
 export interface ChatClient {
   /** Submits `text` on the session; aborting `signal` cancels the turn. */
   submit(sessionId: string, text: string, options: { signal?: AbortSignal }): ChatTurnStream;
+  /** The session's stored events, without following: the conversation so far. */
+  events(sessionId: string, options: { follow: false; signal?: AbortSignal }): AsyncIterable<EngineEvent>;
 }
 
 /** Holds a chat's state, runs its turns, and tells subscribers (the view) when the state changed. */
@@ -62,6 +64,26 @@ export class ChatController {
       this.#abort?.abort();
     }
   };
+
+  /**
+   * Reads the session's earlier turns into the history (before the chat takes
+   * input). Best effort: when they cannot be read within `timeoutMs` (no
+   * runner, say), the chat starts empty and the first message says why.
+   */
+  async restore(timeoutMs = 3_000): Promise<void> {
+    const events: EngineEvent[] = [];
+    try {
+      for await (const event of this.#client.events(this.#state.sessionId, {
+        follow: false,
+        signal: AbortSignal.timeout(timeoutMs),
+      }))
+        events.push(event);
+    } catch {
+      return;
+    }
+    const turns = pastTurns(events);
+    if (turns.length > 0) this.dispatch({ type: "restored", turns });
+  }
 
   /** Settles once the turn in flight (if any) has stopped streaming. */
   settled(): Promise<void> {

@@ -1,15 +1,19 @@
 /**
  * Until `conclave/client` lands: a ChatClient from submitTurn and watchTurn.
- * Aborting stops following the turn here only (the runner finishes it).
+ * Aborting stops following the turn here only (the runner finishes it); the
+ * history is read through a runner.
  */
 import type { NatsConnection } from "@nats-io/nats-core";
-import { submitTurn, watchTurn } from "../client/turns.ts";
+import { readThroughRunner, submitTurn, watchTurn } from "../client/turns.ts";
 import type { EngineEvent } from "../contracts/events.ts";
 import type { ChatClient, ChatTurnStream } from "./controller.ts";
 
 /** A ChatClient over `nc` that submits and follows turns, without cross-process cancellation. */
 export function followingClient(nc: NatsConnection): ChatClient {
   return {
+    async *events(sessionId) {
+      yield* await readThroughRunner(nc, sessionId, { timeoutMs: 3_000 });
+    },
     submit(sessionId, text, { signal }): ChatTurnStream {
       const ack = submitTurn(nc, sessionId, { text });
       const queue: EngineEvent[] = [];

@@ -67,7 +67,30 @@ export type ChatAction =
   /** Quit now, whatever runs (SIGTERM, the terminal closed): a running turn is cancelled. */
   | { type: "quit" }
   /** Earlier turns of the session (read back when the chat opens), oldest first. */
-  | { type: "restored"; turns: { turnId: number; text: string; response: string | null }[] };
+  | { type: "restored"; turns: PastTurn[] };
+
+/** One earlier turn of the session, as the conversation history shows it. */
+export interface PastTurn {
+  turnId: number;
+  text: string;
+  /** The reply; null when the turn has not completed, or ended Failed or Cancelled (nothing was said). */
+  response: string | null;
+}
+
+/** The session's earlier turns from its stored events, oldest first. */
+export function pastTurns(events: Iterable<EngineEvent>): PastTurn[] {
+  const turns = new Map<number, PastTurn>();
+  for (const event of events) {
+    if (event.kind === "TURN_STARTED" && !turns.has(event.turn_id))
+      turns.set(event.turn_id, { turnId: event.turn_id, text: event.payload.user_input, response: null });
+    const turn = turns.get(event.turn_id);
+    if (event.kind === "TURN_COMPLETED" && turn) {
+      const status = (event.payload.outcome as { status: string }).status;
+      if (status === "Complete" || status === "PartialSuccess") turn.response = event.payload.response;
+    }
+  }
+  return [...turns.values()].sort((a, b) => a.turnId - b.turnId);
+}
 
 /** A chat on `sessionId` with nothing said yet. */
 export function initialChatState(sessionId: string): ChatState {

@@ -128,6 +128,15 @@ describe("conclave chat in a terminal", () => {
     await see("chat exited with status 0", 10_000);
   });
 
+  it("reopening a session shows its conversation so far", async () => {
+    pane = "again";
+    await startChat(pane, nats.url, "tui");
+    const restored = await see("session tui · Enter sends · Ctrl-C quits");
+    expect(restored).toContain(`you › hello there\nconclave › ${FAST_REPLY}\nyou › please answer slowly`);
+    await keys("C-c");
+    await see("chat exited with status 0", 10_000);
+  });
+
   it("says so in the conversation when no runner answers, and stays open", async () => {
     pane = "bare";
     await startChat(pane, bare.url, "nobody");

@@ -6,6 +6,7 @@ import {
   chatReducer,
   initialChatState,
   interruptIntent,
+  pastTurns,
   stageMarks,
   statusLine,
 } from "../../src/chat/state.ts";
@@ -270,6 +271,25 @@ describe("failures and history", () => {
       ["user", "hi"],
       ["assistant", "ok"],
       ["notice", "turn 1: ◐ PartialSuccess in 12 ms (1 warning(s))"],
+    ]);
+  });
+
+  it("reads the conversation back from a session's stored events", async () => {
+    const { records } = await runLocalTurn("hello");
+    const first = stored(records, 1);
+    const reply = first.at(-1)?.kind === "TURN_COMPLETED" ? first.at(-1)?.payload : null;
+    const cancelled = stored(
+      [
+        { kind: "TURN_STARTED", payload: { user_input: "stop me", turn_id: 2 } },
+        completed({ status: "Cancelled", reason: "user" }),
+      ],
+      2,
+    );
+    const running = stored([{ kind: "TURN_STARTED", payload: { user_input: "still going", turn_id: 3 } }], 3);
+    expect(pastTurns([...running, ...first, ...cancelled])).toEqual([
+      { turnId: 1, text: "hello", response: reply && "response" in reply ? reply.response : "?" },
+      { turnId: 2, text: "stop me", response: null },
+      { turnId: 3, text: "still going", response: null },
     ]);
   });
 

@@ -47,6 +47,8 @@ export async function run(argv: string[]): Promise<number> {
   const client = followingClient(nc);
   let screen: ReturnType<typeof showChat> | undefined;
   const controller = new ChatController(client, session, () => screen?.quit());
+  // A session named on the command line may have a conversation already: show it first.
+  if (values.session !== undefined) await controller.restore();
   screen = showChat(controller);
   // Ctrl-C arrives as a key; a signal from elsewhere means the same (SIGINT) or quit (SIGTERM, SIGHUP).
   const interrupt = () => controller.dispatch({ type: "interrupted" });
