@@ -83,6 +83,9 @@ async function see(what: string | RegExp, timeoutMs = 20_000): Promise<string> {
 }
 
 beforeAll(async () => {
+  await run("tmux", ["-V"]).catch(() => {
+    throw new Error("this test drives the chat in tmux, which is not installed (Debian: apt-get install tmux)");
+  });
   model = await startOpenAIServer(chatModel());
   await processes.spawn("worker", ["worker", "--agents", "*", "--services", "scheduler,council,critics,memory"]);
   await processes.spawn("runner", ["runner"]);
