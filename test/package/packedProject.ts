@@ -1,0 +1,152 @@
+/**
+ * Conclave as a user gets it: this checkout packed with `npm pack` and installed into an
+ * empty project (`npm init -y && npm install <tarball>`), so a test runs the compiled
+ * package with plain Node, never the sources.
+ *
+ * The pack runs in a copy of the package's inputs (the `files` of package.json and what
+ * the build reads), with node_modules linked to this checkout's: `prepack` rebuilds dist/
+ * there, so a test never rewrites or races the checkout's own dist/. The install uses the
+ * npm cache (`--prefer-offline`), which already holds every dependency.
+ *
+ * EXTENSION POINT: a test that runs Conclave the way a user does (its own agent file, a
+ * full turn through `conclave up` / `conclave send`) calls `usePackedProject()` once at the
+ * top of its file, writes its files with `project().write(...)` and runs them with
+ * `project().run(...)`. Pack and install take tens of seconds: one per file, in beforeAll.
+ */
+import { execFile } from "node:child_process";
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { afterAll, beforeAll } from "vitest";
+
+/** This checkout. */
+export const REPO = resolve(import.meta.dirname, "..", "..");
+
+/** What the build reads besides the package's `files`: tsconfig.build.json compiles src/, machines/, agents/. */
+const BUILD_INPUTS = ["package.json", "tsconfig.json", "tsconfig.build.json", "scripts", "src", "machines", "agents"];
+
+/** Enough for a build, a pack and an install on a busy two-core machine. */
+export const PACK_TIMEOUT_MS = 240_000;
+
+/** A command's output. */
+export interface CommandOutput {
+  stdout: string;
+  stderr: string;
+}
+
+/** An empty npm project with the packed Conclave installed in it. */
+export interface PackedProject {
+  /** The project directory (package.json; node_modules/conclave from the tarball). */
+  dir: string;
+  /** The tarball `npm pack` wrote. */
+  tarball: string;
+  /** The version in the packed package.json. */
+  version: string;
+  /** What `npm install <tarball>` printed, stdout then stderr. */
+  installOutput: string;
+  /** Writes a file at a path relative to the project, creating its directories. */
+  write(path: string, text: string): string;
+  /** Runs `command` in the project directory; rejects, with its output, when it fails. */
+  run(
+    command: string,
+    args: string[],
+    options?: { env?: NodeJS.ProcessEnv; timeoutMs?: number },
+  ): Promise<CommandOutput>;
+  /** Removes the project, the tarball and the packed copy. */
+  remove(): void;
+}
+
+/** The environment without the `npm_*` variables an enclosing `npm test` sets, which a nested npm would read as its own configuration. */
+function cleanEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  return {
+    ...Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.toLowerCase().startsWith("npm_"))),
+    ...extra,
+  };
+}
+
+function command(
+  cwd: string,
+  file: string,
+  args: string[],
+  options: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {},
+): Promise<CommandOutput> {
+  return new Promise((done, fail) => {
+    execFile(
+      file,
+      args,
+      { cwd, env: cleanEnv(options.env), timeout: options.timeoutMs ?? 120_000, maxBuffer: 64 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        if (error)
+          fail(new Error(`${file} ${args.join(" ")} failed in ${cwd}: ${error.message}\n${stdout}\n${stderr}`));
+        else done({ stdout, stderr });
+      },
+    );
+  });
+}
+
+/** Packs this checkout and installs the tarball into a new empty project. */
+export async function packProject(): Promise<PackedProject> {
+  const root = mkdtempSync(join(tmpdir(), "conclave-packed-"));
+  try {
+    const source = join(root, "source");
+    const pack = join(root, "pack");
+    const dir = join(root, "project");
+    for (const path of [source, pack, dir]) mkdirSync(path);
+
+    const manifest = JSON.parse(readFileSync(join(REPO, "package.json"), "utf8")) as {
+      version: string;
+      files: string[];
+    };
+    for (const entry of new Set([...BUILD_INPUTS, ...manifest.files, "README.md", "LICENSE"])) {
+      if (existsSync(join(REPO, entry))) cpSync(join(REPO, entry), join(source, entry), { recursive: true });
+    }
+    symlinkSync(join(REPO, "node_modules"), join(source, "node_modules"), "dir");
+    await command(source, "npm", ["pack", "--pack-destination", pack]);
+    const tarballs = readdirSync(pack).filter((name) => name.endsWith(".tgz"));
+    if (tarballs.length !== 1) throw new Error(`npm pack wrote ${tarballs.length} tarballs in ${pack}`);
+    const tarball = join(pack, tarballs[0]!);
+
+    await command(dir, "npm", ["init", "-y"]);
+    const installed = await command(dir, "npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", tarball]);
+    return {
+      dir,
+      tarball,
+      version: manifest.version,
+      installOutput: `${installed.stdout}\n${installed.stderr}`,
+      write(path, text) {
+        const file = join(dir, path);
+        mkdirSync(dirname(file), { recursive: true });
+        writeFileSync(file, text);
+        return file;
+      },
+      run: (file, args, options) => command(dir, file, args, options),
+      remove: () => rmSync(root, { recursive: true, force: true }),
+    };
+  } catch (error) {
+    rmSync(root, { recursive: true, force: true });
+    throw error;
+  }
+}
+
+/** Packs and installs once for the calling test file (beforeAll), removes it after (afterAll). */
+export function usePackedProject(): () => PackedProject {
+  let project: PackedProject | undefined;
+  beforeAll(async () => {
+    project = await packProject();
+  }, PACK_TIMEOUT_MS);
+  afterAll(() => project?.remove());
+  return () => {
+    if (!project) throw new Error("the packed project is not installed yet: use it inside a test");
+    return project;
+  };
+}
