@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // `npm run setup`: installs the npm dependencies, then the system packages the project
 // needs when they are missing: nats-server (to run), Chromium (for the offline viewer's
-// browser test) and openssl (certificates for the TLS tests). As root it uses apt-get;
+// browser test), openssl (certificates for the TLS tests) and tmux (the chat's terminal test). As root it uses apt-get;
 // otherwise it prints what to run.
 import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
@@ -47,6 +47,12 @@ const SYSTEM_PACKAGES = [
     apt: "openssl",
     why: "throwaway certificates for the TLS tests (npm test)",
     other: "your system's openssl package",
+  },
+  {
+    binary: "tmux",
+    apt: "tmux",
+    why: "drives `conclave chat` in a real terminal (npm test)",
+    other: "brew install tmux, or your system's tmux package",
   },
 ];
 
