@@ -1,0 +1,60 @@
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { freePort } from "../../src/nats/server.ts";
+import { REPO, usePackedProject } from "./packedProject.ts";
+
+/**
+ * Every example in examples/, run the way its README says (`npm start`) inside a project
+ * where the packed package is installed: the examples use only what users get.
+ */
+const project = usePackedProject();
+const dataDir = mkdtempSync(join(tmpdir(), "conclave-examples-"));
+afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+
+beforeAll(async () => {
+  // What the TypeScript example builds with, from the npm cache.
+  await project().run(
+    "npm",
+    ["install", "--no-save", "--prefer-offline", "--no-audit", "--no-fund", "typescript@~5.9", "@types/node@^20"],
+    {
+      timeoutMs: 120_000,
+    },
+  );
+}, 150_000);
+
+/** Copies examples/<name> into the project (its package.json without the dependencies the project already has) and runs `npm start`. */
+async function runExample(name: string): Promise<string> {
+  const dir = join(project().dir, "examples", name);
+  cpSync(join(REPO, "examples", name), dir, {
+    recursive: true,
+    filter: (source) => !source.includes("node_modules") && !source.endsWith(".conclave"),
+  });
+  const manifest = JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) as Record<string, unknown>;
+  delete manifest.dependencies;
+  delete manifest.devDependencies;
+  writeFileSync(join(dir, "package.json"), JSON.stringify(manifest, null, 2));
+  const port = await freePort();
+  const { stdout } = await project().run("npm", ["start", "--prefix", dir], {
+    env: {
+      CONCLAVE_NATS_URL: `nats://127.0.0.1:${port}`,
+      CONCLAVE_DATA_DIR: join(dataDir, name),
+      CONCLAVE_LOG: "quiet",
+    },
+    timeoutMs: 150_000,
+  });
+  return stdout;
+}
+
+describe("the examples, against the packed package", () => {
+  it("js-agent: a plain JavaScript agent in a worker of its own joins the built-in council", async () => {
+    const out = await runExample("js-agent");
+    expect(out).toMatch(/worker\[your agents\] ready/);
+    expect(out).toMatch(
+      /✓ weather\.umbrella \(.* on [^)]+\): say "Take an umbrella\."; output \{"mentions_weather":true/,
+    );
+    expect(out).toContain("weather.umbrella:notes › reading: Will it rain");
+    expect(out).toMatch(/reply: .*Take an umbrella\./);
+  }, 180_000);
+});
