@@ -23,6 +23,7 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<Command> }
     summary: "host agents and/or the scheduler, council, critics and memory",
     load: () => import("./commands/worker.ts"),
   },
+  agents: { summary: "list the agents live workers host", load: () => import("./commands/agents.ts") },
   send: { summary: "publish a user turn and stream its events", load: () => import("./commands/send.ts") },
   chat: { summary: "talk in a terminal UI, watching each turn run live", load: () => import("./commands/chat.ts") },
   events: { summary: "read a session's event log back", load: () => import("./commands/events.ts") },

@@ -1,8 +1,11 @@
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
 import { beforeAll, describe, expect, it } from "vitest";
 import { announceAgents } from "../../src/agents/announcement.ts";
 import { encodeJson } from "../../src/bus/codec.ts";
 import { guardedServices } from "../../src/bus/replies.ts";
 import { subjects } from "../../src/bus/subjects.ts";
+import { CONCLAVE_BIN } from "../../src/cli/childProcess.ts";
 import { submitTurn, watchTurn } from "../../src/client/turns.ts";
 import type { EngineEvent } from "../../src/contracts/events.ts";
 import { STAGES } from "../../src/contracts/turn.ts";
@@ -148,5 +151,24 @@ describe("agents of a user's own, in a worker process of their own", () => {
     const events = await turn("custom-5", "rain or not?");
     expect(completedBy(events, "acme.forecaster")).toHaveLength(1);
     expect(events.at(-1)?.kind).toBe("TURN_COMPLETED");
+  });
+
+  it("are listed by conclave agents, with the built-in ones", async () => {
+    const env = { ...process.env, CONCLAVE_NATS_URL: nats.url };
+    const { stdout } = await promisify(execFile)(process.execPath, [CONCLAVE_BIN, "agents", "--json"], { env });
+    const listed = stdout
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as { id: string; agency: string; output_schema?: unknown });
+    expect(listed.map((agent) => agent.id)).toEqual(
+      expect.arrayContaining(["acme.forecaster", "acme.broken", "inhibition.censor"]),
+    );
+    expect(listed.find((agent) => agent.id === "acme.forecaster")).toMatchObject({
+      agency: "acme",
+      output_schema: expect.objectContaining({ type: "object" }),
+    });
+    expect(listed.find((agent) => agent.id === "inhibition.censor")?.output_schema).toBeUndefined();
+    const readable = await promisify(execFile)(process.execPath, [CONCLAVE_BIN, "agents"], { env });
+    expect(readable.stdout).toMatch(/^acme\.forecaster\s+acme\s+ALWAYS_ON .*\(own output schema\)$/m);
   });
 });
