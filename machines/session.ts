@@ -17,6 +17,8 @@ export interface QueuedTurn {
   turn_id: number;
   text: string;
   user_id?: string;
+  /** Cancelled before it started, with this reason: it starts and ends at once, Cancelled. */
+  cancelled?: string;
 }
 
 export interface SessionInput {
@@ -54,7 +56,9 @@ export const FINISHED_KEPT = 64;
 export type SessionEvent =
   | { type: "turn.enqueue"; turn: QueuedTurn }
   /** Double-texting `interrupt`: stop the running turn (if any) in favour of `by_turn_id`. */
-  | { type: "turn.interrupt"; by_turn_id: number };
+  | { type: "turn.interrupt"; by_turn_id: number }
+  /** A client cancelled a turn: the running one stops, a queued one will end as soon as it starts. */
+  | { type: "turn.cancel"; turn_id: number; reason: string };
 
 export const sessionMachine = setup({
   types: {
@@ -91,6 +95,12 @@ export const sessionMachine = setup({
     finished: [],
   }),
   on: {
+    "turn.cancel": {
+      actions: assign({
+        queue: ({ context, event }) =>
+          context.queue.map((turn) => (turn.turn_id === event.turn_id ? { ...turn, cancelled: event.reason } : turn)),
+      }),
+    },
     "turn.enqueue": {
       guard: "isNewTurn",
       // Turn order, whatever the order of arrival.
@@ -110,6 +120,20 @@ export const sessionMachine = setup({
           guard: ({ context, event }) => (context.current?.turn_id ?? 0) < event.by_turn_id,
           actions: sendTo("turn", ({ event }) => event),
         },
+        "turn.cancel": [
+          {
+            guard: ({ context, event }) => context.current?.turn_id === event.turn_id,
+            actions: sendTo("turn", ({ event }) => ({ type: "turn.cancel" as const, reason: event.reason })),
+          },
+          {
+            actions: assign({
+              queue: ({ context, event }) =>
+                context.queue.map((turn) =>
+                  turn.turn_id === event.turn_id ? { ...turn, cancelled: event.reason } : turn,
+                ),
+            }),
+          },
+        ],
       },
       entry: assign(({ context }) => ({ current: context.queue[0] ?? null, queue: context.queue.slice(1) })),
       invoke: {
@@ -120,6 +144,7 @@ export const sessionMachine = setup({
           turn_id: context.current!.turn_id,
           text: context.current!.text,
           ...(context.current!.user_id ? { user_id: context.current!.user_id } : {}),
+          ...(context.current!.cancelled !== undefined ? { cancelled: context.current!.cancelled } : {}),
           policy: context.policy,
           modulators: context.modulators,
           stance: context.stance,

@@ -10,6 +10,7 @@
  */
 
 export type { BusOptions, TlsFiles } from "./bus/connection.ts";
+export * from "./client/index.ts";
 export type { ErrorCode } from "./contracts/errors.ts";
 export {
   type EngineEvent,

@@ -165,7 +165,7 @@ export const turnActions = {
   abandonWave: enqueueActions<
     TurnContext,
     TurnEvent,
-    { code: "timeout" | "interrupted"; reason: string },
+    { code: "timeout" | "interrupted" | "cancelled"; reason: string },
     TurnEvent,
     never,
     RecordAction | { type: "closeWave"; params: undefined },

@@ -1,3 +1,4 @@
+import { type TurnOutcome, turnOutcome } from "../../src/contracts/turn.ts";
 import { MAX_DELIBERATION_ROUNDS } from "../../src/cognition/deliberation.ts";
 import type { Workspace } from "../../src/cognition/workspace.ts";
 import type { AgentContext } from "../../src/contracts/agent.ts";
@@ -29,6 +30,8 @@ export interface TurnInput {
   /** Carried over from the session's previous turn. */
   modulators: Modulators;
   stance: Stance;
+  /** Set when the turn was cancelled before it started (or, later, by `turn.cancel`): why. */
+  cancelled?: string;
 }
 
 /** Everything a running turn keeps. */
@@ -157,3 +160,7 @@ export const REFUSAL_REPLY = "I can't help with that request, but I'm glad to he
 /** Said when the safety council itself cannot be reached: the one reply a turn may never lack. */
 export const SAFETY_FALLBACK_REPLY =
   "I want to make sure you're safe. If you might act on thoughts of harming yourself or someone else, please contact local emergency services or a crisis line now. I'm here to listen.";
+
+/** How the turn ended: Cancelled when a client cancelled it, else from its warnings. */
+export const outcomeOf = (context: Pick<TurnContext, "cancelled" | "warnings">): TurnOutcome =>
+  context.cancelled !== undefined ? { status: "Cancelled", reason: context.cancelled } : turnOutcome(context.warnings);

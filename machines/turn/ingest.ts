@@ -17,5 +17,6 @@ export const ingest = turnSetup.createStateConfig({
     },
     { type: "enterStage", params: { stage: "ingest" } },
   ],
-  always: "sensing_fast",
+  // A turn cancelled before it started ends at once: TURN_STARTED, then TURN_COMPLETED (Cancelled).
+  always: [{ guard: ({ context }) => context.cancelled !== undefined, target: "completed" }, { target: "sensing_fast" }],
 });

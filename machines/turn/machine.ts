@@ -1,4 +1,5 @@
-import { turnOutcome } from "../../src/contracts/turn.ts";
+import { assign } from "xstate";
+import { outcomeOf } from "./context.ts";
 import { agents } from "./agents.ts";
 import { initialContext } from "./context.ts";
 import { contextState } from "./contextStage.ts";
@@ -33,6 +34,17 @@ export const turnMachine = turnSetup.createMachine({
   context: initialContext,
   initial: "ingest",
   on: {
+    "turn.cancel": {
+      target: ".completed",
+      actions: [
+        {
+          type: "abandonWave",
+          params: ({ event }) => ({ code: "cancelled" as const, reason: `cancelled: ${event.reason}` }),
+        },
+        "closeOpenStreams",
+        assign({ cancelled: ({ event }) => event.reason }),
+      ],
+    },
     "turn.interrupt": {
       target: ".completed",
       actions: [
@@ -74,7 +86,7 @@ export const turnMachine = turnSetup.createMachine({
     session_id: context.session_id,
     turn_id: context.turn_id,
     response: context.response,
-    outcome: turnOutcome(context.warnings),
+    outcome: outcomeOf(context),
     modulators: context.workspace.modulators,
     stance: context.workspace.stance,
   }),

@@ -1,4 +1,4 @@
-import { turnOutcome } from "../../src/contracts/turn.ts";
+import { outcomeOf } from "./context.ts";
 import { usageSummary } from "../../src/contracts/turnProtocol.ts";
 import { turnSetup } from "./setup.ts";
 import { failed, overran } from "./warnings.ts";
@@ -51,7 +51,7 @@ export const completed = turnSetup.createStateConfig({
       payload: {
         response: context.response,
         usage: usageSummary(context.usage),
-        outcome: turnOutcome(context.warnings),
+        outcome: outcomeOf(context),
       },
     }),
   },

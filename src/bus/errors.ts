@@ -35,6 +35,8 @@ export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   invalid_agent_output: 502,
   busy: 409,
   interrupted: 409,
+  cancelled: 409,
+  not_found: 404,
   internal: 500,
 };
 

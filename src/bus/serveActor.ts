@@ -12,6 +12,7 @@ import {
 import type { z } from "zod";
 import { decodeJson, encodeJson } from "./codec.ts";
 import { asHandlerError, HandlerError, respondWithError } from "./errors.ts";
+import type { TurnCancellations } from "./turnCancellations.ts";
 
 /**
  * The bridge: puts an actor behind a NATS subject. Each request creates one
@@ -44,6 +45,12 @@ export interface ActorEndpoint<S extends z.ZodType, L extends AnyActorLogic> {
 }
 
 export interface ServeOptions {
+  /**
+   * Cancelled turns: a request naming a `session_id` and `turn_id` whose turn
+   * is cancelled while its actor runs has the actor stopped (its work's
+   * AbortSignal fires) and is answered with a `cancelled` error.
+   */
+  cancellations?: Pick<TurnCancellations, "watch">;
   /** Receives the inspection events of every actor this endpoint creates. */
   inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
   /** Told about every error reply sent, with the request that caused it: to log it, or keep bad input. */
@@ -93,15 +100,26 @@ async function answer<S extends z.ZodType, L extends AnyActorLogic>(
       const toMessage = endpoint.stream;
       actor.on("*", (emitted) => safeRespond(msg, encodeJson(toMessage(emitted))));
     }
+    let unwatch = () => {};
+    const cancelled = new Promise<never>((_, reject) => {
+      const turn = turnOf(request);
+      if (!turn || !options.cancellations) return;
+      unwatch = options.cancellations.watch(turn.session_id, turn.turn_id, (reason) => {
+        reject(new HandlerError("cancelled", `turn ${turn.session_id}/${turn.turn_id} was cancelled: ${reason}`));
+        actor.stop();
+      });
+    });
+    cancelled.catch(() => {});
     actor.start();
     if (endpoint.begin) actor.send(endpoint.begin);
     try {
-      const output = await Promise.race([toPromise(actor), overrun]);
+      const output = await Promise.race([toPromise(actor), overrun, cancelled]);
       const elapsedMs = Math.round((performance.now() - started) * 1000) / 1000;
       safeRespond(msg, encodeJson(endpoint.reply(output as OutputFrom<L>, request, { elapsedMs })));
       if (endpoint.stream) safeRespond(msg, new Uint8Array());
     } finally {
       clearTimeout(timer);
+      unwatch();
       actor.stop();
     }
   } catch (error) {
@@ -116,6 +134,13 @@ async function answer<S extends z.ZodType, L extends AnyActorLogic>(
       if (endpoint.stream) safeRespond(msg, new Uint8Array());
     }
   }
+}
+
+/** The turn a request belongs to, when it names one. */
+function turnOf(request: unknown): { session_id: string; turn_id: number } | null {
+  if (typeof request !== "object" || request === null) return null;
+  const { session_id, turn_id } = request as Record<string, unknown>;
+  return typeof session_id === "string" && typeof turn_id === "number" ? { session_id, turn_id } : null;
 }
 
 /** A reply that cannot be sent (requester gone, connection closed) is dropped, never thrown into the handler. */

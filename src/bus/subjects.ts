@@ -16,6 +16,11 @@ export const subjects = {
    */
   tenantSubmitAll: `${SUBJECT_ROOT}.tenant.*.turn.submit.*`,
   tenantWatchAll: `${SUBJECT_ROOT}.tenant.*.turn.watch.*`,
+  /** Public: a client requests the cancellation of a turn here (CancelRequest). */
+  turnCancel: (sessionId: string) => `${SUBJECT_ROOT}.turn.cancel.${sessionId}`,
+  turnCancelAll: `${SUBJECT_ROOT}.turn.cancel.*`,
+  /** Core NATS, to every runner and worker: a turn was cancelled, stop its work (TurnCancelled). */
+  turnCancelled: `${SUBJECT_ROOT}.turn.cancelled`,
   /** What a tenant requests to read its session's events (through its account's import). */
   turnWatch: (sessionId: string) => `${SUBJECT_ROOT}.turn.watch.${sessionId}`,
   /** Public: the ordered events of one turn (JetStream). */

@@ -68,6 +68,8 @@ const EXIT_BY_REMOTE_CODE: Record<ErrorCode, ExitStatus> = {
   payload_too_large: EXIT.usage,
   busy: EXIT.turnFailed,
   interrupted: EXIT.turnFailed,
+  cancelled: EXIT.turnFailed,
+  not_found: EXIT.usage,
   agent_failed: EXIT.turnFailed,
   invalid_agent_output: EXIT.turnFailed,
   no_responders: EXIT.unavailable,

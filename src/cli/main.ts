@@ -27,6 +27,7 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<Command> }
   send: { summary: "publish a user turn and stream its events", load: () => import("./commands/send.ts") },
   chat: { summary: "talk in a terminal UI, watching each turn run live", load: () => import("./commands/chat.ts") },
   events: { summary: "read a session's event log back", load: () => import("./commands/events.ts") },
+  cancel: { summary: "stop a turn, wherever it runs (it ends Cancelled)", load: () => import("./commands/cancel.ts") },
   turns: {
     summary: "where each turn of a session stands (pending, inflight, done, failed, expired)",
     load: () => import("./commands/turns.ts"),

@@ -69,7 +69,9 @@ export function renderEvent(event: EngineEvent): string | null {
           ? "✔ Complete"
           : outcome.status === "PartialSuccess"
             ? `◐ PartialSuccess (${outcome.warnings.length} warning(s))`
-            : `✘ Failed: ${outcome.error.code}: ${outcome.error.message}`;
+            : outcome.status === "Cancelled"
+              ? `⊘ Cancelled: ${outcome.reason}`
+              : `✘ Failed: ${outcome.error.code}: ${outcome.error.message}`;
       const { usage } = event.payload;
       const cost =
         usage.prompt_tokens + usage.completion_tokens > 0

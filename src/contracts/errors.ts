@@ -15,6 +15,10 @@ export const ErrorCode = z.enum([
   "busy",
   /** Work stopped because a newer turn interrupted this one (double-texting). */
   "interrupted",
+  /** Work stopped because a client cancelled the turn. */
+  "cancelled",
+  /** A turn, session or other named thing that does not exist. */
+  "not_found",
   "internal",
 ]);
 export type ErrorCode = z.infer<typeof ErrorCode>;

@@ -62,13 +62,16 @@ export type TurnWarning = z.infer<typeof TurnWarning>;
 
 /**
  * How a turn ended: Complete, PartialSuccess carrying the warnings of each
- * stage that fell short, or Failed when the turn could not run at all (its
- * session's stored state is unreadable): then nothing was said to the user.
+ * stage that fell short, Failed when the turn could not run at all (its
+ * session's stored state is unreadable): then nothing was said to the user,
+ * or Cancelled when a client cancelled it.
  */
 export const TurnOutcome = z.discriminatedUnion("status", [
   z.object({ status: z.literal("Complete") }),
   z.object({ status: z.literal("PartialSuccess"), warnings: z.array(TurnWarning).min(1) }),
   z.object({ status: z.literal("Failed"), error: z.object({ code: z.string(), message: z.string() }) }),
+  /** Cancelled by a client (`cancel`, an aborted `submit`, `conclave cancel`): the turn stopped where it was. */
+  z.object({ status: z.literal("Cancelled"), reason: z.string() }),
 ]);
 export type TurnOutcome = z.infer<typeof TurnOutcome>;
 
@@ -76,3 +79,28 @@ export const turnOutcome = (warnings: readonly TurnWarning[]): TurnOutcome =>
   warnings.length === 0 ? { status: "Complete" } : { status: "PartialSuccess", warnings: [...warnings] };
 
 export { SessionId, TurnId };
+
+/** Requested on `conclave.turn.cancel.<session_id>`: stop a turn, wherever it runs. */
+export const CancelRequest = z.object({
+  turn_id: TurnId,
+  /** Why, recorded in the `Cancelled` outcome. Default: "cancelled by the client". */
+  reason: z.string().trim().min(1).max(500).optional(),
+});
+export type CancelRequest = z.infer<typeof CancelRequest>;
+
+/** The reply to a cancel request. */
+export const CancelReply = z.object({
+  session_id: SessionId,
+  turn_id: TurnId,
+  /**
+   * `cancelling`: the turn is pending or running and ends `Cancelled` (its
+   * TURN_COMPLETED says so); `finished`: it had already ended, with `outcome`.
+   */
+  status: z.enum(["cancelling", "finished"]),
+  outcome: z.string().optional(),
+});
+export type CancelReply = z.infer<typeof CancelReply>;
+
+/** Broadcast on `conclave.turn.cancelled` to every runner and worker: stop this turn's work. */
+export const TurnCancelled = z.object({ session_id: SessionId, turn_id: TurnId, reason: z.string() });
+export type TurnCancelled = z.infer<typeof TurnCancelled>;

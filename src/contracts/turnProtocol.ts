@@ -83,8 +83,11 @@ export type VoiceEvent =
 /** Double-texting with `interrupt`: a newer turn stops this one, which completes with a warning. */
 export type InterruptEvent = { type: "turn.interrupt"; by_turn_id: number };
 
+/** A client cancelled the turn: it stops where it is and completes with outcome Cancelled. */
+export type CancelEvent = { type: "turn.cancel"; reason: string };
+
 /** Every event a turn accepts from outside its own actors' completions. */
-export type TurnEvent = WaveEvent | VoiceEvent | InterruptEvent;
+export type TurnEvent = WaveEvent | VoiceEvent | InterruptEvent | CancelEvent;
 
 /** The input of the `deliberate` actor: one round of deliberation. */
 export interface DeliberateInput {

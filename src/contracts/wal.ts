@@ -35,5 +35,7 @@ export const TurnStatusRecord = z.object({
   /** Complete | PartialSuccess once done; why, when failed or expired. */
   outcome: z.string().optional(),
   reason: z.string().optional(),
+  /** A client asked to cancel it, with this reason: a runner that takes it ends it Cancelled. */
+  cancel_reason: z.string().optional(),
 });
 export type TurnStatusRecord = z.infer<typeof TurnStatusRecord>;

@@ -59,12 +59,30 @@ export class TurnStatusStore {
         updated_at: Date.now(),
         runner,
         attempts: (current?.attempts ?? 0) + 1,
+        ...(current?.cancel_reason !== undefined ? { cancel_reason: current.cancel_reason } : {}),
       };
     });
     const previous = before as TurnStatusRecord | null;
     const open = !previous || previous.status === "pending" || previous.status === "inflight";
     const poison = open && !!previous && previous.attempts >= maxAttempts;
     return { before: previous, taken: open && !poison, poison };
+  }
+
+  /**
+   * Marks a pending or inflight turn as cancelled (a runner that takes it
+   * ends it at once). Returns the record as it now is; null when the session
+   * has no such turn. A turn that already ended is left as it is.
+   */
+  async requestCancel(sessionId: string, turnId: number, reason: string): Promise<TurnStatusRecord | null> {
+    let after: TurnStatusRecord | null = null;
+    await this.#update(`${sessionId}.${turnId}`, (current) => {
+      after = current;
+      if (!current || (current.status !== "pending" && current.status !== "inflight")) return null;
+      if (current.cancel_reason !== undefined) return null;
+      after = { ...current, cancel_reason: reason, updated_at: Date.now() };
+      return after;
+    });
+    return after;
   }
 
   async finish(

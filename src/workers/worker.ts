@@ -9,6 +9,7 @@ import { AgentDirectory } from "../agents/directory.ts";
 import { type BusOptions, busOptions, connectBus } from "../bus/connection.ts";
 import { guardedServices } from "../bus/replies.ts";
 import type { ServeOptions } from "../bus/serveActor.ts";
+import { TurnCancellations } from "../bus/turnCancellations.ts";
 import { type CognitionBackend, offlineBackend } from "../cognition/backend.ts";
 import { CRITIC_NAMES } from "../cognition/critics.ts";
 import { ConclaveError, singleLine } from "../errors.ts";
@@ -133,7 +134,10 @@ async function serveWorker(
   const log = options.log ?? silentLogger;
   const js = jetstream(nc);
   await ensureDeadLetterStream(await jetstreamManager(nc));
+  // A cancelled turn's calls stop here too: the agent's (or council's, voice's…) work sees its signal abort.
+  const cancellations = new TurnCancellations(nc);
   const serve: ServeOptions = {
+    cancellations,
     onError: (endpoint, error, request) => {
       log.warn(`${endpoint}: ${error.code}: ${singleLine(error.message, 1_000)}`);
       // Bad input is kept for inspection; a failure of the actor itself is only logged.
@@ -214,6 +218,7 @@ async function serveWorker(
     services,
     stop: async () => {
       await announcer?.stop();
+      cancellations.close();
       directory?.close();
       await Promise.all(running.map((service) => service.stop()));
       await owned?.drain();

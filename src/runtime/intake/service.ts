@@ -2,12 +2,13 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import type { Service, ServiceMsg } from "@nats-io/services";
 import { guardedServices } from "../../bus/replies.ts";
 import { subjects } from "../../bus/subjects.ts";
+import { serveCancel } from "./cancel.ts";
 import { acceptSubmission, type IngressDeps } from "./ingress.ts";
 import { serveWatch, type WatchDeps } from "./watch.ts";
 
 /**
  * The runners' NATS service (`conclave-runner`, shared by every runner as a
- * queue group): submissions and watches, from clients of the runtime's
+ * queue group): submissions, cancellations and watches, from clients of the runtime's
  * account and, through their accounts' imports, from tenants.
  */
 export async function serveIntake(nc: NatsConnection, deps: IngressDeps & WatchDeps): Promise<Service> {
@@ -27,6 +28,7 @@ export async function serveIntake(nc: NatsConnection, deps: IngressDeps & WatchD
   endpoint("submit", subjects.turnSubmitAll, (msg) => acceptSubmission(deps, msg));
   endpoint("tenant_submit", subjects.tenantSubmitAll, (msg) => acceptSubmission(deps, msg));
   endpoint("watch", subjects.turnWatch("*"), (msg) => serveWatch(deps, msg));
+  endpoint("cancel", subjects.turnCancelAll, (msg) => serveCancel(deps, msg));
   endpoint("tenant_watch", subjects.tenantWatchAll, (msg) => serveWatch(deps, msg));
   return service;
 }

@@ -7,6 +7,7 @@ import { createActor, type InspectionEvent, type Observer } from "xstate";
 import { sessionMachine } from "../../../machines/session.ts";
 import { defaultTurnPolicy } from "../../../machines/turn/index.ts";
 import { RUNNER_CONSUMER, streams, subjects } from "../../bus/subjects.ts";
+import { TurnCancellations } from "../../bus/turnCancellations.ts";
 import { type TurnOutput, type TurnPolicy, usageSummary } from "../../contracts/turnProtocol.ts";
 import type { WalEntry } from "../../contracts/wal.ts";
 import { type ConclaveError, isConclaveError, messageOf, singleLine } from "../../errors.ts";
@@ -82,6 +83,7 @@ export class Runner {
   /** Per session, the delivery being handled: the next one of the session waits for it. */
   readonly #delivering = new Map<string, Promise<void>>();
   #service: Service | null = null;
+  #cancellations: TurnCancellations | null = null;
   #messages: ConsumerMessages | null = null;
 
   private constructor(
@@ -126,6 +128,10 @@ export class Runner {
       IdempotencyStore.open(nc, id),
     ]);
     const runner = new Runner(nc, { js, jsm, store, statuses, leases }, options);
+    // A cancelled turn running here stops; one not here yet is ended as soon as it arrives.
+    runner.#cancellations = new TurnCancellations(nc, ({ session_id, turn_id, reason }) =>
+      runner.#sessions.ifRunning(session_id)?.send({ type: "turn.cancel", turn_id, reason }),
+    );
     runner.#service = await serveIntake(nc, { nc, js, jsm, sessions: store, statuses, idempotency, log: runner.#log });
     await runner.#consumeWal();
     return runner;
@@ -300,7 +306,7 @@ export class Runner {
         turnFields(sessionId, turnId),
       );
     }
-    await this.#enqueue(entry);
+    await this.#enqueue(entry, take.before?.cancel_reason);
   }
 
   /** An earlier turn of the session has still to reach this runner: this one is delivered again shortly. */
@@ -309,7 +315,7 @@ export class Runner {
   }
 
   /** Hands a turn to its session's actor (and, for `on_busy: interrupt`, stops the running one first). */
-  async #enqueue(entry: WalEntry): Promise<void> {
+  async #enqueue(entry: WalEntry, cancelReason?: string): Promise<void> {
     let session: SessionActor;
     try {
       session = await this.#sessions.get(entry.session_id);
@@ -319,9 +325,15 @@ export class Runner {
       throw error;
     }
     if (entry.on_busy === "interrupt") session.send({ type: "turn.interrupt", by_turn_id: entry.turn_id });
+    const cancelled = cancelReason ?? this.#cancellations?.reasonFor(entry.session_id, entry.turn_id);
     session.send({
       type: "turn.enqueue",
-      turn: { turn_id: entry.turn_id, text: entry.text, ...(entry.user_id ? { user_id: entry.user_id } : {}) },
+      turn: {
+        turn_id: entry.turn_id,
+        text: entry.text,
+        ...(entry.user_id ? { user_id: entry.user_id } : {}),
+        ...(cancelled !== undefined ? { cancelled } : {}),
+      },
     });
     this.#order.arrived(entry.session_id, entry.turn_id);
   }
@@ -412,6 +424,7 @@ export class Runner {
   /** Stops taking turns, lets those it holds finish, hands back the rest, then releases its sessions. */
   async stop(timeoutMs = 30_000): Promise<void> {
     await this.#service?.stop();
+    this.#cancellations?.close();
     await this.#messages?.close();
     const drained = await this.drain(timeoutMs);
     if (!drained) this.#log.warn(`stopped with ${this.#ledger.size} turn(s) unfinished: handed back to the WAL`);

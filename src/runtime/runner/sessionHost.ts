@@ -41,6 +41,11 @@ export class SessionHost {
     return starting;
   }
 
+  /** The session's actor if it is live here, without starting one. */
+  ifRunning(sessionId: string): SessionActor | undefined {
+    return this.#actors.get(sessionId);
+  }
+
   async #start(sessionId: string): Promise<SessionActor> {
     const snapshot = await this.#readSnapshot(sessionId);
     const actor = this.create(sessionId, snapshot);

@@ -1,0 +1,173 @@
+import { DeliverPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/nats-core";
+import { busOptions, connectBus } from "../bus/connection.ts";
+import { requestJson } from "../bus/request.ts";
+import { buckets, streams, subjects } from "../bus/subjects.ts";
+import { EngineEvent } from "../contracts/events.ts";
+import { CancelReply } from "../contracts/turn.ts";
+import type { TurnStatusRecord } from "../contracts/wal.ts";
+import { isStreamNotFound } from "../eventlog/streams.ts";
+import { TurnStatusStore } from "../runtime/turnStatusStore.ts";
+import { type SubmitOptions, streamTurn, type TurnStream } from "./turnStream.ts";
+
+/** How to reach Conclave. Every field has a default. */
+export interface ConnectOptions {
+  /** NATS URL(s). Default: $CONCLAVE_NATS_URL, else nats://127.0.0.1:4222. */
+  servers?: string | string[];
+  /** User and password of the `client` role. Default: $CONCLAVE_NATS_USER / $CONCLAVE_NATS_PASSWORD, else the development ones. */
+  user?: string;
+  password?: string;
+  /** An existing connection to use; the client then leaves it open on `close()`. */
+  nc?: NatsConnection;
+  /** The connection's name, shown by the server's monitoring. */
+  name?: string;
+  /** Deadline of each request (submit, cancel), in ms. Default 5 000. */
+  requestTimeoutMs?: number;
+}
+
+/** An event of a session's log with its position: resume after it with `events(session, { fromSeq: position + 1 })`. */
+export interface SessionEvent {
+  /** The event's sequence number in the event log (the JetStream stream sequence): increasing, not contiguous. */
+  position: number;
+  event: EngineEvent;
+}
+
+/** What `events` reads. */
+export interface EventsOptions {
+  /** The first position to read (see SessionEvent.position). Default: the session's first event. */
+  fromSeq?: number;
+  /** Only this turn's events. */
+  turnId?: number;
+  /** Go on with live events once the stored ones are read, until `signal` aborts. Default false. */
+  follow?: boolean;
+  signal?: AbortSignal;
+}
+
+/** Where a turn stands: pending → inflight → done | failed | expired (done includes Cancelled, in `outcome`). */
+export type TurnStatusView = TurnStatusRecord;
+
+/** The answer to a cancellation. */
+export type CancelResult = CancelReply;
+
+/** A connection to Conclave, for submitting turns and reading what happened. */
+export interface ConclaveClient {
+  /** The NATS connection underneath. */
+  readonly nc: NatsConnection;
+  /** Submits a user turn; see TurnStream. */
+  submit(sessionId: string, text: string, options?: SubmitOptions): TurnStream;
+  /** A session's stored events in log order, from a position, then live ones with `follow`. */
+  events(sessionId: string, options?: EventsOptions): AsyncIterable<SessionEvent>;
+  /** Where one turn stands; null when the session has no such turn. */
+  status(sessionId: string, turnId: number): Promise<TurnStatusView | null>;
+  /** Where each turn of a session stands, in turn order. */
+  turns(sessionId: string): Promise<TurnStatusView[]>;
+  /**
+   * Cancels a turn wherever it runs: it ends with outcome `Cancelled`
+   * (status `cancelling`), or had already ended (status `finished`).
+   * Rejects with a `not_found` error for a turn the session does not have.
+   */
+  cancel(sessionId: string, turnId: number, reason?: string): Promise<CancelResult>;
+  /** Closes the connection the client opened (not one it was given). */
+  close(): Promise<void>;
+}
+
+/**
+ * Connects to Conclave as the `client` role.
+ *
+ * @example
+ * ```ts
+ * const client = await connect();
+ * for await (const event of client.submit("me", "hello")) console.log(event.kind);
+ * await client.close();
+ * ```
+ */
+export async function connect(options: ConnectOptions = {}): Promise<ConclaveClient> {
+  const nc =
+    options.nc ??
+    (await connectBus(
+      busOptions("client", {
+        ...(options.servers ? { url: [options.servers].flat().join(",") } : {}),
+        ...(options.user ? { user: options.user } : {}),
+        ...(options.password ? { password: options.password } : {}),
+        ...(options.name ? { name: options.name } : {}),
+      }),
+    ));
+  const timeoutMs = options.requestTimeoutMs ?? 5_000;
+  let statuses: Promise<TurnStatusStore | null> | null = null;
+  const statusStore = () => {
+    statuses ??= jetstreamManager(nc)
+      .then((jsm) => jsm.streams.info(`KV_${buckets.turns}`))
+      .then(() => TurnStatusStore.open(nc))
+      .catch((error: unknown) => {
+        statuses = null; // no turn has run yet: try again next time
+        if (isStreamNotFound(error)) return null;
+        throw error;
+      });
+    return statuses;
+  };
+  const cancel = (sessionId: string, turnId: number, reason?: string) =>
+    requestJson(nc, subjects.turnCancel(sessionId), { turn_id: turnId, ...(reason ? { reason } : {}) }, CancelReply, {
+      timeoutMs,
+    });
+  return {
+    nc,
+    submit: (sessionId, text, submitOptions) => streamTurn(nc, cancel, sessionId, text, submitOptions),
+    events: (sessionId, eventsOptions) => readSessionEvents(nc, sessionId, eventsOptions),
+    status: async (sessionId, turnId) => (await (await statusStore())?.get(sessionId, turnId)) ?? null,
+    turns: async (sessionId) => (await (await statusStore())?.list(sessionId)) ?? [],
+    cancel,
+    close: async () => {
+      if (!options.nc) await nc.close();
+    },
+  };
+}
+
+const decoder = new TextDecoder();
+
+async function* readSessionEvents(
+  nc: NatsConnection,
+  sessionId: string,
+  options: EventsOptions = {},
+): AsyncIterable<SessionEvent> {
+  const filter =
+    options.turnId === undefined ? subjects.sessionEvents(sessionId) : subjects.turnEvents(sessionId, options.turnId);
+  const jsm = await jetstreamManager(nc);
+  let last: number;
+  try {
+    last = (await jsm.streams.info(streams.events)).state.last_seq;
+  } catch (error) {
+    if (isStreamNotFound(error) && !options.follow) return;
+    throw error;
+  }
+  const consumer = await jetstream(nc).consumers.get(streams.events, {
+    filter_subjects: filter,
+    ...(options.fromSeq !== undefined
+      ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: Math.max(1, options.fromSeq) }
+      : { deliver_policy: DeliverPolicy.All }),
+  });
+  // Without follow, nothing to wait for when no stored event of the filter lies at or after the start.
+  if (!options.follow) {
+    const stored = await jsm.streams.info(streams.events, { subjects_filter: filter });
+    const count = Object.values(stored.state.subjects ?? {}).reduce((sum, n) => sum + n, 0);
+    if (count === 0 || (options.fromSeq ?? 0) > last) return;
+  }
+  const messages = await consumer.consume();
+  const stop = () => void messages.stop();
+  options.signal?.addEventListener("abort", stop, { once: true });
+  try {
+    for await (const msg of messages) {
+      const parsed = (() => {
+        try {
+          return EngineEvent.safeParse(JSON.parse(decoder.decode(msg.data)));
+        } catch {
+          return null;
+        }
+      })();
+      if (parsed?.success) yield { position: msg.seq, event: parsed.data as EngineEvent };
+      if (!options.follow && (msg.info.pending === 0 || msg.seq >= last)) break;
+    }
+  } finally {
+    options.signal?.removeEventListener("abort", stop);
+    stop();
+  }
+}

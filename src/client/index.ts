@@ -1,0 +1,32 @@
+/**
+ * `conclave/client`: submit turns, follow and read their events, cancel them.
+ *
+ * @example
+ * ```ts
+ * import { connect } from "conclave/client";
+ *
+ * const client = await connect();
+ * const turn = client.submit("me", "I'm stressed about my deadline");
+ * for await (const event of turn) if (event.kind === "STREAM_CHUNK") process.stdout.write(event.payload.delta);
+ * console.log((await turn.result).outcome.status);
+ * await client.close();
+ * ```
+ *
+ * @packageDocumentation
+ */
+
+export type { EngineEvent, EventKind, EventPayload } from "../contracts/events.ts";
+export type { TurnAck, TurnOutcome, TurnWarning } from "../contracts/turn.ts";
+export type { TurnUsage, Usage } from "../contracts/usage.ts";
+export type { TurnStatus, TurnStatusRecord } from "../contracts/wal.ts";
+export {
+  type CancelResult,
+  type ConclaveClient,
+  type ConnectOptions,
+  connect,
+  type EventsOptions,
+  type SessionEvent,
+  type TurnStatusView,
+} from "./client.ts";
+export type { SubmitOptions, TurnResult, TurnStream } from "./turnStream.ts";
+export { TurnFailedError, TurnTimeoutError } from "./turns.ts";

@@ -1,0 +1,145 @@
+import type { NatsConnection } from "@nats-io/nats-core";
+import type { EngineEvent } from "../contracts/events.ts";
+import type { TurnAck, TurnOutcome } from "../contracts/turn.ts";
+import type { TurnUsage } from "../contracts/usage.ts";
+import { submitTurn, TurnFailedError, watchTurn } from "./turns.ts";
+
+/** How to submit a turn. */
+export interface SubmitOptions {
+  /** Aborting it cancels the turn across processes: it ends `Cancelled`. */
+  signal?: AbortSignal;
+  /** Resubmitting with the same key returns the first submission's turn and runs nothing. */
+  idempotencyKey?: string;
+  /** Who is speaking (stored with the turn). */
+  userId?: string;
+  /** When the session already has a turn pending or running: `enqueue` (default), `reject` (busy error) or `interrupt`. */
+  onBusy?: "enqueue" | "reject" | "interrupt";
+  /** Patience for the whole turn, in ms. Default 60 000: then `result` rejects with TurnTimeoutError. */
+  timeoutMs?: number;
+}
+
+/** How a turn ended. */
+export interface TurnResult {
+  sessionId: string;
+  turnId: number;
+  /** Complete, PartialSuccess (with warnings) or Cancelled; a Failed turn rejects `result` instead. */
+  outcome: TurnOutcome;
+  /** What was said to the user. */
+  response: string;
+  /** Tokens used, in total and per actor. */
+  usage: TurnUsage;
+  totalTimeMs: number;
+}
+
+/**
+ * A submitted turn: iterate it for its events as they happen (stored ones
+ * first, so starting late misses nothing; the iteration ends after
+ * TURN_COMPLETED), or await `result`.
+ */
+export interface TurnStream extends AsyncIterable<EngineEvent> {
+  /** Resolves once the runtime stored the turn; rejects with the submission's named error (busy, invalid, no runner…). */
+  readonly ack: Promise<TurnAck>;
+  /** Resolves at TURN_COMPLETED; rejects with TurnFailedError, TurnTimeoutError, or the ack's error. */
+  readonly result: Promise<TurnResult>;
+  /** Cancels the turn across processes (as aborting `signal` does). */
+  cancel(reason?: string): Promise<void>;
+}
+
+type Cancel = (sessionId: string, turnId: number, reason?: string) => Promise<unknown>;
+
+/** Submits and follows one turn (the client's `submit`). */
+export function streamTurn(
+  nc: NatsConnection,
+  cancelTurn: Cancel,
+  sessionId: string,
+  text: string,
+  options: SubmitOptions = {},
+): TurnStream {
+  const events: EngineEvent[] = [];
+  let wake: (() => void) | null = null;
+  let ended = false;
+  let failure: unknown = null;
+  const notify = () => {
+    wake?.();
+    wake = null;
+  };
+  const ack = submitTurn(nc, sessionId, {
+    text,
+    ...(options.idempotencyKey ? { idempotency_key: options.idempotencyKey } : {}),
+    ...(options.userId ? { user_id: options.userId } : {}),
+    ...(options.onBusy ? { on_busy: options.onBusy } : {}),
+  });
+  const cancel = async (reason?: string) => {
+    const { session_id, turn_id } = await ack;
+    await cancelTurn(session_id, turn_id, reason);
+  };
+  const onAbort = () => {
+    // A reason given to abort(reason) as a string is recorded; the default DOMException is not a reason.
+    const reason = typeof options.signal?.reason === "string" ? options.signal.reason : "aborted by the client";
+    cancel(reason).catch(() => {});
+  };
+  if (options.signal?.aborted) onAbort();
+  else options.signal?.addEventListener("abort", onAbort, { once: true });
+  const result = ack
+    .then((acked) =>
+      watchTurn(
+        nc,
+        acked,
+        (event) => {
+          events.push(event);
+          notify();
+        },
+        options.timeoutMs ?? 60_000,
+      ),
+    )
+    .then((completed): TurnResult => {
+      const { outcome } = completed.payload;
+      if (outcome.status === "Failed")
+        throw new TurnFailedError(completed.session_id, completed.turn_id, outcome.error);
+      return {
+        sessionId: completed.session_id,
+        turnId: completed.turn_id,
+        outcome,
+        response: completed.payload.response,
+        usage: completed.payload.usage,
+        totalTimeMs: completed.payload.total_time_ms,
+      };
+    })
+    .finally(() => {
+      options.signal?.removeEventListener("abort", onAbort);
+    });
+  result.then(
+    () => {
+      ended = true;
+      notify();
+    },
+    (error: unknown) => {
+      ended = true;
+      failure = error instanceof TurnFailedError ? null : error; // a Failed turn's events end with TURN_COMPLETED
+      notify();
+    },
+  );
+  ack.catch(() => {}); // reported through `result` and the iteration as well
+  return {
+    ack,
+    result,
+    cancel,
+    async *[Symbol.asyncIterator]() {
+      let next = 0;
+      for (;;) {
+        while (next < events.length) {
+          const event = events[next++]!;
+          yield event;
+          if (event.kind === "TURN_COMPLETED") return;
+        }
+        if (ended) {
+          if (failure) throw failure;
+          return;
+        }
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+        });
+      }
+    },
+  };
+}

@@ -1,0 +1,84 @@
+import type { JetStreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/nats-core";
+import type { ServiceMsg } from "@nats-io/services";
+import { decodeJson, encodeJson } from "../../bus/codec.ts";
+import { asHandlerError, HandlerError, respondWithError } from "../../bus/errors.ts";
+import { isInboxReply } from "../../bus/replies.ts";
+import { streams, subjects } from "../../bus/subjects.ts";
+import { EngineEvent } from "../../contracts/events.ts";
+import { type CancelReply, CancelRequest, type TurnCancelled } from "../../contracts/turn.ts";
+import { singleLine } from "../../errors.ts";
+import { isStreamNotFound } from "../../eventlog/streams.ts";
+import type { Logger } from "../log.ts";
+import type { TurnStatusStore } from "../turnStatusStore.ts";
+import { addressOf } from "./tenancy.ts";
+
+/** What answering a cancel request needs. */
+export interface CancelDeps {
+  nc: NatsConnection;
+  jsm: JetStreamManager;
+  statuses: TurnStatusStore;
+  log: Logger;
+}
+
+/** The reason recorded when a client gives none. */
+export const DEFAULT_CANCEL_REASON = "cancelled by the client";
+
+/**
+ * A cancel request (`conclave.turn.cancel.<session>`, any runner answers):
+ * a turn still pending or running is marked cancelled in its status (so a
+ * runner that takes it later, or takes it over, ends it at once) and every
+ * runner and worker is told (`conclave.turn.cancelled`): the one running it
+ * stops it, workers stop its calls. It then completes with outcome
+ * `Cancelled`. A turn that already ended is reported as finished.
+ */
+export async function serveCancel(deps: CancelDeps, msg: ServiceMsg): Promise<void> {
+  try {
+    const { sessionId, view, tenant } = addressOf(msg.subject);
+    if (tenant) throw new HandlerError("invalid_request", "tenants cannot cancel turns yet");
+    const request = decodeJson(msg.data, CancelRequest, `cancel request for session ${view}`);
+    const reason = request.reason ?? DEFAULT_CANCEL_REASON;
+    // Its end may be stored while its status still says inflight (the status is written after): that is finished.
+    const ended = await completionOf(deps.jsm, sessionId, request.turn_id);
+    if (ended) {
+      const reply: CancelReply = { session_id: view, turn_id: request.turn_id, status: "finished", outcome: ended };
+      if (isInboxReply(msg.reply)) msg.respond(encodeJson(reply));
+      return;
+    }
+    const marked = await deps.statuses.requestCancel(sessionId, request.turn_id, reason);
+    if (!marked) throw new HandlerError("not_found", `session ${view} has no turn ${request.turn_id}`);
+    const open = marked.status === "pending" || marked.status === "inflight";
+    if (open) {
+      deps.nc.publish(
+        subjects.turnCancelled,
+        encodeJson({ session_id: sessionId, turn_id: request.turn_id, reason } satisfies TurnCancelled),
+      );
+      deps.log.info(`turn ${sessionId}/${request.turn_id}: cancel requested (${singleLine(reason, 200)})`);
+    }
+    const reply: CancelReply = {
+      session_id: view,
+      turn_id: request.turn_id,
+      status: open ? "cancelling" : "finished",
+      ...(!open && marked.outcome ? { outcome: marked.outcome } : {}),
+    };
+    if (isInboxReply(msg.reply)) msg.respond(encodeJson(reply));
+  } catch (error) {
+    const failure = asHandlerError(error);
+    deps.log.warn(`cancel on ${msg.subject}: ${singleLine(failure.message)}`);
+    if (isInboxReply(msg.reply)) respondWithError(msg, failure);
+  }
+}
+
+/** The outcome of the turn's TURN_COMPLETED when it is stored (its last event), else null. */
+async function completionOf(jsm: JetStreamManager, sessionId: string, turnId: number): Promise<string | null> {
+  try {
+    const last = await jsm.streams.getMessage(streams.events, { last_by_subj: subjects.turnEvents(sessionId, turnId) });
+    if (!last) return null;
+    const parsed = EngineEvent.safeParse(last.json());
+    const event = parsed.success ? (parsed.data as EngineEvent) : null;
+    return event?.kind === "TURN_COMPLETED" ? event.payload.outcome.status : null;
+  } catch (error) {
+    if (isStreamNotFound(error)) return null;
+    throw error;
+  }
+}

@@ -1,0 +1,146 @@
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
+import type { NatsConnection, Subscription } from "@nats-io/nats-core";
+import { beforeAll, describe, expect, it } from "vitest";
+import { CONCLAVE_BIN } from "../../src/cli/childProcess.ts";
+import { type ConclaveClient, connect } from "../../src/client/index.ts";
+import type { EngineEvent } from "../../src/contracts/events.ts";
+import { isConclaveError } from "../../src/errors.ts";
+import { useNatsServer } from "../helpers/nats.ts";
+import { useConclaveProcesses } from "../helpers/processes.ts";
+
+const nats = useNatsServer();
+const processes = useConclaveProcesses(() => nats.url);
+const run = promisify(execFile);
+let client: ConclaveClient;
+let observer: NatsConnection;
+
+beforeAll(async () => {
+  await Promise.all([
+    processes.spawn("builtins", ["worker", "--agents", "*", "--services", "scheduler,council,critics,memory"]),
+    processes.spawn("slow", ["worker", "--agents", "./test/fixtures/cancel/slowAgent.ts"]),
+  ]);
+  await processes.spawn("runner", ["runner"]);
+  client = await connect({ nc: await nats.connect("client") });
+  observer = await nats.connect("observer");
+});
+
+/** Resolves when the slow agent reports `what` (started, aborted) for the turn; subscribe before causing it. */
+function probe(
+  sessionId: string,
+  turnId: number,
+  what: "started" | "aborted",
+): { seen: Promise<number>; sub: Subscription } {
+  const sub = observer.subscribe(`conclave.inspect.slow.${sessionId}.${turnId}.${what}`, { max: 1 });
+  const seen = (async () => {
+    for await (const _ of sub) return performance.now();
+    throw new Error(`the slow agent never reported ${what}`);
+  })();
+  return { seen, sub };
+}
+
+const cancelFromAnotherProcess = (sessionId: string, turnId: number) =>
+  run(
+    process.execPath,
+    [CONCLAVE_BIN, "cancel", "--session", sessionId, String(turnId), "--reason", "changed my mind"],
+    {
+      env: { ...process.env, CONCLAVE_NATS_URL: nats.url },
+    },
+  );
+
+const contiguous = (events: EngineEvent[], turnId: number) => {
+  const mine = events.filter((event) => event.turn_id === turnId);
+  expect(mine.map((event) => event.seq)).toEqual(mine.map((_, index) => index));
+  expect(mine.filter((event) => event.kind === "TURN_COMPLETED")).toHaveLength(1);
+  return mine;
+};
+
+describe("cancelling a turn", () => {
+  it("from another process ends a running turn as Cancelled within a second, and its agent call stops", async () => {
+    const started = probe("cancel-1", 1, "started");
+    const aborted = probe("cancel-1", 1, "aborted");
+    await observer.flush();
+    const turn = client.submit("cancel-1", "a slow one, please");
+    const events: EngineEvent[] = [];
+    const collected = (async () => {
+      for await (const event of turn) events.push(event);
+    })();
+    await started.seen;
+    const asked = performance.now();
+    const { stdout } = await cancelFromAnotherProcess("cancel-1", 1);
+    expect(stdout.trim()).toBe("turn cancel-1/1: cancelling");
+    const result = await turn.result;
+    const ended = performance.now();
+    await collected;
+    expect(result.outcome).toEqual({ status: "Cancelled", reason: "changed my mind" });
+    // The interval includes the cancel command's own start-up (a Node process), so this is a generous bound.
+    expect(ended - asked).toBeLessThan(1_000 + 2_500);
+    // No agent call left running: the slow agent's signal fired well before its own 4 s deadline.
+    expect((await aborted.seen) - asked).toBeLessThan(3_000);
+    const mine = contiguous(events, 1);
+    expect(mine.at(-1)).toMatchObject({ kind: "TURN_COMPLETED", payload: { outcome: { status: "Cancelled" } } });
+    expect(mine.some((event) => event.kind === "AGENT_FAILED" && event.payload.code === "cancelled")).toBe(true);
+    expect(await client.status("cancel-1", 1)).toMatchObject({ status: "done", outcome: "Cancelled" });
+  });
+
+  it("through the client ends the turn within a second of the request", async () => {
+    const started = probe("cancel-2", 1, "started");
+    await observer.flush();
+    const turn = client.submit("cancel-2", "slow again");
+    await started.seen;
+    const asked = performance.now();
+    await expect(client.cancel("cancel-2", 1)).resolves.toMatchObject({ status: "cancelling" });
+    const result = await turn.result;
+    expect(performance.now() - asked).toBeLessThan(1_000);
+    expect(result.outcome).toEqual({ status: "Cancelled", reason: "cancelled by the client" });
+  });
+
+  it("when the submit's signal aborts", async () => {
+    const started = probe("cancel-3", 1, "started");
+    await observer.flush();
+    const abort = new AbortController();
+    const turn = client.submit("cancel-3", "slow, then abort", { signal: abort.signal });
+    await started.seen;
+    abort.abort();
+    expect((await turn.result).outcome).toMatchObject({ status: "Cancelled", reason: "aborted by the client" });
+  });
+
+  it("of a turn queued behind another ends it without running it", async () => {
+    const started = probe("cancel-4", 1, "started");
+    await observer.flush();
+    const first = client.submit("cancel-4", "slow first");
+    const second = client.submit("cancel-4", "second, queued");
+    await started.seen;
+    const { turn_id } = await second.ack;
+    await expect(client.cancel("cancel-4", turn_id, "not needed")).resolves.toMatchObject({ status: "cancelling" });
+    await client.cancel("cancel-4", 1);
+    expect((await first.result).outcome.status).toBe("Cancelled");
+    const events: EngineEvent[] = [];
+    for await (const event of second) events.push(event);
+    expect(events.map((event) => event.kind)).toEqual(["TURN_STARTED", "TURN_STAGE_CHANGED", "TURN_COMPLETED"]);
+    expect((await second.result).outcome).toEqual({ status: "Cancelled", reason: "not needed" });
+  });
+
+  it("of a finished turn says so, and of an unknown turn is a not_found error", async () => {
+    const done = await client.submit("cancel-5", "hello").result;
+    expect(done.outcome.status).toBe("Complete");
+    await expect(client.cancel("cancel-5", 1)).resolves.toMatchObject({ status: "finished", outcome: "Complete" });
+    const { stdout } = await cancelFromAnotherProcess("cancel-5", 1);
+    expect(stdout.trim()).toBe("turn cancel-5/1 had already ended (Complete)");
+    const unknown = await client.cancel("cancel-5", 99).catch((error: unknown) => error);
+    expect(isConclaveError(unknown) && unknown.code).toBe("not_found");
+    const cli = await cancelFromAnotherProcess("cancel-5", 99).catch(
+      (error: { code: number; stderr: string }) => error,
+    );
+    expect(cli).toMatchObject({ code: 2, stderr: expect.stringMatching(/no turn 99/) });
+  });
+
+  it("answers a malformed request with an error and keeps serving", async () => {
+    const nc = client.nc;
+    const reply = await nc.request("conclave.turn.cancel.cancel-6", new TextEncoder().encode('{"turn_id": "x"'));
+    expect(reply.json<{ error: { code: string } }>().error.code).toBe("bad_json");
+    const invalid = await nc.request("conclave.turn.cancel.cancel-6", new TextEncoder().encode('{"turn_id": 0}'));
+    expect(invalid.json<{ error: { code: string } }>().error.code).toBe("invalid_request");
+    expect((await client.submit("cancel-6", "still here?").result).outcome.status).toBe("Complete");
+  });
+});
