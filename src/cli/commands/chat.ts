@@ -2,8 +2,8 @@ import { randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { connectBus } from "../../bus/connection.ts";
 import { showChat } from "../../chat/app.ts";
-import { ChatController } from "../../chat/controller.ts";
-import { followingClient } from "../../chat/interimClient.ts";
+import { type ChatClient, ChatController } from "../../chat/controller.ts";
+import { connect } from "../../client/client.ts";
 import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFrom, parse, sessionArg, UsageError } from "../args.ts";
 import { EXIT, EXIT_HELP } from "../failures.ts";
 
@@ -44,7 +44,13 @@ export async function run(argv: string[]): Promise<number> {
     throw new UsageError("chat needs a terminal (stdin and stdout a TTY); from a script, use conclave send");
 
   const nc = await connectBus(connectionFrom(values, "client", false));
-  const client = followingClient(nc);
+  const conclave = await connect({ nc });
+  const client: ChatClient = {
+    submit: (sessionId, text, options) => conclave.submit(sessionId, text, options),
+    async *events(sessionId, options) {
+      for await (const { event } of conclave.events(sessionId, options)) yield event;
+    },
+  };
   let screen: ReturnType<typeof showChat> | undefined;
   const controller = new ChatController(client, session, () => screen?.quit());
   // A session named on the command line may have a conversation already: show it first.

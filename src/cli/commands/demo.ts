@@ -1,5 +1,5 @@
 import { busOptions, connectBus, DEFAULT_NATS_URL } from "../../bus/connection.ts";
-import { submitTurn, watchTurn } from "../../client/turns.ts";
+import { connect } from "../../client/client.ts";
 import { parse } from "../args.ts";
 import { EXIT_HELP } from "../failures.ts";
 import { startLocalCluster } from "../localCluster.ts";
@@ -54,13 +54,12 @@ export async function run(argv: string[]): Promise<number> {
     const nc = await connectBus(busOptions("client", { url }));
     try {
       const print = createEventPrinter(false);
+      const client = await connect({ nc });
       for (const text of DEMO_SCRIPT) {
         console.log(`\nyou> ${text}`);
-        const ack = await submitTurn(nc, sessionId, { text });
-        const completed = await watchTurn(nc, ack, (event) => {
-          if (event.kind !== "TURN_STARTED") print(event);
-        });
-        if (completed.payload.outcome.status !== "Complete") failures++;
+        const turn = client.submit(sessionId, text);
+        for await (const event of turn) if (event.kind !== "TURN_STARTED") print(event);
+        if ((await turn.result).outcome.status !== "Complete") failures++;
       }
     } finally {
       await nc.close();

@@ -1,18 +1,20 @@
-import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connectBus } from "../../bus/connection.ts";
-import { readEvents } from "../../eventlog/reader.ts";
+import { connect } from "../../client/client.ts";
 import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFrom, parse, sessionArg, UsageError } from "../args.ts";
 import { EXIT, EXIT_HELP } from "../failures.ts";
-import { emptyWhenNotStored } from "../notStored.ts";
 import { createEventPrinter } from "../render.ts";
 
 export const help = `conclave events: read a session's event log back from JetStream
 
-Usage: conclave events --session <id> [--turn N] [--json]
+Usage: conclave events --session <id> [--turn N] [--from-seq N] [--follow] [--json [--positions]]
 
   --session ID   the session
   --turn N       only this turn
+  --from-seq N   start at this position of the log (see --positions)
+  --follow       go on with live events until interrupted
   --json         one JSON line per event (the stored EngineEvent)
+  --positions    with --json, one {"position":N,"event":{…}} per line: resume
+                 after the last one with --from-seq N+1
 
 Nothing stored for the session (or no turn run on this server yet) is an empty
 result, not a failure: no output, and a note on stderr unless --json.
@@ -26,6 +28,9 @@ export async function run(argv: string[]): Promise<number> {
     ...CONNECTION_FLAGS,
     session: { type: "string", short: "s" },
     turn: { type: "string" },
+    "from-seq": { type: "string" },
+    follow: { type: "boolean" },
+    positions: { type: "boolean" },
     json: { type: "boolean" },
   });
   if (values.help) {
@@ -36,16 +41,33 @@ export async function run(argv: string[]): Promise<number> {
   const turn = values.turn === undefined ? undefined : Number(values.turn);
   if (turn !== undefined && (!Number.isInteger(turn) || turn < 1))
     throw new UsageError("--turn must be a whole number from 1");
+  const fromSeq = values["from-seq"] === undefined ? undefined : Number(values["from-seq"]);
+  if (fromSeq !== undefined && (!Number.isInteger(fromSeq) || fromSeq < 1))
+    throw new UsageError("--from-seq must be a whole number from 1");
 
   const nc = await connectBus(connectionFrom(values, "observer", false));
+  const stop = new AbortController();
+  const interrupted = () => stop.abort();
+  process.once("SIGINT", interrupted);
   try {
-    const events = await emptyWhenNotStored(readEvents(jetstream(nc), await jetstreamManager(nc), session, turn));
-    if (events.length === 0 && !values.json)
-      console.error(`no events stored for session ${session}${turn ? ` turn ${turn}` : ""}`);
+    const client = await connect({ nc });
     const print = createEventPrinter(values.json);
-    for (const event of events) print(event);
+    let count = 0;
+    for await (const { position, event } of client.events(session, {
+      ...(turn !== undefined ? { turnId: turn } : {}),
+      ...(fromSeq !== undefined ? { fromSeq } : {}),
+      follow: values.follow === true,
+      signal: stop.signal,
+    })) {
+      count += 1;
+      if (values.json && values.positions) console.log(JSON.stringify({ position, event }));
+      else print(event);
+    }
+    if (count === 0 && !values.json)
+      console.error(`no events stored for session ${session}${turn ? ` turn ${turn}` : ""}`);
     return EXIT.ok;
   } finally {
+    process.off("SIGINT", interrupted);
     await nc.close();
   }
 }

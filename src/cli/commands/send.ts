@@ -1,5 +1,5 @@
 import { connectBus } from "../../bus/connection.ts";
-import { submitTurn, TurnFailedError, watchTurn } from "../../client/turns.ts";
+import { connect } from "../../client/client.ts";
 import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFrom, parse, sessionArg, UsageError } from "../args.ts";
 import { EXIT, EXIT_HELP } from "../failures.ts";
 import { createEventPrinter } from "../render.ts";
@@ -14,8 +14,9 @@ Usage: conclave send --session <id> [options] "text"
   --idempotency-key K   a key that identifies this submission
   --timeout MS          how long to wait for the turn to complete   [60000]
 
-A turn that completes (Complete or PartialSuccess) exits 0; one that ends Failed,
-is refused as busy or interrupted, or does not complete within --timeout, exits 1;
+Ctrl-C cancels the turn (it ends Cancelled). A turn that completes (Complete or
+PartialSuccess) exits 0; one that ends Failed or Cancelled, is refused as busy or
+interrupted, or does not complete within --timeout, exits 1;
 a submission the runner finds invalid exits 2; no runner answering exits 3.
 
 ${CONNECTION_HELP}
@@ -47,17 +48,23 @@ export async function run(argv: string[]): Promise<number> {
     throw new UsageError("--timeout must be a positive number of milliseconds");
 
   const nc = await connectBus(connectionFrom(values, "client", false));
+  const cancel = new AbortController();
+  const interrupted = () => cancel.abort("cancelled from the command line (Ctrl-C)");
+  process.once("SIGINT", interrupted);
   try {
-    const ack = await submitTurn(nc, session, {
-      text,
-      ...(values["user-id"] ? { user_id: values["user-id"] } : {}),
-      ...(values["idempotency-key"] ? { idempotency_key: values["idempotency-key"] } : {}),
+    const client = await connect({ nc });
+    const turn = client.submit(session, text, {
+      signal: cancel.signal,
+      timeoutMs,
+      ...(values["user-id"] ? { userId: values["user-id"] } : {}),
+      ...(values["idempotency-key"] ? { idempotencyKey: values["idempotency-key"] } : {}),
     });
-    const completed = await watchTurn(nc, ack, createEventPrinter(values.json), timeoutMs);
-    const { outcome } = completed.payload;
-    if (outcome.status === "Failed") throw new TurnFailedError(ack.session_id, ack.turn_id, outcome.error);
-    return EXIT.ok;
+    const print = createEventPrinter(values.json);
+    for await (const event of turn) print(event);
+    const { outcome } = await turn.result;
+    return outcome.status === "Cancelled" ? EXIT.turnFailed : EXIT.ok;
   } finally {
+    process.off("SIGINT", interrupted);
     await nc.close();
   }
 }

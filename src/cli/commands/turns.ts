@@ -1,17 +1,15 @@
-import { jetstreamManager } from "@nats-io/jetstream";
 import { connectBus } from "../../bus/connection.ts";
-import { buckets } from "../../bus/subjects.ts";
-import { TurnStatusStore } from "../../runtime/turnStatusStore.ts";
+import { connect } from "../../client/client.ts";
 import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFrom, parse, sessionArg } from "../args.ts";
 import { EXIT, EXIT_HELP } from "../failures.ts";
-import { emptyWhenNotStored } from "../notStored.ts";
 
 export const help = `conclave turns: where each turn of a session stands
 
 Usage: conclave turns --session <id> [--json]
 
 Status: pending (accepted, stored in the WAL) → inflight (a runner has it) →
-done, failed (crashed, poison, or not stored) or expired (waited too long).
+done (Complete, PartialSuccess or Cancelled), failed (crashed, poison, or not
+stored) or expired (waited too long).
 With --json, one JSON line per turn. No turns yet is an empty result, not a
 failure: no output, and a note on stderr unless --json.
 
@@ -32,12 +30,8 @@ export async function run(argv: string[]): Promise<number> {
   const session = sessionArg(values.session);
   const nc = await connectBus(connectionFrom(values, "observer", false));
   try {
-    // The observer may read the status bucket but not create it: on a server where
-    // no turn ran yet, it does not exist, and that is an empty result.
-    const jsm = await jetstreamManager(nc);
-    const turns = await emptyWhenNotStored(
-      jsm.streams.info(`KV_${buckets.turns}`).then(async () => (await TurnStatusStore.open(nc)).list(session)),
-    );
+    // On a server where no turn ran yet the status bucket does not exist: an empty result.
+    const turns = await (await connect({ nc })).turns(session);
     if (turns.length === 0 && !values.json) console.error(`no turns yet for session ${session}`);
     for (const turn of turns) {
       if (values.json) console.log(JSON.stringify(turn));
