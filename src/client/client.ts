@@ -46,8 +46,16 @@ export interface EventsOptions {
 /** Where a turn stands: pending → inflight → done | failed | expired (done includes Cancelled, in `outcome`). */
 export type TurnStatusView = TurnStatusRecord;
 
-/** The answer to a cancellation. */
-export type CancelResult = CancelReply;
+/**
+ * The answer to a cancellation: `status` is `cancelling` (the turn was pending
+ * or running and ends Cancelled) or `finished` (it had ended, with `outcome`).
+ */
+export interface CancelResult {
+  session_id: string;
+  turn_id: number;
+  status: "cancelling" | "finished";
+  outcome?: string;
+}
 
 /** A connection to Conclave, for submitting turns and reading what happened. */
 export interface ConclaveClient {

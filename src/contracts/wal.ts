@@ -38,4 +38,5 @@ export const TurnStatusRecord = z.object({
   /** A client asked to cancel it, with this reason: a runner that takes it ends it Cancelled. */
   cancel_reason: z.string().optional(),
 });
+/** Where one turn stands, as stored in the `conclave_turns` KV bucket. */
 export type TurnStatusRecord = z.infer<typeof TurnStatusRecord>;
