@@ -102,14 +102,14 @@ export interface AgentSpec<S extends z.ZodType> extends AgentScheduling {
    * `output`). Throwing, or an answer `output` rejects, fails this agent
    * only: the turn goes on and names it in its warnings.
    */
-  run(ctx: AgentRunContext): Promise<z.input<S>> | z.input<S>;
+  run(ctx: AgentRunContext): NoInfer<Promise<z.input<S>> | z.input<S>>;
   /**
    * Maps the answer to what the council takes from it. Default: the
    * answer's fields named as in `Contribution` (claims, proposals, supports,
    * opposes, stance_delta...), so an output schema that has none contributes
    * nothing but still appears in the turn's events.
    */
-  contribute?(output: z.infer<S>): Partial<Contribution>;
+  contribute?(output: NoInfer<z.infer<S>>): Partial<Contribution>;
   /** Reconsiders contested claims in a deliberation round. Default: `reviseByMajority`. */
   revise?(ctx: AgentReviseContext): Promise<Partial<Contribution>> | Partial<Contribution>;
 }

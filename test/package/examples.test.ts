@@ -57,4 +57,20 @@ describe("the examples, against the packed package", () => {
     expect(out).toContain("weather.umbrella:notes › reading: Will it rain");
     expect(out).toMatch(/reply: .*Take an umbrella\./);
   }, 180_000);
+
+  it("ts-worker-client: a strict TypeScript worker with a typed agent, and a client streaming the turn", async () => {
+    const out = await runExample("ts-worker-client");
+    expect(out).toMatch(/▸ agents\n\s+mood\.tracker: stressed \(intensity \d\.\d\d\)/);
+    expect(out).toMatch(/outcome: (Complete|PartialSuccess); reply: .*One step at a time\./);
+  }, 180_000);
+
+  it("read-events: another process reads a session's events from a position", async () => {
+    const out = await runExample("read-events");
+    expect(out).toMatch(/turn 1: Complete: /);
+    expect(out).toMatch(/wrote last-run\.json: read history-\d+ from position \d+/);
+    const read = out.split("\n").filter((line) => /^\s*\d+\s+turn \d+\s+#\d+/.test(line));
+    expect(read[0]).toMatch(/turn 2\s+#0\s+TURN_STARTED$/);
+    expect(read.at(-1)).toMatch(/turn 2\s+#\d+\s+TURN_COMPLETED$/);
+    expect(read.every((line) => /turn 2/.test(line))).toBe(true);
+  }, 180_000);
 });
