@@ -3,23 +3,20 @@
  * action through chatReducer, and acts on the transitions the reducer makes:
  * a message accepted for sending is submitted through the client and its
  * events dispatched as they stream; Ctrl-C on a running turn aborts it (the
- * client cancels it across processes); a quit closes the chat.
+ * client cancels it across processes, and the turn ends Cancelled); a quit
+ * cancels the turn in flight and closes the chat.
  */
 
 import { describeFailure } from "../cli/failures.ts";
+import type { ConclaveClient } from "../client/index.ts";
 import type { EngineEvent } from "../contracts/events.ts";
 import { type ChatAction, type ChatState, chatReducer, initialChatState, pastTurns } from "./state.ts";
 
-/** A submitted turn as the client streams it: its events, and the runner's ack. */
-export type ChatTurnStream = AsyncIterable<EngineEvent> & { ack: Promise<{ turn_id: number }> };
+/** What the chat needs of the client: submitting turns, and reading a session's stored events. */
+export type ChatClient = Pick<ConclaveClient, "submit" | "events">;
 
-/** What the chat needs of the client (`conclave/client`'s ConclaveClient has it). */
-export interface ChatClient {
-  /** Submits `text` on the session; aborting `signal` cancels the turn. */
-  submit(sessionId: string, text: string, options: { signal?: AbortSignal }): ChatTurnStream;
-  /** The session's stored events, without following: the conversation so far. */
-  events(sessionId: string, options: { follow: false; signal?: AbortSignal }): AsyncIterable<EngineEvent>;
-}
+/** Recorded as the outcome's reason of a turn cancelled from the chat. */
+export const CANCEL_REASON = "cancelled with Ctrl-C in conclave chat";
 
 /** Holds a chat's state, runs its turns, and tells subscribers (the view) when the state changed. */
 export class ChatController {
@@ -56,12 +53,12 @@ export class ChatController {
     this.#state = after;
     for (const listener of this.#listeners) listener();
     if (after.quit && !before.quit) {
-      this.#abort?.abort();
+      this.#abort?.abort(CANCEL_REASON);
       this.#onQuit();
     } else if (after.phase === "submitting" && before.phase !== "submitting" && after.turn) {
       this.#running = this.#run(after.turn.text);
     } else if (after.phase === "cancelling" && before.phase !== "cancelling") {
-      this.#abort?.abort();
+      this.#abort?.abort(CANCEL_REASON);
     }
   };
 
@@ -73,10 +70,8 @@ export class ChatController {
   async restore(timeoutMs = 3_000): Promise<void> {
     const events: EngineEvent[] = [];
     try {
-      for await (const event of this.#client.events(this.#state.sessionId, {
-        follow: false,
-        signal: AbortSignal.timeout(timeoutMs),
-      }))
+      const signal = AbortSignal.timeout(timeoutMs);
+      for await (const { event } of this.#client.events(this.#state.sessionId, { follow: false, signal }))
         events.push(event);
     } catch {
       return;

@@ -85,7 +85,7 @@ export function pastTurns(events: Iterable<EngineEvent>): PastTurn[] {
       turns.set(event.turn_id, { turnId: event.turn_id, text: event.payload.user_input, response: null });
     const turn = turns.get(event.turn_id);
     if (event.kind === "TURN_COMPLETED" && turn) {
-      const status = (event.payload.outcome as { status: string }).status;
+      const { status } = event.payload.outcome;
       if (status === "Complete" || status === "PartialSuccess") turn.response = event.payload.response;
     }
   }

@@ -36,12 +36,6 @@ export interface CriticsView {
   results: CriticResult[];
 }
 
-/**
- * How a turn ended: the protocol's outcomes, and `Cancelled`, the outcome of a
- * turn its client cancelled (the client API's cancellation).
- */
-export type ChatOutcome = TurnOutcome | { status: "Cancelled"; reason?: string };
-
 /** Everything the chat shows about one turn. */
 export interface TurnView {
   /** The turn's number in its session, once the runner acknowledged it. */
@@ -64,7 +58,7 @@ export interface TurnView {
   /** A safety interrupt or a refused request: shown beside the warnings. */
   alerts: string[];
   /** Set by TURN_COMPLETED. */
-  outcome: ChatOutcome | null;
+  outcome: TurnOutcome | null;
   /** Why the chat stopped following the turn before its TURN_COMPLETED (`cancelled`, or a failure). */
   stopped: string | null;
   /** The final reply (TURN_COMPLETED's response). */
@@ -198,8 +192,7 @@ export function applyTurnEvent(view: TurnView, event: EngineEvent): TurnView {
     case "TURN_COMPLETED":
       return {
         ...view,
-        // Wider than the protocol's outcome today: a cancelled turn ends with status Cancelled.
-        outcome: event.payload.outcome as ChatOutcome,
+        outcome: event.payload.outcome,
         response: event.payload.response,
         totalMs: event.payload.total_time_ms,
       };
@@ -228,6 +221,6 @@ export function outcomeLine(view: TurnView): string | null {
     case "Failed":
       return `✘ Failed: ${outcome.error.code}: ${outcome.error.message}`;
     case "Cancelled":
-      return `✘ cancelled${outcome.reason ? `: ${outcome.reason}` : ""}`;
+      return `✘ cancelled: ${outcome.reason}`;
   }
 }

@@ -13,12 +13,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { subjects } from "../../src/bus/subjects.ts";
+import { CANCEL_REASON } from "../../src/chat/controller.ts";
 import { CONCLAVE_BIN } from "../../src/cli/childProcess.ts";
 import { conclaveModel } from "../helpers/conclaveModel.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { type OpenAIServer, type ReplyHandler, startOpenAIServer } from "../helpers/openaiServer.ts";
 import { useConclaveProcesses } from "../helpers/processes.ts";
-import { until } from "../helpers/wait.ts";
+import { until, waitForEvent } from "../helpers/wait.ts";
 
 const run = promisify(execFile);
 const FAST_REPLY = "Hello from the terminal test.";
@@ -121,10 +123,17 @@ describe("conclave chat in a terminal", () => {
     expect(streaming).toContain("you › please answer slowly");
     expect(streaming).toMatch(/session tui · turn 2 · council · Ctrl-C cancels/);
     await keys("C-c");
-    const cancelled = await see("turn 2: ✘ cancelled");
+    const cancelled = await see(`turn 2: ✘ cancelled: ${CANCEL_REASON}`);
     expect(cancelled).not.toContain(`conclave › ${SLOW_REPLY}`);
     expect(cancelled).toMatch(/stage +(✓ \w+ +){5}✗ council {2}· critics {2}· memory_commit/);
-    expect(cancelled).toMatch(/outcome +✘ cancelled/);
+    expect(cancelled).toMatch(/outcome +✘ cancelled: /);
+    // Cancelled in the runtime, not only on screen: the turn's stored end says so.
+    const end = await waitForEvent(
+      await nats.connect("client"),
+      subjects.turnEvents("tui", 2),
+      (event) => event.kind === "TURN_COMPLETED",
+    );
+    expect(end.payload).toMatchObject({ outcome: { status: "Cancelled", reason: CANCEL_REASON } });
     await see("session tui · Enter sends · Ctrl-C quits");
 
     await keys("C-c");
@@ -135,7 +144,9 @@ describe("conclave chat in a terminal", () => {
     pane = "again";
     await startChat(pane, nats.url, "tui");
     const restored = await see("session tui · Enter sends · Ctrl-C quits");
-    expect(restored).toContain(`you › hello there\nconclave › ${FAST_REPLY}\nyou › please answer slowly`);
+    // The cancelled turn said nothing: the user's message, and no reply.
+    expect(restored).toContain(`you › hello there\nconclave › ${FAST_REPLY}\nyou › please answer slowly\n`);
+    expect(restored).not.toContain(SLOW_REPLY);
     await keys("C-c");
     await see("chat exited with status 0", 10_000);
   });

@@ -2,8 +2,8 @@ import { randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { connectBus } from "../../bus/connection.ts";
 import { showChat } from "../../chat/app.ts";
-import { type ChatClient, ChatController } from "../../chat/controller.ts";
-import { connect } from "../../client/client.ts";
+import { ChatController } from "../../chat/controller.ts";
+import { connect } from "../../client/index.ts";
 import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFrom, parse, sessionArg, UsageError } from "../args.ts";
 import { EXIT, EXIT_HELP } from "../failures.ts";
 
@@ -44,13 +44,7 @@ export async function run(argv: string[]): Promise<number> {
     throw new UsageError("chat needs a terminal (stdin and stdout a TTY); from a script, use conclave send");
 
   const nc = await connectBus(connectionFrom(values, "client", false));
-  const conclave = await connect({ nc });
-  const client: ChatClient = {
-    submit: (sessionId, text, options) => conclave.submit(sessionId, text, options),
-    async *events(sessionId, options) {
-      for await (const { event } of conclave.events(sessionId, options)) yield event;
-    },
-  };
+  const client = await connect({ nc });
   let screen: ReturnType<typeof showChat> | undefined;
   const controller = new ChatController(client, session, () => screen?.quit());
   // A session named on the command line may have a conversation already: show it first.
@@ -70,6 +64,7 @@ export async function run(argv: string[]): Promise<number> {
     process.off("SIGINT", interrupt);
     process.off("SIGTERM", quit);
     process.off("SIGHUP", quit);
+    await client.close(); // leaves nc, which it was given, open
     await nc.close();
   }
   return EXIT.ok;
