@@ -1,4 +1,3 @@
-import { type TurnOutcome, turnOutcome } from "../../src/contracts/turn.ts";
 import { MAX_DELIBERATION_ROUNDS } from "../../src/cognition/deliberation.ts";
 import type { Workspace } from "../../src/cognition/workspace.ts";
 import type { AgentContext } from "../../src/contracts/agent.ts";
@@ -6,6 +5,7 @@ import type { CouncilDecision, StreamId, VoiceRequest } from "../../src/contract
 import type { CriticResult } from "../../src/contracts/critic.ts";
 import type { EventPayload } from "../../src/contracts/events.ts";
 import type { Stage, TurnWarning } from "../../src/contracts/turn.ts";
+import { type TurnOutcome, turnOutcome } from "../../src/contracts/turn.ts";
 import type { TurnPolicy } from "../../src/contracts/turnProtocol.ts";
 import { addUsage, noUsage, type Usage } from "../../src/contracts/usage.ts";
 import type { Episode, Modulators, Sensors, Stance } from "../../src/contracts/workspace.ts";

@@ -8,6 +8,8 @@ type GuardArgs = { context: TurnContext };
 export const turnGuards = {
   safetyRisk: ({ context }: GuardArgs) => (context.sensors?.safety_risk ?? 0) > SAFETY_INTERRUPT_THRESHOLD,
   hasWaves: ({ context }: GuardArgs) => context.waves.length > 0,
+  /** Cancelled before it started (while queued or in the WAL). */
+  cancelledBeforeStart: ({ context }: GuardArgs) => context.cancelled !== undefined,
   hasMoreWaves: ({ context }: GuardArgs) => context.wave + 1 < context.waves.length,
   deliberationSettled: ({ context }: GuardArgs) =>
     context.consensus >= CONSENSUS_THRESHOLD || context.round + 1 >= context.policy.max_deliberation_rounds,

@@ -18,5 +18,5 @@ export const ingest = turnSetup.createStateConfig({
     { type: "enterStage", params: { stage: "ingest" } },
   ],
   // A turn cancelled before it started ends at once: TURN_STARTED, then TURN_COMPLETED (Cancelled).
-  always: [{ guard: ({ context }) => context.cancelled !== undefined, target: "completed" }, { target: "sensing_fast" }],
+  always: [{ guard: "cancelledBeforeStart", target: "completed" }, { target: "sensing_fast" }],
 });

@@ -1,7 +1,6 @@
 import { assign } from "xstate";
-import { outcomeOf } from "./context.ts";
 import { agents } from "./agents.ts";
-import { initialContext } from "./context.ts";
+import { initialContext, outcomeOf } from "./context.ts";
 import { contextState } from "./contextStage.ts";
 import { council } from "./council.ts";
 import { critics } from "./critics.ts";

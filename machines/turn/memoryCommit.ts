@@ -1,5 +1,5 @@
-import { outcomeOf } from "./context.ts";
 import { usageSummary } from "../../src/contracts/turnProtocol.ts";
+import { outcomeOf } from "./context.ts";
 import { turnSetup } from "./setup.ts";
 import { failed, overran } from "./warnings.ts";
 

@@ -74,6 +74,7 @@ const TURN_SCENARIOS: TurnScenario[] = [
     faults: [],
   },
   { name: "nothing to answer", text: "   ", faults: [] },
+  { name: "cancelled before it started", text: STRESSED, cancelled: "cancelled while queued", faults: [] },
   {
     name: "no agent scheduled",
     text: STRESSED,

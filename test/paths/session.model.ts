@@ -1,7 +1,7 @@
 import { type AnyEventObject, type AnyMachineSnapshot, createActor } from "xstate";
 import { type SessionContext, type SessionEvent, sessionMachine } from "../../machines/session.ts";
 import { defaultTurnPolicy, type TurnInput } from "../../machines/turn/index.ts";
-import type { TurnOutput, TurnRecord } from "../../src/contracts/turnProtocol.ts";
+import type { TurnEvent, TurnOutput, TurnRecord } from "../../src/contracts/turnProtocol.ts";
 import { localTurnServices } from "../../src/runtime/localTurnServices.ts";
 import { provideTurn } from "../../src/runtime/provideTurn.ts";
 import type { TurnServices } from "../../src/runtime/turnServices.ts";
@@ -18,6 +18,8 @@ export function sessionUnderTest(oracle: Oracle, maxTurns: number): MachineUnder
   const input = { session_id: "paths", policy: defaultTurnPolicy };
   /** Whether the traversed state was reached by an interrupt the session passed on to its turn. */
   const interrupted = new WeakMap<AnyMachineSnapshot, boolean>();
+  /** Snapshots whose running turn was stopped by a cancellation (not an interrupt). */
+  const cancelled = new WeakSet<AnyMachineSnapshot>();
   const context = (snapshot: AnyMachineSnapshot) => snapshot.context as SessionContext;
   const compare = (snapshot: AnyMachineSnapshot) => {
     const c = context(snapshot);
@@ -59,8 +61,10 @@ export function sessionUnderTest(oracle: Oracle, maxTurns: number): MachineUnder
       const current = previous ? context(previous).current?.turn_id : undefined;
       interrupted.set(
         snapshot,
-        event?.type === "turn.interrupt" && current !== undefined && current < (event.by_turn_id as number),
+        (event?.type === "turn.interrupt" && current !== undefined && current < (event.by_turn_id as number)) ||
+          (event?.type === "turn.cancel" && current !== undefined && current === event.turn_id),
       );
+      if (event?.type === "turn.cancel" && current === event.turn_id) cancelled.add(snapshot);
     },
     events: (snapshot) => {
       const c = context(snapshot);
@@ -73,6 +77,8 @@ export function sessionUnderTest(oracle: Oracle, maxTurns: number): MachineUnder
       }
       const known = Math.max(c.last_turn_id, c.current?.turn_id ?? 0, ...c.queue.map((turn) => turn.turn_id));
       if (known < maxTurns) samples.push({ type: "turn.enqueue", turn: { turn_id: known + 1, text: TEXTS[known]! } });
+      // A cancellation of a turn this session has not seen changes nothing (the runner remembers it for later).
+      samples.push({ type: "turn.cancel", turn_id: maxTurns + 1, reason: "steered cancel" });
       // A turn delivered twice (a redelivery while it runs) is not queued again.
       if (snapshot.matches("running") && c.queue.length === 0 && c.current) {
         samples.push({ type: "turn.enqueue", turn: c.current });
@@ -81,6 +87,7 @@ export function sessionUnderTest(oracle: Oracle, maxTurns: number): MachineUnder
         samples.push({ type: "turn.interrupt", by_turn_id: c.current.turn_id + 1 });
         // An interrupt from an older turn is ignored.
         samples.push({ type: "turn.interrupt", by_turn_id: c.current.turn_id });
+        samples.push({ type: "turn.cancel", turn_id: c.current.turn_id, reason: "steered cancel" });
         const output = turnOutput(snapshot);
         if (output) samples.push({ type: "xstate.done.actor.turn", output });
         samples.push({ type: "xstate.error.actor.turn", error: new SteeredFault("turn") });
@@ -90,14 +97,21 @@ export function sessionUnderTest(oracle: Oracle, maxTurns: number): MachineUnder
   };
   function turnOutput(snapshot: AnyMachineSnapshot): unknown {
     const turnInput = childInput(snapshot, "turn") as TurnInput;
-    const interruptedBy = interrupted.get(snapshot) ? turnInput.turn_id + 1 : undefined;
-    const outcome = oracle.lookup("turn", { turnInput, interruptedBy }, () =>
-      interruptedBy === undefined ? realTurn(turnInput) : interruptedTurn(turnInput, interruptedBy),
+    const stopped = interrupted.get(snapshot) ? (cancelled.has(snapshot) ? "cancel" : "interrupt") : undefined;
+    const outcome = oracle.lookup("turn", { turnInput, stopped }, () =>
+      stopped === undefined
+        ? realTurn(turnInput)
+        : stoppedTurn(
+            turnInput,
+            stopped === "cancel"
+              ? { type: "turn.cancel", reason: "steered cancel" }
+              : { type: "turn.interrupt", by_turn_id: turnInput.turn_id + 1 },
+          ),
     );
     return outcome?.ok ? outcome.value : undefined;
   }
-  /** A real turn told to stop as soon as it started (held where the replay holds it: memory retrieval). */
-  const interruptedTurn = (turnInput: TurnInput, by: number): Promise<TurnOutput> => {
+  /** A real turn told to stop (interrupted or cancelled) as soon as it started (held where the replay holds it: memory retrieval). */
+  const stoppedTurn = (turnInput: TurnInput, stop: TurnEvent): Promise<TurnOutput> => {
     const gates = new Gates();
     const services = heldAtRetrieval(
       localTurnServices(() => NOW),
@@ -111,7 +125,7 @@ export function sessionUnderTest(oracle: Oracle, maxTurns: number): MachineUnder
       actor.subscribe({ complete: () => resolve(actor.getSnapshot().output as TurnOutput), error: reject });
       actor.start();
       const interruptWhenHeld = () => {
-        if (gates.pendingChannels().length > 0) actor.send({ type: "turn.interrupt", by_turn_id: by });
+        if (gates.pendingChannels().length > 0) actor.send(stop);
         else setImmediate(interruptWhenHeld);
       };
       interruptWhenHeld();
@@ -166,7 +180,13 @@ export function sessionUnderTest(oracle: Oracle, maxTurns: number): MachineUnder
           // The turn queued, the interrupt's turn, or which turn finished (its reply depends on the
           // session's memory of earlier turns, which the samples, computed turn by turn, do not share).
           const pick = (event: AnyEventObject) =>
-            JSON.stringify(event.turn ?? event.by_turn_id ?? (event.output as TurnOutput | undefined)?.turn_id ?? null);
+            JSON.stringify(
+              event.turn ??
+                event.by_turn_id ??
+                (event.type === "turn.cancel" ? `cancel ${event.turn_id}` : null) ??
+                (event.output as TurnOutput | undefined)?.turn_id ??
+                null,
+            );
           return pick(expected) === pick(actual) ? undefined : `got ${pick(actual)}, the path has ${pick(expected)}`;
         },
         check: (step) => {

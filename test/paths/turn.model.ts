@@ -42,6 +42,7 @@ import {
 
 export const NOW = 1_700_000_000_000;
 const VOICE_PARTS = new Set(["voice.start", "voice.chunk", "voice.end", "voice.intercepted"]);
+const AGENT_STREAM_PARTS = new Set(["agent.stream.start", "agent.stream.chunk", "agent.stream.end"]);
 export const CALLBACKS = new Set(["runWave", "renderVoice"]);
 
 /** A deployment choice some scenarios make: the council's thinking is never streamed to the user. */
@@ -59,6 +60,8 @@ export interface TurnScenario {
   chains?: () => InterceptorChains;
   /** The scheduler's roster (default: every agent of agents/). */
   roster?: "without_always_on";
+  /** The turn was cancelled before it started, with this reason. */
+  cancelled?: string;
   /** Top-level states where steered events (faults, deadlines, interrupts) are sampled. */
   faults: "all" | readonly string[];
   /** Top-level states whose simple paths are enumerated (joined to the shortest path into the state). */
@@ -96,6 +99,7 @@ export const turnInput = (scenario: TurnScenario): TurnInput => ({
   policy: { ...defaultTurnPolicy, ...scenario.policy },
   modulators: neutralModulators(),
   stance: neutralStance(),
+  ...(scenario.cancelled !== undefined ? { cancelled: scenario.cancelled } : {}),
 });
 
 /** The invoked promise actors of the turn, called as `provideTurn` calls them. */
@@ -220,6 +224,21 @@ export function turnModel(scenario: TurnScenario, oracle: Oracle): Model & { top
         if (steered) samples.push({ type });
       } else if (type === "turn.interrupt") {
         if (steered) samples.push({ type, by_turn_id: context.turn_id + 1 });
+      } else if (type === "turn.cancel") {
+        if (steered) samples.push({ type, reason: "steered cancel" });
+      } else if (AGENT_STREAM_PARTS.has(type)) {
+        // An agent's named stream, in the wave's first agent still pending, as runAgent sends it: opened, one
+        // chunk, closed (the built-in agents do not stream, so these are steered, in the first wave only).
+        const agent = context.wave_pending[0];
+        if (!steered || !agent || context.wave !== 0) continue;
+        const streamId = `${agent}:notes`;
+        const open = context.open_streams.includes(streamId);
+        const chunks = context.stream_chunks[streamId] ?? 0;
+        if (type === "agent.stream.start" && !open && chunks === 0)
+          samples.push({ type, stream_id: streamId, content_type: "text/plain" });
+        if (type === "agent.stream.chunk" && open && chunks === 0)
+          samples.push({ type, stream_id: streamId, delta: "noted" });
+        if (type === "agent.stream.end" && open && chunks > 0) samples.push({ type, stream_id: streamId });
       } else if (type === "agent.replied") {
         // Agents are answered in wave order: the replay releases them in that order.
         const agent = context.wave_pending[0]!;

@@ -34,7 +34,11 @@ const CLOSE_WAVE = `WORKSPACE_PATCHED ${opt("STANCE_UPDATED ")}WAVE_COMPLETED `;
 const abandonedWave = (before: TurnContext) =>
   before.wave_open ? `${times("AGENT_FAILED ", before.wave_pending.length)}${CLOSE_WAVE}` : "";
 const openStreamEnds = (before: TurnContext) => times("STREAM_END ", before.open_streams.length);
-const cutShort = (before: TurnContext) => `${abandonedWave(before)}${openStreamEnds(before)}`;
+// Leaving a wave, its exit closes the agents' open streams first; the voice's are closed by the transition.
+const cutShort = (before: TurnContext) =>
+  before.wave_open
+    ? `${openStreamEnds(before)}${abandonedWave(before)}`
+    : `${abandonedWave(before)}${openStreamEnds(before)}`;
 const voiceSpec = (
   stage: string,
   source: string,
@@ -59,6 +63,9 @@ export const TRANSITION_RECORDS: Record<string, string | ((before: TurnContext) 
   // Leaving mid-wave or mid-stream still closes them: every agent pending fails, the wave gets its
   // WAVE_COMPLETED, every open stream its STREAM_END.
   "turn → turn.completed : turn.interrupt": (before) => `${cutShort(before)}warn:$stage `,
+  // A client's cancellation: the same, without a warning (the outcome says Cancelled).
+  "turn → turn.completed : turn.cancel": (before) => cutShort(before),
+  "turn.ingest → turn.completed : always [cancelledBeforeStart]": "",
   "turn.ingest → turn.sensing_fast : always": "",
   "turn.sensing_fast → turn.sensed : senseFast done": "SENSORS_FAST_UPDATED ",
   "turn.sensing_fast → turn.context : senseFast error": "warn:sensing_fast ",
@@ -79,21 +86,26 @@ export const TRANSITION_RECORDS: Record<string, string | ((before: TurnContext) 
   "turn.agents → turn.deliberation : done": "",
   // The stage deadline can cut a wave (default policy: a stage has 10 s, a wave 2 × 4 s + 250 ms): its
   // pending agents fail and the wave is closed.
-  "turn.agents → turn.deliberation : after stageTimeout": (before) => `${abandonedWave(before)}warn:agents `,
+  "turn.agents → turn.deliberation : after stageTimeout": (before) => `${cutShort(before)}warn:agents `,
   "turn.agents.planning → turn.agents.planned : planWaves done": "SCHEDULE_PLANNED ",
   "turn.agents.planning → turn.agents.done : planWaves error": "warn:agents ",
   "turn.agents.planned → turn.agents.wave : always [hasWaves]": "",
   "turn.agents.planned → turn.agents.done : always": "",
   "turn.agents.wave → turn.agents.wave : agent.replied": "AGENT_COMPLETED ",
   "turn.agents.wave → turn.agents.wave : agent.failed": "AGENT_FAILED warn:agents ",
-  "turn.agents.wave → turn.agents.wave : wave.done [hasMoreWaves]": CLOSE_WAVE,
-  "turn.agents.wave → turn.agents.done : wave.done": CLOSE_WAVE,
-  "turn.agents.wave → turn.agents.done : runWave error": `warn:agents ${CLOSE_WAVE}`,
+  "turn.agents.wave → turn.agents.wave : agent.stream.start": "STREAM_START ",
+  "turn.agents.wave → turn.agents.wave : agent.stream.chunk": "STREAM_CHUNK ",
+  "turn.agents.wave → turn.agents.wave : agent.stream.end": "STREAM_END ",
+  "turn.agents.wave → turn.agents.wave : wave.done [hasMoreWaves]": (before) =>
+    `${openStreamEnds(before)}${CLOSE_WAVE}`,
+  "turn.agents.wave → turn.agents.done : wave.done": (before) => `${openStreamEnds(before)}${CLOSE_WAVE}`,
+  "turn.agents.wave → turn.agents.done : runWave error": (before) =>
+    `${openStreamEnds(before)}warn:agents ${CLOSE_WAVE}`,
   // Every agent still pending when the wave's deadline passes is a timeout.
   "turn.agents.wave → turn.agents.wave : after waveTimeout [hasMoreWaves]": (before) =>
-    `${times("AGENT_FAILED warn:agents ", before.wave_pending.length)}${CLOSE_WAVE}`,
+    `${openStreamEnds(before)}${times("AGENT_FAILED warn:agents ", before.wave_pending.length)}${CLOSE_WAVE}`,
   "turn.agents.wave → turn.agents.done : after waveTimeout": (before) =>
-    `${times("AGENT_FAILED warn:agents ", before.wave_pending.length)}${CLOSE_WAVE}`,
+    `${openStreamEnds(before)}${times("AGENT_FAILED warn:agents ", before.wave_pending.length)}${CLOSE_WAVE}`,
   "turn.deliberation → turn.council : done": "",
   "turn.deliberation → turn.council : after stageTimeout": "warn:deliberation ",
   "turn.deliberation.round → turn.deliberation.settling : deliberate done": "CONSENSUS_UPDATED DELIB_ROUND_COMPLETED ",
@@ -166,8 +178,9 @@ export class RecordChecker {
     if (!new RegExp(`^${expected}$`).test(actual)) {
       return `${step.event.type} recorded ${JSON.stringify(actual.trim())}, the spec says ${JSON.stringify(expected.trim())}`;
     }
+    const cancelled = (step.snapshot.context as TurnContext).cancelled;
     for (const record of records) {
-      const problem = this.payload(record);
+      const problem = this.payload(record, cancelled);
       if (problem) return problem;
       this.records.push(record);
     }
@@ -176,7 +189,7 @@ export class RecordChecker {
   }
 
   /** Payload rules any log reader relies on. */
-  private payload(record: TurnRecord): string | undefined {
+  private payload(record: TurnRecord, cancelled: string | undefined): string | undefined {
     switch (record.kind) {
       case "TURN_STAGE_CHANGED":
         this.stage = record.payload.stage;
@@ -210,7 +223,11 @@ export class RecordChecker {
         const warned = this.records.some((earlier) => earlier.kind === "STAGE_WARNING");
         const rendered = this.records.filter((earlier) => earlier.kind === "VOICE_RENDERED").at(-1);
         const text = rendered?.kind === "VOICE_RENDERED" ? rendered.payload.text : "";
-        if (record.payload.outcome.status !== (warned ? "PartialSuccess" : "Complete"))
+        // Cancelled when a client cancelled it (whatever its warnings), else as its warnings say.
+        if (cancelled !== undefined) {
+          if (JSON.stringify(record.payload.outcome) !== JSON.stringify({ status: "Cancelled", reason: cancelled }))
+            return `TURN_COMPLETED outcome ${JSON.stringify(record.payload.outcome)} for a turn cancelled (${cancelled})`;
+        } else if (record.payload.outcome.status !== (warned ? "PartialSuccess" : "Complete"))
           return `TURN_COMPLETED outcome ${record.payload.outcome.status} with${warned ? "" : "out"} warnings`;
         if (record.payload.response !== text)
           return `TURN_COMPLETED response ${JSON.stringify(record.payload.response)}, last rendering ${JSON.stringify(text)}`;

@@ -195,6 +195,13 @@ function sameEvent(expected: AnyEventObject, actual: AnyEventObject): string | u
         return event.code;
       case "turn.interrupt":
         return event.by_turn_id;
+      case "turn.cancel":
+        return event.reason;
+      case "agent.stream.start":
+      case "agent.stream.end":
+        return event.stream_id;
+      case "agent.stream.chunk":
+        return [event.stream_id, event.delta];
       default:
         if (event.type.startsWith(DONE_ACTOR)) return JSON.stringify(event.output);
         return undefined;
