@@ -313,14 +313,17 @@ describe("a client", () => {
     await denied(jetstream(nc.client).publish(subjects.deadLetter("submit"), "{}"));
   });
 
-  it("reads only the event log: not the WAL, dead letters, KV buckets or memory", async () => {
+  it("reads only the event log and turn status: not the WAL, dead letters, other KV buckets or memory", async () => {
     const jsm = await jetstreamManager(nc.client);
     await denied(jsm.streams.info(streams.turns));
     await denied(jetstream(nc.client).consumers.get(streams.turns, RUNNER_CONSUMER));
     await denied(jetstream(nc.client).consumers.get(streams.deadLetters));
     await denied(jetstream(nc.client).consumers.get(streams.memory));
     await denied(new Kvm(nc.client).open(buckets.sessions).then((kv) => kv.get("counter.perm-e2e")));
-    await denied(new Kvm(nc.client).open(buckets.turns).then((kv) => kv.get("perm-e2e.1")));
+    // Turn status is readable (the client API's status/turns), not writable.
+    const statuses = await new Kvm(nc.client).open(buckets.turns);
+    expect((await statuses.get("perm-e2e.1"))?.json<{ status: string }>().status).toBe("done");
+    await denied(statuses.put("perm-c.1", "{}"), `$KV.${buckets.turns}.perm-c.1`);
   });
 
   it("cannot delete, purge or reconfigure streams", async () => {
