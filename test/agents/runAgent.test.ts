@@ -158,7 +158,10 @@ describe("runAgent", () => {
       name: "acme.bad",
       description: "d",
       output: Forecast,
-      run: ({ stream }) => (stream("Bad Name", "x"), { rain: false }),
+      run: ({ stream }) => {
+        stream("Bad Name", "x");
+        return { rain: false };
+      },
     });
     await expect(runAgent(badName, agentRequest("acme.bad", context("hi")), { signal: signal() })).rejects.toThrow(
       /stream name/,
@@ -193,7 +196,10 @@ describe("runAgent", () => {
       name: "acme.probe",
       description: "d",
       output: Forecast,
-      run: (ctx) => ((offline = ctx.model), { rain: false }),
+      run: (ctx) => {
+        offline = ctx.model;
+        return { rain: false };
+      },
     });
     await runAgent(probe, agentRequest("acme.probe", context("x")), { signal: signal() });
     expect(offline).toBeUndefined();
