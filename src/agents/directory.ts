@@ -2,7 +2,7 @@ import type { NatsConnection, Subscription } from "@nats-io/nats-core";
 import { z } from "zod";
 import { decodeJson } from "../bus/codec.ts";
 import { subjects } from "../bus/subjects.ts";
-import { type AgentManifest, Contribution } from "../contracts/agent.ts";
+import type { AgentManifest } from "../contracts/agent.ts";
 import { AgentAnnouncement, AgentWithdrawal } from "./announcement.ts";
 
 /** How a directory waits for the workers' answers to its roll call before it is ready. */
@@ -134,14 +134,15 @@ export class AgentDirectory {
   }
 
   /**
-   * The schema an agent's output must satisfy: its announced JSON Schema,
-   * or the council contract for agents that announce none. Undefined for an
-   * agent no live worker announces.
+   * The schema an agent's own output must satisfy: its announced JSON
+   * Schema. Undefined for an agent that announces none (its output is its
+   * contribution, which the reply's schema checks) and for one no live
+   * worker announces.
    */
   outputSchema(agentId: string): z.ZodType | undefined {
     const manifest = this.manifest(agentId);
     if (!manifest) return undefined;
-    if (!manifest.output_schema) return Contribution;
+    if (!manifest.output_schema) return undefined;
     const cached = this.#validators.get(agentId);
     if (cached && cached.source === manifest.output_schema) return cached.schema;
     const schema = z.fromJSONSchema(manifest.output_schema as Parameters<typeof z.fromJSONSchema>[0]);

@@ -89,7 +89,10 @@ export async function runAgent(
         throw new InvalidAgentOutputError(id, "the council contract", error as z.ZodError);
       throw error;
     }
-    const answered: AgentAnswer = { output: output.data, contribution };
+    // An agent whose output is the council contract itself (the built-in ones) sends it once, as its contribution.
+    const answered: AgentAnswer = agent.manifest.output_schema
+      ? { output: output.data, contribution }
+      : { contribution };
     if (usage) answered.usage = usage;
     return answered;
   } finally {

@@ -118,7 +118,10 @@ export type AgentRequest = z.infer<typeof AgentRequest>;
 
 export const AgentReply = z.object({
   agent_id: AgentId,
-  /** The agent's own output, valid against its manifest's output_schema (absent in `revise` mode). */
+  /**
+   * The agent's own output, valid against its manifest's output_schema. Absent in `revise` mode, and
+   * for agents whose output is the council contract itself (no output_schema): see `contribution`.
+   */
   output: z.unknown().optional(),
   /** What the council and deliberation take from it (the council contract). */
   contribution: Contribution,

@@ -48,8 +48,8 @@ export const EventPayloads = {
   AGENT_COMPLETED: z.object({
     wave: z.number().int(),
     agent_id: z.string(),
-    /** The agent's own output, valid against the output schema it announced. */
-    output: z.unknown(),
+    /** The agent's own output, valid against the output schema it announced; absent when its output is its contribution. */
+    output: z.unknown().optional(),
     /** What the council took from it (the council contract). */
     contribution: Contribution,
     elapsed_ms: z.number(),

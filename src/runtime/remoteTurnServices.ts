@@ -84,7 +84,7 @@ export function remoteTurnServices(nc: NatsConnection, options: Partial<RemoteOp
   /** The runner's own check of an answer, against the schema the agent's workers announced. */
   const checkOutput = async (reply: AgentReply) => {
     const schema = (await directory).outputSchema(reply.agent_id);
-    if (!schema) return; // no live worker announces it any more: its worker checked it
+    if (!schema) return; // its output is its contribution (checked with the reply), or no live worker announces it
     const checked = schema.safeParse(reply.output);
     if (!checked.success)
       throw new InvalidAgentOutputError(reply.agent_id, "its announced output schema", checked.error);

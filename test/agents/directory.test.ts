@@ -53,7 +53,7 @@ describe("the agent directory", () => {
     directory.close();
   });
 
-  it("checks answers with the announced JSON Schema, the council contract when none is announced", async () => {
+  it("checks answers with the announced JSON Schema, and has none for agents whose output is their contribution", async () => {
     const worker = await nats.connect("worker");
     const custom = await announceAgents(worker, "w-schema", [
       agent("dir.schema"),
@@ -62,7 +62,7 @@ describe("the agent directory", () => {
     const directory = await AgentDirectory.open(await nats.connect("runner"));
     expect(directory.outputSchema("dir.schema")?.safeParse({ level: 2 }).success).toBe(true);
     expect(directory.outputSchema("dir.schema")?.safeParse({ level: "high" }).success).toBe(false);
-    expect(directory.outputSchema("dir.plain")).toBe(Contribution);
+    expect(directory.outputSchema("dir.plain")).toBeUndefined(); // its output is its contribution
     expect(directory.outputSchema("dir.nobody")).toBeUndefined();
     await custom.stop();
     directory.close();
