@@ -2,6 +2,7 @@ import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import type { NatsConnection, Subscription } from "@nats-io/nats-core";
 import { beforeAll, describe, expect, it } from "vitest";
+import { subjects } from "../../src/bus/subjects.ts";
 import { CONCLAVE_BIN } from "../../src/cli/childProcess.ts";
 import { type ConclaveClient, connect } from "../../src/client/index.ts";
 import type { EngineEvent } from "../../src/contracts/events.ts";
@@ -66,6 +67,14 @@ describe("cancelling a turn", () => {
       for await (const event of turn) events.push(event);
     })();
     await started.seen;
+    // When the cancellation reaches the runtime (its broadcast), as seen by a listener of the runners' own.
+    const listener = await nats.connect("runner");
+    const broadcast = listener.subscribe(subjects.turnCancelled, { max: 1 });
+    await listener.flush();
+    const broadcastSeen = (async () => {
+      for await (const _ of broadcast) return performance.now();
+      throw new Error("no cancellation broadcast");
+    })();
     const asked = performance.now();
     const { stdout } = await cancelFromAnotherProcess("cancel-1", 1);
     expect(stdout.trim()).toBe("turn cancel-1/1: cancelling");
@@ -73,8 +82,9 @@ describe("cancelling a turn", () => {
     const ended = performance.now();
     await collected;
     expect(result.outcome).toEqual({ status: "Cancelled", reason: "changed my mind" });
-    // The interval includes the cancel command's own start-up (a Node process), so this is a generous bound.
-    expect(ended - asked).toBeLessThan(1_000 + 2_500);
+    // Within a second of the cancellation reaching the runtime (the command's own start-up comes before).
+    expect(ended - (await broadcastSeen)).toBeLessThan(1_000);
+    expect(ended - asked).toBeLessThan(5_000);
     // No agent call left running: the slow agent's signal fired well before its own 4 s deadline.
     expect((await aborted.seen) - asked).toBeLessThan(3_000);
     const mine = contiguous(events, 1);
