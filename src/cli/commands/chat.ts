@@ -1,7 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { connectBus } from "../../bus/connection.ts";
-import { showChat } from "../../chat/app.ts";
 import { ChatController } from "../../chat/controller.ts";
 import { connect } from "../../client/index.ts";
 import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFrom, parse, sessionArg, UsageError } from "../args.ts";
@@ -45,6 +44,7 @@ export async function run(argv: string[]): Promise<number> {
 
   const nc = await connectBus(connectionFrom(values, "client", false));
   const client = await connect({ nc });
+  const showChat = await liveRenderer();
   let screen: ReturnType<typeof showChat> | undefined;
   const controller = new ChatController(client, session, () => screen?.quit());
   // A session named on the command line may have a conversation already: show it first.
@@ -68,4 +68,15 @@ export async function run(argv: string[]): Promise<number> {
     await nc.close();
   }
   return EXIT.ok;
+}
+
+/**
+ * The ink app, loaded so that it draws live: ink believes it runs in CI when the environment says
+ * so (CI, CONTINUOUS_INTEGRATION, CI_*; read once, when ink loads) and then draws only the last
+ * frame. The chat runs in a terminal (checked above), so those variables do not apply to it.
+ */
+async function liveRenderer() {
+  for (const name of Object.keys(process.env))
+    if (name === "CI" || name === "CONTINUOUS_INTEGRATION" || name.startsWith("CI_")) delete process.env[name];
+  return (await import("../../chat/app.ts")).showChat;
 }
