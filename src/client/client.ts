@@ -9,6 +9,7 @@ import type { TurnStatusRecord } from "../contracts/wal.ts";
 import { isStreamNotFound } from "../eventlog/streams.ts";
 import { TurnStatusStore } from "../runtime/turnStatusStore.ts";
 import { type SubmitOptions, streamTurn, type TurnStream } from "./turnStream.ts";
+import { checkSessionId, checkTurnId, InvalidRequestError } from "./turns.ts";
 
 /** How to reach Conclave. Every field has a default. */
 export interface ConnectOptions {
@@ -34,7 +35,7 @@ export interface SessionEvent {
 
 /** What `events` reads. */
 export interface EventsOptions {
-  /** The first position to read (see SessionEvent.position). Default: the session's first event. */
+  /** The first position to read (see SessionEvent.position), a whole number from 1. Default: the session's first event. */
   fromSeq?: number;
   /** Only this turn's events. */
   turnId?: number;
@@ -57,7 +58,11 @@ export interface CancelResult {
   outcome?: string;
 }
 
-/** A connection to Conclave, for submitting turns and reading what happened. */
+/**
+ * A connection to Conclave, for submitting turns and reading what happened.
+ * A session id or turn id that cannot be one is refused with
+ * InvalidRequestError (code `invalid_request`) before anything is sent.
+ */
 export interface ConclaveClient {
   /** The NATS connection underneath. */
   readonly nc: NatsConnection;
@@ -65,7 +70,11 @@ export interface ConclaveClient {
   submit(sessionId: string, text: string, options?: SubmitOptions): TurnStream;
   /** A session's stored events in log order, from a position, then live ones with `follow`. */
   events(sessionId: string, options?: EventsOptions): AsyncIterable<SessionEvent>;
-  /** Where one turn stands; null when the session has no such turn. */
+  /**
+   * Where one turn stands; null when the session has no such turn. The status
+   * is written just after the turn's TURN_COMPLETED is stored, so read right
+   * after `result` it may still say `inflight` for a moment.
+   */
   status(sessionId: string, turnId: number): Promise<TurnStatusView | null>;
   /** Where each turn of a session stands, in turn order. */
   turns(sessionId: string): Promise<TurnStatusView[]>;
@@ -113,16 +122,30 @@ export async function connect(options: ConnectOptions = {}): Promise<ConclaveCli
       });
     return statuses;
   };
-  const cancel = (sessionId: string, turnId: number, reason?: string) =>
-    requestJson(nc, subjects.turnCancel(sessionId), { turn_id: turnId, ...(reason ? { reason } : {}) }, CancelReply, {
-      timeoutMs,
-    });
+  const cancel = async (sessionId: string, turnId: number, reason?: string) => {
+    checkSessionId(sessionId);
+    checkTurnId(turnId);
+    return requestJson(
+      nc,
+      subjects.turnCancel(sessionId),
+      { turn_id: turnId, ...(reason ? { reason } : {}) },
+      CancelReply,
+      { timeoutMs },
+    );
+  };
   return {
     nc,
     submit: (sessionId, text, submitOptions) => streamTurn(nc, cancel, sessionId, text, submitOptions),
     events: (sessionId, eventsOptions) => readSessionEvents(nc, sessionId, eventsOptions),
-    status: async (sessionId, turnId) => (await (await statusStore())?.get(sessionId, turnId)) ?? null,
-    turns: async (sessionId) => (await (await statusStore())?.list(sessionId)) ?? [],
+    status: async (sessionId, turnId) => {
+      checkSessionId(sessionId);
+      checkTurnId(turnId);
+      return (await (await statusStore())?.get(sessionId, turnId)) ?? null;
+    },
+    turns: async (sessionId) => {
+      checkSessionId(sessionId);
+      return (await (await statusStore())?.list(sessionId)) ?? [];
+    },
     cancel,
     close: async () => {
       if (!options.nc) await nc.close();
@@ -137,6 +160,10 @@ async function* readSessionEvents(
   sessionId: string,
   options: EventsOptions = {},
 ): AsyncIterable<SessionEvent> {
+  checkSessionId(sessionId);
+  if (options.turnId !== undefined) checkTurnId(options.turnId);
+  if (options.fromSeq !== undefined && !(Number.isInteger(options.fromSeq) && options.fromSeq >= 1))
+    throw new InvalidRequestError(`bad fromSeq ${String(options.fromSeq)}: a position, a whole number from 1`);
   const filter =
     options.turnId === undefined ? subjects.sessionEvents(sessionId) : subjects.turnEvents(sessionId, options.turnId);
   const jsm = await jetstreamManager(nc);
@@ -150,18 +177,19 @@ async function* readSessionEvents(
   const consumer = await jetstream(nc).consumers.get(streams.events, {
     filter_subjects: filter,
     ...(options.fromSeq !== undefined
-      ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: Math.max(1, options.fromSeq) }
+      ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: options.fromSeq }
       : { deliver_policy: DeliverPolicy.All }),
   });
-  // Without follow, nothing to wait for when no stored event of the filter lies at or after the start.
-  if (!options.follow) {
-    const stored = await jsm.streams.info(streams.events, { subjects_filter: filter });
-    const count = Object.values(stored.state.subjects ?? {}).reduce((sum, n) => sum + n, 0);
-    if (count === 0 || (options.fromSeq ?? 0) > last) return;
+  // Without follow, nothing to wait for when no stored event of the filter lies at or after the start
+  // (the consumer's pending count, as the server created it: resuming past the last event ends at once).
+  if (!options.follow && (await consumer.info(true)).num_pending === 0) {
+    await consumer.delete().catch(() => {}); // it would expire anyway
+    return;
   }
   const messages = await consumer.consume();
   const stop = () => void messages.stop();
   options.signal?.addEventListener("abort", stop, { once: true });
+  if (options.signal?.aborted) stop();
   try {
     for await (const msg of messages) {
       const parsed = (() => {

@@ -29,4 +29,4 @@ export {
   type TurnStatusView,
 } from "./client.ts";
 export type { SubmitOptions, TurnResult, TurnStream } from "./turnStream.ts";
-export { TurnFailedError, TurnTimeoutError } from "./turns.ts";
+export { InvalidRequestError, TurnFailedError, TurnTimeoutError } from "./turns.ts";

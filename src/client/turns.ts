@@ -5,6 +5,7 @@ import { RemoteCallError } from "../bus/errors.ts";
 import { requestJson, requestStream } from "../bus/request.ts";
 import { subjects } from "../bus/subjects.ts";
 import { EngineEvent } from "../contracts/events.ts";
+import { SessionId, TurnId } from "../contracts/ids.ts";
 import { TurnAck, type TurnSubmission } from "../contracts/turn.ts";
 import { ConclaveError } from "../errors.ts";
 import { followEvents } from "../eventlog/reader.ts";
@@ -34,10 +35,32 @@ export class TurnFailedError extends ConclaveError<"turn_failed"> {
   }
 }
 
+/** An argument the client refuses before sending anything: a session id or turn id that cannot be one. */
+export class InvalidRequestError extends ConclaveError<"invalid_request"> {
+  constructor(message: string) {
+    super("invalid_request", message);
+  }
+}
+
+/** Throws InvalidRequestError unless `sessionId` is a valid session id (1-64 of A-Z a-z 0-9 _ -). */
+export function checkSessionId(sessionId: string): void {
+  if (!SessionId.safeParse(sessionId).success)
+    throw new InvalidRequestError(
+      `bad session id ${JSON.stringify(sessionId).slice(0, 80)}: 1-64 characters of A-Z, a-z, 0-9, '_' or '-'`,
+    );
+}
+
+/** Throws InvalidRequestError unless `turnId` is a turn id (a whole number from 1). */
+export function checkTurnId(turnId: number): void {
+  if (!TurnId.safeParse(turnId).success)
+    throw new InvalidRequestError(`bad turn id ${String(turnId)}: a whole number from 1`);
+}
+
 /**
  * Submits a user turn and returns its ack. A RemoteCallError with code
  * `no_responders` means no runner is up; `invalid_request`/`bad_json` carry
- * the runner's explanation.
+ * the runner's explanation. A session id that cannot be one rejects with
+ * InvalidRequestError before anything is sent.
  */
 export function submitTurn(
   nc: NatsConnection,
@@ -45,6 +68,11 @@ export function submitTurn(
   submission: z.input<typeof TurnSubmission>,
   timeoutMs = 5_000,
 ): Promise<TurnAck> {
+  try {
+    checkSessionId(sessionId);
+  } catch (error) {
+    return Promise.reject(error);
+  }
   return requestJson(nc, subjects.turnSubmit(sessionId), submission, TurnAck, { timeoutMs });
 }
 

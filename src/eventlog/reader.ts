@@ -69,6 +69,7 @@ export async function followEvents(
   const messages = await consumer.consume();
   const stop = () => void messages.stop();
   options.signal?.addEventListener("abort", stop, { once: true });
+  if (options.signal?.aborted) stop(); // aborted while the consumer was being created
   const nextSeq = new Map<string, number>();
   const held = new Map<string, Map<number, EngineEvent>>();
   try {

@@ -1,3 +1,4 @@
+import { type JetStreamManager, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { JsonKv } from "../bus/jsonKv.ts";
 import { buckets } from "../bus/subjects.ts";
@@ -9,10 +10,14 @@ import { isConclaveError } from "../errors.ts";
  * `<session>.<turn>`): pending → inflight → done | failed | expired.
  */
 export class TurnStatusStore {
-  private constructor(private readonly kv: JsonKv<typeof TurnStatusRecord>) {}
+  private constructor(
+    private readonly kv: JsonKv<typeof TurnStatusRecord>,
+    private readonly jsm: JetStreamManager,
+  ) {}
 
   static async open(nc: NatsConnection): Promise<TurnStatusStore> {
-    return new TurnStatusStore(await JsonKv.open(nc, buckets.turns, TurnStatusRecord));
+    const [kv, jsm] = await Promise.all([JsonKv.open(nc, buckets.turns, TurnStatusRecord), jetstreamManager(nc)]);
+    return new TurnStatusStore(kv, jsm);
   }
 
   async get(sessionId: string, turnId: number): Promise<TurnStatusRecord | null> {
@@ -105,8 +110,14 @@ export class TurnStatusStore {
 
   /** Every turn of a session with a readable status, in turn order (an unreadable one is reported on `conclave.dlq.kv`). */
   async list(sessionId: string): Promise<TurnStatusRecord[]> {
+    // The session's keys from the bucket's stream info (one request, paged by the library), not a
+    // key-listing consumer: that one could wait for its idle heartbeat when a status was written
+    // while it listed (as when a turn's `done` lands just after its TURN_COMPLETED).
+    const prefix = `$KV.${buckets.turns}.`;
+    const info = await this.jsm.streams.info(`KV_${buckets.turns}`, { subjects_filter: `${prefix}${sessionId}.*` });
+    const keys = Object.keys(info.state.subjects ?? {}).map((subject) => subject.slice(prefix.length));
     const records = await Promise.all(
-      (await this.kv.keys(`${sessionId}.*`)).map((key) =>
+      keys.map((key) =>
         this.kv.get(key).catch((error: unknown) => {
           if (isConclaveError(error, "corrupt_value")) return null;
           throw error;
