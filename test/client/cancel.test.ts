@@ -9,6 +9,7 @@ import type { EngineEvent } from "../../src/contracts/events.ts";
 import { isConclaveError } from "../../src/errors.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { useConclaveProcesses } from "../helpers/processes.ts";
+import { eventually } from "../helpers/wait.ts";
 
 const nats = useNatsServer();
 const processes = useConclaveProcesses(() => nats.url);
@@ -90,7 +91,12 @@ describe("cancelling a turn", () => {
     const mine = contiguous(events, 1);
     expect(mine.at(-1)).toMatchObject({ kind: "TURN_COMPLETED", payload: { outcome: { status: "Cancelled" } } });
     expect(mine.some((event) => event.kind === "AGENT_FAILED" && event.payload.code === "cancelled")).toBe(true);
-    expect(await client.status("cancel-1", 1)).toMatchObject({ status: "done", outcome: "Cancelled" });
+    // Its status is written just after its TURN_COMPLETED.
+    const status = await eventually(
+      () => client.status("cancel-1", 1),
+      (record) => record?.status === "done",
+    );
+    expect(status).toMatchObject({ status: "done", outcome: "Cancelled" });
   });
 
   it("through the client ends the turn within a second of the request", async () => {
@@ -129,6 +135,24 @@ describe("cancelling a turn", () => {
     for await (const event of second) events.push(event);
     expect(events.map((event) => event.kind)).toEqual(["TURN_STARTED", "TURN_STAGE_CHANGED", "TURN_COMPLETED"]);
     expect((await second.result).outcome).toEqual({ status: "Cancelled", reason: "not needed" });
+  });
+
+  it("by double-texting `interrupt` stops the interrupted turn's agent call too", async () => {
+    const started = probe("cancel-7", 1, "started");
+    const aborted = probe("cancel-7", 1, "aborted");
+    await observer.flush();
+    const first = client.submit("cancel-7", "slow, to be interrupted");
+    await started.seen;
+    const asked = performance.now();
+    const second = client.submit("cancel-7", "never mind, this instead", { onBusy: "interrupt" });
+    // The worker's call saw its signal fire, well before the agent's own 4 s deadline: nothing left running.
+    expect((await aborted.seen) - asked).toBeLessThan(2_000);
+    const interrupted = await first.result;
+    expect(interrupted.outcome).toMatchObject({
+      status: "PartialSuccess",
+      warnings: expect.arrayContaining([expect.objectContaining({ code: "interrupted" })]),
+    });
+    expect((await second.result).outcome.status).toBe("Complete");
   });
 
   it("of a finished turn says so, and of an unknown turn is a not_found error", async () => {

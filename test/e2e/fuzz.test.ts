@@ -12,8 +12,9 @@ import { CriticRequest } from "../../src/contracts/critic.ts";
 import { ErrorReply } from "../../src/contracts/errors.ts";
 import { MemoryCommitRequest, MemoryRetrieveRequest } from "../../src/contracts/memory.ts";
 import { PlanWavesRequest } from "../../src/contracts/scheduler.ts";
-import { TurnSubmission } from "../../src/contracts/turn.ts";
+import { CancelRequest, TurnSubmission } from "../../src/contracts/turn.ts";
 import { neutralModulators, neutralStance, SENSOR_NAMES, type Sensors } from "../../src/contracts/workspace.ts";
+import { MAX_CANCEL_BYTES } from "../../src/runtime/intake/cancel.ts";
 import { MAX_SUBMISSION_BYTES } from "../../src/runtime/intake/ingress.ts";
 import {
   type BadInputCode,
@@ -70,10 +71,10 @@ const ids = { session_id: "fuzz", turn_id: 1 };
 
 interface Target {
   subject: string;
-  /** Who sends to it in a real cluster: the client submits turns, the runner calls the workers. */
+  /** Who sends to it in a real cluster: the client submits and cancels turns, the runner calls the workers. */
   sender: "client" | "runner";
   /** Where its dead letters go. */
-  source: "submit" | "worker";
+  source: "submit" | "cancel" | "worker";
   streaming?: boolean;
   fuzz: FuzzTarget<z.ZodType>;
 }
@@ -102,6 +103,12 @@ const TARGETS: Target[] = [
       kinds: [["on_busy"]],
       maxBytes: MAX_SUBMISSION_BYTES,
     },
+  },
+  {
+    subject: subjects.turnCancel("fuzz"),
+    sender: "client",
+    source: "cancel",
+    fuzz: { schema: CancelRequest, valid: { turn_id: 1, reason: "not needed" }, kinds: [], maxBytes: MAX_CANCEL_BYTES },
   },
   ...[...AGENTS.keys()].map((id) =>
     target(
@@ -277,6 +284,7 @@ describe("after the barrage", () => {
     );
     expect(counts).toEqual({
       [subjects.deadLetter("submit")]: expected("submit").length,
+      [subjects.deadLetter("cancel")]: expected("cancel").length,
       [subjects.deadLetter("worker")]: expected("worker").length,
     });
     // Then read back, as the read-only observer, with a JetStream consumer.
@@ -287,6 +295,7 @@ describe("after the barrage", () => {
         .map(({ letter }) => `${letter.subject} ${letter.code}`)
         .sort();
     expect(stored("submit")).toEqual(expected("submit"));
+    expect(stored("cancel")).toEqual(expected("cancel"));
     expect(stored("worker")).toEqual(expected("worker"));
     for (const { letter } of letters) {
       expect(letter.reason.length).toBeGreaterThan(10);

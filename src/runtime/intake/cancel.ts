@@ -1,4 +1,4 @@
-import type { JetStreamManager } from "@nats-io/jetstream";
+import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
 import type { ServiceMsg } from "@nats-io/services";
 import { decodeJson, encodeJson } from "../../bus/codec.ts";
@@ -8,6 +8,7 @@ import { streams, subjects } from "../../bus/subjects.ts";
 import { EngineEvent } from "../../contracts/events.ts";
 import { type CancelReply, CancelRequest, type TurnCancelled } from "../../contracts/turn.ts";
 import { singleLine } from "../../errors.ts";
+import { deadLetter } from "../../eventlog/deadLetters.ts";
 import { isStreamNotFound } from "../../eventlog/streams.ts";
 import type { Logger } from "../log.ts";
 import type { TurnStatusStore } from "../turnStatusStore.ts";
@@ -16,10 +17,17 @@ import { addressOf } from "./tenancy.ts";
 /** What answering a cancel request needs. */
 export interface CancelDeps {
   nc: NatsConnection;
+  js: JetStreamClient;
   jsm: JetStreamManager;
   statuses: TurnStatusStore;
   log: Logger;
 }
+
+/** Largest accepted cancel request, in bytes (the reason is at most 500 characters). */
+export const MAX_CANCEL_BYTES = 4_096;
+
+/** Refusals that are the requester's bad input, kept in the dead-letter stream (source `cancel`). */
+const BAD_INPUT = new Set(["bad_json", "invalid_request", "payload_too_large"]);
 
 /** The reason recorded when a client gives none. */
 export const DEFAULT_CANCEL_REASON = "cancelled by the client";
@@ -30,13 +38,14 @@ export const DEFAULT_CANCEL_REASON = "cancelled by the client";
  * runner that takes it later, or takes it over, ends it at once) and every
  * runner and worker is told (`conclave.turn.cancelled`): the one running it
  * stops it, workers stop its calls. It then completes with outcome
- * `Cancelled`. A turn that already ended is reported as finished.
+ * `Cancelled`. A turn that already ended is reported as finished. Bad input
+ * gets an error reply and is kept as a dead letter, as submissions are.
  */
 export async function serveCancel(deps: CancelDeps, msg: ServiceMsg): Promise<void> {
   try {
     const { sessionId, view, tenant } = addressOf(msg.subject);
     if (tenant) throw new HandlerError("invalid_request", "tenants cannot cancel turns yet");
-    const request = decodeJson(msg.data, CancelRequest, `cancel request for session ${view}`);
+    const request = decodeJson(msg.data, CancelRequest, `cancel request for session ${view}`, MAX_CANCEL_BYTES);
     const reason = request.reason ?? DEFAULT_CANCEL_REASON;
     // Its end may be stored while its status still says inflight (the status is written after): that is finished.
     const ended = await completionOf(deps.jsm, sessionId, request.turn_id);
@@ -66,6 +75,14 @@ export async function serveCancel(deps: CancelDeps, msg: ServiceMsg): Promise<vo
     const failure = asHandlerError(error);
     deps.log.warn(`cancel on ${msg.subject}: ${singleLine(failure.message)}`);
     if (isInboxReply(msg.reply)) respondWithError(msg, failure);
+    if (!BAD_INPUT.has(failure.code)) return;
+    const lost = await deadLetter(deps.js, "cancel", {
+      subject: msg.subject,
+      data: msg.data,
+      code: failure.code,
+      reason: failure.message,
+    });
+    if (lost) deps.log.error(`dead letter not stored: ${lost.message}`);
   }
 }
 

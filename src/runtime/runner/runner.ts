@@ -6,8 +6,10 @@ import type { Service } from "@nats-io/services";
 import { createActor, type InspectionEvent, type Observer } from "xstate";
 import { sessionMachine } from "../../../machines/session.ts";
 import { defaultTurnPolicy } from "../../../machines/turn/index.ts";
+import { encodeJson } from "../../bus/codec.ts";
 import { RUNNER_CONSUMER, streams, subjects } from "../../bus/subjects.ts";
 import { TurnCancellations } from "../../bus/turnCancellations.ts";
+import type { TurnCancelled } from "../../contracts/turn.ts";
 import { type TurnOutput, type TurnPolicy, usageSummary } from "../../contracts/turnProtocol.ts";
 import type { WalEntry } from "../../contracts/wal.ts";
 import { type ConclaveError, isConclaveError, messageOf, singleLine } from "../../errors.ts";
@@ -324,7 +326,7 @@ export class Runner {
       if (isConclaveError(error, "corrupt_value")) return this.#failUnrunnable(entry, error);
       throw error;
     }
-    if (entry.on_busy === "interrupt") session.send({ type: "turn.interrupt", by_turn_id: entry.turn_id });
+    if (entry.on_busy === "interrupt") this.#interrupt(session, entry.session_id, entry.turn_id);
     const cancelled = cancelReason ?? this.#cancellations?.reasonFor(entry.session_id, entry.turn_id);
     session.send({
       type: "turn.enqueue",
@@ -336,6 +338,23 @@ export class Runner {
       },
     });
     this.#order.arrived(entry.session_id, entry.turn_id);
+  }
+
+  /**
+   * Double-texting `interrupt`: the running turn (if older) stops here, and
+   * the workers stop its calls, told as for a cancellation
+   * (`conclave.turn.cancelled`; runners find that turn already ended).
+   */
+  #interrupt(session: SessionActor, sessionId: string, byTurnId: number): void {
+    const running = session.getSnapshot().context.current?.turn_id;
+    session.send({ type: "turn.interrupt", by_turn_id: byTurnId });
+    if (running === undefined || running >= byTurnId) return;
+    const stop: TurnCancelled = { session_id: sessionId, turn_id: running, reason: `interrupted by turn ${byTurnId}` };
+    try {
+      this.#nc.publish(subjects.turnCancelled, encodeJson(stop));
+    } catch {
+      // The connection is closing: the workers' calls end at their own deadlines.
+    }
   }
 
   /**
