@@ -1,4 +1,4 @@
-import { execFile } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { promisify } from "node:util";
 import type { NatsConnection, Subscription } from "@nats-io/nats-core";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -119,6 +119,31 @@ describe("cancelling a turn", () => {
     await started.seen;
     abort.abort();
     expect((await turn.result).outcome).toMatchObject({ status: "Cancelled", reason: "aborted by the client" });
+  });
+
+  it("by Ctrl-C in conclave send", async () => {
+    const started = probe("cancel-8", 1, "started");
+    await observer.flush();
+    const send = spawn(process.execPath, [CONCLAVE_BIN, "send", "--session", "cancel-8", "--json", "slow, then ^C"], {
+      env: { ...process.env, CONCLAVE_NATS_URL: nats.url, CONCLAVE_LOG: "quiet" },
+    });
+    let stdout = "";
+    send.stdout.on("data", (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    const exited = new Promise<number | null>((resolve) => send.on("exit", (code) => resolve(code)));
+    await started.seen;
+    send.kill("SIGINT");
+    expect(await exited).toBe(1); // a Cancelled turn
+    const events = stdout
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as EngineEvent);
+    expect(events.at(-1)).toMatchObject({
+      kind: "TURN_COMPLETED",
+      payload: { outcome: { status: "Cancelled", reason: "cancelled from the command line (Ctrl-C)" } },
+    });
+    contiguous(events, 1);
   });
 
   it("of a turn queued behind another ends it without running it", async () => {
