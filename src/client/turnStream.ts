@@ -2,7 +2,7 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import type { EngineEvent } from "../contracts/events.ts";
 import type { TurnAck, TurnOutcome } from "../contracts/turn.ts";
 import type { TurnUsage } from "../contracts/usage.ts";
-import { submitTurn, TurnFailedError, watchTurn } from "./turns.ts";
+import { checkSessionId, submitTurn, TurnFailedError, watchTurn } from "./turns.ts";
 
 /** How to submit a turn. */
 export interface SubmitOptions {
@@ -63,12 +63,15 @@ export function streamTurn(
     wake?.();
     wake = null;
   };
-  const ack = submitTurn(nc, sessionId, {
-    text,
-    ...(options.idempotencyKey ? { idempotency_key: options.idempotencyKey } : {}),
-    ...(options.userId ? { user_id: options.userId } : {}),
-    ...(options.onBusy ? { on_busy: options.onBusy } : {}),
-  });
+  const ack = (async () => {
+    checkSessionId(sessionId); // a NATS subject token it cannot be is refused here, by name
+    return submitTurn(nc, sessionId, {
+      text,
+      ...(options.idempotencyKey ? { idempotency_key: options.idempotencyKey } : {}),
+      ...(options.userId ? { user_id: options.userId } : {}),
+      ...(options.onBusy ? { on_busy: options.onBusy } : {}),
+    });
+  })();
   const cancel = async (reason?: string) => {
     const { session_id, turn_id } = await ack;
     await cancelTurn(session_id, turn_id, reason);

@@ -59,8 +59,8 @@ export function checkTurnId(turnId: number): void {
 /**
  * Submits a user turn and returns its ack. A RemoteCallError with code
  * `no_responders` means no runner is up; `invalid_request`/`bad_json` carry
- * the runner's explanation. A session id that cannot be one rejects with
- * InvalidRequestError before anything is sent.
+ * the runner's explanation (the client's `submit` checks the session id
+ * first; this sends whatever it is given).
  */
 export function submitTurn(
   nc: NatsConnection,
@@ -68,11 +68,6 @@ export function submitTurn(
   submission: z.input<typeof TurnSubmission>,
   timeoutMs = 5_000,
 ): Promise<TurnAck> {
-  try {
-    checkSessionId(sessionId);
-  } catch (error) {
-    return Promise.reject(error);
-  }
   return requestJson(nc, subjects.turnSubmit(sessionId), submission, TurnAck, { timeoutMs });
 }
 
