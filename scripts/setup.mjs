@@ -1,10 +1,11 @@
 #!/usr/bin/env node
 // `npm run setup`: installs the npm dependencies, then the system packages the project
 // needs when they are missing: nats-server (to run), Chromium (for the offline viewer's
-// browser test), openssl (certificates for the TLS tests) and tmux (the chat's terminal test). As root it uses apt-get;
-// otherwise it prints what to run.
+// browser test), openssl (certificates for the TLS tests), tmux (the chat's terminal test),
+// and redis-server and PostgreSQL (the recipe blackboard tests, which start private
+// instances on free ports). As root it uses apt-get; otherwise it prints what to run.
 import { execFileSync, spawnSync } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
 import { delimiter, join } from "node:path";
 
 const step = (message) => console.log(`\n[setup] ${message}`);
@@ -15,6 +16,14 @@ const run = (command, args, env = process.env) => {
     process.exit(result.status ?? 1);
   }
 };
+// Debian keeps PostgreSQL's server programs (initdb, pg_ctl) off PATH, in /usr/lib/postgresql/<version>/bin.
+const postgresBins = () => {
+  try {
+    return readdirSync("/usr/lib/postgresql").map((version) => join("/usr/lib/postgresql", version, "bin"));
+  } catch {
+    return [];
+  }
+};
 const find = (binary) => {
   for (const dir of [
     ...(process.env.PATH ?? "").split(delimiter),
@@ -22,6 +31,7 @@ const find = (binary) => {
     "/usr/local/sbin",
     "/usr/local/bin",
     "/usr/bin",
+    ...postgresBins(),
   ]) {
     if (dir && existsSync(join(dir, binary))) return join(dir, binary);
   }
@@ -53,6 +63,19 @@ const SYSTEM_PACKAGES = [
     apt: "tmux",
     why: "drives `conclave chat` in a real terminal (npm test)",
     other: "brew install tmux, or your system's tmux package",
+  },
+  {
+    binary: "redis-server",
+    apt: "redis-server",
+    why: "the Redis blackboard tests start their own redis-server (npm test)",
+    other: "brew install redis, or your system's redis-server package",
+  },
+  {
+    // The tests run initdb and pg_ctl on a private cluster; any cluster the package starts on 5432 is not used.
+    binary: "initdb",
+    apt: "postgresql",
+    why: "the PostgreSQL blackboard tests start their own cluster (npm test)",
+    other: "brew install postgresql, or your system's PostgreSQL server package",
   },
 ];
 
