@@ -3,17 +3,13 @@
  * redis-server and one PostgreSQL for the file, each backend held to the same
  * contract (round trips, restarts, corrupt values, size limit, dead servers).
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/nats-core";
 import pg from "pg";
 import { createClient } from "redis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { busOptions, connectBus } from "../../src/bus/connection.ts";
+import { describe, expect, it } from "vitest";
 import { isConclaveError } from "../../src/errors.ts";
-import { DEFAULT_NATS_CONFIG, freePort, type RunningNatsServer, startNatsServer } from "../../src/nats/server.ts";
+import { freePort } from "../../src/nats/server.ts";
 import { BLACKBOARD_BUCKET, NatsBlackboardStore } from "../../src/recipes/blackboard/natsStore.ts";
 import { BlackboardStores, blackboardOptionsFromEnv, openBlackboardStore } from "../../src/recipes/blackboard/open.ts";
 import { POSTGRES_BLACKBOARD_TABLE, PostgresBlackboardStore } from "../../src/recipes/blackboard/postgresStore.ts";
@@ -24,83 +20,12 @@ import {
   BlackboardStoreError,
   MAX_BLACKBOARD_BYTES,
 } from "../../src/recipes/blackboard/store.ts";
+import { useNatsServer } from "../helpers/nats.ts";
 import { usePostgresServer } from "../helpers/postgres.ts";
 import { useRedisServer } from "../helpers/redis.ts";
 
-/**
- * The runner's grants on the blackboard bucket, as they belong in nats.conf
- * (after the conclave_owners lines of the runner's publish allow list).
- */
-const BLACKBOARD_GRANTS = [
-  "# KV bucket conclave_blackboards (recipe blackboards): create, read (direct get), write",
-  '"$JS.API.STREAM.INFO.KV_conclave_blackboards",',
-  '"$JS.API.STREAM.CREATE.KV_conclave_blackboards",',
-  '"$JS.API.DIRECT.GET.KV_conclave_blackboards.>",',
-  '"$KV.conclave_blackboards.>",',
-];
-
-/**
- * The repo's nats.conf with the runner's blackboard grants added when it
- * lacks them, so these tests run the exact permissions a runner will have
- * (with the grants in nats.conf, it is nats.conf unchanged).
- */
-function natsConfigWithBlackboardGrants(dir: string): string {
-  const config = readFileSync(DEFAULT_NATS_CONFIG, "utf8");
-  if (config.includes("$KV.conclave_blackboards.>")) return DEFAULT_NATS_CONFIG;
-  const anchor = /^( *)"\$KV\.conclave_owners\.>",\n/m;
-  const found = anchor.exec(config);
-  if (!found)
-    throw new Error('nats.conf: the runner\'s "$KV.conclave_owners.>" grant, after which blackboards go, is gone');
-  const indent = found[1]!;
-  const patched = config.replace(
-    anchor,
-    (line) => `${line}${BLACKBOARD_GRANTS.map((grant) => `${indent}${grant}\n`).join("")}`,
-  );
-  const path = join(dir, "nats.conf");
-  writeFileSync(path, patched);
-  return path;
-}
-
-/** nats-server for this file (as test/helpers/nats.ts starts it, but with the config above). */
-function useNatsServerForBlackboards() {
-  let server: RunningNatsServer | undefined;
-  let port = 0;
-  let dir = "";
-  let config = "";
-  const connections: NatsConnection[] = [];
-  const start = async () => {
-    server = await startNatsServer({ port, storeDir: join(dir, "jetstream"), config });
-  };
-  beforeAll(async () => {
-    port = await freePort();
-    dir = mkdtempSync(join(tmpdir(), "conclave-test-blackboard-nats-"));
-    config = natsConfigWithBlackboardGrants(dir);
-    await start();
-  });
-  afterAll(async () => {
-    await Promise.allSettled(connections.map((nc) => nc.close()));
-    await server?.stop();
-    rmSync(dir, { recursive: true, force: true });
-  });
-  return {
-    /** Stops nats-server; its JetStream store stays for `restart()`. */
-    stop: async () => server?.stop(),
-    /** Stops nats-server and starts it again on the same port with the same store. */
-    async restart(): Promise<void> {
-      await server?.stop();
-      await start();
-    },
-    /** A new connection as the runner (closed after the file's tests). */
-    async runner(): Promise<NatsConnection> {
-      if (!server) throw new Error("nats-server not started yet");
-      const nc = await connectBus(busOptions("runner", { url: server.url, persistent: false }));
-      connections.push(nc);
-      return nc;
-    },
-  };
-}
-
-const nats = useNatsServerForBlackboards();
+/** One nats-server on the repo's nats.conf: the runner's own grants (conclave_blackboards among them) are what is tested. */
+const nats = useNatsServer();
 const redis = useRedisServer();
 const postgres = usePostgresServer();
 
@@ -121,7 +46,7 @@ interface Backend {
 }
 
 /** A runner's connection; a new one per store, so a store opened after a restart has a live one. */
-const runnerConnection = (): Promise<NatsConnection> => nats.runner();
+const runnerConnection = (): Promise<NatsConnection> => nats.connect("runner");
 
 const backends: Backend[] = [
   {
@@ -132,7 +57,8 @@ const backends: Backend[] = [
       await kv.put(sessionId, raw);
     },
     restart: () => nats.restart(),
-    stop: () => nats.stop(),
+    // A second stop (restart does one) finds it stopped already.
+    stop: () => nats.server.stop(),
     // The connection is the runner's, and reconnecting it is the runner's business.
     reconnects: false,
   },
