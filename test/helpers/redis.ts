@@ -30,7 +30,7 @@ export function useRedisServer() {
 
   async function start(): Promise<void> {
     const binary = findRedisServer();
-    const process_ = spawn(
+    const server = spawn(
       binary,
       ["--port", String(port), "--bind", "127.0.0.1", "--dir", dir, "--save", "", "--appendonly", "yes"],
       { stdio: ["ignore", "pipe", "pipe"] },
@@ -39,14 +39,14 @@ export function useRedisServer() {
     const collect = (chunk: Buffer) => {
       output = (output + chunk.toString()).slice(-4_000);
     };
-    process_.stdout!.on("data", collect);
-    process_.stderr!.on("data", collect);
-    child = process_;
+    server.stdout!.on("data", collect);
+    server.stderr!.on("data", collect);
+    child = server;
     const deadline = Date.now() + READY_TIMEOUT_MS;
     // Ready when it answers a PING: polled, since it only listens once its data is loaded.
     while (!(await answersPing(port))) {
-      if (process_.exitCode !== null || process_.signalCode !== null) {
-        throw new Error(`redis-server exited (${process_.exitCode ?? process_.signalCode}) on port ${port}: ${output}`);
+      if (server.exitCode !== null || server.signalCode !== null) {
+        throw new Error(`redis-server exited (${server.exitCode ?? server.signalCode}) on port ${port}: ${output}`);
       }
       if (Date.now() > deadline) {
         throw new Error(`redis-server did not answer PING within ${READY_TIMEOUT_MS} ms: ${output}`);
