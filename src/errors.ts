@@ -28,7 +28,11 @@ export type LocalErrorCode =
   | "unknown_critic"
   | "missing_actor"
   | "port_in_use"
-  | "corrupt_value";
+  | "corrupt_value"
+  /** A recipe document that cannot run: the message names the path in the document. */
+  | "invalid_recipe"
+  /** A recipe run's final blackboard does not match its `interface.outputs`. */
+  | "invalid_output";
 
 /** Every code a ConclaveError may carry: wire codes, local codes, and what an LLM call reports (LlmError). */
 export type ConclaveErrorCode = ErrorCode | LocalErrorCode | LlmErrorCode;

@@ -1,0 +1,247 @@
+/**
+ * The Coreason recipe format (`apiVersion: coreason.ai/v2`, `kind: Recipe`)
+ * as zod schemas, both document shapes of `RECIPES.md`: the graph
+ * `RecipeDefinition` (`topology`) and the workflow manifest (`workflow`).
+ * Objects are loose (unknown keys pass), so documents written for other
+ * Coreason runtimes load unmodified; what Conclave does not use is ignored.
+ */
+import { z } from "zod";
+import { CONSTRAINT_OPERATORS } from "./recipe.ts";
+
+const Id = z.string().min(1).max(120);
+const JsonObject = z.record(z.string(), z.unknown());
+
+/** `metadata`: the name, canvas layout (`x-design`, ignored) and generative provenance. */
+export const RecipeMetadata = z.looseObject({
+  name: z.string().min(1).max(200),
+  version: z.string().max(50).optional(),
+  description: z.string().max(2_000).optional(),
+  "x-design": z.looseObject({}).optional(),
+  generated_by: z.string().max(200).optional(),
+  confidence_score: z.number().min(0).max(1).optional(),
+  generation_rationale: z.string().max(4_000).optional(),
+  original_user_intent: z.string().max(4_000).optional(),
+});
+
+const Interface = z.looseObject({ inputs: JsonObject.optional(), outputs: JsonObject.optional() });
+
+/** A pre-flight constraint (`requirements`). */
+export const ConstraintSchema = z.looseObject({
+  variable: z.string().min(1).max(200),
+  operator: z.enum(CONSTRAINT_OPERATORS),
+  value: z.unknown(),
+  required: z.boolean().default(true),
+  error_message: z.string().max(1_000).optional(),
+});
+
+/** Hints for user interfaces that every node may carry; execution ignores them. */
+const uiHints = {
+  metadata: z.unknown().optional(),
+  presentation: z.unknown().optional(),
+  interaction: z.unknown().optional(),
+  visualization: z.unknown().optional(),
+  collaboration: z.unknown().optional(),
+};
+
+/** An agent id, or an abstract reference to be resolved before the recipe runs. */
+const AgentRef = z.union([
+  z.string().min(1).max(120),
+  z.looseObject({
+    intent: z.string(),
+    constraints: z.array(z.unknown()).optional(),
+    candidates: z.array(z.string()).optional(),
+  }),
+]);
+
+const GraphAgentNode = z.looseObject({
+  type: z.literal("agent"),
+  id: Id,
+  agent_ref: AgentRef,
+  system_prompt_override: z.string().max(16_000).optional(),
+  inputs_map: z.record(z.string(), z.string()).default({}),
+  /** Conclave extension: where the answer goes on the blackboard (default: the node id). */
+  output_key: z.string().min(1).optional(),
+  ...uiHints,
+});
+const RouterNodeSchema = z.looseObject({
+  type: z.literal("router"),
+  id: Id,
+  input_key: z.string().min(1),
+  routes: z.record(z.string(), Id),
+  default_route: Id.optional(),
+  ...uiHints,
+});
+const EvaluatorNodeSchema = z.looseObject({
+  type: z.literal("evaluator"),
+  id: Id,
+  target_variable: z.string().min(1),
+  evaluator_agent_ref: z.string().min(1).max(120),
+  evaluation_profile: z.union([z.string(), JsonObject]).default("default"),
+  pass_threshold: z.number().min(0).max(1),
+  max_refinements: z.number().int().min(0).max(100).default(3),
+  pass_route: Id,
+  fail_route: Id,
+  feedback_variable: z.string().min(1).optional(),
+  ...uiHints,
+});
+const HumanNodeSchema = z.looseObject({
+  type: z.literal("human"),
+  id: Id,
+  prompt: z.string().min(1).max(4_000),
+  timeout_seconds: z.number().positive().optional(),
+  required_role: z.string().min(1).max(64).optional(),
+  /** Conclave extensions: where the answer goes, and where the run goes when nobody answers in time. */
+  output_key: z.string().min(1).optional(),
+  timeout_route: Id.optional(),
+  ...uiHints,
+});
+const GenerativeNode = z.looseObject({
+  type: z.literal("generative"),
+  id: Id,
+  goal: z.string(),
+  solver: z.looseObject({}).optional(),
+  allowed_tools: z.array(z.string()).optional(),
+  output_schema: JsonObject.optional(),
+  ...uiHints,
+});
+
+/** A node of a graph recipe (`type` tells which). */
+export const GraphNode = z.discriminatedUnion("type", [
+  GraphAgentNode,
+  RouterNodeSchema,
+  EvaluatorNodeSchema,
+  HumanNodeSchema,
+  GenerativeNode,
+]);
+
+const Edge = z.looseObject({ source: Id, target: Id, condition: z.string().max(1_000).optional() });
+
+/** `topology`: nodes and edges, or a plain list of nodes (or `{steps: [...]}`) for a linear chain. */
+const FullTopology = z.looseObject({
+  nodes: z.array(GraphNode),
+  edges: z.array(Edge).default([]),
+  entry_point: Id.optional(),
+  status: z.enum(["draft", "valid"]).default("valid"),
+});
+export type FullTopology = z.infer<typeof FullTopology>;
+const Topology = z.union([FullTopology, z.array(GraphNode), z.looseObject({ steps: z.array(GraphNode) })]);
+
+/** Shape A: the graph `RecipeDefinition`. */
+export const GraphRecipeDocument = z.looseObject({
+  apiVersion: z.literal("coreason.ai/v2"),
+  kind: z.literal("Recipe"),
+  metadata: RecipeMetadata,
+  status: z.enum(["draft", "published"]).default("draft"),
+  interface: Interface.default({}),
+  requirements: z.array(ConstraintSchema).default([]),
+  state: z
+    .looseObject({
+      properties: JsonObject.optional(),
+      persistence: z.enum(["ephemeral", "redis", "postgres"]).default("ephemeral"),
+    })
+    .optional(),
+  policy: z
+    .looseObject({
+      max_retries: z.number().int().min(0).max(20).default(0),
+      timeout_seconds: z.number().positive().optional(),
+      execution_mode: z.enum(["sequential", "parallel"]).default("sequential"),
+      /** Conclave extension (the workflow shape has it): most node visits in one run. */
+      max_steps: z.number().int().min(1).max(10_000).optional(),
+      human_in_the_loop: z.boolean().default(false),
+    })
+    .optional(),
+  topology: Topology,
+});
+
+const WorkflowAgentStep = z.looseObject({
+  type: z.literal("agent"),
+  agent: z.string().min(1).max(120),
+  next: Id.optional(),
+  system_prompt: z.string().max(16_000).optional(),
+  inputs: z.record(z.string(), z.string()).optional(),
+  output_key: z.string().min(1).optional(),
+});
+const WorkflowSwitchStep = z.looseObject({
+  type: z.literal("switch"),
+  cases: z.record(z.string(), Id),
+  default: Id.optional(),
+});
+const WorkflowCouncilStep = z.looseObject({
+  type: z.literal("council"),
+  voters: z.array(z.string().min(1)).min(1).max(20),
+  strategy: z.enum(["consensus", "majority"]).default("consensus"),
+  next: Id.optional(),
+  output_key: z.string().min(1).optional(),
+});
+const WorkflowLogicStep = z.looseObject({
+  type: z.literal("logic"),
+  code: z.string(),
+  next: Id.optional(),
+});
+/** Conclave extension: the workflow shape's human step, as the graph's human node. */
+const WorkflowHumanStep = HumanNodeSchema.omit({ id: true }).extend({ next: Id.optional() });
+
+/** A step of a workflow manifest (`type` tells which). */
+export const WorkflowStep = z.discriminatedUnion("type", [
+  WorkflowAgentStep,
+  WorkflowSwitchStep,
+  WorkflowCouncilStep,
+  WorkflowLogicStep,
+  WorkflowHumanStep,
+]);
+
+const Definition = z.discriminatedUnion("type", [
+  z.looseObject({
+    type: z.literal("tool"),
+    id: z.string(),
+    name: z.string(),
+    uri: z.string().optional(),
+    risk_level: z.enum(["safe", "standard", "critical"]).default("standard"),
+    description: z.string().optional(),
+  }),
+  z.looseObject({
+    type: z.literal("agent"),
+    id: z.string(),
+    name: z.string().optional(),
+    role: z.string().optional(),
+    goal: z.string().optional(),
+    backstory: z.string().optional(),
+    model: z.string().optional(),
+    tools: z.array(z.string()).optional(),
+    knowledge: z.array(z.unknown()).optional(),
+  }),
+]);
+
+/** Shape B: the workflow manifest (`ManifestV2`). */
+export const WorkflowRecipeDocument = z.looseObject({
+  apiVersion: z.literal("coreason.ai/v2"),
+  kind: z.enum(["Recipe", "Agent"]),
+  metadata: RecipeMetadata,
+  interface: Interface.default({}),
+  state: z.looseObject({ data_schema: JsonObject.optional(), backend: z.string().optional() }).optional(),
+  policy: z
+    .looseObject({
+      max_steps: z.number().int().min(1).max(10_000).optional(),
+      max_retries: z.number().int().min(0).max(20).default(3),
+      timeout: z.number().positive().optional(),
+      human_in_the_loop: z.boolean().default(false),
+      execution_mode: z.enum(["sequential", "parallel"]).default("sequential"),
+    })
+    .optional(),
+  definitions: z.record(z.string(), Definition).default({}),
+  workflow: z.looseObject({ start: Id.optional(), steps: z.record(z.string(), WorkflowStep) }),
+});
+
+export type GraphRecipeDocument = z.infer<typeof GraphRecipeDocument>;
+export type WorkflowRecipeDocument = z.infer<typeof WorkflowRecipeDocument>;
+
+/** The JSON Schemas of both document shapes (for editors and `conclave schemas`). */
+export function recipeJsonSchemas(): { graph: Record<string, unknown>; workflow: Record<string, unknown> } {
+  return {
+    graph: z.toJSONSchema(GraphRecipeDocument, { io: "input", unrepresentable: "any" }) as Record<string, unknown>,
+    workflow: z.toJSONSchema(WorkflowRecipeDocument, { io: "input", unrepresentable: "any" }) as Record<
+      string,
+      unknown
+    >,
+  };
+}
