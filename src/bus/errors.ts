@@ -37,6 +37,8 @@ export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   interrupted: 409,
   cancelled: 409,
   not_found: 404,
+  forbidden: 403,
+  conflict: 409,
   internal: 500,
 };
 

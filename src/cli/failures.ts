@@ -70,6 +70,8 @@ const EXIT_BY_REMOTE_CODE: Record<ErrorCode, ExitStatus> = {
   interrupted: EXIT.turnFailed,
   cancelled: EXIT.turnFailed,
   not_found: EXIT.usage,
+  forbidden: EXIT.usage,
+  conflict: EXIT.usage,
   agent_failed: EXIT.turnFailed,
   invalid_agent_output: EXIT.turnFailed,
   no_responders: EXIT.unavailable,

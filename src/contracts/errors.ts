@@ -19,6 +19,10 @@ export const ErrorCode = z.enum([
   "cancelled",
   /** A turn, session or other named thing that does not exist. */
   "not_found",
+  /** The requester may not do this (a recipe's human node asks for a role the answer does not carry). */
+  "forbidden",
+  /** The thing is not in a state that allows the request (a run that is not suspended, or already resumed). */
+  "conflict",
   "internal",
 ]);
 export type ErrorCode = z.infer<typeof ErrorCode>;

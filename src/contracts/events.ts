@@ -4,6 +4,7 @@ import { StreamId } from "./council.ts";
 import { CriticResult } from "./critic.ts";
 import { ErrorCode } from "./errors.ts";
 import { SessionId, TurnId } from "./ids.ts";
+import { RecipeEventPayloads } from "./recipeRun.ts";
 import { PlanWavesReply } from "./scheduler.ts";
 import { Stage, TurnOutcome, TurnWarning } from "./turn.ts";
 import { TurnUsage } from "./usage.ts";
@@ -100,7 +101,10 @@ export const EventPayloads = {
     outcome: TurnOutcome,
     /** Tokens used, in total and per actor: the turn's cost summary. */
     usage: TurnUsage,
+    /** A recipe run's result: its final blackboard (absent for the built-in pipeline's turns). */
+    output: z.record(z.string(), z.unknown()).optional(),
   }),
+  ...RecipeEventPayloads,
 } as const;
 
 /** The name of an event kind: `TURN_STARTED`, `AGENT_COMPLETED`, `TURN_COMPLETED`, … */

@@ -1,27 +1,37 @@
 import { z } from "zod";
 import { SessionId, TurnId } from "./ids.ts";
+import { RecipeSubmission } from "./recipeRun.ts";
 
 /** Largest accepted user message, in characters. */
 export const MAX_TURN_TEXT = 16_000;
 
 /** Published (or requested) on `conclave.turn.submit.<session_id>`. */
-export const TurnSubmission = z.object({
-  text: z
-    .string()
-    .trim()
-    .min(1, "text must not be empty")
-    .max(MAX_TURN_TEXT, `text must be at most ${MAX_TURN_TEXT} characters`),
-  /** Resubmitting with the same key returns the first submission's ack and runs nothing. */
-  idempotency_key: z.string().min(1).max(128).optional(),
-  user_id: z.string().min(1).max(128).optional(),
-  /**
-   * Double-texting: what to do when the session already has a turn pending or
-   * running. `enqueue` (default) runs this one after it; `reject` refuses this
-   * one with a `busy` error; `interrupt` stops the running turn, which completes
-   * with an `interrupted` warning, and runs this one next.
-   */
-  on_busy: z.enum(["enqueue", "reject", "interrupt"]).default("enqueue"),
-});
+export const TurnSubmission = z
+  .object({
+    /** The user's message. Optional when `recipe` is given (then it defaults to `run <recipe name>`). */
+    text: z
+      .string()
+      .trim()
+      .min(1, "text must not be empty")
+      .max(MAX_TURN_TEXT, `text must be at most ${MAX_TURN_TEXT} characters`)
+      .optional(),
+    /** Run this recipe instead of the built-in pipeline (see README, "Recipes"). */
+    recipe: RecipeSubmission.optional(),
+    /** Resubmitting with the same key returns the first submission's ack and runs nothing. */
+    idempotency_key: z.string().min(1).max(128).optional(),
+    user_id: z.string().min(1).max(128).optional(),
+    /**
+     * Double-texting: what to do when the session already has a turn pending or
+     * running. `enqueue` (default) runs this one after it; `reject` refuses this
+     * one with a `busy` error; `interrupt` stops the running turn, which completes
+     * with an `interrupted` warning, and runs this one next.
+     */
+    on_busy: z.enum(["enqueue", "reject", "interrupt"]).default("enqueue"),
+  })
+  .refine((submission) => submission.text !== undefined || submission.recipe !== undefined, {
+    message: "text must not be empty",
+    path: ["text"],
+  });
 export type TurnSubmission = z.infer<typeof TurnSubmission>;
 
 /** The reply to a submission request: where the turn's events will appear. */
@@ -46,8 +56,8 @@ export const STAGES = [
   "critics",
   "memory_commit",
 ] as const;
-export const Stage = z.enum([...STAGES, "safety"]);
-/** A stage of the turn pipeline, or `safety` (the safety interrupt). */
+export const Stage = z.enum([...STAGES, "safety", "recipe"]);
+/** A stage of the turn pipeline, `safety` (the safety interrupt), or `recipe` (a recipe run's nodes). */
 export type Stage = z.infer<typeof Stage>;
 
 /** A non-fatal problem in one stage: the turn went on without that stage's full result. */

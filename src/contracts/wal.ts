@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { SessionId, TurnId } from "./ids.ts";
+import { HumanAnswer, RecipeSubmission } from "./recipeRun.ts";
 import { TurnSubmission } from "./turn.ts";
 
 /**
@@ -15,11 +16,15 @@ export const WalEntry = z.object({
   on_busy: TurnSubmission.shape.on_busy,
   /** Epoch milliseconds. */
   submitted_at: z.number(),
+  /** A recipe run: the document and its inputs. */
+  recipe: RecipeSubmission.optional(),
+  /** A suspended recipe run goes on: the answer to its human node (the rest is read from its event log). */
+  resume: HumanAnswer.optional(),
 });
 export type WalEntry = z.infer<typeof WalEntry>;
 
-/** pending → inflight → done | failed | expired. */
-export const TurnStatus = z.enum(["pending", "inflight", "done", "failed", "expired"]);
+/** pending → inflight → done | failed | expired; a recipe run may also go inflight → suspended → pending (resumed). */
+export const TurnStatus = z.enum(["pending", "inflight", "suspended", "done", "failed", "expired"]);
 export type TurnStatus = z.infer<typeof TurnStatus>;
 
 export const TurnStatusRecord = z.object({
@@ -37,6 +42,17 @@ export const TurnStatusRecord = z.object({
   reason: z.string().optional(),
   /** A client asked to cancel it, with this reason: a runner that takes it ends it Cancelled. */
   cancel_reason: z.string().optional(),
+  /** A suspended recipe run: the human node it waits at. */
+  suspended: z
+    .object({
+      node: z.string(),
+      prompt: z.string(),
+      required_role: z.string().optional(),
+      expires_at: z.number().optional(),
+      /** The seq of its TURN_SUSPENDED event: one resume per suspension. */
+      seq: z.number().int().min(0),
+    })
+    .optional(),
 });
 /** Where one turn stands, as stored in the `conclave_turns` KV bucket. */
 export type TurnStatusRecord = z.infer<typeof TurnStatusRecord>;
