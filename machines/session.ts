@@ -1,6 +1,9 @@
-import { assign, sendTo, setup } from "xstate";
+import { assign, fromCallback, sendTo, setup } from "xstate";
+import type { RecipeRunOutput } from "../src/contracts/recipeProtocol.ts";
+import type { HumanAnswer, JsonObject, RecipeCheckpoint } from "../src/contracts/recipeRun.ts";
 import type { TurnOutput, TurnPolicy } from "../src/contracts/turnProtocol.ts";
 import { type Modulators, neutralModulators, neutralStance, type Stance } from "../src/contracts/workspace.ts";
+import { MissingActorError } from "./errors.ts";
 import { defaultTurnPolicy, turnMachine } from "./turn/index.ts";
 
 /**
@@ -8,7 +11,8 @@ import { defaultTurnPolicy, turnMachine } from "./turn/index.ts";
  * they were accepted; the workspace's modulators and stance carry over from
  * one turn to the next.
  *
- *   idle ⇄ running (invokes the `turn` machine)
+ *   idle ⇄ running        (invokes the `turn` machine: the built-in pipeline)
+ *   idle ⇄ runningRecipe  (invokes `recipeTurn`: a recipe's compiled machine, hosted by the runner)
  *
  * `turn.enqueue` is accepted in any state, so a second turn that arrives while
  * one runs waits its place in the queue.
@@ -19,7 +23,37 @@ export interface QueuedTurn {
   user_id?: string;
   /** Cancelled before it started, with this reason: it starts and ends at once, Cancelled. */
   cancelled?: string;
+  /** A recipe run rather than a pipeline turn. */
+  recipe?: RecipeStart;
 }
+
+/** How a recipe run starts: its document and inputs, and where it goes on from when it was under way. */
+export interface RecipeStart {
+  document: JsonObject;
+  inputs: JsonObject;
+  /** Its RECIPE_STARTED is already in the log (a takeover, or a suspension answered). */
+  started: boolean;
+  resume?: { at: string; checkpoint: RecipeCheckpoint; answer?: HumanAnswer };
+  /** The answer is new (the resume request's), not yet in the log. */
+  new_answer?: boolean;
+  /** Epoch ms by which the run must end (policy.timeout_seconds), when it was set before. */
+  deadline_at?: number;
+}
+
+/** The input of the `recipeTurn` actor. */
+export interface RecipeTurnInput {
+  session_id: string;
+  turn_id: number;
+  text: string;
+  user_id?: string;
+  cancelled?: string;
+  recipe: RecipeStart;
+}
+
+/** What `recipeTurn` sends back: its run's end (or suspension), or that it crashed. */
+export type RecipeTurnEvent =
+  | { type: "recipe.finished"; output: RecipeRunOutput }
+  | { type: "recipe.crashed"; error: unknown };
 
 export interface SessionInput {
   session_id: string;
@@ -58,7 +92,8 @@ export type SessionEvent =
   /** Double-texting `interrupt`: stop the running turn (if any) in favour of `by_turn_id`. */
   | { type: "turn.interrupt"; by_turn_id: number }
   /** A client cancelled a turn: the running one stops, a queued one will end as soon as it starts. */
-  | { type: "turn.cancel"; turn_id: number; reason: string };
+  | { type: "turn.cancel"; turn_id: number; reason: string }
+  | RecipeTurnEvent;
 
 export const sessionMachine = setup({
   types: {
@@ -66,15 +101,41 @@ export const sessionMachine = setup({
     context: {} as SessionContext,
     events: {} as SessionEvent,
   },
-  actors: { turn: turnMachine },
+  actors: {
+    turn: turnMachine,
+    /** Runs one recipe turn; the host provides it (it compiles the recipe and runs its machine). */
+    recipeTurn: fromCallback<
+      { type: "turn.cancel"; reason: string } | { type: "turn.interrupt"; by_turn_id: number },
+      RecipeTurnInput,
+      RecipeTurnEvent
+    >(() => {
+      throw new MissingActorError("recipeTurn", "session");
+    }),
+  },
   actions: {
     /** Told to the host when a turn ends, whatever its outcome. */
     turnFinished: (_, _output: TurnOutput) => {},
+    /** Told to the host when a recipe run suspends at a human node (it is not finished: it will be resumed). */
+    turnSuspended: (_, _output: RecipeRunOutput) => {},
     /** Told to the host when a turn actor itself crashed (a bug, never a stage failure). */
     turnCrashed: (_, _failure: { turn_id: number; error: unknown }) => {},
+    /** A queued turn is cancelled: it ends, Cancelled, as soon as it starts. */
+    markQueuedCancelled: assign({
+      queue: ({ context, event }) =>
+        event.type === "turn.cancel"
+          ? context.queue.map((turn) => (turn.turn_id === event.turn_id ? { ...turn, cancelled: event.reason } : turn))
+          : context.queue,
+    }),
+    /** The current turn crashed: it counts as run, so a redelivery does not run it again here. */
+    forgetCurrent: assign(({ context }) => ({
+      current: null,
+      last_turn_id: Math.max(context.last_turn_id, context.current?.turn_id ?? 0),
+      finished: [...context.finished, context.current?.turn_id ?? 0].slice(-FINISHED_KEPT),
+    })),
   },
   guards: {
     hasQueuedTurn: ({ context }) => context.queue.length > 0,
+    nextIsRecipe: ({ context }) => context.queue[0]?.recipe !== undefined,
     isNewTurn: ({ context, event }) =>
       event.type === "turn.enqueue" &&
       !context.finished.includes(event.turn.turn_id) &&
@@ -95,12 +156,7 @@ export const sessionMachine = setup({
     finished: [],
   }),
   on: {
-    "turn.cancel": {
-      actions: assign({
-        queue: ({ context, event }) =>
-          context.queue.map((turn) => (turn.turn_id === event.turn_id ? { ...turn, cancelled: event.reason } : turn)),
-      }),
-    },
+    "turn.cancel": { actions: "markQueuedCancelled" },
     "turn.enqueue": {
       guard: "isNewTurn",
       // Turn order, whatever the order of arrival.
@@ -112,7 +168,84 @@ export const sessionMachine = setup({
   initial: "idle",
   states: {
     idle: {
-      always: { guard: "hasQueuedTurn", target: "running" },
+      always: [
+        { guard: "nextIsRecipe", target: "runningRecipe" },
+        { guard: "hasQueuedTurn", target: "running" },
+      ],
+    },
+    runningRecipe: {
+      on: {
+        "turn.interrupt": {
+          guard: ({ context, event }) => (context.current?.turn_id ?? 0) < event.by_turn_id,
+          actions: sendTo("turn", ({ event }) => event),
+        },
+        "turn.cancel": [
+          {
+            guard: ({ context, event }) => context.current?.turn_id === event.turn_id,
+            actions: sendTo("turn", ({ event }) => ({ type: "turn.cancel" as const, reason: event.reason })),
+          },
+          { actions: "markQueuedCancelled" },
+        ],
+        "recipe.finished": [
+          {
+            guard: ({ event }) => event.output.suspended !== undefined,
+            target: "idle",
+            actions: [
+              // Not finished: the same turn id comes back when the run is resumed.
+              assign(({ context, event }) => ({
+                last_turn_id: Math.max(context.last_turn_id, event.output.turn_id),
+                current: null,
+              })),
+              { type: "turnSuspended", params: ({ event }) => event.output },
+            ],
+          },
+          {
+            target: "idle",
+            actions: [
+              assign(({ context, event }) => ({
+                turns_completed: context.turns_completed + 1,
+                last_turn_id: Math.max(context.last_turn_id, event.output.turn_id),
+                finished: [...context.finished, event.output.turn_id].slice(-FINISHED_KEPT),
+                current: null,
+              })),
+              {
+                type: "turnFinished",
+                params: ({ context, event }) => ({
+                  session_id: context.session_id,
+                  turn_id: event.output.turn_id,
+                  response: event.output.response,
+                  outcome: event.output.outcome ?? { status: "Complete" as const },
+                  modulators: context.modulators,
+                  stance: context.stance,
+                }),
+              },
+            ],
+          },
+        ],
+        "recipe.crashed": {
+          target: "idle",
+          actions: [
+            {
+              type: "turnCrashed",
+              params: ({ context, event }) => ({ turn_id: context.current?.turn_id ?? 0, error: event.error }),
+            },
+            "forgetCurrent",
+          ],
+        },
+      },
+      entry: assign(({ context }) => ({ current: context.queue[0] ?? null, queue: context.queue.slice(1) })),
+      invoke: {
+        id: "turn",
+        src: "recipeTurn",
+        input: ({ context }) => ({
+          session_id: context.session_id,
+          turn_id: context.current!.turn_id,
+          text: context.current!.text,
+          ...(context.current!.user_id ? { user_id: context.current!.user_id } : {}),
+          ...(context.current!.cancelled !== undefined ? { cancelled: context.current!.cancelled } : {}),
+          recipe: context.current!.recipe!,
+        }),
+      },
     },
     running: {
       on: {
@@ -125,14 +258,7 @@ export const sessionMachine = setup({
             guard: ({ context, event }) => context.current?.turn_id === event.turn_id,
             actions: sendTo("turn", ({ event }) => ({ type: "turn.cancel" as const, reason: event.reason })),
           },
-          {
-            actions: assign({
-              queue: ({ context, event }) =>
-                context.queue.map((turn) =>
-                  turn.turn_id === event.turn_id ? { ...turn, cancelled: event.reason } : turn,
-                ),
-            }),
-          },
+          { actions: "markQueuedCancelled" },
         ],
       },
       entry: assign(({ context }) => ({ current: context.queue[0] ?? null, queue: context.queue.slice(1) })),
@@ -170,11 +296,7 @@ export const sessionMachine = setup({
               type: "turnCrashed",
               params: ({ context, event }) => ({ turn_id: context.current?.turn_id ?? 0, error: event.error }),
             },
-            assign(({ context }) => ({
-              current: null,
-              last_turn_id: Math.max(context.last_turn_id, context.current?.turn_id ?? 0),
-              finished: [...context.finished, context.current?.turn_id ?? 0].slice(-FINISHED_KEPT),
-            })),
+            "forgetCurrent",
           ],
         },
       },

@@ -182,7 +182,7 @@ export const turnActions = {
   }),
   recordResponseInterception: enqueueActions<TurnContext, TurnEvent, undefined, TurnEvent, never, RecordAction, never>(
     ({ event, enqueue }) => {
-      if (event.type !== "voice.intercepted") return;
+      if (event.type !== "voice.intercepted" && event.type !== "agent.stream.intercepted") return;
       const { interceptor, action, reason, stream_id } = event;
       enqueue({
         type: "record",

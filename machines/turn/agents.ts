@@ -136,6 +136,7 @@ export const agents = turnSetup.createStateConfig({
         "agent.stream.start": { actions: "openStream" },
         "agent.stream.chunk": { actions: "streamChunk" },
         "agent.stream.end": { actions: "closeStream" },
+        "agent.stream.intercepted": { actions: "recordResponseInterception" },
         "wave.done": [
           {
             guard: "hasMoreWaves",

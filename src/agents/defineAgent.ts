@@ -1,5 +1,11 @@
 import { z } from "zod";
-import { type AgentContext, AgentManifest, type AgentPriority, Contribution } from "../contracts/agent.ts";
+import {
+  type AgentContext,
+  AgentManifest,
+  type AgentPriority,
+  Contribution,
+  type RecipeCallContext,
+} from "../contracts/agent.ts";
 import type { Episode } from "../contracts/workspace.ts";
 import { ConclaveError } from "../errors.ts";
 
@@ -63,6 +69,12 @@ export interface AgentRunContext {
   stream(name: string, delta: string, options?: { contentType?: string }): void;
   /** Fires when the turn no longer wants the answer: deadline, cancellation, interrupt. */
   readonly signal: AbortSignal;
+  /**
+   * Set when a recipe's node calls the agent: the recipe and node, the node's named inputs, its
+   * system prompt, and an evaluator's feedback on the previous attempt. `input.user_message` then
+   * holds the inputs as text with the feedback appended.
+   */
+  readonly recipe?: RecipeCallContext;
 }
 
 /** What an agent is asked in a deliberation round: reconsider the contested claims in `input.claims`. */

@@ -75,6 +75,7 @@ export async function runAgent(
     model: options.model ? agentModel(options.model, agent, request, options.signal, count) : undefined,
     stream,
     signal: options.signal,
+    ...(request.recipe ? { recipe: request.recipe } : {}),
   };
   try {
     if (request.mode === "revise") return { contribution: await agent.revise(ctx), ...(usage ? { usage } : {}) };

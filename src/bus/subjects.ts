@@ -19,6 +19,9 @@ export const subjects = {
   /** Public: a client requests the cancellation of a turn here (CancelRequest). */
   turnCancel: (sessionId: string) => `${SUBJECT_ROOT}.turn.cancel.${sessionId}`,
   turnCancelAll: `${SUBJECT_ROOT}.turn.cancel.*`,
+  /** Public: a person answers a suspended recipe run's human node here (ResumeRequest). */
+  turnResume: (sessionId: string) => `${SUBJECT_ROOT}.turn.resume.${sessionId}`,
+  turnResumeAll: `${SUBJECT_ROOT}.turn.resume.*`,
   /** Core NATS, to every runner and worker: a turn was cancelled, stop its work (TurnCancelled). */
   turnCancelled: `${SUBJECT_ROOT}.turn.cancelled`,
   /** What a tenant requests to read its session's events (through its account's import). */
@@ -77,4 +80,6 @@ export const buckets = {
   scheduler: "conclave_scheduler",
   turns: "conclave_turns",
   owners: "conclave_owners",
+  /** Recipe runs suspended at a human node with a timeout, keyed `<session>.<turn>`: runners time them out. */
+  suspended: "conclave_suspended",
 } as const;

@@ -4,10 +4,12 @@ import { busOptions, connectBus } from "../bus/connection.ts";
 import { requestJson } from "../bus/request.ts";
 import { buckets, streams, subjects } from "../bus/subjects.ts";
 import { EngineEvent } from "../contracts/events.ts";
-import { CancelReply } from "../contracts/turn.ts";
+import type { JsonObject } from "../contracts/recipeRun.ts";
+import { CancelReply, type TurnAck } from "../contracts/turn.ts";
 import type { TurnStatusRecord } from "../contracts/wal.ts";
 import { isStreamNotFound } from "../eventlog/streams.ts";
 import { TurnStatusStore } from "../runtime/turnStatusStore.ts";
+import { type RecipeRunResult, type ResumeOptions, type RunOptions, resumeRun, runRecipe } from "./recipeRun.ts";
 import { type SubmitOptions, streamTurn, type TurnStream } from "./turnStream.ts";
 import { checkSessionId, checkTurnId, InvalidRequestError } from "./turns.ts";
 
@@ -84,6 +86,19 @@ export interface ConclaveClient {
    * Rejects with a `not_found` error for a turn the session does not have.
    */
   cancel(sessionId: string, turnId: number, reason?: string): Promise<CancelResult>;
+  /**
+   * Runs a recipe document (either Coreason shape, as parsed JSON/YAML) as a
+   * turn of the session, and follows it until it completes or suspends at a
+   * human node. A document or inputs the runner refuses reject with
+   * `invalid_request`, each issue naming its path.
+   */
+  run(sessionId: string, document: JsonObject, options?: RunOptions): Promise<RecipeRunResult & { ack: TurnAck }>;
+  /**
+   * Answers a suspended run's human node (as `userId`, in `role`), then
+   * follows the run until it completes or suspends again. Rejects with
+   * `conflict` when the run is not waiting, `forbidden` for the wrong role.
+   */
+  resume(sessionId: string, turnId: number, options: ResumeOptions): Promise<RecipeRunResult>;
   /** Closes the connection the client opened (not one it was given). */
   close(): Promise<void>;
 }
@@ -147,6 +162,16 @@ export async function connect(options: ConnectOptions = {}): Promise<ConclaveCli
       return (await (await statusStore())?.list(sessionId)) ?? [];
     },
     cancel,
+    run: (sessionId, document, runOptions) => runRecipe(nc, sessionId, document, { timeoutMs: 120_000, ...runOptions }),
+    resume: async (sessionId, turnId, resumeOptions) => {
+      // What the run logged up to its suspension is not this answer's: follow from there.
+      const status = await (await statusStore())?.get(sessionId, turnId);
+      return resumeRun(nc, sessionId, turnId, {
+        requestTimeoutMs: timeoutMs,
+        ...resumeOptions,
+        ...(status?.suspended ? { afterSeq: status.suspended.seq } : {}),
+      });
+    },
     close: async () => {
       if (!options.nc) await nc.close();
     },

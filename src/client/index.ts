@@ -1,5 +1,5 @@
 /**
- * `conclave/client`: submit turns, follow and read their events, cancel them.
+ * `conclave/client`: submit turns, run recipes, follow and read their events, cancel them, answer suspended runs.
  *
  * @example
  * ```ts
@@ -16,6 +16,7 @@
  */
 
 export type { EngineEvent, EventKind, EventPayload } from "../contracts/events.ts";
+export type { JsonObject, ResumeReply } from "../contracts/recipeRun.ts";
 export type { TurnAck, TurnOutcome, TurnWarning } from "../contracts/turn.ts";
 export type { TurnUsage, Usage } from "../contracts/usage.ts";
 export type { TurnStatus, TurnStatusRecord } from "../contracts/wal.ts";
@@ -28,5 +29,6 @@ export {
   type SessionEvent,
   type TurnStatusView,
 } from "./client.ts";
+export type { RecipeRunResult, ResumeOptions, RunOptions } from "./recipeRun.ts";
 export type { SubmitOptions, TurnResult, TurnStream } from "./turnStream.ts";
 export { InvalidRequestError, TurnFailedError, TurnTimeoutError } from "./turns.ts";

@@ -90,6 +90,18 @@ export const AgentContext = z.object({
 });
 export type AgentContext = z.infer<typeof AgentContext>;
 
+/** What an agent is given when a recipe's node calls it (see README, "Recipes"). */
+export const RecipeCallContext = z.object({
+  recipe: z.string(),
+  node: z.string(),
+  /** The node's inputs, read off the blackboard by its `inputs_map` (the whole blackboard without one). */
+  inputs: z.record(z.string(), z.unknown()),
+  system_prompt: z.string().optional(),
+  /** An evaluator's critique of the previous attempt (also appended to `context.user_message`). */
+  feedback: z.string().optional(),
+});
+export type RecipeCallContext = z.infer<typeof RecipeCallContext>;
+
 export const AgentRequest = z.object({
   session_id: SessionId,
   turn_id: TurnId,
@@ -113,6 +125,8 @@ export const AgentRequest = z.object({
     .string()
     .regex(/^conclave\.agentstream\.[A-Za-z0-9_-]{1,64}$/, "stream_subject must be conclave.agentstream.<token>")
     .optional(),
+  /** Present when a recipe's node makes the call: its inputs, system prompt and feedback. */
+  recipe: RecipeCallContext.optional(),
 });
 export type AgentRequest = z.infer<typeof AgentRequest>;
 
@@ -149,6 +163,21 @@ export const AgentStreamPart = z.object({
   delta: z.string().max(64_000).optional(),
 });
 export type AgentStreamPart = z.infer<typeof AgentStreamPart>;
+
+/** A response interceptor changed or dropped part of an agent's named stream (seen by the runner, never sent by workers). */
+export interface AgentStreamInterception {
+  type: "intercepted";
+  session_id: string;
+  turn_id: number;
+  agent_id: string;
+  stream: string;
+  interceptor: string;
+  action: "redact" | "block";
+  reason: string;
+}
+
+/** What the caller of an agent sees of its named streams: the parts, as the response interceptors left them. */
+export type AgentStreamEvent = AgentStreamPart | AgentStreamInterception;
 
 /** What answering one request produced, where the agent is hosted. */
 export interface AgentAnswer {

@@ -69,6 +69,13 @@ export type WaveEvent =
   | { type: "agent.stream.start"; stream_id: StreamId; content_type: string }
   | { type: "agent.stream.chunk"; stream_id: StreamId; delta: string }
   | { type: "agent.stream.end"; stream_id: StreamId }
+  | {
+      type: "agent.stream.intercepted";
+      stream_id: StreamId;
+      interceptor: string;
+      action: "redact" | "block";
+      reason: string;
+    }
   | { type: "wave.done" };
 
 /** What the voice sends back while it renders (multiplexed streams), then `voice.done`. */

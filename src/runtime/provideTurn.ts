@@ -45,7 +45,10 @@ const runWave = (services: TurnServices) =>
               sendBack({ type: "agent.stream.start", stream_id, content_type: part.content_type ?? "text/plain" });
             else if (part.type === "chunk")
               sendBack({ type: "agent.stream.chunk", stream_id, delta: part.delta ?? "" });
-            else sendBack({ type: "agent.stream.end", stream_id });
+            else if (part.type === "intercepted") {
+              const { interceptor, action, reason } = part;
+              sendBack({ type: "agent.stream.intercepted", stream_id, interceptor, action, reason });
+            } else sendBack({ type: "agent.stream.end", stream_id });
           },
         )
         .then(

@@ -1,5 +1,5 @@
 import type { InterceptedPart, VoiceStreamPart } from "../cognition/voice.ts";
-import type { AgentReply, AgentRequest, AgentStreamPart } from "../contracts/agent.ts";
+import type { AgentReply, AgentRequest, AgentStreamEvent } from "../contracts/agent.ts";
 import type {
   CouncilReply,
   CouncilRequest,
@@ -39,13 +39,13 @@ export interface TurnServices {
   /**
    * Asks one agent; `attempts` (default 1) tries of `request.timeout_ms` each
    * when an answer is lost. `onStream` receives the agent's named stream
-   * parts, all before the reply.
+   * parts (as the response interceptors left them), all before the reply.
    */
   callAgent(
     request: AgentRequest,
     signal: AbortSignal,
     attempts?: number,
-    onStream?: (part: AgentStreamPart) => void,
+    onStream?: (part: AgentStreamEvent) => void,
   ): Promise<AgentReply>;
   deliberate(input: DeliberateInput, signal: AbortSignal): Promise<DeliberateOutput>;
   decide(request: CouncilRequest, signal: AbortSignal): Promise<CouncilReply>;

@@ -90,11 +90,29 @@ export class TurnStatusStore {
     return after;
   }
 
+  /**
+   * A suspended recipe run is answered: suspended → pending (its attempts
+   * count afresh), once. Returns the record as it was when this call moved
+   * it; null when it was not suspended (or, with `seq`, not in that
+   * suspension): someone else answered first, or it ended.
+   */
+  async resumeSuspended(sessionId: string, turnId: number, seq?: number): Promise<TurnStatusRecord | null> {
+    let before: TurnStatusRecord | null = null;
+    await this.#update(`${sessionId}.${turnId}`, (current) => {
+      if (current?.status !== "suspended" || !current.suspended) return null;
+      if (seq !== undefined && current.suspended.seq !== seq) return null;
+      before = current;
+      const { suspended: _suspended, ...rest } = current;
+      return { ...rest, status: "pending", attempts: 0, updated_at: Date.now() };
+    });
+    return before;
+  }
+
   async finish(
     sessionId: string,
     turnId: number,
     status: Exclude<TurnStatus, "pending" | "inflight">,
-    detail: { outcome?: string; reason?: string } = {},
+    detail: { outcome?: string; reason?: string; suspended?: TurnStatusRecord["suspended"] } = {},
   ): Promise<void> {
     await this.#update(`${sessionId}.${turnId}`, (current) => ({
       session_id: sessionId,

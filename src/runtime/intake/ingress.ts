@@ -14,6 +14,7 @@ import { type Logger, turnFields } from "../log.ts";
 import type { SessionStore } from "../sessionStore.ts";
 import type { TurnStatusStore } from "../turnStatusStore.ts";
 import type { Claim, IdempotencyStore } from "./idempotency.ts";
+import { checkRecipeSubmission, type RecipeIntake } from "./recipeSubmission.ts";
 import { type Addressed, addressOf } from "./tenancy.ts";
 
 /** Largest accepted submission, in bytes (the text itself is limited to 16 000 characters). */
@@ -26,6 +27,8 @@ export interface IngressDeps {
   statuses: TurnStatusStore;
   idempotency: IdempotencyStore;
   log: Logger;
+  /** How recipe submissions are checked. */
+  recipes: RecipeIntake;
 }
 
 const ackOf = (address: Addressed, turnId: number, duplicate: boolean): TurnAck => ({
@@ -58,6 +61,7 @@ export async function acceptSubmission(deps: IngressDeps, msg: ServiceMsg): Prom
     address = addressOf(msg.subject);
     const { sessionId } = address;
     const submission = decodeJson(msg.data, TurnSubmission, `turn for session ${sessionId}`, MAX_SUBMISSION_BYTES);
+    const recipeName = submission.recipe ? await checkRecipeSubmission(deps.recipes, submission.recipe) : undefined;
     if (submission.idempotency_key) {
       claim = await deps.idempotency.claim(sessionId, submission.idempotency_key);
       if (claim.kind === "accepted") {
@@ -104,11 +108,12 @@ export async function acceptSubmission(deps: IngressDeps, msg: ServiceMsg): Prom
     const entry: WalEntry = {
       session_id: sessionId,
       turn_id: turnId,
-      text: submission.text,
+      text: submission.text ?? `run ${recipeName ?? "recipe"}`,
       on_busy: submission.on_busy,
       submitted_at: Date.now(),
       ...(submission.user_id ? { user_id: submission.user_id } : {}),
       ...(submission.idempotency_key ? { idempotency_key: submission.idempotency_key } : {}),
+      ...(submission.recipe ? { recipe: submission.recipe } : {}),
     };
     let alreadyStored = false;
     try {

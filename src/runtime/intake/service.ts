@@ -2,8 +2,10 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import type { Service, ServiceMsg } from "@nats-io/services";
 import { guardedServices } from "../../bus/replies.ts";
 import { subjects } from "../../bus/subjects.ts";
+import type { SuspensionTimers } from "../recipes/suspensionTimers.ts";
 import { serveCancel } from "./cancel.ts";
 import { acceptSubmission, type IngressDeps } from "./ingress.ts";
+import { serveResume } from "./resume.ts";
 import { serveWatch, type WatchDeps } from "./watch.ts";
 
 /**
@@ -11,7 +13,10 @@ import { serveWatch, type WatchDeps } from "./watch.ts";
  * queue group): submissions, cancellations and watches, from clients of the runtime's
  * account and, through their accounts' imports, from tenants.
  */
-export async function serveIntake(nc: NatsConnection, deps: IngressDeps & WatchDeps): Promise<Service> {
+export async function serveIntake(
+  nc: NatsConnection,
+  deps: IngressDeps & WatchDeps & { timers: SuspensionTimers },
+): Promise<Service> {
   const service = await guardedServices(nc).add({
     name: "conclave-runner",
     version: "0.1.0",
@@ -29,6 +34,7 @@ export async function serveIntake(nc: NatsConnection, deps: IngressDeps & WatchD
   endpoint("tenant_submit", subjects.tenantSubmitAll, (msg) => acceptSubmission(deps, msg));
   endpoint("watch", subjects.turnWatch("*"), (msg) => serveWatch(deps, msg));
   endpoint("cancel", subjects.turnCancelAll, (msg) => serveCancel(deps, msg));
+  endpoint("resume", subjects.turnResumeAll, (msg) => serveResume(deps, msg));
   endpoint("tenant_watch", subjects.tenantWatchAll, (msg) => serveWatch(deps, msg));
   return service;
 }

@@ -1,4 +1,5 @@
 import { zeroSensors } from "../../../machines/turn/index.ts";
+import type { AgentStreamPart } from "../../contracts/agent.ts";
 import type { TurnRecord } from "../../contracts/turnProtocol.ts";
 import type { TurnServices } from "../turnServices.ts";
 import {
@@ -47,6 +48,34 @@ export function withInterceptors(services: TurnServices, chains: InterceptorChai
   return {
     ...services,
     screen: async (request) => screenRequest(chains.request, request, contextOf(request.session_id, request.turn_id)),
+    // Agents' named streams go through the response chain as streams, as the voice's do.
+    callAgent: (request, signal, attempts, onStream) => {
+      if (!onStream || chains.response.length === 0) return services.callAgent(request, signal, attempts, onStream);
+      const context = contextOf(request.session_id, request.turn_id);
+      const screens = new Map<string, StreamScreen>();
+      const screenOf = (part: AgentStreamPart) => {
+        let screen = screens.get(part.stream);
+        if (!screen) {
+          screen = new StreamScreen(chains.response, `${part.agent_id}:${part.stream}`, context);
+          screens.set(part.stream, screen);
+        }
+        return screen;
+      };
+      return services.callAgent(request, signal, attempts, (part) => {
+        if (part.type === "intercepted") return onStream(part);
+        if (part.type === "start") {
+          screenOf(part);
+          return onStream(part);
+        }
+        const released = part.type === "chunk" ? screenOf(part).push(part.delta ?? "") : screenOf(part).flush();
+        for (const interception of released.interceptions) onStream({ ...part, type: "intercepted", ...interception });
+        if (released.text) onStream({ ...part, type: "chunk", delta: released.text });
+        if (part.type === "end") {
+          screens.delete(part.stream);
+          onStream(part);
+        }
+      });
+    },
     renderVoice: async (request, signal, onStream) => {
       if (chains.response.length === 0) return services.renderVoice(request, signal, onStream);
       const context = contextOf(request.session_id, request.turn_id);

@@ -1,6 +1,6 @@
 import type { JetStreamClient, JsMsg } from "@nats-io/jetstream";
 import type { ErrorCode } from "../../contracts/errors.ts";
-import type { WalEntry } from "../../contracts/wal.ts";
+import type { TurnStatusRecord, WalEntry } from "../../contracts/wal.ts";
 import { deadLetter } from "../../eventlog/deadLetters.ts";
 import { WAL_ACK_WAIT_MS } from "../../eventlog/streams.ts";
 import { redactPii } from "../interception/pii.ts";
@@ -11,6 +11,8 @@ import type { TurnStatusStore } from "../turnStatusStore.ts";
 /** How a turn ended, as recorded in its status. */
 export type TurnEnd =
   | { status: "done"; outcome: string }
+  /** A recipe run waits for a person: its entry leaves the WAL; a resume writes a new one. */
+  | { status: "suspended"; suspended: NonNullable<TurnStatusRecord["suspended"]> }
   | { status: "expired"; reason: string }
   | {
       status: "failed";
@@ -141,7 +143,11 @@ export class TurnLedger {
         sessionId,
         turnId,
         end.status,
-        end.status === "done" ? { outcome: end.outcome } : { reason: end.reason },
+        end.status === "done"
+          ? { outcome: end.outcome }
+          : end.status === "suspended"
+            ? { suspended: end.suspended }
+            : { reason: end.reason },
       ),
       options.markedDone ?? this.deps.sessions.markDone(sessionId, turnId),
     ]);

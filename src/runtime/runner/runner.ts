@@ -6,21 +6,29 @@ import type { Service } from "@nats-io/services";
 import { createActor, type InspectionEvent, type Observer } from "xstate";
 import { sessionMachine } from "../../../machines/session.ts";
 import { defaultTurnPolicy } from "../../../machines/turn/index.ts";
+import { AgentDirectory } from "../../agents/directory.ts";
 import { encodeJson } from "../../bus/codec.ts";
 import { RUNNER_CONSUMER, streams, subjects } from "../../bus/subjects.ts";
 import { TurnCancellations } from "../../bus/turnCancellations.ts";
+import type { EngineEvent } from "../../contracts/events.ts";
+import type { RecipeRunOutput } from "../../contracts/recipeProtocol.ts";
 import type { TurnCancelled } from "../../contracts/turn.ts";
 import { type TurnOutput, type TurnPolicy, usageSummary } from "../../contracts/turnProtocol.ts";
 import type { WalEntry } from "../../contracts/wal.ts";
-import { type ConclaveError, isConclaveError, messageOf, singleLine } from "../../errors.ts";
+import { ConclaveError, isConclaveError, messageOf, singleLine } from "../../errors.ts";
 import { ensureDeadLetterStream, ensureEventStream, ensureTurnWal, MAX_TURN_ATTEMPTS } from "../../eventlog/streams.ts";
 import { EventLogWriter } from "../../eventlog/writer.ts";
+import { type BlackboardOptions, BlackboardStores, blackboardOptionsFromEnv } from "../../recipes/blackboard/open.ts";
 import { IdempotencyStore } from "../intake/idempotency.ts";
 import { serveIntake } from "../intake/service.ts";
 import { storedRecordScreen, withInterceptors } from "../interception/intercepted.ts";
 import { defaultInterceptors, type InterceptorChains } from "../interception/interceptors.ts";
 import { type Logger, silentLogger, turnFields } from "../log.ts";
 import { provideTurn } from "../provideTurn.ts";
+import type { LogicHandler } from "../recipes/recipeActors.ts";
+import { recipeStartOf } from "../recipes/recipeStart.ts";
+import { recipeTurnLogic } from "../recipes/recipeTurn.ts";
+import { SuspensionTimers } from "../recipes/suspensionTimers.ts";
 import { remoteTurnServices } from "../remoteTurnServices.ts";
 import { type SessionSnapshot, SessionStore } from "../sessionStore.ts";
 import type { TurnServices } from "../turnServices.ts";
@@ -53,6 +61,25 @@ export interface RunnerOptions {
   log?: Logger;
   /** Receives the inspection events of every session and turn actor (the Stately inspector's protocol). */
   inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
+  /** How recipe runs are hosted. Every field has a default. */
+  recipes?: RecipeRunnerOptions;
+}
+
+/** How a runner hosts recipe runs. */
+export interface RecipeRunnerOptions {
+  /**
+   * Handlers for workflow `logic` steps, by step id. A recipe with a `logic` step that has no
+   * handler here is refused: the document's own code never runs. Default: none.
+   */
+  logicHandlers?: Record<string, LogicHandler>;
+  /**
+   * Where blackboards with `persistence: redis` / `postgres` are kept. Default: the
+   * `CONCLAVE_REDIS_URL` / `CONCLAVE_POSTGRES_URL` environment variables; without them
+   * such recipes fail with a clear error. `nats` (the default persistence) needs nothing.
+   */
+  blackboard?: Pick<BlackboardOptions, "redisUrl" | "postgresUrl" | "timeoutMs">;
+  /** Budget of one agent call of a recipe node. Default 60 s (capped by the run's own deadline). */
+  nodeTimeoutMs?: number;
 }
 
 /**
@@ -86,6 +113,10 @@ export class Runner {
   readonly #delivering = new Map<string, Promise<void>>();
   #service: Service | null = null;
   #cancellations: TurnCancellations | null = null;
+  #timers: SuspensionTimers | null = null;
+  readonly #blackboards: BlackboardStores;
+  /** The agents live workers announce: shared by the agent calls' output checks and the recipe intake. */
+  readonly #directory: Promise<AgentDirectory>;
   #messages: ConsumerMessages | null = null;
 
   private constructor(
@@ -114,6 +145,9 @@ export class Runner {
         ),
     });
     this.#ledger = new TurnLedger({ js: deps.js, statuses: deps.statuses, sessions: deps.store, log: this.#log });
+    this.#blackboards = new BlackboardStores({ nc, ...blackboardOptionsFromEnv(), ...options.recipes?.blackboard });
+    this.#directory = AgentDirectory.open(nc);
+    this.#directory.catch(() => {}); // a connection closed before the roll call ended: users see it when they await
     this.#sessions = new SessionHost(this.#sessionFactory(options), deps.store, this.#log);
     this.#order = new TurnOrder({ store: deps.store, statuses: deps.statuses, log: this.#log });
   }
@@ -134,7 +168,25 @@ export class Runner {
     runner.#cancellations = new TurnCancellations(nc, ({ session_id, turn_id, reason }) =>
       runner.#sessions.ifRunning(session_id)?.send({ type: "turn.cancel", turn_id, reason }),
     );
-    runner.#service = await serveIntake(nc, { nc, js, jsm, sessions: store, statuses, idempotency, log: runner.#log });
+    runner.#timers = await SuspensionTimers.start(nc, { js, statuses, log: runner.#log });
+    // Agents run on workers unless the runner was given in-process services: then recipes' agents are not checked.
+    const directory = options.services ? undefined : runner.#directory;
+    runner.#service = await serveIntake(nc, {
+      nc,
+      js,
+      jsm,
+      sessions: store,
+      statuses,
+      idempotency,
+      timers: runner.#timers,
+      log: runner.#log,
+      recipes: {
+        logicHandlers: Object.keys(options.recipes?.logicHandlers ?? {}),
+        ...(directory
+          ? { liveAgents: async () => new Set((await directory).roster().map((manifest) => manifest.id)) }
+          : {}),
+      },
+    });
     await runner.#consumeWal();
     return runner;
   }
@@ -142,14 +194,32 @@ export class Runner {
   /** The session machine with its turns run by `services` and their ends reported back here. */
   #sessionFactory(options: RunnerOptions) {
     const chains = options.interceptors ?? defaultInterceptors();
-    const services = withInterceptors(options.services ?? remoteTurnServices(this.#nc), chains);
-    const stored = storedRecordScreen(chains);
-    const turn = provideTurn(services, (context, event) =>
-      this.#writer.append(context.session_id, context.turn_id, stored(context, event)),
+    const services = withInterceptors(
+      options.services ?? remoteTurnServices(this.#nc, { directory: this.#directory }),
+      chains,
     );
+    const stored = storedRecordScreen(chains);
+    const record = (context: { session_id: string; turn_id: number }, event: Parameters<typeof stored>[1]) =>
+      this.#writer.append(context.session_id, context.turn_id, stored(context, event));
+    const turn = provideTurn(services, record);
+    const recipeTurn = recipeTurnLogic({
+      services,
+      stores: this.#blackboards,
+      logicHandlers: options.recipes?.logicHandlers ?? {},
+      nodeTimeoutMs: options.recipes?.nodeTimeoutMs ?? 60_000,
+      record,
+      ...(options.inspect ? { inspect: options.inspect } : {}),
+    });
     const session = sessionMachine.provide({
-      actors: { turn },
+      actors: { turn, recipeTurn },
       actions: {
+        turnSuspended: ({ context }, output) =>
+          void this.#turnSuspended(context.session_id, output, {
+            turns_completed: context.turns_completed,
+            last_turn_id: context.last_turn_id,
+            modulators: context.modulators,
+            stance: context.stance,
+          }),
         // Runs after the session's assign: its context already counts this turn, so the snapshot is taken now,
         // in turn order, not after the awaits that follow.
         turnFinished: ({ context }, output) =>
@@ -240,9 +310,12 @@ export class Runner {
         msg.nak(0);
         return;
       }
-      case "start":
+      case "start": {
         if (!(await this.#order.mayRun(sessionId, turnId))) return this.#waitForEarlierTurn(msg);
         this.#ledger.hold(msg, entry);
+        // A suspended recipe run answered: it goes on after what its log holds.
+        const stored = entry.resume ? await readForTakeover(this.#js, this.#jsm, sessionId, turnId) : undefined;
+        if (stored) this.#writer.open(sessionId, turnId, stored.events, stored.lastStreamSeq);
         // First delivery: record it inflight meanwhile rather than before (one round trip off the turn's start).
         this.#statuses
           .take(sessionId, turnId, this.#leases.runner, entry.submitted_at, MAX_TURN_ATTEMPTS)
@@ -252,7 +325,8 @@ export class Runner {
               turnFields(sessionId, turnId),
             ),
           );
-        return this.#enqueue(entry);
+        return this.#enqueue(entry, undefined, stored?.events);
+      }
       case "check_status":
         if (!(await this.#order.mayRun(sessionId, turnId))) return this.#waitForEarlierTurn(msg);
         return this.#redelivered(msg, entry);
@@ -308,7 +382,7 @@ export class Runner {
         turnFields(sessionId, turnId),
       );
     }
-    await this.#enqueue(entry, take.before?.cancel_reason);
+    await this.#enqueue(entry, take.before?.cancel_reason, stored.events);
   }
 
   /** An earlier turn of the session has still to reach this runner: this one is delivered again shortly. */
@@ -317,7 +391,7 @@ export class Runner {
   }
 
   /** Hands a turn to its session's actor (and, for `on_busy: interrupt`, stops the running one first). */
-  async #enqueue(entry: WalEntry, cancelReason?: string): Promise<void> {
+  async #enqueue(entry: WalEntry, cancelReason?: string, stored: readonly EngineEvent[] = []): Promise<void> {
     let session: SessionActor;
     try {
       session = await this.#sessions.get(entry.session_id);
@@ -328,6 +402,11 @@ export class Runner {
     }
     if (entry.on_busy === "interrupt") this.#interrupt(session, entry.session_id, entry.turn_id);
     const cancelled = cancelReason ?? this.#cancellations?.reasonFor(entry.session_id, entry.turn_id);
+    const recipe = recipeStartOf(entry, stored);
+    if (entry.resume && !recipe) {
+      const error = new ConclaveError("corrupt_value", "a resumed run whose log holds no RECIPE_STARTED");
+      return this.#failUnrunnable(entry, error);
+    }
     session.send({
       type: "turn.enqueue",
       turn: {
@@ -335,6 +414,7 @@ export class Runner {
         text: entry.text,
         ...(entry.user_id ? { user_id: entry.user_id } : {}),
         ...(cancelled !== undefined ? { cancelled } : {}),
+        ...(recipe ? { recipe } : {}),
       },
     });
     this.#order.arrived(entry.session_id, entry.turn_id);
@@ -425,6 +505,46 @@ export class Runner {
     }
   }
 
+  /**
+   * A recipe run suspended at a human node: its log is flushed, its entry
+   * leaves the WAL with status `suspended` (naming the node), and, when the
+   * node has a timeout, every runner's timers learn of it. No process holds
+   * the run; an answer (or the timeout) writes a new WAL entry.
+   */
+  async #turnSuspended(sessionId: string, output: RecipeRunOutput, snapshot: SessionSnapshot): Promise<void> {
+    const turnId = output.turn_id;
+    const suspended = output.suspended!;
+    try {
+      await this.#writer.finish(sessionId, turnId);
+      await this.#sessions.save(sessionId, snapshot);
+      if (suspended.expires_at !== undefined && suspended.seq !== undefined)
+        await this.#timers?.add({
+          session_id: sessionId,
+          turn_id: turnId,
+          node: suspended.node,
+          seq: suspended.seq,
+          expires_at: suspended.expires_at,
+        });
+      await this.#ledger.settle(sessionId, turnId, {
+        status: "suspended",
+        suspended: {
+          node: suspended.node,
+          prompt: suspended.prompt,
+          seq: suspended.seq ?? 0,
+          ...(suspended.required_role ? { required_role: suspended.required_role } : {}),
+          ...(suspended.expires_at !== undefined ? { expires_at: suspended.expires_at } : {}),
+        },
+      });
+      this.#log.info(`turn ${turnKey(sessionId, turnId)} suspended at '${suspended.node}': waiting for an answer`);
+    } catch (error) {
+      this.#log.error(
+        `turn ${turnKey(sessionId, turnId)} not suspended cleanly: ${messageOf(error)}; it will be taken again`,
+        turnFields(sessionId, turnId),
+      );
+      this.#resetSession(sessionId);
+    }
+  }
+
   async #turnCrashed(sessionId: string, turnId: number, error: unknown): Promise<void> {
     this.#log.error(`turn ${turnKey(sessionId, turnId)} crashed: ${messageOf(error)}`, turnFields(sessionId, turnId));
     this.#writer.abandon(sessionId, turnId);
@@ -449,6 +569,12 @@ export class Runner {
     if (!drained) this.#log.warn(`stopped with ${this.#ledger.size} turn(s) unfinished: handed back to the WAL`);
     this.#ledger.handBackAll();
     this.#sessions.stopAll();
+    this.#timers?.close();
+    void this.#directory.then(
+      (directory) => directory.close(),
+      () => {},
+    );
+    await this.#blackboards.close();
     await this.#leases.close();
   }
 }

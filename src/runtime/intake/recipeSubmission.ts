@@ -1,0 +1,64 @@
+import { z } from "zod";
+import { HandlerError } from "../../bus/errors.ts";
+import type { RecipeSubmission } from "../../contracts/recipeRun.ts";
+import { messageOf } from "../../errors.ts";
+import { checkAgentRefs, loadRecipe, RecipeValidationError } from "../../recipes/load.ts";
+
+/** What checking a recipe submission needs from the runner. */
+export interface RecipeIntake {
+  /** Names of the runner's logic handlers. */
+  logicHandlers: readonly string[];
+  /** The agents live workers host now; absent: not checked (the agents run in-process). */
+  liveAgents?: () => Promise<ReadonlySet<string>>;
+}
+
+/**
+ * Checks a recipe submission before it is accepted, so a bad one is refused
+ * to its submitter at once and nothing runs: the document loads (every
+ * issue named by its path), the inputs match `interface.inputs`, and every
+ * agent it calls is hosted by a live worker. Returns the recipe's name.
+ */
+export async function checkRecipeSubmission(intake: RecipeIntake, submission: RecipeSubmission): Promise<string> {
+  let recipe: ReturnType<typeof loadRecipe>;
+  try {
+    recipe = loadRecipe(submission.document, { logicHandlers: intake.logicHandlers });
+  } catch (error) {
+    if (error instanceof RecipeValidationError)
+      throw new HandlerError(
+        "invalid_request",
+        `recipe: ${error.message}`,
+        error.issues.map((issue) => `recipe.document.${issue.path}: ${issue.message}`),
+      );
+    throw error;
+  }
+  if (recipe.inputs_schema) {
+    let schema: z.ZodType;
+    try {
+      schema = z.fromJSONSchema(recipe.inputs_schema as Parameters<typeof z.fromJSONSchema>[0]);
+    } catch (error) {
+      throw new HandlerError(
+        "invalid_request",
+        `recipe: interface.inputs is not a usable JSON Schema: ${messageOf(error)}`,
+      );
+    }
+    const checked = schema.safeParse(submission.inputs);
+    if (!checked.success) {
+      const issues = checked.error.issues.map(
+        (issue) => `recipe.inputs${issue.path.length ? `.${issue.path.join(".")}` : ""}: ${issue.message}`,
+      );
+      throw new HandlerError(
+        "invalid_request",
+        `recipe '${recipe.name}': inputs do not match interface.inputs: ${issues.join("; ")}`,
+        issues,
+      );
+    }
+  }
+  if (intake.liveAgents) {
+    const unknown = checkAgentRefs(recipe, await intake.liveAgents());
+    if (unknown.length > 0) {
+      const issues = unknown.map((issue) => `recipe.document.${issue.path}: ${issue.message}`);
+      throw new HandlerError("invalid_request", `recipe '${recipe.name}': ${issues.join("; ")}`, issues);
+    }
+  }
+  return recipe.name;
+}

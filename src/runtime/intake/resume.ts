@@ -1,0 +1,76 @@
+import type { ServiceMsg } from "@nats-io/services";
+import { decodeJson, encodeJson } from "../../bus/codec.ts";
+import { asHandlerError, HandlerError, respondWithError } from "../../bus/errors.ts";
+import { isInboxReply } from "../../bus/replies.ts";
+import { subjects } from "../../bus/subjects.ts";
+import { type ResumeReply, ResumeRequest } from "../../contracts/recipeRun.ts";
+import { singleLine } from "../../errors.ts";
+import { deadLetter } from "../../eventlog/deadLetters.ts";
+import { resumeSuspended } from "../recipes/resume.ts";
+import type { SuspensionTimers } from "../recipes/suspensionTimers.ts";
+import type { CancelDeps } from "./cancel.ts";
+import { addressOf } from "./tenancy.ts";
+
+/** Largest accepted resume request, in bytes (the answer included). */
+export const MAX_RESUME_BYTES = 65_536;
+
+/** Refusals that are the requester's bad input, kept in the dead-letter stream (source `resume`). */
+const BAD_INPUT = new Set(["bad_json", "invalid_request", "payload_too_large"]);
+
+/**
+ * A person answers a suspended recipe run (`conclave.turn.resume.<session>`,
+ * any runner serves it): the run must be waiting at a human node, and the
+ * answer must carry the node's `required_role` when it has one. The run
+ * then goes on, on whichever runner takes its new WAL entry.
+ */
+export async function serveResume(deps: CancelDeps & { timers: SuspensionTimers }, msg: ServiceMsg): Promise<void> {
+  try {
+    const { sessionId, view, tenant } = addressOf(msg.subject);
+    if (tenant) throw new HandlerError("invalid_request", "tenants cannot resume runs yet");
+    const request = decodeJson(msg.data, ResumeRequest, `resume request for session ${view}`, MAX_RESUME_BYTES);
+    const status = await deps.statuses.get(sessionId, request.turn_id);
+    if (!status) throw new HandlerError("not_found", `session ${view} has no turn ${request.turn_id}`);
+    if (status.status !== "suspended" || !status.suspended)
+      throw new HandlerError("conflict", `turn ${request.turn_id} is ${status.status}, not waiting for an answer`);
+    const required = status.suspended.required_role;
+    if (required && request.role !== required)
+      throw new HandlerError(
+        "forbidden",
+        `human node '${status.suspended.node}' needs an answer in the role '${required}'${request.role ? ` (not '${request.role}')` : ""}`,
+      );
+    const resumed = await resumeSuspended(
+      deps,
+      sessionId,
+      request.turn_id,
+      {
+        node: status.suspended.node,
+        answer: request.input ?? null,
+        user_id: request.user_id,
+        ...(request.role ? { role: request.role } : {}),
+        timed_out: false,
+      },
+      status.suspended.seq,
+    );
+    await deps.timers.forget(sessionId, request.turn_id);
+    deps.log.info(`turn ${sessionId}/${request.turn_id}: '${resumed.node}' answered by ${request.user_id}; resumed`);
+    const reply: ResumeReply = {
+      session_id: view,
+      turn_id: request.turn_id,
+      node: resumed.node,
+      events_subject: subjects.turnEvents(sessionId, request.turn_id),
+    };
+    if (isInboxReply(msg.reply)) msg.respond(encodeJson(reply));
+  } catch (error) {
+    const failure = asHandlerError(error);
+    deps.log.warn(`resume on ${msg.subject}: ${singleLine(failure.message)}`);
+    if (isInboxReply(msg.reply)) respondWithError(msg, failure);
+    if (!BAD_INPUT.has(failure.code)) return;
+    const lost = await deadLetter(deps.js, "resume", {
+      subject: msg.subject,
+      data: msg.data,
+      code: failure.code,
+      reason: failure.message,
+    });
+    if (lost) deps.log.error(`dead letter not stored: ${lost.message}`);
+  }
+}

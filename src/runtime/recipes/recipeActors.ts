@@ -1,0 +1,203 @@
+import { fromCallback, fromPromise } from "xstate";
+import { z } from "zod";
+import { zeroSensors } from "../../../machines/turn/index.ts";
+import type { AgentReply, AgentRequest } from "../../contracts/agent.ts";
+import type {
+  RecipeAgentCall,
+  RecipeAgentEvent,
+  RecipeCouncilCall,
+  RecipeCouncilResult,
+  RecipeLogicCall,
+  RecipePersistCall,
+} from "../../contracts/recipeProtocol.ts";
+import type { JsonObject } from "../../contracts/recipeRun.ts";
+import { neutralModulators, neutralStance } from "../../contracts/workspace.ts";
+import { ConclaveError, messageOf } from "../../errors.ts";
+import type { BlackboardStores } from "../../recipes/blackboard/open.ts";
+import type { Recipe } from "../../recipes/recipe.ts";
+import type { TurnServices } from "../turnServices.ts";
+
+/** What an operator's handler for a workflow `logic` step is given. */
+export interface LogicContext {
+  sessionId: string;
+  turnId: number;
+  /** The step's id (also the handler's name). */
+  node: string;
+  /** The blackboard as it stands (a copy: the handler's result is what is written back). */
+  blackboard: JsonObject;
+  signal: AbortSignal;
+}
+
+/**
+ * Code the operator registers to run a workflow `logic` step (the document's
+ * own `code` never runs). Its result is written to the blackboard under the
+ * step's id; throwing fails the step (retried by policy.max_retries).
+ */
+export type LogicHandler = (context: LogicContext) => unknown;
+
+/** What the runner gives the recipe machines it hosts. */
+export interface RecipeHost {
+  /** How agents are asked (the same calls, interceptors and streams as the pipeline's). */
+  services: Pick<TurnServices, "callAgent">;
+  stores: BlackboardStores;
+  logicHandlers: Readonly<Record<string, LogicHandler>>;
+  /** Budget of one agent call of a node (capped by the run's deadline). */
+  nodeTimeoutMs: number;
+}
+
+/** The agent request a recipe node sends: the recipe's inputs as the message, no workspace. */
+function agentRequest(recipe: Recipe, call: RecipeAgentCall, timeoutMs: number): AgentRequest {
+  return {
+    session_id: call.session_id,
+    turn_id: call.turn_id,
+    agent_id: call.agent,
+    wave: 0,
+    mode: "respond",
+    round: 0,
+    timeout_ms: timeoutMs,
+    context: {
+      user_message: call.prompt,
+      sensors: zeroSensors(),
+      modulators: neutralModulators(),
+      stance: neutralStance(),
+      claims: [],
+      episodes: [],
+    },
+    recipe: {
+      recipe: recipe.name,
+      node: call.node,
+      inputs: call.inputs,
+      ...(call.system_prompt ? { system_prompt: call.system_prompt } : {}),
+      ...(call.feedback ? { feedback: call.feedback } : {}),
+    },
+  };
+}
+
+/** What a node keeps of an agent's answer: its own output, or (built-in agents) its contribution. */
+const answerOf = (reply: AgentReply): unknown => reply.output ?? reply.contribution;
+
+const codeOf = (error: unknown): string => {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === "string" ? code : "agent_failed";
+};
+
+/** A voter's vote: its answer's `vote`, `decision` or `answer` field, or the answer itself as text. */
+export function voteOf(answer: unknown): string {
+  if (typeof answer === "string") return answer.trim();
+  if (typeof answer === "object" && answer !== null) {
+    for (const key of ["vote", "decision", "answer", "verdict"]) {
+      const value = (answer as Record<string, unknown>)[key];
+      if (typeof value === "string" || typeof value === "number" || typeof value === "boolean") return String(value);
+    }
+  }
+  return JSON.stringify(answer);
+}
+
+/** Consensus: every voter answered alike. Majority: one vote has more than half of the voters. */
+export function tally(
+  votes: Record<string, string>,
+  voters: number,
+  strategy: "consensus" | "majority",
+): string | null {
+  const counts = new Map<string, number>();
+  for (const vote of Object.values(votes)) counts.set(vote, (counts.get(vote) ?? 0) + 1);
+  const [best, count] = [...counts.entries()].sort((a, b) => b[1] - a[1])[0] ?? [null, 0];
+  if (strategy === "consensus") return counts.size === 1 && count === voters ? best : null;
+  return count * 2 > voters ? best : null;
+}
+
+/** The recipe machine's actors, done by the runner: agents over NATS, logic handlers, the blackboard store. */
+export function recipeImplementations(host: RecipeHost, recipe: Recipe) {
+  const outputs = recipe.outputs_schema
+    ? z.fromJSONSchema(recipe.outputs_schema as Parameters<typeof z.fromJSONSchema>[0])
+    : null;
+  const store = () => host.stores.get(recipe.persistence);
+  return {
+    actors: {
+      loadBlackboard: fromPromise<JsonObject | null, { session_id: string; turn_id: number }>(async ({ input }) =>
+        (await store()).load(input.session_id),
+      ),
+      callAgent: fromCallback<{ type: "noop" }, RecipeAgentCall, RecipeAgentEvent>(({ input, sendBack }) => {
+        const abort = new AbortController();
+        const send = (event: RecipeAgentEvent) => {
+          if (!abort.signal.aborted) sendBack(event);
+        };
+        const node = input.node;
+        host.services
+          .callAgent(agentRequest(recipe, input, host.nodeTimeoutMs), abort.signal, 1, (part) => {
+            const stream_id = `${node}:${part.stream}`;
+            if (part.type === "start")
+              send({ type: "node.stream.start", node, stream_id, content_type: part.content_type ?? "text/plain" });
+            else if (part.type === "chunk")
+              send({ type: "node.stream.chunk", node, stream_id, delta: part.delta ?? "" });
+            else if (part.type === "intercepted") {
+              const { interceptor, action, reason } = part;
+              send({ type: "node.stream.intercepted", node, stream_id, interceptor, action, reason });
+            } else send({ type: "node.stream.end", node, stream_id });
+          })
+          .then(
+            (reply) =>
+              send({
+                type: "node.answered",
+                node,
+                output: answerOf(reply),
+                agent: reply.agent_id,
+                worker: reply.worker,
+                elapsed_ms: reply.elapsed_ms,
+                ...(reply.usage ? { usage: reply.usage } : {}),
+              }),
+            (error: unknown) => send({ type: "node.failed", node, code: codeOf(error), message: messageOf(error) }),
+          );
+        return () => abort.abort();
+      }),
+      runCouncil: fromPromise<RecipeCouncilResult, RecipeCouncilCall>(async ({ input, signal }) => {
+        const settled = await Promise.allSettled(
+          input.voters.map((voter) =>
+            host.services.callAgent(
+              agentRequest(
+                recipe,
+                { ...input, agent: voter, attempt: 1, inputs: input.inputs, prompt: input.prompt },
+                host.nodeTimeoutMs,
+              ),
+              signal,
+            ),
+          ),
+        );
+        const votes: Record<string, string> = {};
+        const failed: string[] = [];
+        settled.forEach((result, index) => {
+          const voter = input.voters[index]!;
+          if (result.status === "fulfilled") votes[voter] = voteOf(answerOf(result.value));
+          else failed.push(voter);
+        });
+        if (Object.keys(votes).length === 0)
+          throw new ConclaveError("agent_failed", `every voter failed: ${input.voters.join(", ")}`);
+        return { decision: tally(votes, input.voters.length, input.strategy), votes, failed };
+      }),
+      runLogic: fromPromise<unknown, RecipeLogicCall>(async ({ input, signal }) => {
+        const handler = host.logicHandlers[input.handler];
+        if (!handler)
+          throw new ConclaveError("config", `no logic handler named '${input.handler}' is registered with this runner`);
+        return handler({
+          sessionId: input.session_id,
+          turnId: input.turn_id,
+          node: input.node,
+          blackboard: structuredClone(input.blackboard),
+          signal,
+        });
+      }),
+      persist: fromPromise<void, RecipePersistCall>(async ({ input }) => {
+        await (await store()).save(input.session_id, input.blackboard);
+        if (!input.checkOutputs || !outputs) return;
+        const checked = outputs.safeParse(input.blackboard);
+        if (!checked.success) {
+          const issues = checked.error.issues
+            .slice(0, 5)
+            .map((issue) => `${issue.path.join(".") || "(root)"}: ${issue.message}`)
+            .join("; ");
+          throw new ConclaveError("invalid_output", `the final blackboard does not match interface.outputs: ${issues}`);
+        }
+      }),
+    },
+  };
+}

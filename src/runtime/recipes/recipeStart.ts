@@ -1,0 +1,60 @@
+import type { RecipeStart } from "../../../machines/session.ts";
+import type { EngineEvent } from "../../contracts/events.ts";
+import type { HumanAnswer, RecipeCheckpoint } from "../../contracts/recipeRun.ts";
+import type { WalEntry } from "../../contracts/wal.ts";
+
+/**
+ * How a recipe turn starts, from its WAL entry and what its log already
+ * holds. A fresh run starts from its document. A run under way (taken over
+ * after its runner died, or a suspension answered) goes on from its last
+ * checkpoint (the last NODE_STARTED that carries one) with the blackboard
+ * recorded there, and the answer to its human node: the new one in the
+ * entry, or one already recorded after its last suspension.
+ *
+ * Returns null when the entry is no recipe run.
+ */
+export function recipeStartOf(
+  entry: WalEntry,
+  stored: readonly EngineEvent[] = [],
+  now = Date.now(),
+): RecipeStart | null {
+  let started: Extract<EngineEvent, { kind: "RECIPE_STARTED" }> | undefined;
+  let checkpoint: { at: string; checkpoint: RecipeCheckpoint } | undefined;
+  let received: HumanAnswer | undefined;
+  let deadlineAt: number | undefined;
+  let remainingMs: number | undefined;
+  for (const event of stored) {
+    switch (event.kind) {
+      case "RECIPE_STARTED":
+        started = event;
+        deadlineAt = event.payload.deadline_at;
+        break;
+      case "NODE_STARTED":
+        if (event.payload.checkpoint) checkpoint = { at: event.payload.node, checkpoint: event.payload.checkpoint };
+        break;
+      case "TURN_SUSPENDED":
+        received = undefined;
+        remainingMs = event.payload.remaining_ms;
+        break;
+      case "HUMAN_INPUT_RECEIVED":
+        received = event.payload;
+        // Waiting for a person does not count against the run's deadline: the clock restarts with what was left.
+        if (remainingMs !== undefined) deadlineAt = event.ts_monotonic + remainingMs;
+        break;
+    }
+  }
+  const answer = entry.resume ?? received;
+  if (entry.resume && remainingMs !== undefined) deadlineAt = now + remainingMs;
+  if (!started) {
+    if (!entry.recipe) return null;
+    return { document: entry.recipe.document, inputs: entry.recipe.inputs, started: false };
+  }
+  return {
+    document: started.payload.document,
+    inputs: started.payload.inputs,
+    started: true,
+    ...(checkpoint ? { resume: { ...checkpoint, ...(answer ? { answer } : {}) } } : {}),
+    ...(entry.resume ? { new_answer: true } : {}),
+    ...(deadlineAt !== undefined ? { deadline_at: deadlineAt } : {}),
+  };
+}

@@ -1,0 +1,155 @@
+import { createActor, fromCallback, type InspectionEvent, type Observer } from "xstate";
+import { compileRecipe, type RecipeMachine } from "../../../machines/recipe/index.ts";
+import type { RecipeTurnEvent, RecipeTurnInput } from "../../../machines/session.ts";
+import type { EngineEvent } from "../../contracts/events.ts";
+import type { JsonObject } from "../../contracts/recipeRun.ts";
+import { type TurnRecord, usageSummary } from "../../contracts/turnProtocol.ts";
+import { isConclaveError, messageOf, singleLine } from "../../errors.ts";
+import { loadRecipe } from "../../recipes/load.ts";
+import type { HumanNode, Recipe } from "../../recipes/recipe.ts";
+import { type RecipeHost, recipeImplementations } from "./recipeActors.ts";
+
+/** Compiled machines by document, so a recipe run many times is compiled once per runner. */
+const COMPILED_KEPT = 64;
+
+/** Where the turn's log is written: the writer's append (returns the stored event, with its seq). */
+export type RecordTurn = (turn: { session_id: string; turn_id: number }, record: TurnRecord) => EngineEvent | undefined;
+
+/** How a suspension was recorded: the seq of its TURN_SUSPENDED and when its human node times out. */
+interface Suspension {
+  seq: number;
+  expires_at?: number;
+}
+
+/**
+ * The `recipeTurn` actor a session invokes for a recipe turn: loads and
+ * checks the document, compiles it (cached), records how the run starts,
+ * and runs the recipe's machine as an actor of its own (visible to the
+ * inspector) until it completes or suspends. Cancellations and interrupts
+ * the session forwards go to the machine.
+ */
+export function recipeTurnLogic(
+  host: RecipeHost & {
+    record: RecordTurn;
+    inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
+  },
+) {
+  const compiled = new Map<string, { recipe: Recipe; machine: RecipeMachine }>();
+  const compile = (document: JsonObject) => {
+    const key = JSON.stringify(document);
+    let entry = compiled.get(key);
+    if (!entry) {
+      const recipe = loadRecipe(document, { logicHandlers: Object.keys(host.logicHandlers) });
+      entry = { recipe, machine: compileRecipe(recipe) };
+      compiled.set(key, entry);
+      if (compiled.size > COMPILED_KEPT) compiled.delete(compiled.keys().next().value as string);
+    }
+    return entry;
+  };
+
+  return fromCallback<
+    { type: "turn.cancel"; reason: string } | { type: "turn.interrupt"; by_turn_id: number },
+    RecipeTurnInput,
+    RecipeTurnEvent
+  >(({ input, sendBack, receive }) => {
+    const turn = { session_id: input.session_id, turn_id: input.turn_id };
+    const record = (body: TurnRecord) => host.record(turn, body);
+    let recipe: Recipe;
+    let machine: RecipeMachine;
+    try {
+      ({ recipe, machine } = compile(input.recipe.document));
+    } catch (error) {
+      // The intake checked it; a runner of another version (or registered handlers) may still refuse it.
+      const message = singleLine(messageOf(error), 2_000);
+      if (!input.recipe.started) record({ kind: "TURN_STARTED", payload: startedPayload(input) });
+      const outcome = { status: "Failed" as const, error: { code: codeOf(error), message } };
+      record({ kind: "TURN_COMPLETED", payload: { response: "", outcome, usage: usageSummary({}) } });
+      sendBack({
+        type: "recipe.finished",
+        output: { ...turn, blackboard: {}, response: "", outcome },
+      });
+      return () => {};
+    }
+    const start = input.recipe;
+    const now = Date.now();
+    let deadlineAt = start.deadline_at;
+    if (!start.started) {
+      if (recipe.policy.timeout_seconds !== undefined) deadlineAt = now + recipe.policy.timeout_seconds * 1000;
+      record({ kind: "TURN_STARTED", payload: startedPayload(input) });
+      record({
+        kind: "RECIPE_STARTED",
+        payload: {
+          recipe: recipe.name,
+          ...(recipe.version ? { version: recipe.version } : {}),
+          shape: recipe.shape,
+          document: start.document,
+          inputs: start.inputs,
+          execution_mode: recipe.policy.execution_mode,
+          ...(recipe.policy.timeout_seconds !== undefined ? { timeout_seconds: recipe.policy.timeout_seconds } : {}),
+          ...(deadlineAt !== undefined ? { deadline_at: deadlineAt } : {}),
+          provenance: recipe.provenance,
+        },
+      });
+    }
+    // A new answer is recorded once: one recorded before a takeover is in the log already.
+    if (start.resume?.answer && start.new_answer)
+      record({ kind: "HUMAN_INPUT_RECEIVED", payload: start.resume.answer });
+    let expiresAt: number | undefined;
+    let suspension: Suspension | undefined;
+    const provided = machine.provide({
+      ...recipeImplementations(host, recipe),
+      actions: {
+        // The clock-derived fields are the host's: when a human node expires, what is left of the deadline.
+        record: ({ context }, body) => {
+          let enriched = body;
+          if (body.kind === "HUMAN_INPUT_REQUESTED") {
+            const node = recipe.nodes.find((candidate) => candidate.id === body.payload.node) as HumanNode | undefined;
+            expiresAt = node?.timeout_seconds !== undefined ? Date.now() + node.timeout_seconds * 1000 : undefined;
+            if (expiresAt !== undefined) enriched = { ...body, payload: { ...body.payload, expires_at: expiresAt } };
+          } else if (body.kind === "TURN_SUSPENDED") {
+            enriched = {
+              ...body,
+              payload: {
+                ...body.payload,
+                ...(expiresAt !== undefined ? { expires_at: expiresAt } : {}),
+                ...(deadlineAt !== undefined ? { remaining_ms: Math.max(0, deadlineAt - Date.now()) } : {}),
+              },
+            };
+          }
+          const stored = host.record(context, enriched);
+          if (enriched.kind === "TURN_SUSPENDED" && stored)
+            suspension = { seq: stored.seq, ...(expiresAt !== undefined ? { expires_at: expiresAt } : {}) };
+        },
+      },
+    });
+    const actor = createActor(provided, {
+      input: {
+        ...turn,
+        inputs: start.inputs,
+        ...(start.resume ? { resume: start.resume } : {}),
+        ...(deadlineAt !== undefined ? { deadline_in_ms: Math.max(0, deadlineAt - now) } : {}),
+        ...(input.cancelled !== undefined ? { cancelled: input.cancelled } : {}),
+      },
+      ...(host.inspect ? { inspect: host.inspect } : {}),
+    });
+    receive((event) => actor.send(event));
+    actor.subscribe({
+      complete: () => {
+        const output = actor.getSnapshot().output!;
+        const suspended = output.suspended && suspension ? { ...output.suspended, ...suspension } : output.suspended;
+        sendBack({ type: "recipe.finished", output: suspended ? { ...output, suspended } : output });
+      },
+      error: (error) => sendBack({ type: "recipe.crashed", error }),
+    });
+    actor.start();
+    return () => actor.stop();
+  });
+}
+
+const startedPayload = (input: RecipeTurnInput) => ({
+  user_input: input.text,
+  turn_id: input.turn_id,
+  ...(input.user_id ? { user_id: input.user_id } : {}),
+});
+
+const codeOf = (error: unknown): string => (isConclaveError(error) ? error.code : "invalid_recipe");

@@ -1,0 +1,38 @@
+import type { JetStreamClient } from "@nats-io/jetstream";
+import { encodeJson } from "../../bus/codec.ts";
+import { HandlerError } from "../../bus/errors.ts";
+import { subjects } from "../../bus/subjects.ts";
+import type { HumanAnswer } from "../../contracts/recipeRun.ts";
+import type { WalEntry } from "../../contracts/wal.ts";
+import type { TurnStatusStore } from "../turnStatusStore.ts";
+
+/**
+ * Resumes a suspended recipe run: its status goes suspended → pending (only
+ * one answer wins: a person's or the timeout's), then a WAL entry carrying
+ * the answer is stored, which any runner takes like a new turn and runs from
+ * the checkpoint in the turn's log. The entry's message id is per
+ * suspension, so a retried resume stores one copy.
+ */
+export async function resumeSuspended(
+  deps: { js: JetStreamClient; statuses: TurnStatusStore },
+  sessionId: string,
+  turnId: number,
+  answer: HumanAnswer,
+  seq?: number,
+): Promise<{ node: string; seq: number }> {
+  const before = await deps.statuses.resumeSuspended(sessionId, turnId, seq);
+  if (!before?.suspended)
+    throw new HandlerError("conflict", `turn ${sessionId}/${turnId} is not waiting for an answer (any more)`);
+  const entry: WalEntry = {
+    session_id: sessionId,
+    turn_id: turnId,
+    text: "",
+    on_busy: "enqueue",
+    submitted_at: Date.now(),
+    resume: answer,
+  };
+  await deps.js.publish(subjects.wal(sessionId), encodeJson(entry), {
+    msgID: `${sessionId}.${turnId}.resume.${before.suspended.seq}`,
+  });
+  return { node: before.suspended.node, seq: before.suspended.seq };
+}
