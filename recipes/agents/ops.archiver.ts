@@ -1,0 +1,11 @@
+import { z } from "zod";
+import { defineAgent } from "../../src/agents/defineAgent.ts";
+
+/** Files away a piece that was not approved. */
+export const archiver = defineAgent({
+  name: "ops.archiver",
+  description: "Archives a piece that was not approved.",
+  role: "ops",
+  output: z.object({ status: z.literal("archived") }),
+  run: () => ({ status: "archived" as const }),
+});
