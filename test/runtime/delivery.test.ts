@@ -111,6 +111,10 @@ describe("a turn taken over", () => {
 
   it("runs fresh when nothing of it is stored", () => {
     expect(decideTakeover({ kinds: [], lastSeq: -1 })).toEqual({ kind: "run_fresh" });
+    // A suspended recipe run's resume that no runner started yet: its log is the run so far, not an abandoned attempt.
+    expect(
+      decideTakeover({ kinds: ["TURN_STARTED", "RECIPE_STARTED", "TURN_SUSPENDED"], lastSeq: 2, unstartedResume: true }),
+    ).toEqual({ kind: "run_fresh" });
   });
 
   it("resumes after the last stored event otherwise", () => {

@@ -98,12 +98,18 @@ export interface StoredTurn {
   kinds: readonly string[];
   /** The seq of its last stored event; -1 when none is. */
   lastSeq: number;
+  /**
+   * The entry resumes a suspended recipe run and no runner has started it
+   * yet (its status was pending with no attempt): what is stored is the run
+   * up to its suspension, not an abandoned attempt.
+   */
+  unstartedResume?: boolean;
 }
 
 export type TakeoverAction =
   /** Its terminal event is stored (and, the writer guarantees, everything before it): settle it as done. */
   | { kind: "settle_done" }
-  /** Nothing stored: run it as if new. */
+  /** Nothing stored (or only a suspended run's log up to its suspension): run it as if new. */
   | { kind: "run_fresh" }
   /** Part of it is stored: record `TURN_RESUMED` after `afterSeq` and run it again from ingest. */
   | { kind: "resume"; afterSeq: number };
@@ -111,7 +117,7 @@ export type TakeoverAction =
 /** Step 3: a turn taken over, from what its earlier attempt stored. */
 export function decideTakeover(stored: StoredTurn): TakeoverAction {
   if (stored.kinds.includes("TURN_COMPLETED")) return { kind: "settle_done" };
-  if (stored.kinds.length === 0) return { kind: "run_fresh" };
+  if (stored.kinds.length === 0 || stored.unstartedResume) return { kind: "run_fresh" };
   return { kind: "resume", afterSeq: stored.lastSeq };
 }
 

@@ -363,7 +363,10 @@ export class Runner {
     }
     this.#ledger.hold(msg, entry);
     const stored = await readForTakeover(this.#js, this.#jsm, sessionId, turnId);
-    const takeover = decideTakeover(stored);
+    const takeover = decideTakeover({
+      ...stored,
+      unstartedResume: entry.resume !== undefined && take.before?.status === "pending" && take.before.attempts === 0,
+    });
     if (takeover.kind === "settle_done") {
       return this.#ledger.settle(sessionId, turnId, { status: "done", outcome: "completed before the takeover" });
     }
