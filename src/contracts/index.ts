@@ -5,6 +5,7 @@ export * from "./errors.ts";
 export * from "./events.ts";
 export * from "./ids.ts";
 export * from "./memory.ts";
+export * from "./recipeRun.ts";
 export * from "./scheduler.ts";
 export * from "./turn.ts";
 export * from "./turnProtocol.ts";

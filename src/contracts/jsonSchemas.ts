@@ -8,6 +8,8 @@ export const WIRE_SCHEMAS = {
   ErrorReply: contracts.ErrorReply,
   EngineEvent: contracts.EngineEvent,
   TurnOutcome: contracts.TurnOutcome,
+  ResumeRequest: contracts.ResumeRequest,
+  ResumeReply: contracts.ResumeReply,
   AgentRequest: contracts.AgentRequest,
   AgentReply: contracts.AgentReply,
   AgentManifest: contracts.AgentManifest,
