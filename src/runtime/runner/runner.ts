@@ -11,11 +11,10 @@ import { encodeJson } from "../../bus/codec.ts";
 import { RUNNER_CONSUMER, streams, subjects } from "../../bus/subjects.ts";
 import { TurnCancellations } from "../../bus/turnCancellations.ts";
 import type { EngineEvent } from "../../contracts/events.ts";
-import type { RecipeRunOutput } from "../../contracts/recipeProtocol.ts";
 import type { TurnCancelled } from "../../contracts/turn.ts";
-import { type TurnOutput, type TurnPolicy, usageSummary } from "../../contracts/turnProtocol.ts";
+import type { TurnPolicy } from "../../contracts/turnProtocol.ts";
 import type { WalEntry } from "../../contracts/wal.ts";
-import { ConclaveError, isConclaveError, messageOf, singleLine } from "../../errors.ts";
+import { ConclaveError, isConclaveError, messageOf } from "../../errors.ts";
 import { ensureDeadLetterStream, ensureEventStream, ensureTurnWal, MAX_TURN_ATTEMPTS } from "../../eventlog/streams.ts";
 import { EventLogWriter } from "../../eventlog/writer.ts";
 import { type BlackboardOptions, BlackboardStores, blackboardOptionsFromEnv } from "../../recipes/blackboard/open.ts";
@@ -38,6 +37,7 @@ import { SessionLeases } from "./leases.ts";
 import { TurnLedger, turnKey } from "./ledger.ts";
 import { type SessionActor, SessionHost } from "./sessionHost.ts";
 import { readForTakeover } from "./takeover.ts";
+import { TurnEnds } from "./turnEnds.ts";
 import { TurnOrder } from "./turnOrder.ts";
 
 /** How a runner runs turns. Every field has a default. */
@@ -107,6 +107,7 @@ export class Runner {
   readonly #sessions: SessionHost;
   readonly #order: TurnOrder;
   readonly #writer: EventLogWriter;
+  readonly #ends: TurnEnds;
   readonly #log: Logger;
   readonly #options: Required<Pick<RunnerOptions, "turnTtlMs" | "checkpointEvery">>;
   /** Per session, the delivery being handled: the next one of the session waits for it. */
@@ -150,6 +151,15 @@ export class Runner {
     this.#directory.catch(() => {}); // a connection closed before the roll call ended: users see it when they await
     this.#sessions = new SessionHost(this.#sessionFactory(options), deps.store, this.#log);
     this.#order = new TurnOrder({ store: deps.store, statuses: deps.statuses, log: this.#log });
+    this.#ends = new TurnEnds({
+      writer: this.#writer,
+      sessions: this.#sessions,
+      ledger: this.#ledger,
+      order: this.#order,
+      log: this.#log,
+      checkpointEvery: this.#options.checkpointEvery,
+      timers: () => this.#timers,
+    });
   }
 
   static async start(nc: NatsConnection, options: RunnerOptions = {}): Promise<Runner> {
@@ -214,7 +224,7 @@ export class Runner {
       actors: { turn, recipeTurn },
       actions: {
         turnSuspended: ({ context }, output) =>
-          void this.#turnSuspended(context.session_id, output, {
+          void this.#ends.suspended(context.session_id, output, {
             turns_completed: context.turns_completed,
             last_turn_id: context.last_turn_id,
             modulators: context.modulators,
@@ -223,14 +233,14 @@ export class Runner {
         // Runs after the session's assign: its context already counts this turn, so the snapshot is taken now,
         // in turn order, not after the awaits that follow.
         turnFinished: ({ context }, output) =>
-          void this.#turnFinished(context.session_id, output, {
+          void this.#ends.finished(context.session_id, output, {
             turns_completed: context.turns_completed,
             last_turn_id: context.last_turn_id,
             modulators: output.modulators,
             stance: output.stance,
           }),
         turnCrashed: ({ context }, failure) =>
-          void this.#turnCrashed(context.session_id, failure.turn_id, failure.error),
+          void this.#ends.crashed(context.session_id, failure.turn_id, failure.error),
       },
     });
     const policy = options.policy ?? defaultTurnPolicy;
@@ -306,7 +316,7 @@ export class Runner {
           `turn ${turnKey(sessionId, turnId)} ran here but never ended: restoring its session`,
           turnFields(sessionId, turnId),
         );
-        this.#resetSession(sessionId);
+        this.#ends.resetSession(sessionId);
         msg.nak(0);
         return;
       }
@@ -400,7 +410,7 @@ export class Runner {
       session = await this.#sessions.get(entry.session_id);
     } catch (error) {
       // A stored value that fails its schema will fail the same way next time: end the turn, visibly.
-      if (isConclaveError(error, "corrupt_value")) return this.#failUnrunnable(entry, error);
+      if (isConclaveError(error, "corrupt_value")) return this.#ends.failUnrunnable(entry, error);
       throw error;
     }
     if (entry.on_busy === "interrupt") this.#interrupt(session, entry.session_id, entry.turn_id);
@@ -408,7 +418,7 @@ export class Runner {
     const recipe = recipeStartOf(entry, stored);
     if (entry.resume && !recipe) {
       const error = new ConclaveError("corrupt_value", "a resumed run whose log holds no RECIPE_STARTED");
-      return this.#failUnrunnable(entry, error);
+      return this.#ends.failUnrunnable(entry, error);
     }
     session.send({
       type: "turn.enqueue",
@@ -440,28 +450,6 @@ export class Runner {
     }
   }
 
-  /**
-   * Ends a turn that cannot run at all (its session's stored state is
-   * unreadable): a `TURN_COMPLETED` with outcome `Failed` naming the error,
-   * then the failed status. Other sessions are untouched.
-   */
-  async #failUnrunnable(entry: WalEntry, error: ConclaveError): Promise<void> {
-    const { session_id: sessionId, turn_id: turnId } = entry;
-    const message = singleLine(error.message);
-    this.#log.error(`turn ${turnKey(sessionId, turnId)} cannot run: ${message}`, turnFields(sessionId, turnId));
-    this.#writer.append(sessionId, turnId, {
-      kind: "TURN_COMPLETED",
-      payload: {
-        response: "",
-        outcome: { status: "Failed", error: { code: error.code, message } },
-        usage: usageSummary({}),
-      },
-    });
-    const markedDone = this.#ledger.markDone(sessionId, turnId);
-    await this.#writer.finish(sessionId, turnId);
-    await this.#ledger.settle(sessionId, turnId, { status: "failed", reason: message }, { markedDone });
-  }
-
   /** A delivery that could not be handled (NATS down, a store unreadable): handed back, to be tried again. */
   #deliveryFailed(msg: JsMsg, error: unknown): void {
     this.#log.error(`WAL entry ${msg.seq}: ${messageOf(error)}; handed back to be delivered again`);
@@ -471,91 +459,6 @@ export class Runner {
     } else {
       msg.nak(1_000);
     }
-  }
-
-  /** Forgets the session's actor and hands back its held turns: they are taken again from stored state. */
-  #resetSession(sessionId: string): void {
-    this.#sessions.evict(sessionId);
-    this.#order.forget(sessionId);
-    this.#ledger.handBackSession(sessionId);
-  }
-
-  async #turnFinished(sessionId: string, output: TurnOutput, snapshot: SessionSnapshot): Promise<void> {
-    const turnId = output.turn_id;
-    // The session is free for `on_busy: reject` as soon as the turn is over, not once its log is flushed.
-    const markedDone = this.#ledger.markDone(sessionId, turnId);
-    try {
-      const count = await this.#writer.finish(sessionId, turnId);
-      const checkpoint =
-        snapshot.turns_completed % this.#options.checkpointEvery === 0
-          ? { through_turn_id: turnId, snapshot }
-          : undefined;
-      await this.#sessions.save(sessionId, snapshot, checkpoint);
-      await this.#ledger.settle(sessionId, turnId, { status: "done", outcome: output.outcome.status }, { markedDone });
-      this.#log.info(
-        `turn ${turnKey(sessionId, turnId)} ${output.outcome.status}: ${count} events stored`,
-        turnFields(sessionId, turnId),
-      );
-    } catch (error) {
-      // Not settled: what this runner believes of the session can no longer be trusted (its actor counts the
-      // turn as run). Drop the actor and hand the session's turns back: the entry is delivered again, and the
-      // turn is taken over from what is stored — resumed, or settled if its end was stored after all.
-      this.#log.error(
-        `turn ${turnKey(sessionId, turnId)} not settled: ${messageOf(error)}; it will be taken again`,
-        turnFields(sessionId, turnId),
-      );
-      this.#resetSession(sessionId);
-    }
-  }
-
-  /**
-   * A recipe run suspended at a human node: its log is flushed, its entry
-   * leaves the WAL with status `suspended` (naming the node), and, when the
-   * node has a timeout, every runner's timers learn of it. No process holds
-   * the run; an answer (or the timeout) writes a new WAL entry.
-   */
-  async #turnSuspended(sessionId: string, output: RecipeRunOutput, snapshot: SessionSnapshot): Promise<void> {
-    const turnId = output.turn_id;
-    const suspended = output.suspended!;
-    try {
-      await this.#writer.finish(sessionId, turnId);
-      await this.#sessions.save(sessionId, snapshot);
-      if (suspended.expires_at !== undefined && suspended.seq !== undefined)
-        await this.#timers?.add({
-          session_id: sessionId,
-          turn_id: turnId,
-          node: suspended.node,
-          seq: suspended.seq,
-          expires_at: suspended.expires_at,
-        });
-      await this.#ledger.settle(sessionId, turnId, {
-        status: "suspended",
-        suspended: {
-          node: suspended.node,
-          prompt: suspended.prompt,
-          seq: suspended.seq ?? 0,
-          ...(suspended.required_role ? { required_role: suspended.required_role } : {}),
-          ...(suspended.expires_at !== undefined ? { expires_at: suspended.expires_at } : {}),
-        },
-      });
-      this.#log.info(`turn ${turnKey(sessionId, turnId)} suspended at '${suspended.node}': waiting for an answer`);
-    } catch (error) {
-      this.#log.error(
-        `turn ${turnKey(sessionId, turnId)} not suspended cleanly: ${messageOf(error)}; it will be taken again`,
-        turnFields(sessionId, turnId),
-      );
-      this.#resetSession(sessionId);
-    }
-  }
-
-  async #turnCrashed(sessionId: string, turnId: number, error: unknown): Promise<void> {
-    this.#log.error(`turn ${turnKey(sessionId, turnId)} crashed: ${messageOf(error)}`, turnFields(sessionId, turnId));
-    this.#writer.abandon(sessionId, turnId);
-    await this.#ledger.settle(sessionId, turnId, {
-      status: "failed",
-      reason: messageOf(error),
-      deadLetter: { source: "turn", code: "internal" },
-    });
   }
 
   /** Resolves once this runner holds no turn (or after `timeoutMs`). */

@@ -1,0 +1,147 @@
+import type { RecipeRunOutput } from "../../contracts/recipeProtocol.ts";
+import type { TurnOutput } from "../../contracts/turnProtocol.ts";
+import { usageSummary } from "../../contracts/turnProtocol.ts";
+import type { WalEntry } from "../../contracts/wal.ts";
+import { type ConclaveError, messageOf, singleLine } from "../../errors.ts";
+import type { EventLogWriter } from "../../eventlog/writer.ts";
+import { type Logger, turnFields } from "../log.ts";
+import type { SuspensionTimers } from "../recipes/suspensionTimers.ts";
+import type { SessionSnapshot } from "../sessionStore.ts";
+import { type TurnLedger, turnKey } from "./ledger.ts";
+import type { SessionHost } from "./sessionHost.ts";
+import type { TurnOrder } from "./turnOrder.ts";
+
+/**
+ * How a runner ends the turns it ran: finished (its events flushed, the
+ * session's snapshot saved, the WAL entry settled), suspended at a human
+ * node, crashed, or unrunnable. A turn whose end cannot be stored is not
+ * settled: the runner forgets the session (`resetSession`) and the turn is
+ * taken again from what is stored.
+ */
+export class TurnEnds {
+  constructor(
+    private readonly deps: {
+      writer: EventLogWriter;
+      sessions: SessionHost;
+      ledger: TurnLedger;
+      order: TurnOrder;
+      log: Logger;
+      /** A replay checkpoint is saved every this many turns of a session. */
+      checkpointEvery: number;
+      timers: () => SuspensionTimers | null;
+    },
+  ) {}
+
+  /**
+   * Ends a turn that cannot run at all (its session's stored state is
+   * unreadable): a `TURN_COMPLETED` with outcome `Failed` naming the error,
+   * then the failed status. Other sessions are untouched.
+   */
+  async failUnrunnable(entry: WalEntry, error: ConclaveError): Promise<void> {
+    const { session_id: sessionId, turn_id: turnId } = entry;
+    const message = singleLine(error.message);
+    this.deps.log.error(`turn ${turnKey(sessionId, turnId)} cannot run: ${message}`, turnFields(sessionId, turnId));
+    this.deps.writer.append(sessionId, turnId, {
+      kind: "TURN_COMPLETED",
+      payload: {
+        response: "",
+        outcome: { status: "Failed", error: { code: error.code, message } },
+        usage: usageSummary({}),
+      },
+    });
+    const markedDone = this.deps.ledger.markDone(sessionId, turnId);
+    await this.deps.writer.finish(sessionId, turnId);
+    await this.deps.ledger.settle(sessionId, turnId, { status: "failed", reason: message }, { markedDone });
+  }
+
+  /** Forgets the session's actor and hands back its held turns: they are taken again from stored state. */
+  resetSession(sessionId: string): void {
+    this.deps.sessions.evict(sessionId);
+    this.deps.order.forget(sessionId);
+    this.deps.ledger.handBackSession(sessionId);
+  }
+
+  async finished(sessionId: string, output: TurnOutput, snapshot: SessionSnapshot): Promise<void> {
+    const turnId = output.turn_id;
+    // The session is free for `on_busy: reject` as soon as the turn is over, not once its log is flushed.
+    const markedDone = this.deps.ledger.markDone(sessionId, turnId);
+    try {
+      const count = await this.deps.writer.finish(sessionId, turnId);
+      const checkpoint =
+        snapshot.turns_completed % this.deps.checkpointEvery === 0 ? { through_turn_id: turnId, snapshot } : undefined;
+      await this.deps.sessions.save(sessionId, snapshot, checkpoint);
+      await this.deps.ledger.settle(
+        sessionId,
+        turnId,
+        { status: "done", outcome: output.outcome.status },
+        { markedDone },
+      );
+      this.deps.log.info(
+        `turn ${turnKey(sessionId, turnId)} ${output.outcome.status}: ${count} events stored`,
+        turnFields(sessionId, turnId),
+      );
+    } catch (error) {
+      // Not settled: what this runner believes of the session can no longer be trusted (its actor counts the
+      // turn as run). Drop the actor and hand the session's turns back: the entry is delivered again, and the
+      // turn is taken over from what is stored — resumed, or settled if its end was stored after all.
+      this.deps.log.error(
+        `turn ${turnKey(sessionId, turnId)} not settled: ${messageOf(error)}; it will be taken again`,
+        turnFields(sessionId, turnId),
+      );
+      this.resetSession(sessionId);
+    }
+  }
+
+  /**
+   * A recipe run suspended at a human node: its log is flushed, its entry
+   * leaves the WAL with status `suspended` (naming the node), and, when the
+   * node has a timeout, every runner's timers learn of it. No process holds
+   * the run; an answer (or the timeout) writes a new WAL entry.
+   */
+  async suspended(sessionId: string, output: RecipeRunOutput, snapshot: SessionSnapshot): Promise<void> {
+    const turnId = output.turn_id;
+    const suspended = output.suspended!;
+    try {
+      await this.deps.writer.finish(sessionId, turnId);
+      await this.deps.sessions.save(sessionId, snapshot);
+      if (suspended.expires_at !== undefined && suspended.seq !== undefined)
+        await this.deps.timers()?.add({
+          session_id: sessionId,
+          turn_id: turnId,
+          node: suspended.node,
+          seq: suspended.seq,
+          expires_at: suspended.expires_at,
+        });
+      await this.deps.ledger.settle(sessionId, turnId, {
+        status: "suspended",
+        suspended: {
+          node: suspended.node,
+          prompt: suspended.prompt,
+          seq: suspended.seq ?? 0,
+          ...(suspended.required_role ? { required_role: suspended.required_role } : {}),
+          ...(suspended.expires_at !== undefined ? { expires_at: suspended.expires_at } : {}),
+        },
+      });
+      this.deps.log.info(`turn ${turnKey(sessionId, turnId)} suspended at '${suspended.node}': waiting for an answer`);
+    } catch (error) {
+      this.deps.log.error(
+        `turn ${turnKey(sessionId, turnId)} not suspended cleanly: ${messageOf(error)}; it will be taken again`,
+        turnFields(sessionId, turnId),
+      );
+      this.resetSession(sessionId);
+    }
+  }
+
+  async crashed(sessionId: string, turnId: number, error: unknown): Promise<void> {
+    this.deps.log.error(
+      `turn ${turnKey(sessionId, turnId)} crashed: ${messageOf(error)}`,
+      turnFields(sessionId, turnId),
+    );
+    this.deps.writer.abandon(sessionId, turnId);
+    await this.deps.ledger.settle(sessionId, turnId, {
+      status: "failed",
+      reason: messageOf(error),
+      deadLetter: { source: "turn", code: "internal" },
+    });
+  }
+}
