@@ -162,7 +162,7 @@ export function buildLangGraphTurn(services: TurnServices, options: LangGraphOpt
     .addNode("agent", async (task: State) => {
       const { request } = task as unknown as AgentTask;
       const reply = await services.callAgent(request, signal);
-      return { replies: [{ wave: request.wave, agent_id: reply.agent_id, output: reply.output }] };
+      return { replies: [{ wave: request.wave, agent_id: reply.agent_id, output: reply.contribution }] };
     })
     .addNode("merge_wave", (state: State) => {
       let workspace = state.workspace;
