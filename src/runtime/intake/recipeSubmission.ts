@@ -1,7 +1,8 @@
-import { z } from "zod";
+import type { z } from "zod";
 import { HandlerError } from "../../bus/errors.ts";
 import type { RecipeSubmission } from "../../contracts/recipeRun.ts";
 import { messageOf } from "../../errors.ts";
+import { fromRecipeJsonSchema, schemaIssues } from "../../recipes/jsonSchema.ts";
 import { checkAgentRefs, loadRecipe, RecipeValidationError } from "../../recipes/load.ts";
 
 /** What checking a recipe submission needs from the runner. */
@@ -34,18 +35,15 @@ export async function checkRecipeSubmission(intake: RecipeIntake, submission: Re
   if (recipe.inputs_schema) {
     let schema: z.ZodType;
     try {
-      schema = z.fromJSONSchema(recipe.inputs_schema as Parameters<typeof z.fromJSONSchema>[0]);
+      schema = fromRecipeJsonSchema(recipe.inputs_schema);
     } catch (error) {
       throw new HandlerError(
         "invalid_request",
         `recipe: interface.inputs is not a usable JSON Schema: ${messageOf(error)}`,
       );
     }
-    const checked = schema.safeParse(submission.inputs);
-    if (!checked.success) {
-      const issues = checked.error.issues.map(
-        (issue) => `recipe.inputs${issue.path.length ? `.${issue.path.join(".")}` : ""}: ${issue.message}`,
-      );
+    const issues = schemaIssues(schema, submission.inputs, "recipe.inputs");
+    if (issues.length > 0) {
       throw new HandlerError(
         "invalid_request",
         `recipe '${recipe.name}': inputs do not match interface.inputs: ${issues.join("; ")}`,

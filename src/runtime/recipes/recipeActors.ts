@@ -1,5 +1,4 @@
 import { fromCallback, fromPromise } from "xstate";
-import { z } from "zod";
 import { zeroSensors } from "../../../machines/turn/index.ts";
 import type { AgentReply, AgentRequest } from "../../contracts/agent.ts";
 import type {
@@ -14,6 +13,7 @@ import type { JsonObject } from "../../contracts/recipeRun.ts";
 import { neutralModulators, neutralStance } from "../../contracts/workspace.ts";
 import { ConclaveError, messageOf } from "../../errors.ts";
 import type { BlackboardStores } from "../../recipes/blackboard/open.ts";
+import { fromRecipeJsonSchema, schemaIssues } from "../../recipes/jsonSchema.ts";
 import type { Recipe } from "../../recipes/recipe.ts";
 import type { TurnServices } from "../turnServices.ts";
 
@@ -108,9 +108,7 @@ export function tally(
 
 /** The recipe machine's actors, done by the runner: agents over NATS, logic handlers, the blackboard store. */
 export function recipeImplementations(host: RecipeHost, recipe: Recipe) {
-  const outputs = recipe.outputs_schema
-    ? z.fromJSONSchema(recipe.outputs_schema as Parameters<typeof z.fromJSONSchema>[0])
-    : null;
+  const outputs = recipe.outputs_schema ? fromRecipeJsonSchema(recipe.outputs_schema) : null;
   const store = () => host.stores.get(recipe.persistence);
   return {
     actors: {

@@ -1,0 +1,35 @@
+import { z } from "zod";
+
+type Schema = Record<string, unknown>;
+
+/**
+ * `required` names properties a schema need not list; zod's converter only
+ * enforces the listed ones. Each unlisted required name is listed (any
+ * value), in this object and every nested one, so `{required: ["x"]}`
+ * means what JSON Schema says.
+ */
+function listRequired(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(listRequired);
+  if (typeof schema !== "object" || schema === null) return schema;
+  const copy: Schema = Object.fromEntries(Object.entries(schema).map(([key, value]) => [key, listRequired(value)]));
+  if (Array.isArray(copy.required)) {
+    const properties = { ...((copy.properties as Schema | undefined) ?? {}) };
+    for (const name of copy.required) if (typeof name === "string" && !(name in properties)) properties[name] = {};
+    copy.properties = properties;
+  }
+  return copy;
+}
+
+/** A recipe's JSON Schema (`interface.inputs`, `interface.outputs`) as a zod schema; throws when it is not usable. */
+export function fromRecipeJsonSchema(schema: Schema): z.ZodType {
+  return z.fromJSONSchema(listRequired(schema) as Parameters<typeof z.fromJSONSchema>[0]);
+}
+
+/** The value's problems against a compiled schema, one `path: message` each (empty when it matches). */
+export function schemaIssues(schema: z.ZodType, value: unknown, prefix: string): string[] {
+  const checked = schema.safeParse(value);
+  if (checked.success) return [];
+  return checked.error.issues.map(
+    (issue) => `${prefix}${issue.path.length ? `.${issue.path.join(".")}` : ""}: ${issue.message}`,
+  );
+}
