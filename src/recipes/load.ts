@@ -5,6 +5,7 @@ import { AgentId } from "../contracts/ids.ts";
 import { ConclaveError } from "../errors.ts";
 import { type Expr, parseExpression } from "./expression.ts";
 import { graphShape, RecipeShapeError, targetsOf } from "./forks.ts";
+import { pathSegments } from "./paths.ts";
 import { DEFAULT_POLICY, type Persistence, type Recipe, type RecipeNode, type Transition } from "./recipe.ts";
 import type { FullTopology, GraphRecipeDocument as GraphDocument } from "./schema.ts";
 import { GraphRecipeDocument, WorkflowRecipeDocument } from "./schema.ts";
@@ -438,6 +439,26 @@ class LoadContext {
       if (ids.has(node.id)) this.issue(`${node.at}.id`, `duplicate node id '${node.id}'`);
       ids.add(node.id);
     }
+    // Every blackboard path a node names must be one (no empty segment, nothing that reaches a prototype).
+    const path = (at: string, value: string | undefined) => {
+      if (value === undefined) return;
+      try {
+        pathSegments(value);
+      } catch (error) {
+        this.issue(at, (error as Error).message);
+      }
+    };
+    for (const node of recipe.nodes) {
+      if ("output_key" in node) path(`${node.at}.output_key`, node.output_key);
+      if (node.kind === "agent")
+        for (const [name, source] of Object.entries(node.inputs_map)) path(`${node.at}.inputs_map.${name}`, source);
+      if (node.kind === "router") path(`${node.at}.input_key`, node.input_key);
+      if (node.kind === "evaluator") {
+        path(`${node.at}.target_variable`, node.target_variable);
+        path(`${node.at}.feedback_variable`, node.feedback_variable);
+      }
+    }
+    recipe.constraints.forEach((constraint, index) => path(`requirements[${index}].variable`, constraint.variable));
     if (!this.#structural && recipe.status !== "published") return;
     const list = [...ids].slice(0, 12).join(", ");
     if (!ids.has(recipe.entry))
