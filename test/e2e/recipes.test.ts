@@ -50,6 +50,7 @@ describe("shipped recipes, run by a runner and a worker process", () => {
       confidence_score: 0.9,
     });
     expect(kinds(events).slice(0, 3)).toEqual(["TURN_STARTED", "RECIPE_STARTED", "PREFLIGHT_CHECKED"]);
+    expect(kinds(events)).not.toContain("REQUEST_INTERCEPTED");
     expect(events.map((event) => event.seq)).toEqual(events.map((_, index) => index));
   });
 
@@ -112,6 +113,20 @@ describe("shipped recipes, run by a runner and a worker process", () => {
     expect(started).toEqual(expect.arrayContaining(["plan", "web", "papers", "summarize"]));
     expect(papersStart).toBeLessThan(webDone);
     if (result.status === "completed") expect(result.output.summary).toMatchObject({ sources: 2 });
+  });
+
+  it("screens the inputs with the request interceptors before any agent sees them: personal data never reaches the log", async () => {
+    const { result, events } = await run("recipe-pii", "triage", {
+      message: "Refund my invoice, write to ana.lima@example.com",
+    });
+    expect(result.status === "completed" && result.outcome).toEqual({ status: "Complete" });
+    expect(JSON.stringify(events)).not.toContain("ana.lima@example.com");
+    const intercepted = events.find((event) => event.kind === "REQUEST_INTERCEPTED");
+    expect(intercepted?.kind === "REQUEST_INTERCEPTED" && intercepted.payload.action).toBe("redact");
+    const started = events.find((event) => event.kind === "RECIPE_STARTED");
+    expect(started?.kind === "RECIPE_STARTED" && started.payload.inputs).toEqual({
+      message: "Refund my invoice, write to [email]",
+    });
   });
 
   it("refuses, before anything runs, a recipe calling an agent no worker hosts, naming the node", async () => {

@@ -37,8 +37,8 @@ export type LogicHandler = (context: LogicContext) => unknown;
 
 /** What the runner gives the recipe machines it hosts. */
 export interface RecipeHost {
-  /** How agents are asked (the same calls, interceptors and streams as the pipeline's). */
-  services: Pick<TurnServices, "callAgent">;
+  /** How agents are asked, and inputs screened (the same calls, interceptors and streams as the pipeline's). */
+  services: Pick<TurnServices, "callAgent" | "screen" | "senseFast">;
   stores: BlackboardStores;
   logicHandlers: Readonly<Record<string, LogicHandler>>;
   /** Budget of one agent call of a node (capped by the run's deadline). */

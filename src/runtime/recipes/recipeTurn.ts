@@ -1,13 +1,15 @@
-import { createActor, fromCallback, type InspectionEvent, type Observer } from "xstate";
+import { type Actor, createActor, fromCallback, type InspectionEvent, type Observer } from "xstate";
 import { compileRecipe, type RecipeMachine } from "../../../machines/recipe/index.ts";
 import type { RecipeTurnEvent, RecipeTurnInput } from "../../../machines/session.ts";
 import type { EngineEvent } from "../../contracts/events.ts";
 import type { JsonObject } from "../../contracts/recipeRun.ts";
+import type { TurnOutcome } from "../../contracts/turn.ts";
 import { type TurnRecord, usageSummary } from "../../contracts/turnProtocol.ts";
 import { isConclaveError, messageOf, singleLine } from "../../errors.ts";
 import { loadRecipe } from "../../recipes/load.ts";
 import type { HumanNode, Recipe } from "../../recipes/recipe.ts";
 import { type RecipeHost, recipeImplementations } from "./recipeActors.ts";
+import { screenInputs } from "./screenInputs.ts";
 
 /** Compiled machines by document, so a recipe run many times is compiled once per runner. */
 const COMPILED_KEPT = 64;
@@ -71,78 +73,112 @@ export function recipeTurnLogic(
       return () => {};
     }
     const start = input.recipe;
-    const now = Date.now();
-    let deadlineAt = start.deadline_at;
-    if (!start.started) {
-      if (recipe.policy.timeout_seconds !== undefined) deadlineAt = now + recipe.policy.timeout_seconds * 1000;
-      record({ kind: "TURN_STARTED", payload: startedPayload(input) });
-      record({
-        kind: "RECIPE_STARTED",
-        payload: {
-          recipe: recipe.name,
-          ...(recipe.version ? { version: recipe.version } : {}),
-          shape: recipe.shape,
-          document: start.document,
-          inputs: start.inputs,
-          execution_mode: recipe.policy.execution_mode,
-          ...(recipe.policy.timeout_seconds !== undefined ? { timeout_seconds: recipe.policy.timeout_seconds } : {}),
-          ...(deadlineAt !== undefined ? { deadline_at: deadlineAt } : {}),
-          provenance: recipe.provenance,
+    let actor: Actor<RecipeMachine> | null = null;
+    let stopped = false;
+    /** A cancellation or interrupt that came before the machine started: it starts cancelled. */
+    let early: string | undefined = input.cancelled;
+    receive((event) => {
+      if (actor) actor.send(event);
+      else early ??= event.type === "turn.cancel" ? event.reason : `interrupted by turn ${event.by_turn_id}`;
+    });
+    const finish = (outcome: TurnOutcome) => {
+      record({ kind: "TURN_COMPLETED", payload: { response: "", outcome, usage: usageSummary({}) } });
+      sendBack({ type: "recipe.finished", output: { ...turn, blackboard: {}, response: "", outcome } });
+    };
+    const begin = async () => {
+      let inputs = start.inputs;
+      let deadlineAt = start.deadline_at;
+      if (!start.started) {
+        record({ kind: "TURN_STARTED", payload: startedPayload(input) });
+        // The request interceptors see the inputs before any agent does, as they see a pipeline turn's message.
+        const screened = await screenInputs(host.services, turn, inputs);
+        for (const interception of screened.interceptions)
+          record({ kind: "REQUEST_INTERCEPTED", payload: interception });
+        if (stopped) return;
+        if (screened.blocked)
+          return finish({
+            status: "Failed",
+            error: { code: "blocked", message: "the request interceptors refused the run's inputs" },
+          });
+        inputs = screened.inputs;
+        if (recipe.policy.timeout_seconds !== undefined) deadlineAt = Date.now() + recipe.policy.timeout_seconds * 1000;
+        record({
+          kind: "RECIPE_STARTED",
+          payload: {
+            recipe: recipe.name,
+            ...(recipe.version ? { version: recipe.version } : {}),
+            shape: recipe.shape,
+            document: start.document,
+            inputs,
+            execution_mode: recipe.policy.execution_mode,
+            ...(recipe.policy.timeout_seconds !== undefined ? { timeout_seconds: recipe.policy.timeout_seconds } : {}),
+            ...(deadlineAt !== undefined ? { deadline_at: deadlineAt } : {}),
+            provenance: recipe.provenance,
+          },
+        });
+      }
+      // A new answer is recorded once: one recorded before a takeover is in the log already.
+      if (start.resume?.answer && start.new_answer)
+        record({ kind: "HUMAN_INPUT_RECEIVED", payload: start.resume.answer });
+      actor = startRun(inputs, deadlineAt);
+    };
+    const startRun = (inputs: JsonObject, deadlineAt: number | undefined) => {
+      let expiresAt: number | undefined;
+      let suspension: Suspension | undefined;
+      const provided = machine.provide({
+        ...recipeImplementations(host, recipe),
+        actions: {
+          // The clock-derived fields are the host's: when a human node expires, what is left of the deadline.
+          record: ({ context }, body) => {
+            let enriched = body;
+            if (body.kind === "HUMAN_INPUT_REQUESTED") {
+              const node = recipe.nodes.find((candidate) => candidate.id === body.payload.node) as
+                | HumanNode
+                | undefined;
+              expiresAt = node?.timeout_seconds !== undefined ? Date.now() + node.timeout_seconds * 1000 : undefined;
+              if (expiresAt !== undefined) enriched = { ...body, payload: { ...body.payload, expires_at: expiresAt } };
+            } else if (body.kind === "TURN_SUSPENDED") {
+              enriched = {
+                ...body,
+                payload: {
+                  ...body.payload,
+                  ...(expiresAt !== undefined ? { expires_at: expiresAt } : {}),
+                  ...(deadlineAt !== undefined ? { remaining_ms: Math.max(0, deadlineAt - Date.now()) } : {}),
+                },
+              };
+            }
+            const stored = host.record(context, enriched);
+            if (enriched.kind === "TURN_SUSPENDED" && stored)
+              suspension = { seq: stored.seq, ...(expiresAt !== undefined ? { expires_at: expiresAt } : {}) };
+          },
         },
       });
-    }
-    // A new answer is recorded once: one recorded before a takeover is in the log already.
-    if (start.resume?.answer && start.new_answer)
-      record({ kind: "HUMAN_INPUT_RECEIVED", payload: start.resume.answer });
-    let expiresAt: number | undefined;
-    let suspension: Suspension | undefined;
-    const provided = machine.provide({
-      ...recipeImplementations(host, recipe),
-      actions: {
-        // The clock-derived fields are the host's: when a human node expires, what is left of the deadline.
-        record: ({ context }, body) => {
-          let enriched = body;
-          if (body.kind === "HUMAN_INPUT_REQUESTED") {
-            const node = recipe.nodes.find((candidate) => candidate.id === body.payload.node) as HumanNode | undefined;
-            expiresAt = node?.timeout_seconds !== undefined ? Date.now() + node.timeout_seconds * 1000 : undefined;
-            if (expiresAt !== undefined) enriched = { ...body, payload: { ...body.payload, expires_at: expiresAt } };
-          } else if (body.kind === "TURN_SUSPENDED") {
-            enriched = {
-              ...body,
-              payload: {
-                ...body.payload,
-                ...(expiresAt !== undefined ? { expires_at: expiresAt } : {}),
-                ...(deadlineAt !== undefined ? { remaining_ms: Math.max(0, deadlineAt - Date.now()) } : {}),
-              },
-            };
-          }
-          const stored = host.record(context, enriched);
-          if (enriched.kind === "TURN_SUSPENDED" && stored)
-            suspension = { seq: stored.seq, ...(expiresAt !== undefined ? { expires_at: expiresAt } : {}) };
+      const run = createActor(provided, {
+        input: {
+          ...turn,
+          inputs,
+          ...(start.resume ? { resume: start.resume } : {}),
+          ...(deadlineAt !== undefined ? { deadline_in_ms: Math.max(0, deadlineAt - Date.now()) } : {}),
+          ...(early !== undefined ? { cancelled: early } : {}),
         },
-      },
-    });
-    const actor = createActor(provided, {
-      input: {
-        ...turn,
-        inputs: start.inputs,
-        ...(start.resume ? { resume: start.resume } : {}),
-        ...(deadlineAt !== undefined ? { deadline_in_ms: Math.max(0, deadlineAt - now) } : {}),
-        ...(input.cancelled !== undefined ? { cancelled: input.cancelled } : {}),
-      },
-      ...(host.inspect ? { inspect: host.inspect } : {}),
-    });
-    receive((event) => actor.send(event));
-    actor.subscribe({
-      complete: () => {
-        const output = actor.getSnapshot().output!;
-        const suspended = output.suspended && suspension ? { ...output.suspended, ...suspension } : output.suspended;
-        sendBack({ type: "recipe.finished", output: suspended ? { ...output, suspended } : output });
-      },
-      error: (error) => sendBack({ type: "recipe.crashed", error }),
-    });
-    actor.start();
-    return () => actor.stop();
+        ...(host.inspect ? { inspect: host.inspect } : {}),
+      });
+      run.subscribe({
+        complete: () => {
+          const output = run.getSnapshot().output!;
+          const suspended = output.suspended && suspension ? { ...output.suspended, ...suspension } : output.suspended;
+          sendBack({ type: "recipe.finished", output: suspended ? { ...output, suspended } : output });
+        },
+        error: (error) => sendBack({ type: "recipe.crashed", error }),
+      });
+      run.start();
+      return run;
+    };
+    begin().catch((error: unknown) => sendBack({ type: "recipe.crashed", error }));
+    return () => {
+      stopped = true;
+      actor?.stop();
+    };
   });
 }
 
