@@ -163,15 +163,8 @@ export async function connect(options: ConnectOptions = {}): Promise<ConclaveCli
     },
     cancel,
     run: (sessionId, document, runOptions) => runRecipe(nc, sessionId, document, { timeoutMs: 120_000, ...runOptions }),
-    resume: async (sessionId, turnId, resumeOptions) => {
-      // What the run logged up to its suspension is not this answer's: follow from there.
-      const status = await (await statusStore())?.get(sessionId, turnId);
-      return resumeRun(nc, sessionId, turnId, {
-        requestTimeoutMs: timeoutMs,
-        ...resumeOptions,
-        ...(status?.suspended ? { afterSeq: status.suspended.seq } : {}),
-      });
-    },
+    resume: (sessionId, turnId, resumeOptions) =>
+      resumeRun(nc, sessionId, turnId, { requestTimeoutMs: timeoutMs, ...resumeOptions }),
     close: async () => {
       if (!options.nc) await nc.close();
     },

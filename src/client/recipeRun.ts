@@ -136,7 +136,7 @@ export async function resumeRun(
   nc: NatsConnection,
   sessionId: string,
   turnId: number,
-  options: ResumeOptions & { afterSeq?: number },
+  options: ResumeOptions,
 ): Promise<RecipeRunResult> {
   checkSessionId(sessionId);
   checkTurnId(turnId);
@@ -146,8 +146,9 @@ export async function resumeRun(
     user_id: options.userId,
     ...(options.role ? { role: options.role } : {}),
   };
-  await requestJson(nc, subjects.turnResume(sessionId), request, ResumeReply, {
+  const reply = await requestJson(nc, subjects.turnResume(sessionId), request, ResumeReply, {
     timeoutMs: options.requestTimeoutMs ?? 5_000,
   });
-  return followRun(nc, sessionId, turnId, options);
+  // What the run logged up to the suspension this answered is not this answer's: follow from there.
+  return followRun(nc, sessionId, turnId, { ...options, afterSeq: reply.after_seq });
 }

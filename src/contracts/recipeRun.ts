@@ -49,6 +49,8 @@ export const ResumeReply = z.object({
   node: z.string(),
   /** `conclave.events.<session_id>.<turn_id>`: where the rest of the run appears. */
   events_subject: z.string(),
+  /** The seq of the TURN_SUSPENDED this answers: the run goes on after it. */
+  after_seq: z.number().int().min(0),
 });
 export type ResumeReply = z.infer<typeof ResumeReply>;
 

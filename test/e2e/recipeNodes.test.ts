@@ -219,6 +219,79 @@ describe("recipe nodes, on a runner and a worker", () => {
     });
   });
 
+  it("pre-flight: every operator, holding and not, on the run's inputs", async () => {
+    const inputs = { n: 5, name: "ada", tags: ["a", "b"], data: { rows: 12 } };
+    const cases: [string, unknown, unknown][] = [
+      ["eq", "name", "ada"],
+      ["neq", "name", "bob"],
+      ["gt", "n", 4],
+      ["gte", "n", 5],
+      ["lt", "n", 6],
+      ["lte", "data.rows", 12],
+      ["in", "name", ["ada", "bob"]],
+      ["contains", "tags", "b"],
+    ];
+    const failing: Record<string, unknown> = {
+      eq: "bob",
+      neq: "ada",
+      gt: 5,
+      gte: 6,
+      lt: 5,
+      lte: 11,
+      in: ["bob"],
+      contains: "c",
+    };
+    const recipe = (operator: string, variable: string, value: unknown) =>
+      graph(`preflight-${operator}`, {
+        requirements: [{ variable, operator, value }],
+        topology: [{ type: "agent", id: "archive", agent_ref: "ops.archiver" }],
+      });
+    for (const [operator, variable, value] of cases) {
+      const holds = await run(`nodes-op-${operator}-1`, recipe(operator, variable as string, value), inputs);
+      expect(holds.outcome, operator).toEqual({ status: "Complete" });
+      const fails = await run(
+        `nodes-op-${operator}-2`,
+        recipe(operator, variable as string, failing[operator]),
+        inputs,
+      );
+      expect(fails.outcome, operator).toMatchObject({
+        status: "Failed",
+        error: { code: "preflight_failed", message: expect.stringContaining(`is not ${operator}`) },
+      });
+      expect(nodesStarted(fails.events), operator).toEqual([]);
+    }
+    // A path that does not resolve fails; a type mismatch fails rather than erroring.
+    const missing = await run("nodes-op-missing", recipe("eq", "data.columns", 3), inputs);
+    expect(missing.outcome).toMatchObject({ status: "Failed", error: { message: "data.columns is not set" } });
+    const mismatch = await run("nodes-op-mismatch", recipe("gt", "name", 3), inputs);
+    expect(mismatch.outcome).toMatchObject({ status: "Failed", error: { code: "preflight_failed" } });
+  });
+
+  it("policy.human_in_the_loop: every agent node's result waits for an approval; a rejection fails the run", async () => {
+    const document = graph("hitl", {
+      policy: { human_in_the_loop: true },
+      topology: [
+        {
+          type: "agent",
+          id: "write",
+          agent_ref: "content.writer",
+          inputs_map: { topic: "topic" },
+          output_key: "draft",
+        },
+        { type: "agent", id: "publish", agent_ref: "ops.publisher", inputs_map: { draft: "draft" } },
+      ],
+    });
+    const first = await client.run("nodes-hitl", document, { inputs: { topic: "Kites" } });
+    expect(first).toMatchObject({ status: "suspended", node: "write_approval" });
+    const second = await client.resume("nodes-hitl", first.turnId, { input: { approved: true }, userId: "ana" });
+    expect(second).toMatchObject({ status: "suspended", node: "publish_approval" });
+    const last = await client.resume("nodes-hitl", first.turnId, { input: "no", userId: "ana" });
+    expect(last).toMatchObject({
+      status: "completed",
+      outcome: { status: "Failed", error: { code: "rejected", message: "'publish_approval': rejected by ana" } },
+    });
+  });
+
   it("is cancelled like any turn: the running node stops and the run ends Cancelled", async () => {
     const document = graph("cancel", { topology: [{ type: "agent", id: "hold", agent_ref: "test.hold" }] });
     const observer = await nats.connect("observer");

@@ -14,6 +14,24 @@ import { addressOf } from "./tenancy.ts";
 /** Largest accepted resume request, in bytes (the answer included). */
 export const MAX_RESUME_BYTES = 65_536;
 
+/** How long a resume waits for a run that has just suspended to be recorded so (its log says so first). */
+const SUSPENSION_SETTLE_MS = 3_000;
+
+/**
+ * The turn's status, waiting a moment while it is still `inflight`: a run's
+ * TURN_SUSPENDED is in its log (where a client sees it) just before its
+ * runner records the status `suspended`, and an answer sent at once must
+ * not be refused for that.
+ */
+async function settledStatus(deps: Pick<CancelDeps, "statuses">, sessionId: string, turnId: number) {
+  const deadline = Date.now() + SUSPENSION_SETTLE_MS;
+  for (;;) {
+    const status = await deps.statuses.get(sessionId, turnId);
+    if (status?.status !== "inflight" || Date.now() > deadline) return status;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
 /** Refusals that are the requester's bad input, kept in the dead-letter stream (source `resume`). */
 const BAD_INPUT = new Set(["bad_json", "invalid_request", "payload_too_large"]);
 
@@ -28,7 +46,7 @@ export async function serveResume(deps: CancelDeps & { timers: SuspensionTimers 
     const { sessionId, view, tenant } = addressOf(msg.subject);
     if (tenant) throw new HandlerError("invalid_request", "tenants cannot resume runs yet");
     const request = decodeJson(msg.data, ResumeRequest, `resume request for session ${view}`, MAX_RESUME_BYTES);
-    const status = await deps.statuses.get(sessionId, request.turn_id);
+    const status = await settledStatus(deps, sessionId, request.turn_id);
     if (!status) throw new HandlerError("not_found", `session ${view} has no turn ${request.turn_id}`);
     if (status.status !== "suspended" || !status.suspended)
       throw new HandlerError("conflict", `turn ${request.turn_id} is ${status.status}, not waiting for an answer`);
@@ -58,6 +76,7 @@ export async function serveResume(deps: CancelDeps & { timers: SuspensionTimers 
       turn_id: request.turn_id,
       node: resumed.node,
       events_subject: subjects.turnEvents(sessionId, request.turn_id),
+      after_seq: resumed.seq,
     };
     if (isInboxReply(msg.reply)) msg.respond(encodeJson(reply));
   } catch (error) {
