@@ -38,6 +38,10 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<Command> }
   },
   schemas: { summary: "write the JSON Schemas of the wire messages", load: () => import("./commands/schemas.ts") },
   graph: { summary: "draw a statechart as Mermaid, DOT or JSON", load: () => import("./commands/graph.ts") },
+  recipe: {
+    summary: "check or draw a recipe file, or print the recipe JSON Schema",
+    load: () => import("./commands/recipe.ts"),
+  },
   viewer: {
     summary: "watch the statecharts light up as turns run, in a browser (offline)",
     load: () => import("./commands/viewer.ts"),
