@@ -4,7 +4,8 @@
  * The public API, in three parts (each also its own entry point):
  * - agents and workers (`conclave/worker`): `defineAgent`, `startWorker`;
  * - runners: `startRunner`;
- * - clients (`conclave/client`): `connect`.
+ * - clients (`conclave/client`): `connect`;
+ * - recipes: `loadRecipe`, `parseRecipeText` (run them with the client's `run`).
  *
  * @packageDocumentation
  */
@@ -35,6 +36,8 @@ export {
   type Verdict,
 } from "./runtime/interception/interceptors.ts";
 export type { LogFields, Logger } from "./runtime/log.ts";
-export type { RunnerOptions } from "./runtime/runner/runner.ts";
+export type { LogicContext, LogicHandler } from "./runtime/recipes/recipeActors.ts";
+export type { RecipeRunnerOptions, RunnerOptions } from "./runtime/runner/runner.ts";
+export * from "./recipes/index.ts";
 export { type RunnerHandle, type StartRunnerOptions, startRunner } from "./runtime/startRunner.ts";
 export * from "./worker.ts";

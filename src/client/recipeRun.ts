@@ -51,8 +51,11 @@ export interface ResumeOptions {
   userId: string;
   /** The role answering; must be the node's `required_role` when it has one. */
   role?: string;
+  /** Each event of the run after the suspension answered, as it is stored. */
   onEvent?: (event: EngineEvent) => void;
+  /** Patience until the run completes or suspends again, in ms. Default 120 000. */
   timeoutMs?: number;
+  /** Patience for the runner's answer to the resume request, in ms. Default 5 000. */
   requestTimeoutMs?: number;
 }
 

@@ -32,6 +32,7 @@ export const MAX_RECIPE_TEXT = 256 * 1024;
 /** Most nodes (or steps) in one recipe. */
 export const MAX_RECIPE_NODES = 500;
 
+/** How `loadRecipe` checks a document. */
 export interface LoadOptions {
   /** Names of the logic handlers the runner has: a `logic` step runs only with a handler of its id. */
   logicHandlers?: Iterable<string>;

@@ -9,6 +9,7 @@ import type { Expr } from "./expression.ts";
 
 /** The operators of a pre-flight constraint (RECIPES.md, `requirements`). */
 export const CONSTRAINT_OPERATORS = ["eq", "neq", "gt", "gte", "lt", "lte", "in", "contains"] as const;
+/** One of CONSTRAINT_OPERATORS. */
 export type ConstraintOperator = (typeof CONSTRAINT_OPERATORS)[number];
 
 /** A pre-flight check on the inputs and blackboard, evaluated before any node runs. */
@@ -25,6 +26,7 @@ export interface Constraint {
 /** Where a recipe's blackboard is kept between turns and across restarts. */
 export type Persistence = "nats" | "redis" | "postgres";
 
+/** How a run is bounded (`policy`), with every default filled in. */
 export interface RecipePolicy {
   /** Extra attempts of a failed step (an agent that errs or times out). */
   max_retries: number;
@@ -135,7 +137,9 @@ export interface LogicNode extends NodeBase {
   output_key: string;
 }
 
+/** A node of a recipe, by `kind`. */
 export type RecipeNode = AgentNode | RouterNode | EvaluatorNode | HumanNode | SwitchNode | CouncilNode | LogicNode;
+/** `agent`, `router`, `evaluator`, `human`, `switch`, `council` or `logic`. */
 export type NodeKind = RecipeNode["kind"];
 
 /** A recipe, loaded and checked: what the compiler takes and the WAL carries. */
