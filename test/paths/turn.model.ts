@@ -1,9 +1,11 @@
 import type { AnyEventObject, AnyMachineSnapshot } from "xstate";
 import { AGENTS } from "../../agents/index.ts";
 import { defaultTurnPolicy, type TurnContext, type TurnInput } from "../../machines/turn/index.ts";
+import type { AgentDefinition } from "../../src/agents/defineAgent.ts";
 import { planWaves } from "../../src/cognition/scheduler.ts";
+import { SEED_SENSORS } from "../../src/cognition/sensors.ts";
 import type { InterceptedPart, VoiceStreamPart } from "../../src/cognition/voice.ts";
-import type { AgentRequest } from "../../src/contracts/agent.ts";
+import type { AgentRequest, AgentStreamEvent } from "../../src/contracts/agent.ts";
 import type { VoiceReply, VoiceRequest } from "../../src/contracts/council.ts";
 import type { RunWaveInput, TurnPolicy } from "../../src/contracts/turnProtocol.ts";
 import { neutralModulators, neutralStance } from "../../src/contracts/workspace.ts";
@@ -42,7 +44,12 @@ import {
 
 export const NOW = 1_700_000_000_000;
 const VOICE_PARTS = new Set(["voice.start", "voice.chunk", "voice.end", "voice.intercepted"]);
-const AGENT_STREAM_PARTS = new Set(["agent.stream.start", "agent.stream.chunk", "agent.stream.end"]);
+export const AGENT_STREAM_PARTS = new Set([
+  "agent.stream.start",
+  "agent.stream.chunk",
+  "agent.stream.end",
+  "agent.stream.intercepted",
+]);
 export const CALLBACKS = new Set(["runWave", "renderVoice"]);
 
 /** A deployment choice some scenarios make: the council's thinking is never streamed to the user. */
@@ -68,10 +75,32 @@ export interface TurnScenario {
   simple?: readonly string[];
 }
 
-/** The real services of a scenario: a fresh instance, as a runner gives each turn. */
-export function realServices(scenario: TurnScenario): TurnServices {
+/**
+ * What an agent jots on its named stream `notes` when it takes notes: the user's address, which the
+ * response chain redacts as the stream goes by (the runner's `pii` interceptor holds it back until it
+ * is whole), so the stream shows STREAM_START, RESPONSE_INTERCEPTED, STREAM_CHUNK "[email]", STREAM_END.
+ * (Any text around it adds a chunk, and the turn's agents stage about twice as many simple paths.)
+ */
+export const AGENT_NOTE = "ana@example.com";
+export const NOTES_STREAM = "notes";
+
+/** An agent that streams {@link AGENT_NOTE} on `notes` before it answers as it always does. */
+const takingNotes = (agent: AgentDefinition): AgentDefinition => ({
+  ...agent,
+  run: (ctx) => {
+    ctx.stream(NOTES_STREAM, AGENT_NOTE);
+    return agent.run(ctx);
+  },
+});
+
+/**
+ * The real services of a scenario: a fresh instance, as a runner gives each turn. With `notes`,
+ * every agent takes notes (the built-in agents do not stream: a stream is something a path steers).
+ */
+export function realServices(scenario: TurnScenario, options: { notes?: boolean } = {}): TurnServices {
+  const agents = [...AGENTS.values()];
   const services = withInterceptors(
-    localTurnServices(() => NOW),
+    localTurnServices(() => NOW, SEED_SENSORS, options.notes ? agents.map(takingNotes) : agents),
     (scenario.chains ?? defaultInterceptors)(),
   );
   if (scenario.roster === "without_always_on") {
@@ -141,6 +170,19 @@ interface Rendering {
   reply: VoiceReply;
 }
 
+/** An agent's stream part (as the response chain released it) as a wave sends it to the turn (`provideTurn`'s `runWave`). */
+export function agentPartEvent(part: AgentStreamEvent): AnyEventObject {
+  const stream_id = `${part.agent_id}:${part.stream}`;
+  if (part.type === "intercepted") {
+    const { interceptor, action, reason } = part;
+    return { type: "agent.stream.intercepted", stream_id, interceptor, action, reason };
+  }
+  if (part.type === "start")
+    return { type: "agent.stream.start", stream_id, content_type: part.content_type ?? "text/plain" };
+  if (part.type === "chunk") return { type: "agent.stream.chunk", stream_id, delta: part.delta ?? "" };
+  return { type: "agent.stream.end", stream_id };
+}
+
 /** A stream part as the voice sends it to the turn (`provideTurn`'s `renderVoice`). */
 function partEvent(part: Part): AnyEventObject {
   if (part.type === "intercepted") return { ...part, type: "voice.intercepted" };
@@ -160,6 +202,8 @@ export function turnModel(scenario: TurnScenario, oracle: Oracle): Model & { top
   const machine = provideTurn(realServices(scenario), () => {});
   /** Stream parts delivered so far in the rendering under way, per traversed state. */
   const position = new WeakMap<AnyMachineSnapshot, number>();
+  /** Stream parts the wave's first pending agent has delivered so far, per traversed state. */
+  const streamed = new WeakMap<AnyMachineSnapshot, number>();
   const steeredIn = (snapshot: AnyMachineSnapshot) =>
     scenario.faults === "all" || scenario.faults.includes(topState(snapshot));
 
@@ -174,6 +218,13 @@ export function turnModel(scenario: TurnScenario, oracle: Oracle): Model & { top
           .then((reply): Rendering => ({ parts, reply }));
       }
       if (service === "callAgent") return services.callAgent(serviceInput as AgentRequest, signal);
+      if (service === "agentNotes") {
+        // The stream parts of an agent taking notes, as the scenario's response chain releases them.
+        const parts: AgentStreamEvent[] = [];
+        return realServices(scenario, { notes: true })
+          .callAgent(serviceInput as AgentRequest, signal, 1, (part) => parts.push(part))
+          .then(() => parts);
+      }
       const call = PROMISE_SERVICES[service];
       if (!call) throw new Error(`no service ${service}`);
       return call(services, serviceInput as never, signal);
@@ -227,18 +278,17 @@ export function turnModel(scenario: TurnScenario, oracle: Oracle): Model & { top
       } else if (type === "turn.cancel") {
         if (steered) samples.push({ type, reason: "steered cancel" });
       } else if (AGENT_STREAM_PARTS.has(type)) {
-        // An agent's named stream, in the wave's first agent still pending, as runAgent sends it: opened, one
-        // chunk, closed (the built-in agents do not stream, so these are steered, in the first wave only).
+        // The wave's first agent still pending takes notes: its stream parts in the order runAgent sends them and
+        // the response chain releases them (the built-in agents do not stream, so these are steered, in the first
+        // wave only). The next part is sampled once, with the type of its event.
         const agent = context.wave_pending[0];
         if (!steered || !agent || context.wave !== 0) continue;
-        const streamId = `${agent}:notes`;
-        const open = context.open_streams.includes(streamId);
-        const chunks = context.stream_chunks[streamId] ?? 0;
-        if (type === "agent.stream.start" && !open && chunks === 0)
-          samples.push({ type, stream_id: streamId, content_type: "text/plain" });
-        if (type === "agent.stream.chunk" && open && chunks === 0)
-          samples.push({ type, stream_id: streamId, delta: "noted" });
-        if (type === "agent.stream.end" && open && chunks > 0) samples.push({ type, stream_id: streamId });
+        const wave = childInput(snapshot, waveId(snapshot)) as RunWaveInput;
+        const outcome = real("agentNotes", agentRequest(wave, agent));
+        if (!outcome?.ok) continue;
+        const part = (outcome.value as AgentStreamEvent[])[streamed.get(snapshot) ?? 0];
+        const event = part && agentPartEvent(part);
+        if (event?.type === type) samples.push(event);
       } else if (type === "agent.replied") {
         // Agents are answered in wave order: the replay releases them in that order.
         const agent = context.wave_pending[0]!;
@@ -285,11 +335,15 @@ export function turnModel(scenario: TurnScenario, oracle: Oracle): Model & { top
     events,
     compare,
     topState,
-    key: (snapshot) => `${compare(snapshot)}${inVoice(snapshot) ? `@${position.get(snapshot) ?? 0}` : ""}`,
+    key: (snapshot) =>
+      `${compare(snapshot)}${inVoice(snapshot) ? `@${position.get(snapshot) ?? 0}` : ""}${streamed.get(snapshot) ? `~${streamed.get(snapshot)}` : ""}`,
     note: (snapshot, event, previous) => {
       if (position.has(snapshot)) return;
       const delivered = event && previous && VOICE_PARTS.has(event.type) ? (position.get(previous) ?? 0) + 1 : 0;
       position.set(snapshot, delivered);
+      // Any other event of a wave (an answer, a failure) leaves the first pending agent's stream behind, or the wave.
+      const parts = event && previous && AGENT_STREAM_PARTS.has(event.type) ? (streamed.get(previous) ?? 0) + 1 : 0;
+      streamed.set(snapshot, parts);
     },
   };
 }

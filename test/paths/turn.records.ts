@@ -96,6 +96,8 @@ export const TRANSITION_RECORDS: Record<string, string | ((before: TurnContext) 
   "turn.agents.wave → turn.agents.wave : agent.stream.start": "STREAM_START ",
   "turn.agents.wave → turn.agents.wave : agent.stream.chunk": "STREAM_CHUNK ",
   "turn.agents.wave → turn.agents.wave : agent.stream.end": "STREAM_END ",
+  // The response chain redacted or blocked part of an agent's stream.
+  "turn.agents.wave → turn.agents.wave : agent.stream.intercepted": "RESPONSE_INTERCEPTED ",
   "turn.agents.wave → turn.agents.wave : wave.done [hasMoreWaves]": (before) =>
     `${openStreamEnds(before)}${CLOSE_WAVE}`,
   "turn.agents.wave → turn.agents.done : wave.done": (before) => `${openStreamEnds(before)}${CLOSE_WAVE}`,
@@ -140,6 +142,8 @@ export class RecordChecker {
   private stage = "ingest";
   private waves = 0;
   private readonly chunks = new Map<string, number>();
+  /** Streams started and not yet ended. */
+  private readonly open = new Set<string>();
   readonly records: TurnRecord[] = [];
   private last: AnyMachineSnapshot | undefined;
 
@@ -205,6 +209,7 @@ export class RecordChecker {
         return undefined;
       case "STREAM_START":
         this.chunks.set(record.payload.stream_id, 0);
+        this.open.add(record.payload.stream_id);
         return undefined;
       case "STREAM_CHUNK": {
         const index = this.chunks.get(record.payload.stream_id);
@@ -217,8 +222,14 @@ export class RecordChecker {
         const count = this.chunks.get(record.payload.stream_id);
         if (count !== record.payload.chunks)
           return `STREAM_END says ${record.payload.chunks} chunks, ${count} were sent`;
+        this.open.delete(record.payload.stream_id);
         return undefined;
       }
+      case "RESPONSE_INTERCEPTED":
+        // What an interceptor did names the stream it did it on, while that stream is open.
+        if (!this.open.has(record.payload.stream_id))
+          return `RESPONSE_INTERCEPTED on ${record.payload.stream_id}, which is not open`;
+        return undefined;
       case "TURN_COMPLETED": {
         const warned = this.records.some((earlier) => earlier.kind === "STAGE_WARNING");
         const rendered = this.records.filter((earlier) => earlier.kind === "VOICE_RENDERED").at(-1);

@@ -1,5 +1,6 @@
 import { type AnyEventObject, type AnyMachineSnapshot, type AnyTransitionDefinition, createActor } from "xstate";
 import type { TurnContext, TurnInput } from "../../machines/turn/index.ts";
+import type { AgentReply, AgentStreamEvent } from "../../src/contracts/agent.ts";
 import type { VoiceReply, VoiceRequest } from "../../src/contracts/council.ts";
 import type { TurnOutput } from "../../src/contracts/turnProtocol.ts";
 import { provideTurn } from "../../src/runtime/provideTurn.ts";
@@ -19,7 +20,14 @@ import {
   replayPath,
   SteeredFault,
 } from "./harness.ts";
-import { CALLBACKS, type Part, realServices, type TurnScenario } from "./turn.model.ts";
+import {
+  AGENT_STREAM_PARTS,
+  CALLBACKS,
+  NOTES_STREAM,
+  type Part,
+  realServices,
+  type TurnScenario,
+} from "./turn.model.ts";
 import { RecordChecker } from "./turn.records.ts";
 
 // ---------------------------------------------------------------------------
@@ -80,12 +88,55 @@ class VoiceGate {
   }
 }
 
+/**
+ * Where the stream parts of the agents taking notes wait: each such agent is called at once (the real
+ * agent, through the scenario's response chain, as `withInterceptors` screens it), and the replay hands
+ * the parts it released to the wave one by one; its answer waits at its gate like any agent's.
+ */
+class AgentStreamGate {
+  private readonly calls = new Map<
+    string,
+    {
+      parts: AgentStreamEvent[];
+      delivered: number;
+      ready: Promise<AgentReply>;
+      onStream: (part: AgentStreamEvent) => void;
+    }
+  >();
+
+  call(
+    noting: TurnServices,
+    request: Parameters<TurnServices["callAgent"]>[0],
+    signal: AbortSignal,
+    attempts: number | undefined,
+    onStream: (part: AgentStreamEvent) => void,
+  ): Promise<AgentReply> {
+    const parts: AgentStreamEvent[] = [];
+    const ready = noting.callAgent(request, signal, attempts, (part) => parts.push(part));
+    ready.catch(() => {}); // a failure surfaces where the gate releases it
+    this.calls.set(`${request.agent_id}:${NOTES_STREAM}`, { parts, delivered: 0, ready, onStream });
+    return ready;
+  }
+
+  /** Hands the wave the next part of this stream; a problem, if any. */
+  async deliver(streamId: string): Promise<string | undefined> {
+    const entry = this.calls.get(streamId);
+    if (!entry) return `no agent is streaming ${streamId}`;
+    await entry.ready.catch(() => {});
+    const part = entry.parts[entry.delivered++];
+    if (!part) return `${streamId} has no more parts`;
+    entry.onStream(part);
+    return undefined;
+  }
+}
+
 /** The real services behind gates, with the faults this path injects at invocation time. */
 function gatedServices(
   real: TurnServices,
   gates: Gates,
   voice: VoiceGate,
   crash: { waves: Set<number>; attempts: Set<number> },
+  notes: { noting: TurnServices; agents: Set<string>; gate: AgentStreamGate },
 ): TurnServices {
   return {
     senseFast: (text) => gates.hold("senseFast", text, () => real.senseFast(text)),
@@ -100,9 +151,14 @@ function gatedServices(
     runCritics: (request, signal) => gates.hold("runCritics", request, () => real.runCritics(request, signal), signal),
     commitMemory: (request, signal) =>
       gates.hold("commitMemory", request, () => real.commitMemory(request, signal), signal),
-    callAgent: (request, signal, attempts) => {
+    callAgent: (request, signal, attempts, onStream) => {
       // A wave whose invocation itself fails (the `runWave` actor throws as it starts).
       if (crash.waves.has(request.wave)) throw new SteeredFault(`runWave (wave ${request.wave})`);
+      // An agent whose stream this path delivers takes notes; its answer waits at its gate all the same.
+      if (onStream && request.wave === 0 && notes.agents.has(request.agent_id)) {
+        const ready = notes.gate.call(notes.noting, request, signal, attempts, onStream);
+        return gates.hold(`callAgent:${request.agent_id}`, request, () => ready, signal);
+      }
       return gates.hold(
         `callAgent:${request.agent_id}`,
         request,
@@ -132,6 +188,16 @@ export function replayTurn(
     const recorder = new Recorder();
     // Faults a path injects as an actor starts are decided before the run.
     const crash = { waves: new Set<number>(), attempts: new Set<number>() };
+    // So are the agents that take notes: those whose stream parts the path delivers.
+    const notes = {
+      noting: realServices(scenario, { notes: true }),
+      agents: new Set<string>(),
+      gate: new AgentStreamGate(),
+    };
+    for (const step of path.steps) {
+      if (AGENT_STREAM_PARTS.has(step.event.type))
+        notes.agents.add((step.event.stream_id as string).slice(0, -`:${NOTES_STREAM}`.length));
+    }
     path.steps.forEach((step, index) => {
       if (!step.event.type.startsWith(ERROR_ACTOR) || index === 0) return;
       const before = path.steps[index - 1]!.state;
@@ -140,7 +206,7 @@ export function replayTurn(
       if (src === "runWave") crash.waves.add(context.wave);
       if (src === "renderVoice") crash.attempts.add(context.attempt);
     });
-    const machine = provideTurn(gatedServices(realServices(scenario), gates, voice, crash), (_context, record) =>
+    const machine = provideTurn(gatedServices(realServices(scenario), gates, voice, crash, notes), (_context, record) =>
       recorder.emit(record),
     );
     const actor = createActor(machine, { input: model.input as TurnInput, clock, inspect: recorder.inspect });
@@ -152,7 +218,7 @@ export function replayTurn(
     return {
       actor,
       recorder,
-      drive: (event, before) => drive(event, before, { actor, clock, gates, voice }),
+      drive: (event, before) => drive(event, before, { actor, clock, gates, voice, streams: notes.gate }),
       sameEvent,
       check: (step) => checker.check(step),
       finish: () => {
@@ -202,6 +268,8 @@ function sameEvent(expected: AnyEventObject, actual: AnyEventObject): string | u
         return event.stream_id;
       case "agent.stream.chunk":
         return [event.stream_id, event.delta];
+      case "agent.stream.intercepted":
+        return [event.stream_id, event.interceptor, event.action, event.reason];
       default:
         if (event.type.startsWith(DONE_ACTOR)) return JSON.stringify(event.output);
         return undefined;
@@ -215,7 +283,13 @@ function sameEvent(expected: AnyEventObject, actual: AnyEventObject): string | u
 async function drive(
   event: AnyEventObject,
   before: AnyMachineSnapshot,
-  live: { actor: { send(event: AnyEventObject): void }; clock: ManualClock; gates: Gates; voice: VoiceGate },
+  live: {
+    actor: { send(event: AnyEventObject): void };
+    clock: ManualClock;
+    gates: Gates;
+    voice: VoiceGate;
+    streams: AgentStreamGate;
+  },
 ): Promise<string | undefined> {
   const { type } = event;
   const release = async (channel: string, mode: "real" | "fail") =>
@@ -248,6 +322,11 @@ async function drive(
     case "voice.failed":
       await live.voice.finish("fail");
       return undefined;
+    case "agent.stream.start":
+    case "agent.stream.chunk":
+    case "agent.stream.end":
+    case "agent.stream.intercepted":
+      return live.streams.deliver(event.stream_id as string);
     case "wave.done":
       return undefined; // the wave sends it itself once every agent has answered
     default:
