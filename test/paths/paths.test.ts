@@ -23,7 +23,7 @@ import {
   schedulerUnderTest,
 } from "./machines.model.ts";
 import { type CoverageRow, coverageRow, edgeKeys, writeReport } from "./report.ts";
-import { sessionUnderTest } from "./session.model.ts";
+import { PIPELINE_TURNS, RECIPE_TURNS, sessionUnderTest } from "./session.model.ts";
 import { privateThinking, type TurnScenario, turnModel } from "./turn.model.ts";
 import { TRANSITION_RECORDS } from "./turn.records.ts";
 import { replayTurn } from "./turn.replay.ts";
@@ -44,8 +44,12 @@ const covered = (name: string): Coverage => coverage.get(name)!;
 
 /** Simple paths kept per turn stage, spread evenly over those `xstate/graph` finds. */
 const SIMPLE_PER_STAGE = 200;
-/** Simple paths of the session replayed (of some 1 200 with two turns). */
+/** Simple paths of the session replayed (of some 160 000 with two turns). */
 const SESSION_SIMPLE = 60;
+/** Simple paths of the session with one recipe turn replayed (of some 350). */
+const RECIPE_SESSION_SIMPLE = 30;
+/** The recipe session's turns: a recipe run that ends, a pipeline turn, a recipe run that suspends. */
+const MIXED_TURNS = [RECIPE_TURNS[0]!, PIPELINE_TURNS[0]!, RECIPE_TURNS[1]!];
 
 const STRESSED = "I'm stressed about my deadline";
 const LONELY = "Do you ever feel lonely?";
@@ -152,9 +156,18 @@ const SUBJECTS: Subject[] = [
   },
   {
     machine: "session",
-    build: (oracle) => sessionUnderTest(oracle, 3),
-    // Three turns have some 62 000 simple paths, two turns about 1 200: those of two turns, a spread of them.
-    simple: { build: (oracle) => sessionUnderTest(oracle, 2), cap: SESSION_SIMPLE },
+    build: (oracle) => sessionUnderTest(oracle, PIPELINE_TURNS),
+    // Two turns have some 160 000 simple paths (three, far more): those of two turns, a spread of them.
+    simple: { build: (oracle) => sessionUnderTest(oracle, PIPELINE_TURNS.slice(0, 2)), cap: SESSION_SIMPLE },
+  },
+  {
+    machine: "session",
+    build: (oracle) => sessionUnderTest(oracle, MIXED_TURNS, "recipe, pipeline turn, recipe that suspends"),
+    // Simple paths of one recipe turn, the one that suspends (a recipe and a pipeline turn have as many as two turns).
+    simple: {
+      build: (oracle) => sessionUnderTest(oracle, RECIPE_TURNS.slice(1), "a recipe that suspends"),
+      cap: RECIPE_SESSION_SIMPLE,
+    },
   },
 ];
 
@@ -200,17 +213,22 @@ describe("path coverage", () => {
 });
 
 const NOTES = [
-  "Paths: `getShortestPaths` (all of them) and `getSimplePaths` from `xstate/graph`, on the machine provided with its real implementations. A vertex is the state value, the context that steers the machine (wave, agents pending, round, attempt, stream parts sent; for the session its queue and turns) and the event and state it was reached from, so every transition leads somewhere new and shortest paths take them all.",
-  "Event samples: the `output` of each `xstate.done.actor.*` event, each `agent.replied` and each voice stream part is what the real implementation returns for the input the machine gives it (computed before the traversal); steered faults are a service that throws (`xstate.error.actor.*`, `agent.failed`, `voice.failed`), one that never answers so a delay fires (`xstate.after.*`), and `turn.interrupt`.",
+  "Paths: `getShortestPaths` (all of them) and `getSimplePaths` from `xstate/graph`, on the machine provided with its real implementations. A vertex is the state value, the context that steers the machine (wave, agents pending, round, attempt, stream parts sent by the voice or by an agent; for the session its queue and turns) and the event and state it was reached from, so every transition leads somewhere new and shortest paths take them all.",
+  "Event samples: the `output` of each `xstate.done.actor.*` event, each `agent.replied`, each voice stream part, each part of an agent's named stream and each `recipe.finished` is what the real implementation returns for the input the machine gives it (computed before the traversal); steered faults are a service that throws (`xstate.error.actor.*`, `agent.failed`, `voice.failed`), one that never answers so a delay fires (`xstate.after.*`), and `turn.interrupt`.",
   "Replay: a live actor provided with the real implementations behind gates; for each step the gate of the invoked service opens (the real implementation answers, or it throws), the pending timer of that `after` edge fires (a manual clock), or the event is sent; the actor must then have processed that event and be in the path's next state. Each macrostep's turn records must match the event contract of the README, transition by transition.",
-  "Branches the default deployment cannot take, reached by configuration, never by a stub: a plan without waves (the real scheduler always plans the ALWAYS_ON agents) with a roster without them and a token budget of 0; a council that does not speak (the offline council speaks unless the message is blank, which ingress refuses) with a blank message given to the machine; `voice.intercepted` (the offline voice never streams what the default response chain redacts) with a response interceptor that keeps the council's thinking private; a refused request with the prompt-injection guard in `block` mode.",
-  "Worker machines: agent, council and critic run the offline backend (`offlineBackend.think/decide/judge`, as src/workers serves them); the `tone` critic, which does not exist, errors by the real `UnknownCriticError`. The scheduler's cooldowns are kept by an in-memory store with `CooldownStore`'s load/save. The session invokes the real turn (`provideTurn(localTurnServices())`), held at memory retrieval until a path lets it finish; a turn crashes when the host's record hook throws.",
-  `Turn scenarios: ${TURN_SCENARIOS.map((scenario) => `${scenario.name} (${JSON.stringify(scenario.text)}${scenario.policy ? `, policy ${JSON.stringify(scenario.policy)}` : ""}${scenario.roster ? ", a roster without ALWAYS_ON agents" : ""})`).join("; ")}. Simple paths of the turn are enumerated per stage, from the shortest path into the stage until the turn leaves it, at most ${SIMPLE_PER_STAGE} per stage; the session's on a model of two turns (three have some 62 000), ${SESSION_SIMPLE} of them.`,
+  "Branches the default deployment cannot take, reached by configuration, never by a stub: a plan without waves (the real scheduler always plans the ALWAYS_ON agents) with a roster without them and a token budget of 0; a council that does not speak (the offline council speaks unless the message is blank, which ingress refuses) with a blank message given to the machine; `voice.intercepted` (the offline voice never streams what the default response chain redacts) with a response interceptor that keeps the council's thinking private; a refused request with the prompt-injection guard in `block` mode; an agent's named stream (the built-in agents do not stream) with the agents taking notes, in the first wave, in the paths that steer it: each streams a note with an e-mail address before it answers (`runAgent`'s streams), which the runner's `pii` response interceptor redacts as the stream goes by (`withInterceptors`), so the wave sends `agent.stream.intercepted` between the stream's start and its end.",
+  "Worker machines: agent, council and critic run the offline backend (`offlineBackend.think/decide/judge`, as src/workers serves them); the `tone` critic, which does not exist, errors by the real `UnknownCriticError`. The scheduler's cooldowns are kept by an in-memory store with `CooldownStore`'s load/save. The session invokes the real turn (`provideTurn(localTurnServices())`), held at memory retrieval until a path lets it finish; a turn crashes when the host's record hook throws. A recipe turn runs on the real host (`recipeTurnLogic`): the shipped `content.writer` answers in process (`localTurnServices` behind the runner's default chains), blackboards are kept by an in-memory store with the stores' interface, the log by a record hook that numbers events as the writer does; the run is held at its node's agent call until a path lets it go on. A graph of one agent node ends Complete (`recipe.finished` with an outcome), a workflow whose human node has no answer suspends (`recipe.finished` with `suspended`, TURN_SUSPENDED's seq checked), and a run crashes (`recipe.crashed`) when the host's log throws as its node completes.",
+  `Turn scenarios: ${TURN_SCENARIOS.map((scenario) => `${scenario.name} (${JSON.stringify(scenario.text)}${scenario.policy ? `, policy ${JSON.stringify(scenario.policy)}` : ""}${scenario.roster ? ", a roster without ALWAYS_ON agents" : ""})`).join("; ")}. Simple paths of the turn are enumerated per stage, from the shortest path into the stage until the turn leaves it, at most ${SIMPLE_PER_STAGE} per stage; the session's on a model of two pipeline turns (some 160 000 of them), ${SESSION_SIMPLE} of them, and on a model of one recipe turn that suspends (some 350), ${RECIPE_SESSION_SIMPLE} of them; the session's shortest paths on three pipeline turns, and on a recipe run that ends, a pipeline turn and a recipe run that suspends.`,
 ];
 
-/** What the paths showed about the event contract (README, "Reading a turn's events"): each was fixed, and the record specs now check it. */
+/**
+ * What the paths showed about the event contract (README, "Reading a turn's events"): each fixed one is checked by
+ * the record specs now; an open one is worked around where the path tests say so.
+ */
 const FINDINGS = [
   "Fixed: a wave cut by the agents stage deadline (`turn.agents → turn.deliberation : after stageTimeout`) or by `turn.interrupt` was never closed (no AGENT_FAILED for its pending agents, no WORKSPACE_PATCHED / WAVE_COMPLETED). The machine now fails the pending agents and closes the wave (`abandonWave`), as the README promises one AGENT_COMPLETED or AGENT_FAILED per agent and a WAVE_COMPLETED per wave.",
   "Fixed: a rendering cut by the council or critics deadline, by `voice.failed` or by `turn.interrupt` left its open stream without STREAM_END. Every stream a rendering opened now gets its STREAM_END (`closeOpenStreams`) before the STAGE_WARNING.",
   "Fixed: `turn.interrupt` during the safety council was tagged with stage `sensing_fast` (the last TURN_STAGE_CHANGED); entering `safety` now sets the stage its warnings carry to `safety`.",
+  "Open (src/runtime/recipes/recipeTurn.ts): a session stopped while a recipe run is under way (its paths that end in `runningRecipe`; a runner's `stopAll` or `evict`) stops the run's actor, whose `complete` observer then reads `output.suspended` of a run that has no output and throws a TypeError, uncaught. The session replay lets such a run finish before it stops the session.",
+  "Open (XState): a recipe machine that crashes while its node's agent call is under way (`recipe.crashed` because an action threw) leaves that call running: XState does not stop the children of an actor that errored, so the call is not aborted and its parts go to a stopped actor. The session replay crashes a run once its node's agent has answered.",
 ];

@@ -102,21 +102,24 @@ export class Gates {
   }
 
   /**
-   * Releases the oldest pending call on this channel, once there is one (an actor
-   * invoked by the previous step may still be on its way there, as a session's
-   * turn goes through its first stages); false when none comes.
+   * Waits until a call is pending on this channel (an actor invoked by the previous
+   * step may still be on its way there, as a session's turn goes through its first
+   * stages); false when none comes.
    */
-  async release(channel: string, mode: Release, timeoutMs = 1_000): Promise<boolean> {
+  async waitFor(channel: string, timeoutMs = 1_000): Promise<boolean> {
     const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const call = this.calls.find((candidate) => candidate.channel === channel);
-      if (call) {
-        call.release(mode);
-        return true;
-      }
+    while (!this.calls.some((candidate) => candidate.channel === channel)) {
       if (Date.now() > deadline) return false;
       await new Promise<void>((resolve) => setImmediate(resolve));
     }
+    return true;
+  }
+
+  /** Releases the oldest pending call on this channel, once there is one; false when none comes. */
+  async release(channel: string, mode: Release, timeoutMs = 1_000): Promise<boolean> {
+    if (!(await this.waitFor(channel, timeoutMs))) return false;
+    this.calls.find((candidate) => candidate.channel === channel)!.release(mode);
+    return true;
   }
 }
 
