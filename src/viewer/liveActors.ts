@@ -1,4 +1,4 @@
-import type { InspectionRecord } from "../inspect/record.ts";
+import type { InspectionRecord, SnapshotRecord } from "../inspect/record.ts";
 
 /** What the viewer page is told about one actor of a drawn machine, each time its state changes. */
 export interface ActorUpdate {
@@ -12,7 +12,15 @@ export interface ActorUpdate {
   value: unknown;
   status: string;
   ts: number;
+  /** A recipe run's diagram: the path of the node state the run waits at (a human node), once suspended. */
+  waiting?: string;
 }
+
+/** What more an update says about an actor of `machine`, from its snapshot (e.g. where a recipe run waits). */
+export type DescribeSnapshot = (
+  machine: string,
+  snapshot: SnapshotRecord["snapshot"],
+) => Partial<Pick<ActorUpdate, "waiting">> | null;
 
 /**
  * Follows the actors of the drawn machines from the inspection records of
@@ -21,17 +29,31 @@ export interface ActorUpdate {
  * to date. Records of other actors (promise actors and the like) are ignored.
  */
 export class LiveActors {
-  readonly #machines: ReadonlySet<string>;
+  readonly #machines: Set<string>;
   readonly #known = new Map<string, Omit<ActorUpdate, "value" | "status" | "ts">>();
   readonly #live = new Map<string, ActorUpdate>();
   readonly #recent: ActorUpdate[] = [];
   readonly #maxKnown: number;
   readonly #maxRecent: number;
+  readonly #describe: DescribeSnapshot | undefined;
 
-  constructor(machineIds: Iterable<string>, { maxKnown = 20_000, maxRecent = 1_500 } = {}) {
+  constructor(
+    machineIds: Iterable<string>,
+    {
+      maxKnown = 20_000,
+      maxRecent = 1_500,
+      describe,
+    }: { maxKnown?: number; maxRecent?: number; describe?: DescribeSnapshot } = {},
+  ) {
     this.#machines = new Set(machineIds);
     this.#maxKnown = maxKnown;
     this.#maxRecent = maxRecent;
+    this.#describe = describe;
+  }
+
+  /** Follows the actors of one more machine id from now on (a recipe's diagram, once drawn). */
+  watch(machineId: string): void {
+    this.#machines.add(machineId);
   }
 
   /** The update this record makes, or null when it changes nothing the page shows. */
@@ -55,8 +77,15 @@ export class LiveActors {
     const previous = this.#live.get(record.session);
     const value = record.snapshot.value ?? null;
     const status = record.snapshot.status;
-    if (previous && previous.status === status && JSON.stringify(previous.value) === JSON.stringify(value)) return null;
-    const update = this.#record({ ...actor, value, status, ts: record.ts });
+    const more = this.#describe?.(actor.machine, record.snapshot) ?? {};
+    if (
+      previous &&
+      previous.status === status &&
+      previous.waiting === more.waiting &&
+      JSON.stringify(previous.value) === JSON.stringify(value)
+    )
+      return null;
+    const update = this.#record({ ...actor, value, status, ts: record.ts, ...more });
     if (status !== "active") this.#forget(record.session);
     return update;
   }

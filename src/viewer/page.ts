@@ -17,11 +17,14 @@ export function viewerPage(machines: { key: string; graph: MachineGraph }[]): st
 <header>
   <h1>Conclave viewer</h1>
   <span id="status" class="down">connecting…</span>
-  <span class="hint">statecharts drawn from <code>machines/</code>; states light up as live actors enter them</span>
+  <span class="hint">statecharts drawn from <code>machines/</code> and from the recipes seen running; states light up as live actors enter them</span>
   <span id="processes"></span>
 </header>
 <div class="layout">
-  <main id="machines"></main>
+  <main>
+    <div id="recipes"></div>
+    <div id="machines"></div>
+  </main>
   <section id="events">
     <h2>Turn events <small>live from conclave.events.&gt;</small></h2>
     <ol id="event-list"></ol>
@@ -49,6 +52,9 @@ const STYLE = `
   main { flex: 1; min-width: 0; }
   .machine { background: #fff; border: 1px solid #d0d7de; border-radius: 8px; padding: 8px 12px; margin-bottom: 12px; }
   .machine h2 { margin: 0 0 6px; font-size: 15px; }
+  .machine.recipe { border-color: #8250df; }
+  .machine h2 .tag { margin-left: 8px; font-size: 11px; font-weight: normal; color: #8250df; border: 1px solid #d8b9ff; border-radius: 4px; padding: 0 4px; }
+  .state-head .node-kind { color: #8250df; border-color: #d8b9ff; }
   .live-count { color: #1a7f37; font-size: 12px; }
   .root-edges { font-size: 11px; color: #57606a; }
   .machine-body { display: flex; gap: 12px; align-items: flex-start; }
@@ -73,6 +79,8 @@ const STYLE = `
   .state.active { border-color: #1a7f37; background: #dafbe1; box-shadow: 0 0 0 2px #1a7f37; }
   .state.active > .children { background: #f0fff4; }
   .state.last { outline: 2px dashed #1a7f37; outline-offset: 1px; }
+  .state.waiting { border-color: #bf8700; background: #fff8c5; box-shadow: 0 0 0 2px #bf8700; }
+  .state.waiting > .state-head .name::after { content: " \\2014  waits for an answer"; font-weight: normal; color: #9a6700; }
   .side { width: 240px; flex: none; font-size: 12px; }
   .side h3 { margin: 4px 0; font-size: 12px; color: #57606a; text-transform: uppercase; letter-spacing: .03em; }
   .side ul, .side ol { margin: 0 0 8px; padding-left: 18px; }

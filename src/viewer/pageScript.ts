@@ -1,9 +1,11 @@
 /**
  * The viewer page's script, inlined in the page (no bundler, no CDN). It draws
  * each machine from its graph JSON as nested boxes, then applies the server's
- * Server-Sent Events: `actor` updates light up the states live actors are in
- * (a state that was just left fades out, so a fast turn still shows its path),
- * `turn-event`s fill the event list. Written without template literals so it
+ * Server-Sent Events: `recipe` adds the diagram of a recipe seen running
+ * (`recipe-gone` removes one), `actor` updates light up the states live actors
+ * are in (a state that was just left fades out, so a fast turn still shows its
+ * path; the node a suspended recipe run waits at is marked), `turn-event`s fill
+ * the event list. Written without template literals so it
  * can live in a TypeScript string. DOM is built with textContent only.
  */
 export const VIEWER_SCRIPT = String.raw`
@@ -12,7 +14,7 @@ export const VIEWER_SCRIPT = String.raw`
   var machines = JSON.parse(document.getElementById("machine-data").textContent);
   var views = new Map();
   // What the page has shown, for whoever inspects it (the browser test does).
-  var recorded = { highlighted: [], sessions: {}, actorUpdates: 0, turnEvents: 0 };
+  var recorded = { highlighted: [], waiting: [], recipes: [], sessions: {}, actorUpdates: 0, turnEvents: 0 };
   window.conclaveViewer = recorded;
 
   function el(tag, className, text) {
@@ -28,6 +30,7 @@ export const VIEWER_SCRIPT = String.raw`
 
   function renderMachine(entry) {
     var graph = entry.graph;
+    var nodes = entry.nodes || {};
     var view = { key: entry.key, graph: graph, boxes: new Map(), actors: new Map(), followed: null,
       trail: [], trailKey: null, last: null, section: null };
     var byId = new Map();
@@ -65,6 +68,8 @@ export const VIEWER_SCRIPT = String.raw`
       head.appendChild(el("span", "name", name));
       if (state.kind === "parallel") head.appendChild(el("span", "tag", "parallel"));
       if (state.kind === "final") head.appendChild(el("span", "tag", "final"));
+      var node = nodes[pathOf(state)];
+      if (node) head.appendChild(el("span", "tag node-kind", node.kind));
       head.appendChild(el("span", "count", ""));
       box.appendChild(head);
       if (state.invokes.length) box.appendChild(el("div", "invokes", "invokes " + state.invokes.join(", ")));
@@ -78,10 +83,15 @@ export const VIEWER_SCRIPT = String.raw`
       return box;
     }
 
-    var section = el("section", "machine");
+    var section = el("section", "machine" + (entry.recipe ? " recipe" : ""));
     section.dataset.machine = entry.key;
     section.dataset.machineId = graph.id;
-    var title = el("h2", null, entry.key);
+    if (entry.recipe) section.dataset.recipe = entry.recipe;
+    var title = el("h2", null, entry.recipe ? "recipe " + entry.recipe : entry.key);
+    if (entry.recipe) {
+      title.appendChild(el("span", "tag", entry.shape + (entry.version ? " \u00b7 v" + entry.version : "")));
+      title.title = entry.key;
+    }
     title.appendChild(el("span", "live-count", ""));
     section.appendChild(title);
     if (edgesBySource.has(graph.root.id)) {
@@ -167,12 +177,18 @@ export const VIEWER_SCRIPT = String.raw`
       activePaths(actor.value).forEach(function (path) { counts.set(path, (counts.get(path) || 0) + 1); });
     });
     var last = view.last && view.actors.size === 0 ? new Set(activePaths(view.last.value)) : new Set();
+    // A recipe run suspended at a human node: that node is marked until a run of this recipe goes on.
+    var waiting = new Set();
+    view.actors.forEach(function (actor) { if (actor.waiting) waiting.add(actor.waiting); });
+    if (view.last && view.actors.size === 0 && view.last.waiting) waiting.add(view.last.waiting);
     view.boxes.forEach(function (box, path) {
       var n = counts.get(path) || 0;
       var was = box.classList.contains("active");
       if ((n > 0 && !was) || (last.has(path) && !box.classList.contains("last"))) recorded.highlighted.push(view.key + ":" + path);
       box.classList.toggle("active", n > 0);
       box.classList.toggle("last", last.has(path));
+      if (waiting.has(path) && !box.classList.contains("waiting")) recorded.waiting.push(view.key + ":" + path);
+      box.classList.toggle("waiting", waiting.has(path));
       // Just left: fade out, so a path taken in milliseconds still shows.
       if (was && n === 0 && box.animate)
         box.animate([{ backgroundColor: "#9be9a8" }, { backgroundColor: "transparent" }], { duration: 2000, easing: "ease-out" });
@@ -208,6 +224,15 @@ export const VIEWER_SCRIPT = String.raw`
       case "VOICE_RENDERED": return p.text;
       case "CRITICS_UPDATED": return p.passed ? "passed" : "failed";
       case "TURN_COMPLETED": return (p.outcome && p.outcome.status) + " in " + Math.round(p.total_time_ms || 0) + " ms";
+      case "RECIPE_STARTED": return p.recipe + (p.version ? " v" + p.version : "") + " (" + p.shape + ")";
+      case "NODE_STARTED": return p.node + " (" + p.kind + ")" + (p.attempt > 1 ? " attempt " + p.attempt : "");
+      case "NODE_COMPLETED": return p.node + (p.agent ? ": " + p.agent : "");
+      case "NODE_FAILED": return p.node + ": " + p.code + (p.retrying ? ", retrying" : "");
+      case "ROUTE_TAKEN": return p.from + " \u2192 " + p.to + (p.reason ? " (" + p.reason + ")" : "");
+      case "EVALUATION_SCORED": return p.node + ": " + p.score + (p.passed ? " passed" : " failed");
+      case "HUMAN_INPUT_REQUESTED": return p.node + ": " + p.prompt + (p.required_role ? " [" + p.required_role + "]" : "");
+      case "TURN_SUSPENDED": return "waits at " + p.node;
+      case "HUMAN_INPUT_RECEIVED": return p.node + (p.timed_out ? ": timed out" : p.user_id ? " by " + p.user_id : "");
       default: return "";
     }
   }
@@ -243,10 +268,26 @@ export const VIEWER_SCRIPT = String.raw`
   // ---- wiring --------------------------------------------------------------
 
   var main = document.getElementById("machines");
+  var recipeList = document.getElementById("recipes");
   var processes = document.getElementById("processes");
+  function addRecipe(entry) {
+    if (views.has(entry.key)) return;
+    var view = renderMachine(entry);
+    views.set(entry.key, view);
+    recorded.recipes.push(entry.key);
+    recipeList.insertBefore(view.section, recipeList.firstChild);
+    paint(view);
+  }
+  function removeRecipe(key) {
+    var view = views.get(key);
+    if (!view || view.graph.id !== "recipe") return;
+    view.section.remove();
+    views.delete(key);
+  }
   function reset() {
     views.clear();
     main.textContent = "";
+    recipeList.textContent = "";
     machines.forEach(function (entry) {
       var view = renderMachine(entry);
       views.set(entry.graph.id, view);
@@ -266,6 +307,8 @@ export const VIEWER_SCRIPT = String.raw`
     var name = JSON.parse(message.data).process;
     processes.appendChild(el("code", "process", name));
   });
+  source.addEventListener("recipe", function (message) { addRecipe(JSON.parse(message.data)); });
+  source.addEventListener("recipe-gone", function (message) { removeRecipe(JSON.parse(message.data).key); });
   source.addEventListener("actor", function (message) { onActor(JSON.parse(message.data)); });
   source.addEventListener("turn-event", function (message) { onTurnEvent(JSON.parse(message.data)); });
   source.onerror = function () { status.textContent = "reconnecting\u2026"; status.className = "down"; };

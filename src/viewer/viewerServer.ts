@@ -1,23 +1,29 @@
-import { jetstream } from "@nats-io/jetstream";
+import { type JetStreamManager, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
 import type { AnyStateMachine } from "xstate";
+import { readEvents } from "../eventlog/reader.ts";
 import { machineGraph } from "../graph/machineGraph.ts";
 import { collectInspection } from "../inspect/collector.ts";
+import type { InspectionRecord } from "../inspect/record.ts";
 import type { Logger } from "../runtime/log.ts";
 import { LiveActors } from "./liveActors.ts";
 import { closeServer, listenLocal, sendText } from "./localHttp.ts";
 import { viewerPage } from "./page.ts";
+import { RecipeDiagrams, type TurnRef } from "./recipeDiagrams.ts";
 import { SseHub } from "./sseHub.ts";
 import { followTurnEvents, type TurnEventLike } from "./turnEventFeed.ts";
 
 /**
  * The offline viewer: on 127.0.0.1, one page drawing every machine, kept live
  * over Server-Sent Events with the actors' states (from the NATS inspection
- * stream) and the turns' events (from JetStream).
+ * stream) and the turns' events (from JetStream). A recipe run's machine is
+ * drawn once it is seen running: the recipe comes from its turn's
+ * RECIPE_STARTED, is compiled as the runner compiled it, and sent to the page.
  *
  *   GET /               the page (everything inline: no CDN, works offline)
- *   GET /events         the event stream: hello, process, actor, turn-event
+ *   GET /events         the event stream: hello, process, recipe, recipe-gone, actor, turn-event
  *   GET /machines.json  the machines' graphs
+ *   GET /recipes.json   the diagrams of the recipes seen running
  */
 export interface Viewer {
   url: string;
@@ -36,11 +42,40 @@ export async function startViewer(nc: NatsConnection, options: ViewerOptions): P
   const graphs = Object.entries(options.machines).map(([key, machine]) => ({ key, graph: machineGraph(machine) }));
   const page = viewerPage(graphs);
   const hub = new SseHub();
-  const actors = new LiveActors(graphs.map(({ graph }) => graph.id));
+  const warn = warnSparingly(options.log);
+  const js = jetstream(nc);
+  let jsm: Promise<JetStreamManager> | null = null;
+  const readDocument = async (turn: TurnRef) => {
+    jsm ??= jetstreamManager(nc).catch((error: unknown) => {
+      jsm = null;
+      throw error;
+    });
+    const started = (await readEvents(js, await jsm, turn.session_id, turn.turn_id)).find(
+      (event) => event.kind === "RECIPE_STARTED",
+    );
+    return started?.kind === "RECIPE_STARTED" ? started.payload.document : null;
+  };
+  const recipes = new RecipeDiagrams({
+    readDocument,
+    onDiagram: (diagram) => {
+      actors.watch(diagram.key);
+      hub.send("recipe", diagram);
+    },
+    onForget: (key) => hub.send("recipe-gone", { key }),
+    onRecord: (record) => applyRecord(record),
+    warn,
+  });
+  const actors = new LiveActors(
+    graphs.map(({ graph }) => graph.id),
+    { describe: recipes.describe },
+  );
+  const applyRecord = (record: InspectionRecord) => {
+    const update = actors.apply(record);
+    if (update) hub.send("actor", update);
+  };
   const processes = new Set<string>();
   const events: TurnEventLike[] = [];
   const keepEvents = options.keepEvents ?? 400;
-  const warn = warnSparingly(options.log);
 
   const inspection = collectInspection(
     nc,
@@ -49,8 +84,7 @@ export async function startViewer(nc: NatsConnection, options: ViewerOptions): P
         processes.add(record.process);
         hub.send("process", { process: record.process });
       }
-      const update = actors.apply(record);
-      if (update) hub.send("actor", update);
+      if (!recipes.offer(record)) applyRecord(record);
     },
     (subject, reason) => warn(`skipped an inspection message on ${subject}: ${reason}`),
   );
@@ -58,8 +92,10 @@ export async function startViewer(nc: NatsConnection, options: ViewerOptions): P
   await nc.flush();
   const stopEvents = new AbortController();
   const following = followTurnEvents(
-    jetstream(nc),
-    (event) => {
+    js,
+    (rawEvent) => {
+      recipes.noteEvent(rawEvent);
+      const event = forPage(rawEvent);
       events.push(event);
       if (events.length > keepEvents) events.shift();
       hub.send("turn-event", event);
@@ -73,10 +109,13 @@ export async function startViewer(nc: NatsConnection, options: ViewerOptions): P
     if (request.method !== "GET") return sendText(response, 405, "text/plain", "GET only\n");
     if (path === "/") return sendText(response, 200, "text/html", page);
     if (path === "/machines.json") return sendText(response, 200, "application/json", JSON.stringify(graphs));
+    if (path === "/recipes.json")
+      return sendText(response, 200, "application/json", JSON.stringify(recipes.diagrams()));
     if (path === "/events")
       return hub.attach(request, response, [
         { event: "hello", data: { machines: graphs.map(({ key }) => key) } },
         ...[...processes].map((process) => ({ event: "process", data: { process } })),
+        ...recipes.diagrams().map((data) => ({ event: "recipe", data })),
         ...actors.replay().map((data) => ({ event: "actor", data })),
         ...events.map((data) => ({ event: "turn-event", data })),
       ]);
@@ -84,6 +123,7 @@ export async function startViewer(nc: NatsConnection, options: ViewerOptions): P
   }, options.port).catch((error: unknown) => {
     inspection.unsubscribe();
     stopEvents.abort();
+    recipes.close();
     throw error;
   });
 
@@ -92,10 +132,18 @@ export async function startViewer(nc: NatsConnection, options: ViewerOptions): P
     close: async () => {
       inspection.unsubscribe();
       stopEvents.abort();
+      recipes.close();
       hub.close();
       await Promise.all([closeServer(server), following]);
     },
   };
+}
+
+/** A turn event as the page gets it: a RECIPE_STARTED without its document (the page draws the recipe from its diagram). */
+function forPage(event: TurnEventLike): TurnEventLike {
+  if (event.kind !== "RECIPE_STARTED" || typeof event.payload !== "object" || event.payload === null) return event;
+  const { document: _, ...payload } = event.payload as Record<string, unknown>;
+  return { ...event, payload };
 }
 
 /** The first few warnings of each kind, then one a minute: a bad publisher must not flood the log. */
