@@ -28,8 +28,8 @@ validate  loads each file (YAML or JSON, either shape) as a runner would before
           a file that cannot run prints one line per problem on stderr:
           FILE: PATH: MESSAGE  (e.g. recipe.yaml: topology.nodes[2].agent_ref: …)
   --draft               check the document only, not that it can run: a draft
-                        topology's edges and entry, abstract agent references and
-                        generative nodes are allowed
+                        topology's edges and entry point are not checked, and abstract
+                        agent references are allowed (unless status: published)
   --logic-handler NAME  a logic step NAME is runnable (the runner has a handler of
                         that name, recipes.logicHandlers); repeatable
   --json                one JSON line per file on stdout:
