@@ -7,7 +7,9 @@ import { EngineEvent } from "../contracts/events.ts";
 import type { JsonObject } from "../contracts/recipeRun.ts";
 import { CancelReply, type TurnAck } from "../contracts/turn.ts";
 import type { TurnStatusRecord } from "../contracts/wal.ts";
+import { ConclaveError } from "../errors.ts";
 import { isStreamNotFound } from "../eventlog/streams.ts";
+import { type SimulationTrace, simulationTrace } from "../recipes/trace.ts";
 import { TurnStatusStore } from "../runtime/turnStatusStore.ts";
 import { type RecipeRunResult, type ResumeOptions, type RunOptions, resumeRun, runRecipe } from "./recipeRun.ts";
 import { type SubmitOptions, streamTurn, type TurnStream } from "./turnStream.ts";
@@ -99,6 +101,12 @@ export interface ConclaveClient {
    * `conflict` when the run is not waiting, `forbidden` for the wrong role.
    */
   resume(sessionId: string, turnId: number, options: ResumeOptions): Promise<RecipeRunResult>;
+  /**
+   * The SimulationTrace of a recipe run, built from its stored events (so
+   * it is there after restarts). Rejects with `not_found` for a turn that is
+   * no recipe run (or does not exist).
+   */
+  trace(sessionId: string, turnId: number): Promise<SimulationTrace>;
   /** Closes the connection the client opened (not one it was given). */
   close(): Promise<void>;
 }
@@ -163,6 +171,13 @@ export async function connect(options: ConnectOptions = {}): Promise<ConclaveCli
     },
     cancel,
     run: (sessionId, document, runOptions) => runRecipe(nc, sessionId, document, { timeoutMs: 120_000, ...runOptions }),
+    trace: async (sessionId, turnId) => {
+      checkTurnId(turnId);
+      const events: EngineEvent[] = [];
+      for await (const { event } of readSessionEvents(nc, sessionId, { turnId })) events.push(event);
+      if (events.length === 0) throw new ConclaveError("not_found", `session ${sessionId} has no turn ${turnId}`);
+      return simulationTrace(events);
+    },
     resume: (sessionId, turnId, resumeOptions) =>
       resumeRun(nc, sessionId, turnId, { requestTimeoutMs: timeoutMs, ...resumeOptions }),
     close: async () => {

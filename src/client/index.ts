@@ -21,6 +21,13 @@ export type { TurnAck, TurnOutcome, TurnWarning } from "../contracts/turn.ts";
 export type { TurnUsage, Usage } from "../contracts/usage.ts";
 export type { TurnStatus, TurnStatusRecord } from "../contracts/wal.ts";
 export {
+  describeStep,
+  SimulationStep,
+  SimulationTrace,
+  simulationTrace,
+  simulationTraceJsonSchema,
+} from "../recipes/trace.ts";
+export {
   type CancelResult,
   type ConclaveClient,
   type ConnectOptions,

@@ -51,12 +51,13 @@ export function parseRecipeText(text: string, source = "recipe"): unknown {
       [{ path: "(document)", message: `longer than ${MAX_RECIPE_TEXT} characters` }],
       source,
     );
-  const document = parseDocument(text, { prettyErrors: false, uniqueKeys: true });
+  // prettyErrors is what gives an error its line and column.
+  const document = parseDocument(text, { prettyErrors: true, uniqueKeys: true });
   if (document.errors.length > 0) {
     throw new RecipeValidationError(
       document.errors.map((error) => ({
         path: error.linePos?.[0] ? `line ${error.linePos[0].line}, column ${error.linePos[0].col}` : "(document)",
-        message: error.message.split("\n")[0]!,
+        message: error.message.split("\n")[0]!.replace(/ at line \d+, column \d+:?$/, ""),
       })),
       source,
     );

@@ -68,7 +68,10 @@ export function withInterceptors(services: TurnServices, chains: InterceptorChai
           return onStream(part);
         }
         const released = part.type === "chunk" ? screenOf(part).push(part.delta ?? "") : screenOf(part).flush();
-        for (const interception of released.interceptions) onStream({ ...part, type: "intercepted", ...interception });
+        // Built field by field: the part's own delta is the text before redaction.
+        const { session_id, turn_id, agent_id, stream } = part;
+        for (const interception of released.interceptions)
+          onStream({ type: "intercepted", session_id, turn_id, agent_id, stream, ...interception });
         if (released.text) onStream({ ...part, type: "chunk", delta: released.text });
         if (part.type === "end") {
           screens.delete(part.stream);

@@ -107,7 +107,7 @@ export function tally(
 }
 
 /** The recipe machine's actors, done by the runner: agents over NATS, logic handlers, the blackboard store. */
-export function recipeImplementations(host: RecipeHost, recipe: Recipe) {
+export function recipeImplementations(host: RecipeHost, recipe: Recipe, runSignal: AbortSignal) {
   const outputs = recipe.outputs_schema ? fromRecipeJsonSchema(recipe.outputs_schema) : null;
   const store = () => host.stores.get(recipe.persistence);
   return {
@@ -117,6 +117,9 @@ export function recipeImplementations(host: RecipeHost, recipe: Recipe) {
       ),
       callAgent: fromCallback<{ type: "noop" }, RecipeAgentCall, RecipeAgentEvent>(({ input, sendBack }) => {
         const abort = new AbortController();
+        const stop = () => abort.abort();
+        if (runSignal.aborted) stop();
+        else runSignal.addEventListener("abort", stop, { once: true });
         const send = (event: RecipeAgentEvent) => {
           if (!abort.signal.aborted) sendBack(event);
         };
@@ -146,9 +149,13 @@ export function recipeImplementations(host: RecipeHost, recipe: Recipe) {
               }),
             (error: unknown) => send({ type: "node.failed", node, code: codeOf(error), message: messageOf(error) }),
           );
-        return () => abort.abort();
+        return () => {
+          runSignal.removeEventListener("abort", stop);
+          abort.abort();
+        };
       }),
-      runCouncil: fromPromise<RecipeCouncilResult, RecipeCouncilCall>(async ({ input, signal }) => {
+      runCouncil: fromPromise<RecipeCouncilResult, RecipeCouncilCall>(async ({ input, signal: own }) => {
+        const signal = AbortSignal.any([own, runSignal]);
         const settled = await Promise.allSettled(
           input.voters.map((voter) =>
             host.services.callAgent(

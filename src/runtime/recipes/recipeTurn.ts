@@ -28,7 +28,8 @@ interface Suspension {
  * checks the document, compiles it (cached), records how the run starts,
  * and runs the recipe's machine as an actor of its own (visible to the
  * inspector) until it completes or suspends. Cancellations and interrupts
- * the session forwards go to the machine.
+ * the session forwards go to the machine. It never throws: every failure
+ * is reported to the session as `recipe.crashed` (or a Failed run).
  */
 export function recipeTurnLogic(
   host: RecipeHost & {
@@ -63,23 +64,26 @@ export function recipeTurnLogic(
     } catch (error) {
       // The intake checked it; a runner of another version (or registered handlers) may still refuse it.
       const message = singleLine(messageOf(error), 2_000);
-      if (!input.recipe.started) record({ kind: "TURN_STARTED", payload: startedPayload(input) });
       const outcome = { status: "Failed" as const, error: { code: codeOf(error), message } };
-      record({ kind: "TURN_COMPLETED", payload: { response: "", outcome, usage: usageSummary({}) } });
-      sendBack({
-        type: "recipe.finished",
-        output: { ...turn, blackboard: {}, response: "", outcome },
-      });
+      try {
+        if (!input.recipe.started) record({ kind: "TURN_STARTED", payload: startedPayload(input) });
+        record({ kind: "TURN_COMPLETED", payload: { response: "", outcome, usage: usageSummary({}) } });
+        sendBack({ type: "recipe.finished", output: { ...turn, blackboard: {}, response: "", outcome } });
+      } catch (recordFailed) {
+        sendBack({ type: "recipe.crashed", error: recordFailed });
+      }
       return () => {};
     }
     const start = input.recipe;
     let actor: Actor<RecipeMachine> | null = null;
     let stopped = false;
-    /** A cancellation or interrupt that came before the machine started: it starts cancelled. */
-    let early: string | undefined = input.cancelled;
+    /** Ends every agent call of the run, whatever ends it (a crashed machine does not stop its children). */
+    const calls = new AbortController();
+    /** Cancellations and interrupts that came before the machine started: it gets them as soon as it starts. */
+    const early: Parameters<Parameters<typeof receive>[0]>[0][] = [];
     receive((event) => {
       if (actor) actor.send(event);
-      else early ??= event.type === "turn.cancel" ? event.reason : `interrupted by turn ${event.by_turn_id}`;
+      else early.push(event);
     });
     const finish = (outcome: TurnOutcome) => {
       record({ kind: "TURN_COMPLETED", payload: { response: "", outcome, usage: usageSummary({}) } });
@@ -126,7 +130,7 @@ export function recipeTurnLogic(
       let expiresAt: number | undefined;
       let suspension: Suspension | undefined;
       const provided = machine.provide({
-        ...recipeImplementations(host, recipe),
+        ...recipeImplementations(host, recipe, calls.signal),
         actions: {
           // The clock-derived fields are the host's: when a human node expires, what is left of the deadline.
           record: ({ context }, body) => {
@@ -159,24 +163,31 @@ export function recipeTurnLogic(
           inputs,
           ...(start.resume ? { resume: start.resume } : {}),
           ...(deadlineAt !== undefined ? { deadline_in_ms: Math.max(0, deadlineAt - Date.now()) } : {}),
-          ...(early !== undefined ? { cancelled: early } : {}),
+          ...(input.cancelled !== undefined ? { cancelled: input.cancelled } : {}),
         },
         ...(host.inspect ? { inspect: host.inspect } : {}),
       });
       run.subscribe({
         complete: () => {
+          // Stopped from outside (the session went away): not an end of the run.
+          if (stopped || run.getSnapshot().status !== "done") return;
           const output = run.getSnapshot().output!;
           const suspended = output.suspended && suspension ? { ...output.suspended, ...suspension } : output.suspended;
           sendBack({ type: "recipe.finished", output: suspended ? { ...output, suspended } : output });
         },
-        error: (error) => sendBack({ type: "recipe.crashed", error }),
+        error: (error) => {
+          calls.abort();
+          sendBack({ type: "recipe.crashed", error });
+        },
       });
       run.start();
+      for (const event of early.splice(0)) run.send(event);
       return run;
     };
     begin().catch((error: unknown) => sendBack({ type: "recipe.crashed", error }));
     return () => {
       stopped = true;
+      calls.abort();
       actor?.stop();
     };
   });
