@@ -27,6 +27,8 @@ export const EXIT = {
   unavailable: 3,
   /** Anything else: a bug or an unexpected answer; `--debug` shows the stack. */
   internal: 4,
+  /** (`run`, `resume`) The recipe run is suspended at a human node, waiting for an answer. */
+  suspended: 5,
 } as const;
 
 export type ExitStatus = (typeof EXIT)[keyof typeof EXIT];
@@ -48,6 +50,7 @@ export interface Failure {
 
 const EXIT_BY_CODE: Partial<Record<ConclaveErrorCode, ExitStatus>> = {
   usage: EXIT.usage,
+  invalid_recipe: EXIT.usage,
   config: EXIT.usage,
   insecure_credentials: EXIT.usage,
   unauthorized: EXIT.usage,
@@ -95,7 +98,13 @@ export function describeFailure(error: unknown): Failure {
     const hint = error.code === "no_responders" ? `: is a runner up? ${START_HINT}` : "";
     return one(error.code, `${error.message}${issues}${hint}`, EXIT_BY_REMOTE_CODE[error.code]);
   }
-  if (isConclaveError(error)) return one(error.code, error.message, EXIT_BY_CODE[error.code] ?? EXIT.internal);
+  if (isConclaveError(error))
+    return one(
+      error.code,
+      error.message,
+      EXIT_BY_CODE[error.code] ??
+        (error.code in EXIT_BY_REMOTE_CODE ? EXIT_BY_REMOTE_CODE[error.code as ErrorCode] : EXIT.internal),
+    );
   // The NATS client's own errors, by class.
   if (error instanceof ConnectionError)
     return one("unavailable", `cannot reach NATS (${error.message}); is it running? ${START_HINT}`, EXIT.unavailable);

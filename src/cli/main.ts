@@ -28,6 +28,12 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<Command> }
   chat: { summary: "talk in a terminal UI, watching each turn run live", load: () => import("./commands/chat.ts") },
   events: { summary: "read a session's event log back", load: () => import("./commands/events.ts") },
   cancel: { summary: "stop a turn, wherever it runs (it ends Cancelled)", load: () => import("./commands/cancel.ts") },
+  run: { summary: "run a recipe (a Coreason manifest) and stream it", load: () => import("./commands/run.ts") },
+  resume: {
+    summary: "answer a recipe run suspended at a human node, and follow it on",
+    load: () => import("./commands/resume.ts"),
+  },
+  trace: { summary: "the SimulationTrace of a recipe run, step by step", load: () => import("./commands/trace.ts") },
   turns: {
     summary: "where each turn of a session stands (pending, inflight, done, failed, expired)",
     load: () => import("./commands/turns.ts"),

@@ -1,0 +1,106 @@
+import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { connectBus } from "../../bus/connection.ts";
+import { connect } from "../../client/client.ts";
+import type { JsonObject } from "../../contracts/recipeRun.ts";
+import { loadRecipe, parseRecipeText } from "../../recipes/load.ts";
+import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFrom, parse, sessionArg, UsageError } from "../args.ts";
+import { EXIT_HELP } from "../failures.ts";
+import { printRunResult } from "../recipeResult.ts";
+import { createEventPrinter } from "../render.ts";
+
+export const help = `conclave run: run a recipe (a Coreason manifest) and stream it as it runs
+
+Usage: conclave run FILE [--input JSON] [--session ID] [--json] [options]
+
+  FILE                 a recipe document, YAML or JSON (either Coreason shape)
+  --input JSON         the run's inputs, a JSON object (checked against interface.inputs)  [{}]
+  --session ID         the session to run it in (its blackboard carries over)  [a new one]
+  --json               one JSON event per line, then {"result": …}
+  --user-id ID         who is running it
+  --idempotency-key K  a key that identifies this run: repeated, it runs once
+  --timeout MS         patience until the run completes or suspends  [120000]
+
+Prints each node as it runs, its agents' streams, the routes taken, then the
+final blackboard. Exit 0 when the run completed (Complete or PartialSuccess),
+1 when it Failed or was Cancelled, 2 for a recipe or inputs that are refused
+(one line per issue, each naming its path), 5 when it is suspended at a human
+node: the command prints how to answer it (conclave resume).
+
+${CONNECTION_HELP}
+
+${EXIT_HELP}
+             5 (run, resume) suspended at a human node, waiting for an answer`;
+
+/** The `--input` flag as a JSON object, or a usage error saying why not. */
+export function inputArg(value: string | undefined): JsonObject {
+  if (value === undefined) return {};
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(value);
+  } catch (error) {
+    throw new UsageError(`--input is not JSON: ${(error as Error).message}`);
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed))
+    throw new UsageError('--input must be a JSON object, e.g. --input \'{"topic": "tides"}\'');
+  return parsed as JsonObject;
+}
+
+export async function run(argv: string[]): Promise<number> {
+  const { values, positionals } = parse(
+    argv,
+    {
+      ...CONNECTION_FLAGS,
+      input: { type: "string", short: "i" },
+      session: { type: "string", short: "s" },
+      json: { type: "boolean" },
+      "user-id": { type: "string" },
+      "idempotency-key": { type: "string" },
+      timeout: { type: "string" },
+    },
+    true,
+  );
+  if (values.help) {
+    console.log(help);
+    return 0;
+  }
+  if (positionals.length !== 1) throw new UsageError("give one recipe file, e.g. conclave run recipes/triage.yaml");
+  const file = positionals[0]!;
+  const inputs = inputArg(values.input);
+  const timeoutMs = Number(values.timeout ?? 120_000);
+  if (!Number.isFinite(timeoutMs) || timeoutMs <= 0)
+    throw new UsageError("--timeout must be a positive number of milliseconds");
+  const session = values.session ? sessionArg(values.session) : `run-${randomBytes(4).toString("hex")}`;
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (error) {
+    throw new UsageError(`cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? error}`);
+  }
+  const document = parseRecipeText(text, file) as JsonObject;
+  // Checked here first for a fast, local answer (the runner checks it again, with its agents and handlers).
+  const recipe = loadRecipe(document, { logicHandlers: logicStepsOf(document) });
+  if (!values.json) console.log(`running recipe '${recipe.name}' in session ${session}`);
+
+  const nc = await connectBus(connectionFrom(values, "client", false));
+  try {
+    const client = await connect({ nc });
+    const print = createEventPrinter(values.json);
+    const result = await client.run(session, document, {
+      inputs,
+      timeoutMs,
+      onEvent: print,
+      ...(values["user-id"] ? { userId: values["user-id"] } : {}),
+      ...(values["idempotency-key"] ? { idempotencyKey: values["idempotency-key"] } : {}),
+    });
+    return printRunResult(result, { json: values.json });
+  } finally {
+    await nc.close();
+  }
+}
+
+/** The workflow's logic steps: whether the runner has their handlers is the runner's to say. */
+function logicStepsOf(document: JsonObject): string[] {
+  const steps = (document.workflow as { steps?: Record<string, { type?: unknown }> } | undefined)?.steps ?? {};
+  return Object.entries(steps).flatMap(([id, step]) => (step?.type === "logic" ? [id] : []));
+}

@@ -1,0 +1,39 @@
+import type { RecipeRunResult } from "../client/recipeRun.ts";
+import type { TurnAck } from "../contracts/turn.ts";
+import { EXIT, type ExitStatus } from "./failures.ts";
+
+/**
+ * How `conclave run` and `conclave resume` end: the final blackboard of a
+ * completed run (exit 0, or 1 when it Failed or was Cancelled), or how to
+ * answer a suspended one (exit 5). With `--json`, one result line.
+ */
+export function printRunResult(
+  result: RecipeRunResult,
+  options: { json?: boolean | undefined; out?: NodeJS.WritableStream; err?: NodeJS.WritableStream } = {},
+): ExitStatus {
+  const out = options.out ?? process.stdout;
+  const err = options.err ?? process.stderr;
+  if (options.json) {
+    out.write(`${JSON.stringify({ result })}\n`);
+  } else if (result.status === "suspended") {
+    const role = result.requiredRole ? ` --role ${result.requiredRole}` : "";
+    out.write(
+      `suspended at '${result.node}': ${result.prompt}\n` +
+        `answer with: conclave resume ${result.turnId} --session ${result.sessionId} --user-id <you>${role} --input '<json>'\n`,
+    );
+  } else {
+    const { outcome } = result;
+    if (outcome.status === "Failed") err.write(`run failed: ${outcome.error.code}: ${outcome.error.message}\n`);
+    else if (outcome.status === "Cancelled") err.write(`run cancelled: ${outcome.reason}\n`);
+    else {
+      if (outcome.status === "PartialSuccess")
+        for (const warning of outcome.warnings) err.write(`warning: ${warning.code}: ${warning.message}\n`);
+      out.write(`${JSON.stringify(result.output, null, 2)}\n`);
+    }
+  }
+  if (result.status === "suspended") return EXIT.suspended;
+  return result.outcome.status === "Complete" || result.outcome.status === "PartialSuccess" ? EXIT.ok : EXIT.turnFailed;
+}
+
+/** The line `conclave run` prints when the runtime has accepted the run. */
+export const acceptedLine = (ack: TurnAck): string => `run ${ack.session_id}/${ack.turn_id} accepted`;

@@ -1,0 +1,162 @@
+/**
+ * `conclave run`, `resume` and `trace` as a person runs them: child
+ * processes against a runner and a worker hosting the recipes' agents.
+ */
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
+import { beforeAll, describe, expect, it } from "vitest";
+import { CONCLAVE_BIN } from "../../src/cli/childProcess.ts";
+import { useNatsServer } from "../helpers/nats.ts";
+import { useConclaveProcesses } from "../helpers/processes.ts";
+
+const nats = useNatsServer();
+const processes = useConclaveProcesses(() => nats.url);
+
+beforeAll(async () => {
+  await processes.spawn("agents", ["worker", "--agents", "./recipes/agents/index.ts"]);
+  await processes.spawn("runner", ["runner"]);
+});
+
+async function conclave(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, [CONCLAVE_BIN, ...args], {
+      env: { ...process.env, CONCLAVE_NATS_URL: nats.url, CONCLAVE_LOG: "quiet" },
+      timeout: 60_000,
+    });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const failed = error as { code: number; stdout: string; stderr: string };
+    return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
+  }
+}
+
+describe("conclave run, resume and trace", () => {
+  it("runs a recipe, streaming its nodes, and prints the final blackboard (exit 0)", async () => {
+    const { code, stdout } = await conclave([
+      "run",
+      "recipes/triage.yaml",
+      "--session",
+      "cli-triage",
+      "--input",
+      '{"message": "I was charged twice"}',
+    ]);
+    expect(code).toBe(0);
+    expect(stdout).toContain("running recipe 'support-triage' in session cli-triage");
+    expect(stdout).toContain("▸ classify (agent)");
+    expect(stdout).toContain("→ billing");
+    expect(stdout).toContain('"category": "billing"');
+  });
+
+  it("with --json, one event per line and a result line", async () => {
+    const { code, stdout } = await conclave([
+      "run",
+      "recipes/triage.yaml",
+      "--json",
+      "--input",
+      '{"message": "The app crashes"}',
+    ]);
+    expect(code).toBe(0);
+    const lines = stdout
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(lines[0]).toMatchObject({ kind: "TURN_STARTED" });
+    expect(lines.at(-1)).toMatchObject({
+      result: { status: "completed", output: { triage: { category: "technical" } } },
+    });
+  });
+
+  it("refuses bad input with one line and exit 2, before anything runs", async () => {
+    const notJson = await conclave(["run", "recipes/triage.yaml", "--input", "{nope"]);
+    expect(notJson.code).toBe(2);
+    expect(notJson.stderr.trim().split("\n")).toHaveLength(1);
+    expect(notJson.stderr).toMatch(/--input is not JSON/);
+    const wrongType = await conclave(["run", "recipes/triage.yaml", "--input", '{"message": 7}']);
+    expect(wrongType.code).toBe(2);
+    expect(wrongType.stderr).toMatch(/recipe\.inputs\.message/);
+    const missing = await conclave(["run", "recipes/nothing-here.yaml"]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(/cannot read recipes\/nothing-here\.yaml/);
+  });
+
+  it("suspends at a human node (exit 5, how to answer), resumes with the right role, and traces the run", async () => {
+    const suspended = await conclave([
+      "run",
+      "recipes/approval.yaml",
+      "--session",
+      "cli-approval",
+      "--input",
+      '{"topic": "our new API"}',
+    ]);
+    expect(suspended.code).toBe(5);
+    expect(suspended.stdout).toContain("suspended at 'approve': Publish this draft?");
+    expect(suspended.stdout).toContain("conclave resume 1 --session cli-approval --user-id <you> --role editor");
+
+    const wrongRole = await conclave([
+      "resume",
+      "1",
+      "--session",
+      "cli-approval",
+      "--user-id",
+      "bob",
+      "--role",
+      "intern",
+      "--input",
+      '{"approved": true}',
+    ]);
+    expect(wrongRole.code).toBe(2);
+    expect(wrongRole.stderr).toMatch(/role 'editor'/);
+
+    const done = await conclave([
+      "resume",
+      "1",
+      "--session",
+      "cli-approval",
+      "--user-id",
+      "ana",
+      "--role",
+      "editor",
+      "--input",
+      '{"approved": true}',
+    ]);
+    expect(done.code).toBe(0);
+    expect(done.stdout).toContain("'approve' answered by ana");
+    expect(done.stdout).toContain('"status": "published"');
+
+    const again = await conclave([
+      "resume",
+      "1",
+      "--session",
+      "cli-approval",
+      "--user-id",
+      "ana",
+      "--role",
+      "editor",
+      "--input",
+      "true",
+    ]);
+    expect(again.code).toBe(2);
+    expect(again.stderr).toMatch(/not waiting/);
+
+    const trace = await conclave(["trace", "1", "--session", "cli-approval", "--json"]);
+    expect(trace.code).toBe(0);
+    const document = JSON.parse(trace.stdout) as {
+      status: string;
+      steps: { kind: string; node: string | null; snapshot: Record<string, unknown> }[];
+    };
+    expect(document.status).toBe("completed");
+    const answer = document.steps.find((step) => step.kind === "HUMAN_INPUT_RECEIVED");
+    expect(answer?.node).toBe("approve");
+    const last = document.steps.at(-1);
+    expect(last?.snapshot).toMatchObject({ approve: { approved: true }, publish: { status: "published" } });
+    const readable = await conclave(["trace", "1", "--session", "cli-approval"]);
+    expect(readable.stdout).toMatch(/^recipe approval \(completed\)/);
+    expect(readable.stdout).toMatch(/#\d+ approve {2}resume/);
+  });
+
+  it("trace of a turn that is not a recipe run exits 2 with one line", async () => {
+    const { code, stderr } = await conclave(["trace", "9", "--session", "cli-approval"]);
+    expect(code).toBe(2);
+    expect(stderr).toMatch(/no turn 9/);
+  });
+});
