@@ -119,6 +119,13 @@ export const sessionMachine = setup({
     turnSuspended: (_, _output: RecipeRunOutput) => {},
     /** Told to the host when a turn actor itself crashed (a bug, never a stage failure). */
     turnCrashed: (_, _failure: { turn_id: number; error: unknown }) => {},
+    /** The next queued turn becomes the current one. */
+    takeNext: assign(({ context }) => ({ current: context.queue[0] ?? null, queue: context.queue.slice(1) })),
+    forwardInterrupt: sendTo("turn", ({ event }) => event),
+    forwardCancel: sendTo("turn", ({ event }) => ({
+      type: "turn.cancel" as const,
+      reason: event.type === "turn.cancel" ? event.reason : "cancelled",
+    })),
     /** A queued turn is cancelled: it ends, Cancelled, as soon as it starts. */
     markQueuedCancelled: assign({
       queue: ({ context, event }) =>
@@ -136,6 +143,10 @@ export const sessionMachine = setup({
   guards: {
     hasQueuedTurn: ({ context }) => context.queue.length > 0,
     nextIsRecipe: ({ context }) => context.queue[0]?.recipe !== undefined,
+    /** A newer turn interrupts the running one (double-texting). */
+    interruptsCurrent: ({ context, event }) =>
+      event.type === "turn.interrupt" && (context.current?.turn_id ?? 0) < event.by_turn_id,
+    cancelsCurrent: ({ context, event }) => event.type === "turn.cancel" && context.current?.turn_id === event.turn_id,
     isNewTurn: ({ context, event }) =>
       event.type === "turn.enqueue" &&
       !context.finished.includes(event.turn.turn_id) &&
@@ -175,17 +186,8 @@ export const sessionMachine = setup({
     },
     runningRecipe: {
       on: {
-        "turn.interrupt": {
-          guard: ({ context, event }) => (context.current?.turn_id ?? 0) < event.by_turn_id,
-          actions: sendTo("turn", ({ event }) => event),
-        },
-        "turn.cancel": [
-          {
-            guard: ({ context, event }) => context.current?.turn_id === event.turn_id,
-            actions: sendTo("turn", ({ event }) => ({ type: "turn.cancel" as const, reason: event.reason })),
-          },
-          { actions: "markQueuedCancelled" },
-        ],
+        "turn.interrupt": { guard: "interruptsCurrent", actions: "forwardInterrupt" },
+        "turn.cancel": [{ guard: "cancelsCurrent", actions: "forwardCancel" }, { actions: "markQueuedCancelled" }],
         "recipe.finished": [
           {
             guard: ({ event }) => event.output.suspended !== undefined,
@@ -233,7 +235,7 @@ export const sessionMachine = setup({
           ],
         },
       },
-      entry: assign(({ context }) => ({ current: context.queue[0] ?? null, queue: context.queue.slice(1) })),
+      entry: "takeNext",
       invoke: {
         id: "turn",
         src: "recipeTurn",
@@ -249,19 +251,10 @@ export const sessionMachine = setup({
     },
     running: {
       on: {
-        "turn.interrupt": {
-          guard: ({ context, event }) => (context.current?.turn_id ?? 0) < event.by_turn_id,
-          actions: sendTo("turn", ({ event }) => event),
-        },
-        "turn.cancel": [
-          {
-            guard: ({ context, event }) => context.current?.turn_id === event.turn_id,
-            actions: sendTo("turn", ({ event }) => ({ type: "turn.cancel" as const, reason: event.reason })),
-          },
-          { actions: "markQueuedCancelled" },
-        ],
+        "turn.interrupt": { guard: "interruptsCurrent", actions: "forwardInterrupt" },
+        "turn.cancel": [{ guard: "cancelsCurrent", actions: "forwardCancel" }, { actions: "markQueuedCancelled" }],
       },
-      entry: assign(({ context }) => ({ current: context.queue[0] ?? null, queue: context.queue.slice(1) })),
+      entry: "takeNext",
       invoke: {
         id: "turn",
         src: "turn",

@@ -170,13 +170,7 @@ export function compileRecipe(recipe: Recipe) {
       },
       suspending: {
         invoke: {
-          src: "persist",
-          input: ({ context }) => ({
-            session_id: context.session_id,
-            turn_id: context.turn_id,
-            blackboard: context.blackboard,
-            checkOutputs: false,
-          }),
+          ...persist(false),
           // The checkpoint in the log is what a resumed run reads: a store that failed here loses nothing.
           onDone: "suspended",
           onError: "suspended",
@@ -194,13 +188,7 @@ export function compileRecipe(recipe: Recipe) {
       },
       finishing: {
         invoke: {
-          src: "persist",
-          input: ({ context }) => ({
-            session_id: context.session_id,
-            turn_id: context.turn_id,
-            blackboard: context.blackboard,
-            checkOutputs: true,
-          }),
+          ...persist(true),
           onDone: "completed",
           onError: {
             target: "completed",
@@ -212,13 +200,7 @@ export function compileRecipe(recipe: Recipe) {
       },
       failing: {
         invoke: {
-          src: "persist",
-          input: ({ context }) => ({
-            session_id: context.session_id,
-            turn_id: context.turn_id,
-            blackboard: context.blackboard,
-            checkOutputs: false,
-          }),
+          ...persist(false),
           onDone: "completed",
           onError: "completed",
         },
@@ -263,6 +245,17 @@ export function compileRecipe(recipe: Recipe) {
     },
   });
 }
+
+/** Saves the blackboard (checking it against interface.outputs at the run's end), then goes on. */
+const persist = (checkOutputs: boolean) => ({
+  src: "persist" as const,
+  input: ({ context }: Args) => ({
+    session_id: context.session_id,
+    turn_id: context.turn_id,
+    blackboard: context.blackboard,
+    checkOutputs,
+  }),
+});
 
 function nodeState(recipe: Recipe, node: RecipeNode, exits: Exits, fork: string | null): StateConfig {
   switch (node.kind) {

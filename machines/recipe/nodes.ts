@@ -377,8 +377,19 @@ export function agentNodeState(recipe: Recipe, node: AgentNode, exits: Exits, fo
   };
 }
 
-/** A workflow `logic` step: the operator's registered handler computes the result from the blackboard. */
-export function logicNodeState(recipe: Recipe, node: LogicNode, exits: Exits, fork: string | null): StateConfig {
+/**
+ * A node whose work is one invoked promise actor (`runLogic`, `runCouncil`):
+ * its result is written under the node's output key; a failure is retried
+ * by policy.
+ */
+function invokingNodeState(
+  recipe: Recipe,
+  node: LogicNode | CouncilNode,
+  exits: Exits,
+  fork: string | null,
+  src: "runLogic" | "runCouncil",
+  input: (context: RecipeContext) => Record<string, unknown>,
+): StateConfig {
   const { entering, failed } = frame(recipe, node, exits);
   return {
     id: `node-${stateKey(node.id)}`,
@@ -387,13 +398,12 @@ export function logicNodeState(recipe: Recipe, node: LogicNode, exits: Exits, fo
       entering,
       working: {
         invoke: {
-          src: "runLogic",
+          src,
           input: ({ context }: Args) => ({
             session_id: context.session_id,
             turn_id: context.turn_id,
             node: node.id,
-            handler: node.handler,
-            blackboard: context.blackboard,
+            ...input(context),
           }),
           onDone: { target: "routing", actions: completed(node, node.output_key, ({ event }) => event.output) },
           onError: failed(thrownCode, thrownMessage),
@@ -404,34 +414,21 @@ export function logicNodeState(recipe: Recipe, node: LogicNode, exits: Exits, fo
   };
 }
 
+/** A workflow `logic` step: the operator's registered handler computes the result from the blackboard. */
+export const logicNodeState = (recipe: Recipe, node: LogicNode, exits: Exits, fork: string | null): StateConfig =>
+  invokingNodeState(recipe, node, exits, fork, "runLogic", (context) => ({
+    handler: node.handler,
+    blackboard: context.blackboard,
+  }));
+
 /** A workflow `council` step: every voter answers, the votes are tallied. */
-export function councilNodeState(recipe: Recipe, node: CouncilNode, exits: Exits, fork: string | null): StateConfig {
-  const { entering, failed } = frame(recipe, node, exits);
-  return {
-    id: `node-${stateKey(node.id)}`,
-    initial: "entering",
-    states: {
-      entering,
-      working: {
-        invoke: {
-          src: "runCouncil",
-          input: ({ context }: Args) => ({
-            session_id: context.session_id,
-            turn_id: context.turn_id,
-            node: node.id,
-            voters: node.voters,
-            strategy: node.strategy,
-            inputs: context.blackboard,
-            prompt: agentPrompt(context.blackboard),
-          }),
-          onDone: { target: "routing", actions: completed(node, node.output_key, ({ event }) => event.output) },
-          onError: failed(thrownCode, thrownMessage),
-        },
-      },
-      routing: { always: edgeTransitions(node, exits, fork) },
-    },
-  };
-}
+export const councilNodeState = (recipe: Recipe, node: CouncilNode, exits: Exits, fork: string | null): StateConfig =>
+  invokingNodeState(recipe, node, exits, fork, "runCouncil", (context) => ({
+    voters: node.voters,
+    strategy: node.strategy,
+    inputs: context.blackboard,
+    prompt: agentPrompt(context.blackboard),
+  }));
 
 /** A router: the value at `input_key`, strictly matched against `routes`, then `default_route`. */
 export function routerNodeState(recipe: Recipe, node: RouterNode, exits: Exits): StateConfig {
