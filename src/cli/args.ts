@@ -74,3 +74,11 @@ export function sessionArg(value: string | undefined): string {
   if (!session.success) throw new UsageError(session.error.issues[0]?.message ?? "bad --session");
   return session.data;
 }
+
+/** The one positional argument that names a turn (a number from 1), or a usage error showing `example`. */
+export function turnArg(positionals: readonly string[], example: string): number {
+  const turnId = Number(positionals[0]);
+  if (positionals.length !== 1 || !Number.isInteger(turnId) || turnId < 1)
+    throw new UsageError(`give the turn, a number from 1, e.g. ${example}`);
+  return turnId;
+}

@@ -54,6 +54,14 @@ export const ResumeReply = z.object({
 });
 export type ResumeReply = z.infer<typeof ResumeReply>;
 
+/** Why a recipe exists, when a model wrote it (generative provenance, from its metadata). */
+export const RecipeProvenance = z.object({
+  generated_by: z.string().optional(),
+  confidence_score: z.number().optional(),
+  generation_rationale: z.string().optional(),
+  original_user_intent: z.string().optional(),
+});
+
 /** Where a run stands when it may go on from a node: its blackboard and counters at that point. */
 export const RecipeCheckpoint = z.object({
   blackboard: JsonObject,
@@ -81,13 +89,7 @@ export const RecipeEventPayloads = {
     timeout_seconds: z.number().optional(),
     /** Epoch ms by which the run must end (policy.timeout_seconds), added by the runner's clock. */
     deadline_at: z.number().optional(),
-    /** Generative provenance, from the document's metadata. */
-    provenance: z.object({
-      generated_by: z.string().optional(),
-      confidence_score: z.number().optional(),
-      generation_rationale: z.string().optional(),
-      original_user_intent: z.string().optional(),
-    }),
+    provenance: RecipeProvenance,
   }),
   /** The pre-flight constraints, checked before any node runs. */
   PREFLIGHT_CHECKED: z.object({

@@ -7,6 +7,7 @@
  */
 import { z } from "zod";
 import type { EngineEvent } from "../contracts/events.ts";
+import { RecipeProvenance } from "../contracts/recipeRun.ts";
 import { TurnOutcome } from "../contracts/turn.ts";
 import { ConclaveError } from "../errors.ts";
 import { writePath } from "./paths.ts";
@@ -36,13 +37,7 @@ export const SimulationTrace = z.object({
   turn_id: z.number().int(),
   recipe: z.string(),
   version: z.string().optional(),
-  /** Why the recipe exists, when a model wrote it. */
-  provenance: z.object({
-    generated_by: z.string().optional(),
-    confidence_score: z.number().optional(),
-    generation_rationale: z.string().optional(),
-    original_user_intent: z.string().optional(),
-  }),
+  provenance: RecipeProvenance,
   status: z.enum(["running", "suspended", "completed"]),
   outcome: TurnOutcome.optional(),
   steps: z.array(SimulationStep),

@@ -1,6 +1,6 @@
 import { connectBus } from "../../bus/connection.ts";
 import { connect } from "../../client/client.ts";
-import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFrom, parse, sessionArg, UsageError } from "../args.ts";
+import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFrom, parse, sessionArg, turnArg, UsageError } from "../args.ts";
 import { EXIT_HELP } from "../failures.ts";
 import { printRunResult } from "../recipeResult.ts";
 import { createEventPrinter } from "../render.ts";
@@ -45,9 +45,7 @@ export async function run(argv: string[]): Promise<number> {
     return 0;
   }
   const session = sessionArg(values.session);
-  const turnId = Number(positionals[0]);
-  if (positionals.length !== 1 || !Number.isInteger(turnId) || turnId < 1)
-    throw new UsageError("give the suspended run's turn, a number from 1, e.g. conclave resume 3 --session demo …");
+  const turnId = turnArg(positionals, "conclave resume 3 --session demo …");
   const userId = values["user-id"];
   if (!userId) throw new UsageError("--user-id is required: who answers");
   if (values.input === undefined) throw new UsageError("--input is required: the answer, as JSON");

@@ -1,7 +1,7 @@
 import { connectBus } from "../../bus/connection.ts";
 import { connect } from "../../client/client.ts";
 import { describeStep } from "../../recipes/trace.ts";
-import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFrom, parse, sessionArg, UsageError } from "../args.ts";
+import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFrom, parse, sessionArg, turnArg } from "../args.ts";
 import { EXIT, EXIT_HELP } from "../failures.ts";
 
 export const help = `conclave trace: the SimulationTrace of a recipe run, from its durable event log
@@ -29,9 +29,7 @@ export async function run(argv: string[]): Promise<number> {
     return 0;
   }
   const session = sessionArg(values.session);
-  const turnId = Number(positionals[0]);
-  if (positionals.length !== 1 || !Number.isInteger(turnId) || turnId < 1)
-    throw new UsageError("give the run's turn, a number from 1, e.g. conclave trace 3 --session demo");
+  const turnId = turnArg(positionals, "conclave trace 3 --session demo");
   const nc = await connectBus(connectionFrom(values, "client", false));
   try {
     const client = await connect({ nc });
