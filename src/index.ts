@@ -25,6 +25,7 @@ export type { Stage, TurnAck, TurnOutcome, TurnWarning } from "./contracts/turn.
 export type { TurnPolicy } from "./contracts/turnProtocol.ts";
 export { ConclaveError, type ConclaveErrorCode, isConclaveError, type LocalErrorCode } from "./errors.ts";
 export { type LlmConfig, type LlmErrorCode, llmConfigFromEnv } from "./llm/index.ts";
+export * from "./recipes/index.ts";
 export {
   defaultInterceptors,
   type InterceptorChains,
@@ -38,6 +39,5 @@ export {
 export type { LogFields, Logger } from "./runtime/log.ts";
 export type { LogicContext, LogicHandler } from "./runtime/recipes/recipeActors.ts";
 export type { RecipeRunnerOptions, RunnerOptions } from "./runtime/runner/runner.ts";
-export * from "./recipes/index.ts";
 export { type RunnerHandle, type StartRunnerOptions, startRunner } from "./runtime/startRunner.ts";
 export * from "./worker.ts";

@@ -433,7 +433,7 @@ export const councilNodeState = (recipe: Recipe, node: CouncilNode, exits: Exits
 /** A router: the value at `input_key`, strictly matched against `routes`, then `default_route`. */
 export function routerNodeState(recipe: Recipe, node: RouterNode, exits: Exits): StateConfig {
   const { entering } = frame(recipe, node, exits);
-  const valueOf = (context: RecipeContext) => readPath(context.blackboard, node.input_key).value;
+  const routedValue = (context: RecipeContext) => readPath(context.blackboard, node.input_key).value;
   return {
     id: `node-${stateKey(node.id)}`,
     initial: "entering",
@@ -443,7 +443,7 @@ export function routerNodeState(recipe: Recipe, node: RouterNode, exits: Exits):
       routing: {
         always: [
           ...Object.entries(node.routes).map(([value, target]) => ({
-            guard: ({ context }: Args) => routeMatches(valueOf(context), value),
+            guard: ({ context }: Args) => routeMatches(routedValue(context), value),
             target: exits.to(target),
             actions: [route(node.id, target, `${node.input_key} is '${value}'`)],
           })),
@@ -460,7 +460,7 @@ export function routerNodeState(recipe: Recipe, node: RouterNode, exits: Exits):
                   actions: assign(({ context }: Args) => ({
                     failure: {
                       code: "no_route",
-                      message: `router '${node.id}': no route for ${node.input_key} = ${JSON.stringify(valueOf(context)) ?? "undefined"} and no default_route`,
+                      message: `router '${node.id}': no route for ${node.input_key} = ${JSON.stringify(routedValue(context)) ?? "undefined"} and no default_route`,
                     },
                   })),
                 },

@@ -460,7 +460,8 @@ class LoadContext {
         path(`${node.at}.feedback_variable`, node.feedback_variable);
       }
     }
-    recipe.constraints.forEach((constraint, index) => path(`requirements[${index}].variable`, constraint.variable));
+    for (const [index, constraint] of recipe.constraints.entries())
+      path(`requirements[${index}].variable`, constraint.variable);
     if (!this.#structural && recipe.status !== "published") return;
     const list = [...ids].slice(0, 12).join(", ");
     if (!ids.has(recipe.entry))

@@ -59,7 +59,7 @@ const short = (value: unknown, max = 120): string => {
  */
 export function simulationTrace(events: readonly EngineEvent[]): SimulationTrace {
   const started = events.find((event) => event.kind === "RECIPE_STARTED");
-  if (!started || started.kind !== "RECIPE_STARTED") {
+  if (started?.kind !== "RECIPE_STARTED") {
     const turn = events[0] ? `turn ${events[0].session_id}/${events[0].turn_id}` : "the turn";
     throw new ConclaveError("not_found", `${turn} is not a recipe run`);
   }

@@ -113,7 +113,11 @@ describe("a turn taken over", () => {
     expect(decideTakeover({ kinds: [], lastSeq: -1 })).toEqual({ kind: "run_fresh" });
     // A suspended recipe run's resume that no runner started yet: its log is the run so far, not an abandoned attempt.
     expect(
-      decideTakeover({ kinds: ["TURN_STARTED", "RECIPE_STARTED", "TURN_SUSPENDED"], lastSeq: 2, unstartedResume: true }),
+      decideTakeover({
+        kinds: ["TURN_STARTED", "RECIPE_STARTED", "TURN_SUSPENDED"],
+        lastSeq: 2,
+        unstartedResume: true,
+      }),
     ).toEqual({ kind: "run_fresh" });
   });
 

@@ -13,7 +13,7 @@ import type { JsonObject } from "../../contracts/recipeRun.ts";
 import { neutralModulators, neutralStance } from "../../contracts/workspace.ts";
 import { ConclaveError, messageOf } from "../../errors.ts";
 import type { BlackboardStores } from "../../recipes/blackboard/open.ts";
-import { fromRecipeJsonSchema, schemaIssues } from "../../recipes/jsonSchema.ts";
+import { fromRecipeJsonSchema } from "../../recipes/jsonSchema.ts";
 import type { Recipe } from "../../recipes/recipe.ts";
 import type { TurnServices } from "../turnServices.ts";
 
