@@ -19,13 +19,13 @@ export const writer = defineAgent({
       text = await model.text({
         system: `${recipe?.system_prompt ?? "Write a short, clear paragraph."} Address any feedback given.`,
         user: input.user_message,
-        onDelta: (delta) => stream("default", delta),
+        onDelta: (delta) => stream(delta),
       });
     } else {
       text = feedback
         ? `${topic}: an overview. Details: what it is, why it matters, and one example.`
         : `${topic}: an overview.`;
-      for (const piece of text.split(/(?<= )/)) stream("default", piece);
+      for (const piece of text.split(/(?<= )/)) stream(piece);
     }
     return { text };
   },

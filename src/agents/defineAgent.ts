@@ -63,10 +63,13 @@ export interface AgentRunContext {
   readonly model: AgentModel | undefined;
   /**
    * Streams a piece of text on the agent's stream `name` (opened on first
-   * use, closed when `run` returns). It appears in the turn's events as
-   * STREAM_START / STREAM_CHUNK / STREAM_END with stream id `<agent_id>:<name>`.
+   * use, closed when `run` returns; content type `text/plain` unless given).
+   * It appears in the turn's events as STREAM_START / STREAM_CHUNK /
+   * STREAM_END with stream id `<agent_id>:<name>` (`<node>:<name>` in a
+   * recipe). Given only the text, the stream is `default`.
    */
   stream(name: string, delta: string, options?: { contentType?: string }): void;
+  stream(delta: string): void;
   /** Fires when the turn no longer wants the answer: deadline, cancellation, interrupt. */
   readonly signal: AbortSignal;
   /**

@@ -49,7 +49,9 @@ export async function runAgent(
   const open = new Set<string>();
   const emit = (part: Omit<AgentStreamPart, "session_id" | "turn_id" | "agent_id">) =>
     options.onStream?.({ session_id: request.session_id, turn_id: request.turn_id, agent_id: id, ...part });
-  const stream = (name: string, delta: string, streamOptions: { contentType?: string } = {}) => {
+  const stream = (...args: [string, string, { contentType?: string }?] | [string]) => {
+    // A stream left unnamed is `default` (text/plain), as the multiplexed-stream convention says.
+    const [name, delta, streamOptions = {}] = args.length === 1 ? ["default", args[0]] : args;
     if (options.signal.aborted) return;
     const checked = AgentStreamName.safeParse(name);
     if (!checked.success)

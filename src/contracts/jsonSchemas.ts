@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { SimulationTrace } from "../recipes/trace.ts";
 import * as contracts from "./index.ts";
 
 /** Every wire message, by the name outside clients know it by. */
@@ -10,6 +11,8 @@ export const WIRE_SCHEMAS = {
   TurnOutcome: contracts.TurnOutcome,
   ResumeRequest: contracts.ResumeRequest,
   ResumeReply: contracts.ResumeReply,
+  /** Not sent as such: what `conclave trace` and `client.trace` return. */
+  SimulationTrace,
   AgentRequest: contracts.AgentRequest,
   AgentReply: contracts.AgentReply,
   AgentManifest: contracts.AgentManifest,

@@ -82,6 +82,12 @@ describe("shipped recipes, run by a runner and a worker process", () => {
       text: "Solar panels: an overview. Details: what it is, why it matters, and one example.",
     });
     expect(result.output.published).toMatchObject({ status: "published" });
+    // The writer streams without naming a stream: it is `default`, text/plain, once per attempt.
+    const starts = events.flatMap((event) => (event.kind === "STREAM_START" ? [event.payload] : []));
+    expect(starts.filter((start) => start.stream_id === "write:default")).toEqual([
+      { stream_id: "write:default", content_type: "text/plain", attempt: 1 },
+      { stream_id: "write:default", content_type: "text/plain", attempt: 1 },
+    ]);
   });
 
   it("research fan-out: two researchers at once, their streams interleaved, each bracketed by its own start and end", async () => {
