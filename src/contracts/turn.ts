@@ -29,7 +29,7 @@ export const TurnSubmission = z
     on_busy: z.enum(["enqueue", "reject", "interrupt"]).default("enqueue"),
   })
   .refine((submission) => submission.text !== undefined || submission.recipe !== undefined, {
-    message: "text must not be empty",
+    message: "text is required (or a recipe to run)",
     path: ["text"],
   });
 export type TurnSubmission = z.infer<typeof TurnSubmission>;

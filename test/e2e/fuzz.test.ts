@@ -11,11 +11,13 @@ import { CouncilRequest, SafetyCouncilRequest, VoiceRequest } from "../../src/co
 import { CriticRequest } from "../../src/contracts/critic.ts";
 import { ErrorReply } from "../../src/contracts/errors.ts";
 import { MemoryCommitRequest, MemoryRetrieveRequest } from "../../src/contracts/memory.ts";
+import { ResumeRequest } from "../../src/contracts/recipeRun.ts";
 import { PlanWavesRequest } from "../../src/contracts/scheduler.ts";
 import { CancelRequest, TurnSubmission } from "../../src/contracts/turn.ts";
 import { neutralModulators, neutralStance, SENSOR_NAMES, type Sensors } from "../../src/contracts/workspace.ts";
 import { MAX_CANCEL_BYTES } from "../../src/runtime/intake/cancel.ts";
 import { MAX_SUBMISSION_BYTES } from "../../src/runtime/intake/ingress.ts";
+import { MAX_RESUME_BYTES } from "../../src/runtime/intake/resume.ts";
 import {
   type BadInputCode,
   deadLetterCounts,
@@ -74,7 +76,7 @@ interface Target {
   /** Who sends to it in a real cluster: the client submits and cancels turns, the runner calls the workers. */
   sender: "client" | "runner";
   /** Where its dead letters go. */
-  source: "submit" | "cancel" | "worker";
+  source: "submit" | "cancel" | "resume" | "worker";
   streaming?: boolean;
   fuzz: FuzzTarget<z.ZodType>;
 }
@@ -109,6 +111,17 @@ const TARGETS: Target[] = [
     sender: "client",
     source: "cancel",
     fuzz: { schema: CancelRequest, valid: { turn_id: 1, reason: "not needed" }, kinds: [], maxBytes: MAX_CANCEL_BYTES },
+  },
+  {
+    subject: subjects.turnResume("fuzz"),
+    sender: "client",
+    source: "resume",
+    fuzz: {
+      schema: ResumeRequest,
+      valid: { turn_id: 1, input: { approved: true }, user_id: "ana", role: "editor" },
+      kinds: [],
+      maxBytes: MAX_RESUME_BYTES,
+    },
   },
   ...[...AGENTS.keys()].map((id) =>
     target(
@@ -285,6 +298,7 @@ describe("after the barrage", () => {
     expect(counts).toEqual({
       [subjects.deadLetter("submit")]: expected("submit").length,
       [subjects.deadLetter("cancel")]: expected("cancel").length,
+      [subjects.deadLetter("resume")]: expected("resume").length,
       [subjects.deadLetter("worker")]: expected("worker").length,
     });
     // Then read back, as the read-only observer, with a JetStream consumer.
@@ -296,6 +310,7 @@ describe("after the barrage", () => {
         .sort();
     expect(stored("submit")).toEqual(expected("submit"));
     expect(stored("cancel")).toEqual(expected("cancel"));
+    expect(stored("resume")).toEqual(expected("resume"));
     expect(stored("worker")).toEqual(expected("worker"));
     for (const { letter } of letters) {
       expect(letter.reason.length).toBeGreaterThan(10);
