@@ -35,7 +35,7 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<Command> }
   },
   trace: { summary: "the SimulationTrace of a recipe run, step by step", load: () => import("./commands/trace.ts") },
   turns: {
-    summary: "where each turn of a session stands (pending, inflight, done, failed, expired)",
+    summary: "where each turn of a session stands (pending, inflight, suspended, done, failed, expired)",
     load: () => import("./commands/turns.ts"),
   },
   replay: {

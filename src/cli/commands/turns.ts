@@ -9,7 +9,8 @@ Usage: conclave turns --session <id> [--json]
 
 Status: pending (accepted, stored in the WAL) → inflight (a runner has it) →
 done (Complete, PartialSuccess or Cancelled), failed (crashed, poison, or not
-stored) or expired (waited too long).
+stored) or expired (waited too long); a recipe run may be suspended (waiting
+at a human node, named) until it is answered.
 With --json, one JSON line per turn. No turns yet is an empty result, not a
 failure: no output, and a note on stderr unless --json.
 
@@ -37,7 +38,7 @@ export async function run(argv: string[]): Promise<number> {
       if (values.json) console.log(JSON.stringify(turn));
       else
         console.log(
-          `turn ${String(turn.turn_id).padStart(4)}  ${turn.status.padEnd(8)} ${turn.outcome ?? ""}${turn.reason ? ` (${turn.reason})` : ""}  attempts ${turn.attempts}${turn.runner ? `  runner ${turn.runner}` : ""}`,
+          `turn ${String(turn.turn_id).padStart(4)}  ${turn.status.padEnd(9)} ${turn.outcome ?? ""}${turn.reason ? ` (${turn.reason})` : ""}${turn.suspended ? `at '${turn.suspended.node}': ${turn.suspended.prompt}` : ""}  attempts ${turn.attempts}${turn.runner ? `  runner ${turn.runner}` : ""}`,
         );
     }
     return EXIT.ok;
