@@ -7,7 +7,12 @@
 import { describe, expect, it } from "vitest";
 import { createActor, fromCallback, fromPromise } from "xstate";
 import { compileRecipe } from "../../machines/recipe/index.ts";
-import type { RecipeAgentCall, RecipeRunInput, RecipeRunOutput } from "../../src/contracts/recipeProtocol.ts";
+import type {
+  RecipeAgentCall,
+  RecipeCouncilResult,
+  RecipeRunInput,
+  RecipeRunOutput,
+} from "../../src/contracts/recipeProtocol.ts";
 import type { TurnRecord } from "../../src/contracts/turnProtocol.ts";
 import { loadRecipe } from "../../src/recipes/load.ts";
 
@@ -30,10 +35,10 @@ function run(
   const calls: RecipeAgentCall[] = [];
   const machine = compileRecipe(loadRecipe({ apiVersion: "coreason.ai/v2", kind: "Recipe", ...document })).provide({
     actors: {
-      loadBlackboard: fromPromise(async () => null),
+      loadBlackboard: fromPromise(async (): Promise<Record<string, unknown> | null> => null),
       persist: fromPromise(async () => {}),
-      runCouncil: fromPromise(async () => ({ decision: null, votes: {}, failed: [] })),
-      runLogic: fromPromise(async () => null),
+      runCouncil: fromPromise(async (): Promise<RecipeCouncilResult> => ({ decision: null, votes: {}, failed: [] })),
+      runLogic: fromPromise(async (): Promise<unknown> => null),
       callAgent: fromCallback(({ input: call, sendBack }) => {
         const index = calls.push(call) - 1;
         const node = call.node;
