@@ -69,6 +69,7 @@ export interface AgentRunContext {
    * recipe). Given only the text, the stream is `default`.
    */
   stream(name: string, delta: string, options?: { contentType?: string }): void;
+  /** Streams a piece of text on the `default` stream (text/plain). */
   stream(delta: string): void;
   /** Fires when the turn no longer wants the answer: deadline, cancellation, interrupt. */
   readonly signal: AbortSignal;

@@ -12,6 +12,7 @@ import { TurnOutcome } from "../contracts/turn.ts";
 import { ConclaveError } from "../errors.ts";
 import { writePath } from "./paths.ts";
 
+/** One step of a SimulationTrace: a state transition of the run. */
 export const SimulationStep = z.object({
   /** From 1, in log order. */
   step: z.number().int().min(1),
@@ -30,8 +31,10 @@ export const SimulationStep = z.object({
   /** When, in ms on the writer's clock. */
   ts: z.number(),
 });
+/** One step of a SimulationTrace: a state transition of the run. */
 export type SimulationStep = z.infer<typeof SimulationStep>;
 
+/** The standard trace of a recipe run: its steps, status, outcome and provenance. */
 export const SimulationTrace = z.object({
   session_id: z.string(),
   turn_id: z.number().int(),
@@ -42,6 +45,7 @@ export const SimulationTrace = z.object({
   outcome: TurnOutcome.optional(),
   steps: z.array(SimulationStep),
 });
+/** The standard trace of a recipe run: its steps, status, outcome and provenance. */
 export type SimulationTrace = z.infer<typeof SimulationTrace>;
 
 /** The JSON Schema of a SimulationTrace. */
