@@ -16,8 +16,10 @@ Usage: conclave viewer [--port N] [options]
   --port N   where the page is served, on 127.0.0.1   [${DEFAULT_PORT}; 0 picks a free port]
 
 Serves one self-contained page (no internet needed) that draws every machine
-(${Object.keys(MACHINES).join(", ")}) from its definition, lights up the states of
-live actors as turns run, and lists the turns' events as they are written.
+(${Object.keys(MACHINES).join(", ")}) from its definition, and each recipe it
+sees running (compiled from the run's document), lights up the states of live
+actors as turns run (a suspended recipe's human node is marked), and lists the
+turns' events as they are written.
 Actor states come from runners and workers started with --inspect (or
 CONCLAVE_INSPECT=1), e.g. \`npx conclave up --inspect\`. Runs until interrupted.
 
