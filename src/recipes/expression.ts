@@ -117,6 +117,7 @@ export function parseExpression(source: string): Expr {
     return op ? { op: op as "==", left, right: value(depth) } : left;
   };
   const value = (depth: number): Expr => {
+    if (depth > MAX_DEPTH) throw new RecipeExpressionError(source, column(), `at most ${MAX_DEPTH} levels of nesting`);
     const token = peek();
     if (!token) throw new RecipeExpressionError(source, column(), "a value");
     if (accept("(")) {
