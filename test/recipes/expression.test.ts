@@ -272,6 +272,14 @@ describe("limits", () => {
     expect(parseError(nested(200)).message).toMatch(/at most 32 levels of nesting/);
     // not counts as a level too
     expect(parseError(`${"not (".repeat(20)}x${")".repeat(20)}`).message).toMatch(/levels of nesting/);
+    // Lists and not count as levels on their own too.
+    expect(value(`${"[".repeat(32)}1${"]".repeat(32)}`)).toEqual([
+      [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]],
+    ]);
+    expect(parseError(`${"[".repeat(33)}1${"]".repeat(33)}`).message).toMatch(/at most 32 levels of nesting/);
+    expect(parseError(`${"[".repeat(400)}${"]".repeat(400)}`).message).toMatch(/at most 32 levels of nesting/);
+    expect(value(`${"!".repeat(32)}x`, { x: 1 })).toBe(true);
+    expect(parseError(`${"!".repeat(33)}x`).message).toMatch(/at most 32 levels of nesting/);
   });
 });
 
