@@ -14,7 +14,7 @@ export const isModuleSpecifier = (item: string): boolean =>
 export async function loadAgentModule(file: string): Promise<AgentDefinition[]> {
   let module: Record<string, unknown>;
   try {
-    module = (await import(pathToFileURL(resolve(file)).href)) as Record<string, unknown>;
+    module = await importModule(pathToFileURL(resolve(file)).href);
   } catch (error) {
     const reason = error instanceof Error ? error.message.split("\n")[0] : String(error);
     throw new AgentDefinitionError(`cannot load agents from ${file}: ${reason}`);
@@ -30,6 +30,28 @@ export async function loadAgentModule(file: string): Promise<AgentDefinition[]> 
       `${file} exports no agent: export agents made with defineAgent (as the default export, named exports, or an array)`,
     );
   return found;
+}
+
+/**
+ * Imports a module; a TypeScript one that Node cannot load by itself (Node 20
+ * has no type stripping) is loaded with tsx when it is installed, as it is in
+ * a checkout of Conclave or a project that runs TypeScript with it.
+ */
+async function importModule(url: string): Promise<Record<string, unknown>> {
+  try {
+    return (await import(url)) as Record<string, unknown>;
+  } catch (error) {
+    if ((error as { code?: unknown }).code !== "ERR_UNKNOWN_FILE_EXTENSION") throw error;
+    let tsx: { tsImport: (specifier: string, parent: string) => Promise<unknown> };
+    try {
+      tsx = (await import("tsx/esm/api")) as typeof tsx;
+    } catch {
+      throw new Error(
+        "a TypeScript module needs tsx to load (npm install --save-dev tsx), or compile it to JavaScript first",
+      );
+    }
+    return (await tsx.tsImport(url, import.meta.url)) as Record<string, unknown>;
+  }
 }
 
 /**

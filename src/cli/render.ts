@@ -112,7 +112,9 @@ export function renderEvent(event: EngineEvent): string | null {
               .map(([actor, used]) => `${actor} ${used.prompt_tokens + used.completion_tokens}`)
               .join(", ")})`
           : "";
-      return `  ${status} in ${event.payload.total_time_ms} ms${cost}\n  reply: ${event.payload.response || "(no reply)"}`;
+      // A recipe run's result is its blackboard (`output`), which `conclave run` prints whole.
+      const reply = event.payload.output === undefined ? `\n  reply: ${event.payload.response || "(no reply)"}` : "";
+      return `  ${status} in ${event.payload.total_time_ms} ms${cost}${reply}`;
     }
     default:
       return null;
