@@ -8,7 +8,7 @@ import { graphShape, RecipeShapeError, targetsOf } from "./forks.ts";
 import { pathSegments } from "./paths.ts";
 import { DEFAULT_POLICY, type Persistence, type Recipe, type RecipeNode, type Transition } from "./recipe.ts";
 import type { FullTopology, GraphRecipeDocument as GraphDocument } from "./schema.ts";
-import { GraphRecipeDocument, WorkflowRecipeDocument } from "./schema.ts";
+import { parseGraphDocument, WorkflowRecipeDocument } from "./schema.ts";
 
 /** One problem of a document: where (`topology.nodes[2].agent_ref`) and what. */
 export interface RecipeIssue {
@@ -158,6 +158,11 @@ class LoadContext {
   readonly #forRun: boolean;
   /** A draft topology's structure is only checked when it is to run. */
   #structural = true;
+  /**
+   * The graph's edges by index: an edge from a node the recipe does not have
+   * belongs to no node's transitions, so only its own entry can report it.
+   */
+  #edges: { source: string }[] = [];
 
   constructor(options: LoadOptions) {
     this.#handlers = new Set(options.logicHandlers ?? []);
@@ -184,7 +189,7 @@ class LoadContext {
   }
 
   graph(record: Record<string, unknown>): Recipe | null {
-    const parsed = GraphRecipeDocument.safeParse(record);
+    const parsed = parseGraphDocument(record);
     if (!parsed.success) {
       this.issues.push(...zodIssues(parsed.error));
       return null;
@@ -195,6 +200,7 @@ class LoadContext {
     this.#structural = this.#forRun || topology.status !== "draft";
     const at = (index: number) => (topology.base === "topology" ? `topology[${index}]` : `${topology.base}[${index}]`);
     const outgoing = new Map<string, Transition[]>();
+    this.#edges = topology.edges;
     topology.edges.forEach((edge, index) => {
       const when = edge.condition ? this.#condition(`topology.edges[${index}].condition`, edge.condition) : undefined;
       const list = outgoing.get(edge.source) ?? [];
@@ -472,6 +478,10 @@ class LoadContext {
     for (const node of recipe.nodes)
       for (const target of targetsOf(node))
         if (!ids.has(target)) this.issue(node.at, `leads to unknown node '${target}' (nodes: ${list})`);
+    this.#edges.forEach((edge, index) => {
+      if (!ids.has(edge.source))
+        this.issue(`topology.edges[${index}].source`, `unknown node '${edge.source}' (nodes: ${list})`);
+    });
     if (this.issues.length > 0) return;
     try {
       graphShape(recipe);

@@ -11,12 +11,23 @@ import { CONSTRAINT_OPERATORS } from "./recipe.ts";
 const Id = z.string().min(1).max(120);
 const JsonObject = z.record(z.string(), z.unknown());
 
+/** `x-design`: where an editor drew the recipe. Execution ignores it; the types only document it. */
+const DesignMetadata = z.looseObject({
+  x: z.number().optional(),
+  y: z.number().optional(),
+  icon: z.string().optional(),
+  color: z.string().optional(),
+  label: z.string().optional(),
+  zoom: z.number().optional(),
+  collapsed: z.boolean().optional(),
+});
+
 /** `metadata`: the name, canvas layout (`x-design`, ignored) and generative provenance. */
 export const RecipeMetadata = z.looseObject({
   name: z.string().min(1).max(200),
   version: z.string().max(50).optional(),
   description: z.string().max(2_000).optional(),
-  "x-design": z.looseObject({}).optional(),
+  "x-design": DesignMetadata.optional(),
   generated_by: z.string().max(200).optional(),
   confidence_score: z.number().min(0).max(1).optional(),
   generation_rationale: z.string().max(4_000).optional(),
@@ -44,14 +55,17 @@ const uiHints = {
 };
 
 /** An agent id, or an abstract reference to be resolved before the recipe runs. */
-const AgentRef = z.union([
-  z.string().min(1).max(120),
-  z.looseObject({
-    intent: z.string(),
-    constraints: z.array(z.unknown()).optional(),
-    candidates: z.array(z.string()).optional(),
-  }),
-]);
+const AgentRef = z.union(
+  [
+    z.string().min(1).max(120),
+    z.looseObject({
+      intent: z.string(),
+      constraints: z.array(z.unknown()).optional(),
+      candidates: z.array(z.string()).optional(),
+    }),
+  ],
+  { error: "expected an agent id, or an abstract reference {intent, constraints, candidates}" },
+);
 
 const GraphAgentNode = z.looseObject({
   type: z.literal("agent"),
@@ -99,7 +113,16 @@ const GenerativeNode = z.looseObject({
   type: z.literal("generative"),
   id: Id,
   goal: z.string(),
-  solver: z.looseObject({}).optional(),
+  solver: z
+    .looseObject({
+      strategy: z.enum(["standard", "tree_search", "ensemble"]).optional(),
+      depth_limit: z.number().int().min(0).optional(),
+      n_samples: z.number().int().min(0).optional(),
+      beam_width: z.number().int().min(0).optional(),
+      max_iterations: z.number().int().min(0).optional(),
+      aggregation_method: z.string().optional(),
+    })
+    .optional(),
   allowed_tools: z.array(z.string()).optional(),
   output_schema: JsonObject.optional(),
   ...uiHints,
@@ -116,15 +139,36 @@ export const GraphNode = z.discriminatedUnion("type", [
 
 const Edge = z.looseObject({ source: Id, target: Id, condition: z.string().max(1_000).optional() });
 
-/** `topology`: nodes and edges, or a plain list of nodes (or `{steps: [...]}`) for a linear chain. */
+/** `topology` in full: nodes, edges, the entry point and whether it is still a draft. */
 const FullTopology = z.looseObject({
   nodes: z.array(GraphNode),
   edges: z.array(Edge).default([]),
   entry_point: Id.optional(),
   status: z.enum(["draft", "valid"]).default("valid"),
 });
+/** A topology with nodes and edges, as the document wrote it (defaults filled). */
 export type FullTopology = z.infer<typeof FullTopology>;
-const Topology = z.union([FullTopology, z.array(GraphNode), z.looseObject({ steps: z.array(GraphNode) })]);
+const NodeList = z.array(GraphNode);
+const StepsTopology = z.looseObject({ steps: z.array(GraphNode) });
+/** `topology`: nodes and edges, or a plain list of nodes (or `{steps: [...]}`) for a linear chain. */
+const Topology = z.union([FullTopology, NodeList, StepsTopology], {
+  error: "expected a list of nodes, {nodes: [...], edges: [...]}, or {steps: [...]}",
+});
+
+/**
+ * The form of `topology` a document uses, picked by its shape: parsing
+ * against that one alone names a bad node's own path
+ * (`topology.nodes[2].agent_ref`) where the union could only say that the
+ * topology as a whole matched none of its forms.
+ */
+function topologyFormOf(topology: unknown): z.ZodType {
+  if (Array.isArray(topology)) return NodeList;
+  if (typeof topology === "object" && topology !== null) {
+    if ("nodes" in topology) return FullTopology;
+    if ("steps" in topology) return StepsTopology;
+  }
+  return Topology;
+}
 
 /** Shape A: the graph `RecipeDefinition`. */
 export const GraphRecipeDocument = z.looseObject({
@@ -232,8 +276,22 @@ export const WorkflowRecipeDocument = z.looseObject({
   workflow: z.looseObject({ start: Id.optional(), steps: z.record(z.string(), WorkflowStep) }),
 });
 
+/** A graph recipe document as parsed (defaults filled). */
 export type GraphRecipeDocument = z.infer<typeof GraphRecipeDocument>;
+/** A workflow manifest as parsed (defaults filled). */
 export type WorkflowRecipeDocument = z.infer<typeof WorkflowRecipeDocument>;
+
+/**
+ * Parses a graph recipe document, checking its topology against the one
+ * form it is written in (see topologyFormOf), so every issue names its own path.
+ */
+export function parseGraphDocument(document: unknown): ReturnType<typeof GraphRecipeDocument.safeParse> {
+  const topology = (document as { topology?: unknown } | null)?.topology;
+  const form = topologyFormOf(topology);
+  if (form === Topology) return GraphRecipeDocument.safeParse(document);
+  const checked = GraphRecipeDocument.extend({ topology: form }).safeParse(document);
+  return checked as ReturnType<typeof GraphRecipeDocument.safeParse>;
+}
 
 /** The JSON Schemas of both document shapes (for editors and `conclave schemas`). */
 export function recipeJsonSchemas(): { graph: Record<string, unknown>; workflow: Record<string, unknown> } {

@@ -18,6 +18,7 @@ import {
   RecipeValidationError,
 } from "../../src/recipes/load.ts";
 import type { Recipe } from "../../src/recipes/recipe.ts";
+import { recipeJsonSchemas } from "../../src/recipes/schema.ts";
 
 const FIXTURES = join(import.meta.dirname, "../fixtures/recipe-unit");
 const RECIPES = join(import.meta.dirname, "../../recipes");
@@ -381,12 +382,31 @@ describe("rejections name the path of each issue", () => {
     expect(pathsOf(workflow({ a: { type: "agent", agent: "a.b", next: "ghost" } }))).toEqual(["workflow.steps.a"]);
   });
 
-  // BUG (src/recipes/load.ts, LoadContext.graph): an edge whose *source* is no
-  // node is grouped under that source and then never looked at, so the
-  // document loads with the edge silently dropped. RECIPES.md: "an edge to or
-  // from an unknown node is an error unless the topology is draft".
-  it.fails("edge from an unknown node", () => {
-    expect(pathsOf(graph({ nodes: [agent("a")], edges: [edge("ghost", "a")] }))).toEqual(["topology.edges[0].source"]);
+  // An edge from no node belongs to no node's transitions: only the edge itself can name it.
+  it("edge from an unknown node", () => {
+    expect(issuesOf(graph({ nodes: [agent("a")], edges: [edge("a", "a"), edge("ghost", "a")] }))).toEqual([
+      { path: "topology.edges[1].source", message: "unknown node 'ghost' (nodes: a)" },
+    ]);
+    const draft = graph({ nodes: [agent("a")], edges: [edge("ghost", "a")], status: "draft" });
+    expect(pathsOf(draft)).toEqual(["topology.edges[0].source"]);
+    expect(loadRecipe(draft, { forRun: false }).nodes).toHaveLength(1);
+  });
+
+  it("a malformed node is named by its own path, in each form of topology", () => {
+    const bad = { type: "agent", id: "b" };
+    expect(issuesOf(graph({ nodes: [agent("a"), bad] }))).toEqual([
+      {
+        path: "topology.nodes[1].agent_ref",
+        message: "expected an agent id, or an abstract reference {intent, constraints, candidates}",
+      },
+    ]);
+    expect(pathsOf(graph([agent("a"), bad]))).toEqual(["topology[1].agent_ref"]);
+    expect(pathsOf(graph({ steps: [bad] }))).toEqual(["topology.steps[0].agent_ref"]);
+    expect(pathsOf(graph({ nodes: [agent("a")], edges: [{ source: "a" }] }))).toEqual(["topology.edges[0].target"]);
+    expect(pathsOf(graph({ nodes: [{ ...bad, type: "loop" }] }))).toEqual(["topology.nodes[0].type"]);
+    expect(issuesOf(graph("a, b"))).toEqual([
+      { path: "topology", message: "expected a list of nodes, {nodes: [...], edges: [...]}, or {steps: [...]}" },
+    ]);
   });
 
   it("router route to an unknown node, and its default_route", () => {
@@ -740,5 +760,19 @@ describe("agent references", () => {
     expect(checkAgentRefs(recipe, new Set(agentRefsOf(recipe)))).toEqual([]);
     // One issue per node: classify, write, write_short, judge, publish, archive.
     expect(checkAgentRefs(recipe, new Set())).toHaveLength(6);
+  });
+});
+
+describe("recipeJsonSchemas", () => {
+  it("gives each shape's JSON Schema, documenting the three forms of a topology and x-design", () => {
+    const { graph: graphSchema, workflow: workflowSchema } = recipeJsonSchemas();
+    const text = JSON.stringify(graphSchema);
+    expect(graphSchema).toMatchObject({ type: "object", required: expect.arrayContaining(["apiVersion", "topology"]) });
+    expect(text).toContain('"tree_search"');
+    expect(text).toContain('"collapsed"');
+    expect((graphSchema as { properties: { topology: { anyOf: unknown[] } } }).properties.topology.anyOf).toHaveLength(
+      3,
+    );
+    expect(workflowSchema).toMatchObject({ required: expect.arrayContaining(["workflow"]) });
   });
 });
