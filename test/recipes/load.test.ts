@@ -776,3 +776,55 @@ describe("recipeJsonSchemas", () => {
     expect(workflowSchema).toMatchObject({ required: expect.arrayContaining(["workflow"]) });
   });
 });
+
+describe("realistic documents (test/fixtures/recipe-validate)", () => {
+  const realistic = (name: string) => join(import.meta.dirname, "../fixtures/recipe-validate", name);
+
+  it("a published graph recipe: provenance, x-design and UI hints ignored, routes and judge as transitions", () => {
+    const recipe = loadRecipeFile(realistic("graph-support.yaml"));
+    expect(recipe).toMatchObject({
+      name: "support-reply",
+      shape: "graph",
+      status: "published",
+      provenance: { generated_by: "planner-model-7", confidence_score: 0.82 },
+      persistence: "redis",
+      policy: { max_retries: 2, timeout_seconds: 300, max_steps: 40 },
+      entry: "classify",
+    });
+    expect(recipe.constraints.map((constraint) => constraint.required)).toEqual([true, false]);
+    const byId = new Map(recipe.nodes.map((node) => [node.id, node]));
+    expect(byId.get("route")!.next).toEqual([
+      { target: "draft", label: "billing" },
+      { target: "draft", label: "technical" },
+      { target: "escalate", label: "default" },
+    ]);
+    expect(byId.get("judge")!.next.map((transition) => transition.label)).toEqual(["pass", "fail"]);
+    expect(byId.get("check")!.next[0]).toMatchObject({ target: "send", label: expect.stringContaining("and") });
+    expect(byId.get("check")!.next[0]!.when).toMatchObject({ op: "and" });
+    expect(JSON.stringify(recipe)).not.toMatch(/x-design|presentation|#3366ff/);
+  });
+
+  it("a workflow manifest in YAML: its logic step's code is kept nowhere and never runs", () => {
+    const file = realistic("workflow-release.yaml");
+    expect(() => loadRecipeFile(file)).toThrow(/logic step 'count' runs host code/);
+    const recipe = loadRecipeFile(file, { logicHandlers: new Set(["count"]) });
+    expect(recipe).toMatchObject({ shape: "workflow", persistence: "postgres", entry: "write" });
+    expect(recipe.nodes.map((node) => `${node.kind}:${node.id}`)).toEqual([
+      "agent:write",
+      "logic:count",
+      "council:vote",
+      "switch:decide",
+      "human:ask",
+      "agent:publish",
+    ]);
+    expect(recipe.nodes[0]).toMatchObject({ agent: "docs.writer" });
+    expect(JSON.stringify(recipe)).not.toContain("globalThis");
+    expect((globalThis as { __recipeValidateCodeRan?: unknown }).__recipeValidateCodeRan).toBeUndefined();
+  });
+
+  it("a draft sketch loads to be looked at, not to run", () => {
+    const file = realistic("draft-sketch.yaml");
+    expect(loadRecipeFile(file, { forRun: false }).nodes).toHaveLength(2);
+    expect(() => loadRecipeFile(file)).toThrow(RecipeValidationError);
+  });
+});
