@@ -32,7 +32,9 @@ export class RecipeExpressionError extends ConclaveError<"invalid_recipe"> {
   }
 }
 
+/** Longest condition, in characters: a condition is a line of a document, not a program. */
 export const MAX_EXPRESSION_LENGTH = 1_000;
+/** Deepest nesting of parentheses, lists and `not`: bounds the parser's recursion. */
 const MAX_DEPTH = 32;
 
 type Token = { kind: "num" | "str" | "word" | "op"; text: string; value?: string | number; at: number };
