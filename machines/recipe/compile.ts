@@ -243,6 +243,9 @@ export function compileRecipe(recipe: Recipe) {
           : { outcome: outcomeOf(context) }),
       };
     },
+  }).provide({
+    // A host passes what is left of the deadline; a run started without it has the policy's whole timeout.
+    delays: { runDeadline: ({ context }) => context.deadline_in_ms ?? (timeout ?? 0) * 1000 },
   });
 }
 

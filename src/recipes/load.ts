@@ -62,7 +62,12 @@ export function parseRecipeText(text: string, source = "recipe"): unknown {
       source,
     );
   }
-  return document.toJS({ maxAliasCount: 100 });
+  try {
+    return document.toJS({ maxAliasCount: 100 });
+  } catch (error) {
+    // An alias bomb (or another document the YAML library will not expand) is a document issue, not a crash.
+    throw new RecipeValidationError([{ path: "(document)", message: (error as Error).message }], source);
+  }
 }
 
 /** Reads, parses and loads a recipe file. */

@@ -881,11 +881,8 @@ describe("policy.timeout_seconds", () => {
     expect(output.outcome).toEqual({ status: "Complete" });
   });
 
-  // BUG (machines/recipe/setup.ts, delays.runDeadline: `context.deadline_in_ms ?? 0`): a recipe with
-  // policy.timeout_seconds started without deadline_in_ms fails with `timeout` on the next tick, though
-  // RecipeRunInput documents an absent deadline_in_ms as "no global deadline". Hosts always pass it
-  // today (runtime/recipes/recipeTurn.ts), so only a bare machine is hit. Flip to `it` once fixed.
-  it.fails("BUG (open): timeout_seconds without deadline_in_ms does not fail the run at once", async () => {
+  // Fixed: a run started without deadline_in_ms has the policy's whole timeout (it used to fail on the next tick).
+  it("timeout_seconds without deadline_in_ms gives the run the policy's whole timeout", async () => {
     vi.useFakeTimers();
     const answer = deferred();
     const running = runRecipe(recipe, {
