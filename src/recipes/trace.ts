@@ -7,10 +7,12 @@
  */
 import { z } from "zod";
 import type { EngineEvent } from "../contracts/events.ts";
-import { RecipeProvenance } from "../contracts/recipeRun.ts";
+import { type JsonObject, RecipeProvenance } from "../contracts/recipeRun.ts";
 import { TurnOutcome } from "../contracts/turn.ts";
 import { ConclaveError } from "../errors.ts";
-import { writePath } from "./paths.ts";
+import { loadRecipe } from "./load.ts";
+import { readPath, writePath } from "./paths.ts";
+import type { RecipeNode } from "./recipe.ts";
 
 /** One step of a SimulationTrace: a state transition of the run. */
 export const SimulationStep = z.object({
@@ -18,17 +20,17 @@ export const SimulationStep = z.object({
   step: z.number().int().min(1),
   /** The node the transition belongs to; null for the run's own (start, pre-flight, end). */
   node: z.string().nullable(),
-  /** The event kind that recorded the transition. */
+  /** The event kind that recorded the transition (`NODE_STARTED`, `ROUTE_TAKEN`, …). */
   kind: z.string(),
-  /** Why: the reasoning or rule behind the transition. */
+  /** Why: the rule or reasoning behind the transition (a router's reason, a judge's critique, the node's kind…). */
   thought: z.string(),
-  /** What was done or decided: a call, a route, a score, a suspension. */
+  /** What was done or decided: `call agent content.writer`, `route → billing`, `score 0.4 < 0.8: refine`… */
   action: z.string(),
-  /** What came of it: an answer, a score, a failure. */
+  /** What came of it: a node's output, a score, an answer, a failure; null when nothing was observed yet. */
   observation: z.unknown(),
-  /** The blackboard at that moment. */
+  /** The blackboard at that moment (after the transition). */
   snapshot: z.record(z.string(), z.unknown()),
-  /** When, in ms on the writer's clock. */
+  /** When, in ms on the writer's clock (the event's `ts_monotonic`). */
   ts: z.number(),
 });
 /** One step of a SimulationTrace: a state transition of the run. */
@@ -36,30 +38,130 @@ export type SimulationStep = z.infer<typeof SimulationStep>;
 
 /** The standard trace of a recipe run: its steps, status, outcome and provenance. */
 export const SimulationTrace = z.object({
+  /** The run's session. */
   session_id: z.string(),
+  /** The run's turn in its session. */
   turn_id: z.number().int(),
+  /** The recipe's name (`metadata.name`). */
   recipe: z.string(),
+  /** The recipe's version, when its metadata has one. */
   version: z.string().optional(),
+  /** Why the recipe exists, when a model wrote it (its metadata's generative provenance). */
   provenance: RecipeProvenance,
+  /** `running` until the run ends (`completed`, whatever its outcome) or waits for a person (`suspended`). */
   status: z.enum(["running", "suspended", "completed"]),
+  /** How the run ended (its TURN_COMPLETED's outcome), once it has. */
   outcome: TurnOutcome.optional(),
+  /** One per state transition, in log order. */
   steps: z.array(SimulationStep),
 });
 /** The standard trace of a recipe run: its steps, status, outcome and provenance. */
 export type SimulationTrace = z.infer<typeof SimulationTrace>;
 
-/** The JSON Schema of a SimulationTrace. */
+/** The JSON Schema of a SimulationTrace (draft 2020-12). */
 export const simulationTraceJsonSchema = (): Record<string, unknown> =>
   z.toJSONSchema(SimulationTrace) as Record<string, unknown>;
 
+/** At most `max` characters of a value, as text (JSON unless it is a string). */
 const short = (value: unknown, max = 120): string => {
   const text = typeof value === "string" ? value : (JSON.stringify(value) ?? String(value));
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 };
 
+/** `value` at `path` of `blackboard`, or the blackboard unchanged when the log holds a path it cannot write. */
+const written = (blackboard: JsonObject, path: string, value: unknown): JsonObject => {
+  try {
+    return writePath(blackboard, path, value);
+  } catch {
+    return blackboard;
+  }
+};
+
 /**
- * The trace of one recipe run from its events (in seq order). Throws a
- * `not_found` ConclaveError when the events are not a recipe run's.
+ * The run's nodes by id, from the document its RECIPE_STARTED carries: what
+ * each node calls and how an evaluator decides. Empty when the document
+ * cannot be loaded here (then the steps say less, from the events alone).
+ */
+function nodesOf(document: JsonObject): Map<string, RecipeNode> {
+  const steps = (document.workflow as { steps?: Record<string, { type?: unknown }> } | undefined)?.steps;
+  const logicSteps =
+    typeof steps === "object" && steps !== null
+      ? Object.entries(steps).flatMap(([id, step]) => (step?.type === "logic" ? [id] : []))
+      : [];
+  try {
+    const recipe = loadRecipe(document, { forRun: false, logicHandlers: logicSteps });
+    return new Map(recipe.nodes.map((node) => [node.id, node]));
+  } catch {
+    return new Map();
+  }
+}
+
+/** What a node does when it starts, as an action. */
+function startAction(node: RecipeNode | undefined, kind: string): string {
+  switch (node?.kind) {
+    case "agent":
+      return `call agent ${node.agent}`;
+    case "evaluator":
+      return `ask judge ${node.judge} to score '${node.target_variable}' (pass at ${node.pass_threshold})`;
+    case "router":
+      return `read '${node.input_key}' to pick a route`;
+    case "switch":
+      return "test its cases in order";
+    case "human":
+      return `wait for a person's answer${node.required_role ? ` in the role '${node.required_role}'` : ""}`;
+    case "council":
+      return `ask the council ${node.voters.join(", ")} (${node.strategy})`;
+    case "logic":
+      return `run the handler '${node.handler}'`;
+    default:
+      return `start the ${kind} node`;
+  }
+}
+
+/**
+ * The feedback variables an agent node's next prompt carries (its
+ * evaluators' critiques on the blackboard, as the machine's `feedbackFor`
+ * reads them).
+ */
+function feedbackOf(nodes: Map<string, RecipeNode>, nodeId: string, blackboard: JsonObject): string[] {
+  return [...nodes.values()].flatMap((node) => {
+    if (node.kind !== "evaluator" || node.fail_route !== nodeId) return [];
+    const { value } = readPath(blackboard, node.feedback_variable);
+    return typeof value === "string" && value.length > 0 ? [node.feedback_variable] : [];
+  });
+}
+
+/** How a TURN_COMPLETED's outcome came about, in words. */
+function outcomeThought(outcome: TurnOutcome): string {
+  switch (outcome.status) {
+    case "Complete":
+      return "the run reached its end";
+    case "PartialSuccess":
+      return `the run reached its end with warnings: ${outcome.warnings.map((warning) => `${warning.code}: ${warning.message}`).join("; ")}`;
+    case "Failed":
+      return `${outcome.error.code}: ${outcome.error.message}`;
+    case "Cancelled":
+      return `cancelled: ${outcome.reason}`;
+  }
+}
+
+/**
+ * The SimulationTrace of one recipe run, from its stored events in log
+ * (seq) order: one step per state transition (NODE_STARTED, NODE_COMPLETED,
+ * NODE_FAILED, ROUTE_TAKEN, EVALUATION_SCORED, HUMAN_INPUT_REQUESTED,
+ * TURN_SUSPENDED, HUMAN_INPUT_RECEIVED, RECIPE_STARTED, PREFLIGHT_CHECKED,
+ * TURN_COMPLETED); stream chunks and warnings are not steps.
+ *
+ * The snapshots replay the blackboard: the inputs first, then each node's
+ * output at its output key and each refining evaluator's critique at its
+ * feedback variable; a NODE_STARTED's checkpoint, when it carries one, is
+ * the ground truth and replaces the replayed blackboard, and so does the
+ * final blackboard a TURN_COMPLETED carries. A person's answer is on the
+ * blackboard from its human node's NODE_COMPLETED (which writes it under the
+ * node's output key), as in the run itself.
+ *
+ * @throws ConclaveError `not_found` when the events hold no RECIPE_STARTED
+ *   (the turn is not a recipe run).
  */
 export function simulationTrace(events: readonly EngineEvent[]): SimulationTrace {
   const started = events.find((event) => event.kind === "RECIPE_STARTED");
@@ -67,9 +169,12 @@ export function simulationTrace(events: readonly EngineEvent[]): SimulationTrace
     const turn = events[0] ? `turn ${events[0].session_id}/${events[0].turn_id}` : "the turn";
     throw new ConclaveError("not_found", `${turn} is not a recipe run`);
   }
-  let blackboard: Record<string, unknown> = { ...started.payload.inputs };
+  const nodes = nodesOf(started.payload.document);
+  let blackboard: JsonObject = { ...started.payload.inputs };
   let status: SimulationTrace["status"] = "running";
   let outcome: SimulationTrace["outcome"];
+  /** The human node a person has just answered: it starts again to take the answer. */
+  let answered: { node: string; timed_out: boolean } | null = null;
   const steps: SimulationStep[] = [];
   const add = (event: EngineEvent, node: string | null, thought: string, action: string, observation: unknown) =>
     steps.push({
@@ -78,107 +183,161 @@ export function simulationTrace(events: readonly EngineEvent[]): SimulationTrace
       kind: event.kind,
       thought,
       action,
-      observation,
+      observation: observation ?? null,
       snapshot: blackboard,
       ts: event.ts_monotonic,
     });
   for (const event of events) {
     switch (event.kind) {
-      case "RECIPE_STARTED":
+      case "RECIPE_STARTED": {
+        const { recipe, version, shape, execution_mode, provenance } = event.payload;
+        const intent = provenance.original_user_intent ? `; intent: ${provenance.original_user_intent}` : "";
         add(
           event,
           null,
-          `run recipe '${event.payload.recipe}'`,
+          `run recipe '${recipe}'${version ? ` ${version}` : ""} (${shape}, ${execution_mode})${intent}`,
           "seed the blackboard with the inputs",
           event.payload.inputs,
         );
         break;
-      case "PREFLIGHT_CHECKED":
+      }
+      case "PREFLIGHT_CHECKED": {
+        const { passed, failures, warnings } = event.payload;
+        const problems = [...failures, ...warnings].map((problem) => problem.message).join("; ");
         add(
           event,
           null,
-          "check the pre-flight constraints before any node runs",
-          event.payload.passed ? "go on" : "stop: a required constraint failed",
-          { failures: event.payload.failures, warnings: event.payload.warnings },
+          problems
+            ? `the pre-flight constraints, before any node runs: ${problems}`
+            : "the pre-flight constraints hold, before any node runs",
+          passed
+            ? warnings.length > 0
+              ? `go on with ${warnings.length} warning(s)`
+              : "go on"
+            : "stop: a required constraint failed",
+          { failures, warnings },
         );
         break;
-      case "NODE_STARTED":
+      }
+      case "NODE_STARTED": {
+        const { node, kind, step, attempt, checkpoint } = event.payload;
         // A checkpoint is the blackboard as the node started: the ground truth at this point.
-        if (event.payload.checkpoint) blackboard = event.payload.checkpoint.blackboard;
+        if (checkpoint) blackboard = checkpoint.blackboard;
+        const again = attempt > 1 ? ` (attempt ${attempt})` : "";
+        const feedback = kind === "agent" ? feedbackOf(nodes, node, blackboard) : [];
+        const carrying =
+          feedback.length > 0
+            ? `, its prompt carrying the critique in ${feedback.map((v) => `'${v}'`).join(", ")}`
+            : "";
         add(
           event,
-          event.payload.node,
-          `step ${event.payload.step}: the graph reached ${event.payload.kind} node '${event.payload.node}'`,
-          event.payload.attempt > 1 ? `start it (attempt ${event.payload.attempt})` : "start it",
+          node,
+          `${kind} node '${node}', step ${step} of the run${carrying}`,
+          answered?.node === node
+            ? answered.timed_out
+              ? "go on without an answer"
+              : "take the answer"
+            : `${startAction(nodes.get(node), kind)}${again}`,
           null,
         );
         break;
-      case "NODE_COMPLETED":
-        if (event.payload.output_key)
-          blackboard = writePath(blackboard, event.payload.output_key, event.payload.output);
+      }
+      case "NODE_COMPLETED": {
+        const { node, kind, output_key, output, agent, worker, elapsed_ms } = event.payload;
+        if (output_key) blackboard = written(blackboard, output_key, output);
+        if (answered?.node === node) answered = null;
+        const thought = agent
+          ? `agent ${agent} answered${worker ? ` on ${worker}` : ""} in ${Math.round(elapsed_ms)} ms`
+          : kind === "human"
+            ? "the person's answer"
+            : `the ${kind} node is done`;
         add(
           event,
-          event.payload.node,
-          event.payload.agent ? `agent ${event.payload.agent} answered (${event.payload.worker ?? "?"})` : "done",
-          event.payload.output_key ? `write it to '${event.payload.output_key}'` : "keep it",
-          event.payload.output,
+          node,
+          thought,
+          output_key
+            ? `write it to '${output_key}'`
+            : kind === "evaluator"
+              ? "take the verdict"
+              : "keep it off the blackboard",
+          output,
         );
         break;
-      case "NODE_FAILED":
+      }
+      case "NODE_FAILED": {
+        const { node, code, message, attempt, retrying } = event.payload;
         add(
           event,
-          event.payload.node,
-          `attempt ${event.payload.attempt} failed (${event.payload.code})`,
-          event.payload.retrying ? "try again (policy.max_retries)" : "fail the run",
-          event.payload.message,
+          node,
+          `attempt ${attempt} failed: ${code}`,
+          retrying ? `try again (attempt ${attempt + 1}, policy.max_retries)` : "fail the run",
+          { code, message },
         );
         break;
+      }
       case "ROUTE_TAKEN":
+        if (answered?.node === event.payload.from) answered = null;
         add(event, event.payload.from, event.payload.reason, `route → ${event.payload.to}`, null);
         break;
-      case "EVALUATION_SCORED":
+      case "EVALUATION_SCORED": {
+        const { node, score, passed, refinement, critique } = event.payload;
+        const evaluator = nodes.get(node);
+        let action: string;
+        if (evaluator?.kind === "evaluator") {
+          const threshold = evaluator.pass_threshold;
+          if (passed) action = `score ${score} ≥ ${threshold}: pass`;
+          else if (refinement < evaluator.max_refinements) {
+            action = `score ${score} < ${threshold}: refine`;
+            // The critique goes where the generator's next prompt reads it.
+            blackboard = written(blackboard, evaluator.feedback_variable, critique);
+          } else
+            action = `score ${score} < ${threshold} after ${refinement} refinement(s): go on with the last attempt`;
+        } else action = `score ${score}: ${passed ? "pass" : "below the threshold"}`;
+        add(event, node, critique || "the judge gave no critique", action, { score, passed, refinement, critique });
+        break;
+      }
+      case "HUMAN_INPUT_REQUESTED": {
+        const { node, prompt, required_role, expires_at } = event.payload;
         add(
           event,
-          event.payload.node,
-          event.payload.critique || "the judge gave no critique",
-          event.payload.passed
-            ? `pass (score ${event.payload.score})`
-            : `refine (score ${event.payload.score}, refinement ${event.payload.refinement})`,
-          { score: event.payload.score, passed: event.payload.passed },
+          node,
+          prompt,
+          `ask a person${required_role ? ` in the role '${required_role}'` : ""}`,
+          expires_at !== undefined ? { expires_at } : null,
         );
         break;
-      case "HUMAN_INPUT_REQUESTED":
-        add(
-          event,
-          event.payload.node,
-          event.payload.prompt,
-          `ask a person${event.payload.required_role ? ` in the role '${event.payload.required_role}'` : ""}`,
-          null,
-        );
-        break;
+      }
       case "TURN_SUSPENDED":
         status = "suspended";
-        add(event, event.payload.node, "no process holds the run while it waits", "suspend", {
-          expires_at: event.payload.expires_at,
-        });
-        break;
-      case "HUMAN_INPUT_RECEIVED":
-        status = "running";
         add(
           event,
           event.payload.node,
-          event.payload.timed_out
-            ? "nobody answered in time"
-            : `${event.payload.user_id ?? "someone"} answered${event.payload.role ? ` as ${event.payload.role}` : ""}`,
-          "resume",
-          event.payload.answer,
+          "the run waits for an answer, durably: no process holds it",
+          "suspend for a person",
+          {
+            ...(event.payload.expires_at !== undefined ? { expires_at: event.payload.expires_at } : {}),
+            ...(event.payload.remaining_ms !== undefined ? { remaining_ms: event.payload.remaining_ms } : {}),
+          },
         );
         break;
+      case "HUMAN_INPUT_RECEIVED": {
+        const { node, answer, user_id, role, timed_out } = event.payload;
+        status = "running";
+        answered = { node, timed_out };
+        add(
+          event,
+          node,
+          timed_out ? "nobody answered in time" : `${user_id ?? "someone"} answered${role ? ` as ${role}` : ""}`,
+          timed_out ? "resume without an answer" : "resume with the answer",
+          timed_out ? { timed_out: true } : answer,
+        );
+        break;
+      }
       case "TURN_COMPLETED":
         status = "completed";
         outcome = event.payload.outcome;
         if (event.payload.output) blackboard = event.payload.output;
-        add(event, null, "the run ended", `end: ${event.payload.outcome.status}`, event.payload.outcome);
+        add(event, null, outcomeThought(outcome), `end: ${outcome.status}`, outcome);
         break;
       default:
         break;
@@ -196,9 +355,13 @@ export function simulationTrace(events: readonly EngineEvent[]): SimulationTrace
   };
 }
 
-/** One line of a step, for people (`conclave trace`). */
+/**
+ * One line of a step, for people (`conclave trace`):
+ * `#3 write  call agent content.writer  (agent node 'write', step 1 of the run)`,
+ * then ` → ` and the observation, shortened, when there is one.
+ */
 export function describeStep(step: SimulationStep): string {
   const where = step.node ? ` ${step.node}` : "";
   const seen = step.observation === null || step.observation === undefined ? "" : ` → ${short(step.observation)}`;
-  return `#${step.step}${where}  ${step.action}  (${step.thought})${seen}`;
+  return `#${step.step}${where}  ${step.action}  (${short(step.thought, 160)})${seen}`;
 }
