@@ -36,6 +36,7 @@ export type ExitStatus = (typeof EXIT)[keyof typeof EXIT];
 /** The "Exit status" section of every command's help. */
 export const EXIT_HELP = `Exit status: ${EXIT.ok} success · ${EXIT.turnFailed} turn failed or did not complete · ${EXIT.usage} usage or configuration error
              ${EXIT.unavailable} unavailable (NATS, a runner or a worker) · ${EXIT.internal} internal error
+             ${EXIT.suspended} (run, resume) the recipe run is suspended at a human node, waiting for an answer
 Failures print one line on stderr; with --json, one {"error":{"code","message"}} line on stderr.
 --debug (or CONCLAVE_DEBUG=1) adds the stack.`;
 

@@ -23,8 +23,7 @@ it suspended again; 2 when the answer is refused: the run is not waiting
 
 ${CONNECTION_HELP}
 
-${EXIT_HELP}
-             5 (run, resume) suspended at a human node, waiting for an answer`;
+${EXIT_HELP}`;
 
 export async function run(argv: string[]): Promise<number> {
   const { values, positionals } = parse(

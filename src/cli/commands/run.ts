@@ -3,7 +3,8 @@ import { readFileSync } from "node:fs";
 import { connectBus } from "../../bus/connection.ts";
 import { connect } from "../../client/client.ts";
 import type { JsonObject } from "../../contracts/recipeRun.ts";
-import { loadRecipe, parseRecipeText } from "../../recipes/load.ts";
+import { loadRecipe, parseRecipeText, RecipeValidationError } from "../../recipes/load.ts";
+import type { Recipe } from "../../recipes/recipe.ts";
 import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFrom, parse, sessionArg, UsageError } from "../args.ts";
 import { EXIT_HELP } from "../failures.ts";
 import { printRunResult } from "../recipeResult.ts";
@@ -23,14 +24,16 @@ Usage: conclave run FILE [--input JSON] [--session ID] [--json] [options]
 
 Prints each node as it runs, its agents' streams, the routes taken, then the
 final blackboard. Exit 0 when the run completed (Complete or PartialSuccess),
-1 when it Failed or was Cancelled, 2 for a recipe or inputs that are refused
-(one line per issue, each naming its path), 5 when it is suspended at a human
-node: the command prints how to answer it (conclave resume).
+1 when it Failed or was Cancelled (or did not complete or suspend within
+--timeout), 2 for a recipe or inputs that are refused (one line, naming each
+issue's path: checked here first, then by the runner, which also knows its
+agents), 5 when it is suspended at a human node: the command prints how to
+answer it (conclave resume), so a script can tell waiting from done.
+--user-id is who runs it (--user is the NATS user).
 
 ${CONNECTION_HELP}
 
-${EXIT_HELP}
-             5 (run, resume) suspended at a human node, waiting for an answer`;
+${EXIT_HELP}`;
 
 /** The `--input` flag as a JSON object, or a usage error saying why not. */
 export function inputArg(value: string | undefined): JsonObject {
@@ -79,7 +82,13 @@ export async function run(argv: string[]): Promise<number> {
   }
   const document = parseRecipeText(text, file) as JsonObject;
   // Checked here first for a fast, local answer (the runner checks it again, with its agents and handlers).
-  const recipe = loadRecipe(document, { logicHandlers: logicStepsOf(document) });
+  let recipe: Recipe;
+  try {
+    recipe = loadRecipe(document, { logicHandlers: logicStepsOf(document) });
+  } catch (error) {
+    if (error instanceof RecipeValidationError) throw new RecipeValidationError(error.issues, file);
+    throw error;
+  }
   if (!values.json) console.log(`running recipe '${recipe.name}' in session ${session}`);
 
   const nc = await connectBus(connectionFrom(values, "client", false));
