@@ -3,8 +3,11 @@
  * processes against a runner and a worker hosting the recipes' agents.
  */
 import { execFile } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { promisify } from "node:util";
-import { beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { CONCLAVE_BIN } from "../../src/cli/childProcess.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { useConclaveProcesses } from "../helpers/processes.ts";
@@ -62,8 +65,17 @@ describe("conclave run, resume and trace", () => {
       .map((line) => JSON.parse(line) as Record<string, unknown>);
     expect(lines[0]).toMatchObject({ kind: "TURN_STARTED" });
     expect(lines.at(-1)).toMatchObject({
-      result: { status: "completed", output: { triage: { category: "technical" } } },
+      result: {
+        status: "completed",
+        sessionId: expect.stringMatching(/^run-[0-9a-f]{8}$/),
+        turnId: 1,
+        outcome: { status: "Complete" },
+        output: { message: "The app crashes", triage: { category: "technical" } },
+      },
     });
+    expect(lines.map((line) => line.kind)).toEqual(
+      expect.arrayContaining(["RECIPE_STARTED", "NODE_STARTED", "ROUTE_TAKEN", "STREAM_CHUNK", "TURN_COMPLETED"]),
+    );
   });
 
   it("refuses bad input with one line and exit 2, before anything runs", async () => {
@@ -77,6 +89,26 @@ describe("conclave run, resume and trace", () => {
     const missing = await conclave(["run", "recipes/nothing-here.yaml"]);
     expect(missing.code).toBe(2);
     expect(missing.stderr).toMatch(/cannot read recipes\/nothing-here\.yaml/);
+    // Checked here: the file and each issue's path, on one line.
+    const invalid = await conclave(["run", "test/fixtures/recipe-cli/missing-field.yaml"]);
+    expect(invalid.code).toBe(2);
+    expect(invalid.stderr.trim().split("\n")).toHaveLength(1);
+    expect(invalid.stderr).toMatch(
+      /^conclave run: test\/fixtures\/recipe-cli\/missing-field\.yaml: workflow\.steps\.draft\.agent: .*; workflow\.steps\.decide\.cases: /,
+    );
+    // Refused by the runner, which knows the live agents.
+    const dir = mkdtempSync(join(tmpdir(), "conclave-run-"));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+    const file = join(dir, "unknown-agent.yaml");
+    writeFileSync(
+      file,
+      "apiVersion: coreason.ai/v2\nkind: Recipe\nmetadata: { name: lonely }\ntopology:\n  - { type: agent, id: ask, agent_ref: nobody.here }\n",
+    );
+    const unknown = await conclave(["run", file, "--json"]);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stdout).toBe("");
+    const error = JSON.parse(unknown.stderr) as { error: { code: string; message: string } };
+    expect(error.error.message).toMatch(/nobody\.here/);
   });
 
   it("suspends at a human node (exit 5, how to answer), resumes with the right role, and traces the run", async () => {
@@ -142,21 +174,47 @@ describe("conclave run, resume and trace", () => {
     expect(trace.code).toBe(0);
     const document = JSON.parse(trace.stdout) as {
       status: string;
-      steps: { kind: string; node: string | null; snapshot: Record<string, unknown> }[];
+      steps: {
+        kind: string;
+        node: string | null;
+        thought: string;
+        observation: unknown;
+        snapshot: Record<string, unknown>;
+      }[];
     };
     expect(document.status).toBe("completed");
+    expect(document.steps.some((step) => step.kind.startsWith("STREAM_"))).toBe(false);
+    const kinds = document.steps.map((step) => step.kind);
+    expect(kinds).toEqual(
+      expect.arrayContaining(["HUMAN_INPUT_REQUESTED", "TURN_SUSPENDED", "HUMAN_INPUT_RECEIVED", "TURN_COMPLETED"]),
+    );
     const answer = document.steps.find((step) => step.kind === "HUMAN_INPUT_RECEIVED");
-    expect(answer?.node).toBe("approve");
+    expect(answer).toMatchObject({
+      node: "approve",
+      thought: "ana answered as editor",
+      observation: { approved: true },
+      snapshot: { topic: "our new API", draft: { text: expect.any(String) } },
+    });
     const last = document.steps.at(-1);
     expect(last?.snapshot).toMatchObject({ approve: { approved: true }, publish: { status: "published" } });
     const readable = await conclave(["trace", "1", "--session", "cli-approval"]);
     expect(readable.stdout).toMatch(/^recipe approval \(completed\)/);
-    expect(readable.stdout).toMatch(/#\d+ approve {2}resume/);
+    expect(readable.code).toBe(0);
+    expect(readable.stdout).toMatch(/^#\d+ draft {2}call agent content\.writer {2}/m);
+    expect(readable.stdout).toMatch(/^#\d+ approve {2}resume with the answer {2}\(ana answered as editor\)/m);
+    expect(readable.stdout).toMatch(/^outcome: Complete$/m);
   });
 
-  it("trace of a turn that is not a recipe run exits 2 with one line", async () => {
-    const { code, stderr } = await conclave(["trace", "9", "--session", "cli-approval"]);
-    expect(code).toBe(2);
-    expect(stderr).toMatch(/no turn 9/);
+  it("trace of a turn that is not a recipe run, or of no turn, exits 2 with one line", async () => {
+    const absent = await conclave(["trace", "9", "--session", "cli-approval"]);
+    expect(absent.code).toBe(2);
+    expect(absent.stderr.trim().split("\n")).toHaveLength(1);
+    expect(absent.stderr).toMatch(/no turn 9/);
+    // A pipeline turn (its stages fall short without their workers here, but it is a turn with events).
+    await conclave(["send", "--session", "cli-chat", "--timeout", "10000", "hello"]);
+    const chat = await conclave(["trace", "1", "--session", "cli-chat"]);
+    expect(chat.code).toBe(2);
+    expect(chat.stderr.trim().split("\n")).toHaveLength(1);
+    expect(chat.stderr).toMatch(/turn cli-chat\/1 is not a recipe run/);
   });
 });
