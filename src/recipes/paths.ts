@@ -33,6 +33,9 @@ export function writePath(root: Record<string, unknown>, path: string, value: un
     const segment = segments[index]!;
     const last = index === segments.length - 1;
     if (Array.isArray(node) && /^\d+$/.test(segment)) {
+      // An index past the end would make a sparse array that JSON expands without bound.
+      if (Number(segment) > node.length)
+        throw new RangeError(`path '${path}': index ${segment} is past the end of a list of ${node.length}`);
       const copy = [...node];
       copy[Number(segment)] = last ? value : write(node[Number(segment)], index + 1);
       return copy;

@@ -22,3 +22,11 @@ describe("recipe text", () => {
     expect((thrown as Error).message).toMatch(/^bomb\.yaml: \(document\): .*alias/i);
   });
 });
+
+describe("blackboard writes", () => {
+  it("refuse an index past the end of a list (a sparse array JSON would expand without bound)", async () => {
+    const { writePath } = await import("../../src/recipes/paths.ts");
+    expect(writePath({ list: [1] }, "list.1", 2)).toEqual({ list: [1, 2] });
+    expect(() => writePath({ list: [1] }, "list.100000000", 2)).toThrow(/past the end of a list of 1/);
+  });
+});
