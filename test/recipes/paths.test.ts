@@ -111,10 +111,9 @@ describe("writePath", () => {
     expect(Array.isArray(written.list)).toBe(true);
     expect(writePath({ rows: [{ n: 1 }, { n: 2 }] }, "rows.1.n", 5)).toEqual({ rows: [{ n: 1 }, { n: 5 }] });
     expect(writePath({ rows: [{ n: 1 }] }, "rows.0.m", 5)).toEqual({ rows: [{ n: 1, m: 5 }] });
-    // Past the end: the array grows.
-    const grown = writePath({ list: [1] }, "list.2", 3).list as unknown[];
-    expect(grown).toHaveLength(3);
-    expect(grown[2]).toBe(3);
+    // At the end: the array grows by one; past it, nothing is written (a sparse array would be unbounded).
+    expect(writePath({ list: [1] }, "list.1", 3).list).toEqual([1, 3]);
+    expect(() => writePath({ list: [1] }, "list.2", 3)).toThrow(/past the end/);
     // A numeric segment over an object is a key.
     expect(writePath({ a: {} }, "a.0", "x")).toEqual({ a: { "0": "x" } });
   });
