@@ -9,6 +9,8 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { CONCLAVE_BIN } from "../../src/cli/childProcess.ts";
+import { createRunPrinter } from "../../src/cli/commands/run.ts";
+import type { EngineEvent, EventBody } from "../../src/contracts/events.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { useConclaveProcesses } from "../helpers/processes.ts";
 
@@ -47,6 +49,7 @@ describe("conclave run, resume and trace", () => {
     expect(stdout).toContain("running recipe 'support-triage' in session cli-triage");
     expect(stdout).toContain("▸ classify (agent)");
     expect(stdout).toContain("→ billing");
+    expect(stdout).toMatch(/^ {8}billing:default › I have looked at your account: .*\n/m);
     expect(stdout).toContain('"category": "billing"');
   });
 
@@ -216,5 +219,78 @@ describe("conclave run, resume and trace", () => {
     expect(chat.code).toBe(2);
     expect(chat.stderr.trim().split("\n")).toHaveLength(1);
     expect(chat.stderr).toMatch(/turn cli-chat\/1 is not a recipe run/);
+  });
+});
+
+describe("conclave run's printer", () => {
+  /** A stream that keeps what is written to it. */
+  const capture = () => {
+    const written: string[] = [];
+    const out = {
+      write: (chunk: string) => {
+        written.push(chunk);
+        return true;
+      },
+    } as unknown as NodeJS.WritableStream;
+    return { out, text: () => written.join("") };
+  };
+  const event = (seq: number, body: EventBody) =>
+    ({ session_id: "s", turn_id: 1, seq, ts_monotonic: seq, ...body }) as EngineEvent;
+  const printed = (bodies: EventBody[]): string => {
+    const { out, text } = capture();
+    const print = createRunPrinter(false, out);
+    for (const [seq, body] of bodies.entries()) print(event(seq, body));
+    return text();
+  };
+  const start = (id: string): EventBody => ({
+    kind: "STREAM_START",
+    payload: { stream_id: id, content_type: "text/plain", attempt: 1 },
+  });
+  const chunk = (id: string, index: number, delta: string): EventBody => ({
+    kind: "STREAM_CHUNK",
+    payload: { stream_id: id, index, delta },
+  });
+  const end = (id: string, chunks: number): EventBody => ({ kind: "STREAM_END", payload: { stream_id: id, chunks } });
+
+  it("writes an agent's default stream inline, token by token, as it comes", () => {
+    const { out, text } = capture();
+    const print = createRunPrinter(false, out);
+    print(event(0, start("write:default")));
+    print(event(1, chunk("write:default", 0, "tides: ")));
+    expect(text()).toBe("        write:default › tides: ");
+    print(event(2, chunk("write:default", 1, "an overview.")));
+    expect(text()).toBe("        write:default › tides: an overview.");
+    print(event(3, end("write:default", 2)));
+    expect(text()).toBe("        write:default › tides: an overview.\n");
+  });
+
+  it("prints a second stream opened meanwhile, or one interrupted by another line, whole at its end", () => {
+    expect(
+      printed([
+        start("a:default"),
+        chunk("a:default", 0, "one "),
+        start("b:default"),
+        chunk("b:default", 0, "two"),
+        chunk("a:default", 1, "more"),
+        end("a:default", 2),
+        end("b:default", 1),
+      ]),
+    ).toBe("        a:default › one more\n        b:default › two\n");
+    expect(
+      printed([
+        start("a:default"),
+        chunk("a:default", 0, "one "),
+        { kind: "ROUTE_TAKEN", payload: { from: "x", to: "y", reason: "edge" } },
+        chunk("a:default", 1, "rest"),
+        end("a:default", 2),
+      ]),
+    ).toBe("        a:default › one \n      → y (edge)\n        a:default › … rest\n");
+  });
+
+  it("leaves other streams to the event printer (whole at their end), and --json to JSON lines", () => {
+    expect(printed([start("a:notes"), chunk("a:notes", 0, "x"), end("a:notes", 1)])).toBe("        a:notes › x\n");
+    const { out, text } = capture();
+    createRunPrinter(true, out)(event(0, start("a:default")));
+    expect(JSON.parse(text())).toMatchObject({ kind: "STREAM_START", payload: { stream_id: "a:default" } });
   });
 });

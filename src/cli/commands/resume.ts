@@ -3,7 +3,7 @@ import { connect } from "../../client/client.ts";
 import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFrom, parse, sessionArg, turnArg, UsageError } from "../args.ts";
 import { EXIT_HELP } from "../failures.ts";
 import { printRunResult } from "../recipeResult.ts";
-import { createEventPrinter } from "../render.ts";
+import { createRunPrinter } from "./run.ts";
 
 export const help = `conclave resume: answer a recipe run suspended at a human node, and follow it on
 
@@ -64,7 +64,7 @@ export async function run(argv: string[]): Promise<number> {
       input,
       userId,
       ...(values.role ? { role: values.role } : {}),
-      onEvent: createEventPrinter(values.json),
+      onEvent: createRunPrinter(values.json),
       timeoutMs,
     });
     return printRunResult(result, { json: values.json });

@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { connectBus } from "../../bus/connection.ts";
 import { connect } from "../../client/client.ts";
+import type { EngineEvent } from "../../contracts/events.ts";
 import type { JsonObject } from "../../contracts/recipeRun.ts";
 import { loadRecipe, parseRecipeText, RecipeValidationError } from "../../recipes/load.ts";
 import type { Recipe } from "../../recipes/recipe.ts";
@@ -22,8 +23,8 @@ Usage: conclave run FILE [--input JSON] [--session ID] [--json] [options]
   --idempotency-key K  a key that identifies this run: repeated, it runs once
   --timeout MS         patience until the run completes or suspends  [120000]
 
-Prints each node as it runs, its agents' streams, the routes taken, then the
-final blackboard. Exit 0 when the run completed (Complete or PartialSuccess),
+Prints each node as it runs, its agents' default streams token by token as
+they come, the routes taken, then the final blackboard. Exit 0 when the run completed (Complete or PartialSuccess),
 1 when it Failed or was Cancelled (or did not complete or suspend within
 --timeout), 2 for a recipe or inputs that are refused (one line, naming each
 issue's path: checked here first, then by the runner, which also knows its
@@ -94,7 +95,7 @@ export async function run(argv: string[]): Promise<number> {
   const nc = await connectBus(connectionFrom(values, "client", false));
   try {
     const client = await connect({ nc });
-    const print = createEventPrinter(values.json);
+    const print = createRunPrinter(values.json);
     const result = await client.run(session, document, {
       inputs,
       timeoutMs,
@@ -106,6 +107,68 @@ export async function run(argv: string[]): Promise<number> {
   } finally {
     await nc.close();
   }
+}
+
+/**
+ * Prints a recipe run's events as `createEventPrinter` does, except that an
+ * agent's `default` stream (`<node>:default`) is written inline, token by
+ * token, as it comes. One stream is inline at a time: one that opens while
+ * another is inline (parallel branches), or one that another line interrupts,
+ * is printed whole when it ends (its rest, after an interruption). With
+ * `json`, one JSON line per event.
+ */
+export function createRunPrinter(
+  json: boolean | undefined,
+  out: NodeJS.WritableStream = process.stdout,
+): (event: EngineEvent) => void {
+  /** The stream written inline, while its line is open. */
+  let inline: string | null = null;
+  /** Streams printed whole at their end, with what they have said so far. */
+  const held = new Map<string, string>();
+  const closeInline = () => {
+    if (inline === null) return;
+    out.write("\n");
+    held.set(inline, "… ");
+    inline = null;
+  };
+  // Anything createEventPrinter writes while a stream is inline goes on a line of its own.
+  const lines = {
+    write: (chunk: string | Uint8Array) => {
+      closeInline();
+      return out.write(chunk);
+    },
+  } as NodeJS.WritableStream;
+  const print = createEventPrinter(json, lines);
+  if (json) return print;
+  return (event) => {
+    const id = "stream_id" in event.payload ? event.payload.stream_id : "";
+    if (!id.endsWith(":default")) return print(event);
+    switch (event.kind) {
+      case "STREAM_START":
+        if (id === inline) out.write("\n"); // a retry: the attempt starts over, on a new line
+        if (inline === null || id === inline) {
+          inline = id;
+          held.delete(id);
+          out.write(`        ${id} › `);
+        } else held.set(id, "");
+        return;
+      case "STREAM_CHUNK":
+        if (id === inline) out.write(event.payload.delta);
+        else held.set(id, (held.get(id) ?? "") + event.payload.delta);
+        return;
+      case "STREAM_END":
+        if (id === inline) {
+          out.write("\n");
+          inline = null;
+        } else {
+          out.write(`        ${id} › ${held.get(id) ?? ""}\n`);
+          held.delete(id);
+        }
+        return;
+      default:
+        return print(event);
+    }
+  };
 }
 
 /** The workflow's logic steps: whether the runner has their handlers is the runner's to say. */
