@@ -70,7 +70,7 @@ ${Object.entries(COMMANDS)
 
 Global options:
   --debug        print the stack of a failure   [$CONCLAVE_DEBUG=1]
-  --json         (send, events, turns, replay) output and failures as JSON lines
+  --json         (send, run, resume, trace, events, turns, replay, cancel) output and failures as JSON
   -V, --version  print the version
 
 ${EXIT_HELP}`;

@@ -1,5 +1,4 @@
 import type { RecipeRunResult } from "../client/recipeRun.ts";
-import type { TurnAck } from "../contracts/turn.ts";
 import { EXIT, type ExitStatus } from "./failures.ts";
 
 /**
@@ -34,6 +33,3 @@ export function printRunResult(
   if (result.status === "suspended") return EXIT.suspended;
   return result.outcome.status === "Complete" || result.outcome.status === "PartialSuccess" ? EXIT.ok : EXIT.turnFailed;
 }
-
-/** The line `conclave run` prints when the runtime has accepted the run. */
-export const acceptedLine = (ack: TurnAck): string => `run ${ack.session_id}/${ack.turn_id} accepted`;
