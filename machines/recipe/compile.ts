@@ -55,198 +55,200 @@ export function compileRecipe(recipe: Recipe) {
     if (fork) states[`${stateKey(node.id)}__fork`] = forkState(prepared, byId, shape, node.id);
   }
   const timeout = prepared.policy.timeout_seconds;
-  return recipeSetup.createMachine({
-    id: "recipe",
-    context: initialRecipeContext,
-    initial: "starting",
-    on: {
-      "turn.cancel": {
-        target: ".completed",
-        actions: assign(({ event }) => ({ cancelled: event.reason })),
-      },
-      "turn.interrupt": {
-        target: ".completed",
-        actions: enqueueActions(({ context, event, enqueue }) => {
-          const warning = {
-            stage: "recipe" as const,
-            code: "interrupted",
-            message: `interrupted by turn ${event.by_turn_id}`,
-          };
-          enqueue.assign({
-            warnings: [...context.warnings, warning],
-            failure: { code: "interrupted", message: warning.message },
-          });
-          enqueue({ type: "record", params: { kind: "STAGE_WARNING", payload: warning } });
-        }),
-      },
-    },
-    states: {
-      starting: {
-        always: [
-          { guard: ({ context }) => context.cancelled !== null, target: "completed" },
-          ...topLevel.map((node) => ({
-            guard: ({ context }: Args) => context.resume_at === node.id,
-            target: `#node-${stateKey(node.id)}`,
-          })),
-          { target: "loading" },
-        ],
-      },
-      loading: {
-        invoke: {
-          src: "loadBlackboard",
-          input: ({ context }) => ({ session_id: context.session_id, turn_id: context.turn_id }),
-          onDone: {
-            target: "preflight",
-            // The inputs seed the blackboard, over what the session's earlier runs left on it.
-            actions: assign(({ context, event }) => ({ blackboard: { ...(event.output ?? {}), ...context.inputs } })),
-          },
-          onError: {
-            target: "failing",
-            actions: assign(({ event }) => ({
-              failure: {
-                code: codeOf(event.error, "unavailable"),
-                message: `the blackboard could not be read: ${messageOf(event.error)}`,
-              },
-            })),
-          },
+  return recipeSetup
+    .createMachine({
+      id: "recipe",
+      context: initialRecipeContext,
+      initial: "starting",
+      on: {
+        "turn.cancel": {
+          target: ".completed",
+          actions: assign(({ event }) => ({ cancelled: event.reason })),
         },
-      },
-      preflight: {
-        entry: enqueueActions(({ context, enqueue }) => {
-          const checked = checkConstraints(prepared.constraints, context.blackboard);
-          const line = (item: (typeof checked.failed)[number]) => ({
-            variable: item.constraint.variable,
-            operator: item.constraint.operator,
-            message: item.message,
-          });
-          const failures = checked.failed.map(line);
-          const warnings = checked.warnings.map(line);
-          const stageWarnings = warnings.map((warning) => ({
-            stage: "recipe" as const,
-            code: "constraint",
-            message: warning.message,
-            subject: warning.variable,
-          }));
-          enqueue.assign({ preflight: { failed: failures }, warnings: [...context.warnings, ...stageWarnings] });
-          enqueue({
-            type: "record",
-            params: { kind: "PREFLIGHT_CHECKED", payload: { passed: failures.length === 0, failures, warnings } },
-          });
-          for (const warning of stageWarnings as TurnWarning[])
+        "turn.interrupt": {
+          target: ".completed",
+          actions: enqueueActions(({ context, event, enqueue }) => {
+            const warning = {
+              stage: "recipe" as const,
+              code: "interrupted",
+              message: `interrupted by turn ${event.by_turn_id}`,
+            };
+            enqueue.assign({
+              warnings: [...context.warnings, warning],
+              failure: { code: "interrupted", message: warning.message },
+            });
             enqueue({ type: "record", params: { kind: "STAGE_WARNING", payload: warning } });
-        }),
-        always: [
-          {
-            guard: ({ context }) => (context.preflight?.failed.length ?? 0) > 0,
-            target: "failing",
-            actions: assign(({ context }) => ({
-              failure: {
-                code: "preflight_failed",
-                message: context.preflight!.failed.map((failure) => failure.message).join("; "),
-              },
-            })),
-          },
-          { target: "run" },
-        ],
+          }),
+        },
       },
-      run: {
-        initial: stateKey(prepared.entry),
-        ...(timeout !== undefined
-          ? {
-              after: {
-                runDeadline: {
-                  target: "failing",
-                  actions: assign(() => ({
-                    failure: {
-                      code: "timeout",
-                      message: `the run passed its deadline (policy timeout_seconds: ${timeout})`,
-                    },
-                  })),
+      states: {
+        starting: {
+          always: [
+            { guard: ({ context }) => context.cancelled !== null, target: "completed" },
+            ...topLevel.map((node) => ({
+              guard: ({ context }: Args) => context.resume_at === node.id,
+              target: `#node-${stateKey(node.id)}`,
+            })),
+            { target: "loading" },
+          ],
+        },
+        loading: {
+          invoke: {
+            src: "loadBlackboard",
+            input: ({ context }) => ({ session_id: context.session_id, turn_id: context.turn_id }),
+            onDone: {
+              target: "preflight",
+              // The inputs seed the blackboard, over what the session's earlier runs left on it.
+              actions: assign(({ context, event }) => ({ blackboard: { ...(event.output ?? {}), ...context.inputs } })),
+            },
+            onError: {
+              target: "failing",
+              actions: assign(({ event }) => ({
+                failure: {
+                  code: codeOf(event.error, "unavailable"),
+                  message: `the blackboard could not be read: ${messageOf(event.error)}`,
                 },
-              },
-            }
-          : {}),
-        states,
-      },
-      suspending: {
-        invoke: {
-          ...persist(false),
-          // The checkpoint in the log is what a resumed run reads: a store that failed here loses nothing.
-          onDone: "suspended",
-          onError: "suspended",
-        },
-      },
-      suspended: {
-        type: "final",
-        entry: [
-          "closeOpenStreams",
-          {
-            type: "record",
-            params: ({ context }) => ({ kind: "TURN_SUSPENDED", payload: { node: context.suspended_at ?? "" } }),
-          },
-        ],
-      },
-      finishing: {
-        invoke: {
-          ...persist(true),
-          onDone: "completed",
-          onError: {
-            target: "completed",
-            actions: assign(({ event }) => ({
-              failure: { code: codeOf(event.error, "invalid_output"), message: messageOf(event.error) },
-            })),
+              })),
+            },
           },
         },
-      },
-      failing: {
-        invoke: {
-          ...persist(false),
-          onDone: "completed",
-          onError: "completed",
+        preflight: {
+          entry: enqueueActions(({ context, enqueue }) => {
+            const checked = checkConstraints(prepared.constraints, context.blackboard);
+            const line = (item: (typeof checked.failed)[number]) => ({
+              variable: item.constraint.variable,
+              operator: item.constraint.operator,
+              message: item.message,
+            });
+            const failures = checked.failed.map(line);
+            const warnings = checked.warnings.map(line);
+            const stageWarnings = warnings.map((warning) => ({
+              stage: "recipe" as const,
+              code: "constraint",
+              message: warning.message,
+              subject: warning.variable,
+            }));
+            enqueue.assign({ preflight: { failed: failures }, warnings: [...context.warnings, ...stageWarnings] });
+            enqueue({
+              type: "record",
+              params: { kind: "PREFLIGHT_CHECKED", payload: { passed: failures.length === 0, failures, warnings } },
+            });
+            for (const warning of stageWarnings as TurnWarning[])
+              enqueue({ type: "record", params: { kind: "STAGE_WARNING", payload: warning } });
+          }),
+          always: [
+            {
+              guard: ({ context }) => (context.preflight?.failed.length ?? 0) > 0,
+              target: "failing",
+              actions: assign(({ context }) => ({
+                failure: {
+                  code: "preflight_failed",
+                  message: context.preflight!.failed.map((failure) => failure.message).join("; "),
+                },
+              })),
+            },
+            { target: "run" },
+          ],
+        },
+        run: {
+          initial: stateKey(prepared.entry),
+          ...(timeout !== undefined
+            ? {
+                after: {
+                  runDeadline: {
+                    target: "failing",
+                    actions: assign(() => ({
+                      failure: {
+                        code: "timeout",
+                        message: `the run passed its deadline (policy timeout_seconds: ${timeout})`,
+                      },
+                    })),
+                  },
+                },
+              }
+            : {}),
+          states,
+        },
+        suspending: {
+          invoke: {
+            ...persist(false),
+            // The checkpoint in the log is what a resumed run reads: a store that failed here loses nothing.
+            onDone: "suspended",
+            onError: "suspended",
+          },
+        },
+        suspended: {
+          type: "final",
+          entry: [
+            "closeOpenStreams",
+            {
+              type: "record",
+              params: ({ context }) => ({ kind: "TURN_SUSPENDED", payload: { node: context.suspended_at ?? "" } }),
+            },
+          ],
+        },
+        finishing: {
+          invoke: {
+            ...persist(true),
+            onDone: "completed",
+            onError: {
+              target: "completed",
+              actions: assign(({ event }) => ({
+                failure: { code: codeOf(event.error, "invalid_output"), message: messageOf(event.error) },
+              })),
+            },
+          },
+        },
+        failing: {
+          invoke: {
+            ...persist(false),
+            onDone: "completed",
+            onError: "completed",
+          },
+        },
+        completed: {
+          type: "final",
+          entry: [
+            "closeOpenStreams",
+            {
+              type: "record",
+              params: ({ context }): TurnRecord => ({
+                kind: "TURN_COMPLETED",
+                payload: {
+                  response: responseOf(context),
+                  outcome: outcomeOf(context),
+                  usage: usageSummary(context.usage),
+                  output: context.blackboard,
+                },
+              }),
+            },
+          ],
         },
       },
-      completed: {
-        type: "final",
-        entry: [
-          "closeOpenStreams",
-          {
-            type: "record",
-            params: ({ context }): TurnRecord => ({
-              kind: "TURN_COMPLETED",
-              payload: {
-                response: responseOf(context),
-                outcome: outcomeOf(context),
-                usage: usageSummary(context.usage),
-                output: context.blackboard,
-              },
-            }),
-          },
-        ],
+      output: ({ context }): RecipeRunOutput => {
+        const suspended = context.suspended_at !== null && context.failure === null && context.cancelled === null;
+        const node = suspended ? (byId.get(context.suspended_at!) as HumanNode | undefined) : undefined;
+        return {
+          session_id: context.session_id,
+          turn_id: context.turn_id,
+          blackboard: context.blackboard,
+          response: suspended ? "" : responseOf(context),
+          ...(node
+            ? {
+                suspended: {
+                  node: node.id,
+                  prompt: node.prompt,
+                  ...(node.required_role ? { required_role: node.required_role } : {}),
+                },
+              }
+            : { outcome: outcomeOf(context) }),
+        };
       },
-    },
-    output: ({ context }): RecipeRunOutput => {
-      const suspended = context.suspended_at !== null && context.failure === null && context.cancelled === null;
-      const node = suspended ? (byId.get(context.suspended_at!) as HumanNode | undefined) : undefined;
-      return {
-        session_id: context.session_id,
-        turn_id: context.turn_id,
-        blackboard: context.blackboard,
-        response: suspended ? "" : responseOf(context),
-        ...(node
-          ? {
-              suspended: {
-                node: node.id,
-                prompt: node.prompt,
-                ...(node.required_role ? { required_role: node.required_role } : {}),
-              },
-            }
-          : { outcome: outcomeOf(context) }),
-      };
-    },
-  }).provide({
-    // A host passes what is left of the deadline; a run started without it has the policy's whole timeout.
-    delays: { runDeadline: ({ context }) => context.deadline_in_ms ?? (timeout ?? 0) * 1000 },
-  });
+    })
+    .provide({
+      // A host passes what is left of the deadline; a run started without it has the policy's whole timeout.
+      delays: { runDeadline: ({ context }) => context.deadline_in_ms ?? (timeout ?? 0) * 1000 },
+    });
 }
 
 /** Saves the blackboard (checking it against interface.outputs at the run's end), then goes on. */
