@@ -227,7 +227,11 @@ function streamHandlers(nodeId: string): StateConfig {
           type: "record",
           params: {
             kind: "STREAM_START",
-            payload: { stream_id: event.stream_id, content_type: event.content_type, attempt: 1 },
+            payload: {
+              stream_id: event.stream_id,
+              content_type: event.content_type,
+              attempt: attemptOf(context, nodeId),
+            },
           },
         });
       }),
