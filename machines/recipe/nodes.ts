@@ -180,6 +180,7 @@ function frame(recipe: Recipe, node: RecipeNode, exits: Exits) {
         target: "working",
         reenter: true,
         actions: [
+          closeNodeStreams(node.id),
           recorded(true),
           assign(({ context }: Args) => ({
             attempts: { ...context.attempts, [node.id]: attemptOf(context, node.id) + 1 },
@@ -280,6 +281,23 @@ function streamHandlers(nodeId: string): StateConfig {
     },
   };
 }
+
+/**
+ * Ends the node's own streams still open (a failed attempt's): the retry
+ * opens them afresh. Other nodes' streams (a parallel branch) stay open.
+ */
+const closeNodeStreams = (nodeId: string) =>
+  enqueueActions(({ context, enqueue }: Args & { enqueue: Enqueue }) => {
+    const mine = Object.entries(context.open_streams).filter(([id]) => id.startsWith(`${nodeId}:`));
+    if (mine.length === 0) return;
+    for (const [streamId, chunks] of mine)
+      enqueue({ type: "record", params: { kind: "STREAM_END", payload: { stream_id: streamId, chunks } } });
+    enqueue.assign({
+      open_streams: Object.fromEntries(
+        Object.entries(context.open_streams).filter(([id]) => !id.startsWith(`${nodeId}:`)),
+      ),
+    });
+  });
 
 /** What `enqueueActions` gives its callback to enqueue with (the subset used here). */
 interface Enqueue {
