@@ -7,17 +7,14 @@ import { type GraphShape, graphShape } from "../../src/recipes/forks.ts";
 import type { HumanNode, Recipe, RecipeNode } from "../../src/recipes/recipe.ts";
 import type { RecipeContext } from "./context.ts";
 import { initialRecipeContext } from "./context.ts";
+import { type Args, type Exits, type StateConfig, stateKey } from "./frame.ts";
 import {
-  type Args,
   agentNodeState,
   councilNodeState,
-  type Exits,
   evaluatorNodeState,
   humanNodeState,
   logicNodeState,
   routerNodeState,
-  type StateConfig,
-  stateKey,
   switchNodeState,
 } from "./nodes.ts";
 import { recipeSetup } from "./setup.ts";

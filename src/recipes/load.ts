@@ -1,5 +1,4 @@
 import { readFileSync } from "node:fs";
-import { parseDocument } from "yaml";
 import type { z } from "zod";
 import { AgentId } from "../contracts/ids.ts";
 import { ConclaveError } from "../errors.ts";
@@ -9,26 +8,12 @@ import { pathSegments } from "./paths.ts";
 import { DEFAULT_POLICY, type Persistence, type Recipe, type RecipeNode, type Transition } from "./recipe.ts";
 import type { FullTopology, GraphRecipeDocument as GraphDocument } from "./schema.ts";
 import { parseGraphDocument, WorkflowRecipeDocument } from "./schema.ts";
+import { parseRecipeText, type RecipeIssue, RecipeValidationError } from "./text.ts";
 
-/** One problem of a document: where (`topology.nodes[2].agent_ref`) and what. */
-export interface RecipeIssue {
-  path: string;
-  message: string;
-}
+// Loading starts from text and ends naming the agents a recipe calls: one import for callers.
+export { agentRefsOf, checkAgentRefs } from "./agentRefs.ts";
+export { MAX_RECIPE_TEXT, parseRecipeText, type RecipeIssue, RecipeValidationError } from "./text.ts";
 
-/** A recipe document that cannot be loaded (or run): every issue found, each naming its path. */
-export class RecipeValidationError extends ConclaveError<"invalid_recipe"> {
-  readonly issues: RecipeIssue[];
-  constructor(issues: RecipeIssue[], source?: string) {
-    const shown = issues.slice(0, 10).map((issue) => `${issue.path}: ${issue.message}`);
-    const more = issues.length > 10 ? `; and ${issues.length - 10} more` : "";
-    super("invalid_recipe", `${source ? `${source}: ` : ""}${shown.join("; ")}${more}`);
-    this.issues = issues;
-  }
-}
-
-/** Largest recipe document, in characters of text. */
-export const MAX_RECIPE_TEXT = 256 * 1024;
 /** Most nodes (or steps) in one recipe. */
 export const MAX_RECIPE_NODES = 500;
 
@@ -42,32 +27,6 @@ export interface LoadOptions {
    * are refused. `false` only validates the document (`conclave recipe validate --draft`).
    */
   forRun?: boolean;
-}
-
-/** A document's text (YAML, or JSON, which is YAML) as a value; syntax errors name the line and column. */
-export function parseRecipeText(text: string, source = "recipe"): unknown {
-  if (text.length > MAX_RECIPE_TEXT)
-    throw new RecipeValidationError(
-      [{ path: "(document)", message: `longer than ${MAX_RECIPE_TEXT} characters` }],
-      source,
-    );
-  // prettyErrors is what gives an error its line and column.
-  const document = parseDocument(text, { prettyErrors: true, uniqueKeys: true });
-  if (document.errors.length > 0) {
-    throw new RecipeValidationError(
-      document.errors.map((error) => ({
-        path: error.linePos?.[0] ? `line ${error.linePos[0].line}, column ${error.linePos[0].col}` : "(document)",
-        message: error.message.split("\n")[0]!.replace(/ at line \d+, column \d+:?$/, ""),
-      })),
-      source,
-    );
-  }
-  try {
-    return document.toJS({ maxAliasCount: 100 });
-  } catch (error) {
-    // An alias bomb (or another document the YAML library will not expand) is a document issue, not a crash.
-    throw new RecipeValidationError([{ path: "(document)", message: (error as Error).message }], source);
-  }
 }
 
 /** Reads, parses and loads a recipe file. */
@@ -121,32 +80,6 @@ export function loadRecipe(document: unknown, options: LoadOptions = {}): Recipe
   if (recipe) context.check(recipe);
   if (context.issues.length > 0 || !recipe) throw new RecipeValidationError(context.issues);
   return recipe;
-}
-
-/** The Conclave agent ids a recipe calls: agent nodes, judges, voters. */
-export function agentRefsOf(recipe: Recipe): string[] {
-  const ids = new Set<string>();
-  for (const node of recipe.nodes) {
-    if (node.kind === "agent") ids.add(node.agent);
-    if (node.kind === "evaluator") ids.add(node.judge);
-    if (node.kind === "council") for (const voter of node.voters) ids.add(voter);
-  }
-  return [...ids];
-}
-
-/** The recipe's references to agents no live worker hosts, each naming its node. */
-export function checkAgentRefs(recipe: Recipe, known: ReadonlySet<string>): RecipeIssue[] {
-  const listed = [...known].sort().slice(0, 8).join(", ") || "none";
-  const issues: RecipeIssue[] = [];
-  const check = (at: string, id: string) => {
-    if (!known.has(id)) issues.push({ path: at, message: `no live worker hosts agent '${id}' (live: ${listed})` });
-  };
-  for (const node of recipe.nodes) {
-    if (node.kind === "agent") check(node.at, node.agent);
-    if (node.kind === "evaluator") check(node.at, node.judge);
-    if (node.kind === "council") for (const voter of node.voters) check(node.at, voter);
-  }
-  return issues;
 }
 
 const PERSISTENCE: Record<string, Persistence> = {

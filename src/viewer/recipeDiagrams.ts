@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
+import { stateKey } from "../../machines/recipe/frame.ts";
 import { compileRecipe } from "../../machines/recipe/index.ts";
-import { stateKey } from "../../machines/recipe/nodes.ts";
 import type { JsonObject } from "../contracts/recipeRun.ts";
 import { messageOf } from "../errors.ts";
 import { allStates, type MachineGraph, machineGraph } from "../graph/machineGraph.ts";

@@ -1,0 +1,25 @@
+import type { Recipe } from "./recipe.ts";
+import type { RecipeIssue } from "./text.ts";
+
+/** Every agent a recipe calls, with where: agent nodes, judges, voters. */
+function agentCalls(recipe: Recipe): { at: string; id: string }[] {
+  return recipe.nodes.flatMap((node) => {
+    if (node.kind === "agent") return [{ at: node.at, id: node.agent }];
+    if (node.kind === "evaluator") return [{ at: node.at, id: node.judge }];
+    if (node.kind === "council") return node.voters.map((id) => ({ at: node.at, id }));
+    return [];
+  });
+}
+
+/** The Conclave agent ids a recipe calls: agent nodes, judges, voters. */
+export function agentRefsOf(recipe: Recipe): string[] {
+  return [...new Set(agentCalls(recipe).map((call) => call.id))];
+}
+
+/** The recipe's references to agents no live worker hosts, each naming its node. */
+export function checkAgentRefs(recipe: Recipe, known: ReadonlySet<string>): RecipeIssue[] {
+  const listed = [...known].sort().slice(0, 8).join(", ") || "none";
+  return agentCalls(recipe)
+    .filter((call) => !known.has(call.id))
+    .map((call) => ({ path: call.at, message: `no live worker hosts agent '${call.id}' (live: ${listed})` }));
+}
