@@ -20,6 +20,8 @@ export const WalEntry = z.object({
   recipe: RecipeSubmission.optional(),
   /** A suspended recipe run goes on: the answer to its human node (the rest is read from its event log). */
   resume: HumanAnswer.optional(),
+  /** With `resume`: the seq of the TURN_SUSPENDED it answers (an entry for an earlier suspension is a stale copy). */
+  suspension_seq: z.number().int().min(0).optional(),
 });
 export type WalEntry = z.infer<typeof WalEntry>;
 
@@ -53,6 +55,12 @@ export const TurnStatusRecord = z.object({
       seq: z.number().int().min(0),
     })
     .optional(),
+  /**
+   * The seq of the last suspension answered: a WAL entry for an earlier one
+   * (e.g. the run's first entry, delivered again because its runner died
+   * before its ack went out) is a stale copy, never run again.
+   */
+  answered_through: z.number().int().min(0).optional(),
 });
 /** Where one turn stands, as stored in the `conclave_turns` KV bucket. */
 export type TurnStatusRecord = z.infer<typeof TurnStatusRecord>;

@@ -42,7 +42,9 @@ export class TurnStatusStore {
   /**
    * A runner takes the turn (or takes it over): inflight, one more attempt.
    * Returns the record as it was; a turn already done, failed or expired is
-   * left as it is (`taken` false).
+   * left as it is (`taken` false), and so is one whose entry is `stale`: it
+   * answers a suspension older than the last one answered (`answers` is the
+   * entry's `suspension_seq`, -1 for a run's first entry).
    */
   async take(
     sessionId: string,
@@ -50,12 +52,16 @@ export class TurnStatusStore {
     runner: string,
     submittedAt: number,
     maxAttempts: number,
-  ): Promise<{ before: TurnStatusRecord | null; taken: boolean; poison: boolean }> {
+    answers = -1,
+  ): Promise<{ before: TurnStatusRecord | null; taken: boolean; poison: boolean; stale: boolean }> {
     let before: TurnStatusRecord | null = null;
+    const staleFor = (record: TurnStatusRecord | null) =>
+      record?.answered_through !== undefined && answers < record.answered_through;
     await this.#update(`${sessionId}.${turnId}`, (current) => {
       before = current;
       if (current && current.status !== "pending" && current.status !== "inflight") return null;
       if (current && current.attempts >= maxAttempts) return null;
+      if (staleFor(current)) return null;
       return {
         session_id: sessionId,
         turn_id: turnId,
@@ -65,12 +71,14 @@ export class TurnStatusStore {
         runner,
         attempts: (current?.attempts ?? 0) + 1,
         ...(current?.cancel_reason !== undefined ? { cancel_reason: current.cancel_reason } : {}),
+        ...(current?.answered_through !== undefined ? { answered_through: current.answered_through } : {}),
       };
     });
     const previous = before as TurnStatusRecord | null;
     const open = !previous || previous.status === "pending" || previous.status === "inflight";
-    const poison = open && !!previous && previous.attempts >= maxAttempts;
-    return { before: previous, taken: open && !poison, poison };
+    const stale = open && staleFor(previous);
+    const poison = open && !stale && !!previous && previous.attempts >= maxAttempts;
+    return { before: previous, taken: open && !poison && !stale, poison, stale };
   }
 
   /**
@@ -103,7 +111,13 @@ export class TurnStatusStore {
       if (seq !== undefined && current.suspended.seq !== seq) return null;
       before = current;
       const { suspended: _suspended, ...rest } = current;
-      return { ...rest, status: "pending", attempts: 0, updated_at: Date.now() };
+      return {
+        ...rest,
+        status: "pending",
+        attempts: 0,
+        updated_at: Date.now(),
+        answered_through: current.suspended.seq,
+      };
     });
     return before;
   }
@@ -120,6 +134,7 @@ export class TurnStatusStore {
       submitted_at: current?.submitted_at ?? Date.now(),
       attempts: current?.attempts ?? 0,
       ...(current?.runner ? { runner: current.runner } : {}),
+      ...(current?.answered_through !== undefined ? { answered_through: current.answered_through } : {}),
       status,
       updated_at: Date.now(),
       ...detail,

@@ -5,11 +5,18 @@
  * timeout resumes it as timed out, on whichever runner is up.
  */
 import { readFileSync } from "node:fs";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { beforeAll, describe, expect, it } from "vitest";
+import { encodeJson } from "../../src/bus/codec.ts";
+import { RUNNER_CONSUMER, streams, subjects } from "../../src/bus/subjects.ts";
+import type { ConclaveProcess } from "../../src/cli/childProcess.ts";
 import { type ConclaveClient, connect } from "../../src/client/index.ts";
 import type { EngineEvent } from "../../src/contracts/events.ts";
 import type { JsonObject } from "../../src/contracts/recipeRun.ts";
+import type { WalEntry } from "../../src/contracts/wal.ts";
 import { parseRecipeText } from "../../src/recipes/load.ts";
+import { resumeSuspended } from "../../src/runtime/recipes/resume.ts";
+import { TurnStatusStore } from "../../src/runtime/turnStatusStore.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { useConclaveProcesses } from "../helpers/processes.ts";
 import { until } from "../helpers/wait.ts";
@@ -17,6 +24,8 @@ import { until } from "../helpers/wait.ts";
 const nats = useNatsServer();
 const processes = useConclaveProcesses(() => nats.url);
 let client: ConclaveClient;
+/** The runner up after the first test (the second runs on it). */
+let runner: ConclaveProcess | null = null;
 
 const approval = () => parseRecipeText(readFileSync("recipes/approval.yaml", "utf8")) as JsonObject;
 
@@ -53,7 +62,7 @@ describe("a human node", () => {
     // No process holds it: the runner dies for real, a new one starts.
     first.child.kill("SIGKILL");
     await new Promise<void>((resolve) => first.child.once("exit", () => resolve()));
-    await processes.spawn("runner-2", ["runner"]);
+    runner = await processes.spawn("runner-2", ["runner"]);
 
     // The wrong role is refused and changes nothing.
     await expect(
@@ -119,5 +128,69 @@ describe("a human node", () => {
     expect(routes).toContain("archive");
     const completed = events.at(-1);
     expect(completed?.kind === "TURN_COMPLETED" && completed.payload.output?.archive).toEqual({ status: "archived" });
+  });
+
+  it("runs an answered run once when its first entry is delivered again (its runner died before its ack went out)", async () => {
+    const session = "approval-3";
+    runner ??= await processes.spawn("runner-3", ["runner"]);
+    const run = await client.run(session, approval(), { inputs: { topic: "a stale copy" } });
+    expect(run.status).toBe("suspended");
+    const turnId = run.turnId;
+    await until(async () => (await client.status(session, turnId))?.status === "suspended", {
+      what: "suspended status",
+    });
+    await runner?.stop(5_000);
+    runner = null;
+
+    // What a runner killed between recording the suspension and acking the entry leaves: the run's
+    // first entry in the WAL, delivered once already (here: taken from the runners' consumer and
+    // handed back, as JetStream does when the ack never arrives).
+    const nc = await nats.connect("runner");
+    const js = jetstream(nc);
+    const first: WalEntry = {
+      session_id: session,
+      turn_id: turnId,
+      text: "",
+      on_busy: "enqueue",
+      submitted_at: Date.now(),
+      recipe: { document: approval(), inputs: { topic: "a stale copy" } },
+    };
+    const stored = await js.publish(subjects.wal(session), encodeJson(first), { msgID: `${session}.${turnId}.copy` });
+    const consumer = await js.consumers.get(streams.turns, RUNNER_CONSUMER);
+    for (;;) {
+      const msg = await consumer.next({ expires: 2_000 });
+      if (msg?.seq === stored.seq) {
+        msg.nak();
+        break;
+      }
+    }
+
+    // The answer lands before any runner is back (as the resume service stores it).
+    const statuses = await TurnStatusStore.open(nc);
+    const status = await statuses.get(session, turnId);
+    await resumeSuspended(
+      { js, statuses },
+      session,
+      turnId,
+      { node: "approve", answer: { approved: true }, user_id: "ana", role: "editor", timed_out: false },
+      status?.suspended?.seq,
+    );
+    runner = await processes.spawn("runner-4", ["runner"]);
+
+    await until(async () => (await client.status(session, turnId))?.status === "done", { what: "done status" });
+    const jsm = await jetstreamManager(nc);
+    await until(
+      async () => {
+        const info = await jsm.consumers.info(streams.turns, RUNNER_CONSUMER);
+        return info.num_pending === 0 && info.num_ack_pending === 0;
+      },
+      { what: "the stale copy removed from the WAL" },
+    );
+    const kinds = (await logOf(session, turnId)).map((event) => event.kind);
+    expect(kinds.filter((kind) => kind === "TURN_SUSPENDED")).toHaveLength(1);
+    expect(kinds.filter((kind) => kind === "TURN_COMPLETED")).toHaveLength(1);
+    expect(kinds).not.toContain("TURN_RESUMED");
+    expect((await statuses.get(session, turnId))?.status).toBe("done");
+    await nc.close();
   });
 });

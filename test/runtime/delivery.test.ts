@@ -41,6 +41,12 @@ describe("a WAL delivery", () => {
     });
   });
 
+  it("removes another entry for a turn it holds: a suspended run's earlier entry while its answer runs here", () => {
+    expect(decideDelivery(facts({ heldHere: true, heldOtherEntry: true, deliveryCount: 2 }))).toEqual({
+      kind: "drop_stale",
+    });
+  });
+
   it("leaves a session another runner owns to its owner", () => {
     expect(decideDelivery(facts({ ownsSession: false }))).toEqual({ kind: "defer_to_owner" });
     expect(decideDelivery(facts({ ownsSession: false, deliveryCount: 4, expired: true }))).toEqual({
@@ -79,6 +85,13 @@ describe("a delivery after the first", () => {
         kind: "already_settled",
       });
     }
+  });
+
+  it("is a late duplicate when it answers a suspension older than the last one answered, even at the attempt cap", () => {
+    const answered = status({ status: "pending", attempts: 5, answered_through: 4 });
+    expect(decideRedelivery({ before: answered, taken: false, poison: false, stale: true })).toEqual({
+      kind: "already_settled",
+    });
   });
 
   it("is a takeover, counting the attempt and naming the runner it was taken from", () => {

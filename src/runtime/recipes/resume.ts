@@ -30,6 +30,7 @@ export async function resumeSuspended(
     on_busy: "enqueue",
     submitted_at: Date.now(),
     resume: answer,
+    suspension_seq: before.suspended.seq,
   };
   await deps.js.publish(subjects.wal(sessionId), encodeJson(entry), {
     msgID: `${sessionId}.${turnId}.resume.${before.suspended.seq}`,

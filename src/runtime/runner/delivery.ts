@@ -20,6 +20,12 @@ export interface DeliveryFacts {
   deliveryCount: number;
   /** This runner holds a WAL handle for the turn: it is queued or running here. */
   heldHere: boolean;
+  /**
+   * What it holds is another WAL entry for the same turn (another stream
+   * seq): a suspended run's earlier entry delivered again while its answer
+   * runs here.
+   */
+  heldOtherEntry?: boolean;
   /** This runner holds (or just took) the session's lease. */
   ownsSession: boolean;
   /** The entry waited longer than the turn TTL. */
@@ -35,6 +41,8 @@ export interface DeliveryFacts {
 export type DeliveryAction =
   /** Delivered again while this runner holds it (its sign of life came late): keep the newer handle. */
   | { kind: "refresh_hold" }
+  /** Another entry for a turn this runner holds: a stale copy of a suspended run's earlier entry; remove it. */
+  | { kind: "drop_stale" }
   /** Another runner owns the session: hand the entry back for its owner. */
   | { kind: "defer_to_owner" }
   /** Waited too long to be run: settle it as expired. */
@@ -54,7 +62,7 @@ export type DeliveryAction =
 
 /** Step 1: what to do with a delivery, from the record and this runner's own state. */
 export function decideDelivery(facts: DeliveryFacts): DeliveryAction {
-  if (facts.heldHere) return { kind: "refresh_hold" };
+  if (facts.heldHere) return facts.heldOtherEntry ? { kind: "drop_stale" } : { kind: "refresh_hold" };
   if (!facts.ownsSession) return { kind: "defer_to_owner" };
   if (facts.expired) return { kind: "expire" };
   if (facts.finishedHere) return { kind: "reset_session" };
@@ -70,18 +78,25 @@ export interface TakeResult {
   taken: boolean;
   /** Runners started it the maximum number of times without finishing it. */
   poison: boolean;
+  /** The entry answers a suspension older than the last one answered (or is the run's first entry): a stale copy. */
+  stale?: boolean;
 }
 
 export type RedeliveryAction =
   /** Started too many times without finishing: fail it for good and keep it as a dead letter. */
   | { kind: "poison" }
-  /** Already done, failed or expired: a late duplicate delivery; remove it from the WAL. */
+  /**
+   * Already done, failed or expired, or a stale copy of a suspended run's
+   * earlier entry (its runner died before its ack went out): a late
+   * duplicate delivery; remove it from the WAL.
+   */
   | { kind: "already_settled" }
   /** A runner may have started it and died: look at what it stored (`decideTakeover`). */
   | { kind: "take_over"; attempt: number; previousRunner?: string };
 
 /** Step 2: a delivery after the first, from the turn's status as this runner took it. */
 export function decideRedelivery(take: TakeResult): RedeliveryAction {
+  if (take.stale) return { kind: "already_settled" };
   if (take.poison) return { kind: "poison" };
   if (!take.taken) return { kind: "already_settled" };
   const attempt = Math.max(2, (take.before?.attempts ?? 1) + 1);

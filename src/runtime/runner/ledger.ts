@@ -64,6 +64,11 @@ export class TurnLedger {
     return this.#held.has(turnKey(sessionId, turnId));
   }
 
+  /** The WAL stream seq of the entry held for a turn, if any. */
+  heldSeq(sessionId: string, turnId: number): number | undefined {
+    return this.#held.get(turnKey(sessionId, turnId))?.msg.seq;
+  }
+
   /** How many entries this runner holds. */
   get size(): number {
     return this.#held.size;

@@ -289,6 +289,7 @@ export class Runner {
       turnId,
       deliveryCount: msg.info.deliveryCount,
       heldHere,
+      heldOtherEntry: heldHere && this.#ledger.heldSeq(sessionId, turnId) !== msg.seq,
       ownsSession: heldHere || (await this.#leases.acquire(sessionId)),
       expired: Date.now() - entry.submitted_at > this.#options.turnTtlMs,
       finishedHere: this.#sessions.finishedHere(sessionId, turnId),
@@ -296,6 +297,9 @@ export class Runner {
     switch (action.kind) {
       case "refresh_hold":
         return this.#ledger.hold(msg, entry);
+      case "drop_stale":
+        msg.ack();
+        return;
       case "defer_to_owner":
         msg.nak(200); // its owner will get it
         return;
@@ -328,7 +332,7 @@ export class Runner {
         if (stored) this.#writer.open(sessionId, turnId, stored.events, stored.lastStreamSeq);
         // First delivery: record it inflight meanwhile rather than before (one round trip off the turn's start).
         this.#statuses
-          .take(sessionId, turnId, this.#leases.runner, entry.submitted_at, MAX_TURN_ATTEMPTS)
+          .take(sessionId, turnId, this.#leases.runner, entry.submitted_at, MAX_TURN_ATTEMPTS, entry.suspension_seq)
           .catch((error: unknown) =>
             this.#log.warn(
               `turn ${turnKey(sessionId, turnId)}: status not recorded: ${messageOf(error)}`,
@@ -352,6 +356,7 @@ export class Runner {
       this.#leases.runner,
       entry.submitted_at,
       MAX_TURN_ATTEMPTS,
+      entry.suspension_seq,
     );
     const action = decideRedelivery(take);
     if (action.kind === "poison") {
