@@ -5,16 +5,30 @@ import { OpenAIChatModel } from "./openaiModel.ts";
 export { LLM_CONFIG_DEFAULTS, type LlmConfig, LlmConfigError, llmConfigFromEnv } from "./config.ts";
 export { LlmError, type LlmErrorCode, type LlmErrorOptions, llmErrorFromOpenAI } from "./errors.ts";
 export type {
+  ChatMessage,
   ChatModel,
+  CompleteRequest,
+  CompleteResult,
+  ModelToolCall,
   StreamPart,
   StreamRequest,
   StructuredRequest,
   StructuredResult,
   TextStream,
+  ToolSpec,
   Usage,
 } from "./model.ts";
+export { OfflineToolModel } from "./offlineModel.ts";
 export { OpenAIChatModel } from "./openaiModel.ts";
 export { responseFormatFor } from "./responseFormat.ts";
+export {
+  DEFAULT_TOOL_ROUNDS,
+  runToolLoop,
+  type ToolLoopCall,
+  ToolLoopExhaustedError,
+  type ToolLoopOptions,
+  type ToolLoopResult,
+} from "./toolLoop.ts";
 export { usageFrom } from "./usage.ts";
 
 /** The ChatModel for a configured endpoint (see `llmConfigFromEnv`; `null` there means offline). */

@@ -40,9 +40,53 @@ export interface TextStream extends AsyncIterable<StreamPart> {
   readonly usage: Promise<Usage>;
 }
 
+/** A tool the model may call, as it is shown to the model. */
+export interface ToolSpec {
+  /** The OpenAI function name (letters, digits, _ and -). */
+  name: string;
+  description: string;
+  /** The JSON Schema of the call's arguments. */
+  parameters: Record<string, unknown>;
+}
+
+/** One call the model asked for. */
+export interface ModelToolCall {
+  /** The model's id for the call; the `tool` message answering it repeats it. */
+  id: string;
+  name: string;
+  /** The arguments as JSON text, exactly as the model sent them (it may not be valid JSON). */
+  arguments: string;
+}
+
+/** One message of a tool-calling conversation, in the chat completions shape. */
+export type ChatMessage =
+  | { role: "system" | "user"; content: string }
+  | { role: "assistant"; content: string | null; tool_calls?: ModelToolCall[] }
+  | { role: "tool"; tool_call_id: string; content: string };
+
+export interface CompleteRequest {
+  caller: string;
+  messages: ChatMessage[];
+  /** The tools offered; an empty list offers none. */
+  tools: ToolSpec[];
+  signal?: AbortSignal;
+  timeoutMs?: number;
+  maxTokens?: number;
+}
+
+/** The model's reply in one round: text, tool calls, or both. */
+export interface CompleteResult {
+  content: string | null;
+  /** Empty when the model asked for no tool. */
+  toolCalls: ModelToolCall[];
+  usage: Usage;
+}
+
 export interface ChatModel {
   /** The model id in use. */
   readonly model: string;
   structured<S extends z.ZodType>(request: StructuredRequest<S>): Promise<StructuredResult<z.infer<S>>>;
   stream(request: StreamRequest): TextStream;
+  /** One non-streaming round of a conversation with tools (see `runToolLoop` for the loop). */
+  complete(request: CompleteRequest): Promise<CompleteResult>;
 }

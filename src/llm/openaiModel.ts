@@ -1,11 +1,28 @@
 import OpenAI from "openai";
+import type {
+  ChatCompletionMessage,
+  ChatCompletionMessageParam,
+  ChatCompletionTool,
+} from "openai/resources/chat/completions";
 import type { z } from "zod";
 import { addUsage, noUsage } from "../contracts/usage.ts";
 import type { LlmConfig } from "./config.ts";
 import { CallDeadline } from "./deadline.ts";
 import { LlmError, llmErrorFromOpenAI } from "./errors.ts";
 import { checkJsonReply, withCorrection } from "./jsonReply.ts";
-import type { ChatModel, StreamPart, StreamRequest, StructuredRequest, StructuredResult, TextStream } from "./model.ts";
+import type {
+  ChatMessage,
+  ChatModel,
+  CompleteRequest,
+  CompleteResult,
+  ModelToolCall,
+  StreamPart,
+  StreamRequest,
+  StructuredRequest,
+  StructuredResult,
+  TextStream,
+  ToolSpec,
+} from "./model.ts";
 import { responseFormatFor } from "./responseFormat.ts";
 import { LazyTextStream, partsOfChunk, type UsageSink } from "./textStream.ts";
 import { usageFrom } from "./usage.ts";
@@ -108,6 +125,34 @@ export class OpenAIChatModel implements ChatModel {
     }
   }
 
+  async complete(request: CompleteRequest): Promise<CompleteResult> {
+    const deadline = this.#deadline(request);
+    try {
+      const completion = await deadline.race(
+        this.#client.chat.completions.create(
+          {
+            model: this.model,
+            messages: request.messages.map(messageParam),
+            // Some servers reject an empty tools list: offering none means leaving the field out.
+            ...(request.tools.length > 0 ? { tools: request.tools.map(functionTool) } : {}),
+            max_tokens: request.maxTokens,
+          },
+          this.#requestOptions(deadline),
+        ),
+      );
+      const message = completion.choices[0]?.message;
+      return {
+        content: message?.content ?? null,
+        toolCalls: toolCallsOf(message),
+        usage: usageFrom(completion.usage),
+      };
+    } catch (error) {
+      throw failure(error, request.caller, deadline);
+    } finally {
+      deadline.dispose();
+    }
+  }
+
   #deadline(request: { timeoutMs?: number; signal?: AbortSignal }): CallDeadline {
     return new CallDeadline(request.timeoutMs ?? this.#timeoutMs, request.signal);
   }
@@ -116,6 +161,38 @@ export class OpenAIChatModel implements ChatModel {
     // The client's own timeout is per attempt and must be a positive integer; ours bounds the call.
     return { signal: deadline.signal, timeout: Math.max(1, Math.ceil(deadline.timeoutMs)) };
   }
+}
+
+function functionTool(tool: ToolSpec): ChatCompletionTool {
+  return {
+    type: "function",
+    function: { name: tool.name, description: tool.description, parameters: tool.parameters },
+  };
+}
+
+function messageParam(message: ChatMessage): ChatCompletionMessageParam {
+  if (message.role !== "assistant") return message;
+  // An empty tool_calls list is rejected by some servers: a reply without calls carries none.
+  if (!message.tool_calls?.length) return { role: "assistant", content: message.content };
+  return {
+    role: "assistant",
+    content: message.content,
+    tool_calls: message.tool_calls.map((call) => ({
+      id: call.id,
+      type: "function",
+      function: { name: call.name, arguments: call.arguments },
+    })),
+  };
+}
+
+/** Function calls only: custom tools are never offered, so a custom call would be the server's mistake. */
+function toolCallsOf(message: ChatCompletionMessage | undefined): ModelToolCall[] {
+  const calls: ModelToolCall[] = [];
+  for (const call of message?.tool_calls ?? []) {
+    if (call.type !== "function") continue;
+    calls.push({ id: call.id, name: call.function.name, arguments: call.function.arguments });
+  }
+  return calls;
 }
 
 /** The deadline's verdict wins: after an abort the client may report anything (abort, connection, timeout). */

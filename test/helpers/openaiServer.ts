@@ -3,10 +3,25 @@ import type { AddressInfo } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Usage } from "../../src/llm/model.ts";
 
+/** A tool call as the client sends it back in an assistant message. */
+export interface RequestToolCall {
+  id: string;
+  type: "function";
+  function: { name: string; arguments: string };
+}
+
+/** A message of a request; tool-calling rounds add assistant messages with calls and `tool` messages. */
+export type RequestMessage =
+  | { role: "system" | "user"; content: string }
+  | { role: "assistant"; content: string | null; tool_calls?: RequestToolCall[] }
+  | { role: "tool"; tool_call_id: string; content: string };
+
 /** A chat completions request body as the server received it (only the fields tests look at are typed). */
 export interface ChatRequestBody {
   model: string;
-  messages: { role: string; content: string }[];
+  messages: RequestMessage[];
+  /** The tools offered, as sent: `{ type: "function", function: { name, description, parameters } }`. */
+  tools?: unknown[];
   stream?: boolean;
   stream_options?: { include_usage?: boolean };
   response_format?: { type: string; json_schema?: { name: string; strict?: boolean; schema: unknown } };
@@ -29,6 +44,19 @@ export interface ContentReply {
   chunkDelayMs?: number;
 }
 
+/**
+ * A non-streaming answer asking for tool calls (`message.tool_calls`, `finish_reason: "tool_calls"`).
+ * A streaming request answered with it fails with a 500: streamed tool calls are not scripted.
+ */
+export interface ToolCallsReply {
+  /** `arguments` is sent as is, so a test can send text that is not JSON. `id` defaults to `call_<index>`. */
+  toolCalls: { id?: string; name: string; arguments: string }[];
+  /** Text beside the calls; default none (`content: null`). */
+  content?: string;
+  /** Usage to report; `null` sends none. Default: a rough count (4 characters a token). */
+  usage?: Usage | null;
+}
+
 /** An HTTP error; `body` defaults to an OpenAI-style `{ error: { message, type } }`. */
 export interface ErrorReply {
   status: number;
@@ -42,7 +70,7 @@ export interface HangReply {
   hang: true;
 }
 
-export type ScriptedReply = ContentReply | ErrorReply | HangReply;
+export type ScriptedReply = ContentReply | ToolCallsReply | ErrorReply | HangReply;
 
 export type ReplyHandler = (body: ChatRequestBody, index: number) => ScriptedReply | Promise<ScriptedReply>;
 
@@ -96,6 +124,11 @@ export async function startOpenAIServer(handler: ReplyHandler): Promise<OpenAISe
       sendJson(res, reply.status, reply.body ?? errorBody(`scripted ${reply.status}`, "server_error"), reply.headers);
       return;
     }
+    if ("toolCalls" in reply) {
+      if (body.stream) throw new Error("streamed tool calls are not scripted");
+      sendJson(res, 200, toolCallsCompletion(body, reply));
+      return;
+    }
     if (reply.delayMs) await sleep(reply.delayMs);
     if (res.destroyed) return; // the client gave up while we waited
     if (body.stream) await sendStream(res, body, reply);
@@ -136,10 +169,13 @@ function errorBody(message: string, type: string) {
   return { error: { message, type, code: null, param: null } };
 }
 
-function usageOf(body: ChatRequestBody, reply: ContentReply): Usage | null {
+function usageOf(body: ChatRequestBody, reply: ContentReply | ToolCallsReply): Usage | null {
   if (reply.usage !== undefined) return reply.usage;
-  const promptChars = body.messages.reduce((sum, message) => sum + String(message.content).length, 0);
-  const completionChars = reply.content.length + (reply.reasoning?.length ?? 0);
+  const promptChars = body.messages.reduce((sum, message) => sum + (message.content ?? "").length, 0);
+  const completionChars =
+    "toolCalls" in reply
+      ? (reply.content?.length ?? 0) + reply.toolCalls.reduce((sum, call) => sum + call.arguments.length, 0)
+      : reply.content.length + (reply.reasoning?.length ?? 0);
   return { prompt_tokens: Math.ceil(promptChars / 4), completion_tokens: Math.ceil(completionChars / 4) };
 }
 
@@ -148,15 +184,32 @@ function withTotal(usage: Usage) {
 }
 
 function completion(body: ChatRequestBody, reply: ContentReply) {
-  const usage = usageOf(body, reply);
   const message: Record<string, unknown> = { role: "assistant", content: reply.content, refusal: null };
   if (reply.reasoning) message[reply.reasoningField ?? "reasoning_content"] = reply.reasoning;
+  return chatCompletion(body, message, "stop", usageOf(body, reply));
+}
+
+function toolCallsCompletion(body: ChatRequestBody, reply: ToolCallsReply) {
+  const message = {
+    role: "assistant",
+    content: reply.content ?? null,
+    refusal: null,
+    tool_calls: reply.toolCalls.map((call, index) => ({
+      id: call.id ?? `call_${index}`,
+      type: "function",
+      function: { name: call.name, arguments: call.arguments },
+    })),
+  };
+  return chatCompletion(body, message, "tool_calls", usageOf(body, reply));
+}
+
+function chatCompletion(body: ChatRequestBody, message: unknown, finishReason: string, usage: Usage | null) {
   return {
     id: "chatcmpl-test",
     object: "chat.completion",
     created: Math.floor(Date.now() / 1000),
     model: body.model,
-    choices: [{ index: 0, message, finish_reason: "stop", logprobs: null }],
+    choices: [{ index: 0, message, finish_reason: finishReason, logprobs: null }],
     ...(usage ? { usage: withTotal(usage) } : {}),
   };
 }
