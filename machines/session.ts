@@ -38,6 +38,16 @@ export interface RecipeStart {
   new_answer?: boolean;
   /** Epoch ms by which the run must end (policy.timeout_seconds), when it was set before. */
   deadline_at?: number;
+  /** Tool calls an earlier attempt of the run finished, by call id: answered from here, not made again. */
+  finished_tool_calls?: Record<string, FinishedToolCall>;
+}
+
+/** How a tool call ended, as its TOOL_CALL_FINISHED records it. */
+export interface FinishedToolCall {
+  ok: boolean;
+  result?: unknown;
+  error?: { code: string; message: string };
+  simulated?: boolean;
 }
 
 /** The input of the `recipeTurn` actor. */

@@ -16,6 +16,10 @@ export type LocalErrorCode =
   | "usage"
   /** An agent definition that cannot run (defineAgent, or a module given to `conclave worker --agents`). */
   | "invalid_agent"
+  /** A tool definition that cannot run (defineTool). */
+  | "invalid_tool"
+  /** A model kept asking for tool calls past the loop's `maxRounds`. */
+  | "tool_rounds_exhausted"
   | "config"
   | "insecure_credentials"
   | "unauthorized"

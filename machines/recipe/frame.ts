@@ -341,5 +341,6 @@ export function agentCall(
     ...(extra.system_prompt ? { system_prompt: extra.system_prompt } : {}),
     ...(extra.feedback ? { feedback: extra.feedback } : {}),
     attempt: attemptOf(context, nodeId),
+    step: context.steps,
   };
 }

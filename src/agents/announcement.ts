@@ -3,15 +3,18 @@ import { z } from "zod";
 import { encodeJson } from "../bus/codec.ts";
 import { subjects } from "../bus/subjects.ts";
 import { AgentManifest } from "../contracts/agent.ts";
+import { ToolManifest } from "../contracts/tool.ts";
 
 /** Every this often a worker announces its agents again; a directory forgets a worker silent for three periods. */
 export const DEFAULT_HEARTBEAT_MS = 5_000;
 
-/** What a worker publishes on `conclave.agents.announce`: the agents it hosts, by manifest. */
+/** What a worker publishes on `conclave.agents.announce`: the agents and tools it hosts, by manifest. */
 export const AgentAnnouncement = z.object({
   /** The worker process (`<host>:<pid>`), unique among live workers. */
   worker: z.string().min(1).max(200),
   agents: z.array(AgentManifest).max(500),
+  /** The tools it hosts (absent from workers that host none, and from older workers). */
+  tools: z.array(ToolManifest).max(500).default([]),
   /** How often this worker announces itself again. */
   heartbeat_ms: z.number().int().positive(),
 });
@@ -27,7 +30,7 @@ export interface Announcer {
 }
 
 /**
- * Announces a worker's agents: once now (flushed, so a turn submitted after
+ * Announces a worker's agents (and tools): once now (flushed, so a turn submitted after
  * the worker is ready finds them), on every roll call, and every heartbeat.
  */
 export async function announceAgents(
@@ -35,8 +38,14 @@ export async function announceAgents(
   worker: string,
   agents: AgentManifest[],
   heartbeatMs = DEFAULT_HEARTBEAT_MS,
+  tools: ToolManifest[] = [],
 ): Promise<Announcer> {
-  const announcement = encodeJson({ worker, agents, heartbeat_ms: heartbeatMs } satisfies AgentAnnouncement);
+  const announcement = encodeJson({
+    worker,
+    agents,
+    ...(tools.length > 0 ? { tools } : {}),
+    heartbeat_ms: heartbeatMs,
+  } satisfies z.input<typeof AgentAnnouncement>);
   const announce = () => {
     if (!nc.isClosed()) nc.publish(subjects.agentsAnnounce, announcement);
   };

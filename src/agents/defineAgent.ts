@@ -8,6 +8,7 @@ import {
 } from "../contracts/agent.ts";
 import type { Episode } from "../contracts/workspace.ts";
 import { ConclaveError } from "../errors.ts";
+import type { AgentTools } from "./agentTools.ts";
 
 /** Marks a value as an agent definition, across copies of the package (a user's module may import another). */
 const AGENT_BRAND = Symbol.for("conclave.agent");
@@ -73,6 +74,8 @@ export interface AgentRunContext {
   stream(delta: string): void;
   /** Fires when the turn no longer wants the answer: deadline, cancellation, interrupt. */
   readonly signal: AbortSignal;
+  /** The tools this call may use, under the runner's policy (none unless a recipe offers some). */
+  readonly tools: AgentTools;
   /**
    * Set when a recipe's node calls the agent: the recipe and node, the node's named inputs, its
    * system prompt, and an evaluator's feedback on the previous attempt. `input.user_message` then

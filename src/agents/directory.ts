@@ -3,6 +3,7 @@ import { z } from "zod";
 import { decodeJson } from "../bus/codec.ts";
 import { subjects } from "../bus/subjects.ts";
 import type { AgentManifest } from "../contracts/agent.ts";
+import type { ToolManifest } from "../contracts/tool.ts";
 import { AgentAnnouncement, AgentWithdrawal } from "./announcement.ts";
 
 /** How a directory waits for the workers' answers to its roll call before it is ready. */
@@ -19,6 +20,7 @@ export interface DirectoryOptions {
 
 interface WorkerEntry {
   agents: AgentManifest[];
+  tools: ToolManifest[];
   expiresAt: number;
 }
 
@@ -36,6 +38,7 @@ export class AgentDirectory {
   readonly #workers = new Map<string, WorkerEntry>();
   /** The roster by id, rebuilt after a change or once an entry may have expired (it is read on every answer). */
   #index: Map<string, AgentManifest> | null = null;
+  #toolIndex = new Map<string, ToolManifest>();
   #indexExpires = 0;
   readonly #validators = new Map<string, { source: unknown; schema: z.ZodType }>();
   readonly #subscriptions: Subscription[];
@@ -100,6 +103,7 @@ export class AgentDirectory {
   #learn(announcement: AgentAnnouncement): void {
     this.#workers.set(announcement.worker, {
       agents: announcement.agents,
+      tools: announcement.tools,
       expiresAt: this.#now() + 3 * announcement.heartbeat_ms,
     });
     this.#index = null;
@@ -109,6 +113,7 @@ export class AgentDirectory {
     const now = this.#now();
     if (this.#index && now < this.#indexExpires) return this.#index;
     const byId = new Map<string, AgentManifest>();
+    const tools = new Map<string, ToolManifest>();
     let expires = Number.POSITIVE_INFINITY;
     for (const [worker, entry] of this.#workers) {
       if (entry.expiresAt <= now) {
@@ -117,8 +122,10 @@ export class AgentDirectory {
       }
       expires = Math.min(expires, entry.expiresAt);
       for (const manifest of entry.agents) byId.set(manifest.id, manifest);
+      for (const manifest of entry.tools) tools.set(manifest.name, manifest);
     }
     this.#index = byId;
+    this.#toolIndex = tools;
     this.#indexExpires = expires;
     return byId;
   }
@@ -126,6 +133,18 @@ export class AgentDirectory {
   /** Every live agent's manifest, by id (workers that disagree on an agent: one of theirs is taken; run one version at a time). */
   roster(): AgentManifest[] {
     return [...this.#byId().values()];
+  }
+
+  /** Every live tool's manifest (workers that disagree on a tool: one of theirs is taken). */
+  tools(): ToolManifest[] {
+    this.#byId();
+    return [...this.#toolIndex.values()];
+  }
+
+  /** The manifest a live worker announced for this tool, if any. */
+  tool(name: string): ToolManifest | undefined {
+    this.#byId();
+    return this.#toolIndex.get(name);
   }
 
   /** The manifest a live worker announced for this agent, if any. */

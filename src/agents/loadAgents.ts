@@ -37,7 +37,7 @@ export async function loadAgentModule(file: string): Promise<AgentDefinition[]> 
  * has no type stripping) is loaded with tsx when it is installed, as it is in
  * a checkout of Conclave or a project that runs TypeScript with it.
  */
-async function importModule(url: string): Promise<Record<string, unknown>> {
+export async function importModule(url: string): Promise<Record<string, unknown>> {
   try {
     return (await import(url)) as Record<string, unknown>;
   } catch (error) {

@@ -5,6 +5,7 @@ import type { Usage } from "../contracts/usage.ts";
 import { addUsage } from "../contracts/usage.ts";
 import { ConclaveError } from "../errors.ts";
 import type { ChatModel } from "../llm/model.ts";
+import { type AskGate, agentTools } from "./agentTools.ts";
 import type { AgentDefinition, AgentModel, AgentReviseContext } from "./defineAgent.ts";
 
 /** An agent answered with something its own output schema, or the council contract, rejects. */
@@ -26,6 +27,8 @@ export interface RunAgentOptions {
   signal: AbortSignal;
   /** Receives the agent's stream parts as it produces them. */
   onStream?: (part: AgentStreamPart) => void;
+  /** Asks the runner for the agent's tool calls (absent: `ctx.tools` offers none). */
+  askGate?: AskGate;
 }
 
 /**
@@ -77,6 +80,13 @@ export async function runAgent(
     model: options.model ? agentModel(options.model, agent, request, options.signal, count) : undefined,
     stream,
     signal: options.signal,
+    tools: agentTools(request, {
+      ask: options.askGate,
+      model: options.model,
+      signal: options.signal,
+      maxTokens: agent.manifest.token_budget,
+      count,
+    }),
     ...(request.recipe ? { recipe: request.recipe } : {}),
   };
   try {

@@ -33,6 +33,7 @@ export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   no_responders: 503,
   agent_failed: 500,
   invalid_agent_output: 502,
+  tool_failed: 500,
   busy: 409,
   interrupted: 409,
   cancelled: 409,

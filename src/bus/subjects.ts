@@ -40,6 +40,10 @@ export const subjects = {
   agentsRollcall: `${SUBJECT_ROOT}.agents.rollcall`,
   /** Core NATS: where a worker publishes an agent's named stream parts for the runner that asked (one token per runner). */
   agentStream: (token: string) => `${SUBJECT_ROOT}.agentstream.${token}`,
+  /** A tool, served by the workers that host it (queue group: each call goes to one). */
+  tool: (name: string) => `${SUBJECT_ROOT}.tool.${name}`,
+  /** Where a worker asks the runner running a turn for an agent's tool call (one token per runner). */
+  toolGate: (token: string) => `${SUBJECT_ROOT}.toolgate.${token}`,
   schedulerPlan: `${SUBJECT_ROOT}.scheduler.plan`,
   councilDecide: `${SUBJECT_ROOT}.council.decide`,
   councilSafety: `${SUBJECT_ROOT}.council.safety`,

@@ -31,6 +31,8 @@ export interface LocalClusterOptions {
   inspect?: boolean;
   /** More agents, in one more worker: `conclave worker --agents` items (built-in patterns, module paths). */
   agents?: string;
+  /** Tools, in that worker: `conclave worker --tools` items (`builtin`, module paths). */
+  tools?: string;
 }
 
 export interface LocalCluster {
@@ -87,9 +89,14 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
     });
     options.log(`started nats-server on ${server.url} (JetStream store ${server.storeDir})`);
   }
-  const layout = options.agents
-    ? [{ name: "worker[your agents]", args: ["worker", "--agents", options.agents] }, ...DEFAULT_LAYOUT]
-    : DEFAULT_LAYOUT;
+  const extra = [
+    ...(options.agents ? ["--agents", options.agents] : []),
+    ...(options.tools ? ["--tools", options.tools] : []),
+  ];
+  const layout =
+    extra.length > 0
+      ? [{ name: "worker[your agents]", args: ["worker", ...extra] }, ...DEFAULT_LAYOUT]
+      : DEFAULT_LAYOUT;
   const processes = layout.map(({ name, args }) =>
     supervise(name, options.inspect ? [...args, "--inspect"] : args, env, { log: options.log }),
   );

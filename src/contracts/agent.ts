@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { AgentId, SessionId, TurnId } from "./ids.ts";
+import { ToolManifest } from "./tool.ts";
 import { Usage } from "./usage.ts";
 import { Claim, Episode, Modulators, Sensors, Stance, StanceDelta } from "./workspace.ts";
 
@@ -127,6 +128,15 @@ export const AgentRequest = z.object({
     .optional(),
   /** Present when a recipe's node makes the call: its inputs, system prompt and feedback. */
   recipe: RecipeCallContext.optional(),
+  /** The tools this call may use (`ctx.tools`); each call goes through the runner on `tool_subject`. */
+  tools: z.array(ToolManifest).max(64).optional(),
+  /** Where the worker asks the runner for a tool call (ToolGateRequest): a subject the runner serves. */
+  tool_subject: z
+    .string()
+    .regex(/^conclave\.toolgate\.[A-Za-z0-9_-]{1,64}$/, "tool_subject must be conclave.toolgate.<token>")
+    .optional(),
+  /** This agent call's durable identity within the turn (the same when a takeover makes it again): its tool calls are keyed by it. */
+  call_key: z.string().min(1).max(200).optional(),
 });
 export type AgentRequest = z.infer<typeof AgentRequest>;
 

@@ -6,6 +6,7 @@ import { ErrorCode } from "./errors.ts";
 import { SessionId, TurnId } from "./ids.ts";
 import { RecipeEventPayloads } from "./recipeRun.ts";
 import { PlanWavesReply } from "./scheduler.ts";
+import { ToolEventPayloads } from "./tool.ts";
 import { Stage, TurnOutcome, TurnWarning } from "./turn.ts";
 import { TurnUsage } from "./usage.ts";
 import { Claim, Episode, Modulators, Sensors, Stance, StanceDelta } from "./workspace.ts";
@@ -105,6 +106,7 @@ export const EventPayloads = {
     output: z.record(z.string(), z.unknown()).optional(),
   }),
   ...RecipeEventPayloads,
+  ...ToolEventPayloads,
 } as const;
 
 /** The name of an event kind: `TURN_STARTED`, `AGENT_COMPLETED`, `TURN_COMPLETED`, … */

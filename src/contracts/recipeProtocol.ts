@@ -36,6 +36,8 @@ export interface RecipeAgentCall {
   /** An evaluator's critique of the previous attempt, appended to the prompt. */
   feedback?: string;
   attempt: number;
+  /** The node visit this call belongs to (the run's step count, the same when a takeover runs the node again). */
+  step?: number;
 }
 
 /** What `callAgent` sends back: stream parts of the node's agent, then its answer or failure. */

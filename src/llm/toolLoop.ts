@@ -1,5 +1,5 @@
 import { addUsage, noUsage, type Usage } from "../contracts/usage.ts";
-import { ConclaveError, type ConclaveErrorCode, messageOf } from "../errors.ts";
+import { ConclaveError, messageOf } from "../errors.ts";
 import type { ChatMessage, ChatModel, ModelToolCall, ToolSpec } from "./model.ts";
 
 /** Rounds a loop may take when the caller does not say. */
@@ -54,16 +54,15 @@ export interface ToolLoopResult {
  * The model still asked for tools in the last allowed round. Carries the calls made so a caller
  * can report or log them; the code is `tool_rounds_exhausted`.
  */
-export class ToolLoopExhaustedError extends ConclaveError {
+export class ToolLoopExhaustedError extends ConclaveError<"tool_rounds_exhausted"> {
   readonly caller: string;
   readonly calls: ToolLoopCall[];
   readonly rounds: number;
   readonly usage: Usage;
 
   constructor(caller: string, rounds: number, calls: ToolLoopCall[], usage: Usage) {
-    // The cast goes once "tool_rounds_exhausted" is one of ConclaveErrorCode's local codes (src/errors.ts).
     super(
-      "tool_rounds_exhausted" as ConclaveErrorCode,
+      "tool_rounds_exhausted",
       `${caller}: the model still asked for tools after ${rounds} rounds (${calls.length} calls made)`,
     );
     this.caller = caller;

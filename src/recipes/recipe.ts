@@ -5,6 +5,7 @@
  * statechart. Plain JSON all through: a recipe travels in the turn WAL and
  * in the event log, so a runner taking a turn over rebuilds the same machine.
  */
+import type { ToolPolicy } from "../tools/policy.ts";
 import type { Expr } from "./expression.ts";
 
 /** The operators of a pre-flight constraint (RECIPES.md, `requirements`). */
@@ -38,6 +39,8 @@ export interface RecipePolicy {
   max_steps: number;
   /** Every agent node's result waits for a person's approval (a human step after it). */
   human_in_the_loop: boolean;
+  /** How the run's tool calls are governed (a Conclave field, `policy.tools`); the runner's policy applies too, the stricter wins. */
+  tools?: ToolPolicy;
 }
 
 /** Why the recipe exists, when a model wrote it (generative provenance). */
@@ -74,6 +77,8 @@ export interface AgentNode extends NodeBase {
   inputs_map: Record<string, string>;
   /** Where the answer is written on the blackboard. Default: the node id. */
   output_key: string;
+  /** Tools the agent may call here (Conclave tool names, from its definition's `tools`). */
+  tools?: string[];
 }
 
 /** Picks the next node by the value at `input_key`, strictly matched against `routes`. */
@@ -159,6 +164,8 @@ export interface Recipe {
   persistence: Persistence;
   constraints: Constraint[];
   policy: RecipePolicy;
+  /** The risk the document's tool definitions declare, by tool name (a workflow's `definitions`). */
+  tool_risks?: Record<string, "safe" | "standard" | "critical">;
   entry: string;
   /** In document order. */
   nodes: RecipeNode[];

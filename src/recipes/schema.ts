@@ -6,6 +6,7 @@
  * Coreason runtimes load unmodified; what Conclave does not use is ignored.
  */
 import { z } from "zod";
+import { ToolPolicy } from "../tools/policy.ts";
 import { CONSTRAINT_OPERATORS } from "./recipe.ts";
 
 const Id = z.string().min(1).max(120);
@@ -238,9 +239,11 @@ const Definition = z.discriminatedUnion("type", [
   z.looseObject({
     type: z.literal("tool"),
     id: z.string(),
+    /** The Conclave tool's name (served on `conclave.tool.<name>`) when it is one; else `id` is tried. */
     name: z.string(),
     uri: z.string().optional(),
-    risk_level: z.enum(["safe", "standard", "critical"]).default("standard"),
+    /** Raises the tool's own risk when stricter (absent: the tool's own applies). */
+    risk_level: z.enum(["safe", "standard", "critical"]).optional(),
     description: z.string().optional(),
   }),
   z.looseObject({
@@ -270,6 +273,8 @@ export const WorkflowRecipeDocument = z.looseObject({
       timeout: z.number().positive().optional(),
       human_in_the_loop: z.boolean().default(false),
       execution_mode: z.enum(["sequential", "parallel"]).default("sequential"),
+      /** Conclave: how the run's tool calls are governed (see ToolPolicy). */
+      tools: ToolPolicy.optional(),
     })
     .optional(),
   definitions: z.record(z.string(), Definition).default({}),

@@ -6,9 +6,11 @@ import type { AgentDefinition } from "../agents/defineAgent.ts";
 import { runAgent } from "../agents/runAgent.ts";
 import { encodeJson } from "../bus/codec.ts";
 import { HandlerError } from "../bus/errors.ts";
+import { requestJson } from "../bus/request.ts";
 import { type ServeOptions, serveActor } from "../bus/serveActor.ts";
 import { subjects } from "../bus/subjects.ts";
 import { type AgentReply, AgentRequest } from "../contracts/agent.ts";
+import { ToolGateReply, type ToolGateRequest } from "../contracts/tool.ts";
 import type { ChatModel } from "../llm/model.ts";
 
 /** Identifies this process in replies, for provenance. */
@@ -46,6 +48,16 @@ export function serveAgent(
                 onStream: (part) => {
                   if (!host.nc.isClosed()) host.nc.publish(input.stream_subject!, encodeJson(part));
                 },
+              }
+            : {}),
+          ...(input.tool_subject
+            ? {
+                askGate: (ask: ToolGateRequest) =>
+                  requestJson(host.nc, input.tool_subject!, ask, ToolGateReply, {
+                    // A call may wait for a parallel slot, and the tool has its own deadline: the agent's budget bounds it.
+                    timeoutMs: Math.max(1, input.timeout_ms),
+                    signal,
+                  }),
               }
             : {}),
         }),

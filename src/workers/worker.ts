@@ -19,12 +19,14 @@ import { createChatModel, type LlmConfig } from "../llm/index.ts";
 import { llmBackend } from "../llm/llmBackend.ts";
 import { EpisodeStore } from "../memory/episodeStore.ts";
 import { type Logger, silentLogger } from "../runtime/log.ts";
+import type { ToolDefinition } from "../tools/defineTool.ts";
 import { serveAgent, workerIdentity } from "./agentEndpoints.ts";
 import { backendFromEnv } from "./backendFromEnv.ts";
 import { CooldownStore } from "./cooldownStore.ts";
 import { serveCouncil, serveCritics, serveScheduler, serveVoice } from "./coreEndpoints.ts";
 import { serveMemory } from "./memoryEndpoints.ts";
 import { IgnoredMessages, requestsOnly } from "./requestGuard.ts";
+import { serveTool } from "./toolEndpoints.ts";
 
 /** The core actors a worker can host beside agents (`services` of `startWorker`). */
 export const CORE_SERVICES = ["scheduler", "council", "critics", "memory"] as const;
@@ -62,6 +64,8 @@ export function matchAgents(patterns: string, roster: Iterable<string> = AGENTS.
 export interface WorkerOptions {
   /** The agents to host: yours (made with `defineAgent`) and built-in ones (`builtinAgents()`). */
   agents: readonly AgentDefinition[];
+  /** Tools to host (made with `defineTool`), each on `conclave.tool.<name>`, announced with the agents. Default: none. */
+  tools?: readonly ToolDefinition[];
   /** Core actors to host beside them: the scheduler, council (+ voice), critics, memory. Default: none. */
   services?: readonly CoreService[];
   /** A connection to use (the worker does not close it). Default: one opened with `connection`. */
@@ -97,6 +101,8 @@ export interface WorkerOptions {
 export interface WorkerHandle {
   /** Ids of the agents it hosts. */
   readonly agents: string[];
+  /** Names of the tools it hosts. */
+  readonly tools: string[];
   readonly services: readonly CoreService[];
   /** Withdraws its agents and stops answering; requests in progress still get their reply. */
   stop(): Promise<void>;
@@ -165,8 +171,22 @@ async function serveWorker(
   const ids = options.agents.map((agent) => agent.manifest.id);
   const twice = ids.find((id, index) => ids.indexOf(id) !== index);
   if (twice) throw new UnknownAgentError(`agent '${twice}' is given twice`);
+  const tools = options.tools ?? [];
+  const toolNames = tools.map((tool) => tool.manifest.name);
+  const twiceTool = toolNames.find((name, index) => toolNames.indexOf(name) !== index);
+  if (twiceTool) throw new UnknownAgentError(`tool '${twiceTool}' is given twice`);
   let announcer: Announcer | null = null;
   let directory: AgentDirectory | null = null;
+  if (tools.length > 0) {
+    const service = await svcm.add({
+      name: "conclave-tools",
+      version: "0.1.0",
+      description: "Conclave tools",
+      metadata: { tools: toolNames.join(",") },
+    });
+    for (const tool of tools) serveTool(requestsOnly(service, ignored), tool, serve);
+    running.push(service);
+  }
   if (options.agents.length > 0) {
     const service = await svcm.add({
       name: "conclave-agents",
@@ -177,11 +197,15 @@ async function serveWorker(
     const host = { nc, model: backend.model, modelName: backend.name };
     for (const agent of options.agents) serveAgent(requestsOnly(service, ignored), agent, host, serve);
     running.push(service);
+  }
+  if (options.agents.length > 0 || tools.length > 0) {
     announcer = await announceAgents(
       nc,
       // Unique per worker, not per process: a process may run several workers.
       `${workerIdentity()}/${randomUUID().slice(0, 8)}`,
       options.agents.map((agent) => agent.manifest),
+      undefined,
+      tools.map((tool) => tool.manifest),
     );
   }
   const services = options.services ?? [];
@@ -215,6 +239,7 @@ async function serveWorker(
   }
   return {
     agents: ids,
+    tools: toolNames,
     services,
     stop: async () => {
       await announcer?.stop();

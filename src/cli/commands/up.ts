@@ -7,12 +7,13 @@ import { DEFAULT_LAYOUT, startLocalCluster } from "../localCluster.ts";
 
 export const help = `conclave up: start nats-server, a runner and the workers, until interrupted
 
-Usage: conclave up [--nats-url URL] [--data-dir DIR] [--agents LIST] [--exec CMD] [--inspect]
+Usage: conclave up [--nats-url URL] [--data-dir DIR] [--agents LIST] [--tools LIST] [--exec CMD] [--inspect]
 
   --nats-url URL   where NATS is, or where to start it (loopback only)  [$CONCLAVE_NATS_URL, ${DEFAULT_NATS_URL}]
   --data-dir DIR   JetStream data when conclave starts nats-server     [$CONCLAVE_DATA_DIR, .conclave]
   --agents LIST    also start a worker hosting these agents: your modules (./my-agents.js,
                    exporting agents made with defineAgent) and/or built-in patterns
+  --tools LIST     and these tools ('builtin', your modules exporting tools made with defineTool)
   --exec CMD       run CMD (through the shell, with CONCLAVE_NATS_URL set) once everything
                    is ready, then stop everything; exits with CMD's status
   --inspect        start the runner and workers with --inspect, for \`conclave viewer\` [$CONCLAVE_INSPECT=1]
@@ -32,6 +33,7 @@ export async function run(argv: string[]): Promise<number> {
     "data-dir": { type: "string" },
     inspect: { type: "boolean" },
     agents: { type: "string" },
+    tools: { type: "string" },
     exec: { type: "string" },
     help: { type: "boolean", short: "h" },
   });
@@ -46,6 +48,7 @@ export async function run(argv: string[]): Promise<number> {
     log,
     inspect: inspectionWanted(values.inspect),
     ...(values.agents ? { agents: values.agents } : {}),
+    ...(values.tools ? { tools: values.tools } : {}),
   });
   if (values.exec) return runThenStop(values.exec, cluster, log);
   log(`Conclave is up on ${cluster.url}. Try: npx conclave send --session demo "hello"   (Ctrl-C to stop)`);

@@ -2,6 +2,7 @@ import { resolveAgents } from "../../agents/loadAgents.ts";
 import { connectBus } from "../../bus/connection.ts";
 import { INSPECT_HELP, processInspection } from "../../inspect/enable.ts";
 import { createLogger } from "../../runtime/log.ts";
+import { resolveTools } from "../../tools/loadTools.ts";
 import { backendFromEnv } from "../../workers/backendFromEnv.ts";
 import { CORE_SERVICES, type CoreService, startWorker } from "../../workers/worker.ts";
 import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFrom, parse, UsageError, untilInterrupted } from "../args.ts";
@@ -11,12 +12,16 @@ import { logStrayRejections } from "../strayRejections.ts";
 
 export const help = `conclave worker: spawn a worker process hosting agents and/or core services
 
-Usage: conclave worker --agents <list> [--services <list>] [--inspect] [options]
+Usage: conclave worker --agents <list> [--tools <list>] [--services <list>] [--inspect] [options]
 
   --agents LIST      agents to host, comma-separated: built-in ones by pattern,
                      '*' matching anything ('emotion.*', 'inhibition.censor,monitoring.*',
                      '*'), and modules of your own (./my-agents.js) whose exports
                      are agents made with defineAgent
+  --tools LIST       tools to host, comma-separated: 'builtin' (disk_usage,
+                     process_list, sandbox_write) and modules of your own
+                     (./my-tools.js) whose exports are tools made with defineTool;
+                     each is served on conclave.tool.<name>
   --services LIST    core actors to host: ${CORE_SERVICES.join(", ")} (comma-separated)
 
 Each agent is served on conclave.agent.<agent_id>, announced to the runners and
@@ -38,6 +43,7 @@ export async function run(argv: string[]): Promise<number> {
   const { values } = parse(argv, {
     ...CONNECTION_FLAGS,
     agents: { type: "string" },
+    tools: { type: "string" },
     services: { type: "string" },
     inspect: { type: "boolean" },
   });
@@ -45,8 +51,10 @@ export async function run(argv: string[]): Promise<number> {
     console.log(help);
     return 0;
   }
-  if (!values.agents && !values.services) throw new UsageError("give --agents, --services or both");
+  if (!values.agents && !values.services && !values.tools)
+    throw new UsageError("give --agents, --tools, --services, or several of them");
   const agents = values.agents ? await resolveAgents(values.agents) : [];
+  const tools = values.tools ? await resolveTools(values.tools) : [];
   const services = (values.services ?? "")
     .split(",")
     .map((name) => name.trim())
@@ -63,13 +71,14 @@ export async function run(argv: string[]): Promise<number> {
   const worker = await startWorker({
     nc,
     agents,
+    tools,
     services: services as CoreService[],
     log,
     backend,
     ...(inspection ? { serve: { inspect: inspection.observer } } : {}),
   });
   log.info(
-    `serving ${[...worker.agents, ...services].join(", ")} (thinking: ${backend.name})${inspection ? `; inspection on ${inspection.subject}` : ""}`,
+    `serving ${[...worker.agents, ...worker.tools.map((name) => `tool ${name}`), ...services].join(", ")} (thinking: ${backend.name})${inspection ? `; inspection on ${inspection.subject}` : ""}`,
   );
   announceReady();
   await untilInterrupted();

@@ -1,5 +1,6 @@
 import { fromCallback, fromPromise } from "xstate";
 import { zeroSensors } from "../../../machines/turn/index.ts";
+import type { AgentDirectory } from "../../agents/directory.ts";
 import type { AgentReply, AgentRequest } from "../../contracts/agent.ts";
 import type {
   RecipeAgentCall,
@@ -10,11 +11,15 @@ import type {
   RecipePersistCall,
 } from "../../contracts/recipeProtocol.ts";
 import type { JsonObject } from "../../contracts/recipeRun.ts";
+import type { ToolManifest } from "../../contracts/tool.ts";
 import { neutralModulators, neutralStance } from "../../contracts/workspace.ts";
 import { ConclaveError, messageOf } from "../../errors.ts";
 import type { BlackboardStores } from "../../recipes/blackboard/open.ts";
 import { fromRecipeJsonSchema } from "../../recipes/jsonSchema.ts";
 import type { Recipe } from "../../recipes/recipe.ts";
+import type { ToolPolicy } from "../../tools/policy.ts";
+import { stricterRisk } from "../../tools/risk.ts";
+import type { ToolGate } from "../tools/toolGate.ts";
 import type { TurnServices } from "../turnServices.ts";
 
 /** What an operator's handler for a workflow `logic` step is given. */
@@ -43,6 +48,30 @@ export interface RecipeHost {
   logicHandlers: Readonly<Record<string, LogicHandler>>;
   /** Budget of one agent call of a node (capped by the run's deadline). */
   nodeTimeoutMs: number;
+  /** Agents' tool calls: the runner's gate, the live tools, and the runner's policy. Absent: no tools are offered. */
+  tools?: RecipeTools;
+}
+
+/** How a runner lets recipe agents call tools. */
+export interface RecipeTools {
+  gate: ToolGate;
+  directory: Promise<AgentDirectory>;
+  /** The runner's own policy (the recipe's `policy.tools` applies too; the stricter wins). */
+  policy?: ToolPolicy;
+  /** Budget of one tool call. Default 30 s. */
+  timeoutMs?: number;
+}
+
+/** The tools a node's agent is offered: those its definition lists that a live worker hosts, at the stricter risk. */
+async function offeredTools(recipe: Recipe, call: RecipeAgentCall, tools: RecipeTools): Promise<ToolManifest[]> {
+  const node = recipe.nodes.find((candidate) => candidate.id === call.node);
+  const names = node?.kind === "agent" ? (node.tools ?? []) : [];
+  if (names.length === 0) return [];
+  const directory = await tools.directory;
+  return names.flatMap((name) => {
+    const manifest = directory.tool(name);
+    return manifest ? [{ ...manifest, risk: stricterRisk(manifest.risk, recipe.tool_risks?.[name]) }] : [];
+  });
 }
 
 /** The agent request a recipe node sends: the recipe's inputs as the message, no workspace. */
@@ -124,18 +153,28 @@ export function recipeImplementations(host: RecipeHost, recipe: Recipe, runSigna
           if (!abort.signal.aborted) sendBack(event);
         };
         const node = input.node;
-        host.services
-          .callAgent(agentRequest(recipe, input, host.nodeTimeoutMs), abort.signal, 1, (part) => {
-            const stream_id = `${node}:${part.stream}`;
-            if (part.type === "start")
-              send({ type: "node.stream.start", node, stream_id, content_type: part.content_type ?? "text/plain" });
-            else if (part.type === "chunk")
-              send({ type: "node.stream.chunk", node, stream_id, delta: part.delta ?? "" });
-            else if (part.type === "intercepted") {
-              const { interceptor, action, reason } = part;
-              send({ type: "node.stream.intercepted", node, stream_id, interceptor, action, reason });
-            } else send({ type: "node.stream.end", node, stream_id });
-          })
+        const asked = async (): Promise<AgentRequest> => {
+          const request = agentRequest(recipe, input, host.nodeTimeoutMs);
+          const tools = host.tools ? await offeredTools(recipe, input, host.tools) : [];
+          if (tools.length === 0 || !host.tools) return request;
+          // The node visit and attempt identify the call across a takeover: its finished tool calls are not made again.
+          const callKey = `${node}.${input.step ?? 0}.${input.attempt}`;
+          return { ...request, tools, tool_subject: host.tools.gate.subject, call_key: callKey };
+        };
+        asked()
+          .then((request) =>
+            host.services.callAgent(request, abort.signal, 1, (part) => {
+              const stream_id = `${node}:${part.stream}`;
+              if (part.type === "start")
+                send({ type: "node.stream.start", node, stream_id, content_type: part.content_type ?? "text/plain" });
+              else if (part.type === "chunk")
+                send({ type: "node.stream.chunk", node, stream_id, delta: part.delta ?? "" });
+              else if (part.type === "intercepted") {
+                const { interceptor, action, reason } = part;
+                send({ type: "node.stream.intercepted", node, stream_id, interceptor, action, reason });
+              } else send({ type: "node.stream.end", node, stream_id });
+            }),
+          )
           .then(
             (reply) =>
               send({

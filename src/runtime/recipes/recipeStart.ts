@@ -1,4 +1,4 @@
-import type { RecipeStart } from "../../../machines/session.ts";
+import type { FinishedToolCall, RecipeStart } from "../../../machines/session.ts";
 import type { EngineEvent } from "../../contracts/events.ts";
 import type { HumanAnswer, RecipeCheckpoint } from "../../contracts/recipeRun.ts";
 import type { WalEntry } from "../../contracts/wal.ts";
@@ -23,8 +23,19 @@ export function recipeStartOf(
   let received: HumanAnswer | undefined;
   let deadlineAt: number | undefined;
   let remainingMs: number | undefined;
+  const toolCalls: Record<string, FinishedToolCall> = {};
   for (const event of stored) {
     switch (event.kind) {
+      case "TOOL_CALL_FINISHED": {
+        const { ok, result, error, simulated } = event.payload;
+        toolCalls[event.payload.call_id] = {
+          ok,
+          ...(result !== undefined ? { result } : {}),
+          ...(error ? { error } : {}),
+          ...(simulated ? { simulated } : {}),
+        };
+        break;
+      }
       case "RECIPE_STARTED":
         started = event;
         deadlineAt = event.payload.deadline_at;
@@ -56,5 +67,6 @@ export function recipeStartOf(
     ...(checkpoint ? { resume: { ...checkpoint, ...(answer ? { answer } : {}) } } : {}),
     ...(entry.resume ? { new_answer: true } : {}),
     ...(deadlineAt !== undefined ? { deadline_at: deadlineAt } : {}),
+    ...(Object.keys(toolCalls).length > 0 ? { finished_tool_calls: toolCalls } : {}),
   };
 }

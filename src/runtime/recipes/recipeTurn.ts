@@ -1,6 +1,6 @@
 import { type Actor, createActor, fromCallback, type InspectionEvent, type Observer } from "xstate";
 import { compileRecipe, type RecipeMachine } from "../../../machines/recipe/index.ts";
-import type { RecipeTurnEvent, RecipeTurnInput } from "../../../machines/session.ts";
+import type { RecipeStart, RecipeTurnEvent, RecipeTurnInput } from "../../../machines/session.ts";
 import type { EngineEvent } from "../../contracts/events.ts";
 import type { JsonObject } from "../../contracts/recipeRun.ts";
 import type { TurnOutcome } from "../../contracts/turn.ts";
@@ -184,12 +184,42 @@ export function recipeTurnLogic(
       for (const event of early.splice(0)) run.send(event);
       return run;
     };
+    const closeTools = openTools(host, recipe, turn, start, record, calls.signal);
     begin().catch((error: unknown) => sendBack({ type: "recipe.crashed", error }));
     return () => {
       stopped = true;
       calls.abort();
       actor?.stop();
+      closeTools();
     };
+  });
+}
+
+/**
+ * Lets the run's agents call the tools its nodes offer, through the runner's
+ * gate: the runner's and the recipe's policies, arguments screened by the
+ * request interceptors before the log keeps them, and the calls an earlier
+ * attempt finished answered from its log. Returns what closes it.
+ */
+function openTools(
+  host: RecipeHost,
+  recipe: Recipe,
+  turn: { session_id: string; turn_id: number },
+  start: RecipeStart,
+  record: (body: TurnRecord) => void,
+  signal: AbortSignal,
+): () => void {
+  const allowed = new Set(recipe.nodes.flatMap((node) => (node.kind === "agent" ? (node.tools ?? []) : [])));
+  if (allowed.size === 0 || !host.tools) return () => {};
+  return host.tools.gate.openTurn(turn.session_id, turn.turn_id, {
+    policies: [host.tools.policy, recipe.policy.tools].filter((policy) => policy !== undefined),
+    allowed,
+    ...(recipe.tool_risks ? { risks: recipe.tool_risks } : {}),
+    record,
+    screenArgs: async (args) => (await screenInputs(host.services, turn, { args: args as JsonObject })).inputs.args,
+    ...(start.finished_tool_calls ? { finished: start.finished_tool_calls } : {}),
+    signal,
+    ...(host.tools.timeoutMs !== undefined ? { timeoutMs: host.tools.timeoutMs } : {}),
   });
 }
 

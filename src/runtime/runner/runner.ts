@@ -18,6 +18,7 @@ import { ConclaveError, isConclaveError, messageOf } from "../../errors.ts";
 import { ensureDeadLetterStream, ensureEventStream, ensureTurnWal, MAX_TURN_ATTEMPTS } from "../../eventlog/streams.ts";
 import { EventLogWriter } from "../../eventlog/writer.ts";
 import { type BlackboardOptions, BlackboardStores, blackboardOptionsFromEnv } from "../../recipes/blackboard/open.ts";
+import { ToolPolicy, type ToolPolicyInput } from "../../tools/policy.ts";
 import { IdempotencyStore } from "../intake/idempotency.ts";
 import { serveIntake } from "../intake/service.ts";
 import { storedRecordScreen, withInterceptors } from "../interception/intercepted.ts";
@@ -30,6 +31,7 @@ import { recipeTurnLogic } from "../recipes/recipeTurn.ts";
 import { SuspensionTimers } from "../recipes/suspensionTimers.ts";
 import { remoteTurnServices } from "../remoteTurnServices.ts";
 import { type SessionSnapshot, SessionStore } from "../sessionStore.ts";
+import { ToolGate } from "../tools/toolGate.ts";
 import type { TurnServices } from "../turnServices.ts";
 import { TurnStatusStore } from "../turnStatusStore.ts";
 import { decideDelivery, decideRedelivery, decideTakeover, parseEntry } from "./delivery.ts";
@@ -80,6 +82,14 @@ export interface RecipeRunnerOptions {
   blackboard?: Pick<BlackboardOptions, "redisUrl" | "postgresUrl" | "timeoutMs">;
   /** Budget of one agent call of a recipe node. Default 60 s (capped by the run's own deadline). */
   nodeTimeoutMs?: number;
+  /**
+   * How recipe agents' tool calls are governed: the runner's policy (a recipe's `policy.tools`
+   * applies too, and for each call the stricter wins). Default: DEFAULT_TOOL_POLICY (allow, with
+   * `critical` tools refused until approved, 32 calls a turn, 4 at once per session).
+   */
+  toolPolicy?: ToolPolicyInput;
+  /** Budget of one tool call. Default 30 s. */
+  toolTimeoutMs?: number;
 }
 
 /**
@@ -118,6 +128,8 @@ export class Runner {
   readonly #blackboards: BlackboardStores;
   /** The agents live workers announce: shared by the agent calls' output checks and the recipe intake. */
   readonly #directory: Promise<AgentDirectory>;
+  /** Where workers ask for their agents' tool calls. */
+  readonly #tools: ToolGate;
   #messages: ConsumerMessages | null = null;
 
   private constructor(
@@ -149,6 +161,7 @@ export class Runner {
     this.#blackboards = new BlackboardStores({ nc, ...blackboardOptionsFromEnv(), ...options.recipes?.blackboard });
     this.#directory = AgentDirectory.open(nc);
     this.#directory.catch(() => {}); // a connection closed before the roll call ended: users see it when they await
+    this.#tools = new ToolGate(nc, this.#directory);
     this.#sessions = new SessionHost(this.#sessionFactory(options), deps.store, this.#log);
     this.#order = new TurnOrder({ store: deps.store, statuses: deps.statuses, log: this.#log });
     this.#ends = new TurnEnds({
@@ -217,6 +230,12 @@ export class Runner {
       stores: this.#blackboards,
       logicHandlers: options.recipes?.logicHandlers ?? {},
       nodeTimeoutMs: options.recipes?.nodeTimeoutMs ?? 60_000,
+      tools: {
+        gate: this.#tools,
+        directory: this.#directory,
+        policy: ToolPolicy.parse(options.recipes?.toolPolicy ?? {}),
+        ...(options.recipes?.toolTimeoutMs !== undefined ? { timeoutMs: options.recipes.toolTimeoutMs } : {}),
+      },
       record,
       ...(options.inspect ? { inspect: options.inspect } : {}),
     });
@@ -481,6 +500,7 @@ export class Runner {
     this.#ledger.handBackAll();
     this.#sessions.stopAll();
     this.#timers?.close();
+    this.#tools.close();
     void this.#directory.then(
       (directory) => directory.close(),
       () => {},

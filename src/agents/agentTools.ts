@@ -1,0 +1,116 @@
+import type { AgentRequest } from "../contracts/agent.ts";
+import type { ToolGateReply, ToolGateRequest, ToolManifest, ToolRefusal } from "../contracts/tool.ts";
+import type { Usage } from "../contracts/usage.ts";
+import { ConclaveError } from "../errors.ts";
+import type { ChatModel } from "../llm/model.ts";
+import { OfflineToolModel } from "../llm/offlineModel.ts";
+import { runToolLoop } from "../llm/toolLoop.ts";
+
+/** The runner refused a tool call (policy, limit, approval) or the call failed: `refusal` says which. */
+export class ToolCallRefusedError extends ConclaveError<"tool_failed"> {
+  constructor(
+    readonly tool: string,
+    readonly refusal: ToolRefusal,
+    message: string,
+  ) {
+    super("tool_failed", `tool ${tool}: ${refusal}: ${message}`);
+  }
+}
+
+/** A tool-calling conversation with the model: what it answered, and the calls it made. */
+export interface ToolRunResult {
+  /** The model's last answer. */
+  text: string;
+  calls: { id: string; name: string; args: unknown; result?: unknown; error?: string }[];
+}
+
+/**
+ * The tools an agent call may use (`ctx.tools`). Every call goes through the
+ * runner running the turn, which applies its policy, records the call on the
+ * turn's log and answers a call an earlier attempt finished from the log.
+ */
+export interface AgentTools {
+  /** The tools offered to this call (empty: none). */
+  readonly available: readonly ToolManifest[];
+  /**
+   * Calls a tool. Resolves to its result; rejects with ToolCallRefusedError
+   * when the policy refuses it, it needs an approval, or it failed.
+   */
+  call(name: string, args: unknown, options?: { confidence?: number }): Promise<unknown>;
+  /**
+   * Lets the model call the offered tools (OpenAI tool calling) until it
+   * answers without a call, at most `maxRounds` rounds (default 4). In the
+   * offline mode the deterministic OfflineToolModel plays the model: it calls
+   * the tools the message names.
+   */
+  run(request: {
+    system: string;
+    user: string;
+    /** Which offered tools to give the model. Default: all. */
+    tools?: readonly string[];
+    maxRounds?: number;
+    /** The plan's confidence, for the policy's confidence gate. */
+    confidence?: number;
+  }): Promise<ToolRunResult>;
+}
+
+/** How an agent's worker reaches the runner's gate. */
+export type AskGate = (request: ToolGateRequest) => Promise<ToolGateReply>;
+
+/** `ctx.tools` for one agent call. */
+export function agentTools(
+  request: AgentRequest,
+  options: {
+    ask: AskGate | undefined;
+    model: ChatModel | undefined;
+    signal: AbortSignal;
+    maxTokens: number;
+    count: (usage: Usage) => void;
+  },
+): AgentTools {
+  const available = request.tools ?? [];
+  let index = 0;
+  const call = async (name: string, args: unknown, callOptions: { confidence?: number } = {}) => {
+    if (!options.ask || !available.some((tool) => tool.name === name))
+      throw new ToolCallRefusedError(name, "unknown_tool", "it is not offered to this agent call");
+    const reply = await options.ask({
+      session_id: request.session_id,
+      turn_id: request.turn_id,
+      agent_id: request.agent_id,
+      ...(request.recipe ? { node: request.recipe.node } : {}),
+      ...(request.call_key ? { call_key: request.call_key } : {}),
+      // Calls are numbered in the order the agent makes them: the same run makes the same calls again.
+      index: index++,
+      tool: name,
+      args,
+      ...(callOptions.confidence !== undefined ? { confidence: callOptions.confidence } : {}),
+    });
+    if (!reply.ok) throw new ToolCallRefusedError(name, reply.refusal, reply.message);
+    return reply.result;
+  };
+  return {
+    available,
+    call,
+    run: async ({ system, user, tools, maxRounds, confidence }) => {
+      const offered = available.filter((tool) => !tools || tools.includes(tool.name));
+      const result = await runToolLoop({
+        model: options.model ?? new OfflineToolModel(),
+        caller: `agent:${request.agent_id}`,
+        system,
+        user,
+        tools: offered.map((tool) => ({
+          name: tool.name,
+          description: tool.description,
+          parameters: tool.input_schema,
+        })),
+        callTool: ({ name, args }) => call(name, args, confidence !== undefined ? { confidence } : {}),
+        ...(maxRounds !== undefined ? { maxRounds } : {}),
+        signal: options.signal,
+        timeoutMs: request.timeout_ms,
+        maxTokens: options.maxTokens,
+      });
+      options.count(result.usage);
+      return { text: result.text, calls: result.calls };
+    },
+  };
+}

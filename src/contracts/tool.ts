@@ -1,0 +1,141 @@
+import { z } from "zod";
+import { AgentId, SessionId, TurnId } from "./ids.ts";
+
+/**
+ * A tool's name: a lowercase word of a-z, 0-9 and `_` (it is a NATS subject
+ * token, `conclave.tool.<name>`, and an OpenAI function name).
+ */
+export const ToolName = z
+  .string()
+  .regex(/^[a-z][a-z0-9_]{0,63}$/, "a tool name is a lowercase word of a-z, 0-9 and '_' (at most 64 characters)");
+export type ToolName = z.infer<typeof ToolName>;
+
+/** How much harm a call can do: `critical` tools need approval by default. */
+export const ToolRisk = z.enum(["safe", "standard", "critical"]);
+export type ToolRisk = z.infer<typeof ToolRisk>;
+
+/** Whether a call only reads or changes something outside (a `write` call is dry-run when asked, and may be rolled back). */
+export const ToolEffect = z.enum(["read", "write"]);
+export type ToolEffect = z.infer<typeof ToolEffect>;
+
+/** What a worker announces about a tool it hosts (beside its agents). */
+export const ToolManifest = z.object({
+  name: ToolName,
+  description: z.string().max(1_000),
+  risk: ToolRisk,
+  effect: ToolEffect,
+  /** The JSON Schema of its arguments (what the model is shown). */
+  input_schema: z.record(z.string(), z.unknown()),
+  /** The tool has a `dryRun` of its own (else a dry run is reported as simulated). */
+  dry_run: z.boolean(),
+  /** The tool can undo a call (`rollback`). */
+  rollback: z.boolean(),
+});
+export type ToolManifest = z.infer<typeof ToolManifest>;
+
+/** How a tool is called: for real, as a dry run, or to undo an earlier call. */
+export const ToolCallMode = z.enum(["live", "dry_run", "rollback"]);
+export type ToolCallMode = z.infer<typeof ToolCallMode>;
+
+/** Requested on `conclave.tool.<name>`: one call of a tool (a runner sends it, a worker hosting the tool answers). */
+export const ToolCallRequest = z.object({
+  session_id: SessionId,
+  turn_id: TurnId,
+  call_id: z.string().min(1).max(200),
+  /** The same for every attempt of one call: a tool with outside effects deduplicates on it. */
+  idempotency_key: z.string().min(1).max(300),
+  tool: ToolName,
+  args: z.unknown(),
+  mode: ToolCallMode,
+  timeout_ms: z.number().int().positive(),
+  /** With mode `rollback`: the call to undo, as it was made and answered. */
+  undo: z.object({ args: z.unknown(), result: z.unknown() }).optional(),
+});
+export type ToolCallRequest = z.infer<typeof ToolCallRequest>;
+
+export const ToolCallReply = z.object({
+  tool: ToolName,
+  call_id: z.string(),
+  result: z.unknown(),
+  /** A dry run of a tool without `dryRun`: nothing was run. */
+  simulated: z.boolean().optional(),
+  elapsed_ms: z.number().min(0),
+  worker: z.string(),
+});
+export type ToolCallReply = z.infer<typeof ToolCallReply>;
+
+/**
+ * What an agent's worker asks the runner running its turn, on the request's
+ * `tool_subject`: may this agent call this tool with these arguments, and
+ * if so the call's result. The runner applies the policy, records the call
+ * on the turn's log and makes the call; a call already finished in an
+ * earlier attempt of the turn is answered from the log, not made again.
+ */
+export const ToolGateRequest = z.object({
+  session_id: SessionId,
+  turn_id: TurnId,
+  agent_id: AgentId,
+  /** The recipe node making the call, when a recipe's node called the agent. */
+  node: z.string().max(120).optional(),
+  /** The agent call's `call_key` (its durable identity in the turn); absent: the agent id. */
+  call_key: z.string().min(1).max(200).optional(),
+  /** The call's position among this agent call's tool calls (from 0): with the rest, its durable identity. */
+  index: z.number().int().min(0).max(10_000),
+  tool: ToolName,
+  args: z.unknown(),
+  /** How sure the agent is of the plan this call belongs to (0–1): below the policy's gate it needs approval or is refused. */
+  confidence: z.number().min(0).max(1).optional(),
+});
+export type ToolGateRequest = z.infer<typeof ToolGateRequest>;
+
+/** Why a call was not made: the policy refused it, it needs approval, it is over a limit, or it failed. */
+export const ToolRefusal = z.enum(["denied", "approval_required", "limit", "unknown_tool", "failed", "invalid_args"]);
+export type ToolRefusal = z.infer<typeof ToolRefusal>;
+
+export const ToolGateReply = z.discriminatedUnion("ok", [
+  z.object({
+    ok: z.literal(true),
+    call_id: z.string(),
+    result: z.unknown(),
+    simulated: z.boolean().optional(),
+    /** Answered from the turn's log: the call finished in an earlier attempt and was not made again. */
+    replayed: z.boolean().optional(),
+  }),
+  z.object({ ok: z.literal(false), call_id: z.string(), refusal: ToolRefusal, message: z.string() }),
+]);
+export type ToolGateReply = z.infer<typeof ToolGateReply>;
+
+/** A tool call as the turn's log records it (`call_id` is `<agent or node>/<agent call>/<index>`). */
+const ToolCallRef = {
+  call_id: z.string(),
+  tool: ToolName,
+  agent_id: AgentId,
+  node: z.string().optional(),
+};
+
+/** The tool-call events of a turn's log. */
+export const ToolEventPayloads = {
+  /** An agent asked for a call; `args` as the request interceptors left them (redacted). */
+  TOOL_CALL_REQUESTED: z.object({
+    ...ToolCallRef,
+    args: z.unknown(),
+    risk: ToolRisk,
+    effect: ToolEffect,
+    mode: ToolCallMode,
+  }),
+  /** The policy let it through (`rule` names what decided). */
+  TOOL_CALL_APPROVED: z.object({ ...ToolCallRef, rule: z.string() }),
+  /** The policy refused it, or it needs an approval this turn cannot ask for. */
+  TOOL_CALL_DENIED: z.object({ ...ToolCallRef, refusal: ToolRefusal, rule: z.string(), message: z.string() }),
+  TOOL_CALL_STARTED: z.object({ ...ToolCallRef, idempotency_key: z.string() }),
+  /** The call ended: its result (through the response interceptors), or its error. */
+  TOOL_CALL_FINISHED: z.object({
+    ...ToolCallRef,
+    ok: z.boolean(),
+    result: z.unknown().optional(),
+    error: z.object({ code: z.string(), message: z.string() }).optional(),
+    simulated: z.boolean().optional(),
+    elapsed_ms: z.number().min(0),
+    worker: z.string().optional(),
+  }),
+} as const;

@@ -1,0 +1,217 @@
+/**
+ * Tools under governance, on a real nats-server: a worker process hosts the
+ * test tools and agents, a runner (in this process) runs recipes whose
+ * agents call them; every call goes through the runner's gate (policy,
+ * limits, parallel slots, the log) and the tools count what they ran.
+ */
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type ConclaveClient, connect } from "../../src/client/index.ts";
+import type { EngineEvent } from "../../src/contracts/events.ts";
+import type { JsonObject } from "../../src/contracts/recipeRun.ts";
+import { Runner } from "../../src/runtime/runner/runner.ts";
+import { useNatsServer } from "../helpers/nats.ts";
+import { useConclaveProcesses } from "../helpers/processes.ts";
+import { until } from "../helpers/wait.ts";
+
+const nats = useNatsServer();
+const processes = useConclaveProcesses(() => nats.url);
+const toolDir = mkdtempSync(join(tmpdir(), "conclave-tools-"));
+let client: ConclaveClient;
+let runner: Runner;
+
+beforeAll(async () => {
+  await processes.spawn(
+    "tools",
+    ["worker", "--agents", "./test/fixtures/tools/agents.ts", "--tools", "./test/fixtures/tools/tools.ts"],
+    { CONCLAVE_TEST_TOOL_DIR: toolDir },
+  );
+  runner = await Runner.start(await nats.connect("runner"));
+  client = await connect({ nc: await nats.connect("client") });
+});
+afterAll(async () => {
+  await runner?.stop();
+});
+
+/** A workflow recipe: one step of `agent`, which may call `tools`, under `policy.tools`. */
+function recipe(name: string, options: { agent?: string; tools?: string[]; policy?: JsonObject } = {}): JsonObject {
+  const tools = options.tools ?? ["test_add", "test_wait", "test_note", "test_wipe"];
+  return {
+    apiVersion: "coreason.ai/v2",
+    kind: "Recipe",
+    metadata: { name },
+    ...(options.policy ? { policy: { max_retries: 0, tools: options.policy } } : { policy: { max_retries: 0 } }),
+    definitions: {
+      ...Object.fromEntries(tools.map((tool) => [tool, { type: "tool", id: tool, name: tool }])),
+      actor: { type: "agent", id: options.agent ?? "tester.caller", tools },
+    },
+    workflow: { start: "act", steps: { act: { type: "agent", agent: "actor" } } },
+  };
+}
+
+async function logOf(session: string, turnId: number): Promise<EngineEvent[]> {
+  const events: EngineEvent[] = [];
+  for await (const { event } of client.events(session, { turnId })) events.push(event);
+  return events;
+}
+
+const toolEvents = (events: EngineEvent[]) => events.filter((event) => event.kind.startsWith("TOOL_CALL_"));
+const runs = (): Record<string, number> => {
+  const file = join(toolDir, "calls.json");
+  return existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as Record<string, number>) : {};
+};
+const runsOf = (tool: string) =>
+  Object.entries(runs())
+    .filter(([key]) => key.startsWith(`${tool} `))
+    .reduce((sum, [, count]) => sum + count, 0);
+
+async function runCalls(session: string, calls: JsonObject[], options: Parameters<typeof recipe>[1] = {}, extra = {}) {
+  const run = await client.run(session, recipe(session, options), { inputs: { calls, ...extra } });
+  expect(run.status).toBe("completed");
+  if (run.status !== "completed") throw new Error("not completed");
+  return {
+    run,
+    outcomes: (run.output.act as { outcomes: JsonObject[] }).outcomes,
+    events: await logOf(session, run.turnId),
+  };
+}
+
+describe("an agent's tool call", () => {
+  it("runs through the runner: requested (arguments redacted), approved, started, finished, once", async () => {
+    const before = runsOf("test_add");
+    const { outcomes, events } = await runCalls("tools-allow", [
+      { tool: "test_add", args: { a: 2, b: 3, note: "ana@example.com" } },
+    ]);
+    // The tool's schema strips the unknown field; the result comes back to the agent.
+    expect(outcomes).toEqual([{ tool: "test_add", result: { sum: 5 } }]);
+    const kinds = toolEvents(events).map((event) => event.kind);
+    expect(kinds).toEqual(["TOOL_CALL_REQUESTED", "TOOL_CALL_APPROVED", "TOOL_CALL_STARTED", "TOOL_CALL_FINISHED"]);
+    const requested = events.find((event) => event.kind === "TOOL_CALL_REQUESTED");
+    expect(requested?.kind === "TOOL_CALL_REQUESTED" && requested.payload).toMatchObject({
+      tool: "test_add",
+      agent_id: "tester.caller",
+      node: "act",
+      args: { a: 2, b: 3, note: "[email]" },
+      risk: "safe",
+      effect: "read",
+      mode: "live",
+    });
+    const finished = events.find((event) => event.kind === "TOOL_CALL_FINISHED");
+    expect(finished?.kind === "TOOL_CALL_FINISHED" && finished.payload).toMatchObject({ ok: true, result: { sum: 5 } });
+    expect(runsOf("test_add")).toBe(before + 1);
+  });
+
+  it("is refused when the recipe's policy denies the tool, and the tool never runs", async () => {
+    const before = runsOf("test_add");
+    const { outcomes, events } = await runCalls("tools-deny", [{ tool: "test_add", args: { a: 1, b: 1 } }], {
+      policy: { tools: { test_add: "deny" } },
+    });
+    expect(outcomes).toEqual([{ tool: "test_add", refusal: "denied" }]);
+    const denied = events.find((event) => event.kind === "TOOL_CALL_DENIED");
+    expect(denied?.kind === "TOOL_CALL_DENIED" && denied.payload).toMatchObject({
+      refusal: "denied",
+      rule: "tools.test_add",
+    });
+    expect(toolEvents(events).map((event) => event.kind)).not.toContain("TOOL_CALL_STARTED");
+    expect(runsOf("test_add")).toBe(before);
+  });
+
+  it("is refused for a tool its node does not offer", async () => {
+    const { outcomes } = await runCalls("tools-unoffered", [{ tool: "test_note", args: { key: "k", text: "t" } }], {
+      tools: ["test_add"],
+    });
+    expect(outcomes).toEqual([{ tool: "test_note", refusal: "unknown_tool" }]);
+  });
+
+  it("passes the confidence gate only above its threshold", async () => {
+    const before = runsOf("test_add");
+    const { outcomes, events } = await runCalls(
+      "tools-confidence",
+      [
+        { tool: "test_add", args: { a: 1, b: 2 }, confidence: 0.5 },
+        { tool: "test_add", args: { a: 1, b: 2 }, confidence: 0.95 },
+      ],
+      { policy: { min_confidence: 0.8, below_confidence: "deny" } },
+    );
+    expect(outcomes).toEqual([
+      { tool: "test_add", refusal: "denied" },
+      { tool: "test_add", result: { sum: 3 } },
+    ]);
+    const denied = events.find((event) => event.kind === "TOOL_CALL_DENIED");
+    expect(denied?.kind === "TOOL_CALL_DENIED" && denied.payload.rule).toBe("min_confidence");
+    expect(runsOf("test_add")).toBe(before + 1);
+  });
+
+  it("stops at the turn's call limit", async () => {
+    const { outcomes } = await runCalls(
+      "tools-limit",
+      [1, 2, 3].map((a) => ({ tool: "test_add", args: { a, b: 0 } })),
+      { policy: { max_calls_per_turn: 2 } },
+    );
+    expect(outcomes.map((outcome) => outcome.refusal ?? "ok")).toEqual(["ok", "ok", "limit"]);
+  });
+
+  it("of a critical tool needs an approval", async () => {
+    const before = runsOf("test_wipe");
+    const { outcomes, events } = await runCalls("tools-critical", [{ tool: "test_wipe", args: { target: "db" } }]);
+    expect(outcomes).toEqual([{ tool: "test_wipe", refusal: "approval_required" }]);
+    const denied = events.find((event) => event.kind === "TOOL_CALL_DENIED");
+    expect(denied?.kind === "TOOL_CALL_DENIED" && denied.payload.rule).toBe("risk: critical");
+    expect(runsOf("test_wipe")).toBe(before);
+  });
+
+  it("waits for a free parallel slot: with one slot a session's calls run one at a time", async () => {
+    const session = "tools-slots";
+    const done = client.run(session, recipe(session, { policy: { parallel_slots: 1 } }), {
+      inputs: {
+        parallel: true,
+        calls: [
+          { tool: "test_wait", args: { gate: "slots" } },
+          { tool: "test_wait", args: { gate: "slots" } },
+        ],
+      },
+    });
+    const started = () => readdirSync(toolDir).filter((file) => file.startsWith("slots.started."));
+    await until(async () => started().length === 1, { what: "the first call started" });
+    // The second asked at once, but waits for the slot: it has not started while the first runs.
+    expect(started()).toHaveLength(1);
+    writeFileSync(join(toolDir, "slots.go"), "");
+    const run = await done;
+    expect(run.status).toBe("completed");
+    const kinds = toolEvents(await logOf(session, run.turnId))
+      .filter((event) => event.kind === "TOOL_CALL_STARTED" || event.kind === "TOOL_CALL_FINISHED")
+      .map((event) => event.kind);
+    expect(kinds).toEqual(["TOOL_CALL_STARTED", "TOOL_CALL_FINISHED", "TOOL_CALL_STARTED", "TOOL_CALL_FINISHED"]);
+    expect(started()).toHaveLength(2);
+  });
+
+  it("of a write tool runs its dry run when the policy says dry_run, and changes nothing", async () => {
+    const notes = join(toolDir, "notes.json");
+    const before = existsSync(notes) ? readFileSync(notes, "utf8") : null;
+    const { outcomes, events } = await runCalls(
+      "tools-dry",
+      [{ tool: "test_note", args: { key: "k", text: "hello" } }],
+      {
+        policy: { dry_run: true },
+      },
+    );
+    expect(outcomes).toEqual([{ tool: "test_note", result: { would_write: "k", bytes: 5 } }]);
+    const requested = events.find((event) => event.kind === "TOOL_CALL_REQUESTED");
+    expect(requested?.kind === "TOOL_CALL_REQUESTED" && requested.payload.mode).toBe("dry_run");
+    expect(existsSync(notes) ? readFileSync(notes, "utf8") : null).toBe(before);
+  });
+
+  it("can be made by the offline model: it calls the tool the request names, and answers with the result", async () => {
+    const session = "tools-offline-model";
+    const run = await client.run(session, recipe(session, { agent: "tester.planner" }), {
+      inputs: { request: 'Please test_add {"a": 20, "b": 22}' },
+    });
+    expect(run.status).toBe("completed");
+    if (run.status !== "completed") return;
+    expect(run.output.act).toEqual({ answer: 'Done: test_add: {"sum":42}', calls: 1 });
+    const finished = (await logOf(session, run.turnId)).find((event) => event.kind === "TOOL_CALL_FINISHED");
+    expect(finished?.kind === "TOOL_CALL_FINISHED" && finished.payload.result).toEqual({ sum: 42 });
+  });
+});
