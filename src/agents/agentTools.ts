@@ -1,9 +1,8 @@
 import type { AgentRequest } from "../contracts/agent.ts";
-import type { ToolGateReply, ToolGateRequest, ToolManifest, ToolRefusal } from "../contracts/tool.ts";
+import type { GateRequest, ToolGateReply, ToolManifest, ToolRefusal } from "../contracts/tool.ts";
 import type { Usage } from "../contracts/usage.ts";
 import { ConclaveError } from "../errors.ts";
 import type { ChatModel } from "../llm/model.ts";
-import { OfflineToolModel } from "../llm/offlineModel.ts";
 import { runToolLoop } from "../llm/toolLoop.ts";
 
 /** The runner refused a tool call (policy, limit, approval) or the call failed: `refusal` says which. */
@@ -41,7 +40,7 @@ export interface AgentTools {
    * Lets the model call the offered tools (OpenAI tool calling) until it
    * answers without a call, at most `maxRounds` rounds (default 4). In the
    * offline mode the deterministic OfflineToolModel plays the model: it calls
-   * the tools the message names.
+   * the tools the message names. Each round is a durable step of the turn.
    */
   run(request: {
     system: string;
@@ -54,15 +53,16 @@ export interface AgentTools {
   }): Promise<ToolRunResult>;
 }
 
-/** How an agent's worker reaches the runner's gate. */
-export type AskGate = (request: ToolGateRequest) => Promise<ToolGateReply>;
+/** How an agent's worker reaches the runner's gate: tool calls, and model steps to record. */
+export type AskGate = (request: GateRequest) => Promise<ToolGateReply>;
 
 /** `ctx.tools` for one agent call. */
 export function agentTools(
   request: AgentRequest,
   options: {
     ask: AskGate | undefined;
-    model: ChatModel | undefined;
+    /** The model the tool loop talks to (the offline model in the offline mode). */
+    model: ChatModel;
     signal: AbortSignal;
     maxTokens: number;
     count: (usage: Usage) => void;
@@ -94,7 +94,7 @@ export function agentTools(
     run: async ({ system, user, tools, maxRounds, confidence }) => {
       const offered = available.filter((tool) => !tools || tools.includes(tool.name));
       const result = await runToolLoop({
-        model: options.model ?? new OfflineToolModel(),
+        model: options.model,
         caller: `agent:${request.agent_id}`,
         system,
         user,

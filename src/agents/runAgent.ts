@@ -5,8 +5,10 @@ import type { Usage } from "../contracts/usage.ts";
 import { addUsage } from "../contracts/usage.ts";
 import { ConclaveError } from "../errors.ts";
 import type { ChatModel } from "../llm/model.ts";
+import { OfflineToolModel } from "../llm/offlineModel.ts";
 import { type AskGate, agentTools } from "./agentTools.ts";
 import type { AgentDefinition, AgentModel, AgentReviseContext } from "./defineAgent.ts";
+import { durableModel, type RecordStep } from "./durableModel.ts";
 
 /** An agent answered with something its own output schema, or the council contract, rejects. */
 export class InvalidAgentOutputError extends ConclaveError<"invalid_agent_output"> {
@@ -49,13 +51,15 @@ export async function runAgent(
   const count = (used: Usage) => {
     usage = usage ? addUsage(usage, used) : used;
   };
+  const steps = durableSteps(request, options);
+  const signal = steps.signal;
   const open = new Set<string>();
   const emit = (part: Omit<AgentStreamPart, "session_id" | "turn_id" | "agent_id">) =>
     options.onStream?.({ session_id: request.session_id, turn_id: request.turn_id, agent_id: id, ...part });
   const stream = (...args: [string, string, { contentType?: string }?] | [string]) => {
     // A stream left unnamed is `default` (text/plain), as the multiplexed-stream convention says.
     const [name, delta, streamOptions = {}] = args.length === 1 ? ["default", args[0]] : args;
-    if (options.signal.aborted) return;
+    if (signal.aborted) return;
     const checked = AgentStreamName.safeParse(name);
     if (!checked.success)
       throw new TypeError(`agent ${id}: stream name '${name}': ${checked.error.issues[0]?.message}`);
@@ -77,13 +81,13 @@ export async function runAgent(
       userFacts: request.context.user_facts ?? [],
       openThreads: request.context.open_threads ?? [],
     },
-    model: options.model ? agentModel(options.model, agent, request, options.signal, count) : undefined,
+    model: options.model ? agentModel(steps.model, agent, request, signal, count) : undefined,
     stream,
-    signal: options.signal,
+    signal,
     tools: agentTools(request, {
-      ask: options.askGate,
-      model: options.model,
-      signal: options.signal,
+      ask: steps.ask,
+      model: steps.model,
+      signal,
       maxTokens: agent.manifest.token_budget,
       count,
     }),
@@ -111,6 +115,43 @@ export async function runAgent(
   } finally {
     for (const name of open) emit({ stream: name, type: "end" });
   }
+}
+
+/**
+ * The agent call's link to the runner running its turn, when it has one
+ * (`tool_subject`): its model calls become durable steps (replayed from
+ * `request.replay`, else made and recorded before the agent goes on), and
+ * losing the runner (no answer on the subject) aborts the call, since
+ * nothing it does could be recorded any more.
+ */
+function durableSteps(request: AgentRequest, options: RunAgentOptions) {
+  const base = options.askGate;
+  if (!base) return { signal: options.signal, ask: undefined, model: options.model ?? new OfflineToolModel() };
+  const lost = new AbortController();
+  const ask: AskGate = async (asked) => {
+    try {
+      return await base(asked);
+    } catch (error) {
+      lost.abort(error);
+      throw error;
+    }
+  };
+  const recordStep: RecordStep = async (step) => {
+    await ask({
+      kind: "model_step",
+      session_id: request.session_id,
+      turn_id: request.turn_id,
+      agent_id: request.agent_id,
+      ...(request.recipe ? { node: request.recipe.node } : {}),
+      ...(request.call_key ? { call_key: request.call_key } : {}),
+      ...step,
+    });
+  };
+  return {
+    signal: AbortSignal.any([options.signal, lost.signal]),
+    ask,
+    model: durableModel(options.model ?? new OfflineToolModel(), request.replay?.model ?? [], recordStep),
+  };
 }
 
 /** The model as one agent call sees it: its caller name, budget, deadline and signal filled in, usage counted. */

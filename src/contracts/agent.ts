@@ -135,6 +135,8 @@ export const AgentRequest = z.object({
     .string()
     .regex(/^conclave\.toolgate\.[A-Za-z0-9_-]{1,64}$/, "tool_subject must be conclave.toolgate.<token>")
     .optional(),
+  /** Results of this agent call's model calls an earlier attempt of the turn recorded, in order: given back, not asked again. */
+  replay: z.object({ model: z.array(z.unknown()).max(1_000) }).optional(),
   /** This agent call's durable identity within the turn (the same when a takeover makes it again): its tool calls are keyed by it. */
   call_key: z.string().min(1).max(200).optional(),
 });

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { AgentId, SessionId, TurnId } from "./ids.ts";
+import { Usage } from "./usage.ts";
 
 /**
  * A tool's name: a lowercase word of a-z, 0-9 and `_` (it is a NATS subject
@@ -88,6 +89,36 @@ export const ToolGateRequest = z.object({
 });
 export type ToolGateRequest = z.infer<typeof ToolGateRequest>;
 
+/** Which ChatModel method a model step used. */
+export const ModelStepMethod = z.enum(["structured", "text", "complete"]);
+export type ModelStepMethod = z.infer<typeof ModelStepMethod>;
+
+/**
+ * What an agent's worker sends the runner after each model call of an agent
+ * call that has a `tool_subject`: the call's result, to be recorded as a
+ * durable step. The worker goes on once the runner answers (the step is
+ * stored); a takeover gives the recorded results back in the agent
+ * request's `replay`, so completed model calls are not made again.
+ */
+export const ModelStepRecord = z.object({
+  kind: z.literal("model_step"),
+  session_id: SessionId,
+  turn_id: TurnId,
+  agent_id: AgentId,
+  node: z.string().max(120).optional(),
+  call_key: z.string().min(1).max(200).optional(),
+  /** The step's position among this agent call's model calls (from 0). */
+  index: z.number().int().min(0).max(10_000),
+  method: ModelStepMethod,
+  result: z.unknown(),
+  usage: Usage.optional(),
+});
+export type ModelStepRecord = z.infer<typeof ModelStepRecord>;
+
+/** Anything a worker asks on a `tool_subject`: a tool call, or a model step to record. */
+export const GateRequest = z.union([ModelStepRecord, ToolGateRequest]);
+export type GateRequest = z.infer<typeof GateRequest>;
+
 /** Why a call was not made: the policy refused it, it needs approval, it is over a limit, or it failed. */
 export const ToolRefusal = z.enum(["denied", "approval_required", "limit", "unknown_tool", "failed", "invalid_args"]);
 export type ToolRefusal = z.infer<typeof ToolRefusal>;
@@ -113,8 +144,18 @@ const ToolCallRef = {
   node: z.string().optional(),
 };
 
-/** The tool-call events of a turn's log. */
+/** The tool-call and model-step events of a turn's log. */
 export const ToolEventPayloads = {
+  /** A model call of an agent call finished: a durable step (a takeover replays its result, not the call). */
+  MODEL_CALL_COMPLETED: z.object({
+    call_key: z.string(),
+    agent_id: AgentId,
+    node: z.string().optional(),
+    index: z.number().int().min(0),
+    method: ModelStepMethod,
+    result: z.unknown(),
+    usage: Usage.optional(),
+  }),
   /** An agent asked for a call; `args` as the request interceptors left them (redacted). */
   TOOL_CALL_REQUESTED: z.object({
     ...ToolCallRef,

@@ -165,6 +165,19 @@ export class EventLogWriter {
     this.#options.onFenced?.(event.session_id, event.turn_id);
   }
 
+  /**
+   * Resolves once every event appended to the turn so far is stored (a
+   * durable step goes on only then); rejects when one was not, or another
+   * writer holds the turn.
+   */
+  async flushed(sessionId: string, turnId: number): Promise<void> {
+    const key = `${sessionId}.${turnId}`;
+    const turn = this.#turns.get(key);
+    if (!turn) return;
+    await Promise.all([...turn.pending]);
+    if (turn.fenced) throw new EventLogError(`turn ${key} is being written by another runner`);
+  }
+
   /** Waits for every event of the turn to be stored, then forgets the turn. Returns how many were stored. */
   async finish(sessionId: string, turnId: number): Promise<number> {
     const key = `${sessionId}.${turnId}`;

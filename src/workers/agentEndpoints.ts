@@ -10,7 +10,7 @@ import { requestJson } from "../bus/request.ts";
 import { type ServeOptions, serveActor } from "../bus/serveActor.ts";
 import { subjects } from "../bus/subjects.ts";
 import { type AgentReply, AgentRequest } from "../contracts/agent.ts";
-import { ToolGateReply, type ToolGateRequest } from "../contracts/tool.ts";
+import { type GateRequest, ToolGateReply } from "../contracts/tool.ts";
 import type { ChatModel } from "../llm/model.ts";
 
 /** Identifies this process in replies, for provenance. */
@@ -52,7 +52,7 @@ export function serveAgent(
             : {}),
           ...(input.tool_subject
             ? {
-                askGate: (ask: ToolGateRequest) =>
+                askGate: (ask: GateRequest) =>
                   requestJson(host.nc, input.tool_subject!, ask, ToolGateReply, {
                     // A call may wait for a parallel slot, and the tool has its own deadline: the agent's budget bounds it.
                     timeoutMs: Math.max(1, input.timeout_ms),

@@ -211,7 +211,14 @@ describe("an agent's tool call", () => {
     expect(run.status).toBe("completed");
     if (run.status !== "completed") return;
     expect(run.output.act).toEqual({ answer: 'Done: test_add: {"sum":42}', calls: 1 });
-    const finished = (await logOf(session, run.turnId)).find((event) => event.kind === "TOOL_CALL_FINISHED");
+    const events = await logOf(session, run.turnId);
+    const finished = events.find((event) => event.kind === "TOOL_CALL_FINISHED");
     expect(finished?.kind === "TOOL_CALL_FINISHED" && finished.payload.result).toEqual({ sum: 42 });
+    // Both model rounds (the call, then the answer) are durable steps of the log.
+    const steps = events.flatMap((event) => (event.kind === "MODEL_CALL_COMPLETED" ? [event.payload] : []));
+    expect(steps.map((step) => [step.index, step.method])).toEqual([
+      [0, "complete"],
+      [1, "complete"],
+    ]);
   });
 });

@@ -159,7 +159,14 @@ export function recipeImplementations(host: RecipeHost, recipe: Recipe, runSigna
           if (tools.length === 0 || !host.tools) return request;
           // The node visit and attempt identify the call across a takeover: its finished tool calls are not made again.
           const callKey = `${node}.${input.step ?? 0}.${input.attempt}`;
-          return { ...request, tools, tool_subject: host.tools.gate.subject, call_key: callKey };
+          const replay = host.tools.gate.replayOf(input.session_id, input.turn_id, callKey);
+          return {
+            ...request,
+            tools,
+            tool_subject: host.tools.gate.subject,
+            call_key: callKey,
+            ...(replay.length > 0 ? { replay: { model: replay } } : {}),
+          };
         };
         asked()
           .then((request) =>

@@ -24,8 +24,14 @@ export function recipeStartOf(
   let deadlineAt: number | undefined;
   let remainingMs: number | undefined;
   const toolCalls: Record<string, FinishedToolCall> = {};
+  const modelSteps: Record<string, { method: string; result: unknown }[]> = {};
   for (const event of stored) {
     switch (event.kind) {
+      case "MODEL_CALL_COMPLETED": {
+        const { call_key, index, method, result } = event.payload;
+        (modelSteps[call_key] ??= [])[index] = { method, result };
+        break;
+      }
       case "TOOL_CALL_FINISHED": {
         const { ok, result, error, simulated } = event.payload;
         toolCalls[event.payload.call_id] = {
@@ -68,5 +74,6 @@ export function recipeStartOf(
     ...(entry.resume ? { new_answer: true } : {}),
     ...(deadlineAt !== undefined ? { deadline_at: deadlineAt } : {}),
     ...(Object.keys(toolCalls).length > 0 ? { finished_tool_calls: toolCalls } : {}),
+    ...(Object.keys(modelSteps).length > 0 ? { model_steps: modelSteps } : {}),
   };
 }

@@ -34,6 +34,8 @@ interface Suspension {
 export function recipeTurnLogic(
   host: RecipeHost & {
     record: RecordTurn;
+    /** Resolves once everything recorded of the turn so far is stored. Default: at once (nothing is buffered). */
+    flush?: (turn: { session_id: string; turn_id: number }) => Promise<void>;
     inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
   },
 ) {
@@ -184,7 +186,15 @@ export function recipeTurnLogic(
       for (const event of early.splice(0)) run.send(event);
       return run;
     };
-    const closeTools = openTools(host, recipe, turn, start, record, calls.signal);
+    const closeTools = openTools(
+      host,
+      recipe,
+      turn,
+      start,
+      record,
+      () => host.flush?.(turn) ?? Promise.resolve(),
+      calls.signal,
+    );
     begin().catch((error: unknown) => sendBack({ type: "recipe.crashed", error }));
     return () => {
       stopped = true;
@@ -207,6 +217,7 @@ function openTools(
   turn: { session_id: string; turn_id: number },
   start: RecipeStart,
   record: (body: TurnRecord) => void,
+  flushed: () => Promise<void>,
   signal: AbortSignal,
 ): () => void {
   const allowed = new Set(recipe.nodes.flatMap((node) => (node.kind === "agent" ? (node.tools ?? []) : [])));
@@ -218,6 +229,8 @@ function openTools(
     record,
     screenArgs: async (args) => (await screenInputs(host.services, turn, { args: args as JsonObject })).inputs.args,
     ...(start.finished_tool_calls ? { finished: start.finished_tool_calls } : {}),
+    ...(start.model_steps ? { modelSteps: start.model_steps } : {}),
+    flushed,
     signal,
     ...(host.tools.timeoutMs !== undefined ? { timeoutMs: host.tools.timeoutMs } : {}),
   });

@@ -237,6 +237,7 @@ export class Runner {
         ...(options.recipes?.toolTimeoutMs !== undefined ? { timeoutMs: options.recipes.toolTimeoutMs } : {}),
       },
       record,
+      flush: (turn) => this.#writer.flushed(turn.session_id, turn.turn_id),
       ...(options.inspect ? { inspect: options.inspect } : {}),
     });
     const session = sessionMachine.provide({

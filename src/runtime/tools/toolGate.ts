@@ -3,15 +3,17 @@ import type { Msg, NatsConnection, Subscription } from "@nats-io/nats-core";
 import type { FinishedToolCall } from "../../../machines/session.ts";
 import type { AgentDirectory } from "../../agents/directory.ts";
 import { decodeJson, encodeJson } from "../../bus/codec.ts";
-import { asHandlerError, errorReply } from "../../bus/errors.ts";
+import { asHandlerError, errorReply, HandlerError } from "../../bus/errors.ts";
 import { isInboxReply } from "../../bus/replies.ts";
 import { requestJson } from "../../bus/request.ts";
 import { subjects } from "../../bus/subjects.ts";
 import {
+  GateRequest,
+  type ModelStepRecord,
   ToolCallReply,
   type ToolCallRequest,
   type ToolGateReply,
-  ToolGateRequest,
+  type ToolGateRequest,
   type ToolManifest,
   type ToolRisk,
 } from "../../contracts/tool.ts";
@@ -39,6 +41,10 @@ export interface TurnTools {
   screenArgs(args: unknown): Promise<unknown>;
   /** Calls an earlier attempt of the turn finished (from its log), by call id: answered from here, not made again. */
   finished?: Readonly<Record<string, FinishedToolCall>>;
+  /** Model steps an earlier attempt recorded, by agent call: what `replayOf` gives back. */
+  modelSteps?: Readonly<Record<string, readonly { method: string; result: unknown }[]>>;
+  /** Resolves once everything recorded so far is stored. */
+  flushed(): Promise<void>;
   /** Fires when the turn ends: calls in flight are stopped. */
   signal: AbortSignal;
   /** Per call. Default 30 s. */
@@ -108,6 +114,11 @@ export class ToolGate {
     private readonly directory: Promise<AgentDirectory>,
   ) {}
 
+  /** The model steps an earlier attempt of the turn recorded for this agent call (empty: none). */
+  replayOf(sessionId: string, turnId: number, callKey: string): unknown[] {
+    return [...(this.#turns.get(`${sessionId}.${turnId}`)?.modelSteps?.[callKey] ?? [])];
+  }
+
   /** Lets a turn's agents call tools; returns what ends it. */
   openTurn(sessionId: string, turnId: number, tools: TurnTools): () => void {
     this.#subscription ??= this.nc.subscribe(this.subject, {
@@ -132,14 +143,34 @@ export class ToolGate {
 
   async #answer(msg: Msg): Promise<void> {
     try {
-      const request = decodeJson(msg.data, ToolGateRequest, `tool call on ${msg.subject}`);
-      const reply = await this.#call(request);
+      const request = decodeJson(msg.data, GateRequest, `tool call on ${msg.subject}`);
+      const reply = isModelStep(request) ? await this.#step(request) : await this.#call(request);
       if (isInboxReply(msg.reply)) msg.respond(encodeJson(reply));
     } catch (error) {
       // An error body without service headers: requestJson reads it as the remote's error.
       const failure = asHandlerError(error, "tool call failed");
       if (isInboxReply(msg.reply)) msg.respond(encodeJson(errorReply(failure.code, failure.message, failure.issues)));
     }
+  }
+
+  /** Records a model step, and answers once it is stored: the agent goes on from stored steps only. */
+  async #step(step: ModelStepRecord): Promise<ToolGateReply> {
+    const turn = this.#turns.get(`${step.session_id}.${step.turn_id}`);
+    if (!turn) throw new HandlerError("not_found", `turn ${step.session_id}/${step.turn_id} is not running here`);
+    turn.record({
+      kind: "MODEL_CALL_COMPLETED",
+      payload: {
+        call_key: step.call_key ?? step.agent_id,
+        agent_id: step.agent_id,
+        ...(step.node ? { node: step.node } : {}),
+        index: step.index,
+        method: step.method,
+        result: step.result,
+        ...(step.usage ? { usage: step.usage } : {}),
+      },
+    });
+    await turn.flushed();
+    return { ok: true, call_id: `${step.call_key ?? step.agent_id}/model/${step.index}`, result: null };
   }
 
   async #call(request: ToolGateRequest): Promise<ToolGateReply> {
@@ -249,6 +280,8 @@ export class ToolGate {
         kind: "TOOL_CALL_FINISHED",
         payload: { ...ref, ...finished, elapsed_ms: elapsedSince(started), worker: reply.worker },
       });
+      // A finished call is a durable step: the agent learns its result once the log holds it.
+      await turn.flushed();
       return { ok: true, call_id: callId, result: reply.result, ...(reply.simulated ? { simulated: true } : {}) };
     } catch (error) {
       const code = (error as { code?: unknown }).code;
@@ -274,6 +307,9 @@ export class ToolGate {
     return slots;
   }
 }
+
+const isModelStep = (request: GateRequest): request is ModelStepRecord =>
+  (request as { kind?: unknown }).kind === "model_step";
 
 const elapsedSince = (started: number) => Math.round((performance.now() - started) * 1000) / 1000;
 
