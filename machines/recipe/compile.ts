@@ -224,21 +224,24 @@ export function compileRecipe(recipe: Recipe) {
       },
       output: ({ context }): RecipeRunOutput => {
         const suspended = context.suspended_at !== null && context.failure === null && context.cancelled === null;
-        const node = suspended ? (byId.get(context.suspended_at!) as HumanNode | undefined) : undefined;
+        const node =
+          suspended && !context.waiting ? (byId.get(context.suspended_at!) as HumanNode | undefined) : undefined;
         return {
           session_id: context.session_id,
           turn_id: context.turn_id,
           blackboard: context.blackboard,
           response: suspended ? "" : responseOf(context),
-          ...(node
-            ? {
-                suspended: {
-                  node: node.id,
-                  prompt: node.prompt,
-                  ...(node.required_role ? { required_role: node.required_role } : {}),
-                },
-              }
-            : { outcome: outcomeOf(context) }),
+          ...(suspended && context.waiting
+            ? { suspended: { node: context.suspended_at!, ...context.waiting } }
+            : node
+              ? {
+                  suspended: {
+                    node: node.id,
+                    prompt: node.prompt,
+                    ...(node.required_role ? { required_role: node.required_role } : {}),
+                  },
+                }
+              : { outcome: outcomeOf(context) }),
         };
       },
     })

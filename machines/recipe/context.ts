@@ -1,5 +1,5 @@
 import type { RecipeRunInput } from "../../src/contracts/recipeProtocol.ts";
-import type { HumanAnswer, JsonObject } from "../../src/contracts/recipeRun.ts";
+import type { HumanAnswer, JsonObject, ToolApproval } from "../../src/contracts/recipeRun.ts";
 import type { TurnWarning } from "../../src/contracts/turn.ts";
 import type { Usage } from "../../src/contracts/usage.ts";
 
@@ -26,6 +26,8 @@ export interface RecipeContext {
   cancelled: string | null;
   /** The human node the run waits at, once suspended. */
   suspended_at: string | null;
+  /** What an agent node suspended for (a tool call's approval): its prompt, the approver's role, the call. */
+  waiting: { prompt: string; required_role?: string; approval: ToolApproval } | null;
   /** The last evaluator verdicts, by node. */
   scores: Record<string, { score: number; critique: string }>;
   usage: Record<string, Usage>;
@@ -49,6 +51,7 @@ export const initialRecipeContext = ({ input }: { input: RecipeRunInput }): Reci
   failure: null,
   cancelled: input.cancelled ?? null,
   suspended_at: null,
+  waiting: null,
   scores: {},
   usage: {},
   deadline_in_ms: input.deadline_in_ms ?? null,

@@ -1,4 +1,5 @@
 import { assign, enqueueActions } from "xstate";
+import type { RecipeAgentEvent } from "../../src/contracts/recipeProtocol.ts";
 import type { TurnRecord } from "../../src/contracts/turnProtocol.ts";
 import { conditionHolds } from "../../src/recipes/expression.ts";
 import { readPath, writePath } from "../../src/recipes/paths.ts";
@@ -83,6 +84,40 @@ export function agentNodeState(recipe: Recipe, node: AgentNode, exits: Exits, fo
             ],
           },
           "node.failed": failed(reportedCode, reportedMessage, mine),
+          // A tool call needs a person's approval: the run suspends here and, answered, runs the node again
+          // (its finished model and tool calls are given back from the log, not made again).
+          "node.approval_required": {
+            guard: mine,
+            target: exits.suspending,
+            actions: [
+              assign(({ event }: Args) => {
+                const asked = event as Extract<RecipeAgentEvent, { type: "node.approval_required" }>;
+                return {
+                  suspended_at: node.id,
+                  waiting: {
+                    prompt: asked.prompt,
+                    ...(asked.required_role ? { required_role: asked.required_role } : {}),
+                    approval: asked.approval,
+                  },
+                };
+              }),
+              {
+                type: "record",
+                params: ({ event }: Args): TurnRecord => {
+                  const asked = event as Extract<RecipeAgentEvent, { type: "node.approval_required" }>;
+                  return {
+                    kind: "HUMAN_INPUT_REQUESTED",
+                    payload: {
+                      node: node.id,
+                      prompt: asked.prompt,
+                      ...(asked.required_role ? { required_role: asked.required_role } : {}),
+                      approval: asked.approval,
+                    },
+                  };
+                },
+              },
+            ],
+          },
         },
       },
       routing: { always: edgeTransitions(node, exits, fork) },

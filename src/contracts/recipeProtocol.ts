@@ -4,7 +4,7 @@
  * send back, and what a finished or suspended run returns.
  */
 import type { StreamId } from "./council.ts";
-import type { HumanAnswer, JsonObject, RecipeCheckpoint } from "./recipeRun.ts";
+import type { HumanAnswer, JsonObject, RecipeCheckpoint, ToolApproval } from "./recipeRun.ts";
 import type { TurnOutcome } from "./turn.ts";
 import type { Usage } from "./usage.ts";
 
@@ -45,6 +45,8 @@ export type RecipeAgentEvent =
   | { type: "node.stream.start"; node: string; stream_id: StreamId; content_type: string }
   | { type: "node.stream.chunk"; node: string; stream_id: StreamId; delta: string }
   | { type: "node.stream.end"; node: string; stream_id: StreamId }
+  /** A tool call of the node's agent needs a person's approval: the run suspends at the node. */
+  | { type: "node.approval_required"; node: string; approval: ToolApproval; prompt: string; required_role?: string }
   | {
       type: "node.stream.intercepted";
       node: string;
@@ -113,6 +115,8 @@ export interface RecipeRunOutput {
     node: string;
     prompt: string;
     required_role?: string;
+    /** The tool call waiting for approval, when that is what the run waits for. */
+    approval?: ToolApproval;
     /** Added by the host: when the node times out, and the seq of the TURN_SUSPENDED event. */
     expires_at?: number;
     seq?: number;

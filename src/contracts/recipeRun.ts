@@ -21,6 +21,17 @@ export const RecipeSubmission = z.object({
 export type RecipeSubmission = z.infer<typeof RecipeSubmission>;
 
 /** What a person answered to a human node (or that nobody did in time). */
+/** A tool call waiting for a person's approval: the run is suspended at its node until it is answered. */
+export const ToolApproval = z.object({
+  call_id: z.string(),
+  tool: z.string(),
+  /** The call's arguments, as the request interceptors left them. */
+  args: z.unknown(),
+  /** Why it needs approval (the policy's rule). */
+  reason: z.string(),
+});
+export type ToolApproval = z.infer<typeof ToolApproval>;
+
 export const HumanAnswer = z.object({
   node: z.string().min(1).max(120),
   answer: z.unknown(),
@@ -138,6 +149,8 @@ export const RecipeEventPayloads = {
     node: Node,
     prompt: z.string(),
     required_role: z.string().optional(),
+    /** A tool call the agent of this node made waits for approval (answer `{ approved, reason? }`). */
+    approval: ToolApproval.optional(),
     /** Epoch ms after which the node times out. */
     expires_at: z.number().optional(),
   }),

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { SessionId, TurnId } from "./ids.ts";
-import { HumanAnswer, RecipeSubmission } from "./recipeRun.ts";
+import { HumanAnswer, RecipeSubmission, ToolApproval } from "./recipeRun.ts";
 import { TurnSubmission } from "./turn.ts";
 
 /**
@@ -53,6 +53,8 @@ export const TurnStatusRecord = z.object({
       expires_at: z.number().optional(),
       /** The seq of its TURN_SUSPENDED event: one resume per suspension. */
       seq: z.number().int().min(0),
+      /** It waits for the approval of a tool call (answered with `conclave approve|deny`). */
+      approval: ToolApproval.optional(),
     })
     .optional(),
   /**

@@ -31,6 +31,8 @@ export const ToolPolicy = z.object({
   parallel_slots: z.number().int().min(1).default(4),
   /** Every write tool runs its dry run instead (the turn returns the plan). Default false. */
   dry_run: z.boolean().default(false),
+  /** The role an approval must be answered in (`conclave approve --role`). Default `operator`. */
+  approver_role: z.string().min(1).max(64).default("operator"),
 });
 /** A tool policy, defaults filled in. */
 export type ToolPolicy = z.infer<typeof ToolPolicy>;

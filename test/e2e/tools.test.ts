@@ -153,12 +153,72 @@ describe("an agent's tool call", () => {
     expect(outcomes.map((outcome) => outcome.refusal ?? "ok")).toEqual(["ok", "ok", "limit"]);
   });
 
-  it("of a critical tool needs an approval", async () => {
+  it("of a critical tool waits for a person's approval, durably: answered after a runner restart, it runs once", async () => {
+    const session = "tools-approve";
     const before = runsOf("test_wipe");
-    const { outcomes, events } = await runCalls("tools-critical", [{ tool: "test_wipe", args: { target: "db" } }]);
-    expect(outcomes).toEqual([{ tool: "test_wipe", refusal: "approval_required" }]);
-    const denied = events.find((event) => event.kind === "TOOL_CALL_DENIED");
-    expect(denied?.kind === "TOOL_CALL_DENIED" && denied.payload.rule).toBe("risk: critical");
+    const run = await client.run(session, recipe(session), {
+      inputs: {
+        calls: [
+          { tool: "test_add", args: { a: 1, b: 1 } },
+          { tool: "test_wipe", args: { target: "db" } },
+        ],
+      },
+    });
+    expect(run).toMatchObject({ status: "suspended", node: "act", requiredRole: "operator" });
+    expect(run.status === "suspended" && run.prompt).toMatch(/test_wipe.*critical tool/);
+    const waiting = await client.status(session, run.turnId);
+    expect(waiting?.suspended?.approval).toMatchObject({ tool: "test_wipe", args: { target: "db" } });
+    expect(runsOf("test_wipe")).toBe(before);
+
+    // The runner goes away and another takes its place: the approval is in the log and the status, not in a process.
+    await runner.stop();
+    runner = await Runner.start(await nats.connect("runner"));
+    await expect(
+      client.resume(session, run.turnId, { input: { approved: true }, userId: "ana", role: "intern" }),
+    ).rejects.toThrow(/role 'operator'/);
+    await expect(client.resume(session, run.turnId, { input: "yes", userId: "ana", role: "operator" })).rejects.toThrow(
+      /approved: true\|false/,
+    );
+    const done = await client.resume(session, run.turnId, {
+      input: { approved: true, reason: "maintenance window" },
+      userId: "ana",
+      role: "operator",
+    });
+    expect(done.status).toBe("completed");
+    if (done.status !== "completed") return;
+    expect((done.output.act as { outcomes: unknown[] }).outcomes).toEqual([
+      { tool: "test_add", result: { sum: 2 } },
+      { tool: "test_wipe", result: { wiped: "db" } },
+    ]);
+    expect(runsOf("test_wipe")).toBe(before + 1);
+    const events = await logOf(session, run.turnId);
+    const approved = events.filter(
+      (event) => event.kind === "TOOL_CALL_APPROVED" && event.payload.tool === "test_wipe",
+    );
+    expect(approved.map((event) => event.kind === "TOOL_CALL_APPROVED" && event.payload.rule)).toEqual([
+      "approved by ana: maintenance window",
+    ]);
+    // The first call finished before the suspension: answered from the log, not made again.
+    expect(
+      events.filter((event) => event.kind === "TOOL_CALL_FINISHED" && event.payload.tool === "test_add"),
+    ).toHaveLength(1);
+  });
+
+  it("of a critical tool, denied by the approver, is refused and never runs", async () => {
+    const session = "tools-deny-approval";
+    const before = runsOf("test_wipe");
+    const run = await client.run(session, recipe(session), {
+      inputs: { calls: [{ tool: "test_wipe", args: { target: "cache" } }] },
+    });
+    expect(run.status).toBe("suspended");
+    const done = await client.resume(session, run.turnId, {
+      input: { approved: false, reason: "not today" },
+      userId: "bo",
+      role: "operator",
+    });
+    expect(done.status === "completed" && done.output.act).toEqual({
+      outcomes: [{ tool: "test_wipe", refusal: "denied" }],
+    });
     expect(runsOf("test_wipe")).toBe(before);
   });
 

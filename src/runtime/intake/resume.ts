@@ -1,4 +1,5 @@
 import type { ServiceMsg } from "@nats-io/services";
+import { z } from "zod";
 import { decodeJson, encodeJson } from "../../bus/codec.ts";
 import { asHandlerError, HandlerError, respondWithError } from "../../bus/errors.ts";
 import { isInboxReply } from "../../bus/replies.ts";
@@ -32,6 +33,19 @@ async function settledStatus(deps: Pick<CancelDeps, "statuses">, sessionId: stri
   }
 }
 
+/** An answer to a tool call's approval: `{ approved: boolean, reason? }`, tied to the call it answers. */
+const ApprovalInput = z.object({ approved: z.boolean(), reason: z.string().max(1_000).optional() });
+
+function approvalAnswer(input: unknown, callId: string) {
+  const checked = ApprovalInput.safeParse(input);
+  if (!checked.success)
+    throw new HandlerError(
+      "invalid_request",
+      "this run waits for a tool call's approval: answer { approved: true|false, reason? }",
+    );
+  return { ...checked.data, call_id: callId };
+}
+
 /** Refusals that are the requester's bad input, kept in the dead-letter stream (source `resume`). */
 const BAD_INPUT = new Set(["bad_json", "invalid_request", "payload_too_large"]);
 
@@ -62,7 +76,9 @@ export async function serveResume(deps: CancelDeps & { timers: SuspensionTimers 
       request.turn_id,
       {
         node: status.suspended.node,
-        answer: request.input ?? null,
+        answer: status.suspended.approval
+          ? approvalAnswer(request.input, status.suspended.approval.call_id)
+          : (request.input ?? null),
         user_id: request.user_id,
         ...(request.role ? { role: request.role } : {}),
         timed_out: false,

@@ -10,7 +10,7 @@ import type {
   RecipeLogicCall,
   RecipePersistCall,
 } from "../../contracts/recipeProtocol.ts";
-import type { JsonObject } from "../../contracts/recipeRun.ts";
+import type { JsonObject, ToolApproval } from "../../contracts/recipeRun.ts";
 import type { ToolManifest } from "../../contracts/tool.ts";
 import { neutralModulators, neutralStance } from "../../contracts/workspace.ts";
 import { ConclaveError, messageOf } from "../../errors.ts";
@@ -136,7 +136,18 @@ export function tally(
 }
 
 /** The recipe machine's actors, done by the runner: agents over NATS, logic handlers, the blackboard store. */
-export function recipeImplementations(host: RecipeHost, recipe: Recipe, runSignal: AbortSignal) {
+/** Per agent call (`call_key`), who learns that one of its tool calls waits for approval. */
+export type ApprovalListeners = Map<
+  string,
+  (request: { approval: ToolApproval; prompt: string; required_role: string }) => void
+>;
+
+export function recipeImplementations(
+  host: RecipeHost,
+  recipe: Recipe,
+  runSignal: AbortSignal,
+  approvals: ApprovalListeners = new Map(),
+) {
   const outputs = recipe.outputs_schema ? fromRecipeJsonSchema(recipe.outputs_schema) : null;
   const store = () => host.stores.get(recipe.persistence);
   return {
@@ -153,12 +164,17 @@ export function recipeImplementations(host: RecipeHost, recipe: Recipe, runSigna
           if (!abort.signal.aborted) sendBack(event);
         };
         const node = input.node;
+        let listening: string | null = null;
         const asked = async (): Promise<AgentRequest> => {
           const request = agentRequest(recipe, input, host.nodeTimeoutMs);
           const tools = host.tools ? await offeredTools(recipe, input, host.tools) : [];
           if (tools.length === 0 || !host.tools) return request;
           // The node visit and attempt identify the call across a takeover: its finished tool calls are not made again.
           const callKey = `${node}.${input.step ?? 0}.${input.attempt}`;
+          listening = callKey;
+          approvals.set(callKey, ({ approval, prompt, required_role }) =>
+            send({ type: "node.approval_required", node, approval, prompt, required_role }),
+          );
           const replay = host.tools.gate.replayOf(input.session_id, input.turn_id, callKey);
           return {
             ...request,
@@ -198,6 +214,7 @@ export function recipeImplementations(host: RecipeHost, recipe: Recipe, runSigna
         return () => {
           runSignal.removeEventListener("abort", stop);
           abort.abort();
+          if (listening) approvals.delete(listening);
         };
       }),
       runCouncil: fromPromise<RecipeCouncilResult, RecipeCouncilCall>(async ({ input, signal: own }) => {

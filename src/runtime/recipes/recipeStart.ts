@@ -25,11 +25,23 @@ export function recipeStartOf(
   let remainingMs: number | undefined;
   const toolCalls: Record<string, FinishedToolCall> = {};
   const modelSteps: Record<string, { method: string; result: unknown }[]> = {};
+  const approvals: NonNullable<RecipeStart["tool_approvals"]> = {};
+  const approve = (answer: HumanAnswer) => {
+    const given = answer.answer as { approved?: unknown; call_id?: unknown; reason?: unknown } | null;
+    if (typeof given?.call_id !== "string" || typeof given.approved !== "boolean") return;
+    approvals[given.call_id] = {
+      approved: given.approved,
+      ...(answer.user_id ? { user_id: answer.user_id } : {}),
+      ...(typeof given.reason === "string" ? { reason: given.reason } : {}),
+    };
+  };
   for (const event of stored) {
     switch (event.kind) {
       case "MODEL_CALL_COMPLETED": {
         const { call_key, index, method, result } = event.payload;
-        (modelSteps[call_key] ??= [])[index] = { method, result };
+        const steps = modelSteps[call_key] ?? [];
+        steps[index] = { method, result };
+        modelSteps[call_key] = steps;
         break;
       }
       case "TOOL_CALL_FINISHED": {
@@ -55,12 +67,14 @@ export function recipeStartOf(
         break;
       case "HUMAN_INPUT_RECEIVED":
         received = event.payload;
+        approve(event.payload);
         // Waiting for a person does not count against the run's deadline: the clock restarts with what was left.
         if (remainingMs !== undefined) deadlineAt = event.ts_monotonic + remainingMs;
         break;
     }
   }
   const answer = entry.resume ?? received;
+  if (entry.resume) approve(entry.resume);
   if (entry.resume && remainingMs !== undefined) deadlineAt = now + remainingMs;
   if (!started) {
     if (!entry.recipe) return null;
@@ -75,5 +89,6 @@ export function recipeStartOf(
     ...(deadlineAt !== undefined ? { deadline_at: deadlineAt } : {}),
     ...(Object.keys(toolCalls).length > 0 ? { finished_tool_calls: toolCalls } : {}),
     ...(Object.keys(modelSteps).length > 0 ? { model_steps: modelSteps } : {}),
+    ...(Object.keys(approvals).length > 0 ? { tool_approvals: approvals } : {}),
   };
 }

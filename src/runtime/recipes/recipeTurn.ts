@@ -8,7 +8,7 @@ import { type TurnRecord, usageSummary } from "../../contracts/turnProtocol.ts";
 import { isConclaveError, messageOf, singleLine } from "../../errors.ts";
 import { loadRecipe } from "../../recipes/load.ts";
 import type { HumanNode, Recipe } from "../../recipes/recipe.ts";
-import { type RecipeHost, recipeImplementations } from "./recipeActors.ts";
+import { type ApprovalListeners, type RecipeHost, recipeImplementations } from "./recipeActors.ts";
 import { screenInputs } from "./screenInputs.ts";
 
 /** Compiled machines by document, so a recipe run many times is compiled once per runner. */
@@ -81,6 +81,8 @@ export function recipeTurnLogic(
     let stopped = false;
     /** Ends every agent call of the run, whatever ends it (a crashed machine does not stop its children). */
     const calls = new AbortController();
+    /** Agent calls waiting to learn that one of their tool calls needs approval (the node then suspends the run). */
+    const approvals: ApprovalListeners = new Map();
     /** Cancellations and interrupts that came before the machine started: it gets them as soon as it starts. */
     const early: Parameters<Parameters<typeof receive>[0]>[0][] = [];
     receive((event) => {
@@ -132,7 +134,7 @@ export function recipeTurnLogic(
       let expiresAt: number | undefined;
       let suspension: Suspension | undefined;
       const provided = machine.provide({
-        ...recipeImplementations(host, recipe, calls.signal),
+        ...recipeImplementations(host, recipe, calls.signal, approvals),
         actions: {
           // The clock-derived fields are the host's: when a human node expires, what is left of the deadline.
           record: ({ context }, body) => {
@@ -186,15 +188,12 @@ export function recipeTurnLogic(
       for (const event of early.splice(0)) run.send(event);
       return run;
     };
-    const closeTools = openTools(
-      host,
-      recipe,
-      turn,
-      start,
+    const closeTools = openTools(host, recipe, turn, start, {
       record,
-      () => host.flush?.(turn) ?? Promise.resolve(),
-      calls.signal,
-    );
+      flushed: () => host.flush?.(turn) ?? Promise.resolve(),
+      signal: calls.signal,
+      approvals,
+    });
     begin().catch((error: unknown) => sendBack({ type: "recipe.crashed", error }));
     return () => {
       stopped = true;
@@ -216,9 +215,12 @@ function openTools(
   recipe: Recipe,
   turn: { session_id: string; turn_id: number },
   start: RecipeStart,
-  record: (body: TurnRecord) => void,
-  flushed: () => Promise<void>,
-  signal: AbortSignal,
+  run: {
+    record: (body: TurnRecord) => void;
+    flushed: () => Promise<void>;
+    signal: AbortSignal;
+    approvals: ApprovalListeners;
+  },
 ): () => void {
   const allowed = new Set(recipe.nodes.flatMap((node) => (node.kind === "agent" ? (node.tools ?? []) : [])));
   if (allowed.size === 0 || !host.tools) return () => {};
@@ -226,12 +228,18 @@ function openTools(
     policies: [host.tools.policy, recipe.policy.tools].filter((policy) => policy !== undefined),
     allowed,
     ...(recipe.tool_risks ? { risks: recipe.tool_risks } : {}),
-    record,
+    record: run.record,
     screenArgs: async (args) => (await screenInputs(host.services, turn, { args: args as JsonObject })).inputs.args,
     ...(start.finished_tool_calls ? { finished: start.finished_tool_calls } : {}),
     ...(start.model_steps ? { modelSteps: start.model_steps } : {}),
-    flushed,
-    signal,
+    ...(start.tool_approvals ? { approvals: start.tool_approvals } : {}),
+    flushed: run.flushed,
+    signal: run.signal,
+    askApproval: (callKey, request) => {
+      const listener = run.approvals.get(callKey);
+      listener?.(request);
+      return listener !== undefined;
+    },
     ...(host.tools.timeoutMs !== undefined ? { timeoutMs: host.tools.timeoutMs } : {}),
   });
 }

@@ -120,6 +120,7 @@ export class TurnEnds {
           seq: suspended.seq ?? 0,
           ...(suspended.required_role ? { required_role: suspended.required_role } : {}),
           ...(suspended.expires_at !== undefined ? { expires_at: suspended.expires_at } : {}),
+          ...(suspended.approval ? { approval: suspended.approval } : {}),
         },
       });
       this.deps.log.info(`turn ${turnKey(sessionId, turnId)} suspended at '${suspended.node}': waiting for an answer`);

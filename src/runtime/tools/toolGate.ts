@@ -7,6 +7,7 @@ import { asHandlerError, errorReply, HandlerError } from "../../bus/errors.ts";
 import { isInboxReply } from "../../bus/replies.ts";
 import { requestJson } from "../../bus/request.ts";
 import { subjects } from "../../bus/subjects.ts";
+import type { ToolApproval } from "../../contracts/recipeRun.ts";
 import {
   GateRequest,
   type ModelStepRecord,
@@ -27,6 +28,13 @@ export const DEFAULT_TOOL_TIMEOUT_MS = 30_000;
 
 type FinishedCall = FinishedToolCall;
 
+/** A person's answer to a tool call's approval. */
+export interface ApprovalAnswer {
+  approved: boolean;
+  user_id?: string;
+  reason?: string;
+}
+
 /** What the runner tells the gate about a turn whose agents may call tools. */
 export interface TurnTools {
   /** The policies in force (the runner's, then the recipe's): the stricter wins. */
@@ -45,6 +53,13 @@ export interface TurnTools {
   modelSteps?: Readonly<Record<string, readonly { method: string; result: unknown }[]>>;
   /** Resolves once everything recorded so far is stored. */
   flushed(): Promise<void>;
+  /** People's answers to approvals asked in earlier attempts of the run, by call id. */
+  approvals?: Readonly<Record<string, ApprovalAnswer>>;
+  /**
+   * Asks for a person's approval of a call: the agent call's node suspends
+   * the run (true), or nobody can wait for one (false: the call is refused).
+   */
+  askApproval?(callKey: string, request: { approval: ToolApproval; prompt: string; required_role: string }): boolean;
   /** Fires when the turn ends: calls in flight are stopped. */
   signal: AbortSignal;
   /** Per call. Default 30 s. */
@@ -217,11 +232,12 @@ export class ToolGate {
       });
       return refuse(callId, "unknown_tool", message);
     }
+    const screened = await turn.screenArgs(request.args);
     turn.record({
       kind: "TOOL_CALL_REQUESTED",
       payload: {
         ...ref,
-        args: await turn.screenArgs(request.args),
+        args: screened,
         risk: manifest.risk,
         effect: manifest.effect,
         mode,
@@ -234,16 +250,46 @@ export class ToolGate {
       toolCalls: turn.perTool.get(request.tool) ?? 0,
     });
     count();
-    if (decision.verdict !== "allow") {
-      // Approval needs a person: until a turn can wait for one, such a call is refused, saying so.
-      const refusal = decision.verdict === "deny" ? decision.refusal : "approval_required";
+    let rule = decision.rule;
+    if (decision.verdict === "approve") {
+      const answer = turn.approvals?.[callId];
+      if (answer) {
+        const by = `${answer.approved ? "approved" : "denied"} by ${answer.user_id ?? "someone"}`;
+        rule = `${by}${answer.reason ? `: ${answer.reason}` : ""}`;
+        if (!answer.approved) {
+          turn.record({
+            kind: "TOOL_CALL_DENIED",
+            payload: { ...ref, refusal: "denied", rule, message: `${request.tool}: ${rule}` },
+          });
+          return refuse(callId, "denied", `${request.tool}: ${rule}`);
+        }
+      } else {
+        const approval = { call_id: callId, tool: request.tool, args: screened, reason: decision.message };
+        const asked = turn.askApproval?.(request.call_key ?? request.agent_id, {
+          approval,
+          prompt: `Approve ${request.tool}(${JSON.stringify(screened)})? ${decision.message}`,
+          required_role: turn.policies[0]?.approver_role ?? "operator",
+        });
+        if (!asked)
+          turn.record({
+            kind: "TOOL_CALL_DENIED",
+            payload: {
+              ...ref,
+              refusal: "approval_required",
+              rule,
+              message: `${decision.message}; nobody can approve it here`,
+            },
+          });
+        return refuse(callId, "approval_required", decision.message);
+      }
+    } else if (decision.verdict === "deny") {
       turn.record({
         kind: "TOOL_CALL_DENIED",
-        payload: { ...ref, refusal, rule: decision.rule, message: decision.message },
+        payload: { ...ref, refusal: decision.refusal, rule, message: decision.message },
       });
-      return refuse(callId, refusal, decision.message);
+      return refuse(callId, decision.refusal, decision.message);
     }
-    turn.record({ kind: "TOOL_CALL_APPROVED", payload: { ...ref, rule: decision.rule } });
+    turn.record({ kind: "TOOL_CALL_APPROVED", payload: { ...ref, rule } });
     const slots = this.#slotsOf(request.session_id, parallelSlotsOf(turn.policies));
     let release: () => void;
     try {
