@@ -1,0 +1,277 @@
+import type { FinishedToolCall } from "../../../machines/session.ts";
+import type { ToolApproval } from "../../contracts/recipeRun.ts";
+import type {
+  ModelStepRecord,
+  ToolCallReply,
+  ToolCallRequest,
+  ToolGateReply,
+  ToolGateRequest,
+  ToolManifest,
+  ToolRisk,
+} from "../../contracts/tool.ts";
+import type { TurnRecord } from "../../contracts/turnProtocol.ts";
+import { messageOf } from "../../errors.ts";
+import { decideToolCall, dryRunOf, parallelSlotsOf, type ToolPolicy } from "../../tools/policy.ts";
+import { stricterRisk } from "../../tools/risk.ts";
+import type { Slots } from "./slots.ts";
+
+/** Longest a tool call may take, by default. */
+export const DEFAULT_TOOL_TIMEOUT_MS = 30_000;
+
+type FinishedCall = FinishedToolCall;
+
+/** A person's answer to a tool call's approval. */
+export interface ApprovalAnswer {
+  approved: boolean;
+  user_id?: string;
+  reason?: string;
+}
+
+/** What the runner tells the gate about a turn whose agents may call tools. */
+export interface TurnTools {
+  /** The policies in force (the runner's, then the recipe's): the stricter wins. */
+  policies: readonly ToolPolicy[];
+  /** The tools the turn's agents may call at all (the recipe names them). */
+  allowed: ReadonlySet<string>;
+  /** Risks the recipe declares, by tool (the stricter of these and the tool's own applies). */
+  risks?: Readonly<Record<string, ToolRisk>>;
+  /** Records an event on the turn's log. */
+  record(body: TurnRecord): void;
+  /** The request interceptors on a call's arguments (redaction): what the log keeps. */
+  screenArgs(args: unknown): Promise<unknown>;
+  /** Calls an earlier attempt of the turn finished (from its log), by call id: answered from here, not made again. */
+  finished?: Readonly<Record<string, FinishedToolCall>>;
+  /** Model steps an earlier attempt recorded, by agent call: what `replayOf` gives back. */
+  modelSteps?: Readonly<Record<string, readonly { method: string; result: unknown }[]>>;
+  /** Resolves once everything recorded so far is stored. */
+  flushed(): Promise<void>;
+  /** People's answers to approvals asked in earlier attempts of the run, by call id. */
+  approvals?: Readonly<Record<string, ApprovalAnswer>>;
+  /**
+   * Asks for a person's approval of a call: the agent call's node suspends
+   * the run (true), or nobody can wait for one (false: the call is refused).
+   */
+  askApproval?(callKey: string, request: { approval: ToolApproval; prompt: string; required_role: string }): boolean;
+  /** Fires when the turn ends: calls in flight are stopped. */
+  signal: AbortSignal;
+  /** Per call. Default 30 s. */
+  timeoutMs?: number;
+}
+
+interface OpenTurn extends Omit<TurnTools, "finished"> {
+  finished: Map<string, FinishedCall>;
+  calls: number;
+  perTool: Map<string, number>;
+}
+
+/** Where a turn's tool calls are made: the live tools, the session's slots, and the call itself. */
+export interface ToolHost {
+  /** The manifest of a tool a live worker (or this process) hosts. */
+  manifest(name: string): Promise<ToolManifest | undefined> | ToolManifest | undefined;
+  /** The session's parallel slots, of this size. */
+  slots(size: number): Slots;
+  /** Makes one call. */
+  invoke(call: ToolCallRequest, signal: AbortSignal): Promise<ToolCallReply>;
+  /** Told after each call frees its slot. */
+  released?(): void;
+}
+
+/**
+ * One turn's tool calls and model steps, whatever carries them (the runner's
+ * gate over NATS, or the in-process engine): the policies decide each call,
+ * the turn's log records it (requested, approved or denied, started,
+ * finished), a call needing approval asks for it, and a call an earlier
+ * attempt finished is answered from the log, not made again.
+ */
+export class TurnToolCalls {
+  readonly #turn: OpenTurn;
+
+  constructor(tools: TurnTools) {
+    this.#turn = {
+      ...tools,
+      finished: new Map(Object.entries(tools.finished ?? {})),
+      calls: 0,
+      perTool: new Map(),
+    };
+  }
+
+  /** The model steps an earlier attempt recorded for this agent call (empty: none). */
+  replayOf(callKey: string): unknown[] {
+    return [...(this.#turn.modelSteps?.[callKey] ?? [])];
+  }
+
+  /** Records a model step, and answers once it is stored: the agent goes on from stored steps only. */
+  async step(step: ModelStepRecord): Promise<ToolGateReply> {
+    const turn = this.#turn;
+    turn.record({
+      kind: "MODEL_CALL_COMPLETED",
+      payload: {
+        call_key: step.call_key ?? step.agent_id,
+        agent_id: step.agent_id,
+        ...(step.node ? { node: step.node } : {}),
+        index: step.index,
+        method: step.method,
+        result: step.result,
+        ...(step.usage ? { usage: step.usage } : {}),
+      },
+    });
+    await turn.flushed();
+    return { ok: true, call_id: `${step.call_key ?? step.agent_id}/model/${step.index}`, result: null };
+  }
+
+  async call(request: ToolGateRequest, where: ToolHost): Promise<ToolGateReply> {
+    const callId = `${request.call_key ?? request.agent_id}/${request.index}`;
+    const turn = this.#turn;
+    const ref = {
+      call_id: callId,
+      tool: request.tool,
+      agent_id: request.agent_id,
+      ...(request.node ? { node: request.node } : {}),
+    };
+    const count = () => {
+      turn.calls++;
+      turn.perTool.set(request.tool, (turn.perTool.get(request.tool) ?? 0) + 1);
+    };
+    const done = turn.finished.get(callId);
+    if (done) {
+      count();
+      return done.ok
+        ? {
+            ok: true,
+            call_id: callId,
+            result: done.result,
+            replayed: true,
+            ...(done.simulated ? { simulated: true } : {}),
+          }
+        : refuse(callId, "failed", done.error?.message ?? "the call failed");
+    }
+    const live: ToolManifest | undefined = turn.allowed.has(request.tool)
+      ? await where.manifest(request.tool)
+      : undefined;
+    const manifest = live && { ...live, risk: stricterRisk(live.risk, turn.risks?.[request.tool]) };
+    const dryRun = dryRunOf(turn.policies);
+    const mode = dryRun && manifest?.effect === "write" ? "dry_run" : "live";
+    if (!manifest) {
+      const message = turn.allowed.has(request.tool)
+        ? `no worker hosts the tool ${request.tool}`
+        : `the tool ${request.tool} is not offered to this agent`;
+      turn.record({
+        kind: "TOOL_CALL_DENIED",
+        payload: { ...ref, refusal: "unknown_tool", rule: "offered", message },
+      });
+      return refuse(callId, "unknown_tool", message);
+    }
+    const screened = await turn.screenArgs(request.args);
+    turn.record({
+      kind: "TOOL_CALL_REQUESTED",
+      payload: {
+        ...ref,
+        args: screened,
+        risk: manifest.risk,
+        effect: manifest.effect,
+        mode,
+      },
+    });
+    const decision = decideToolCall(turn.policies, {
+      tool: manifest,
+      ...(request.confidence !== undefined ? { confidence: request.confidence } : {}),
+      turnCalls: turn.calls,
+      toolCalls: turn.perTool.get(request.tool) ?? 0,
+    });
+    count();
+    let rule = decision.rule;
+    if (decision.verdict === "approve") {
+      const answer = turn.approvals?.[callId];
+      if (answer) {
+        const by = `${answer.approved ? "approved" : "denied"} by ${answer.user_id ?? "someone"}`;
+        rule = `${by}${answer.reason ? `: ${answer.reason}` : ""}`;
+        if (!answer.approved) {
+          turn.record({
+            kind: "TOOL_CALL_DENIED",
+            payload: { ...ref, refusal: "denied", rule, message: `${request.tool}: ${rule}` },
+          });
+          return refuse(callId, "denied", `${request.tool}: ${rule}`);
+        }
+      } else {
+        const approval = { call_id: callId, tool: request.tool, args: screened, reason: decision.message };
+        const asked = turn.askApproval?.(request.call_key ?? request.agent_id, {
+          approval,
+          prompt: `Approve ${request.tool}(${JSON.stringify(screened)})? ${decision.message}`,
+          required_role: turn.policies[0]?.approver_role ?? "operator",
+        });
+        if (!asked)
+          turn.record({
+            kind: "TOOL_CALL_DENIED",
+            payload: {
+              ...ref,
+              refusal: "approval_required",
+              rule,
+              message: `${decision.message}; nobody can approve it here`,
+            },
+          });
+        return refuse(callId, "approval_required", decision.message);
+      }
+    } else if (decision.verdict === "deny") {
+      turn.record({
+        kind: "TOOL_CALL_DENIED",
+        payload: { ...ref, refusal: decision.refusal, rule, message: decision.message },
+      });
+      return refuse(callId, decision.refusal, decision.message);
+    }
+    turn.record({ kind: "TOOL_CALL_APPROVED", payload: { ...ref, rule } });
+    const slots = where.slots(parallelSlotsOf(turn.policies));
+    let release: () => void;
+    try {
+      release = await slots.take(turn.signal);
+    } catch {
+      return refuse(callId, "failed", "the turn ended before a slot was free");
+    }
+    const idempotencyKey = `${request.session_id}.${request.turn_id}.${callId}`;
+    const started = performance.now();
+    turn.record({ kind: "TOOL_CALL_STARTED", payload: { ...ref, idempotency_key: idempotencyKey } });
+    const timeoutMs = turn.timeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS;
+    const call: ToolCallRequest = {
+      session_id: request.session_id,
+      turn_id: request.turn_id,
+      call_id: callId,
+      idempotency_key: idempotencyKey,
+      tool: request.tool,
+      args: request.args,
+      mode,
+      timeout_ms: timeoutMs,
+    };
+    try {
+      const reply = await where.invoke(call, turn.signal);
+      const finished: FinishedCall = {
+        ok: true,
+        result: reply.result,
+        ...(reply.simulated ? { simulated: true } : {}),
+      };
+      turn.finished.set(callId, finished);
+      turn.record({
+        kind: "TOOL_CALL_FINISHED",
+        payload: { ...ref, ...finished, elapsed_ms: elapsedSince(started), worker: reply.worker },
+      });
+      // A finished call is a durable step: the agent learns its result once the log holds it.
+      await turn.flushed();
+      return { ok: true, call_id: callId, result: reply.result, ...(reply.simulated ? { simulated: true } : {}) };
+    } catch (error) {
+      const code = (error as { code?: unknown }).code;
+      const failure = { code: typeof code === "string" ? code : "tool_failed", message: messageOf(error) };
+      turn.finished.set(callId, { ok: false, error: failure });
+      turn.record({
+        kind: "TOOL_CALL_FINISHED",
+        payload: { ...ref, ok: false, error: failure, elapsed_ms: elapsedSince(started) },
+      });
+      return refuse(callId, "failed", failure.message);
+    } finally {
+      release();
+      where.released?.();
+    }
+  }
+}
+
+const elapsedSince = (started: number) => Math.round((performance.now() - started) * 1000) / 1000;
+
+const refuse = (callId: string, refusal: Extract<ToolGateReply, { ok: false }>["refusal"], message: string) =>
+  ({ ok: false, call_id: callId, refusal, message }) satisfies ToolGateReply;
