@@ -34,6 +34,18 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<Command> }
     load: () => import("./commands/resume.ts"),
   },
   trace: { summary: "the SimulationTrace of a recipe run, step by step", load: () => import("./commands/trace.ts") },
+  approvals: {
+    summary: "the tool calls waiting for a person's approval",
+    load: () => import("./commands/approvals.ts"),
+  },
+  approve: {
+    summary: "approve a tool call a run waits for, and follow the run on",
+    load: () => import("./commands/approve.ts"),
+  },
+  deny: {
+    summary: "deny a tool call a run waits for, and follow the run on",
+    load: () => import("./commands/deny.ts"),
+  },
   turns: {
     summary: "where each turn of a session stands (pending, inflight, suspended, done, failed, expired)",
     load: () => import("./commands/turns.ts"),

@@ -11,6 +11,7 @@ import { ConclaveError } from "../errors.ts";
 import { isStreamNotFound } from "../eventlog/streams.ts";
 import { type SimulationTrace, simulationTrace } from "../recipes/trace.ts";
 import { TurnStatusStore } from "../runtime/turnStatusStore.ts";
+import { type ApprovalOptions, answerApproval, listApprovals, type PendingApproval } from "./approvals.ts";
 import { type RecipeRunResult, type ResumeOptions, type RunOptions, resumeRun, runRecipe } from "./recipeRun.ts";
 import { type SubmitOptions, streamTurn, type TurnStream } from "./turnStream.ts";
 import { checkSessionId, checkTurnId, InvalidRequestError } from "./turns.ts";
@@ -107,6 +108,16 @@ export interface ConclaveClient {
    * no recipe run (or does not exist).
    */
   trace(sessionId: string, turnId: number): Promise<SimulationTrace>;
+  /** Tool calls waiting for a person's approval (of one session, or all), oldest first. */
+  approvals(sessionId?: string): Promise<PendingApproval[]>;
+  /**
+   * Approves the tool call a run waits for (`id` is `<session>/<turn>`), then
+   * follows the run until it completes or suspends again. Rejects with
+   * `forbidden` for the wrong role, `conflict` when nothing waits.
+   */
+  approve(id: string, options: ApprovalOptions): Promise<RecipeRunResult>;
+  /** Denies it: the call is refused (`denied`) and the run goes on without it. */
+  deny(id: string, options: ApprovalOptions): Promise<RecipeRunResult>;
   /** Closes the connection the client opened (not one it was given). */
   close(): Promise<void>;
 }
@@ -178,6 +189,12 @@ export async function connect(options: ConnectOptions = {}): Promise<ConclaveCli
       if (events.length === 0) throw new ConclaveError("not_found", `session ${sessionId} has no turn ${turnId}`);
       return simulationTrace(events);
     },
+    approvals: async (sessionId) => {
+      if (sessionId !== undefined) checkSessionId(sessionId);
+      return listApprovals(await statusStore(), sessionId);
+    },
+    approve: (id, approvalOptions) => answerApproval(nc, id, true, { requestTimeoutMs: timeoutMs, ...approvalOptions }),
+    deny: (id, approvalOptions) => answerApproval(nc, id, false, { requestTimeoutMs: timeoutMs, ...approvalOptions }),
     resume: (sessionId, turnId, resumeOptions) =>
       resumeRun(nc, sessionId, turnId, { requestTimeoutMs: timeoutMs, ...resumeOptions }),
     close: async () => {

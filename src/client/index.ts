@@ -27,6 +27,7 @@ export {
   simulationTrace,
   simulationTraceJsonSchema,
 } from "../recipes/trace.ts";
+export type { ApprovalOptions, PendingApproval } from "./approvals.ts";
 export {
   type CancelResult,
   type ConclaveClient,

@@ -143,21 +143,37 @@ export class TurnStatusStore {
 
   /** Every turn of a session with a readable status, in turn order (an unreadable one is reported on `conclave.dlq.kv`). */
   async list(sessionId: string): Promise<TurnStatusRecord[]> {
-    // The session's keys from the bucket's stream info (one request, paged by the library), not a
-    // key-listing consumer: that one could wait for its idle heartbeat when a status was written
-    // while it listed (as when a turn's `done` lands just after its TURN_COMPLETED).
+    return (await this.#listMatching(`${sessionId}.*`)).sort((a, b) => a.turn_id - b.turn_id);
+  }
+
+  /**
+   * Every recipe run waiting for a tool call's approval, oldest first. It
+   * reads the status of every turn kept (one stream-info request, paged by
+   * the library): fine for a console, not for a hot path.
+   */
+  async pendingApprovals(sessionId?: string): Promise<TurnStatusRecord[]> {
+    const records = await this.#listMatching(sessionId ? `${sessionId}.*` : ">");
+    return records
+      .filter((record) => record.status === "suspended" && record.suspended?.approval)
+      .sort((a, b) => a.updated_at - b.updated_at);
+  }
+
+  async #listMatching(keys: string): Promise<TurnStatusRecord[]> {
+    // The keys from the bucket's stream info, not a key-listing consumer: that one could wait for its
+    // idle heartbeat when a status was written while it listed (as when a turn's `done` lands just after
+    // its TURN_COMPLETED).
     const prefix = `$KV.${buckets.turns}.`;
-    const info = await this.jsm.streams.info(`KV_${buckets.turns}`, { subjects_filter: `${prefix}${sessionId}.*` });
-    const keys = Object.keys(info.state.subjects ?? {}).map((subject) => subject.slice(prefix.length));
+    const info = await this.jsm.streams.info(`KV_${buckets.turns}`, { subjects_filter: `${prefix}${keys}` });
+    const found = Object.keys(info.state.subjects ?? {}).map((subject) => subject.slice(prefix.length));
     const records = await Promise.all(
-      keys.map((key) =>
+      found.map((key) =>
         this.kv.get(key).catch((error: unknown) => {
           if (isConclaveError(error, "corrupt_value")) return null;
           throw error;
         }),
       ),
     );
-    return records.flatMap((record) => (record ? [record.value] : [])).sort((a, b) => a.turn_id - b.turn_id);
+    return records.flatMap((record) => (record ? [record.value] : []));
   }
 
   /**

@@ -4,10 +4,13 @@
  * agents call them; every call goes through the runner's gate (policy,
  * limits, parallel slots, the log) and the tools count what they ran.
  */
+import { execFile } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CONCLAVE_BIN } from "../../src/cli/childProcess.ts";
 import { type ConclaveClient, connect } from "../../src/client/index.ts";
 import type { EngineEvent } from "../../src/contracts/events.ts";
 import type { JsonObject } from "../../src/contracts/recipeRun.ts";
@@ -55,6 +58,19 @@ async function logOf(session: string, turnId: number): Promise<EngineEvent[]> {
   const events: EngineEvent[] = [];
   for await (const { event } of client.events(session, { turnId })) events.push(event);
   return events;
+}
+
+async function conclave(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, [CONCLAVE_BIN, ...args], {
+      env: { ...process.env, CONCLAVE_NATS_URL: nats.url, CONCLAVE_LOG: "quiet" },
+      timeout: 60_000,
+    });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const failed = error as { code: number; stdout: string; stderr: string };
+    return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
+  }
 }
 
 const toolEvents = (events: EngineEvent[]) => events.filter((event) => event.kind.startsWith("TOOL_CALL_"));
@@ -168,6 +184,15 @@ describe("an agent's tool call", () => {
     expect(run.status === "suspended" && run.prompt).toMatch(/test_wipe.*critical tool/);
     const waiting = await client.status(session, run.turnId);
     expect(waiting?.suspended?.approval).toMatchObject({ tool: "test_wipe", args: { target: "db" } });
+    expect(await client.approvals(session)).toEqual([
+      expect.objectContaining({
+        id: `${session}/${run.turnId}`,
+        tool: "test_wipe",
+        args: { target: "db" },
+        requiredRole: "operator",
+        reason: "test_wipe is a critical tool: it needs approval",
+      }),
+    ]);
     expect(runsOf("test_wipe")).toBe(before);
 
     // The runner goes away and another takes its place: the approval is in the log and the status, not in a process.
@@ -179,11 +204,7 @@ describe("an agent's tool call", () => {
     await expect(client.resume(session, run.turnId, { input: "yes", userId: "ana", role: "operator" })).rejects.toThrow(
       /approved: true\|false/,
     );
-    const done = await client.resume(session, run.turnId, {
-      input: { approved: true, reason: "maintenance window" },
-      userId: "ana",
-      role: "operator",
-    });
+    const done = await client.approve(`${session}/${run.turnId}`, { userId: "ana", reason: "maintenance window" });
     expect(done.status).toBe("completed");
     if (done.status !== "completed") return;
     expect((done.output.act as { outcomes: unknown[] }).outcomes).toEqual([
@@ -191,6 +212,7 @@ describe("an agent's tool call", () => {
       { tool: "test_wipe", result: { wiped: "db" } },
     ]);
     expect(runsOf("test_wipe")).toBe(before + 1);
+    expect(await client.approvals(session)).toEqual([]);
     const events = await logOf(session, run.turnId);
     const approved = events.filter(
       (event) => event.kind === "TOOL_CALL_APPROVED" && event.payload.tool === "test_wipe",
@@ -211,15 +233,23 @@ describe("an agent's tool call", () => {
       inputs: { calls: [{ tool: "test_wipe", args: { target: "cache" } }] },
     });
     expect(run.status).toBe("suspended");
-    const done = await client.resume(session, run.turnId, {
-      input: { approved: false, reason: "not today" },
-      userId: "bo",
-      role: "operator",
-    });
-    expect(done.status === "completed" && done.output.act).toEqual({
-      outcomes: [{ tool: "test_wipe", refusal: "denied" }],
+    // As an operator does it: the list, then the answer, from the command line.
+    const listed = await conclave(["approvals", "--session", session]);
+    expect(listed.code).toBe(0);
+    expect(listed.stdout).toContain(`${session}/${run.turnId}  test_wipe({"target":"cache"})`);
+    const denied = await conclave(["deny", `${session}/${run.turnId}`, "--user-id", "bo", "--reason", "not today"]);
+    expect(denied.code).toBe(0);
+    expect(denied.stdout).toContain("refusal");
+    const log = await logOf(session, run.turnId);
+    const refused = log.find((event) => event.kind === "TOOL_CALL_DENIED");
+    expect(refused?.kind === "TOOL_CALL_DENIED" && refused.payload).toMatchObject({
+      refusal: "denied",
+      rule: "denied by bo: not today",
     });
     expect(runsOf("test_wipe")).toBe(before);
+    const again = await conclave(["approve", `${session}/${run.turnId}`, "--user-id", "bo"]);
+    expect(again.code).toBe(2);
+    expect(again.stderr.trim().split("\n")).toHaveLength(1);
   });
 
   it("waits for a free parallel slot: with one slot a session's calls run one at a time", async () => {
