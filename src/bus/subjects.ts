@@ -22,6 +22,9 @@ export const subjects = {
   /** Public: a person answers a suspended recipe run's human node here (ResumeRequest). */
   turnResume: (sessionId: string) => `${SUBJECT_ROOT}.turn.resume.${sessionId}`,
   turnResumeAll: `${SUBJECT_ROOT}.turn.resume.*`,
+  /** Public: a client asks to undo a finished turn's write tool calls here (RollbackRequest). */
+  turnRollback: (sessionId: string) => `${SUBJECT_ROOT}.turn.rollback.${sessionId}`,
+  turnRollbackAll: `${SUBJECT_ROOT}.turn.rollback.*`,
   /** Core NATS, to every runner and worker: a turn was cancelled, stop its work (TurnCancelled). */
   turnCancelled: `${SUBJECT_ROOT}.turn.cancelled`,
   /** What a tenant requests to read its session's events (through its account's import). */

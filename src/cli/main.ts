@@ -34,6 +34,10 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<Command> }
     load: () => import("./commands/resume.ts"),
   },
   trace: { summary: "the SimulationTrace of a recipe run, step by step", load: () => import("./commands/trace.ts") },
+  rollback: {
+    summary: "undo a finished turn's executed write tool calls, last first",
+    load: () => import("./commands/rollback.ts"),
+  },
   approvals: {
     summary: "the tool calls waiting for a person's approval",
     load: () => import("./commands/approvals.ts"),

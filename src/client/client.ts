@@ -5,6 +5,7 @@ import { requestJson } from "../bus/request.ts";
 import { buckets, streams, subjects } from "../bus/subjects.ts";
 import { EngineEvent } from "../contracts/events.ts";
 import type { JsonObject } from "../contracts/recipeRun.ts";
+import { RollbackReply } from "../contracts/tool.ts";
 import { CancelReply, type TurnAck } from "../contracts/turn.ts";
 import type { TurnStatusRecord } from "../contracts/wal.ts";
 import { ConclaveError } from "../errors.ts";
@@ -108,6 +109,12 @@ export interface ConclaveClient {
    * no recipe run (or does not exist).
    */
   trace(sessionId: string, turnId: number): Promise<SimulationTrace>;
+  /**
+   * Undoes a finished turn's executed write tool calls, last first, through
+   * each tool's `rollback`; the log records each (TOOL_CALL_ROLLED_BACK).
+   * Rejects with `conflict` while the turn runs or waits.
+   */
+  rollback(sessionId: string, turnId: number): Promise<RollbackReply>;
   /** Tool calls waiting for a person's approval (of one session, or all), oldest first. */
   approvals(sessionId?: string): Promise<PendingApproval[]>;
   /**
@@ -188,6 +195,14 @@ export async function connect(options: ConnectOptions = {}): Promise<ConclaveCli
       for await (const { event } of readSessionEvents(nc, sessionId, { turnId })) events.push(event);
       if (events.length === 0) throw new ConclaveError("not_found", `session ${sessionId} has no turn ${turnId}`);
       return simulationTrace(events);
+    },
+    rollback: (sessionId, turnId) => {
+      checkSessionId(sessionId);
+      checkTurnId(turnId);
+      // Each tool's rollback has its own deadline (30 s): a few of them take longer than one request's default.
+      return requestJson(nc, subjects.turnRollback(sessionId), { turn_id: turnId }, RollbackReply, {
+        timeoutMs: Math.max(timeoutMs, 120_000),
+      });
     },
     approvals: async (sessionId) => {
       if (sessionId !== undefined) checkSessionId(sessionId);

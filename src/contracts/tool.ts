@@ -136,6 +136,18 @@ export const ToolGateReply = z.discriminatedUnion("ok", [
 ]);
 export type ToolGateReply = z.infer<typeof ToolGateReply>;
 
+/** Requested on `conclave.turn.rollback.<session_id>`: undo a finished turn's executed write calls, last first. */
+export const RollbackRequest = z.object({ turn_id: TurnId });
+export type RollbackRequest = z.infer<typeof RollbackRequest>;
+
+/** What a rollback did: each call it tried to undo, in the order it tried. */
+export const RollbackReply = z.object({
+  session_id: SessionId,
+  turn_id: TurnId,
+  calls: z.array(z.object({ call_id: z.string(), tool: ToolName, ok: z.boolean(), error: z.string().optional() })),
+});
+export type RollbackReply = z.infer<typeof RollbackReply>;
+
 /** A tool call as the turn's log records it (`call_id` is `<agent or node>/<agent call>/<index>`). */
 const ToolCallRef = {
   call_id: z.string(),
@@ -169,6 +181,17 @@ export const ToolEventPayloads = {
   /** The policy refused it, or it needs an approval this turn cannot ask for. */
   TOOL_CALL_DENIED: z.object({ ...ToolCallRef, refusal: ToolRefusal, rule: z.string(), message: z.string() }),
   TOOL_CALL_STARTED: z.object({ ...ToolCallRef, idempotency_key: z.string() }),
+  /**
+   * `conclave rollback` undid a finished live write call through its tool's
+   * `rollback` (or tried: `ok` false with the error). Appended after the
+   * turn's TURN_COMPLETED: a rollback comes after the turn.
+   */
+  TOOL_CALL_ROLLED_BACK: z.object({
+    ...ToolCallRef,
+    ok: z.boolean(),
+    result: z.unknown().optional(),
+    error: z.string().optional(),
+  }),
   /** The call ended: its result (through the response interceptors), or its error. */
   TOOL_CALL_FINISHED: z.object({
     ...ToolCallRef,

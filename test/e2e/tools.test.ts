@@ -293,6 +293,37 @@ describe("an agent's tool call", () => {
     expect(existsSync(notes) ? readFileSync(notes, "utf8") : null).toBe(before);
   });
 
+  it("of a write tool is undone by a rollback of its turn, last first, once, and the log says so", async () => {
+    const notes = join(toolDir, "notes.json");
+    writeFileSync(notes, JSON.stringify({ kept: "before" }));
+    const { run, outcomes } = await runCalls("tools-rollback", [
+      { tool: "test_note", args: { key: "kept", text: "changed" } },
+      { tool: "test_note", args: { key: "fresh", text: "new" } },
+      { tool: "test_add", args: { a: 1, b: 1 } },
+    ]);
+    expect(outcomes.map((outcome) => outcome.refusal ?? "ok")).toEqual(["ok", "ok", "ok"]);
+    expect(JSON.parse(readFileSync(notes, "utf8"))).toEqual({ kept: "changed", fresh: "new" });
+
+    const rolled = await conclave(["rollback", String(run.turnId), "--session", "tools-rollback"]);
+    expect(rolled.code).toBe(0);
+    expect(rolled.stdout).toMatch(/rolled back {2}act\.1\.1\/1 {2}test_note\nrolled back {2}act\.1\.1\/0 {2}test_note/);
+    expect(JSON.parse(readFileSync(notes, "utf8"))).toEqual({ kept: "before" });
+    const events = await logOf("tools-rollback", run.turnId);
+    const undone = events.flatMap((event) => (event.kind === "TOOL_CALL_ROLLED_BACK" ? [event.payload] : []));
+    expect(undone.map((call) => [call.call_id, call.ok])).toEqual([
+      ["act.1.1/1", true],
+      ["act.1.1/0", true],
+    ]);
+    // After the turn's end, contiguous.
+    expect(events.map((event) => event.seq)).toEqual(events.map((_, index) => index));
+    expect(events.findIndex((event) => event.kind === "TURN_COMPLETED")).toBeLessThan(
+      events.findIndex((event) => event.kind === "TOOL_CALL_ROLLED_BACK"),
+    );
+    // Nothing is undone twice.
+    expect((await client.rollback("tools-rollback", run.turnId)).calls).toEqual([]);
+    await expect(client.rollback("tools-rollback", 99)).rejects.toThrow(/no turn 99/);
+  });
+
   it("can be made by the offline model: it calls the tool the request names, and answers with the result", async () => {
     const session = "tools-offline-model";
     const run = await client.run(session, recipe(session, { agent: "tester.planner" }), {

@@ -6,6 +6,7 @@ import type { SuspensionTimers } from "../recipes/suspensionTimers.ts";
 import { serveCancel } from "./cancel.ts";
 import { acceptSubmission, type IngressDeps } from "./ingress.ts";
 import { serveResume } from "./resume.ts";
+import { serveRollback } from "./rollback.ts";
 import { serveWatch, type WatchDeps } from "./watch.ts";
 
 /**
@@ -35,6 +36,7 @@ export async function serveIntake(
   endpoint("watch", subjects.turnWatch("*"), (msg) => serveWatch(deps, msg));
   endpoint("cancel", subjects.turnCancelAll, (msg) => serveCancel(deps, msg));
   endpoint("resume", subjects.turnResumeAll, (msg) => serveResume(deps, msg));
+  endpoint("rollback", subjects.turnRollbackAll, (msg) => serveRollback(deps, msg));
   endpoint("tenant_watch", subjects.tenantWatchAll, (msg) => serveWatch(deps, msg));
   return service;
 }
