@@ -17,11 +17,18 @@ export interface AgentMachineOutput {
   status: "replied" | "failed";
   /** The agent's answer: its own output and its contribution. */
   answer?: AgentAnswer;
-  error?: { code: "timeout" | "agent_failed" | "invalid_agent_output"; message: string };
+  error?: {
+    code: "timeout" | "agent_failed" | "invalid_agent_output" | "delegation_depth_exceeded";
+    message: string;
+  };
 }
 
-const invalidOutput = (error: unknown): boolean =>
-  typeof error === "object" && error !== null && "code" in error && error.code === "invalid_agent_output";
+/** Failures that keep their own code in the reply: anything else is the agent failing. */
+const KEPT_CODES = ["invalid_agent_output", "delegation_depth_exceeded"] as const;
+const keptCode = (error: unknown): (typeof KEPT_CODES)[number] | undefined => {
+  const code = typeof error === "object" && error !== null && "code" in error ? error.code : undefined;
+  return KEPT_CODES.find((kept) => kept === code);
+};
 
 export const agentMachine = setup({
   types: {
@@ -55,8 +62,8 @@ export const agentMachine = setup({
           target: "failed",
           actions: assign({
             error: ({ event }) => ({
-              // An answer the agent's schema rejects keeps its own code; anything else is the agent failing.
-              code: invalidOutput(event.error) ? ("invalid_agent_output" as const) : ("agent_failed" as const),
+              // An answer the agent's schema rejects, or a delegation too deep, keeps its own code.
+              code: keptCode(event.error) ?? ("agent_failed" as const),
               message: event.error instanceof Error ? event.error.message : String(event.error),
             }),
           }),

@@ -40,6 +40,8 @@ export interface RecipeStart {
   deadline_at?: number;
   /** Tool calls an earlier attempt of the run finished, by call id: answered from here, not made again. */
   finished_tool_calls?: Record<string, FinishedToolCall>;
+  /** Delegations an earlier attempt finished, by call id: their answers, not asked again. */
+  delegations?: Record<string, { output: unknown }>;
   /** People's answers to tool-call approvals, by call id. */
   tool_approvals?: Record<string, { approved: boolean; user_id?: string; reason?: string }>;
   /** Model calls an earlier attempt recorded, by agent call (`call_key`), in order: given back to the agent, not made again. */

@@ -16,6 +16,13 @@ export class ToolCallRefusedError extends ConclaveError<"tool_failed"> {
   }
 }
 
+/** An agent delegated deeper than the policy's `max_delegation_depth`: a hard error, it fails the agent's call. */
+export class DelegationDepthError extends ConclaveError<"delegation_depth_exceeded"> {
+  constructor(message: string) {
+    super("delegation_depth_exceeded", message);
+  }
+}
+
 /** A tool-calling conversation with the model: what it answered, and the calls it made. */
 export interface ToolRunResult {
   /** The model's last answer. */
@@ -57,6 +64,41 @@ export interface AgentTools {
 export type AskGate = (request: GateRequest) => Promise<ToolGateReply>;
 
 /** `ctx.tools` for one agent call. */
+/**
+ * `ctx.delegate` for one agent call: asks another agent, through the runner,
+ * one level deeper. A refusal for depth is remembered in `hard` so the call
+ * fails even if the agent catches the error.
+ */
+export function agentDelegation(
+  request: AgentRequest,
+  ask: AskGate | undefined,
+  hard: { error?: DelegationDepthError },
+): (to: string, message: string) => Promise<unknown> {
+  let index = 0;
+  return async (to, message) => {
+    if (!ask || !(request.delegates ?? []).includes(to))
+      throw new ToolCallRefusedError(to, "denied", `this agent call may not delegate to ${to}`);
+    const reply = await ask({
+      kind: "delegate",
+      session_id: request.session_id,
+      turn_id: request.turn_id,
+      agent_id: request.agent_id,
+      ...(request.recipe ? { node: request.recipe.node } : {}),
+      ...(request.call_key ? { call_key: request.call_key } : {}),
+      index: index++,
+      to,
+      message,
+      depth: request.delegation_depth ?? 0,
+    });
+    if (reply.ok) return reply.result;
+    if (reply.refusal === "delegation_depth_exceeded") {
+      hard.error ??= new DelegationDepthError(reply.message);
+      throw hard.error;
+    }
+    throw new ToolCallRefusedError(to, reply.refusal, reply.message);
+  };
+}
+
 export function agentTools(
   request: AgentRequest,
   options: {

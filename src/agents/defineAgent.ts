@@ -77,6 +77,13 @@ export interface AgentRunContext {
   /** The tools this call may use, under the runner's policy (none unless a recipe offers some). */
   readonly tools: AgentTools;
   /**
+   * Hands part of the work to another agent (one its recipe definition lists
+   * in `delegates`), through the runner: resolves to that agent's output.
+   * Deeper than the policy's `max_delegation_depth` (default 3) it rejects
+   * with DelegationDepthError, and this call fails even if the error is caught.
+   */
+  delegate(to: string, message: string): Promise<unknown>;
+  /**
    * Set when a recipe's node calls the agent: the recipe and node, the node's named inputs, its
    * system prompt, and an evaluator's feedback on the previous attempt. `input.user_message` then
    * holds the inputs as text with the feedback appended.

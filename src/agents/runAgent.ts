@@ -6,7 +6,7 @@ import { addUsage } from "../contracts/usage.ts";
 import { ConclaveError } from "../errors.ts";
 import type { ChatModel } from "../llm/model.ts";
 import { OfflineToolModel } from "../llm/offlineModel.ts";
-import { type AskGate, agentTools } from "./agentTools.ts";
+import { type AskGate, agentDelegation, agentTools, type DelegationDepthError } from "./agentTools.ts";
 import type { AgentDefinition, AgentModel, AgentReviseContext } from "./defineAgent.ts";
 import { durableModel, type RecordStep } from "./durableModel.ts";
 
@@ -52,6 +52,8 @@ export async function runAgent(
     usage = usage ? addUsage(usage, used) : used;
   };
   const steps = durableSteps(request, options);
+  /** A delegation refused for its depth: it fails this call whatever the agent does with the error. */
+  const hard: { error?: DelegationDepthError } = {};
   const signal = steps.signal;
   const open = new Set<string>();
   const emit = (part: Omit<AgentStreamPart, "session_id" | "turn_id" | "agent_id">) =>
@@ -84,6 +86,7 @@ export async function runAgent(
     model: options.model ? agentModel(steps.model, agent, request, signal, count) : undefined,
     stream,
     signal,
+    delegate: agentDelegation(request, steps.ask, hard),
     tools: agentTools(request, {
       ask: steps.ask,
       model: steps.model,
@@ -96,6 +99,7 @@ export async function runAgent(
   try {
     if (request.mode === "revise") return { contribution: await agent.revise(ctx), ...(usage ? { usage } : {}) };
     const answer = await agent.run(ctx);
+    if (hard.error) throw hard.error;
     const output = agent.output.safeParse(answer);
     if (!output.success) throw new InvalidAgentOutputError(id, "its output schema", output.error);
     let contribution: Contribution;

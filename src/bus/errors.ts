@@ -34,6 +34,7 @@ export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   agent_failed: 500,
   invalid_agent_output: 502,
   tool_failed: 500,
+  delegation_depth_exceeded: 508,
   busy: 409,
   interrupted: 409,
   cancelled: 409,

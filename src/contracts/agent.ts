@@ -137,6 +137,10 @@ export const AgentRequest = z.object({
     .optional(),
   /** Results of this agent call's model calls an earlier attempt of the turn recorded, in order: given back, not asked again. */
   replay: z.object({ model: z.array(z.unknown()).max(1_000) }).optional(),
+  /** The agents this call may delegate to (`ctx.delegate`), through the runner on `tool_subject`. */
+  delegates: z.array(AgentId).max(64).optional(),
+  /** How many delegations deep this call is (0: a node's own agent; see `ctx.delegate`). */
+  delegation_depth: z.number().int().min(0).max(100).optional(),
   /** This agent call's durable identity within the turn (the same when a takeover makes it again): its tool calls are keyed by it. */
   call_key: z.string().min(1).max(200).optional(),
 });

@@ -11,6 +11,8 @@ export const ErrorCode = z.enum([
   "agent_failed",
   /** An agent answered with an output its own schema (or the council contract) rejects. */
   "invalid_agent_output",
+  /** An agent delegated deeper than the policy's `max_delegation_depth` allows: a hard error. */
+  "delegation_depth_exceeded",
   /** A tool's `run` (or `dryRun`, `rollback`) threw, or answered a result its output schema rejects. */
   "tool_failed",
   /** A turn submitted with `on_busy: "reject"` while the session has one pending or running. */

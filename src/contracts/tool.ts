@@ -115,12 +115,42 @@ export const ModelStepRecord = z.object({
 });
 export type ModelStepRecord = z.infer<typeof ModelStepRecord>;
 
-/** Anything a worker asks on a `tool_subject`: a tool call, or a model step to record. */
-export const GateRequest = z.union([ModelStepRecord, ToolGateRequest]);
+/**
+ * An agent hands part of its work to another agent (`ctx.delegate`), through
+ * the runner: the delegated call is one level deeper, and a call deeper than
+ * the policy's `max_delegation_depth` is refused as a hard error.
+ */
+export const DelegateRequest = z.object({
+  kind: z.literal("delegate"),
+  session_id: SessionId,
+  turn_id: TurnId,
+  agent_id: AgentId,
+  node: z.string().max(120).optional(),
+  call_key: z.string().min(1).max(200).optional(),
+  /** The delegation's position among this agent call's delegations (from 0). */
+  index: z.number().int().min(0).max(10_000),
+  /** The agent asked. */
+  to: AgentId,
+  message: z.string().max(16_000),
+  /** The asking call's own depth (0: a node's agent). */
+  depth: z.number().int().min(0).max(100),
+});
+export type DelegateRequest = z.infer<typeof DelegateRequest>;
+
+/** Anything a worker asks on a `tool_subject`: a tool call, a model step to record, or a delegation. */
+export const GateRequest = z.union([ModelStepRecord, DelegateRequest, ToolGateRequest]);
 export type GateRequest = z.infer<typeof GateRequest>;
 
 /** Why a call was not made: the policy refused it, it needs approval, it is over a limit, or it failed. */
-export const ToolRefusal = z.enum(["denied", "approval_required", "limit", "unknown_tool", "failed", "invalid_args"]);
+export const ToolRefusal = z.enum([
+  "denied",
+  "approval_required",
+  "limit",
+  "unknown_tool",
+  "failed",
+  "invalid_args",
+  "delegation_depth_exceeded",
+]);
 export type ToolRefusal = z.infer<typeof ToolRefusal>;
 
 export const ToolGateReply = z.discriminatedUnion("ok", [
@@ -181,6 +211,17 @@ export const ToolEventPayloads = {
   /** The policy refused it, or it needs an approval this turn cannot ask for. */
   TOOL_CALL_DENIED: z.object({ ...ToolCallRef, refusal: ToolRefusal, rule: z.string(), message: z.string() }),
   TOOL_CALL_STARTED: z.object({ ...ToolCallRef, idempotency_key: z.string() }),
+  /** An agent delegated to another (`ctx.delegate`): its answer, or why not (a depth past the limit is a hard error). */
+  AGENT_DELEGATED: z.object({
+    call_id: z.string(),
+    agent_id: AgentId,
+    node: z.string().optional(),
+    to: AgentId,
+    depth: z.number().int().min(1),
+    ok: z.boolean(),
+    output: z.unknown().optional(),
+    error: z.object({ code: z.string(), message: z.string() }).optional(),
+  }),
   /**
    * `conclave rollback` undid a finished live write call through its tool's
    * `rollback` (or tried: `ok` false with the error). Appended after the

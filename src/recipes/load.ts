@@ -281,6 +281,14 @@ class LoadContext {
       if (definition?.type === "tool") this.issue(path, `'${name}' is a tool definition, not an agent`);
       return this.#agentId(path, name);
     };
+    /** The agents an agent definition may delegate to (agent definitions or agent ids), as agent ids. */
+    const delegatesOf = (name: string): { delegates?: string[] } => {
+      const definition = doc.definitions[name];
+      if (definition?.type !== "agent" || !definition.delegates?.length) return {};
+      return {
+        delegates: definition.delegates.map((ref, index) => agentOf(`definitions.${name}.delegates.${index}`, ref)),
+      };
+    };
     /** The tools an agent definition lists (tool definition ids), as Conclave tool names. */
     const toolsOf = (path: string, name: string): { tools?: string[] } => {
       const definition = doc.definitions[name];
@@ -314,6 +322,7 @@ class LoadContext {
             inputs_map: step.inputs ?? {},
             output_key: step.output_key ?? id,
             ...toolsOf(`${path}.agent`, step.agent),
+            ...delegatesOf(step.agent),
             next,
           });
           break;

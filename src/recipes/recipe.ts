@@ -79,6 +79,8 @@ export interface AgentNode extends NodeBase {
   output_key: string;
   /** Tools the agent may call here (Conclave tool names, from its definition's `tools`). */
   tools?: string[];
+  /** Agents it may delegate to (`ctx.delegate`; a Conclave field of its definition, `delegates`). */
+  delegates?: string[];
 }
 
 /** Picks the next node by the value at `input_key`, strictly matched against `routes`. */

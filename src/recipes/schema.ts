@@ -255,6 +255,8 @@ const Definition = z.discriminatedUnion("type", [
     backstory: z.string().optional(),
     model: z.string().optional(),
     tools: z.array(z.string()).optional(),
+    /** Conclave: agents (ids or agent definitions) this one may delegate to. */
+    delegates: z.array(z.string()).optional(),
     knowledge: z.array(z.unknown()).optional(),
   }),
 ]);

@@ -31,6 +31,8 @@ export const ToolPolicy = z.object({
   parallel_slots: z.number().int().min(1).default(4),
   /** Every write tool runs its dry run instead (the turn returns the plan). Default false. */
   dry_run: z.boolean().default(false),
+  /** How deep agents may delegate to agents (`ctx.delegate`); deeper is a hard error. Default 3. */
+  max_delegation_depth: z.number().int().min(0).max(20).default(3),
   /** The role an approval must be answered in (`conclave approve --role`). Default `operator`. */
   approver_role: z.string().min(1).max(64).default("operator"),
 });
@@ -106,6 +108,10 @@ export function decideToolCall(policies: readonly ToolPolicy[], call: ToolCallFa
 /** The most calls that may run at once in a session under these policies (the lowest). */
 export const parallelSlotsOf = (policies: readonly ToolPolicy[]): number =>
   Math.min(...(policies.length > 0 ? policies : [DEFAULT_TOOL_POLICY]).map((policy) => policy.parallel_slots));
+
+/** The deepest delegation these policies allow (the lowest). */
+export const delegationDepthOf = (policies: readonly ToolPolicy[]): number =>
+  Math.min(...(policies.length > 0 ? policies : [DEFAULT_TOOL_POLICY]).map((policy) => policy.max_delegation_depth));
 
 /** Whether write tools run as dry runs under these policies (any of them asks). */
 export const dryRunOf = (policies: readonly ToolPolicy[]): boolean => policies.some((policy) => policy.dry_run);

@@ -324,6 +324,41 @@ describe("an agent's tool call", () => {
     await expect(client.rollback("tools-rollback", 99)).rejects.toThrow(/no turn 99/);
   });
 
+  it("delegation: an agent hands work to another within max_delegation_depth; one level deeper is a hard error", async () => {
+    const relayRecipe = (session: string): JsonObject => ({
+      apiVersion: "coreason.ai/v2",
+      kind: "Recipe",
+      metadata: { name: session },
+      policy: { max_retries: 0, tools: { max_delegation_depth: 2 } },
+      definitions: { relay: { type: "agent", id: "tester.relay", delegates: ["relay"] } },
+      workflow: { start: "act", steps: { act: { type: "agent", agent: "relay" } } },
+    });
+    const within = await client.run("tools-delegate", relayRecipe("tools-delegate"), {
+      inputs: { request: "relay 2" },
+    });
+    expect(within.status === "completed" && within.output.act).toEqual({ hops: 2 });
+    const delegated = (await logOf("tools-delegate", within.turnId)).flatMap((event) =>
+      event.kind === "AGENT_DELEGATED" ? [[event.payload.depth, event.payload.ok]] : [],
+    );
+    expect(delegated).toEqual([
+      [2, true],
+      [1, true],
+    ]);
+
+    // Three hops: the third is refused, and though every relay swallows the error, the run fails with it.
+    const past = await client.run("tools-too-deep", relayRecipe("tools-too-deep"), { inputs: { request: "relay 3" } });
+    expect(past.status).toBe("completed");
+    if (past.status !== "completed") return;
+    expect(past.outcome).toMatchObject({ status: "Failed", error: { code: "delegation_depth_exceeded" } });
+    const refused = (await logOf("tools-too-deep", past.turnId)).find(
+      (event) => event.kind === "AGENT_DELEGATED" && !event.payload.ok,
+    );
+    expect(refused?.kind === "AGENT_DELEGATED" && refused.payload).toMatchObject({
+      depth: 3,
+      error: { code: "delegation_depth_exceeded" },
+    });
+  });
+
   it("can be made by the offline model: it calls the tool the request names, and answers with the result", async () => {
     const session = "tools-offline-model";
     const run = await client.run(session, recipe(session, { agent: "tester.planner" }), {

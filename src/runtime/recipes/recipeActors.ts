@@ -44,7 +44,7 @@ export type LogicHandler = (context: LogicContext) => unknown;
 export interface RecipeHost {
   /** How agents are asked, and inputs screened (the same calls, interceptors and streams as the pipeline's). */
   services: Pick<TurnServices, "callAgent" | "screen" | "senseFast">;
-  stores: BlackboardStores;
+  stores: Pick<BlackboardStores, "get">;
   logicHandlers: Readonly<Record<string, LogicHandler>>;
   /** Budget of one agent call of a node (capped by the run's deadline). */
   nodeTimeoutMs: number;
@@ -75,7 +75,7 @@ async function offeredTools(recipe: Recipe, call: RecipeAgentCall, tools: Recipe
 }
 
 /** The agent request a recipe node sends: the recipe's inputs as the message, no workspace. */
-function agentRequest(recipe: Recipe, call: RecipeAgentCall, timeoutMs: number): AgentRequest {
+export function agentRequest(recipe: Recipe, call: RecipeAgentCall, timeoutMs: number): AgentRequest {
   return {
     session_id: call.session_id,
     turn_id: call.turn_id,
@@ -102,8 +102,34 @@ function agentRequest(recipe: Recipe, call: RecipeAgentCall, timeoutMs: number):
   };
 }
 
+/** The request of a delegated call (`ctx.delegate`): the delegating agent's message, no recipe inputs. */
+export function delegatedRequest(
+  turn: { session_id: string; turn_id: number },
+  agentId: string,
+  message: string,
+  timeoutMs: number,
+): AgentRequest {
+  return {
+    session_id: turn.session_id,
+    turn_id: turn.turn_id,
+    agent_id: agentId,
+    wave: 0,
+    mode: "respond",
+    round: 0,
+    timeout_ms: timeoutMs,
+    context: {
+      user_message: message,
+      sensors: zeroSensors(),
+      modulators: neutralModulators(),
+      stance: neutralStance(),
+      claims: [],
+      episodes: [],
+    },
+  };
+}
+
 /** What a node keeps of an agent's answer: its own output, or (built-in agents) its contribution. */
-const answerOf = (reply: AgentReply): unknown => reply.output ?? reply.contribution;
+export const answerOf = (reply: AgentReply): unknown => reply.output ?? reply.contribution;
 
 const codeOf = (error: unknown): string => {
   const code = (error as { code?: unknown } | null)?.code;
@@ -168,7 +194,9 @@ export function recipeImplementations(
         const asked = async (): Promise<AgentRequest> => {
           const request = agentRequest(recipe, input, host.nodeTimeoutMs);
           const tools = host.tools ? await offeredTools(recipe, input, host.tools) : [];
-          if (tools.length === 0 || !host.tools) return request;
+          const agentNode = recipe.nodes.find((candidate) => candidate.id === node);
+          const delegates = agentNode?.kind === "agent" ? (agentNode.delegates ?? []) : [];
+          if ((tools.length === 0 && delegates.length === 0) || !host.tools) return request;
           // The node visit and attempt identify the call across a takeover: its finished tool calls are not made again.
           const callKey = `${node}.${input.step ?? 0}.${input.attempt}`;
           listening = callKey;
@@ -181,6 +209,7 @@ export function recipeImplementations(
             tools,
             tool_subject: host.tools.gate.subject,
             call_key: callKey,
+            ...(delegates.length > 0 ? { delegates } : {}),
             ...(replay.length > 0 ? { replay: { model: replay } } : {}),
           };
         };

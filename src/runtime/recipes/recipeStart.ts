@@ -26,6 +26,7 @@ export function recipeStartOf(
   const toolCalls: Record<string, FinishedToolCall> = {};
   const modelSteps: Record<string, { method: string; result: unknown }[]> = {};
   const approvals: NonNullable<RecipeStart["tool_approvals"]> = {};
+  const delegations: NonNullable<RecipeStart["delegations"]> = {};
   const approve = (answer: HumanAnswer) => {
     const given = answer.answer as { approved?: unknown; call_id?: unknown; reason?: unknown } | null;
     if (typeof given?.call_id !== "string" || typeof given.approved !== "boolean") return;
@@ -37,6 +38,9 @@ export function recipeStartOf(
   };
   for (const event of stored) {
     switch (event.kind) {
+      case "AGENT_DELEGATED":
+        if (event.payload.ok) delegations[event.payload.call_id] = { output: event.payload.output };
+        break;
       case "MODEL_CALL_COMPLETED": {
         const { call_key, index, method, result } = event.payload;
         const steps = modelSteps[call_key] ?? [];
@@ -90,5 +94,6 @@ export function recipeStartOf(
     ...(Object.keys(toolCalls).length > 0 ? { finished_tool_calls: toolCalls } : {}),
     ...(Object.keys(modelSteps).length > 0 ? { model_steps: modelSteps } : {}),
     ...(Object.keys(approvals).length > 0 ? { tool_approvals: approvals } : {}),
+    ...(Object.keys(delegations).length > 0 ? { delegations } : {}),
   };
 }

@@ -8,7 +8,7 @@ import { type TurnRecord, usageSummary } from "../../contracts/turnProtocol.ts";
 import { isConclaveError, messageOf, singleLine } from "../../errors.ts";
 import { loadRecipe } from "../../recipes/load.ts";
 import type { HumanNode, Recipe } from "../../recipes/recipe.ts";
-import { type ApprovalListeners, type RecipeHost, recipeImplementations } from "./recipeActors.ts";
+import { type ApprovalListeners, delegatedRequest, type RecipeHost, recipeImplementations } from "./recipeActors.ts";
 import { screenInputs } from "./screenInputs.ts";
 
 /** Compiled machines by document, so a recipe run many times is compiled once per runner. */
@@ -223,9 +223,25 @@ function openTools(
   },
 ): () => void {
   const allowed = new Set(recipe.nodes.flatMap((node) => (node.kind === "agent" ? (node.tools ?? []) : [])));
-  if (allowed.size === 0 || !host.tools) return () => {};
-  return host.tools.gate.openTurn(turn.session_id, turn.turn_id, {
-    policies: [host.tools.policy, recipe.policy.tools].filter((policy) => policy !== undefined),
+  const delegates = [...new Set(recipe.nodes.flatMap((node) => (node.kind === "agent" ? (node.delegates ?? []) : [])))];
+  const tools = host.tools;
+  if ((allowed.size === 0 && delegates.length === 0) || !tools) return () => {};
+  return tools.gate.openTurn(turn.session_id, turn.turn_id, {
+    policies: [tools.policy, recipe.policy.tools].filter((policy) => policy !== undefined),
+    delegates: new Set(delegates),
+    ...(start.delegations ? { delegated: start.delegations } : {}),
+    // A delegated agent answers as a node's agent does, one level deeper, with the same agents to delegate to.
+    delegateTo: ({ to, message, depth, callKey }) =>
+      host.services.callAgent(
+        {
+          ...delegatedRequest(turn, to, message, host.nodeTimeoutMs),
+          tool_subject: tools.gate.subject,
+          call_key: callKey,
+          delegation_depth: depth,
+          delegates,
+        },
+        run.signal,
+      ),
     allowed,
     ...(recipe.tool_risks ? { risks: recipe.tool_risks } : {}),
     record: run.record,
@@ -240,7 +256,7 @@ function openTools(
       listener?.(request);
       return listener !== undefined;
     },
-    ...(host.tools.timeoutMs !== undefined ? { timeoutMs: host.tools.timeoutMs } : {}),
+    ...(tools.timeoutMs !== undefined ? { timeoutMs: tools.timeoutMs } : {}),
   });
 }
 

@@ -6,7 +6,14 @@ import { asHandlerError, errorReply, HandlerError } from "../../bus/errors.ts";
 import { isInboxReply } from "../../bus/replies.ts";
 import { requestJson } from "../../bus/request.ts";
 import { subjects } from "../../bus/subjects.ts";
-import { GateRequest, type ModelStepRecord, ToolCallReply, type ToolGateReply } from "../../contracts/tool.ts";
+import {
+  type DelegateRequest,
+  GateRequest,
+  type ModelStepRecord,
+  ToolCallReply,
+  type ToolGateReply,
+  type ToolGateRequest,
+} from "../../contracts/tool.ts";
 import { Slots } from "./slots.ts";
 import { type ToolHost, TurnToolCalls, type TurnTools } from "./turnToolCalls.ts";
 
@@ -56,9 +63,13 @@ export class ToolGate {
       const turn = this.#turns.get(`${request.session_id}.${request.turn_id}`);
       if (!turn)
         throw new HandlerError("not_found", `turn ${request.session_id}/${request.turn_id} is not running here`);
-      const reply: ToolGateReply = isModelStep(request)
-        ? await turn.step(request)
-        : await turn.call(request, this.#host(request.session_id));
+      const kind = (request as { kind?: unknown }).kind;
+      const reply: ToolGateReply =
+        kind === "model_step"
+          ? await turn.step(request as ModelStepRecord)
+          : kind === "delegate"
+            ? await turn.delegate(request as DelegateRequest)
+            : await turn.call(request as ToolGateRequest, this.#host(request.session_id));
       if (isInboxReply(msg.reply)) msg.respond(encodeJson(reply));
     } catch (error) {
       // An error body without service headers: requestJson reads it as the remote's error.
@@ -91,6 +102,3 @@ export class ToolGate {
     };
   }
 }
-
-const isModelStep = (request: GateRequest): request is ModelStepRecord =>
-  (request as { kind?: unknown }).kind === "model_step";

@@ -1,6 +1,8 @@
 import type { FinishedToolCall } from "../../../machines/session.ts";
+import type { AgentReply } from "../../contracts/agent.ts";
 import type { ToolApproval } from "../../contracts/recipeRun.ts";
 import type {
+  DelegateRequest,
   ModelStepRecord,
   ToolCallReply,
   ToolCallRequest,
@@ -11,7 +13,7 @@ import type {
 } from "../../contracts/tool.ts";
 import type { TurnRecord } from "../../contracts/turnProtocol.ts";
 import { messageOf } from "../../errors.ts";
-import { decideToolCall, dryRunOf, parallelSlotsOf, type ToolPolicy } from "../../tools/policy.ts";
+import { decideToolCall, delegationDepthOf, dryRunOf, parallelSlotsOf, type ToolPolicy } from "../../tools/policy.ts";
 import { stricterRisk } from "../../tools/risk.ts";
 import type { Slots } from "./slots.ts";
 
@@ -45,6 +47,15 @@ export interface TurnTools {
   modelSteps?: Readonly<Record<string, readonly { method: string; result: unknown }[]>>;
   /** Resolves once everything recorded so far is stored. */
   flushed(): Promise<void>;
+  /**
+   * Asks another agent for a delegated call (`ctx.delegate`): the request is
+   * the caller's, one level deeper. Absent: delegation is refused.
+   */
+  delegateTo?(request: { to: string; message: string; depth: number; callKey: string }): Promise<AgentReply>;
+  /** The agents the turn's agents may delegate to. */
+  delegates?: ReadonlySet<string>;
+  /** Delegations an earlier attempt finished, by call id: answered from here. */
+  delegated?: Readonly<Record<string, { output: unknown }>>;
   /** People's answers to approvals asked in earlier attempts of the run, by call id. */
   approvals?: Readonly<Record<string, ApprovalAnswer>>;
   /**
@@ -117,6 +128,58 @@ export class TurnToolCalls {
     });
     await turn.flushed();
     return { ok: true, call_id: `${step.call_key ?? step.agent_id}/model/${step.index}`, result: null };
+  }
+
+  /**
+   * A delegation: past the policies' `max_delegation_depth` it is refused
+   * (`delegation_depth_exceeded`, a hard error for the asking agent call);
+   * else the agent asked answers, and its output is the reply.
+   */
+  async delegate(request: DelegateRequest): Promise<ToolGateReply> {
+    const turn = this.#turn;
+    const callKey = request.call_key ?? request.agent_id;
+    const callId = `${callKey}/delegate/${request.index}`;
+    const depth = request.depth + 1;
+    const ref = {
+      call_id: callId,
+      agent_id: request.agent_id,
+      ...(request.node ? { node: request.node } : {}),
+      to: request.to,
+      depth,
+    };
+    const done = turn.delegated?.[callId];
+    if (done) return { ok: true, call_id: callId, result: done.output, replayed: true };
+    if (!turn.delegateTo || !turn.delegates?.has(request.to)) {
+      const message = `${request.agent_id} may not delegate to ${request.to} here`;
+      turn.record({ kind: "AGENT_DELEGATED", payload: { ...ref, ok: false, error: { code: "denied", message } } });
+      return refuse(callId, "denied", message);
+    }
+    const limit = delegationDepthOf(turn.policies);
+    if (depth > limit) {
+      const message = `${request.agent_id} delegating to ${request.to} would be ${depth} deep; policy max_delegation_depth is ${limit}`;
+      turn.record({
+        kind: "AGENT_DELEGATED",
+        payload: { ...ref, ok: false, error: { code: "delegation_depth_exceeded", message } },
+      });
+      return refuse(callId, "delegation_depth_exceeded", message);
+    }
+    try {
+      const reply = await turn.delegateTo({ to: request.to, message: request.message, depth, callKey: callId });
+      const output = reply.output ?? reply.contribution;
+      turn.record({ kind: "AGENT_DELEGATED", payload: { ...ref, ok: true, output } });
+      await turn.flushed();
+      return { ok: true, call_id: callId, result: output };
+    } catch (error) {
+      const code = (error as { code?: unknown }).code;
+      const failure = { code: typeof code === "string" ? code : "agent_failed", message: messageOf(error) };
+      turn.record({ kind: "AGENT_DELEGATED", payload: { ...ref, ok: false, error: failure } });
+      // A deeper call refused for its depth fails every call above it the same way.
+      return refuse(
+        callId,
+        failure.code === "delegation_depth_exceeded" ? "delegation_depth_exceeded" : "failed",
+        failure.message,
+      );
+    }
   }
 
   async call(request: ToolGateRequest, where: ToolHost): Promise<ToolGateReply> {
