@@ -38,6 +38,8 @@ export interface RecipeStart {
   new_answer?: boolean;
   /** Epoch ms by which the run must end (policy.timeout_seconds), when it was set before. */
   deadline_at?: number;
+  /** Write tools only simulate (`conclave run --dry-run`). */
+  dry_run?: boolean;
   /** Tool calls an earlier attempt of the run finished, by call id: answered from here, not made again. */
   finished_tool_calls?: Record<string, FinishedToolCall>;
   /** Delegations an earlier attempt finished, by call id: their answers, not asked again. */

@@ -5,7 +5,8 @@
  * - agents and workers (`conclave/worker`): `defineAgent`, `startWorker`;
  * - runners: `startRunner`;
  * - clients (`conclave/client`): `connect`;
- * - recipes: `loadRecipe`, `parseRecipeText` (run them with the client's `run`).
+ * - recipes: `loadRecipe`, `parseRecipeText` (run them with the client's `run`),
+ *   or `runRecipeInProcess`: the same run in this process, without NATS.
  *
  * @packageDocumentation
  */
@@ -26,6 +27,11 @@ export type { TurnPolicy } from "./contracts/turnProtocol.ts";
 export { ConclaveError, type ConclaveErrorCode, isConclaveError, type LocalErrorCode } from "./errors.ts";
 export { type LlmConfig, type LlmErrorCode, llmConfigFromEnv } from "./llm/index.ts";
 export * from "./recipes/index.ts";
+export {
+  type InProcessOptions,
+  type InProcessResult,
+  runRecipeInProcess,
+} from "./runtime/inProcess/runRecipeInProcess.ts";
 export {
   defaultInterceptors,
   type InterceptorChains,

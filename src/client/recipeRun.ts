@@ -14,6 +14,8 @@ export interface RunOptions {
   inputs?: JsonObject;
   /** Resubmitting with the same key returns the first run and runs nothing. */
   idempotencyKey?: string;
+  /** Write tools only simulate (their `dryRun`): the run shows its plan and changes nothing. Default false. */
+  dryRun?: boolean;
   userId?: string;
   /** Each event of the run as it is stored. */
   onEvent?: (event: EngineEvent) => void;
@@ -126,7 +128,7 @@ export async function runRecipe(
 ): Promise<RecipeRunResult & { ack: TurnAck }> {
   checkSessionId(sessionId);
   const ack = await submitTurn(nc, sessionId, {
-    recipe: { document, inputs: options.inputs ?? {} },
+    recipe: { document, inputs: options.inputs ?? {}, ...(options.dryRun ? { dry_run: true } : {}) },
     ...(options.idempotencyKey ? { idempotency_key: options.idempotencyKey } : {}),
     ...(options.userId ? { user_id: options.userId } : {}),
   });

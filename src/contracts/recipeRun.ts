@@ -17,10 +17,11 @@ export const RecipeSubmission = z.object({
   document: JsonObject,
   /** The run's arguments, checked against the recipe's `interface.inputs`; they seed the blackboard. */
   inputs: JsonObject.default({}),
+  /** Every write tool runs as a dry run (its `dryRun`, or simulated): the run shows its plan and changes nothing. */
+  dry_run: z.boolean().optional(),
 });
 export type RecipeSubmission = z.infer<typeof RecipeSubmission>;
 
-/** What a person answered to a human node (or that nobody did in time). */
 /** A tool call waiting for a person's approval: the run is suspended at its node until it is answered. */
 export const ToolApproval = z.object({
   call_id: z.string(),
@@ -32,6 +33,7 @@ export const ToolApproval = z.object({
 });
 export type ToolApproval = z.infer<typeof ToolApproval>;
 
+/** What a person answered to a human node (or that nobody did in time). */
 export const HumanAnswer = z.object({
   node: z.string().min(1).max(120),
   answer: z.unknown(),
@@ -101,6 +103,8 @@ export const RecipeEventPayloads = {
     /** Epoch ms by which the run must end (policy.timeout_seconds), added by the runner's clock. */
     deadline_at: z.number().optional(),
     provenance: RecipeProvenance,
+    /** A dry run: write tools only simulate. */
+    dry_run: z.boolean().optional(),
   }),
   /** The pre-flight constraints, checked before any node runs. */
   PREFLIGHT_CHECKED: z.object({

@@ -19,7 +19,10 @@ export const ToolPolicy = z.object({
   tools: z.record(ToolName, ToolVerdict).default({}),
   /** Tools that need approval unless named `allow` (as every `critical` tool does). */
   sensitive: z.array(ToolName).default([]),
-  /** Calls whose plan confidence is below this need approval (or are refused, see `below_confidence`). Default: no gate. */
+  /**
+   * Write calls whose plan confidence is below this need approval (or are
+   * refused, see `below_confidence`); reads are not gated. Default: no gate.
+   */
   min_confidence: z.number().min(0).max(1).optional(),
   /** What a call below `min_confidence` gets. Default `approve`. */
   below_confidence: z.enum(["approve", "deny"]).default("approve"),
@@ -88,7 +91,8 @@ export function decideOne(policy: ToolPolicy, call: ToolCallFacts): ToolDecision
     return { verdict: "approve", rule: "risk: critical", message: `${name} is a critical tool: it needs approval` };
   if (!named && policy.sensitive.includes(name))
     return { verdict: "approve", rule: "sensitive", message: `${name} is listed as sensitive: it needs approval` };
-  if (policy.min_confidence !== undefined && (call.confidence ?? 0) < policy.min_confidence) {
+  const gated = policy.min_confidence !== undefined && call.tool.effect === "write";
+  if (gated && (call.confidence ?? 0) < policy.min_confidence!) {
     const message = `the plan's confidence ${call.confidence ?? "(none given)"} is below ${policy.min_confidence}`;
     return policy.below_confidence === "deny"
       ? { verdict: "deny", refusal: "denied", rule: "min_confidence", message }

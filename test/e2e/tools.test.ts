@@ -141,23 +141,25 @@ describe("an agent's tool call", () => {
     expect(outcomes).toEqual([{ tool: "test_note", refusal: "unknown_tool" }]);
   });
 
-  it("passes the confidence gate only above its threshold", async () => {
-    const before = runsOf("test_add");
+  it("passes a write through the confidence gate only above its threshold; reads are not gated", async () => {
+    const before = runsOf("test_note");
     const { outcomes, events } = await runCalls(
       "tools-confidence",
       [
-        { tool: "test_add", args: { a: 1, b: 2 }, confidence: 0.5 },
-        { tool: "test_add", args: { a: 1, b: 2 }, confidence: 0.95 },
+        { tool: "test_note", args: { key: "gate", text: "low" }, confidence: 0.5 },
+        { tool: "test_note", args: { key: "gate", text: "high" }, confidence: 0.95 },
+        { tool: "test_add", args: { a: 1, b: 2 } },
       ],
       { policy: { min_confidence: 0.8, below_confidence: "deny" } },
     );
     expect(outcomes).toEqual([
-      { tool: "test_add", refusal: "denied" },
+      { tool: "test_note", refusal: "denied" },
+      { tool: "test_note", result: { key: "gate", previous: null } },
       { tool: "test_add", result: { sum: 3 } },
     ]);
     const denied = events.find((event) => event.kind === "TOOL_CALL_DENIED");
     expect(denied?.kind === "TOOL_CALL_DENIED" && denied.payload.rule).toBe("min_confidence");
-    expect(runsOf("test_add")).toBe(before + 1);
+    expect(runsOf("test_note")).toBe(before + 1);
   });
 
   it("stops at the turn's call limit", async () => {

@@ -1,19 +1,23 @@
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
+import { resolveAgents } from "../../agents/loadAgents.ts";
 import { connectBus } from "../../bus/connection.ts";
 import { connect } from "../../client/client.ts";
 import type { EngineEvent } from "../../contracts/events.ts";
 import type { JsonObject } from "../../contracts/recipeRun.ts";
 import { loadRecipe, parseRecipeText, RecipeValidationError } from "../../recipes/load.ts";
 import type { Recipe } from "../../recipes/recipe.ts";
+import { runRecipeInProcess } from "../../runtime/inProcess/runRecipeInProcess.ts";
+import { resolveTools } from "../../tools/loadTools.ts";
 import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFrom, parse, sessionArg, UsageError } from "../args.ts";
-import { EXIT_HELP } from "../failures.ts";
+import { EXIT, EXIT_HELP } from "../failures.ts";
 import { printRunResult } from "../recipeResult.ts";
 import { createEventPrinter } from "../render.ts";
 
 export const help = `conclave run: run a recipe (a Coreason manifest) and stream it as it runs
 
 Usage: conclave run FILE [--input JSON] [--session ID] [--json] [options]
+       conclave run FILE --in-process --agents LIST [--tools LIST] [--dry-run] [--input JSON] [--json]
 
   FILE                 a recipe document, YAML or JSON (either Coreason shape)
   --input JSON         the run's inputs, a JSON object (checked against interface.inputs)  [{}]
@@ -31,6 +35,16 @@ issue's path: checked here first, then by the runner, which also knows its
 agents), 5 when it is suspended at a human node: the command prints how to
 answer it (conclave resume), so a script can tell waiting from done.
 --user-id is who runs it (--user is the NATS user).
+
+In-process (no NATS, no runner, no workers: the same recipe run in this process):
+  --in-process         run it here; the agents and tools it calls are given below
+  --agents LIST        its agents, as for conclave worker --agents: built-in ones by
+                       pattern ('*', 'emotion.*') and modules (./my-agents.js)
+  --tools LIST         its tools, as for conclave worker --tools: 'builtin', modules
+  --dry-run            every write tool runs its dry run instead
+A tool call needing approval is refused (nobody can answer it here), and a run
+reaching a human node stops there (exit 5): it cannot be resumed. --timeout,
+--input, --session and --json work as above.
 
 ${CONNECTION_HELP}
 
@@ -55,6 +69,7 @@ export async function run(argv: string[]): Promise<number> {
     argv,
     {
       ...CONNECTION_FLAGS,
+      ...IN_PROCESS_FLAGS,
       input: { type: "string", short: "i" },
       session: { type: "string", short: "s" },
       json: { type: "boolean" },
@@ -68,6 +83,7 @@ export async function run(argv: string[]): Promise<number> {
     console.log(help);
     return 0;
   }
+  checkInProcessFlags(values);
   if (positionals.length !== 1) throw new UsageError("give one recipe file, e.g. conclave run recipes/triage.yaml");
   const file = positionals[0]!;
   const inputs = inputArg(values.input);
@@ -90,6 +106,8 @@ export async function run(argv: string[]): Promise<number> {
     if (error instanceof RecipeValidationError) throw new RecipeValidationError(error.issues, file);
     throw error;
   }
+  if (values["in-process"])
+    return runInProcess(document, recipe, { inputs, timeoutMs, session: values.session ? session : "local", values });
   if (!values.json) console.log(`running recipe '${recipe.name}' in session ${session}`);
 
   const nc = await connectBus(connectionFrom(values, "client", false));
@@ -175,4 +193,77 @@ export function createRunPrinter(
 function logicStepsOf(document: JsonObject): string[] {
   const steps = (document.workflow as { steps?: Record<string, { type?: unknown }> } | undefined)?.steps ?? {};
   return Object.entries(steps).flatMap(([id, step]) => (step?.type === "logic" ? [id] : []));
+}
+
+// ---- conclave run --in-process: the recipe runs in this process (runRecipeInProcess), no NATS at all ----
+
+const IN_PROCESS_FLAGS = {
+  "in-process": { type: "boolean" },
+  agents: { type: "string" },
+  tools: { type: "string" },
+  "dry-run": { type: "boolean" },
+} as const;
+
+/** Flags of one path given to the other: a usage error, before anything is read. */
+function checkInProcessFlags(values: {
+  "in-process"?: boolean;
+  agents?: string;
+  tools?: string;
+  "dry-run"?: boolean;
+  "user-id"?: string;
+  "idempotency-key"?: string;
+}): void {
+  if (values["in-process"]) {
+    if (!values.agents) throw new UsageError("--in-process needs --agents: the agents the recipe calls run here");
+    for (const flag of ["user-id", "idempotency-key"] as const)
+      if (values[flag] !== undefined) throw new UsageError(`--${flag} needs a runner: not with --in-process`);
+    return;
+  }
+  for (const flag of ["agents", "tools", "dry-run"] as const)
+    if (values[flag] !== undefined)
+      throw new UsageError(`--${flag} goes with --in-process (a runner uses its workers')`);
+}
+
+/** Runs the recipe here, printing its events as they come and its end as `conclave run` does. */
+async function runInProcess(
+  document: JsonObject,
+  recipe: Recipe,
+  run: {
+    inputs: JsonObject;
+    timeoutMs: number;
+    session: string;
+    values: { agents?: string; tools?: string; "dry-run"?: boolean; json?: boolean };
+  },
+): Promise<number> {
+  const { values } = run;
+  const agents = await resolveAgents(values.agents ?? "");
+  const tools = values.tools ? await resolveTools(values.tools) : [];
+  if (!values.json) console.log(`running recipe '${recipe.name}' in-process (session ${run.session})`);
+  const result = await runRecipeInProcess(document, {
+    inputs: run.inputs,
+    agents,
+    tools,
+    dryRun: values["dry-run"] === true,
+    sessionId: run.session,
+    timeoutMs: run.timeoutMs,
+    onEvent: createRunPrinter(values.json),
+  });
+  const turn = { sessionId: run.session, turnId: 1 };
+  if (result.status === "completed") {
+    const last = result.events.at(-1);
+    const response = last?.kind === "TURN_COMPLETED" ? last.payload.response : "";
+    return printRunResult(
+      { status: "completed", ...turn, outcome: result.outcome, output: result.output, response },
+      { json: values.json },
+    );
+  }
+  // Not printRunResult's "answer with conclave resume": nothing holds an in-process run once it returns.
+  if (values.json)
+    console.log(JSON.stringify({ result: { status: "suspended", ...turn, node: result.node, prompt: result.prompt } }));
+  else
+    console.log(
+      `suspended at '${result.node}': ${result.prompt}\n` +
+        "an in-process run cannot be resumed: run it on a runner (conclave run without --in-process) to answer it",
+    );
+  return EXIT.suspended;
 }

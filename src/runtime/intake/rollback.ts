@@ -55,11 +55,17 @@ export async function serveRollback(deps: CancelDeps, msg: ServiceMsg): Promise<
     if (tenant) throw new HandlerError("invalid_request", "tenants cannot roll turns back yet");
     const request = decodeJson(msg.data, RollbackRequest, `rollback request for session ${view}`, MAX_ROLLBACK_BYTES);
     const turnId = request.turn_id;
-    const status = await deps.statuses.get(sessionId, turnId);
-    if (!status) throw new HandlerError("not_found", `session ${view} has no turn ${turnId}`);
-    if (status.status === "pending" || status.status === "inflight" || status.status === "suspended")
-      throw new HandlerError("conflict", `turn ${turnId} is ${status.status}: roll it back once it has ended`);
+    // Its log says whether it ended (its status says so a moment later).
     const stored = await readForTakeover(deps.js, deps.jsm, sessionId, turnId);
+    if (!stored.kinds.includes("TURN_COMPLETED")) {
+      const status = await deps.statuses.get(sessionId, turnId);
+      if (!status && stored.events.length === 0)
+        throw new HandlerError("not_found", `session ${view} has no turn ${turnId}`);
+      throw new HandlerError(
+        "conflict",
+        `turn ${turnId} is ${status?.status ?? "running"}: roll it back once it has ended`,
+      );
+    }
     const undo = callsToUndo(stored.events);
     const writer = new EventLogWriter(deps.js);
     writer.open(sessionId, turnId, stored.events, stored.lastStreamSeq);

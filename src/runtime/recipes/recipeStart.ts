@@ -82,12 +82,18 @@ export function recipeStartOf(
   if (entry.resume && remainingMs !== undefined) deadlineAt = now + remainingMs;
   if (!started) {
     if (!entry.recipe) return null;
-    return { document: entry.recipe.document, inputs: entry.recipe.inputs, started: false };
+    return {
+      document: entry.recipe.document,
+      inputs: entry.recipe.inputs,
+      started: false,
+      ...(entry.recipe.dry_run ? { dry_run: true } : {}),
+    };
   }
   return {
     document: started.payload.document,
     inputs: started.payload.inputs,
     started: true,
+    ...(started.payload.dry_run ? { dry_run: true } : {}),
     ...(checkpoint ? { resume: { ...checkpoint, ...(answer ? { answer } : {}) } } : {}),
     ...(entry.resume ? { new_answer: true } : {}),
     ...(deadlineAt !== undefined ? { deadline_at: deadlineAt } : {}),

@@ -243,7 +243,9 @@ export class TurnToolCalls {
     });
     count();
     let rule = decision.rule;
-    if (decision.verdict === "approve") {
+    // A dry run changes nothing: what would need a person's approval live only simulates here.
+    if (decision.verdict === "approve" && mode === "dry_run") rule = `${rule} (dry run: no approval needed)`;
+    else if (decision.verdict === "approve") {
       const answer = turn.approvals?.[callId];
       if (answer) {
         const by = `${answer.approved ? "approved" : "denied"} by ${answer.user_id ?? "someone"}`;

@@ -1,0 +1,79 @@
+/**
+ * The shipped operator recipe (seed 002's pipeline) with the shipped tools,
+ * on a real nats-server: a dry run shows the plan and changes nothing; a
+ * live run waits for a person's approval of its one write, then writes
+ * inside the sandbox only; a rollback undoes it.
+ */
+import { existsSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { beforeAll, describe, expect, it } from "vitest";
+import { type ConclaveClient, connect } from "../../src/client/index.ts";
+import type { JsonObject } from "../../src/contracts/recipeRun.ts";
+import { parseRecipeText } from "../../src/recipes/load.ts";
+import { useNatsServer } from "../helpers/nats.ts";
+import { useConclaveProcesses } from "../helpers/processes.ts";
+import { until } from "../helpers/wait.ts";
+
+const nats = useNatsServer();
+const processes = useConclaveProcesses(() => nats.url);
+const sandbox = mkdtempSync(join(tmpdir(), "conclave-operator-"));
+let client: ConclaveClient;
+
+const operator = () => parseRecipeText(readFileSync("recipes/operator.yaml", "utf8")) as JsonObject;
+const request = { request: "How full is the disk, and what is running?" };
+
+beforeAll(async () => {
+  await processes.spawn("operator", ["worker", "--agents", "./recipes/agents/index.ts", "--tools", "builtin"], {
+    CONCLAVE_SANDBOX_DIR: sandbox,
+  });
+  await processes.spawn("runner", ["runner"]);
+  client = await connect({ nc: await nats.connect("client") });
+});
+
+describe("the operator recipe", () => {
+  it("in a dry run, plans and shows the write it would make, and changes nothing on disk", async () => {
+    const run = await client.run("operator-dry", operator(), { inputs: request, dryRun: true });
+    expect(run.status).toBe("completed");
+    if (run.status !== "completed") return;
+    expect(run.outcome.status).toBe("Complete");
+    expect(run.output.parse).toMatchObject({ intent: "system_report" });
+    expect(run.output.retrieve).toMatchObject({ disk: { path: "/" }, processes: { processes: expect.any(Array) } });
+    expect((run.output.plan as { actions: unknown[] }).actions).toHaveLength(1);
+    expect(run.output.executed).toEqual({
+      results: [
+        {
+          tool: "sandbox_write",
+          result: {
+            would_write: expect.stringContaining("reports/system.md"),
+            bytes: expect.any(Number),
+            exists: false,
+          },
+        },
+      ],
+    });
+    expect(readdirSync(sandbox)).toEqual([]);
+  });
+
+  it("live, waits for approval of its write, then writes inside the sandbox only; a rollback undoes it", async () => {
+    const run = await client.run("operator-live", operator(), { inputs: request });
+    expect(run).toMatchObject({ status: "suspended", node: "execute", requiredRole: "operator" });
+    expect(readdirSync(sandbox)).toEqual([]);
+    // The run's log says it waits a moment before its status does.
+    await until(async () => (await client.approvals("operator-live")).length === 1, { what: "the pending approval" });
+    const [pending] = await client.approvals("operator-live");
+    expect(pending).toMatchObject({ tool: "sandbox_write", args: { path: "reports/system.md" } });
+
+    const done = await client.approve(pending!.id, { userId: "ops", reason: "report wanted" });
+    expect(done.status).toBe("completed");
+    if (done.status !== "completed") return;
+    expect(done.outcome.status).toBe("Complete");
+    const report = join(sandbox, "reports", "system.md");
+    expect(readFileSync(report, "utf8")).toMatch(/^# System report\n\n- \/ is \d+(\.\d+)?% full/);
+    expect((done.output.store as { summary: string }).summary).toContain("sandbox_write: done");
+
+    const rolled = await client.rollback("operator-live", run.turnId);
+    expect(rolled.calls).toEqual([{ call_id: expect.stringMatching(/^execute\./), tool: "sandbox_write", ok: true }]);
+    expect(existsSync(report)).toBe(false);
+  });
+});
