@@ -3,13 +3,13 @@
 
 export { judge } from "./content.judge.ts";
 export { writer } from "./content.writer.ts";
-export { archiver } from "./ops.archiver.ts";
 export { executor } from "./operator.executor.ts";
 export { parser } from "./operator.parser.ts";
 export { planner as operatorPlanner } from "./operator.planner.ts";
 export { reasoner } from "./operator.reasoner.ts";
 export { recorder } from "./operator.recorder.ts";
 export { retriever } from "./operator.retriever.ts";
+export { archiver } from "./ops.archiver.ts";
 export { publisher } from "./ops.publisher.ts";
 export { papers } from "./research.papers.ts";
 export { planner } from "./research.planner.ts";

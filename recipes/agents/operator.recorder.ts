@@ -9,8 +9,11 @@ export const recorder = defineAgent({
   output: z.object({ summary: z.string() }),
   run: ({ recipe }) => {
     const findings = (recipe?.inputs.reasoning as { findings?: string[] } | undefined)?.findings ?? [];
-    const results = (recipe?.inputs.executed as { results?: { tool: string; refused?: string }[] } | undefined)?.results;
-    const done = (results ?? []).map((result) => `${result.tool}: ${result.refused ? `refused (${result.refused})` : "done"}`);
+    const results = (recipe?.inputs.executed as { results?: { tool: string; refused?: string }[] } | undefined)
+      ?.results;
+    const done = (results ?? []).map(
+      (result) => `${result.tool}: ${result.refused ? `refused (${result.refused})` : "done"}`,
+    );
     return { summary: `${findings.join("; ") || "nothing found"}. ${done.join("; ") || "no action taken"}.` };
   },
 });

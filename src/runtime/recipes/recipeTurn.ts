@@ -7,8 +7,8 @@ import type { TurnOutcome } from "../../contracts/turn.ts";
 import { type TurnRecord, usageSummary } from "../../contracts/turnProtocol.ts";
 import { isConclaveError, messageOf, singleLine } from "../../errors.ts";
 import { loadRecipe } from "../../recipes/load.ts";
-import { ToolPolicy } from "../../tools/policy.ts";
 import type { HumanNode, Recipe } from "../../recipes/recipe.ts";
+import { ToolPolicy } from "../../tools/policy.ts";
 import { type ApprovalListeners, delegatedRequest, type RecipeHost, recipeImplementations } from "./recipeActors.ts";
 import { screenInputs } from "./screenInputs.ts";
 
@@ -229,9 +229,11 @@ function openTools(
   const tools = host.tools;
   if ((allowed.size === 0 && delegates.length === 0) || !tools) return () => {};
   return tools.gate.openTurn(turn.session_id, turn.turn_id, {
-    policies: [tools.policy, recipe.policy.tools, start.dry_run ? ToolPolicy.parse({ dry_run: true }) : undefined].filter(
-      (policy) => policy !== undefined,
-    ),
+    policies: [
+      tools.policy,
+      recipe.policy.tools,
+      start.dry_run ? ToolPolicy.parse({ dry_run: true }) : undefined,
+    ].filter((policy) => policy !== undefined),
     delegates: new Set(delegates),
     ...(start.delegations ? { delegated: start.delegations } : {}),
     // A delegated agent answers as a node's agent does, one level deeper, with the same agents to delegate to.
