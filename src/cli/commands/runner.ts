@@ -2,6 +2,7 @@ import { connectBus } from "../../bus/connection.ts";
 import { INSPECT_HELP, processInspection } from "../../inspect/enable.ts";
 import { createLogger } from "../../runtime/log.ts";
 import { Runner } from "../../runtime/runner/runner.ts";
+import { toolPolicyFromEnv } from "../../tools/policyFile.ts";
 import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFrom, parse, untilInterrupted } from "../args.ts";
 import { announceReady } from "../childProcess.ts";
 import { EXIT_HELP } from "../failures.ts";
@@ -13,6 +14,10 @@ Usage: conclave runner [--inspect] [options]
 
 Runs until interrupted (Ctrl-C); on SIGINT/SIGTERM it stops accepting turns and
 lets running ones finish. Start several for more capacity: they share a queue group.
+
+Tool policy: CONCLAVE_TOOL_POLICY names a JSON or YAML file with the runner's
+policy for agents' tool calls (README, "Tools"); a recipe's policy.tools applies
+too, and for each call the stricter wins.
 
 ${INSPECT_HELP}
 
@@ -27,11 +32,16 @@ export async function run(argv: string[]): Promise<number> {
     return 0;
   }
   const log = createLogger("runner");
+  const toolPolicy = toolPolicyFromEnv(); // a bad policy file stops here, before anything connects
   logStrayRejections(log);
   const options = connectionFrom(values, "runner", true);
   const nc = await connectBus(options);
   const inspection = processInspection(nc, "runner", values.inspect);
-  const runner = await Runner.start(nc, { log, ...(inspection ? { inspect: inspection.observer } : {}) });
+  const runner = await Runner.start(nc, {
+    log,
+    ...(toolPolicy ? { recipes: { toolPolicy } } : {}),
+    ...(inspection ? { inspect: inspection.observer } : {}),
+  });
   log.info(`serving turns on ${options.url}${inspection ? `; inspection on ${inspection.subject}` : ""}`);
   announceReady();
   await untilInterrupted();

@@ -1,0 +1,31 @@
+import { readFileSync } from "node:fs";
+import { parse as parseYaml } from "yaml";
+import { ConclaveError } from "../errors.ts";
+import { ToolPolicy, type ToolPolicyInput } from "./policy.ts";
+
+/**
+ * The runner's tool policy from the environment: `CONCLAVE_TOOL_POLICY` names
+ * a JSON or YAML file holding a ToolPolicy (`conclave runner` reads it).
+ * Absent: none (the defaults apply). A file that cannot be read or does not
+ * fit is a `config` error naming the field, before the runner serves.
+ */
+export function toolPolicyFromEnv(env: NodeJS.ProcessEnv = process.env): ToolPolicyInput | undefined {
+  const file = env.CONCLAVE_TOOL_POLICY;
+  if (!file) return undefined;
+  let raw: unknown;
+  try {
+    raw = parseYaml(readFileSync(file, "utf8"));
+  } catch (error) {
+    throw new ConclaveError(
+      "config",
+      `CONCLAVE_TOOL_POLICY: cannot read ${file}: ${(error as Error).message.split("\n")[0]}`,
+    );
+  }
+  const checked = ToolPolicy.safeParse(raw ?? {});
+  if (!checked.success)
+    throw new ConclaveError(
+      "config",
+      `CONCLAVE_TOOL_POLICY ${file}: ${checked.error.issues.map((issue) => `${issue.path.join(".") || "(root)"}: ${issue.message}`).join("; ")}`,
+    );
+  return checked.data;
+}
