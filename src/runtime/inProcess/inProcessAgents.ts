@@ -1,0 +1,119 @@
+import { fromCallback } from "xstate";
+import type { AskGate } from "../../agents/agentTools.ts";
+import type { AgentDefinition } from "../../agents/defineAgent.ts";
+import { runAgent } from "../../agents/runAgent.ts";
+import type { RecipeAgentCall, RecipeAgentEvent } from "../../contracts/recipeProtocol.ts";
+import { ConclaveError, messageOf } from "../../errors.ts";
+import type { ChatModel } from "../../llm/model.ts";
+import type { Recipe } from "../../recipes/recipe.ts";
+import { agentRequest, answerOf } from "../recipes/recipeActors.ts";
+import type { TurnServices } from "../turnServices.ts";
+import { withinBudget } from "./deadline.ts";
+import { IN_PROCESS_WORKER, type InProcessTools } from "./inProcessTools.ts";
+
+/**
+ * Agents asked in this process, as a worker would answer them: the agent
+ * named by the request (`unknown_agent` when none of `agents` has that id)
+ * runs through `runAgent` with the model, within the request's budget
+ * (`timeout`). A request offering tools or delegates gets `askGate`: its
+ * tool calls, delegations and model steps go to the run's TurnToolCalls.
+ */
+export function inProcessCallAgent(
+  agents: readonly AgentDefinition[],
+  options: { model?: ChatModel | undefined; askGate?: AskGate | undefined },
+): TurnServices["callAgent"] {
+  const byId = new Map(agents.map((agent) => [agent.manifest.id, agent]));
+  return async (request, signal, _attempts, onStream) => {
+    const agent = byId.get(request.agent_id);
+    if (!agent)
+      throw new ConclaveError(
+        "unknown_agent",
+        `no agent '${request.agent_id}' runs in this process (given: ${[...byId.keys()].join(", ") || "none"})`,
+      );
+    const started = performance.now();
+    const answer = await withinBudget(`agent ${request.agent_id}`, request.timeout_ms, signal, (bounded) =>
+      runAgent(agent, request, {
+        model: options.model,
+        signal: bounded,
+        ...(onStream ? { onStream } : {}),
+        ...(options.askGate && ((request.tools?.length ?? 0) > 0 || (request.delegates?.length ?? 0) > 0)
+          ? { askGate: options.askGate }
+          : {}),
+      }),
+    );
+    return {
+      agent_id: request.agent_id,
+      ...answer,
+      elapsed_ms: performance.now() - started,
+      worker: IN_PROCESS_WORKER,
+    };
+  };
+}
+
+/**
+ * The recipe machine's `callAgent` in this process: the node's agent request
+ * (as a runner builds it) with the tools its node lists, asked through
+ * `services` (the interceptors' screening of its streams included). Sends
+ * back the agent's stream parts, then `node.answered` or `node.failed`. An
+ * agent call with tools or delegates has a `call_key`
+ * (`<node>.<step>.<attempt>`), which names its tool calls, delegations and
+ * model steps on the log.
+ */
+export function inProcessAgentActor(
+  recipe: Recipe,
+  run: {
+    services: Pick<TurnServices, "callAgent">;
+    tools: InProcessTools | null;
+    nodeTimeoutMs: number;
+    /** Fires when the run ends: every agent call stops. */
+    signal: AbortSignal;
+  },
+) {
+  return fromCallback<{ type: "noop" }, RecipeAgentCall, RecipeAgentEvent>(({ input, sendBack }) => {
+    const abort = new AbortController();
+    const signal = AbortSignal.any([abort.signal, run.signal]);
+    const send = (event: RecipeAgentEvent) => {
+      if (!signal.aborted) sendBack(event);
+    };
+    const node = input.node;
+    const tools = run.tools?.offered(node) ?? [];
+    const delegates = run.tools?.delegatesOf(node) ?? [];
+    const request = {
+      ...agentRequest(recipe, input, run.nodeTimeoutMs),
+      ...(tools.length > 0 || delegates.length > 0
+        ? { tools, call_key: `${node}.${input.step ?? 0}.${input.attempt}` }
+        : {}),
+      ...(delegates.length > 0 ? { delegates } : {}),
+    };
+    run.services
+      .callAgent(request, signal, 1, (part) => {
+        const stream_id = `${node}:${part.stream}`;
+        if (part.type === "start")
+          send({ type: "node.stream.start", node, stream_id, content_type: part.content_type ?? "text/plain" });
+        else if (part.type === "chunk") send({ type: "node.stream.chunk", node, stream_id, delta: part.delta ?? "" });
+        else if (part.type === "intercepted") {
+          const { interceptor, action, reason } = part;
+          send({ type: "node.stream.intercepted", node, stream_id, interceptor, action, reason });
+        } else send({ type: "node.stream.end", node, stream_id });
+      })
+      .then(
+        (reply) =>
+          send({
+            type: "node.answered",
+            node,
+            output: answerOf(reply),
+            agent: reply.agent_id,
+            worker: reply.worker,
+            elapsed_ms: reply.elapsed_ms,
+            ...(reply.usage ? { usage: reply.usage } : {}),
+          }),
+        (error: unknown) => send({ type: "node.failed", node, code: codeOf(error), message: messageOf(error) }),
+      );
+    return () => abort.abort();
+  });
+}
+
+const codeOf = (error: unknown): string => {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === "string" ? code : "agent_failed";
+};
