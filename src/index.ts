@@ -25,7 +25,23 @@ export {
 export type { Stage, TurnAck, TurnOutcome, TurnWarning } from "./contracts/turn.ts";
 export type { TurnPolicy } from "./contracts/turnProtocol.ts";
 export { ConclaveError, type ConclaveErrorCode, isConclaveError, type LocalErrorCode } from "./errors.ts";
-export { type LlmConfig, type LlmErrorCode, llmConfigFromEnv } from "./llm/index.ts";
+export {
+  type ChatMessage,
+  type ChatModel,
+  type CompleteRequest,
+  type CompleteResult,
+  type LlmConfig,
+  type LlmErrorCode,
+  llmConfigFromEnv,
+  type ModelToolCall,
+  OfflineToolModel,
+  type StreamPart,
+  type StreamRequest,
+  type StructuredRequest,
+  type StructuredResult,
+  type TextStream,
+  type ToolSpec,
+} from "./llm/index.ts";
 export * from "./recipes/index.ts";
 export {
   type InProcessOptions,

@@ -17,6 +17,13 @@
  *
  * @packageDocumentation
  */
+
+export {
+  type AgentTools,
+  DelegationDepthError,
+  ToolCallRefusedError,
+  type ToolRunResult,
+} from "./agents/agentTools.ts";
 export { builtinAgents } from "./agents/builtins.ts";
 export { type CouncilAnswering, type CouncilAnswers, councilAnswers } from "./agents/councilAnswers.ts";
 export {
@@ -44,6 +51,21 @@ export {
   Contribution,
   type ProposedClaim,
 } from "./contracts/agent.ts";
+export type { ToolEffect, ToolManifest, ToolRefusal, ToolRisk } from "./contracts/tool.ts";
+export {
+  defineTool,
+  isToolDefinition,
+  type ToolDefinition,
+  ToolDefinitionError,
+  type ToolRunContext,
+  type ToolSpec,
+} from "./tools/defineTool.ts";
+export {
+  DEFAULT_TOOL_POLICY,
+  ToolPolicy,
+  type ToolPolicyInput,
+  ToolVerdict,
+} from "./tools/policy.ts";
 export {
   CORE_SERVICES,
   type CoreService,

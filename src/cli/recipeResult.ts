@@ -16,9 +16,12 @@ export function printRunResult(
     out.write(`${JSON.stringify({ result })}\n`);
   } else if (result.status === "suspended") {
     const role = result.requiredRole ? ` --role ${result.requiredRole}` : "";
+    const id = `${result.sessionId}/${result.turnId}`;
     out.write(
       `suspended at '${result.node}': ${result.prompt}\n` +
-        `answer with: conclave resume ${result.turnId} --session ${result.sessionId} --user-id <you>${role} --input '<json>'\n`,
+        (result.approval
+          ? `answer with: conclave approve ${id} --user-id <you>${role} [--reason …]   (or conclave deny ${id} …)\n`
+          : `answer with: conclave resume ${result.turnId} --session ${result.sessionId} --user-id <you>${role} --input '<json>'\n`),
     );
   } else {
     const { outcome } = result;

@@ -3,7 +3,7 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import { requestJson } from "../bus/request.ts";
 import { subjects } from "../bus/subjects.ts";
 import type { EngineEvent } from "../contracts/events.ts";
-import { type JsonObject, ResumeReply, type ResumeRequest } from "../contracts/recipeRun.ts";
+import { type JsonObject, ResumeReply, type ResumeRequest, type ToolApproval } from "../contracts/recipeRun.ts";
 import type { TurnAck, TurnOutcome } from "../contracts/turn.ts";
 import { followEvents } from "../eventlog/reader.ts";
 import { checkSessionId, checkTurnId, submitTurn, TurnTimeoutError } from "./turns.ts";
@@ -44,6 +44,8 @@ export type RecipeRunResult =
       requiredRole?: string;
       /** Epoch ms after which the node times out. */
       expiresAt?: number;
+      /** What it waits for is a tool call's approval (answer with `approve` or `deny`). */
+      approval?: ToolApproval;
     };
 
 /** How to answer a suspended run. */
@@ -75,7 +77,7 @@ export async function followRun(
   const timeoutMs = options.timeoutMs ?? 120_000;
   const timer = setTimeout(() => abort.abort(), timeoutMs);
   let result: RecipeRunResult | null = null;
-  let prompt: { node: string; prompt: string; required_role?: string } | null = null;
+  let prompt: { node: string; prompt: string; required_role?: string; approval?: ToolApproval } | null = null;
   try {
     await followEvents(
       jetstream(nc),
@@ -85,7 +87,12 @@ export async function followRun(
         options.onEvent?.(event);
         if (event.kind === "HUMAN_INPUT_REQUESTED") prompt = event.payload;
         if (event.kind === "TURN_SUSPENDED") {
-          const asked = prompt as { node: string; prompt: string; required_role?: string } | null;
+          const asked = prompt as {
+            node: string;
+            prompt: string;
+            required_role?: string;
+            approval?: ToolApproval;
+          } | null;
           result = {
             status: "suspended",
             sessionId,
@@ -93,6 +100,7 @@ export async function followRun(
             node: event.payload.node,
             prompt: asked?.prompt ?? "",
             ...(asked?.required_role ? { requiredRole: asked.required_role } : {}),
+            ...(asked?.approval ? { approval: asked.approval } : {}),
             ...(event.payload.expires_at !== undefined ? { expiresAt: event.payload.expires_at } : {}),
           };
           return true;

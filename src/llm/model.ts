@@ -4,6 +4,7 @@ import type { Usage } from "../contracts/usage.ts";
 /** Tokens one call consumed, as the server reported them. */
 export type { Usage } from "../contracts/usage.ts";
 
+/** One call for an answer validated by a zod schema (structured output). */
 export interface StructuredRequest<S extends z.ZodType> {
   /** Who asks, for usage accounting and errors: "agent:emotion.stress", "council", "critic:coherence". */
   caller: string;
@@ -18,12 +19,14 @@ export interface StructuredRequest<S extends z.ZodType> {
   maxTokens?: number;
 }
 
+/** A structured answer, with the tokens it took and how many attempts. */
 export interface StructuredResult<T> {
   value: T;
   usage: Usage;
   attempts: number;
 }
 
+/** One call for free text, streamed. */
 export interface StreamRequest {
   caller: string;
   system: string;
@@ -33,8 +36,10 @@ export interface StreamRequest {
   maxTokens?: number;
 }
 
+/** A piece of a streamed answer: its text (`content`) or the model's thinking (`reasoning`). */
 export type StreamPart = { type: "content" | "reasoning"; delta: string };
 
+/** A streamed answer: its pieces as they come, then its usage. */
 export interface TextStream extends AsyncIterable<StreamPart> {
   /** Resolves after the stream ends (zeros if the server sent none). */
   readonly usage: Promise<Usage>;
@@ -64,6 +69,7 @@ export type ChatMessage =
   | { role: "assistant"; content: string | null; tool_calls?: ModelToolCall[] }
   | { role: "tool"; tool_call_id: string; content: string };
 
+/** One round of a conversation with tools (see `runToolLoop`). */
 export interface CompleteRequest {
   caller: string;
   messages: ChatMessage[];
@@ -82,10 +88,17 @@ export interface CompleteResult {
   usage: Usage;
 }
 
+/**
+ * An OpenAI-compatible chat model as Conclave uses it: structured answers,
+ * streamed text, and tool-calling rounds (OpenAIChatModel; OfflineToolModel
+ * for the deterministic offline mode).
+ */
 export interface ChatModel {
   /** The model id in use. */
   readonly model: string;
+  /** One answer validated by the request's schema. */
   structured<S extends z.ZodType>(request: StructuredRequest<S>): Promise<StructuredResult<z.infer<S>>>;
+  /** Free text, streamed. */
   stream(request: StreamRequest): TextStream;
   /** One non-streaming round of a conversation with tools (see `runToolLoop` for the loop). */
   complete(request: CompleteRequest): Promise<CompleteResult>;

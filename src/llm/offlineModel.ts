@@ -49,10 +49,12 @@ export class OfflineToolModel implements ChatModel {
     return { content: `(offline) ${user.slice(0, QUOTE_CHARS)}`, toolCalls: [], usage: noUsage() };
   }
 
+  /** Not offered offline: rejects with `bad_request` (agents answer on their own in the offline mode). */
   async structured<S extends z.ZodType>(request: StructuredRequest<S>): Promise<StructuredResult<z.infer<S>>> {
     throw onlyToolCalling(request.caller);
   }
 
+  /** Not offered offline: the stream fails with `bad_request` when read. */
   stream(request: StreamRequest): TextStream {
     // Through iteration, where a TextStream's errors come.
     // biome-ignore lint/correctness/useYield: a stream that fails before its first part

@@ -55,8 +55,11 @@ export interface ToolDefinition<I extends z.ZodType = z.ZodType, O extends z.Zod
   readonly manifest: ToolManifest;
   readonly input: I;
   readonly output: O;
+  /** Does the call (see ToolSpec.run). */
   run(input: z.infer<I>, ctx: ToolRunContext): Promise<z.input<O>> | z.input<O>;
+  /** What the call would do, without doing it (see ToolSpec.dryRun). */
   dryRun?(input: z.infer<I>, ctx: ToolRunContext): Promise<unknown> | unknown;
+  /** Undoes a call made earlier (see ToolSpec.rollback). */
   rollback?(call: { input: z.infer<I>; result: z.infer<O> }, ctx: ToolRunContext): Promise<unknown> | unknown;
 }
 

@@ -26,6 +26,8 @@ Usage: conclave run FILE [--input JSON] [--session ID] [--json] [options]
   --user-id ID         who is running it
   --idempotency-key K  a key that identifies this run: repeated, it runs once
   --timeout MS         patience until the run completes or suspends  [120000]
+  --dry-run            every write tool runs its dry run: the output is the plan with its
+                       would-be effects, and nothing changes (no approval is asked)
 
 Prints each node as it runs, its agents' default streams token by token as
 they come, the routes taken, then the final blackboard. Exit 0 when the run completed (Complete or PartialSuccess),
@@ -117,6 +119,7 @@ export async function run(argv: string[]): Promise<number> {
     const result = await client.run(session, document, {
       inputs,
       timeoutMs,
+      ...(values["dry-run"] ? { dryRun: true } : {}),
       onEvent: print,
       ...(values["user-id"] ? { userId: values["user-id"] } : {}),
       ...(values["idempotency-key"] ? { idempotencyKey: values["idempotency-key"] } : {}),
@@ -219,7 +222,7 @@ function checkInProcessFlags(values: {
       if (values[flag] !== undefined) throw new UsageError(`--${flag} needs a runner: not with --in-process`);
     return;
   }
-  for (const flag of ["agents", "tools", "dry-run"] as const)
+  for (const flag of ["agents", "tools"] as const)
     if (values[flag] !== undefined)
       throw new UsageError(`--${flag} goes with --in-process (a runner uses its workers')`);
 }
