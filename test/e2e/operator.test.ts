@@ -11,6 +11,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { type ConclaveClient, connect } from "../../src/client/index.ts";
 import type { JsonObject } from "../../src/contracts/recipeRun.ts";
 import { parseRecipeText } from "../../src/recipes/load.ts";
+import { runConclave } from "../helpers/cli.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { useConclaveProcesses } from "../helpers/processes.ts";
 import { until } from "../helpers/wait.ts";
@@ -19,6 +20,12 @@ const nats = useNatsServer();
 const processes = useConclaveProcesses(() => nats.url);
 const sandbox = mkdtempSync(join(tmpdir(), "conclave-operator-"));
 let client: ConclaveClient;
+
+/** Every file under a directory (directories left by a rollback are not files). */
+const filesIn = (dir: string): string[] =>
+  readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((entry) => entry.isFile())
+    .map((entry) => join(entry.parentPath, entry.name));
 
 const operator = () => parseRecipeText(readFileSync("recipes/operator.yaml", "utf8")) as JsonObject;
 const request = { request: "How full is the disk, and what is running?" };
@@ -30,6 +37,8 @@ beforeAll(async () => {
   await processes.spawn("runner", ["runner"]);
   client = await connect({ nc: await nats.connect("client") });
 });
+
+const conclave = (args: string[]) => runConclave(nats.url, args);
 
 describe("the operator recipe", () => {
   it("in a dry run, plans and shows the write it would make, and changes nothing on disk", async () => {
@@ -52,13 +61,13 @@ describe("the operator recipe", () => {
         },
       ],
     });
-    expect(readdirSync(sandbox)).toEqual([]);
+    expect(filesIn(sandbox)).toEqual([]);
   });
 
   it("live, waits for approval of its write, then writes inside the sandbox only; a rollback undoes it", async () => {
     const run = await client.run("operator-live", operator(), { inputs: request });
     expect(run).toMatchObject({ status: "suspended", node: "execute", requiredRole: "operator" });
-    expect(readdirSync(sandbox)).toEqual([]);
+    expect(filesIn(sandbox)).toEqual([]);
     // The run's log says it waits a moment before its status does.
     await until(async () => (await client.approvals("operator-live")).length === 1, { what: "the pending approval" });
     const [pending] = await client.approvals("operator-live");
@@ -75,5 +84,26 @@ describe("the operator recipe", () => {
     const rolled = await client.rollback("operator-live", run.turnId);
     expect(rolled.calls).toEqual([{ call_id: expect.stringMatching(/^execute\./), tool: "sandbox_write", ok: true }]);
     expect(existsSync(report)).toBe(false);
+  });
+
+  it("from the command line: --dry-run prints the plan and exits 0; live, it exits 5 saying how to approve", async () => {
+    const input = JSON.stringify(request);
+    const dry = await conclave([
+      "run",
+      "recipes/operator.yaml",
+      "--dry-run",
+      "--input",
+      input,
+      "--session",
+      "operator-cli",
+    ]);
+    expect(dry.code).toBe(0);
+    expect(dry.stdout).toContain('"would_write"');
+    expect(dry.stdout).toContain("# System report");
+    expect(filesIn(sandbox)).toEqual([]);
+    const live = await conclave(["run", "recipes/operator.yaml", "--input", input, "--session", "operator-cli"]);
+    expect(live.code).toBe(5);
+    expect(live.stdout).toMatch(/answer with: conclave approve operator-cli\/\d+ --user-id <you> --role operator/);
+    expect(filesIn(sandbox)).toEqual([]);
   });
 });

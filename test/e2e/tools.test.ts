@@ -4,17 +4,15 @@
  * agents call them; every call goes through the runner's gate (policy,
  * limits, parallel slots, the log) and the tools count what they ran.
  */
-import { execFile } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CONCLAVE_BIN } from "../../src/cli/childProcess.ts";
 import { type ConclaveClient, connect } from "../../src/client/index.ts";
 import type { EngineEvent } from "../../src/contracts/events.ts";
 import type { JsonObject } from "../../src/contracts/recipeRun.ts";
 import { Runner } from "../../src/runtime/runner/runner.ts";
+import { runConclave } from "../helpers/cli.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { useConclaveProcesses } from "../helpers/processes.ts";
 import { until } from "../helpers/wait.ts";
@@ -60,18 +58,7 @@ async function logOf(session: string, turnId: number): Promise<EngineEvent[]> {
   return events;
 }
 
-async function conclave(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await promisify(execFile)(process.execPath, [CONCLAVE_BIN, ...args], {
-      env: { ...process.env, CONCLAVE_NATS_URL: nats.url, CONCLAVE_LOG: "quiet" },
-      timeout: 60_000,
-    });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const failed = error as { code: number; stdout: string; stderr: string };
-    return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
-  }
-}
+const conclave = (args: string[]) => runConclave(nats.url, args);
 
 const toolEvents = (events: EngineEvent[]) => events.filter((event) => event.kind.startsWith("TOOL_CALL_"));
 const runs = (): Record<string, number> => {

@@ -32,8 +32,17 @@ import { afterAll, beforeAll } from "vitest";
 /** This checkout. */
 export const REPO = resolve(import.meta.dirname, "..", "..");
 
-/** What the build reads besides the package's `files`: tsconfig.build.json compiles src/, machines/, agents/. */
-const BUILD_INPUTS = ["package.json", "tsconfig.json", "tsconfig.build.json", "scripts", "src", "machines", "agents"];
+/** What the build reads besides the package's `files`: tsconfig.build.json compiles src/, machines/, agents/, tools/. */
+const BUILD_INPUTS = [
+  "package.json",
+  "tsconfig.json",
+  "tsconfig.build.json",
+  "scripts",
+  "src",
+  "machines",
+  "agents",
+  "tools",
+];
 
 /** Enough for a build, a pack and an install on a busy two-core machine. */
 export const PACK_TIMEOUT_MS = 240_000;

@@ -131,7 +131,8 @@ describe("turn machine: xstate/graph paths replayed on the real turn services", 
       covered("turn").simple += simple.length;
       covered("turn").simpleFound += found;
       expect(failures).toEqual([]);
-    });
+      // Hundreds of paths replayed on real services: ~12 s alone, twice that on a loaded machine.
+    }, 90_000);
   }
 });
 

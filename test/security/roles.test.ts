@@ -62,7 +62,8 @@ const FORBIDDEN_PUBLISH: Record<Role, string[]> = {
     "_INBOX_client.forged",
   ],
   worker: [...DISCOVERY, ...RUNNER_DATA, subjects.turnSubmit("hostile"), AGENT, "_INBOX_client.forged"],
-  runner: [...DISCOVERY, ...WORKER_DATA, "_INBOX_worker.forged", "_INBOX_observer.forged"],
+  // The runner answers workers' tool-gate requests (conclave.toolgate.*), so it may reply on their inboxes.
+  runner: [...DISCOVERY, ...WORKER_DATA, "_INBOX_observer.forged"],
 };
 
 const FORBIDDEN_SUBSCRIBE: Record<Role, string[]> = {
