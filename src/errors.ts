@@ -36,7 +36,9 @@ export type LocalErrorCode =
   /** A recipe document that cannot run: the message names the path in the document. */
   | "invalid_recipe"
   /** A recipe run's final blackboard does not match its `interface.outputs`. */
-  | "invalid_output";
+  | "invalid_output"
+  /** A memory graph (node, edge or exported artifact) that cannot be stored: the message names each problem. */
+  | "invalid_memory_graph";
 
 /** Every code a ConclaveError may carry: wire codes, local codes, and what an LLM call reports (LlmError). */
 export type ConclaveErrorCode = ErrorCode | LocalErrorCode | LlmErrorCode;

@@ -89,4 +89,6 @@ export const buckets = {
   owners: "conclave_owners",
   /** Recipe runs suspended at a human node with a timeout, keyed `<session>.<turn>`: runners time them out. */
   suspended: "conclave_suspended",
+  /** The memory graph (src/memory/graph): keys `<session>.n.<node id>` and `<session>.e.<edge hash>`. */
+  memoryGraph: "conclave_memory_graph",
 } as const;

@@ -1,0 +1,68 @@
+/**
+ * Opening the memory graph store a process is configured for: NATS KV by
+ * default, PostgreSQL when asked (by option or by the environment).
+ */
+import type { NatsConnection } from "@nats-io/nats-core";
+import { ConclaveError } from "../../errors.ts";
+import { NatsMemoryGraphStore } from "./natsGraphStore.ts";
+import { PostgresMemoryGraphStore } from "./postgresGraphStore.ts";
+import type { MemoryGraphBackend, MemoryGraphStore } from "./store.ts";
+
+/** The environment variables the memory graph's configuration is read from. */
+export const MEMORY_GRAPH_ENV = {
+  backend: "CONCLAVE_MEMORY_BACKEND",
+  postgresUrl: "CONCLAVE_POSTGRES_URL",
+} as const;
+
+/** What a process has for keeping its memory graph. */
+export interface MemoryGraphOptions {
+  /** The process's NATS connection, for the `nats` backend (the default). */
+  nc?: NatsConnection;
+  /** `postgres://…` URL of the `postgres` backend. Default: `CONCLAVE_POSTGRES_URL`. */
+  postgresUrl?: string;
+  /** The backend. Default: `CONCLAVE_MEMORY_BACKEND`, else `nats`. */
+  backend?: MemoryGraphBackend;
+  /** Longest one store call may take. Default DEFAULT_MEMORY_GRAPH_TIMEOUT_MS (3 s). */
+  timeoutMs?: number;
+  /** Where the defaults are read from. Default `process.env`. */
+  env?: NodeJS.ProcessEnv;
+}
+
+const BACKENDS: readonly MemoryGraphBackend[] = ["nats", "postgres"];
+
+/**
+ * Opens the memory graph store: the given backend, else the one
+ * `CONCLAVE_MEMORY_BACKEND` names, else NATS. A backend without what it needs
+ * (postgres without a URL, nats without a connection) or an unknown backend
+ * name is a "config" ConclaveError saying how to configure it; an unreachable
+ * one is a MemoryGraphStoreError.
+ */
+export async function openMemoryGraph(options: MemoryGraphOptions = {}): Promise<MemoryGraphStore> {
+  const env = options.env ?? process.env;
+  const named = options.backend ?? (env[MEMORY_GRAPH_ENV.backend] || "nats");
+  if (!BACKENDS.includes(named as MemoryGraphBackend)) {
+    throw new ConclaveError(
+      "config",
+      `unknown memory graph backend ${JSON.stringify(named)} (${MEMORY_GRAPH_ENV.backend}): expected nats or postgres`,
+    );
+  }
+  const backend = named as MemoryGraphBackend;
+  const timing = options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs };
+  if (backend === "postgres") {
+    const url = options.postgresUrl ?? (env[MEMORY_GRAPH_ENV.postgresUrl] || undefined);
+    if (!url) {
+      throw new ConclaveError(
+        "config",
+        `the memory graph's backend is postgres but no PostgreSQL URL is configured: set ${MEMORY_GRAPH_ENV.postgresUrl} or the option postgresUrl`,
+      );
+    }
+    return PostgresMemoryGraphStore.open(url, timing);
+  }
+  if (!options.nc) {
+    throw new ConclaveError(
+      "config",
+      `the memory graph's backend is nats but no NATS connection was given: pass the option nc, or set ${MEMORY_GRAPH_ENV.backend}=postgres`,
+    );
+  }
+  return NatsMemoryGraphStore.open(options.nc, timing);
+}
