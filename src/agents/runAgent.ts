@@ -6,7 +6,7 @@ import { addUsage } from "../contracts/usage.ts";
 import { ConclaveError } from "../errors.ts";
 import type { ChatModel } from "../llm/model.ts";
 import { OfflineToolModel } from "../llm/offlineModel.ts";
-import { type AskGate, agentDelegation, agentTools, type DelegationDepthError } from "./agentTools.ts";
+import { type AgentTools, type AskGate, agentDelegation, agentTools, type DelegationDepthError } from "./agentTools.ts";
 import type { AgentDefinition, AgentModel, AgentReviseContext } from "./defineAgent.ts";
 import { durableModel, type RecordStep } from "./durableModel.ts";
 
@@ -54,6 +54,8 @@ export async function runAgent(
   const steps = durableSteps(request, options);
   /** A delegation refused for its depth: it fails this call whatever the agent does with the error. */
   const hard: { error?: DelegationDepthError } = {};
+  let tools: AgentTools | undefined;
+  let delegate: ((to: string, message: string) => Promise<unknown>) | undefined;
   const signal = steps.signal;
   const open = new Set<string>();
   const emit = (part: Omit<AgentStreamPart, "session_id" | "turn_id" | "agent_id">) =>
@@ -83,17 +85,25 @@ export async function runAgent(
       userFacts: request.context.user_facts ?? [],
       openThreads: request.context.open_threads ?? [],
     },
-    model: options.model ? agentModel(steps.model, agent, request, signal, count) : undefined,
+    // The offline mode has no model for the agent itself (the offline tool model serves only ctx.tools.run).
+    model: options.model && steps.model ? agentModel(steps.model, agent, request, signal, count) : undefined,
     stream,
     signal,
-    delegate: agentDelegation(request, steps.ask, hard),
-    tools: agentTools(request, {
-      ask: steps.ask,
-      model: steps.model,
-      signal,
-      maxTokens: agent.manifest.token_budget,
-      count,
-    }),
+    delegate: (to, message) => {
+      delegate ??= agentDelegation(request, steps.ask, hard);
+      return delegate(to, message);
+    },
+    // Built on first use: most agent calls (every pipeline turn's) never touch their tools.
+    get tools() {
+      tools ??= agentTools(request, {
+        ask: steps.ask,
+        model: steps.model ?? new OfflineToolModel(),
+        signal,
+        maxTokens: agent.manifest.token_budget,
+        count,
+      });
+      return tools;
+    },
     ...(request.recipe ? { recipe: request.recipe } : {}),
   };
   try {
@@ -130,7 +140,7 @@ export async function runAgent(
  */
 function durableSteps(request: AgentRequest, options: RunAgentOptions) {
   const base = options.askGate;
-  if (!base) return { signal: options.signal, ask: undefined, model: options.model ?? new OfflineToolModel() };
+  if (!base) return { signal: options.signal, ask: undefined, model: options.model };
   const lost = new AbortController();
   const ask: AskGate = async (asked) => {
     try {

@@ -86,6 +86,14 @@ describe("the operator recipe", () => {
     expect(existsSync(report)).toBe(false);
   });
 
+  it("its tools are discoverable: conclave agents lists them with their risk and effect", async () => {
+    const listed = await conclave(["agents"]);
+    expect(listed.code).toBe(0);
+    expect(listed.stdout).toMatch(/^tool disk_usage +safe +read /m);
+    expect(listed.stdout).toMatch(/^tool sandbox_write +standard +write +dry run +rollback /m);
+    expect(listed.stdout).toMatch(/^operator\.executor /m);
+  });
+
   it("from the command line: --dry-run prints the plan and exits 0; live, it exits 5 saying how to approve", async () => {
     const input = JSON.stringify(request);
     const dry = await conclave([

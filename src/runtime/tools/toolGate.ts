@@ -48,8 +48,12 @@ export class ToolGate {
       },
     });
     const key = `${sessionId}.${turnId}`;
-    this.#turns.set(key, new TurnToolCalls(tools));
-    return () => this.#turns.delete(key);
+    const turn = new TurnToolCalls(tools);
+    this.#turns.set(key, turn);
+    return () => {
+      turn.close();
+      if (this.#turns.get(key) === turn) this.#turns.delete(key);
+    };
   }
 
   close(): void {

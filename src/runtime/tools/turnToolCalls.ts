@@ -96,14 +96,25 @@ export interface ToolHost {
  */
 export class TurnToolCalls {
   readonly #turn: OpenTurn;
+  #closed = false;
 
   constructor(tools: TurnTools) {
     this.#turn = {
       ...tools,
+      // Nothing is recorded once the turn is closed: its log may already end (a call still in flight
+      // when the run completed, was cancelled or suspended must not write after its last event).
+      record: (body) => {
+        if (!this.#closed) tools.record(body);
+      },
       finished: new Map(Object.entries(tools.finished ?? {})),
       calls: 0,
       perTool: new Map(),
     };
+  }
+
+  /** The turn's run ended (or suspended): calls still in flight record nothing more. */
+  close(): void {
+    this.#closed = true;
   }
 
   /** The model steps an earlier attempt recorded for this agent call (empty: none). */
