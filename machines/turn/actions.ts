@@ -226,6 +226,12 @@ export const turnActions = {
       });
     }
   }),
+  /** What the memory commit could not do (a phase that failed): warnings, the reply stands. */
+  memoryWarnings: enqueueActions<TurnContext, TurnEvent, readonly TurnWarning[], TurnEvent, never, WarnAction, never>(
+    ({ enqueue }, warnings) => {
+      for (const warning of warnings) enqueue({ type: "warn", params: warning });
+    },
+  ),
   /** The retries are spent and a critic still objects: keep the reply, record why. */
   criticsOverruled: enqueueActions<TurnContext, TurnEvent, undefined, TurnEvent, never, WarnAction, never>(
     ({ context, enqueue }) => {

@@ -39,6 +39,9 @@ export interface TurnContext extends TurnInput {
   sensors: Sensors | null;
   workspace: Workspace;
   episodes: Episode[];
+  /** What the memory knows of the user, and threads left open, ranked for this turn's message. */
+  user_facts: string[];
+  open_threads: string[];
   waves: string[][];
   wave: number;
   /** Agents of the current wave that have neither replied nor failed yet. */
@@ -80,6 +83,8 @@ export const initialContext = ({ input }: { input: TurnInput }): TurnContext => 
     proposals: [],
   },
   episodes: [],
+  user_facts: [],
+  open_threads: [],
   waves: [],
   wave: 0,
   wave_pending: [],
@@ -140,6 +145,8 @@ export const agentContext = (context: TurnContext): AgentContext => ({
   stance: context.workspace.stance,
   claims: context.workspace.claims,
   episodes: context.episodes,
+  ...(context.user_facts.length > 0 ? { user_facts: context.user_facts } : {}),
+  ...(context.open_threads.length > 0 ? { open_threads: context.open_threads } : {}),
 });
 
 /** COUNCIL_DECISION_MADE's payload for a decision. */

@@ -17,7 +17,11 @@ export const contextState = turnSetup.createStateConfig({
     onDone: {
       target: "agents",
       actions: [
-        assign({ episodes: ({ event }) => event.output.episodes }),
+        assign({
+          episodes: ({ event }) => event.output.episodes,
+          user_facts: ({ event }) => event.output.user_facts,
+          open_threads: ({ event }) => event.output.open_threads,
+        }),
         {
           type: "record",
           params: ({ event }) => ({

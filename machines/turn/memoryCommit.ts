@@ -21,13 +21,17 @@ export const memoryCommit = turnSetup.createStateConfig({
     }),
     onDone: {
       target: "completed",
-      actions: {
-        type: "record",
-        params: ({ event }) => ({
-          kind: "MEMORY_COMMITTED",
-          payload: event.output,
-        }),
-      },
+      actions: [
+        {
+          type: "record",
+          params: ({ event }) => ({
+            kind: "MEMORY_COMMITTED",
+            payload: { summary: event.output.summary, stored: event.output.stored },
+          }),
+        },
+        // A phase of the commit that failed (fact extraction, persona evolution…) makes the turn PartialSuccess.
+        { type: "memoryWarnings", params: ({ event }) => event.output.warnings ?? [] },
+      ],
     },
     onError: {
       target: "completed",

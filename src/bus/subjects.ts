@@ -54,6 +54,11 @@ export const subjects = {
   critic: (name: string) => `${SUBJECT_ROOT}.critic.${name}`,
   memoryRetrieve: `${SUBJECT_ROOT}.memory.retrieve`,
   memoryCommit: `${SUBJECT_ROOT}.memory.commit`,
+  /** Public: search a session's memory (MemorySearchRequest); a runner relays it to the memory service. */
+  memorySearch: (sessionId: string) => `${SUBJECT_ROOT}.memory.search.${sessionId}`,
+  memorySearchAll: `${SUBJECT_ROOT}.memory.search.*`,
+  /** A runner asks the memory service (workers) for a search. */
+  memoryQuery: `${SUBJECT_ROOT}.memory.query`,
   /** JetStream write-ahead log of accepted turns, one subject per session (keeps their order). */
   wal: (sessionId: string) => `${SUBJECT_ROOT}.wal.${sessionId}`,
   allWal: `${SUBJECT_ROOT}.wal.>`,

@@ -34,6 +34,10 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<Command> }
     load: () => import("./commands/resume.ts"),
   },
   trace: { summary: "the SimulationTrace of a recipe run, step by step", load: () => import("./commands/trace.ts") },
+  memory: {
+    summary: "search a session's memory (facts, threads, episodes)",
+    load: () => import("./commands/memory.ts"),
+  },
   rollback: {
     summary: "undo a finished turn's executed write tool calls, last first",
     load: () => import("./commands/rollback.ts"),

@@ -4,6 +4,7 @@ import { busOptions, connectBus } from "../bus/connection.ts";
 import { requestJson } from "../bus/request.ts";
 import { buckets, streams, subjects } from "../bus/subjects.ts";
 import { EngineEvent } from "../contracts/events.ts";
+import { type MemoryItem, MemorySearchReply } from "../contracts/memory.ts";
 import type { JsonObject } from "../contracts/recipeRun.ts";
 import { RollbackReply } from "../contracts/tool.ts";
 import { CancelReply, type TurnAck } from "../contracts/turn.ts";
@@ -115,6 +116,14 @@ export interface ConclaveClient {
    * Rejects with `conflict` while the turn runs or waits.
    */
   rollback(sessionId: string, turnId: number): Promise<RollbackReply>;
+  /** A session's memory. */
+  readonly memory: {
+    /**
+     * What the session's memory holds about `query` (user facts, threads open or
+     * closed, episodes), best first: topic overlap, then recurrence, then recency.
+     */
+    search(sessionId: string, query: string, options?: { limit?: number }): Promise<MemoryItem[]>;
+  };
   /** Tool calls waiting for a person's approval (of one session, or all), oldest first. */
   approvals(sessionId?: string): Promise<PendingApproval[]>;
   /**
@@ -195,6 +204,19 @@ export async function connect(options: ConnectOptions = {}): Promise<ConclaveCli
       for await (const { event } of readSessionEvents(nc, sessionId, { turnId })) events.push(event);
       if (events.length === 0) throw new ConclaveError("not_found", `session ${sessionId} has no turn ${turnId}`);
       return simulationTrace(events);
+    },
+    memory: {
+      search: async (sessionId, query, searchOptions = {}) => {
+        checkSessionId(sessionId);
+        const reply = await requestJson(
+          nc,
+          subjects.memorySearch(sessionId),
+          { session_id: sessionId, query, limit: searchOptions.limit ?? 10 },
+          MemorySearchReply,
+          { timeoutMs },
+        );
+        return reply.items;
+      },
     },
     rollback: (sessionId, turnId) => {
       checkSessionId(sessionId);

@@ -16,6 +16,7 @@
  */
 
 export type { EngineEvent, EventKind, EventPayload } from "../contracts/events.ts";
+export type { MemoryItem } from "../contracts/memory.ts";
 export type { JsonObject, ResumeReply, ToolApproval } from "../contracts/recipeRun.ts";
 export type { RollbackReply } from "../contracts/tool.ts";
 export type { TurnAck, TurnOutcome, TurnWarning } from "../contracts/turn.ts";

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { SessionId, TurnId } from "./ids.ts";
+import { TurnWarning } from "./turn.ts";
 import { Episode } from "./workspace.ts";
 
 export const MemoryRetrieveRequest = z.object({
@@ -23,5 +24,29 @@ export type MemoryCommitRequest = z.infer<typeof MemoryCommitRequest>;
 export const MemoryCommitReply = z.object({
   summary: z.string(),
   stored: z.boolean(),
+  /** Phases of the commit that failed (episode_write, fact_extraction, …): the turn ends PartialSuccess naming them. */
+  warnings: z.array(TurnWarning).max(16).optional(),
 });
 export type MemoryCommitReply = z.infer<typeof MemoryCommitReply>;
+
+/** Requested on `conclave.memory.search`: what a session's memory holds about `query`, best first. */
+export const MemorySearchRequest = z.object({
+  session_id: SessionId,
+  query: z.string().max(4_000),
+  limit: z.number().int().min(1).max(100).default(10),
+});
+export type MemorySearchRequest = z.infer<typeof MemorySearchRequest>;
+
+/** One item of a memory search: a fact, an open or closed thread, or an episode. */
+export const MemoryItem = z.object({
+  id: z.string(),
+  kind: z.enum(["fact", "thread", "episode"]),
+  text: z.string(),
+  topics: z.array(z.string()),
+  recurrence: z.number().int(),
+  updated_at: z.number(),
+});
+export type MemoryItem = z.infer<typeof MemoryItem>;
+
+export const MemorySearchReply = z.object({ items: z.array(MemoryItem) });
+export type MemorySearchReply = z.infer<typeof MemorySearchReply>;

@@ -7,22 +7,23 @@ import {
   MemoryCommitRequest,
   MemoryRetrieveReply,
   MemoryRetrieveRequest,
+  MemorySearchReply,
+  MemorySearchRequest,
 } from "../contracts/memory.ts";
-import type { EpisodeStore } from "../memory/episodeStore.ts";
+import type { SessionMemory } from "../memory/sessionMemory.ts";
 
-/** The memory service: retrieves recent episodes and commits the turn's episode, both in JetStream. */
-export function serveMemory(group: ServiceGroup, store: EpisodeStore, options: ServeOptions = {}): void {
+/**
+ * The memory service: before a turn, recent episodes and the facts and open
+ * threads that fit its message; after it, the commit that learns; and search.
+ */
+export function serveMemory(group: ServiceGroup, memory: SessionMemory, options: ServeOptions = {}): void {
   serveActor(
     group,
     {
       name: "retrieve",
       subject: subjects.memoryRetrieve,
       request: MemoryRetrieveRequest,
-      logic: fromPromise<MemoryRetrieveReply, MemoryRetrieveRequest>(async ({ input }) => ({
-        episodes: await store.recent(input.session_id, input.turn_id, input.limit),
-        user_facts: [],
-        open_threads: [],
-      })),
+      logic: fromPromise<MemoryRetrieveReply, MemoryRetrieveRequest>(({ input }) => memory.retrieve(input)),
       reply: (output) => MemoryRetrieveReply.parse(output),
     },
     options,
@@ -33,12 +34,19 @@ export function serveMemory(group: ServiceGroup, store: EpisodeStore, options: S
       name: "commit",
       subject: subjects.memoryCommit,
       request: MemoryCommitRequest,
-      logic: fromPromise<MemoryCommitReply, MemoryCommitRequest>(async ({ input }) => {
-        const episode = { ...input.episode, ts: input.episode.ts || Date.now() };
-        await store.commit(episode);
-        return { summary: `episode of turn ${episode.turn_id} stored (intent: ${episode.intent})`, stored: true };
-      }),
+      logic: fromPromise<MemoryCommitReply, MemoryCommitRequest>(({ input }) => memory.commit(input.episode)),
       reply: (output) => MemoryCommitReply.parse(output),
+    },
+    options,
+  );
+  serveActor(
+    group,
+    {
+      name: "search",
+      subject: subjects.memoryQuery,
+      request: MemorySearchRequest,
+      logic: fromPromise<MemorySearchReply, MemorySearchRequest>(({ input }) => memory.search(input)),
+      reply: (output) => MemorySearchReply.parse(output),
     },
     options,
   );

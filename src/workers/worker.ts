@@ -18,6 +18,8 @@ import { ensureDeadLetterStream, ensureMemoryStream } from "../eventlog/streams.
 import { createChatModel, type LlmConfig } from "../llm/index.ts";
 import { llmBackend } from "../llm/llmBackend.ts";
 import { EpisodeStore } from "../memory/episodeStore.ts";
+import { openMemoryGraph } from "../memory/graph/open.ts";
+import { SessionMemory } from "../memory/sessionMemory.ts";
 import { type Logger, silentLogger } from "../runtime/log.ts";
 import type { ToolDefinition } from "../tools/defineTool.ts";
 import { serveAgent, workerIdentity } from "./agentEndpoints.ts";
@@ -209,6 +211,8 @@ async function serveWorker(
     );
   }
   const services = options.services ?? [];
+  /** What the services opened, closed when the worker stops. */
+  const closers: (() => Promise<void>)[] = [];
   for (const name of services) {
     const service = await svcm.add({
       name: `conclave-${name}`,
@@ -233,7 +237,17 @@ async function serveWorker(
       const store = new EpisodeStore(jetstream(nc), jsm, (subject, seq) =>
         log.warn(`stored episode ${subject} (seq ${seq}) is not a valid episode: left out`),
       );
-      serveMemory(group, store, serve);
+      const graph = await openMemoryGraph({ nc });
+      closers.push(() => graph.close());
+      const personaEvery = Number(process.env.CONCLAVE_PERSONA_EVERY ?? 5);
+      serveMemory(
+        group,
+        new SessionMemory(graph, store, {
+          model: backend.model,
+          ...(Number.isInteger(personaEvery) && personaEvery >= 0 ? { personaEvery } : {}),
+        }),
+        serve,
+      );
     }
     running.push(service);
   }
@@ -246,6 +260,7 @@ async function serveWorker(
       cancellations.close();
       directory?.close();
       await Promise.all(running.map((service) => service.stop()));
+      await Promise.all(closers.map((close) => close()));
       await owned?.drain();
     },
   };

@@ -5,6 +5,7 @@ import { subjects } from "../../bus/subjects.ts";
 import type { SuspensionTimers } from "../recipes/suspensionTimers.ts";
 import { serveCancel } from "./cancel.ts";
 import { acceptSubmission, type IngressDeps } from "./ingress.ts";
+import { serveMemorySearch } from "./memorySearch.ts";
 import { serveResume } from "./resume.ts";
 import { serveRollback } from "./rollback.ts";
 import { serveWatch, type WatchDeps } from "./watch.ts";
@@ -37,6 +38,7 @@ export async function serveIntake(
   endpoint("cancel", subjects.turnCancelAll, (msg) => serveCancel(deps, msg));
   endpoint("resume", subjects.turnResumeAll, (msg) => serveResume(deps, msg));
   endpoint("rollback", subjects.turnRollbackAll, (msg) => serveRollback(deps, msg));
+  endpoint("memory_search", subjects.memorySearchAll, (msg) => serveMemorySearch(deps, msg));
   endpoint("tenant_watch", subjects.tenantWatchAll, (msg) => serveWatch(deps, msg));
   return service;
 }

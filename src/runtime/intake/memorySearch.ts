@@ -1,0 +1,31 @@
+import type { ServiceMsg } from "@nats-io/services";
+import { decodeJson, encodeJson } from "../../bus/codec.ts";
+import { asHandlerError, HandlerError, respondWithError } from "../../bus/errors.ts";
+import { isInboxReply } from "../../bus/replies.ts";
+import { requestJson } from "../../bus/request.ts";
+import { subjects } from "../../bus/subjects.ts";
+import { MemorySearchReply, MemorySearchRequest } from "../../contracts/memory.ts";
+import { singleLine } from "../../errors.ts";
+import type { CancelDeps } from "./cancel.ts";
+import { addressOf } from "./tenancy.ts";
+
+/**
+ * A client searches a session's memory (`conclave.memory.search.<session>`):
+ * the runner checks the request and relays it to the memory service
+ * (`conclave.memory.query`, on the workers), which only runners may ask.
+ */
+export async function serveMemorySearch(deps: CancelDeps, msg: ServiceMsg): Promise<void> {
+  try {
+    const { sessionId, view, tenant } = addressOf(msg.subject);
+    if (tenant) throw new HandlerError("invalid_request", "tenants cannot search memory yet");
+    const request = decodeJson(msg.data, MemorySearchRequest, `memory search for session ${view}`, 8_192);
+    if (request.session_id !== sessionId)
+      throw new HandlerError("invalid_request", `the request names session ${request.session_id}, the subject ${view}`);
+    const reply = await requestJson(deps.nc, subjects.memoryQuery, request, MemorySearchReply, { timeoutMs: 5_000 });
+    if (isInboxReply(msg.reply)) msg.respond(encodeJson(reply));
+  } catch (error) {
+    const failure = asHandlerError(error);
+    deps.log.warn(`memory search on ${msg.subject}: ${singleLine(failure.message)}`);
+    if (isInboxReply(msg.reply)) respondWithError(msg, failure);
+  }
+}

@@ -1,0 +1,103 @@
+/**
+ * Memory that learns, in the offline mode, on a real nats-server: five
+ * turns teach the memory service user facts and an open thread; every
+ * process restarts; turn six's context holds them, ranked for its message;
+ * the persona's cadence carries across the restart; search finds them.
+ */
+import { beforeAll, describe, expect, it } from "vitest";
+import type { ConclaveProcess } from "../../src/cli/childProcess.ts";
+import { type ConclaveClient, connect } from "../../src/client/index.ts";
+import type { EngineEvent } from "../../src/contracts/events.ts";
+import { openMemoryGraph } from "../../src/memory/graph/open.ts";
+import { useNatsServer } from "../helpers/nats.ts";
+import { useConclaveProcesses } from "../helpers/processes.ts";
+
+const nats = useNatsServer();
+const processes = useConclaveProcesses(
+  () => nats.url,
+  () => ({ CONCLAVE_PERSONA_EVERY: "2" }),
+);
+let client: ConclaveClient;
+let running: ConclaveProcess[] = [];
+
+async function startAll(generation: number): Promise<void> {
+  running = await Promise.all([
+    processes.spawn(`worker-${generation}`, [
+      "worker",
+      "--agents",
+      "*",
+      "--services",
+      "scheduler,council,critics,memory",
+    ]),
+    processes.spawn(`runner-${generation}`, ["runner"]),
+  ]);
+}
+
+beforeAll(async () => {
+  await startAll(1);
+  client = await connect({ nc: await nats.connect("client") });
+});
+
+async function say(session: string, text: string): Promise<EngineEvent[]> {
+  const events: EngineEvent[] = [];
+  const turn = client.submit(session, text);
+  for await (const event of turn) events.push(event);
+  return events;
+}
+
+const CONVERSATION = [
+  "I work night shifts at the hospital.",
+  "I have a sister called Ana.",
+  "I love jazz.",
+  "Remind me to call the bank tomorrow.",
+  "I live in Lisbon.",
+];
+
+describe("a memory that learns", () => {
+  it("remembers five turns' facts and open thread across a restart of every process, ranked for turn six", async () => {
+    const session = "memory-five";
+    for (const text of CONVERSATION) {
+      const events = await say(session, text);
+      const completed = events.find((event) => event.kind === "TURN_COMPLETED");
+      expect(completed?.kind === "TURN_COMPLETED" && completed.payload.outcome.status).not.toBe("Failed");
+    }
+
+    await Promise.all(running.map((process) => process.stop(5_000)));
+    await startAll(2);
+
+    const sixth = await say(session, "I can't sleep after my night shift, and I still need to call the bank.");
+    const retrieved = sixth.find((event) => event.kind === "MEMORY_RETRIEVED");
+    expect(retrieved?.kind).toBe("MEMORY_RETRIEVED");
+    if (retrieved?.kind !== "MEMORY_RETRIEVED") return;
+    // The work fact shares the message's topics (night shift → work): first; the rest by recency.
+    expect(retrieved.payload.user_facts).toEqual([
+      "works night shifts at the hospital",
+      "lives in Lisbon",
+      "loves jazz",
+      "has a sister called Ana",
+    ]);
+    expect(retrieved.payload.open_threads).toEqual(["reminder: call the bank tomorrow"]);
+
+    // Search: what is about money (the bank) comes first: the thread and the two turns that spoke of it.
+    const found = await client.memory.search(session, "bank", { limit: 3 });
+    expect(found.map((item) => item.kind).sort()).toEqual(["episode", "episode", "thread"]);
+    expect(found).toContainEqual(expect.objectContaining({ kind: "thread", text: "reminder: call the bank tomorrow" }));
+    expect(found.every((item) => item.topics.includes("money"))).toBe(true);
+  });
+
+  it("evolves the persona exactly on its cadence (every 2 turns), through the restart", async () => {
+    const graph = await openMemoryGraph({ nc: await nats.connect("worker") });
+    try {
+      const state = await graph.node("memory-five", "runtime_state");
+      // Six turns: evolved at 2, 4 and (after the restart, neither reset nor repeated) 6.
+      expect(state?.data).toMatchObject({
+        last_extraction_turn: 6,
+        persona: { turn_count: 6, last_evolved_turn: 6 },
+      });
+      const persona = await graph.node("memory-five", "persona");
+      expect(persona?.data.evolved_at_turn).toBe(6);
+    } finally {
+      await graph.close();
+    }
+  });
+});
