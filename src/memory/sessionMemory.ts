@@ -108,70 +108,80 @@ export class SessionMemory {
         return undefined;
       }
     };
-    const stored = await phase("episode_write", async () => {
-      await this.episodes.commit(episode);
-      return true;
-    });
-    const state = await phase("runtime_state_persist", () => this.#runtimeState(sessionId));
+    // The turn waits for its memory: reads and writes go out together, not one after another.
+    const [stored, state, known] = await Promise.all([
+      phase("episode_write", async () => {
+        await this.episodes.commit(episode);
+        return true;
+      }),
+      phase("runtime_state_persist", () => this.#runtimeState(sessionId)),
+      phase("fact_extraction", () => this.graph.nodes(sessionId, "semantic")),
+    ]);
     if (state && state.last_extraction_turn >= episode.turn_id) {
       // Committed before (a turn taken over commits again): its learning is in already.
       return { summary: `turn ${episode.turn_id} was committed before`, stored: stored === true };
     }
-    const learned = await phase("fact_extraction", async () => {
-      const nodes = await this.graph.nodes(sessionId, "semantic");
-      const facts = nodes.filter(isFact).map(factOf);
-      const threads = nodes.filter(isThread).map(threadOf);
-      const learning = await extractLearning(
-        { user_message: episode.user_text, reply: episode.response, turn_id: episode.turn_id },
-        this.options.model,
-        { openThreads: threads.filter((thread) => thread.status === "open") },
-      );
-      return { learning, merged: mergeLearning({ facts, threads }, learning, episode.turn_id) };
-    });
+    const learned = known
+      ? await phase("fact_extraction", async () => {
+          const facts = known.filter(isFact).map(factOf);
+          const threads = known.filter(isThread).map(threadOf);
+          const learning = await extractLearning(
+            { user_message: episode.user_text, reply: episode.response, turn_id: episode.turn_id },
+            this.options.model,
+            { openThreads: threads.filter((thread) => thread.status === "open") },
+          );
+          return { learning, merged: mergeLearning({ facts, threads }, learning, episode.turn_id) };
+        })
+      : undefined;
+    const persona = state
+      ? await phase("persona_evolution", async () =>
+          personaTurn(state.persona, this.#personaEvery, () => signalsOf(learned?.merged)),
+        )
+      : undefined;
+    const writes: Promise<unknown>[] = [];
     if (learned) {
-      await phase("episode_write", () =>
-        this.graph
-          .upsertNode({
+      writes.push(
+        phase("episode_write", () =>
+          this.graph.upsertNode({
             id: `episode.${episode.turn_id}`,
             session_id: sessionId,
             kind: "episodic",
             text: `${episode.user_text} → ${episode.response}`.slice(0, 4_000),
             topics: learned.learning.episode.topics.slice(0, 32),
             data: { turn_id: episode.turn_id, tools: learned.learning.episode.tools },
-          })
-          .then(() => undefined),
+          }),
+        ),
+        phase("pattern_persistence", () => this.#persist(sessionId, learned.merged)),
       );
-      await phase("pattern_persistence", () => this.#persist(sessionId, learned.merged));
     }
-    let persona = state?.persona ?? initialPersona();
-    if (state) {
-      const turned = await phase("persona_evolution", async () => {
-        const next = personaTurn(persona, this.#personaEvery, () => signalsOf(learned?.merged));
-        if (next.evolved)
-          await this.graph.upsertNode({
+    if (persona?.evolved)
+      writes.push(
+        phase("persona_evolution", () =>
+          this.graph.upsertNode({
             id: PERSONA,
             session_id: sessionId,
             kind: "persona",
-            text: Object.keys(next.state.traits).join(", "),
+            text: Object.keys(persona.state.traits).join(", "),
             topics: [],
-            data: { traits: next.state.traits, evolved_at_turn: episode.turn_id },
-          });
-        return next.state;
-      });
-      if (turned) persona = turned;
-      await phase("runtime_state_persist", () =>
-        this.graph
-          .upsertNode({
+            data: { traits: persona.state.traits, evolved_at_turn: episode.turn_id },
+          }),
+        ),
+      );
+    if (state)
+      writes.push(
+        phase("runtime_state_persist", () =>
+          this.graph.upsertNode({
             id: RUNTIME_STATE,
             session_id: sessionId,
             kind: "runtime_state",
             text: "runtime state",
             topics: [],
-            data: { last_extraction_turn: episode.turn_id, persona },
-          })
-          .then(() => undefined),
+            // A persona that could not evolve keeps its cadence as it was: the next turn tries again.
+            data: { last_extraction_turn: episode.turn_id, persona: persona?.state ?? state.persona },
+          }),
+        ),
       );
-    }
+    await Promise.all(writes);
     const changes = learned?.merged.changes;
     const summary = changes
       ? `episode of turn ${episode.turn_id}; facts +${changes.facts_added.length} ~${changes.facts_updated.length}; threads +${changes.threads_opened.length} closed ${changes.threads_closed.length}`
@@ -243,33 +253,39 @@ export class SessionMemory {
       ...merged.changes.threads_reopened,
       ...merged.changes.threads_closed,
     ]);
+    const writes: Promise<unknown>[] = [];
     for (const fact of merged.facts.filter((candidate) => changed.has(candidate.key)))
-      await this.graph.upsertNode({
-        id: factId(fact.key),
-        session_id: sessionId,
-        kind: "semantic",
-        text: fact.text,
-        topics: fact.topics.slice(0, 32),
-        recurrence: fact.recurrence,
-        data: { fact: true, key: fact.key, created_turn: fact.created_at, updated_turn: fact.updated_at },
-      });
+      writes.push(
+        this.graph.upsertNode({
+          id: factId(fact.key),
+          session_id: sessionId,
+          kind: "semantic",
+          text: fact.text,
+          topics: fact.topics.slice(0, 32),
+          recurrence: fact.recurrence,
+          data: { fact: true, key: fact.key, created_turn: fact.created_at, updated_turn: fact.updated_at },
+        }),
+      );
     for (const thread of merged.threads.filter((candidate) => changed.has(candidate.key)))
-      await this.graph.upsertNode({
-        id: threadId(thread.key),
-        session_id: sessionId,
-        kind: "semantic",
-        text: thread.text,
-        topics: thread.topics.slice(0, 32),
-        recurrence: thread.recurrence,
-        data: {
-          thread: true,
-          key: thread.key,
-          status: thread.status,
-          opened_at_turn: thread.opened_at_turn,
-          ...(thread.closed_at_turn !== undefined ? { closed_at_turn: thread.closed_at_turn } : {}),
-          updated_turn: thread.updated_at,
-        },
-      });
+      writes.push(
+        this.graph.upsertNode({
+          id: threadId(thread.key),
+          session_id: sessionId,
+          kind: "semantic",
+          text: thread.text,
+          topics: thread.topics.slice(0, 32),
+          recurrence: thread.recurrence,
+          data: {
+            thread: true,
+            key: thread.key,
+            status: thread.status,
+            opened_at_turn: thread.opened_at_turn,
+            ...(thread.closed_at_turn !== undefined ? { closed_at_turn: thread.closed_at_turn } : {}),
+            updated_turn: thread.updated_at,
+          },
+        }),
+      );
+    await Promise.all(writes);
   }
 }
 
