@@ -2,6 +2,7 @@ import type { Environment } from "./environment.ts";
 import type { InProcessLevel, InProcessResult } from "./inprocess.ts";
 import type { LatencyHidingRun } from "./latencyHiding.ts";
 import { DISTURBED_CORES } from "./load.ts";
+import type { MemoryRetrievalRun } from "./memoryRetrieval.ts";
 import type { Parity } from "./parity.ts";
 import type { BenchPlan } from "./plan.ts";
 import type { ProfileSummary } from "./profile.ts";
@@ -24,6 +25,8 @@ export interface BenchResults {
   benchPeakRssKb: number;
   /** Item 3: the turn in LLM mode against a model that answers after 50 ms (absent in older runs). */
   latencyHiding?: LatencyHidingRun;
+  /** A turn's memory retrieval with 10 000 nodes in the session's graph (absent in older runs). */
+  memoryRetrieval?: MemoryRetrievalRun;
 }
 
 const table = (headers: string[], rows: (string | number)[][]): string =>
@@ -453,6 +456,20 @@ function profileSection(run: ConclaveRun): string {
   ].join("\n");
 }
 
+function memoryRetrievalSection(run: MemoryRetrievalRun | undefined): string {
+  if (!run) return "## Memory retrieval at 10 000 nodes\n\nNot in this run (a run made before the scenario existed).";
+  const met = run.latency.p95 <= run.goalMs;
+  return [
+    `## Memory retrieval at ${run.nodes.toLocaleString("en")} nodes`,
+    "",
+    `What a turn's context stage asks the memory service before its agents run (\`SessionMemory.retrieve\`: the recent episodes from JetStream, then the session's facts and open threads ranked for the message within the token budget), with ${run.nodes.toLocaleString("en")} nodes in the session's graph on the default NATS KV store, ${run.calls} calls.`,
+    "",
+    table(["p50 ms", "p95 ms", "p99 ms", "mean ms"], [latencyCells(run.latency)]),
+    "",
+    `Goal: ≤ ${run.goalMs} ms p95 — ${met ? "met" : `missed (${ms(run.latency.p95)} ms)`}.`,
+  ].join("\n");
+}
+
 function latencyHidingSection(run: LatencyHidingRun | undefined): string {
   if (!run) return "## Latency hiding (simulated model)\n\nNot in this run (a run made before the scenario existed).";
   const rows = run.levels.map((level) => [
@@ -523,6 +540,8 @@ export function renderReport(results: BenchResults): string {
     ...advice.advice,
     "",
     latencyHidingSection(results.latencyHiding),
+    "",
+    memoryRetrievalSection(results.memoryRetrieval),
     "",
     "## Method",
     "",

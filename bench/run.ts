@@ -12,6 +12,7 @@ import { describeEnvironment } from "./environment.ts";
 import { type InProcessResult, runInProcess } from "./inprocess.ts";
 import { langGraphPipeline } from "./langgraph.ts";
 import { runLatencyHiding } from "./latencyHiding.ts";
+import { runMemoryRetrieval } from "./memoryRetrieval.ts";
 import { checkParity } from "./parity.ts";
 import { benchPlan } from "./plan.ts";
 import { cpuTimeMs, machineBusyMs, processMemory } from "./procfs.ts";
@@ -94,9 +95,11 @@ async function main(): Promise<void> {
     inProcess.push({ scenario: scenario.id, parity, pipelines: results });
   }
   const latencyHiding = await runLatencyHiding(plan, tag);
+  const memoryRetrieval = await runMemoryRetrieval(plan);
   const main = conclave[0]!;
   const results: BenchResults = {
     latencyHiding,
+    memoryRetrieval,
     command: "npm run bench",
     environment,
     plan,

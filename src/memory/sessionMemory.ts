@@ -86,6 +86,9 @@ const isThread = (node: MemoryNode) => node.kind === "semantic" && node.data.thr
 export class SessionMemory {
   readonly #personaEvery: number;
   readonly #budgetTokens: number;
+  /** Rank items by the node array they were made from (facts and open threads; everything). */
+  readonly #openItems = new WeakMap<readonly MemoryNode[], readonly RankItem[]>();
+  readonly #allItems = new WeakMap<readonly MemoryNode[], readonly RankItem[]>();
 
   constructor(
     private readonly graph: MemoryGraphStore,
@@ -221,16 +224,24 @@ export class SessionMemory {
     };
   }
 
-  async #items(sessionId: string, all: boolean): Promise<RankItem[]> {
+  async #items(sessionId: string, all: boolean): Promise<readonly RankItem[]> {
     const nodes = await this.graph.nodes(sessionId);
-    return nodes.flatMap((node): RankItem[] => {
-      const base = { id: node.id, text: node.text, topics: node.topics, recurrence: node.recurrence };
-      if (isFact(node)) return [{ ...base, kind: "fact", updated_at: Number(node.data.updated_turn ?? 0) }];
-      if (isThread(node) && (all || node.data.status !== "closed"))
-        return [{ ...base, kind: "thread", updated_at: Number(node.data.updated_turn ?? 0) }];
-      if (all && node.kind === "episodic") return [{ ...base, kind: "episode", updated_at: Number(node.data.turn_id) }];
-      return [];
-    });
+    // The store hands back the same array until the session changes: its rank items are made once per change.
+    const cache = all ? this.#allItems : this.#openItems;
+    let items = cache.get(nodes);
+    if (!items) {
+      items = nodes.flatMap((node): RankItem[] => {
+        const base = { id: node.id, text: node.text, topics: node.topics, recurrence: node.recurrence };
+        if (isFact(node)) return [{ ...base, kind: "fact", updated_at: Number(node.data.updated_turn ?? 0) }];
+        if (isThread(node) && (all || node.data.status !== "closed"))
+          return [{ ...base, kind: "thread", updated_at: Number(node.data.updated_turn ?? 0) }];
+        if (all && node.kind === "episodic")
+          return [{ ...base, kind: "episode", updated_at: Number(node.data.turn_id) }];
+        return [];
+      });
+      cache.set(nodes, items);
+    }
+    return items;
   }
 
   async #runtimeState(sessionId: string): Promise<RuntimeState> {
