@@ -45,6 +45,16 @@ async function say(session: string, text: string): Promise<EngineEvent[]> {
   return events;
 }
 
+/** The session's runtime-state node, read as another process would (a store of its own). */
+async function runtimeState(session: string): Promise<Record<string, unknown> | undefined> {
+  const graph = await openMemoryGraph({ nc: await nats.connect("worker") });
+  try {
+    return (await graph.node(session, "runtime_state"))?.data;
+  } finally {
+    await graph.close();
+  }
+}
+
 const CONVERSATION = [
   "I work night shifts at the hospital.",
   "I have a sister called Ana.",
@@ -61,6 +71,12 @@ describe("a memory that learns", () => {
       const completed = events.find((event) => event.kind === "TURN_COMPLETED");
       expect(completed?.kind === "TURN_COMPLETED" && completed.payload.outcome.status).not.toBe("Failed");
     }
+
+    // Before the restart: five turns, the persona evolved at turns 2 and 4 (every 2), not yet at 5.
+    await expect(runtimeState(session)).resolves.toMatchObject({
+      last_extraction_turn: 5,
+      persona: { turn_count: 5, last_evolved_turn: 4 },
+    });
 
     await Promise.all(running.map((process) => process.stop(5_000)));
     await startAll(2);
@@ -86,16 +102,15 @@ describe("a memory that learns", () => {
   });
 
   it("evolves the persona exactly on its cadence (every 2 turns), through the restart", async () => {
+    // Turn six, the first after the restart: the count went on from 5 (not reset to 1), and it evolved at 6
+    // (its cadence kept: not at 5 again, not at 7).
+    await expect(runtimeState("memory-five")).resolves.toMatchObject({
+      last_extraction_turn: 6,
+      persona: { turn_count: 6, last_evolved_turn: 6 },
+    });
     const graph = await openMemoryGraph({ nc: await nats.connect("worker") });
     try {
-      const state = await graph.node("memory-five", "runtime_state");
-      // Six turns: evolved at 2, 4 and (after the restart, neither reset nor repeated) 6.
-      expect(state?.data).toMatchObject({
-        last_extraction_turn: 6,
-        persona: { turn_count: 6, last_evolved_turn: 6 },
-      });
-      const persona = await graph.node("memory-five", "persona");
-      expect(persona?.data.evolved_at_turn).toBe(6);
+      expect((await graph.node("memory-five", "persona"))?.data.evolved_at_turn).toBe(6);
     } finally {
       await graph.close();
     }
