@@ -60,6 +60,15 @@ export interface AgentTools {
   }): Promise<ToolRunResult>;
 }
 
+/** Which agent call asks the runner: the fields every gate request shares. */
+export const callRefOf = (request: AgentRequest) => ({
+  session_id: request.session_id,
+  turn_id: request.turn_id,
+  agent_id: request.agent_id,
+  ...(request.recipe ? { node: request.recipe.node } : {}),
+  ...(request.call_key ? { call_key: request.call_key } : {}),
+});
+
 /** How an agent's worker reaches the runner's gate: tool calls, and model steps to record. */
 export type AskGate = (request: GateRequest) => Promise<ToolGateReply>;
 
@@ -80,11 +89,7 @@ export function agentDelegation(
       throw new ToolCallRefusedError(to, "denied", `this agent call may not delegate to ${to}`);
     const reply = await ask({
       kind: "delegate",
-      session_id: request.session_id,
-      turn_id: request.turn_id,
-      agent_id: request.agent_id,
-      ...(request.recipe ? { node: request.recipe.node } : {}),
-      ...(request.call_key ? { call_key: request.call_key } : {}),
+      ...callRefOf(request),
       index: index++,
       to,
       message,
@@ -116,11 +121,7 @@ export function agentTools(
     if (!options.ask || !available.some((tool) => tool.name === name))
       throw new ToolCallRefusedError(name, "unknown_tool", "it is not offered to this agent call");
     const reply = await options.ask({
-      session_id: request.session_id,
-      turn_id: request.turn_id,
-      agent_id: request.agent_id,
-      ...(request.recipe ? { node: request.recipe.node } : {}),
-      ...(request.call_key ? { call_key: request.call_key } : {}),
+      ...callRefOf(request),
       // Calls are numbered in the order the agent makes them: the same run makes the same calls again.
       index: index++,
       tool: name,

@@ -6,7 +6,14 @@ import { addUsage } from "../contracts/usage.ts";
 import { ConclaveError } from "../errors.ts";
 import type { ChatModel } from "../llm/model.ts";
 import { OfflineToolModel } from "../llm/offlineModel.ts";
-import { type AgentTools, type AskGate, agentDelegation, agentTools, type DelegationDepthError } from "./agentTools.ts";
+import {
+  type AgentTools,
+  type AskGate,
+  agentDelegation,
+  agentTools,
+  callRefOf,
+  type DelegationDepthError,
+} from "./agentTools.ts";
 import type { AgentDefinition, AgentModel, AgentReviseContext } from "./defineAgent.ts";
 import { durableModel, type RecordStep } from "./durableModel.ts";
 
@@ -153,11 +160,7 @@ function durableSteps(request: AgentRequest, options: RunAgentOptions) {
   const recordStep: RecordStep = async (step) => {
     await ask({
       kind: "model_step",
-      session_id: request.session_id,
-      turn_id: request.turn_id,
-      agent_id: request.agent_id,
-      ...(request.recipe ? { node: request.recipe.node } : {}),
-      ...(request.call_key ? { call_key: request.call_key } : {}),
+      ...callRefOf(request),
       ...step,
     });
   };

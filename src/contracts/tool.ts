@@ -65,6 +65,17 @@ export const ToolCallReply = z.object({
 });
 export type ToolCallReply = z.infer<typeof ToolCallReply>;
 
+/** Which agent call asks, on a `tool_subject`: the fields every gate request shares. */
+const AgentCallRef = {
+  session_id: SessionId,
+  turn_id: TurnId,
+  agent_id: AgentId,
+  /** The recipe node making the call, when a recipe's node called the agent. */
+  node: z.string().max(120).optional(),
+  /** The agent call's `call_key` (its durable identity in the turn); absent: the agent id. */
+  call_key: z.string().min(1).max(200).optional(),
+};
+
 /**
  * What an agent's worker asks the runner running its turn, on the request's
  * `tool_subject`: may this agent call this tool with these arguments, and
@@ -73,13 +84,7 @@ export type ToolCallReply = z.infer<typeof ToolCallReply>;
  * earlier attempt of the turn is answered from the log, not made again.
  */
 export const ToolGateRequest = z.object({
-  session_id: SessionId,
-  turn_id: TurnId,
-  agent_id: AgentId,
-  /** The recipe node making the call, when a recipe's node called the agent. */
-  node: z.string().max(120).optional(),
-  /** The agent call's `call_key` (its durable identity in the turn); absent: the agent id. */
-  call_key: z.string().min(1).max(200).optional(),
+  ...AgentCallRef,
   /** The call's position among this agent call's tool calls (from 0): with the rest, its durable identity. */
   index: z.number().int().min(0).max(10_000),
   tool: ToolName,
@@ -102,11 +107,7 @@ export type ModelStepMethod = z.infer<typeof ModelStepMethod>;
  */
 export const ModelStepRecord = z.object({
   kind: z.literal("model_step"),
-  session_id: SessionId,
-  turn_id: TurnId,
-  agent_id: AgentId,
-  node: z.string().max(120).optional(),
-  call_key: z.string().min(1).max(200).optional(),
+  ...AgentCallRef,
   /** The step's position among this agent call's model calls (from 0). */
   index: z.number().int().min(0).max(10_000),
   method: ModelStepMethod,
@@ -122,11 +123,7 @@ export type ModelStepRecord = z.infer<typeof ModelStepRecord>;
  */
 export const DelegateRequest = z.object({
   kind: z.literal("delegate"),
-  session_id: SessionId,
-  turn_id: TurnId,
-  agent_id: AgentId,
-  node: z.string().max(120).optional(),
-  call_key: z.string().min(1).max(200).optional(),
+  ...AgentCallRef,
   /** The delegation's position among this agent call's delegations (from 0). */
   index: z.number().int().min(0).max(10_000),
   /** The agent asked. */

@@ -3,10 +3,10 @@ import type { AskGate } from "../../agents/agentTools.ts";
 import type { AgentDefinition } from "../../agents/defineAgent.ts";
 import { runAgent } from "../../agents/runAgent.ts";
 import type { RecipeAgentCall, RecipeAgentEvent } from "../../contracts/recipeProtocol.ts";
-import { ConclaveError, messageOf } from "../../errors.ts";
+import { ConclaveError } from "../../errors.ts";
 import type { ChatModel } from "../../llm/model.ts";
 import type { Recipe } from "../../recipes/recipe.ts";
-import { agentRequest, answerOf } from "../recipes/recipeActors.ts";
+import { agentCallKey, agentRequest, nodeAnswered, nodeFailed, nodeStreamEvent } from "../recipes/recipeActors.ts";
 import type { TurnServices } from "../turnServices.ts";
 import { withinBudget } from "./deadline.ts";
 import { IN_PROCESS_WORKER, type InProcessTools } from "./inProcessTools.ts";
@@ -80,40 +80,15 @@ export function inProcessAgentActor(
     const delegates = run.tools?.delegatesOf(node) ?? [];
     const request = {
       ...agentRequest(recipe, input, run.nodeTimeoutMs),
-      ...(tools.length > 0 || delegates.length > 0
-        ? { tools, call_key: `${node}.${input.step ?? 0}.${input.attempt}` }
-        : {}),
+      ...(tools.length > 0 || delegates.length > 0 ? { tools, call_key: agentCallKey(input) } : {}),
       ...(delegates.length > 0 ? { delegates } : {}),
     };
     run.services
-      .callAgent(request, signal, 1, (part) => {
-        const stream_id = `${node}:${part.stream}`;
-        if (part.type === "start")
-          send({ type: "node.stream.start", node, stream_id, content_type: part.content_type ?? "text/plain" });
-        else if (part.type === "chunk") send({ type: "node.stream.chunk", node, stream_id, delta: part.delta ?? "" });
-        else if (part.type === "intercepted") {
-          const { interceptor, action, reason } = part;
-          send({ type: "node.stream.intercepted", node, stream_id, interceptor, action, reason });
-        } else send({ type: "node.stream.end", node, stream_id });
-      })
+      .callAgent(request, signal, 1, (part) => send(nodeStreamEvent(node, part)))
       .then(
-        (reply) =>
-          send({
-            type: "node.answered",
-            node,
-            output: answerOf(reply),
-            agent: reply.agent_id,
-            worker: reply.worker,
-            elapsed_ms: reply.elapsed_ms,
-            ...(reply.usage ? { usage: reply.usage } : {}),
-          }),
-        (error: unknown) => send({ type: "node.failed", node, code: codeOf(error), message: messageOf(error) }),
+        (reply) => send(nodeAnswered(node, reply)),
+        (error: unknown) => send(nodeFailed(node, error)),
       );
     return () => abort.abort();
   });
 }
-
-const codeOf = (error: unknown): string => {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === "string" ? code : "agent_failed";
-};

@@ -1,7 +1,7 @@
 import { fromCallback, fromPromise } from "xstate";
 import { zeroSensors } from "../../../machines/turn/index.ts";
 import type { AgentDirectory } from "../../agents/directory.ts";
-import type { AgentReply, AgentRequest } from "../../contracts/agent.ts";
+import type { AgentReply, AgentRequest, AgentStreamEvent } from "../../contracts/agent.ts";
 import type {
   RecipeAgentCall,
   RecipeAgentEvent,
@@ -136,6 +136,41 @@ const codeOf = (error: unknown): string => {
   return typeof code === "string" ? code : "agent_failed";
 };
 
+/** A node's agent call's durable identity in the turn (`<node>.<step>.<attempt>`): its tool calls and model steps are keyed by it. */
+export const agentCallKey = (call: RecipeAgentCall): string => `${call.node}.${call.step ?? 0}.${call.attempt}`;
+
+/** What a node's `callAgent` sends back for a part of its agent's streams (stream ids `<node>:<name>`). */
+export function nodeStreamEvent(node: string, part: AgentStreamEvent): RecipeAgentEvent {
+  const stream_id = `${node}:${part.stream}`;
+  if (part.type === "start")
+    return { type: "node.stream.start", node, stream_id, content_type: part.content_type ?? "text/plain" };
+  if (part.type === "chunk") return { type: "node.stream.chunk", node, stream_id, delta: part.delta ?? "" };
+  if (part.type === "intercepted") {
+    const { interceptor, action, reason } = part;
+    return { type: "node.stream.intercepted", node, stream_id, interceptor, action, reason };
+  }
+  return { type: "node.stream.end", node, stream_id };
+}
+
+/** What a node's `callAgent` sends back when its agent answered. */
+export const nodeAnswered = (node: string, reply: AgentReply): RecipeAgentEvent => ({
+  type: "node.answered",
+  node,
+  output: answerOf(reply),
+  agent: reply.agent_id,
+  worker: reply.worker,
+  elapsed_ms: reply.elapsed_ms,
+  ...(reply.usage ? { usage: reply.usage } : {}),
+});
+
+/** What a node's `callAgent` sends back when its agent failed. */
+export const nodeFailed = (node: string, error: unknown): RecipeAgentEvent => ({
+  type: "node.failed",
+  node,
+  code: codeOf(error),
+  message: messageOf(error),
+});
+
 /** A voter's vote: its answer's `vote`, `decision` or `answer` field, or the answer itself as text. */
 export function voteOf(answer: unknown): string {
   if (typeof answer === "string") return answer.trim();
@@ -198,7 +233,7 @@ export function recipeImplementations(
           const delegates = agentNode?.kind === "agent" ? (agentNode.delegates ?? []) : [];
           if ((tools.length === 0 && delegates.length === 0) || !host.tools) return request;
           // The node visit and attempt identify the call across a takeover: its finished tool calls are not made again.
-          const callKey = `${node}.${input.step ?? 0}.${input.attempt}`;
+          const callKey = agentCallKey(input);
           listening = callKey;
           approvals.set(callKey, ({ approval, prompt, required_role }) =>
             send({ type: "node.approval_required", node, approval, prompt, required_role }),
@@ -215,30 +250,11 @@ export function recipeImplementations(
         };
         asked()
           .then((request) =>
-            host.services.callAgent(request, abort.signal, 1, (part) => {
-              const stream_id = `${node}:${part.stream}`;
-              if (part.type === "start")
-                send({ type: "node.stream.start", node, stream_id, content_type: part.content_type ?? "text/plain" });
-              else if (part.type === "chunk")
-                send({ type: "node.stream.chunk", node, stream_id, delta: part.delta ?? "" });
-              else if (part.type === "intercepted") {
-                const { interceptor, action, reason } = part;
-                send({ type: "node.stream.intercepted", node, stream_id, interceptor, action, reason });
-              } else send({ type: "node.stream.end", node, stream_id });
-            }),
+            host.services.callAgent(request, abort.signal, 1, (part) => send(nodeStreamEvent(node, part))),
           )
           .then(
-            (reply) =>
-              send({
-                type: "node.answered",
-                node,
-                output: answerOf(reply),
-                agent: reply.agent_id,
-                worker: reply.worker,
-                elapsed_ms: reply.elapsed_ms,
-                ...(reply.usage ? { usage: reply.usage } : {}),
-              }),
-            (error: unknown) => send({ type: "node.failed", node, code: codeOf(error), message: messageOf(error) }),
+            (reply) => send(nodeAnswered(node, reply)),
+            (error: unknown) => send(nodeFailed(node, error)),
           );
         return () => {
           runSignal.removeEventListener("abort", stop);
