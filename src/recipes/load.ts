@@ -1,7 +1,6 @@
 import { readFileSync } from "node:fs";
 import type { z } from "zod";
 import { AgentId } from "../contracts/ids.ts";
-import { ToolName, type ToolRisk } from "../contracts/tool.ts";
 import { ConclaveError } from "../errors.ts";
 import { type Expr, parseExpression } from "./expression.ts";
 import { graphShape, RecipeShapeError, targetsOf } from "./forks.ts";
@@ -10,6 +9,7 @@ import { DEFAULT_POLICY, type Persistence, type Recipe, type RecipeNode, type Tr
 import type { FullTopology, GraphRecipeDocument as GraphDocument } from "./schema.ts";
 import { parseGraphDocument, WorkflowRecipeDocument } from "./schema.ts";
 import { parseRecipeText, type RecipeIssue, RecipeValidationError } from "./text.ts";
+import { agentToolsOf, toolRisksOf } from "./toolRefs.ts";
 
 // Loading starts from text and ends naming the agents a recipe calls: one import for callers.
 export { agentRefsOf, checkAgentRefs } from "./agentRefs.ts";
@@ -289,24 +289,6 @@ class LoadContext {
         delegates: definition.delegates.map((ref, index) => agentOf(`definitions.${name}.delegates.${index}`, ref)),
       };
     };
-    /** The tools an agent definition lists (tool definition ids), as Conclave tool names. */
-    const toolsOf = (path: string, name: string): { tools?: string[] } => {
-      const definition = doc.definitions[name];
-      if (definition?.type !== "agent" || !definition.tools?.length) return {};
-      const tools: string[] = [];
-      for (const [index, ref] of definition.tools.entries()) {
-        const tool = doc.definitions[ref];
-        if (tool?.type !== "tool")
-          this.issue(`definitions.${name}.tools.${index}`, `'${ref}' is not a tool definition (used by ${path})`);
-        else if (toolNameOf(tool)) tools.push(toolNameOf(tool)!);
-        else
-          this.issue(
-            `definitions.${ref}.name`,
-            `neither '${tool.name}' nor '${tool.id}' is a Conclave tool name (a lowercase word of a-z, 0-9 and '_')`,
-          );
-      }
-      return { tools };
-    };
     const nodes: RecipeNode[] = [];
     for (const [id, step] of Object.entries(doc.workflow.steps)) {
       const path = `workflow.steps.${id}`;
@@ -321,7 +303,7 @@ class LoadContext {
             ...(step.system_prompt ? { system_prompt: step.system_prompt } : {}),
             inputs_map: step.inputs ?? {},
             output_key: step.output_key ?? id,
-            ...toolsOf(`${path}.agent`, step.agent),
+            ...agentToolsOf(doc.definitions, step.agent, `${path}.agent`, (at, message) => this.issue(at, message)),
             ...delegatesOf(step.agent),
             next,
           });
@@ -499,19 +481,4 @@ function provenanceOf(metadata: {
     ...(metadata.generation_rationale ? { generation_rationale: metadata.generation_rationale } : {}),
     ...(metadata.original_user_intent ? { original_user_intent: metadata.original_user_intent } : {}),
   };
-}
-
-/** The risk a workflow's tool definitions declare, by tool name (the stricter of it and the tool's own applies). */
-function toolRisksOf(definitions: WorkflowRecipeDocument["definitions"]): { tool_risks?: Record<string, ToolRisk> } {
-  const risks: Record<string, ToolRisk> = {};
-  for (const definition of Object.values(definitions)) {
-    const name = definition.type === "tool" ? toolNameOf(definition) : undefined;
-    if (name && definition.type === "tool" && definition.risk_level) risks[name] = definition.risk_level;
-  }
-  return Object.keys(risks).length > 0 ? { tool_risks: risks } : {};
-}
-
-/** The Conclave tool a workflow tool definition names: its `name` when that is a tool name, else its `id`. */
-function toolNameOf(definition: { name: string; id: string }): string | undefined {
-  return [definition.name, definition.id].find((candidate) => ToolName.safeParse(candidate).success);
 }

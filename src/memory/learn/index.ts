@@ -15,8 +15,6 @@ export {
   MEMORY_LEARNING_SCHEMA_NAME,
   type MemoryLearningAnswer,
   MemoryLearningSchema,
-  RESOLVE_COVERAGE,
-  resolvesThread,
   type ThreadRef,
   type TurnToLearn,
 } from "./extract.ts";
@@ -43,4 +41,5 @@ export {
 } from "./persona.ts";
 export { MEMORY_PHASES, type MemoryPhase, phaseWarning } from "./phases.ts";
 export { estimateTokens, type RankItem, type RankOptions, rankMemory } from "./rank.ts";
+export { RESOLVE_COVERAGE, resolvesThread } from "./threadRules.ts";
 export { MAX_TOPICS, slugOf, stemWord, topicOfWord, topicsOf, wordsOf } from "./topics.ts";

@@ -3,7 +3,7 @@ import type { ConsumerMessages, JetStreamClient, JetStreamManager, JsMsg } from 
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
 import type { Service } from "@nats-io/services";
-import { createActor, type InspectionEvent, type Observer } from "xstate";
+import { createActor } from "xstate";
 import { sessionMachine } from "../../../machines/session.ts";
 import { defaultTurnPolicy } from "../../../machines/turn/index.ts";
 import { AgentDirectory } from "../../agents/directory.ts";
@@ -12,85 +12,35 @@ import { RUNNER_CONSUMER, streams, subjects } from "../../bus/subjects.ts";
 import { TurnCancellations } from "../../bus/turnCancellations.ts";
 import type { EngineEvent } from "../../contracts/events.ts";
 import type { TurnCancelled } from "../../contracts/turn.ts";
-import type { TurnPolicy } from "../../contracts/turnProtocol.ts";
 import type { WalEntry } from "../../contracts/wal.ts";
 import { ConclaveError, isConclaveError, messageOf } from "../../errors.ts";
 import { ensureDeadLetterStream, ensureEventStream, ensureTurnWal, MAX_TURN_ATTEMPTS } from "../../eventlog/streams.ts";
 import { EventLogWriter } from "../../eventlog/writer.ts";
-import { type BlackboardOptions, BlackboardStores, blackboardOptionsFromEnv } from "../../recipes/blackboard/open.ts";
-import { ToolPolicy, type ToolPolicyInput } from "../../tools/policy.ts";
+import { BlackboardStores, blackboardOptionsFromEnv } from "../../recipes/blackboard/open.ts";
+import { ToolPolicy } from "../../tools/policy.ts";
 import { IdempotencyStore } from "../intake/idempotency.ts";
 import { serveIntake } from "../intake/service.ts";
 import { storedRecordScreen, withInterceptors } from "../interception/intercepted.ts";
-import { defaultInterceptors, type InterceptorChains } from "../interception/interceptors.ts";
+import { defaultInterceptors } from "../interception/interceptors.ts";
 import { type Logger, silentLogger, turnFields } from "../log.ts";
 import { provideTurn } from "../provideTurn.ts";
-import type { LogicHandler } from "../recipes/recipeActors.ts";
 import { recipeStartOf } from "../recipes/recipeStart.ts";
 import { recipeTurnLogic } from "../recipes/recipeTurn.ts";
 import { SuspensionTimers } from "../recipes/suspensionTimers.ts";
 import { remoteTurnServices } from "../remoteTurnServices.ts";
 import { type SessionSnapshot, SessionStore } from "../sessionStore.ts";
 import { ToolGate } from "../tools/toolGate.ts";
-import type { TurnServices } from "../turnServices.ts";
 import { TurnStatusStore } from "../turnStatusStore.ts";
 import { decideDelivery, decideRedelivery, decideTakeover, parseEntry } from "./delivery.ts";
 import { SessionLeases } from "./leases.ts";
 import { TurnLedger, turnKey } from "./ledger.ts";
+import type { RunnerOptions } from "./options.ts";
 import { type SessionActor, SessionHost } from "./sessionHost.ts";
 import { readForTakeover } from "./takeover.ts";
 import { TurnEnds } from "./turnEnds.ts";
 import { TurnOrder } from "./turnOrder.ts";
 
-/** How a runner runs turns. Every field has a default. */
-export interface RunnerOptions {
-  /** Stage deadlines and agent budgets. Default: defaultTurnPolicy. */
-  policy?: TurnPolicy;
-  /**
-   * Where the turn's work is done. Default: workers over NATS.
-   * @internal tests and benchmarks run the stages in-process
-   */
-  services?: TurnServices;
-  /** Request and response interceptors. Default: prompt-injection guard and PII redaction. */
-  interceptors?: InterceptorChains;
-  /** Turns that waited longer than this before a runner took them are expired, not run. Default 10 min. */
-  turnTtlMs?: number;
-  /** A replay checkpoint is saved every this many turns of a session. Default 10. */
-  checkpointEvery?: number;
-  /** This runner's name in leases and turn status. Default `<host>:<pid>`. */
-  id?: string;
-  /** Where the runner logs. Default: nothing. */
-  log?: Logger;
-  /** Receives the inspection events of every session and turn actor (the Stately inspector's protocol). */
-  inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
-  /** How recipe runs are hosted. Every field has a default. */
-  recipes?: RecipeRunnerOptions;
-}
-
-/** How a runner hosts recipe runs. */
-export interface RecipeRunnerOptions {
-  /**
-   * Handlers for workflow `logic` steps, by step id. A recipe with a `logic` step that has no
-   * handler here is refused: the document's own code never runs. Default: none.
-   */
-  logicHandlers?: Record<string, LogicHandler>;
-  /**
-   * Where blackboards with `persistence: redis` / `postgres` are kept. Default: the
-   * `CONCLAVE_REDIS_URL` / `CONCLAVE_POSTGRES_URL` environment variables; without them
-   * such recipes fail with a clear error. `nats` (the default persistence) needs nothing.
-   */
-  blackboard?: Pick<BlackboardOptions, "redisUrl" | "postgresUrl" | "timeoutMs">;
-  /** Budget of one agent call of a recipe node. Default 60 s (capped by the run's own deadline). */
-  nodeTimeoutMs?: number;
-  /**
-   * How recipe agents' tool calls are governed: the runner's policy (a recipe's `policy.tools`
-   * applies too, and for each call the stricter wins). Default: DEFAULT_TOOL_POLICY (allow, with
-   * `critical` tools refused until approved, 32 calls a turn, 4 at once per session).
-   */
-  toolPolicy?: ToolPolicyInput;
-  /** Budget of one tool call. Default 30 s. */
-  toolTimeoutMs?: number;
-}
+export type { RecipeRunnerOptions, RunnerOptions } from "./options.ts";
 
 /**
  * Hosts session and turn actors. Its parts, one job each:

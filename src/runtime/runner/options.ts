@@ -1,0 +1,58 @@
+import type { InspectionEvent, Observer } from "xstate";
+import type { TurnPolicy } from "../../contracts/turnProtocol.ts";
+import type { BlackboardOptions } from "../../recipes/blackboard/open.ts";
+import type { ToolPolicyInput } from "../../tools/policy.ts";
+import type { InterceptorChains } from "../interception/interceptors.ts";
+import type { Logger } from "../log.ts";
+import type { LogicHandler } from "../recipes/recipeActors.ts";
+import type { TurnServices } from "../turnServices.ts";
+
+/** How a runner runs turns. Every field has a default. */
+export interface RunnerOptions {
+  /** Stage deadlines and agent budgets. Default: defaultTurnPolicy. */
+  policy?: TurnPolicy;
+  /**
+   * Where the turn's work is done. Default: workers over NATS.
+   * @internal tests and benchmarks run the stages in-process
+   */
+  services?: TurnServices;
+  /** Request and response interceptors. Default: prompt-injection guard and PII redaction. */
+  interceptors?: InterceptorChains;
+  /** Turns that waited longer than this before a runner took them are expired, not run. Default 10 min. */
+  turnTtlMs?: number;
+  /** A replay checkpoint is saved every this many turns of a session. Default 10. */
+  checkpointEvery?: number;
+  /** This runner's name in leases and turn status. Default `<host>:<pid>`. */
+  id?: string;
+  /** Where the runner logs. Default: nothing. */
+  log?: Logger;
+  /** Receives the inspection events of every session and turn actor (the Stately inspector's protocol). */
+  inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
+  /** How recipe runs are hosted. Every field has a default. */
+  recipes?: RecipeRunnerOptions;
+}
+
+/** How a runner hosts recipe runs. */
+export interface RecipeRunnerOptions {
+  /**
+   * Handlers for workflow `logic` steps, by step id. A recipe with a `logic` step that has no
+   * handler here is refused: the document's own code never runs. Default: none.
+   */
+  logicHandlers?: Record<string, LogicHandler>;
+  /**
+   * Where blackboards with `persistence: redis` / `postgres` are kept. Default: the
+   * `CONCLAVE_REDIS_URL` / `CONCLAVE_POSTGRES_URL` environment variables; without them
+   * such recipes fail with a clear error. `nats` (the default persistence) needs nothing.
+   */
+  blackboard?: Pick<BlackboardOptions, "redisUrl" | "postgresUrl" | "timeoutMs">;
+  /** Budget of one agent call of a recipe node. Default 60 s (capped by the run's own deadline). */
+  nodeTimeoutMs?: number;
+  /**
+   * How recipe agents' tool calls are governed: the runner's policy (a recipe's `policy.tools`
+   * applies too, and for each call the stricter wins). Default: DEFAULT_TOOL_POLICY (allow, with
+   * `critical` tools refused until approved, 32 calls a turn, 4 at once per session).
+   */
+  toolPolicy?: ToolPolicyInput;
+  /** Budget of one tool call. Default 30 s. */
+  toolTimeoutMs?: number;
+}
