@@ -4,6 +4,7 @@ import type { AgentContext } from "../../src/contracts/agent.ts";
 import type { CouncilDecision, StreamId, VoiceRequest } from "../../src/contracts/council.ts";
 import type { CriticResult } from "../../src/contracts/critic.ts";
 import type { EventPayload } from "../../src/contracts/events.ts";
+import type { LedgerDigest } from "../../src/contracts/ledger.ts";
 import type { Stage, TurnWarning } from "../../src/contracts/turn.ts";
 import { type TurnOutcome, turnOutcome } from "../../src/contracts/turn.ts";
 import type { TurnPolicy } from "../../src/contracts/turnProtocol.ts";
@@ -42,6 +43,8 @@ export interface TurnContext extends TurnInput {
   /** What the memory knows of the user, and threads left open, ranked for this turn's message. */
   user_facts: string[];
   open_threads: string[];
+  /** The session's truth and task ledgers in short; null when both are empty. */
+  ledgers: LedgerDigest | null;
   waves: string[][];
   wave: number;
   /** Agents of the current wave that have neither replied nor failed yet. */
@@ -85,6 +88,7 @@ export const initialContext = ({ input }: { input: TurnInput }): TurnContext => 
   episodes: [],
   user_facts: [],
   open_threads: [],
+  ledgers: null,
   waves: [],
   wave: 0,
   wave_pending: [],
@@ -147,6 +151,7 @@ export const agentContext = (context: TurnContext): AgentContext => ({
   episodes: context.episodes,
   ...(context.user_facts.length > 0 ? { user_facts: context.user_facts } : {}),
   ...(context.open_threads.length > 0 ? { open_threads: context.open_threads } : {}),
+  ...(context.ledgers ? { ledgers: context.ledgers } : {}),
 });
 
 /** COUNCIL_DECISION_MADE's payload for a decision. */

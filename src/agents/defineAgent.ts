@@ -6,6 +6,7 @@ import {
   Contribution,
   type RecipeCallContext,
 } from "../contracts/agent.ts";
+import type { LedgerDigest } from "../contracts/ledger.ts";
 import type { Episode } from "../contracts/workspace.ts";
 import { ConclaveError } from "../errors.ts";
 import type { AgentTools } from "./agentTools.ts";
@@ -48,6 +49,11 @@ export interface AgentMemoryView {
   readonly userFacts: readonly string[];
   /** Threads left open in earlier turns. */
   readonly openThreads: readonly string[];
+  /**
+   * The session's truth and task ledgers in short (active facts, the task's
+   * goal, open items and blockers); null when both are empty.
+   */
+  readonly ledgers: LedgerDigest | null;
 }
 
 /** Everything an agent's `run` is given. */

@@ -91,6 +91,7 @@ export async function runAgent(
       episodes: request.context.episodes,
       userFacts: request.context.user_facts ?? [],
       openThreads: request.context.open_threads ?? [],
+      ledgers: request.context.ledgers ?? null,
     },
     // The offline mode has no model for the agent itself (the offline tool model serves only ctx.tools.run).
     model: options.model && steps.model ? agentModel(steps.model, agent, request, signal, count) : undefined,

@@ -57,6 +57,14 @@ export const subjects = {
   /** Public: search a session's memory (MemorySearchRequest); a runner relays it to the memory service. */
   memorySearch: (sessionId: string) => `${SUBJECT_ROOT}.memory.search.${sessionId}`,
   memorySearchAll: `${SUBJECT_ROOT}.memory.search.*`,
+  /** Public: a ledger operation on a session (LedgerRequest): the truth and task ledgers, served by runners. */
+  ledger: (sessionId: string) => `${SUBJECT_ROOT}.ledger.${sessionId}`,
+  ledgerAll: `${SUBJECT_ROOT}.ledger.*`,
+  /**
+   * JetStream (the event log): a session's ledger events. Two tokens after the session,
+   * so `sessionEvents` (one token: the turns) does not match them.
+   */
+  ledgerEvents: (sessionId: string) => `${SUBJECT_ROOT}.events.${sessionId}.ledger.entries`,
   /** A runner asks the memory service (workers) for a search. */
   memoryQuery: `${SUBJECT_ROOT}.memory.query`,
   /** JetStream write-ahead log of accepted turns, one subject per session (keeps their order). */
@@ -96,4 +104,6 @@ export const buckets = {
   suspended: "conclave_suspended",
   /** The memory graph (src/memory/graph): keys `<session>.n.<node id>` and `<session>.e.<edge hash>`. */
   memoryGraph: "conclave_memory_graph",
+  /** The ledgers' projection (src/ledgers): key `<session>`, both ledgers folded from the log, for fast reads. */
+  ledgers: "conclave_ledgers",
 } as const;

@@ -38,6 +38,14 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<Command> }
     summary: "search a session's memory (facts, threads, episodes)",
     load: () => import("./commands/memory.ts"),
   },
+  truth: {
+    summary: "a session's truth ledger: upsert, resolve, query facts with evidence",
+    load: () => import("./commands/truth.ts"),
+  },
+  task: {
+    summary: "a session's task ledger: spec, items, blockers",
+    load: () => import("./commands/task.ts"),
+  },
   rollback: {
     summary: "undo a finished turn's executed write tool calls, last first",
     load: () => import("./commands/rollback.ts"),

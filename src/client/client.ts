@@ -14,6 +14,7 @@ import { isStreamNotFound } from "../eventlog/streams.ts";
 import { type SimulationTrace, simulationTrace } from "../recipes/trace.ts";
 import { TurnStatusStore } from "../runtime/turnStatusStore.ts";
 import { type ApprovalOptions, answerApproval, listApprovals, type PendingApproval } from "./approvals.ts";
+import { type LedgersClient, ledgerClients, type TaskLedgerClient, type TruthLedgerClient } from "./ledgers.ts";
 import { type RecipeRunResult, type ResumeOptions, type RunOptions, resumeRun, runRecipe } from "./recipeRun.ts";
 import { type SubmitOptions, streamTurn, type TurnStream } from "./turnStream.ts";
 import { checkSessionId, checkTurnId, InvalidRequestError } from "./turns.ts";
@@ -124,6 +125,12 @@ export interface ConclaveClient {
      */
     search(sessionId: string, query: string, options?: { limit?: number }): Promise<MemoryItem[]>;
   };
+  /** A session's truth ledger (facts with evidence), stored as events on its log. */
+  readonly truth: TruthLedgerClient;
+  /** A session's task ledger (spec, items, blockers), stored as events on its log. */
+  readonly task: TaskLedgerClient;
+  /** Both ledgers at once, and their replay from the log. */
+  readonly ledgers: LedgersClient;
   /** Tool calls waiting for a person's approval (of one session, or all), oldest first. */
   approvals(sessionId?: string): Promise<PendingApproval[]>;
   /**
@@ -218,6 +225,7 @@ export async function connect(options: ConnectOptions = {}): Promise<ConclaveCli
         return reply.items;
       },
     },
+    ...ledgerClients(nc, timeoutMs),
     rollback: (sessionId, turnId) => {
       checkSessionId(sessionId);
       checkTurnId(turnId);

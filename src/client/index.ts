@@ -1,5 +1,6 @@
 /**
- * `conclave/client`: submit turns, run recipes, follow and read their events, cancel them, answer suspended runs.
+ * `conclave/client`: submit turns, run recipes, follow and read their events, cancel them, answer suspended runs,
+ * search memory, read and write the truth and task ledgers.
  *
  * @example
  * ```ts
@@ -16,6 +17,17 @@
  */
 
 export type { EngineEvent, EventKind, EventPayload } from "../contracts/events.ts";
+export type {
+  LedgerDigest,
+  LedgerReplay,
+  Ledgers,
+  TaskBlocker,
+  TaskItem,
+  TaskSpec,
+  TaskState,
+  TruthFact,
+  TruthState,
+} from "../contracts/ledger.ts";
 export type { MemoryItem } from "../contracts/memory.ts";
 export type { JsonObject, ResumeReply, ToolApproval } from "../contracts/recipeRun.ts";
 export type { RollbackReply } from "../contracts/tool.ts";
@@ -39,6 +51,7 @@ export {
   type SessionEvent,
   type TurnStatusView,
 } from "./client.ts";
+export type { LedgersClient, LedgerWriteOptions, TaskLedgerClient, TruthLedgerClient } from "./ledgers.ts";
 export type { RecipeRunResult, ResumeOptions, RunOptions } from "./recipeRun.ts";
 export type { SubmitOptions, TurnResult, TurnStream } from "./turnStream.ts";
 export { InvalidRequestError, TurnFailedError, TurnTimeoutError } from "./turns.ts";

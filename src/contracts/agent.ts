@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { AgentId, SessionId, TurnId } from "./ids.ts";
+import { LedgerDigest } from "./ledger.ts";
 import { ToolManifest } from "./tool.ts";
 import { Usage } from "./usage.ts";
 import { Claim, Episode, Modulators, Sensors, Stance, StanceDelta } from "./workspace.ts";
@@ -88,6 +89,8 @@ export const AgentContext = z.object({
   /** What the memory knows of the user, and threads left open, for this turn (may be empty). */
   user_facts: z.array(z.string()).optional(),
   open_threads: z.array(z.string()).optional(),
+  /** The session's truth and task ledgers in short (absent when both are empty). */
+  ledgers: LedgerDigest.optional(),
 });
 export type AgentContext = z.infer<typeof AgentContext>;
 

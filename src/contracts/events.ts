@@ -4,12 +4,13 @@ import { StreamId } from "./council.ts";
 import { CriticResult } from "./critic.ts";
 import { ErrorCode } from "./errors.ts";
 import { SessionId, TurnId } from "./ids.ts";
+import { MemoryRetrieveReply } from "./memory.ts";
 import { RecipeEventPayloads } from "./recipeRun.ts";
 import { PlanWavesReply } from "./scheduler.ts";
 import { ToolEventPayloads } from "./tool.ts";
 import { Stage, TurnOutcome, TurnWarning } from "./turn.ts";
 import { TurnUsage } from "./usage.ts";
-import { Claim, Episode, Modulators, Sensors, Stance, StanceDelta } from "./workspace.ts";
+import { Claim, Modulators, Sensors, Stance, StanceDelta } from "./workspace.ts";
 
 /**
  * Every event kind a turn writes, each with its payload schema. The order in
@@ -38,11 +39,8 @@ export const EventPayloads = {
     stream_id: StreamId,
   }),
   SAFETY_INTERRUPT: z.object({ reason: z.string(), sensor: z.string(), value: z.number() }),
-  MEMORY_RETRIEVED: z.object({
-    episodes: z.array(Episode),
-    user_facts: z.array(z.string()),
-    open_threads: z.array(z.string()),
-  }),
+  /** What the context stage retrieved: episodes, user facts, open threads, the ledgers' digest. */
+  MEMORY_RETRIEVED: MemoryRetrieveReply,
   WORKSPACE_PATCHED: z.object({ patch: z.record(z.string(), z.unknown()) }),
   /** The scheduler's plan: the waves, every candidate's score, who was left out and why, the token budget. */
   SCHEDULE_PLANNED: PlanWavesReply,

@@ -4,6 +4,7 @@ export * from "./critic.ts";
 export * from "./errors.ts";
 export * from "./events.ts";
 export * from "./ids.ts";
+export * from "./ledger.ts";
 export * from "./memory.ts";
 export * from "./recipeRun.ts";
 export * from "./scheduler.ts";

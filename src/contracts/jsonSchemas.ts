@@ -11,6 +11,10 @@ export const WIRE_SCHEMAS = {
   TurnOutcome: contracts.TurnOutcome,
   ResumeRequest: contracts.ResumeRequest,
   ResumeReply: contracts.ResumeReply,
+  /** A ledger operation (`conclave.ledger.<session>`), its reply, and a ledger event as stored on the log. */
+  LedgerRequest: contracts.LedgerRequest,
+  LedgerReply: contracts.LedgerReply,
+  LedgerEvent: contracts.LedgerEvent,
   /** Not sent as such: what `conclave trace` and `client.trace` return. */
   SimulationTrace,
   AgentRequest: contracts.AgentRequest,

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { SessionId, TurnId } from "./ids.ts";
+import { LedgerDigest } from "./ledger.ts";
 import { TurnWarning } from "./turn.ts";
 import { Episode } from "./workspace.ts";
 
@@ -15,6 +16,13 @@ export const MemoryRetrieveReply = z.object({
   episodes: z.array(Episode),
   user_facts: z.array(z.string()),
   open_threads: z.array(z.string()),
+  /**
+   * Standing instructions on how to answer the user (procedural memory: "Keep answers short",
+   * "Answer in Spanish"), those an adapter applied, the most recently taught first, a few at most.
+   */
+  procedures: z.array(z.string()).max(20).optional(),
+  /** The session's truth and task ledgers in short (added by the runner; absent when both are empty). */
+  ledgers: LedgerDigest.optional(),
 });
 export type MemoryRetrieveReply = z.infer<typeof MemoryRetrieveReply>;
 

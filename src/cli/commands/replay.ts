@@ -1,5 +1,6 @@
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connectBus } from "../../bus/connection.ts";
+import { LedgerStore } from "../../ledgers/ledgerStore.ts";
 import { replaySession } from "../../runtime/replay.ts";
 import { SessionStore } from "../../runtime/sessionStore.ts";
 import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFrom, parse, sessionArg } from "../args.ts";
@@ -11,7 +12,9 @@ Usage: conclave replay --session <id> [--json]
 
 Starts from the session's latest checkpoint (saved every 10 turns), folds the
 events of every later turn (the final attempt of each), and compares the result
-with the state the runner stored. Exit status 0 when they match, 1 when not.
+with the state the runner stored. Then folds the session's truth and task
+ledgers again from their events on the log and compares them with the stored
+projection. Exit status 0 when both match, 1 when not.
 
 ${CONNECTION_HELP}
 
@@ -30,8 +33,11 @@ export async function run(argv: string[]): Promise<number> {
   const session = sessionArg(values.session);
   const nc = await connectBus(connectionFrom(values, "runner", false));
   try {
-    const result = await replaySession(jetstream(nc), await jetstreamManager(nc), await SessionStore.open(nc), session);
-    if (values.json) console.log(JSON.stringify(result));
+    const [result, ledgers] = await Promise.all([
+      replaySession(jetstream(nc), await jetstreamManager(nc), await SessionStore.open(nc), session),
+      LedgerStore.open(nc).then((store) => store.replay(session)),
+    ]);
+    if (values.json) console.log(JSON.stringify({ ...result, ledgers }));
     else {
       console.log(
         `session ${session}: replayed turns ${result.from_turn_id + 1}..${result.from_turn_id + result.turns_replayed}${result.from_turn_id > 0 ? ` (from the checkpoint after turn ${result.from_turn_id})` : " (from the start)"}`,
@@ -44,8 +50,17 @@ export async function run(argv: string[]): Promise<number> {
           ? "✔ matches the stored state"
           : `✗ differs from the stored state:\n  ${result.differences.join("\n  ")}`,
       );
+      const { rebuilt } = ledgers;
+      console.log(
+        `ledgers: ${rebuilt.events} events folded: ${rebuilt.truth.facts.length} facts, ${rebuilt.task.items.length} task items, ${rebuilt.task.blockers.length} blockers`,
+      );
+      console.log(
+        ledgers.matches
+          ? "✔ ledgers match the stored projection"
+          : `✗ ledgers differ from the stored projection:\n  ${ledgers.differences.join("\n  ")}`,
+      );
     }
-    return result.matches ? 0 : 1;
+    return result.matches && ledgers.matches ? 0 : 1;
   } finally {
     await nc.close();
   }

@@ -5,6 +5,7 @@ import { subjects } from "../../bus/subjects.ts";
 import type { SuspensionTimers } from "../recipes/suspensionTimers.ts";
 import { serveCancel } from "./cancel.ts";
 import { acceptSubmission, type IngressDeps } from "./ingress.ts";
+import { type LedgerDeps, serveLedger } from "./ledger.ts";
 import { serveMemorySearch } from "./memorySearch.ts";
 import { serveResume } from "./resume.ts";
 import { serveRollback } from "./rollback.ts";
@@ -12,12 +13,12 @@ import { serveWatch, type WatchDeps } from "./watch.ts";
 
 /**
  * The runners' NATS service (`conclave-runner`, shared by every runner as a
- * queue group): submissions, cancellations and watches, from clients of the runtime's
+ * queue group): submissions, cancellations, watches, memory search and the ledgers, from clients of the runtime's
  * account and, through their accounts' imports, from tenants.
  */
 export async function serveIntake(
   nc: NatsConnection,
-  deps: IngressDeps & WatchDeps & { timers: SuspensionTimers },
+  deps: IngressDeps & WatchDeps & LedgerDeps & { timers: SuspensionTimers },
 ): Promise<Service> {
   const service = await guardedServices(nc).add({
     name: "conclave-runner",
@@ -39,6 +40,7 @@ export async function serveIntake(
   endpoint("resume", subjects.turnResumeAll, (msg) => serveResume(deps, msg));
   endpoint("rollback", subjects.turnRollbackAll, (msg) => serveRollback(deps, msg));
   endpoint("memory_search", subjects.memorySearchAll, (msg) => serveMemorySearch(deps, msg));
+  endpoint("ledger", subjects.ledgerAll, (msg) => serveLedger(deps, msg));
   endpoint("tenant_watch", subjects.tenantWatchAll, (msg) => serveWatch(deps, msg));
   return service;
 }

@@ -16,12 +16,14 @@ import type { WalEntry } from "../../contracts/wal.ts";
 import { ConclaveError, isConclaveError, messageOf } from "../../errors.ts";
 import { ensureDeadLetterStream, ensureEventStream, ensureTurnWal, MAX_TURN_ATTEMPTS } from "../../eventlog/streams.ts";
 import { EventLogWriter } from "../../eventlog/writer.ts";
+import { LedgerStore } from "../../ledgers/ledgerStore.ts";
 import { BlackboardStores, blackboardOptionsFromEnv } from "../../recipes/blackboard/open.ts";
 import { ToolPolicy } from "../../tools/policy.ts";
 import { IdempotencyStore } from "../intake/idempotency.ts";
 import { serveIntake } from "../intake/service.ts";
 import { storedRecordScreen, withInterceptors } from "../interception/intercepted.ts";
 import { defaultInterceptors } from "../interception/interceptors.ts";
+import { withLedgerDigest } from "../ledgerContext.ts";
 import { type Logger, silentLogger, turnFields } from "../log.ts";
 import { provideTurn } from "../provideTurn.ts";
 import { recipeStartOf } from "../recipes/recipeStart.ts";
@@ -80,6 +82,8 @@ export class Runner {
   readonly #directory: Promise<AgentDirectory>;
   /** Where workers ask for their agents' tool calls. */
   readonly #tools: ToolGate;
+  /** The sessions' truth and task ledgers (agents get their digest; clients read and write them). */
+  readonly #ledgers: LedgerStore;
   #messages: ConsumerMessages | null = null;
 
   private constructor(
@@ -90,6 +94,7 @@ export class Runner {
       store: SessionStore;
       statuses: TurnStatusStore;
       leases: SessionLeases;
+      ledgers: LedgerStore;
     },
     options: RunnerOptions,
   ) {
@@ -98,6 +103,7 @@ export class Runner {
     this.#jsm = deps.jsm;
     this.#statuses = deps.statuses;
     this.#leases = deps.leases;
+    this.#ledgers = deps.ledgers;
     this.#log = options.log ?? silentLogger;
     this.#options = { turnTtlMs: options.turnTtlMs ?? 600_000, checkpointEvery: options.checkpointEvery ?? 10 };
     this.#writer = new EventLogWriter(deps.js, {
@@ -130,13 +136,17 @@ export class Runner {
     const jsm = await jetstreamManager(nc);
     await Promise.all([ensureEventStream(jsm), ensureTurnWal(jsm), ensureDeadLetterStream(jsm)]);
     const id = options.id ?? `${hostname()}:${process.pid}`;
-    const [store, statuses, leases, idempotency] = await Promise.all([
+    const log = options.log ?? silentLogger;
+    const [store, statuses, leases, idempotency, ledgers] = await Promise.all([
       SessionStore.open(nc),
       TurnStatusStore.open(nc),
       SessionLeases.open(nc, id),
       IdempotencyStore.open(nc, id),
+      LedgerStore.open(nc, {
+        onInvalid: (subject, seq) => log.warn(`stored message ${subject} (seq ${seq}) is not a ledger event: skipped`),
+      }),
     ]);
-    const runner = new Runner(nc, { js, jsm, store, statuses, leases }, options);
+    const runner = new Runner(nc, { js, jsm, store, statuses, leases, ledgers }, options);
     // A cancelled turn running here stops; one not here yet is ended as soon as it arrives.
     runner.#cancellations = new TurnCancellations(nc, ({ session_id, turn_id, reason }) =>
       runner.#sessions.ifRunning(session_id)?.send({ type: "turn.cancel", turn_id, reason }),
@@ -152,6 +162,7 @@ export class Runner {
       statuses,
       idempotency,
       timers: runner.#timers,
+      ledgers,
       log: runner.#log,
       recipes: {
         logicHandlers: Object.keys(options.recipes?.logicHandlers ?? {}),
@@ -168,7 +179,11 @@ export class Runner {
   #sessionFactory(options: RunnerOptions) {
     const chains = options.interceptors ?? defaultInterceptors();
     const services = withInterceptors(
-      options.services ?? remoteTurnServices(this.#nc, { directory: this.#directory }),
+      withLedgerDigest(
+        options.services ?? remoteTurnServices(this.#nc, { directory: this.#directory }),
+        this.#ledgers,
+        this.#log,
+      ),
       chains,
     );
     const stored = storedRecordScreen(chains);

@@ -1,0 +1,54 @@
+import { connectBus } from "../bus/connection.ts";
+import { type ConclaveClient, connect } from "../client/client.ts";
+import type { TaskBlocker, TaskItem, TaskState, TruthFact } from "../contracts/ledger.ts";
+import { CONNECTION_FLAGS, connectionFrom } from "./args.ts";
+
+/** The flags every `conclave truth` and `conclave task` verb takes. */
+export const LEDGER_FLAGS = {
+  ...CONNECTION_FLAGS,
+  session: { type: "string", short: "s" },
+  by: { type: "string" },
+  json: { type: "boolean" },
+} as const;
+
+/** Runs `work` with a client on a connection of the client role, closed afterwards. */
+export async function withClient<T>(
+  values: { "nats-url"?: string; user?: string; password?: string },
+  work: (client: ConclaveClient) => Promise<T>,
+): Promise<T> {
+  const nc = await connectBus(connectionFrom(values, "client", false));
+  try {
+    return await work(await connect({ nc }));
+  } finally {
+    await nc.close();
+  }
+}
+
+/** Prints `value` as one JSON line with --json, else as `lines` (or `empty` on stderr when there are none). */
+export function show(json: boolean | undefined, value: unknown, lines: string[], empty?: string): void {
+  if (json) console.log(JSON.stringify(value));
+  else if (lines.length === 0 && empty) console.error(empty);
+  else for (const line of lines) console.log(line);
+}
+
+export const factLine = (fact: TruthFact): string =>
+  `${fact.id}  ${fact.status.padEnd(8)} ${fact.statement}${fact.confidence !== undefined ? `  (confidence ${fact.confidence})` : ""}${fact.evidence.length > 0 ? `  [evidence: ${fact.evidence.join("; ")}]` : ""}${fact.resolution ? `  — ${fact.resolution}` : ""}`;
+
+export const itemLine = (item: TaskItem): string =>
+  `${item.id}  ${item.status.padEnd(7)} ${item.title}${item.notes.length > 0 ? `  [${item.notes.at(-1)}]` : ""}`;
+
+export const blockerLine = (blocker: TaskBlocker): string =>
+  `${blocker.id}  ${blocker.status.padEnd(8)} ${blocker.message}${blocker.item_id ? `  (blocks ${blocker.item_id})` : ""}${blocker.resolution ? `  — ${blocker.resolution}` : ""}`;
+
+/** The task ledger as lines: the spec, then items, then blockers. */
+export function taskLines(task: TaskState): string[] {
+  const lines: string[] = [];
+  if (task.spec) {
+    lines.push(`goal: ${task.spec.goal}`);
+    for (const constraint of task.spec.constraints) lines.push(`  constraint: ${constraint}`);
+    for (const acceptance of task.spec.acceptance) lines.push(`  done when: ${acceptance}`);
+  }
+  if (task.items.length > 0) lines.push("items:", ...task.items.map((item) => `  ${itemLine(item)}`));
+  if (task.blockers.length > 0) lines.push("blockers:", ...task.blockers.map((blocker) => `  ${blockerLine(blocker)}`));
+  return lines;
+}

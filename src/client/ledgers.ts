@@ -1,0 +1,145 @@
+import type { NatsConnection } from "@nats-io/nats-core";
+import type { z } from "zod";
+import { requestJson } from "../bus/request.ts";
+import { subjects } from "../bus/subjects.ts";
+import {
+  type LedgerDigest,
+  type LedgerOpName,
+  type LedgerReplay,
+  LedgerReply,
+  type LedgerRequest,
+  LedgerResults,
+  type Ledgers,
+  type TaskBlocker,
+  type TaskBlockerInput,
+  type TaskItem,
+  type TaskItemInput,
+  type TaskItemUpdate,
+  type TaskSpec,
+  type TaskState,
+  type TruthFact,
+  type TruthFactInput,
+  type TruthState,
+} from "../contracts/ledger.ts";
+import { checkSessionId } from "./turns.ts";
+
+/** Who makes a change, recorded on it as `by`. Default `user`. */
+export interface LedgerWriteOptions {
+  by?: string;
+}
+
+/**
+ * A session's truth ledger: facts held true, with their evidence. Every change
+ * is an event on the session's log; reads fold the log. Errors: `not_found`
+ * (no such fact), `invalid_request` (each bad field named).
+ */
+export interface TruthLedgerClient {
+  /**
+   * Records a fact, or updates the one with its id (default: derived from the
+   * statement, so the same statement is the same fact): the statement, more
+   * evidence (appended), the confidence; a resolved fact becomes active again.
+   */
+  upsertFact(sessionId: string, fact: z.input<typeof TruthFactInput>, options?: LedgerWriteOptions): Promise<TruthFact>;
+  /** Marks a fact as no longer held (with why). Resolving a resolved fact changes nothing. */
+  resolveFact(
+    sessionId: string,
+    factId: string,
+    options?: LedgerWriteOptions & { resolution?: string },
+  ): Promise<TruthFact>;
+  /** Facts (active by default) about `text` first, then the most recently changed. */
+  queryLedger(
+    sessionId: string,
+    query?: { text?: string; status?: "active" | "resolved" | "all"; limit?: number },
+  ): Promise<TruthFact[]>;
+  /** Both ledgers in short: what agents get in their context. */
+  getLedgerDigest(sessionId: string): Promise<LedgerDigest>;
+  /** Every fact, in the order they were first recorded. */
+  getState(sessionId: string): Promise<TruthState>;
+}
+
+/**
+ * A session's task ledger: the spec, the items of its plan, what blocks them.
+ * Errors: `not_found` (no such item or blocker), `conflict` (an item id taken
+ * by another title), `invalid_request`.
+ */
+export interface TaskLedgerClient {
+  /** Sets (replaces) the task's spec. */
+  setSpec(sessionId: string, spec: z.input<typeof TaskSpec>, options?: LedgerWriteOptions): Promise<TaskState>;
+  /** Adds an item (status `todo` unless given); adding the same one again changes nothing. */
+  addItem(sessionId: string, item: z.input<typeof TaskItemInput>, options?: LedgerWriteOptions): Promise<TaskItem>;
+  /** Changes an item's title or status, or appends a note. */
+  updateItem(sessionId: string, item: z.input<typeof TaskItemUpdate>, options?: LedgerWriteOptions): Promise<TaskItem>;
+  /** Records what blocks the task (or one item, with `item_id`). */
+  recordBlocker(
+    sessionId: string,
+    blocker: z.input<typeof TaskBlockerInput>,
+    options?: LedgerWriteOptions,
+  ): Promise<TaskBlocker>;
+  /** Marks a blocker resolved (with how). */
+  resolveBlocker(
+    sessionId: string,
+    blockerId: string,
+    options?: LedgerWriteOptions & { resolution?: string },
+  ): Promise<TaskBlocker>;
+  /** The spec, items and blockers. */
+  getState(sessionId: string): Promise<TaskState>;
+}
+
+/** Both ledgers at once, and their replay. */
+export interface LedgersClient {
+  /** Both ledgers, folded from the session's log (through the position `through_seq`). */
+  state(sessionId: string): Promise<Ledgers>;
+  /** Folds the session's ledger log again from its first event and compares the result with the stored projection. */
+  replay(sessionId: string): Promise<LedgerReplay>;
+}
+
+/** The three ledger clients over one connection. */
+export function ledgerClients(
+  nc: NatsConnection,
+  timeoutMs: number,
+): { truth: TruthLedgerClient; task: TaskLedgerClient; ledgers: LedgersClient } {
+  const call = async <O extends LedgerOpName>(
+    sessionId: string,
+    op: O,
+    body: Omit<Extract<LedgerRequest, { op: O }>, "session_id" | "op"> | Record<string, unknown> = {},
+  ): Promise<z.infer<(typeof LedgerResults)[O]>> => {
+    checkSessionId(sessionId);
+    const reply = await requestJson(
+      nc,
+      subjects.ledger(sessionId),
+      { session_id: sessionId, op, ...body },
+      LedgerReply,
+      {
+        timeoutMs,
+      },
+    );
+    return LedgerResults[op].parse(reply.result) as z.infer<(typeof LedgerResults)[O]>;
+  };
+  const by = (options?: LedgerWriteOptions) => (options?.by !== undefined ? { by: options.by } : {});
+  const resolution = (options?: { resolution?: string }) =>
+    options?.resolution !== undefined ? { resolution: options.resolution } : {};
+  return {
+    truth: {
+      upsertFact: (sessionId, fact, options) => call(sessionId, "truth.upsert_fact", { fact, ...by(options) }),
+      resolveFact: (sessionId, factId, options) =>
+        call(sessionId, "truth.resolve_fact", { fact_id: factId, ...resolution(options), ...by(options) }),
+      queryLedger: (sessionId, query = {}) => call(sessionId, "truth.query", query),
+      getLedgerDigest: (sessionId) => call(sessionId, "truth.digest"),
+      getState: (sessionId) => call(sessionId, "truth.state"),
+    },
+    task: {
+      setSpec: (sessionId, spec, options) => call(sessionId, "task.set_spec", { spec, ...by(options) }),
+      addItem: (sessionId, item, options) => call(sessionId, "task.add_item", { item, ...by(options) }),
+      updateItem: (sessionId, item, options) => call(sessionId, "task.update_item", { item, ...by(options) }),
+      recordBlocker: (sessionId, blocker, options) =>
+        call(sessionId, "task.record_blocker", { blocker, ...by(options) }),
+      resolveBlocker: (sessionId, blockerId, options) =>
+        call(sessionId, "task.resolve_blocker", { blocker_id: blockerId, ...resolution(options), ...by(options) }),
+      getState: (sessionId) => call(sessionId, "task.state"),
+    },
+    ledgers: {
+      state: (sessionId) => call(sessionId, "ledgers.state"),
+      replay: (sessionId) => call(sessionId, "ledgers.replay"),
+    },
+  };
+}

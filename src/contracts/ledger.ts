@@ -1,0 +1,268 @@
+import { z } from "zod";
+import { SessionId } from "./ids.ts";
+
+/**
+ * The truth and task ledgers of a session (seed 003): what is held true, with
+ * its evidence, and what is being worked on (a spec, items, blockers). They
+ * are stored as events on the session's log (`conclave.events.<session>.ledger.entries`)
+ * and folded from it, so a replay reproduces them; a projection in KV keeps the
+ * fold for fast reads.
+ */
+
+/** Ids of facts, items and blockers: given by the writer, or derived from the text. */
+export const LedgerItemId = z
+  .string()
+  .regex(/^[A-Za-z0-9_.:-]{1,64}$/, "an id is 1-64 characters of A-Z, a-z, 0-9, '_', '.', ':' or '-'");
+
+/** Who changed a ledger: `user` (or a user id) for the client API, `agent:<id>` for an agent. */
+export const LedgerActor = z.string().min(1).max(128);
+
+const Text = (max: number) => z.string().trim().min(1).max(max);
+/** When a change was made: an ISO 8601 time, set by the runner that stored it. */
+const At = z.string().max(40);
+
+/** A fact of the truth ledger: a statement held true (active) or no longer (resolved), with its evidence. */
+export const TruthFact = z.object({
+  id: LedgerItemId,
+  statement: Text(1_000),
+  status: z.enum(["active", "resolved"]),
+  /** What supports it (sources, quotes, tool results), oldest first. */
+  evidence: z.array(Text(1_000)).max(32),
+  /** How sure the writer is, 0..1, when it said. */
+  confidence: z.number().min(0).max(1).optional(),
+  /** Who last changed it. */
+  by: LedgerActor,
+  created_at: At,
+  updated_at: At,
+  /** Why it was resolved (it no longer holds, it was answered, …). */
+  resolution: Text(1_000).optional(),
+});
+export type TruthFact = z.infer<typeof TruthFact>;
+
+/** The truth ledger: every fact, in the order they were first recorded. */
+export const TruthState = z.object({ facts: z.array(TruthFact) });
+export type TruthState = z.infer<typeof TruthState>;
+
+/** What the task is: its goal, the constraints on it, and when it counts as done. */
+export const TaskSpec = z.object({
+  goal: Text(2_000),
+  constraints: z.array(Text(1_000)).max(32).default([]),
+  acceptance: z.array(Text(1_000)).max(32).default([]),
+});
+export type TaskSpec = z.infer<typeof TaskSpec>;
+
+export const TaskItemStatus = z.enum(["todo", "doing", "done", "dropped"]);
+export type TaskItemStatus = z.infer<typeof TaskItemStatus>;
+
+/** One item of the task's plan. */
+export const TaskItem = z.object({
+  id: LedgerItemId,
+  title: Text(500),
+  status: TaskItemStatus,
+  /** Notes added by updates, oldest first (the last 20). */
+  notes: z.array(Text(1_000)).max(20),
+  by: LedgerActor,
+  created_at: At,
+  updated_at: At,
+});
+export type TaskItem = z.infer<typeof TaskItem>;
+
+/** Something in the way, of the whole task or of one item. */
+export const TaskBlocker = z.object({
+  id: LedgerItemId,
+  message: Text(1_000),
+  item_id: LedgerItemId.optional(),
+  status: z.enum(["open", "resolved"]),
+  resolution: Text(1_000).optional(),
+  by: LedgerActor,
+  created_at: At,
+  updated_at: At,
+});
+export type TaskBlocker = z.infer<typeof TaskBlocker>;
+
+/** The task ledger: the spec (null until set), items and blockers in the order they were recorded. */
+export const TaskState = z.object({
+  spec: TaskSpec.nullable(),
+  items: z.array(TaskItem),
+  blockers: z.array(TaskBlocker),
+});
+export type TaskState = z.infer<typeof TaskState>;
+
+/** Both ledgers of a session, as folded from its log through the event at stream sequence `through_seq` (0: none). */
+export const Ledgers = z.object({
+  session_id: SessionId,
+  truth: TruthState,
+  task: TaskState,
+  through_seq: z.number().int().min(0),
+  /** How many ledger events the fold applied. */
+  events: z.number().int().min(0),
+});
+export type Ledgers = z.infer<typeof Ledgers>;
+
+/** Each kind of ledger event and its payload: the entity as it is after the change. */
+export const LedgerEventPayloads = {
+  TRUTH_FACT_UPSERTED: z.object({ fact: TruthFact }),
+  TRUTH_FACT_RESOLVED: z.object({ fact: TruthFact }),
+  TASK_SPEC_SET: z.object({ spec: TaskSpec }),
+  TASK_ITEM_ADDED: z.object({ item: TaskItem }),
+  TASK_ITEM_UPDATED: z.object({ item: TaskItem }),
+  TASK_BLOCKER_RECORDED: z.object({ blocker: TaskBlocker }),
+  TASK_BLOCKER_RESOLVED: z.object({ blocker: TaskBlocker }),
+} as const;
+export type LedgerEventKind = keyof typeof LedgerEventPayloads;
+
+const EventEnvelope = { session_id: SessionId, by: LedgerActor, at: At };
+
+/** One change to a ledger, as stored on the session's log: the change, the session, who made it and when. */
+export const LedgerEvent = z.discriminatedUnion("kind", [
+  z.object({
+    ...EventEnvelope,
+    kind: z.literal("TRUTH_FACT_UPSERTED"),
+    payload: LedgerEventPayloads.TRUTH_FACT_UPSERTED,
+  }),
+  z.object({
+    ...EventEnvelope,
+    kind: z.literal("TRUTH_FACT_RESOLVED"),
+    payload: LedgerEventPayloads.TRUTH_FACT_RESOLVED,
+  }),
+  z.object({ ...EventEnvelope, kind: z.literal("TASK_SPEC_SET"), payload: LedgerEventPayloads.TASK_SPEC_SET }),
+  z.object({ ...EventEnvelope, kind: z.literal("TASK_ITEM_ADDED"), payload: LedgerEventPayloads.TASK_ITEM_ADDED }),
+  z.object({ ...EventEnvelope, kind: z.literal("TASK_ITEM_UPDATED"), payload: LedgerEventPayloads.TASK_ITEM_UPDATED }),
+  z.object({
+    ...EventEnvelope,
+    kind: z.literal("TASK_BLOCKER_RECORDED"),
+    payload: LedgerEventPayloads.TASK_BLOCKER_RECORDED,
+  }),
+  z.object({
+    ...EventEnvelope,
+    kind: z.literal("TASK_BLOCKER_RESOLVED"),
+    payload: LedgerEventPayloads.TASK_BLOCKER_RESOLVED,
+  }),
+]);
+export type LedgerEvent = z.infer<typeof LedgerEvent>;
+
+/** A short view of both ledgers: what agents get in their context, and `truth.getLedgerDigest`. */
+export const LedgerDigest = z.object({
+  /** Active facts' statements, most recently changed first (at most 10). */
+  facts: z.array(z.string()),
+  task: z.object({
+    goal: z.string().optional(),
+    /** Items not done or dropped, as `[status] title` (at most 10). */
+    open_items: z.array(z.string()),
+    /** Open blockers' messages (at most 10). */
+    open_blockers: z.array(z.string()),
+  }),
+  counts: z.object({
+    facts_active: z.number().int(),
+    facts_resolved: z.number().int(),
+    items_open: z.number().int(),
+    items_done: z.number().int(),
+    blockers_open: z.number().int(),
+  }),
+  /** The same as a few lines of text, for a prompt. Empty when both ledgers are. */
+  text: z.string(),
+});
+export type LedgerDigest = z.infer<typeof LedgerDigest>;
+
+/** What `truth.upsertFact` is given. */
+export const TruthFactInput = z.object({
+  /** Default: derived from the statement, so the same statement upserts the same fact. */
+  id: LedgerItemId.optional(),
+  statement: Text(1_000),
+  evidence: z.array(Text(1_000)).max(32).optional(),
+  confidence: z.number().min(0).max(1).optional(),
+});
+/** What `task.addItem` is given. */
+export const TaskItemInput = z.object({
+  /** Default: derived from the title. */
+  id: LedgerItemId.optional(),
+  title: Text(500),
+  status: TaskItemStatus.optional(),
+});
+/** What `task.updateItem` is given: the item's id and what changes (a note is appended). */
+export const TaskItemUpdate = z.object({
+  id: LedgerItemId,
+  title: Text(500).optional(),
+  status: TaskItemStatus.optional(),
+  note: Text(1_000).optional(),
+});
+/** What `task.recordBlocker` is given. */
+export const TaskBlockerInput = z.object({
+  /** Default: derived from the message. */
+  id: LedgerItemId.optional(),
+  message: Text(1_000),
+  item_id: LedgerItemId.optional(),
+});
+
+const RequestEnvelope = {
+  session_id: SessionId,
+  /** Who asks (recorded on a change as `by`). Default `user`. */
+  by: LedgerActor.optional(),
+};
+
+/** Requested on `conclave.ledger.<session>`: one ledger operation, by `op`. */
+export const LedgerRequest = z.discriminatedUnion("op", [
+  z.object({ ...RequestEnvelope, op: z.literal("truth.upsert_fact"), fact: TruthFactInput }),
+  z.object({
+    ...RequestEnvelope,
+    op: z.literal("truth.resolve_fact"),
+    fact_id: LedgerItemId,
+    resolution: Text(1_000).optional(),
+  }),
+  z.object({
+    ...RequestEnvelope,
+    op: z.literal("truth.query"),
+    /** Facts about this text first (topic overlap); without it, the most recently changed first. */
+    text: z.string().max(2_000).optional(),
+    status: z.enum(["active", "resolved", "all"]).default("active"),
+    limit: z.number().int().min(1).max(200).default(20),
+  }),
+  z.object({ ...RequestEnvelope, op: z.literal("truth.digest") }),
+  z.object({ ...RequestEnvelope, op: z.literal("truth.state") }),
+  z.object({ ...RequestEnvelope, op: z.literal("task.set_spec"), spec: TaskSpec }),
+  z.object({ ...RequestEnvelope, op: z.literal("task.add_item"), item: TaskItemInput }),
+  z.object({ ...RequestEnvelope, op: z.literal("task.update_item"), item: TaskItemUpdate }),
+  z.object({ ...RequestEnvelope, op: z.literal("task.record_blocker"), blocker: TaskBlockerInput }),
+  z.object({
+    ...RequestEnvelope,
+    op: z.literal("task.resolve_blocker"),
+    blocker_id: LedgerItemId,
+    resolution: Text(1_000).optional(),
+  }),
+  z.object({ ...RequestEnvelope, op: z.literal("task.state") }),
+  z.object({ ...RequestEnvelope, op: z.literal("ledgers.state") }),
+  z.object({ ...RequestEnvelope, op: z.literal("ledgers.replay") }),
+]);
+export type LedgerRequest = z.infer<typeof LedgerRequest>;
+export type LedgerOpName = LedgerRequest["op"];
+
+/** The result of `ledgers.replay`: both ledgers folded again from the log, against the stored projection. */
+export const LedgerReplay = z.object({
+  rebuilt: Ledgers,
+  stored: Ledgers.nullable(),
+  matches: z.boolean(),
+  /** What differs, one line each. */
+  differences: z.array(z.string()),
+});
+export type LedgerReplay = z.infer<typeof LedgerReplay>;
+
+/** What each operation answers. */
+export const LedgerResults = {
+  "truth.upsert_fact": TruthFact,
+  "truth.resolve_fact": TruthFact,
+  "truth.query": z.array(TruthFact),
+  "truth.digest": LedgerDigest,
+  "truth.state": TruthState,
+  "task.set_spec": TaskState,
+  "task.add_item": TaskItem,
+  "task.update_item": TaskItem,
+  "task.record_blocker": TaskBlocker,
+  "task.resolve_blocker": TaskBlocker,
+  "task.state": TaskState,
+  "ledgers.state": Ledgers,
+  "ledgers.replay": LedgerReplay,
+} as const satisfies Record<LedgerOpName, z.ZodType>;
+
+/** The reply to a ledger request: the operation's result (see {@link LedgerResults}). */
+export const LedgerReply = z.object({ result: z.unknown() });
+export type LedgerReply = z.infer<typeof LedgerReply>;

@@ -1,0 +1,78 @@
+import type { LedgerEvent, Ledgers } from "../contracts/ledger.ts";
+
+/**
+ * Folding the ledgers from the session's log: pure, so the same events give
+ * the same ledgers wherever and whenever they are folded (a replay, a runner
+ * after a restart, the projection). Each event carries the entity as it is
+ * after the change, so applying one is a replace (or an append for a new id).
+ */
+
+/** Both ledgers of a session before its first ledger event. */
+export const emptyLedgers = (sessionId: string): Ledgers => ({
+  session_id: sessionId,
+  truth: { facts: [] },
+  task: { spec: null, items: [], blockers: [] },
+  through_seq: 0,
+  events: 0,
+});
+
+/** The list with `entity` in place of the one with its id, or appended when none has it. */
+function put<T extends { id: string }>(list: readonly T[], entity: T): T[] {
+  const index = list.findIndex((existing) => existing.id === entity.id);
+  if (index === -1) return [...list, entity];
+  const next = [...list];
+  next[index] = entity;
+  return next;
+}
+
+/** The ledgers after one event, stored at stream sequence `streamSeq`. */
+export function applyLedgerEvent(state: Ledgers, event: LedgerEvent, streamSeq: number): Ledgers {
+  const next = { ...state, through_seq: Math.max(state.through_seq, streamSeq), events: state.events + 1 };
+  switch (event.kind) {
+    case "TRUTH_FACT_UPSERTED":
+    case "TRUTH_FACT_RESOLVED":
+      return { ...next, truth: { facts: put(state.truth.facts, event.payload.fact) } };
+    case "TASK_SPEC_SET":
+      return { ...next, task: { ...state.task, spec: event.payload.spec } };
+    case "TASK_ITEM_ADDED":
+    case "TASK_ITEM_UPDATED":
+      return { ...next, task: { ...state.task, items: put(state.task.items, event.payload.item) } };
+    case "TASK_BLOCKER_RECORDED":
+    case "TASK_BLOCKER_RESOLVED":
+      return { ...next, task: { ...state.task, blockers: put(state.task.blockers, event.payload.blocker) } };
+  }
+}
+
+/** Folds stored events (in log order) onto `from` (default: empty ledgers). */
+export function foldLedgers(
+  sessionId: string,
+  events: Iterable<{ event: LedgerEvent; seq: number }>,
+  from: Ledgers = emptyLedgers(sessionId),
+): Ledgers {
+  let state = from;
+  for (const { event, seq } of events) state = applyLedgerEvent(state, event, seq);
+  return state;
+}
+
+/** What differs between two folds of the same ledgers, one line each (empty: equal). */
+export function ledgerDifferences(rebuilt: Ledgers, stored: Ledgers): string[] {
+  const differences: string[] = [];
+  if (rebuilt.through_seq !== stored.through_seq)
+    differences.push(`through_seq: ${rebuilt.through_seq} ≠ ${stored.through_seq}`);
+  if (rebuilt.events !== stored.events) differences.push(`events: ${rebuilt.events} ≠ ${stored.events}`);
+  const compare = (name: string, a: readonly { id: string }[], b: readonly { id: string }[]) => {
+    const byId = new Map(b.map((entity) => [entity.id, entity]));
+    for (const entity of a) {
+      const other = byId.get(entity.id);
+      if (!other) differences.push(`${name} ${entity.id}: only in the rebuilt ledgers`);
+      else if (JSON.stringify(entity) !== JSON.stringify(other)) differences.push(`${name} ${entity.id}: differs`);
+      byId.delete(entity.id);
+    }
+    for (const id of byId.keys()) differences.push(`${name} ${id}: only in the stored ledgers`);
+  };
+  compare("fact", rebuilt.truth.facts, stored.truth.facts);
+  compare("item", rebuilt.task.items, stored.task.items);
+  compare("blocker", rebuilt.task.blockers, stored.task.blockers);
+  if (JSON.stringify(rebuilt.task.spec) !== JSON.stringify(stored.task.spec)) differences.push("task spec: differs");
+  return differences;
+}

@@ -1,0 +1,27 @@
+import { messageOf, singleLine } from "../errors.ts";
+import type { LedgerStore } from "../ledgers/ledgerStore.ts";
+import type { Logger } from "./log.ts";
+import type { TurnServices } from "./turnServices.ts";
+
+/**
+ * Turn services whose memory retrieval also brings the session's ledger
+ * digest (truth facts, task spec, open items and blockers), read from the
+ * ledgers' projection alongside the memory request, so it adds no wait of its
+ * own. A digest that cannot be read is left out (and logged): the turn goes
+ * on with its memory.
+ */
+export function withLedgerDigest(services: TurnServices, ledgers: LedgerStore, log: Logger): TurnServices {
+  return {
+    ...services,
+    retrieveMemory: async (request, signal) => {
+      const digest = ledgers.digest(request.session_id).catch((error: unknown) => {
+        log.warn(
+          `turn ${request.session_id}.${request.turn_id}: ledgers left out of its context: ${singleLine(messageOf(error))}`,
+        );
+        return null;
+      });
+      const [memory, ledgerDigest] = await Promise.all([services.retrieveMemory(request, signal), digest]);
+      return ledgerDigest ? { ...memory, ledgers: ledgerDigest } : memory;
+    },
+  };
+}
