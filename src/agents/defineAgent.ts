@@ -1,4 +1,5 @@
 import { z } from "zod";
+import type { SessionLedgers } from "../client/ledgers.ts";
 import {
   type AgentContext,
   AgentManifest,
@@ -89,6 +90,15 @@ export interface AgentRunContext {
    * with DelegationDepthError, and this call fails even if the error is caught.
    */
   delegate(to: string, message: string): Promise<unknown>;
+  /**
+   * The session's truth and task ledgers, to read and write (the client API's
+   * `truth` and `task`, for this session): a change is recorded on the
+   * session's log as made by `agent:<id>`. Writing the same thing again
+   * changes nothing, so an agent run again after a crash does not duplicate
+   * its entries. Where no runner keeps them (an agent run in-process), every
+   * call rejects with `unavailable`.
+   */
+  readonly ledgers: SessionLedgers;
   /**
    * Set when a recipe's node calls the agent: the recipe and node, the node's named inputs, its
    * system prompt, and an evaluator's feedback on the previous attempt. `input.user_message` then

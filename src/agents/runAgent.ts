@@ -1,4 +1,5 @@
 import type { z } from "zod";
+import { type SessionLedgers, unavailableLedgers } from "../client/ledgers.ts";
 import type { AgentAnswer, AgentRequest, AgentStreamPart, Contribution } from "../contracts/agent.ts";
 import { AgentStreamName } from "../contracts/agent.ts";
 import type { Usage } from "../contracts/usage.ts";
@@ -38,6 +39,8 @@ export interface RunAgentOptions {
   onStream?: (part: AgentStreamPart) => void;
   /** Asks the runner for the agent's tool calls (absent: `ctx.tools` offers none). */
   askGate?: AskGate;
+  /** The session's ledgers for `ctx.ledgers`, made on first use (absent: every call rejects with `unavailable`). */
+  ledgers?: () => SessionLedgers;
 }
 
 /**
@@ -62,6 +65,7 @@ export async function runAgent(
   /** A delegation refused for its depth: it fails this call whatever the agent does with the error. */
   const hard: { error?: DelegationDepthError } = {};
   let tools: AgentTools | undefined;
+  let ledgers: SessionLedgers | undefined;
   let delegate: ((to: string, message: string) => Promise<unknown>) | undefined;
   const signal = steps.signal;
   const open = new Set<string>();
@@ -111,6 +115,10 @@ export async function runAgent(
         count,
       });
       return tools;
+    },
+    get ledgers() {
+      ledgers ??= options.ledgers?.() ?? unavailableLedgers(request.session_id);
+      return ledgers;
     },
     ...(request.recipe ? { recipe: request.recipe } : {}),
   };

@@ -21,6 +21,7 @@ import {
   type TruthFactInput,
   type TruthState,
 } from "../contracts/ledger.ts";
+import { ConclaveError } from "../errors.ts";
 import { checkSessionId } from "./turns.ts";
 
 /** Who makes a change, recorded on it as `by`. Default `user`. */
@@ -93,28 +94,36 @@ export interface LedgersClient {
   replay(sessionId: string): Promise<LedgerReplay>;
 }
 
-/** The three ledger clients over one connection. */
+/** How a ledger client's operations reach the ledgers: one request per operation, its result checked. */
+type LedgerCall = <O extends LedgerOpName>(
+  sessionId: string,
+  op: O,
+  body?: Omit<Extract<LedgerRequest, { op: O }>, "session_id" | "op"> | Record<string, unknown>,
+) => Promise<z.infer<(typeof LedgerResults)[O]>>;
+
+/**
+ * The three ledger clients over one connection (requests on
+ * `conclave.ledger.<session>`, answered by a runner). `by`: who the changes
+ * are recorded as made by when a call does not say (default `user`).
+ */
 export function ledgerClients(
   nc: NatsConnection,
   timeoutMs: number,
+  defaults: LedgerWriteOptions = {},
 ): { truth: TruthLedgerClient; task: TaskLedgerClient; ledgers: LedgersClient } {
-  const call = async <O extends LedgerOpName>(
-    sessionId: string,
-    op: O,
-    body: Omit<Extract<LedgerRequest, { op: O }>, "session_id" | "op"> | Record<string, unknown> = {},
-  ): Promise<z.infer<(typeof LedgerResults)[O]>> => {
+  return ledgerClientsOver(async (sessionId, op, body = {}) => {
     checkSessionId(sessionId);
-    const reply = await requestJson(
-      nc,
-      subjects.ledger(sessionId),
-      { session_id: sessionId, op, ...body },
-      LedgerReply,
-      {
-        timeoutMs,
-      },
-    );
-    return LedgerResults[op].parse(reply.result) as z.infer<(typeof LedgerResults)[O]>;
-  };
+    const request = { session_id: sessionId, op, ...(defaults.by !== undefined ? { by: defaults.by } : {}), ...body };
+    const reply = await requestJson(nc, subjects.ledger(sessionId), request, LedgerReply, { timeoutMs });
+    return LedgerResults[op].parse(reply.result) as z.infer<(typeof LedgerResults)[typeof op]>;
+  });
+}
+
+function ledgerClientsOver(call: LedgerCall): {
+  truth: TruthLedgerClient;
+  task: TaskLedgerClient;
+  ledgers: LedgersClient;
+} {
   const by = (options?: LedgerWriteOptions) => (options?.by !== undefined ? { by: options.by } : {});
   const resolution = (options?: { resolution?: string }) =>
     options?.resolution !== undefined ? { resolution: options.resolution } : {};
@@ -142,4 +151,43 @@ export function ledgerClients(
       replay: (sessionId) => call(sessionId, "ledgers.replay"),
     },
   };
+}
+
+/** A client's methods with the session given: what an agent gets for its own session. */
+export type BoundToSession<T> = {
+  [K in keyof T]: T[K] extends (sessionId: string, ...rest: infer A) => infer R ? (...rest: A) => R : never;
+};
+
+/** The truth and task ledgers of one session, as an agent's `ctx.ledgers` offers them. */
+export interface SessionLedgers {
+  readonly truth: BoundToSession<TruthLedgerClient>;
+  readonly task: BoundToSession<TaskLedgerClient>;
+}
+
+const bind = <T extends object>(client: T, sessionId: string): BoundToSession<T> =>
+  Object.fromEntries(
+    Object.entries(client).map(([name, method]) => [
+      name,
+      (...rest: unknown[]) => (method as (...args: unknown[]) => unknown)(sessionId, ...rest),
+    ]),
+  ) as BoundToSession<T>;
+
+/** The ledgers of `sessionId` through `clients` (see {@link ledgerClients}). */
+export function sessionLedgers(
+  clients: { truth: TruthLedgerClient; task: TaskLedgerClient },
+  sessionId: string,
+): SessionLedgers {
+  return { truth: bind(clients.truth, sessionId), task: bind(clients.task, sessionId) };
+}
+
+/** Ledgers where there is no runner to keep them (an agent run in-process): every call rejects with `unavailable`. */
+export function unavailableLedgers(sessionId: string): SessionLedgers {
+  return sessionLedgers(
+    ledgerClientsOver(() =>
+      Promise.reject(
+        new ConclaveError("unavailable", "the ledgers are kept by runners: this agent runs without one (in-process)"),
+      ),
+    ),
+    sessionId,
+  );
 }

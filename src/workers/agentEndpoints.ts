@@ -9,9 +9,13 @@ import { HandlerError } from "../bus/errors.ts";
 import { requestJson } from "../bus/request.ts";
 import { type ServeOptions, serveActor } from "../bus/serveActor.ts";
 import { subjects } from "../bus/subjects.ts";
+import { ledgerClients, sessionLedgers } from "../client/ledgers.ts";
 import { type AgentReply, AgentRequest } from "../contracts/agent.ts";
 import { type GateRequest, ToolGateReply } from "../contracts/tool.ts";
 import type { ChatModel } from "../llm/model.ts";
+
+/** Deadline of one ledger request an agent makes (a runner answers it). */
+const LEDGER_TIMEOUT_MS = 5_000;
 
 /** Identifies this process in replies, for provenance. */
 export const workerIdentity = (): string => `${process.env.HOSTNAME ?? "local"}:${process.pid}`;
@@ -43,6 +47,11 @@ export function serveAgent(
         runAgent(agent, input, {
           model: host.model,
           signal,
+          ledgers: () =>
+            sessionLedgers(
+              ledgerClients(host.nc, LEDGER_TIMEOUT_MS, { by: `agent:${agent.manifest.id}` }),
+              input.session_id,
+            ),
           ...(input.stream_subject
             ? {
                 onStream: (part) => {

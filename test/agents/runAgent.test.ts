@@ -6,6 +6,7 @@ import { InvalidAgentOutputError, runAgent } from "../../src/agents/runAgent.ts"
 import { runFastSensors } from "../../src/cognition/sensors.ts";
 import { type AgentContext, type AgentStreamPart, Contribution } from "../../src/contracts/agent.ts";
 import { type Claim, neutralModulators, neutralStance } from "../../src/contracts/workspace.ts";
+import { isConclaveError } from "../../src/errors.ts";
 import { agentRequest } from "../helpers/agents.ts";
 import { modelAgainst } from "../llm/fixtures.ts";
 
@@ -216,5 +217,29 @@ describe("runAgent", () => {
     expect(answer.output).toBeUndefined(); // its output is its contribution, sent once
     expect(Contribution.parse(answer.contribution)).toEqual(answer.contribution);
     expect(answer.contribution.claims.map((claim) => claim.id)).toEqual(["user_stressed"]);
+  });
+});
+
+describe("an agent's ctx.ledgers without a runner", () => {
+  it("rejects every call with `unavailable`, naming why", async () => {
+    const agent = defineAgent({
+      name: "acme.notes",
+      description: "Reads the truth ledger.",
+      output: z.object({ code: z.string() }),
+      run: async ({ ledgers }) => {
+        try {
+          await ledgers.truth.getState();
+          return { code: "none" };
+        } catch (error) {
+          return { code: isConclaveError(error) ? `${error.code}: ${error.message}` : "not a ConclaveError" };
+        }
+      },
+    });
+    const answer = await runAgent(agent, agentRequest("acme.notes", context("what do you know?")), {
+      signal: signal(),
+    });
+    expect(answer.output).toEqual({
+      code: "unavailable: the ledgers are kept by runners: this agent runs without one (in-process)",
+    });
   });
 });

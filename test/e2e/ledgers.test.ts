@@ -168,6 +168,28 @@ describe("the truth and task ledgers", () => {
     expect(none?.kind === "MEMORY_RETRIEVED" && "ledgers" in none.payload).toBe(false);
   });
 
+  it("are written by agents through ctx.ledgers, recorded as theirs", async () => {
+    const session = "ledgers-agent";
+    for await (const _ of client.submit(session, "Please remember that the staging key arrives on Monday")) {
+      // drain the turn
+    }
+    const [fact] = (await client.truth.getState(session)).facts;
+    expect(fact).toMatchObject({
+      statement: "the staging key arrives on Monday",
+      by: "agent:acme.ledger_reader",
+      evidence: ["said in turn 1"],
+    });
+    // The next turn's context has it.
+    const events: EngineEvent[] = [];
+    for await (const event of client.submit(session, "What do you know?")) events.push(event);
+    const reader = events.find(
+      (event) => event.kind === "AGENT_COMPLETED" && event.payload.agent_id === "acme.ledger_reader",
+    );
+    expect(reader?.kind === "AGENT_COMPLETED" && reader.payload.output).toMatchObject({
+      facts: ["the staging key arrives on Monday"],
+    });
+  });
+
   it("refuse what cannot apply with a clear error, and store nothing for it", async () => {
     const stored = (await storedLedgerEvents(SESSION)).length;
     expect(await codeOf(client.truth.resolveFact(SESSION, "no-such-fact"))).toBe("not_found");

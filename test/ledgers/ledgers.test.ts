@@ -7,8 +7,11 @@ import { applyLedgerEvent, emptyLedgers, foldLedgers, ledgerDifferences } from "
 
 const SESSION = "s1";
 
+/** A request without its session (given here): Omit over each member of the union. */
+type Unsessioned<T> = T extends unknown ? Omit<T, "session_id"> : never;
+
 /** Applies writes one after another as the store does, returning the ledgers and the events stored. */
-function run(writes: Omit<LedgerWrite, "session_id">[], from: Ledgers = emptyLedgers(SESSION)) {
+function run(writes: Unsessioned<LedgerWrite>[], from: Ledgers = emptyLedgers(SESSION)) {
   let state = from;
   const events: { event: LedgerEvent; seq: number }[] = [];
   writes.forEach((write, index) => {
@@ -22,7 +25,7 @@ function run(writes: Omit<LedgerWrite, "session_id">[], from: Ledgers = emptyLed
   return { state, events };
 }
 
-const decide = (state: Ledgers, write: Omit<LedgerRequest, "session_id">) =>
+const decide = (state: Ledgers, write: Unsessioned<LedgerRequest>) =>
   decideLedger(state, { ...write, session_id: SESSION } as LedgerWrite, "user", "2026-01-02T00:00:00.000Z");
 
 describe("ledger decisions", () => {
