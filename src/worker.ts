@@ -53,6 +53,15 @@ export {
 } from "./contracts/agent.ts";
 export type { ToolEffect, ToolManifest, ToolRefusal, ToolRisk } from "./contracts/tool.ts";
 export {
+  definePatchAdapter,
+  type PatchAdapter,
+  type PatchContext,
+  type PatchResult,
+  type PatchStatus,
+  type ProceduralPatch,
+  type RecordedPatchResult,
+} from "./memory/procedural/patch.ts";
+export {
   defineTool,
   isToolDefinition,
   type ToolDefinition,

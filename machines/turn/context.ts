@@ -43,6 +43,8 @@ export interface TurnContext extends TurnInput {
   /** What the memory knows of the user, and threads left open, ranked for this turn's message. */
   user_facts: string[];
   open_threads: string[];
+  /** Standing instructions on how to answer the user (procedural memory), most recently taught first. */
+  procedures: string[];
   /** The session's truth and task ledgers in short; null when both are empty. */
   ledgers: LedgerDigest | null;
   waves: string[][];
@@ -88,6 +90,7 @@ export const initialContext = ({ input }: { input: TurnInput }): TurnContext => 
   episodes: [],
   user_facts: [],
   open_threads: [],
+  procedures: [],
   ledgers: null,
   waves: [],
   wave: 0,
@@ -151,6 +154,7 @@ export const agentContext = (context: TurnContext): AgentContext => ({
   episodes: context.episodes,
   ...(context.user_facts.length > 0 ? { user_facts: context.user_facts } : {}),
   ...(context.open_threads.length > 0 ? { open_threads: context.open_threads } : {}),
+  ...(context.procedures.length > 0 ? { procedures: context.procedures } : {}),
   ...(context.ledgers ? { ledgers: context.ledgers } : {}),
 });
 

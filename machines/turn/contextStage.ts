@@ -21,6 +21,7 @@ export const contextState = turnSetup.createStateConfig({
           episodes: ({ event }) => event.output.episodes,
           user_facts: ({ event }) => event.output.user_facts,
           open_threads: ({ event }) => event.output.open_threads,
+          procedures: ({ event }) => event.output.procedures ?? [],
           ledgers: ({ event }) => event.output.ledgers ?? null,
         }),
         {

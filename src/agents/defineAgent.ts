@@ -51,6 +51,12 @@ export interface AgentMemoryView {
   /** Threads left open in earlier turns. */
   readonly openThreads: readonly string[];
   /**
+   * How the user wants to be answered, as they said it ("Keep answers short",
+   * "Answer in Spanish"): procedural memory's applied instructions, most
+   * recently taught first.
+   */
+  readonly procedures: readonly string[];
+  /**
    * The session's truth and task ledgers in short (active facts, the task's
    * goal, open items and blockers); null when both are empty.
    */

@@ -95,6 +95,7 @@ export async function runAgent(
       episodes: request.context.episodes,
       userFacts: request.context.user_facts ?? [],
       openThreads: request.context.open_threads ?? [],
+      procedures: request.context.procedures ?? [],
       ledgers: request.context.ledgers ?? null,
     },
     // The offline mode has no model for the agent itself (the offline tool model serves only ctx.tools.run).

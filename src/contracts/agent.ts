@@ -89,6 +89,8 @@ export const AgentContext = z.object({
   /** What the memory knows of the user, and threads left open, for this turn (may be empty). */
   user_facts: z.array(z.string()).optional(),
   open_threads: z.array(z.string()).optional(),
+  /** Standing instructions on how to answer the user, learnt by procedural memory ("Keep answers short"). */
+  procedures: z.array(z.string()).max(20).optional(),
   /** The session's truth and task ledgers in short (absent when both are empty). */
   ledgers: LedgerDigest.optional(),
 });

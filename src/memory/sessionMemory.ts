@@ -8,24 +8,36 @@ import type {
 } from "../contracts/memory.ts";
 import type { TurnWarning } from "../contracts/turn.ts";
 import type { Episode } from "../contracts/workspace.ts";
+import type { Embedder } from "../llm/embeddings.ts";
 import type { ChatModel } from "../llm/model.ts";
 import type { EpisodeStore } from "./episodeStore.ts";
 import type { MemoryGraphStore } from "./graph/store.ts";
-import type { MemoryNode } from "./graph/types.ts";
+import type { MemoryNode, MemoryNodeInput } from "./graph/types.ts";
 import {
   extractLearning,
   type Fact,
   initialPersona,
   type MemoryPhase,
-  type MergeChanges,
   mergeLearning,
   type PersonaState,
   personaTurn,
   phaseWarning,
   type RankItem,
+  type RankOptions,
   rankMemory,
   type Thread,
+  topicsOf,
 } from "./learn/index.ts";
+import {
+  defaultPatchAdapters,
+  type PatchAdapter,
+  PatchAdapterRegistry,
+  type ProceduralPatch,
+  proceduresOf,
+  proceduresSummary,
+  recordPatches,
+} from "./procedural/index.ts";
+import { changedNodes, embedNodes, episodeNode, episodeOfNode } from "./turnNodes.ts";
 
 /** How a session's memory learns and recalls. Every field has a default. */
 export interface SessionMemoryOptions {
@@ -33,15 +45,26 @@ export interface SessionMemoryOptions {
   model?: ChatModel | undefined;
   /** The persona evolves every this many turns. Default 5 (`CONCLAVE_PERSONA_EVERY`). */
   personaEvery?: number;
+  /**
+   * Adapters of the procedural patches a turn teaches, chosen by label (exact, else the longest
+   * dotted prefix). Default {@link defaultPatchAdapters} (the `style` adapter).
+   */
+  patchAdapters?: readonly PatchAdapter[] | undefined;
+  /** Runs the patches no adapter's label covers. Default: one that records them as `noted`. */
+  fallbackAdapter?: PatchAdapter | undefined;
   /** Most tokens of facts and threads a turn's context gets. Default 300. */
   budgetTokens?: number;
+  /**
+   * Embeds what memory stores and the message it ranks for (`CONCLAVE_EMBEDDING_MODEL`); absent:
+   * ranking without embeddings (topic overlap, then recurrence and recency). See {@link SessionMemory}.
+   */
+  embedder?: Embedder | undefined;
+  /** Told of an embeddings call that failed (memory went on without its vectors): for logs. */
+  onEmbeddingError?: (error: unknown, during: "commit" | "retrieve" | "search") => void;
 }
 
 const RUNTIME_STATE = "runtime_state";
 const PERSONA = "persona";
-const factId = (key: string) => `fact.${safeId(key)}`;
-const threadId = (key: string) => `thread.${safeId(key)}`;
-const safeId = (key: string) => key.replace(/[^A-Za-z0-9_.:-]/g, "-").slice(0, 110);
 
 /** What the session's runtime-state node keeps across restarts: the cadence, and the persona. */
 interface RuntimeState {
@@ -73,6 +96,13 @@ const threadOf = (node: MemoryNode): Thread => ({
 const isFact = (node: MemoryNode) => node.kind === "semantic" && node.data.fact === true;
 const isThread = (node: MemoryNode) => node.kind === "semantic" && node.data.thread === true;
 
+/** An episodic node as ranked: episodes are chosen by count, not tokens, so each weighs one token (see `retrieve`). */
+interface EpisodeItem extends RankItem {
+  readonly node: MemoryNode;
+}
+/** The text of an {@link EpisodeItem}: one character, one token of the budget (`estimateTokens`). */
+const ONE_TOKEN = "·";
+
 /**
  * A session's memory that learns (the memory service's logic): after each
  * turn it writes the episode, extracts user facts and open threads (the
@@ -81,14 +111,25 @@ const isThread = (node: MemoryNode) => node.kind === "semantic" && node.data.thr
  * resolves it), evolves the persona on its cadence and persists the runtime
  * state. A phase that fails is a warning naming it: the turn's reply stands.
  * Before each turn it ranks facts and open threads for the message, within a
- * token budget.
+ * token budget, and the session's episodes for the message, `limit` of them.
+ *
+ * With an `embedder`, the nodes a turn writes (its episode, the facts and
+ * threads it changed) get their vectors from one embeddings call, and each
+ * retrieval embeds its message (one call) to order items of equal topic
+ * overlap by similarity. An embeddings call that fails costs only the vectors:
+ * the nodes are stored without them (warning `memory_pattern_persistence`),
+ * and a retrieval ranks without them.
  */
 export class SessionMemory {
   readonly #personaEvery: number;
   readonly #budgetTokens: number;
-  /** Rank items by the node array they were made from (facts and open threads; everything). */
+  readonly #patches: PatchAdapterRegistry;
+  /** Rank items by the node array they were made from (facts and open threads; everything; episodes). */
   readonly #openItems = new WeakMap<readonly MemoryNode[], readonly RankItem[]>();
   readonly #allItems = new WeakMap<readonly MemoryNode[], readonly RankItem[]>();
+  readonly #episodeItems = new WeakMap<readonly MemoryNode[], readonly EpisodeItem[]>();
+  /** Whether any node of the array has a vector of the embedder: else a message's vector would change nothing. */
+  readonly #hasVectors = new WeakMap<readonly MemoryNode[], boolean>();
 
   constructor(
     private readonly graph: MemoryGraphStore,
@@ -97,6 +138,9 @@ export class SessionMemory {
   ) {
     this.#personaEvery = options.personaEvery ?? 5;
     this.#budgetTokens = options.budgetTokens ?? 300;
+    this.#patches = new PatchAdapterRegistry(options.patchAdapters ?? defaultPatchAdapters(), {
+      fallback: options.fallbackAdapter,
+    });
   }
 
   async commit(input: Episode): Promise<MemoryCommitReply> {
@@ -141,20 +185,18 @@ export class SessionMemory {
           personaTurn(state.persona, this.#personaEvery, () => signalsOf(learned?.merged)),
         )
       : undefined;
+    // Procedural patches: each run by its adapter and recorded on its node, alongside the writes below.
+    const patches = learned?.learning.patches;
+    const procedures = patches && phase("pattern_persistence", () => this.#procedures(episode, patches, warnings));
     const writes: Promise<unknown>[] = [];
     if (learned) {
+      const plain = [episodeNode(episode, learned.learning.episode), ...changedNodes(sessionId, learned.merged)];
+      // With an embedder, the vectors of what this turn writes, in one call; without them the nodes are stored all the same.
+      const [episodeWrite, ...learnedWrites] =
+        (await phase("pattern_persistence", () => this.#embedded(plain, known))) ?? plain;
       writes.push(
-        phase("episode_write", () =>
-          this.graph.upsertNode({
-            id: `episode.${episode.turn_id}`,
-            session_id: sessionId,
-            kind: "episodic",
-            text: `${episode.user_text} → ${episode.response}`.slice(0, 4_000),
-            topics: learned.learning.episode.topics.slice(0, 32),
-            data: { turn_id: episode.turn_id, tools: learned.learning.episode.tools },
-          }),
-        ),
-        phase("pattern_persistence", () => this.#persist(sessionId, learned.merged)),
+        phase("episode_write", () => this.graph.upsertNode(episodeWrite as MemoryNodeInput)),
+        phase("pattern_persistence", () => Promise.all(learnedWrites.map((node) => this.graph.upsertNode(node)))),
       );
     }
     if (persona?.evolved)
@@ -189,27 +231,38 @@ export class SessionMemory {
     const summary = changes
       ? `episode of turn ${episode.turn_id}; facts +${changes.facts_added.length} ~${changes.facts_updated.length}; threads +${changes.threads_opened.length} closed ${changes.threads_closed.length}`
       : `episode of turn ${episode.turn_id}`;
-    return { summary, stored: stored === true, ...(warnings.length > 0 ? { warnings } : {}) };
+    const procedural = (await procedures) ?? "";
+    return { summary: summary + procedural, stored: stored === true, ...(warnings.length > 0 ? { warnings } : {}) };
   }
 
-  /** Recent episodes, and the facts and open threads that fit the message best, within the budget. */
+  /**
+   * The facts and open threads that fit the message best, within the budget, and the `limit`
+   * episodes (of turns before this one) that fit it best, best first: by topic overlap, then
+   * similarity (with an embedder), then recency, so the most recent when none is about the message.
+   */
   async retrieve(request: MemoryRetrieveRequest): Promise<MemoryRetrieveReply> {
-    const [episodes, items] = await Promise.all([
-      this.episodes.recent(request.session_id, request.turn_id, request.limit),
-      this.#items(request.session_id, false),
-    ]);
-    const ranked = rankMemory(items, request.user_message, { budgetTokens: this.#budgetTokens });
+    const nodes = await this.graph.nodes(request.session_id);
+    const query = await this.#queryVector(nodes, request.user_message, "retrieve");
+    const ranked = rankMemory(this.#rankItems(nodes, false), request.user_message, {
+      budgetTokens: this.#budgetTokens,
+      ...query,
+    });
     return {
-      episodes,
+      episodes: await this.#rankedEpisodes(request, nodes, query),
       user_facts: ranked.filter((item) => item.kind === "fact").map((item) => item.text),
       open_threads: ranked.filter((item) => item.kind === "thread").map((item) => item.text),
+      procedures: proceduresOf(await this.graph.nodes(request.session_id, "procedural")),
     };
   }
 
   /** Everything the session's memory holds about `query` (facts, threads open or closed, episodes), best first. */
   async search(request: MemorySearchRequest): Promise<MemorySearchReply> {
-    const items = await this.#items(request.session_id, true);
-    const ranked = rankMemory(items, request.query, { budgetTokens: Number.MAX_SAFE_INTEGER });
+    const nodes = await this.graph.nodes(request.session_id);
+    const query = await this.#queryVector(nodes, request.query, "search");
+    const ranked = rankMemory(this.#rankItems(nodes, true), request.query, {
+      budgetTokens: Number.MAX_SAFE_INTEGER,
+      ...query,
+    });
     return {
       items: ranked.slice(0, request.limit).map(
         (item): MemoryItem => ({
@@ -224,24 +277,133 @@ export class SessionMemory {
     };
   }
 
-  async #items(sessionId: string, all: boolean): Promise<readonly RankItem[]> {
-    const nodes = await this.graph.nodes(sessionId);
+  /**
+   * The episodes for a retrieval. Ranked among the session's episodic nodes (each one token, so
+   * the budget is the count); rebuilt from their nodes, or read from the episode store for a node
+   * that cannot tell (older, or cut). A session without episodic nodes (older than the graph):
+   * the most recent episodes of the store.
+   */
+  async #rankedEpisodes(
+    request: MemoryRetrieveRequest,
+    nodes: readonly MemoryNode[],
+    query: Pick<RankOptions, "embedding">,
+  ): Promise<Episode[]> {
+    const sessionId = request.session_id;
+    if (request.limit <= 0) return [];
+    let items = this.#episodeItemsOf(nodes);
+    if (items.some((item) => item.updated_at >= request.turn_id))
+      items = items.filter((item) => item.updated_at < request.turn_id);
+    if (items.length === 0) return (await this.episodes.recent(sessionId, request.turn_id, request.limit)).reverse();
+    const chosen = rankMemory(items, request.user_message, { budgetTokens: request.limit, ...query }) as EpisodeItem[];
+    const episodes = await Promise.all(
+      chosen.map(async (item) => {
+        const episode = episodeOfNode(item.node);
+        // `recent` before turn + 1, one of them: exactly that turn's episode, by one direct get.
+        return episode ?? (await this.episodes.recent(sessionId, item.updated_at + 1, 1))[0];
+      }),
+    );
+    return episodes.filter((episode) => episode !== undefined);
+  }
+
+  /**
+   * The message's vector, as rank options: none without an embedder, for a message without
+   * topics or a session without vectors (it would change no order), or when the call fails.
+   */
+  async #queryVector(
+    nodes: readonly MemoryNode[],
+    message: string,
+    during: "retrieve" | "search",
+  ): Promise<Pick<RankOptions, "embedding">> {
+    const embedder = this.options.embedder;
+    if (!embedder || !this.#anyVector(nodes, embedder) || topicsOf(message).length === 0) return {};
+    try {
+      const [vector] = await embedder.embed([message]);
+      return vector ? { embedding: { query: vector } } : {};
+    } catch (error) {
+      this.options.onEmbeddingError?.(error, during);
+      return {};
+    }
+  }
+
+  /** The node's vector, if the configured embedder made it (vectors of another model do not compare). */
+  #vectorOf(node: MemoryNode): { embedding?: readonly number[] } {
+    const embedder = this.options.embedder;
+    return embedder && node.embedding && node.data.embedding_model === embedder.id ? { embedding: node.embedding } : {};
+  }
+
+  #anyVector(nodes: readonly MemoryNode[], embedder: Embedder): boolean {
+    let any = this.#hasVectors.get(nodes);
+    if (any === undefined) {
+      any = nodes.some((node) => node.embedding !== undefined && node.data.embedding_model === embedder.id);
+      this.#hasVectors.set(nodes, any);
+    }
+    return any;
+  }
+
+  /** Rank items of the facts and threads (open only, unless `all`; with the episodes if `all`). */
+  #rankItems(nodes: readonly MemoryNode[], all: boolean): readonly RankItem[] {
     // The store hands back the same array until the session changes: its rank items are made once per change.
     const cache = all ? this.#allItems : this.#openItems;
     let items = cache.get(nodes);
     if (!items) {
       items = nodes.flatMap((node): RankItem[] => {
         const base = { id: node.id, text: node.text, topics: node.topics, recurrence: node.recurrence };
-        if (isFact(node)) return [{ ...base, kind: "fact", updated_at: Number(node.data.updated_turn ?? 0) }];
+        const vector = this.#vectorOf(node);
+        if (isFact(node))
+          return [{ ...base, ...vector, kind: "fact", updated_at: Number(node.data.updated_turn ?? 0) }];
         if (isThread(node) && (all || node.data.status !== "closed"))
-          return [{ ...base, kind: "thread", updated_at: Number(node.data.updated_turn ?? 0) }];
+          return [{ ...base, ...vector, kind: "thread", updated_at: Number(node.data.updated_turn ?? 0) }];
         if (all && node.kind === "episodic")
-          return [{ ...base, kind: "episode", updated_at: Number(node.data.turn_id) }];
+          return [{ ...base, ...vector, kind: "episode", updated_at: Number(node.data.turn_id) }];
         return [];
       });
       cache.set(nodes, items);
     }
     return items;
+  }
+
+  /** Rank items of the episodic nodes with a turn number: one token each, so a budget of `limit` takes `limit`. */
+  #episodeItemsOf(nodes: readonly MemoryNode[]): readonly EpisodeItem[] {
+    let items = this.#episodeItems.get(nodes);
+    if (!items) {
+      items = nodes.flatMap((node): EpisodeItem[] => {
+        const turn = node.data.turn_id;
+        if (node.kind !== "episodic" || typeof turn !== "number" || !Number.isInteger(turn)) return [];
+        const item = { id: node.id, kind: "episode" as const, text: ONE_TOKEN, topics: node.topics };
+        return [{ ...item, ...this.#vectorOf(node), recurrence: node.recurrence, updated_at: turn, node }];
+      });
+      this.#episodeItems.set(nodes, items);
+    }
+    return items;
+  }
+
+  /** The nodes with their vectors ({@link embedNodes}); as they are without an embedder. */
+  async #embedded(nodes: MemoryNodeInput[], known: readonly MemoryNode[] | undefined): Promise<MemoryNodeInput[]> {
+    const embedder = this.options.embedder;
+    if (!embedder) return nodes;
+    try {
+      return await embedNodes(embedder, nodes, known);
+    } catch (error) {
+      this.options.onEmbeddingError?.(error, "commit");
+      throw error;
+    }
+  }
+
+  /**
+   * The turn's procedural patches, each run by its adapter and stored on its node with the result;
+   * adapters that failed are one `memory_pattern_persistence` warning. The summary's part about them.
+   */
+  async #procedures(episode: Episode, patches: readonly ProceduralPatch[], warnings: TurnWarning[]): Promise<string> {
+    const context = { session_id: episode.session_id, turn_id: episode.turn_id };
+    const recorded = await recordPatches(this.graph, this.#patches, context, patches);
+    const failed = recorded.results.filter(({ result }) => result.status === "failed");
+    if (failed.length > 0) {
+      const reasons = failed.map(
+        ({ label, result }) => `patch adapter '${result.adapter}' on '${label}': ${result.detail}`,
+      );
+      warnings.push(phaseWarning("pattern_persistence", `failed: ${reasons.join("; ")}`));
+    }
+    return proceduresSummary(recorded);
   }
 
   async #runtimeState(sessionId: string): Promise<RuntimeState> {
@@ -251,52 +413,6 @@ export class SessionMemory {
       last_extraction_turn: Number(data?.last_extraction_turn ?? 0),
       persona: data?.persona ?? initialPersona(),
     };
-  }
-
-  async #persist(
-    sessionId: string,
-    merged: { facts: Fact[]; threads: Thread[]; changes: MergeChanges },
-  ): Promise<void> {
-    const changed = new Set([
-      ...merged.changes.facts_added,
-      ...merged.changes.facts_updated,
-      ...merged.changes.threads_opened,
-      ...merged.changes.threads_reopened,
-      ...merged.changes.threads_closed,
-    ]);
-    const writes: Promise<unknown>[] = [];
-    for (const fact of merged.facts.filter((candidate) => changed.has(candidate.key)))
-      writes.push(
-        this.graph.upsertNode({
-          id: factId(fact.key),
-          session_id: sessionId,
-          kind: "semantic",
-          text: fact.text,
-          topics: fact.topics.slice(0, 32),
-          recurrence: fact.recurrence,
-          data: { fact: true, key: fact.key, created_turn: fact.created_at, updated_turn: fact.updated_at },
-        }),
-      );
-    for (const thread of merged.threads.filter((candidate) => changed.has(candidate.key)))
-      writes.push(
-        this.graph.upsertNode({
-          id: threadId(thread.key),
-          session_id: sessionId,
-          kind: "semantic",
-          text: thread.text,
-          topics: thread.topics.slice(0, 32),
-          recurrence: thread.recurrence,
-          data: {
-            thread: true,
-            key: thread.key,
-            status: thread.status,
-            opened_at_turn: thread.opened_at_turn,
-            ...(thread.closed_at_turn !== undefined ? { closed_at_turn: thread.closed_at_turn } : {}),
-            updated_turn: thread.updated_at,
-          },
-        }),
-      );
-    await Promise.all(writes);
   }
 }
 

@@ -12,13 +12,15 @@ import type { ServeOptions } from "../bus/serveActor.ts";
 import { TurnCancellations } from "../bus/turnCancellations.ts";
 import { type CognitionBackend, offlineBackend } from "../cognition/backend.ts";
 import { CRITIC_NAMES } from "../cognition/critics.ts";
-import { ConclaveError, singleLine } from "../errors.ts";
+import { ConclaveError, messageOf, singleLine } from "../errors.ts";
 import { deadLetter } from "../eventlog/deadLetters.ts";
 import { ensureDeadLetterStream, ensureMemoryStream } from "../eventlog/streams.ts";
+import { createEmbedder, embeddingConfigFromEnv } from "../llm/embeddings.ts";
 import { createChatModel, type LlmConfig } from "../llm/index.ts";
 import { llmBackend } from "../llm/llmBackend.ts";
 import { EpisodeStore } from "../memory/episodeStore.ts";
 import { openMemoryGraph } from "../memory/graph/open.ts";
+import { defaultPatchAdapters, type PatchAdapter } from "../memory/procedural/index.ts";
 import { SessionMemory } from "../memory/sessionMemory.ts";
 import { type Logger, silentLogger } from "../runtime/log.ts";
 import type { ToolDefinition } from "../tools/defineTool.ts";
@@ -70,6 +72,14 @@ export interface WorkerOptions {
   tools?: readonly ToolDefinition[];
   /** Core actors to host beside them: the scheduler, council (+ voice), critics, memory. Default: none. */
   services?: readonly CoreService[];
+  /**
+   * With the memory service: adapters of the procedural patches a turn teaches (made with
+   * `definePatchAdapter`), chosen by label (exact, else the longest dotted prefix), beside the
+   * built-in `style` adapter (one of yours with label `style` replaces it). Default: the built-in one.
+   */
+  patchAdapters?: readonly PatchAdapter[];
+  /** With the memory service: runs the patches no adapter's label covers. Default: records them as `noted`. */
+  fallbackPatchAdapter?: PatchAdapter;
   /** A connection to use (the worker does not close it). Default: one opened with `connection`. */
   nc?: NatsConnection;
   /**
@@ -244,7 +254,16 @@ async function serveWorker(
         group,
         new SessionMemory(graph, store, {
           model: backend.model,
+          // Procedural patches: `style.*` applied (into the agents' context), any other label noted.
+          patchAdapters: [...defaultPatchAdapters(), ...(options.patchAdapters ?? [])],
+          ...(options.fallbackPatchAdapter ? { fallbackAdapter: options.fallbackPatchAdapter } : {}),
           ...(Number.isInteger(personaEvery) && personaEvery >= 0 ? { personaEvery } : {}),
+          // CONCLAVE_EMBEDDING_MODEL: a model on the LLM's server (/embeddings), `offline`, or unset (none).
+          embedder: createEmbedder(embeddingConfigFromEnv(process.env, options.llm === false ? null : options.llm)),
+          onEmbeddingError: (error, during) =>
+            log.warn(
+              `memory ${during}: embeddings failed, going on without them: ${singleLine(messageOf(error), 500)}`,
+            ),
         }),
         serve,
       );

@@ -160,6 +160,7 @@ describe("the truth and task ledgers", () => {
       facts: ["Clients call the API through the gateway", "the v1 API is retired on 1 March"],
       open_items: ["[doing] Write the contract tests", "[todo] Switch traffic"],
       open_blockers: ["No staging key yet"],
+      procedures: [],
     });
     // A session without ledgers: nothing about them in the context.
     const plain: EngineEvent[] = [];
@@ -187,6 +188,23 @@ describe("the truth and task ledgers", () => {
     );
     expect(reader?.kind === "AGENT_COMPLETED" && reader.payload.output).toMatchObject({
       facts: ["the staging key arrives on Monday"],
+    });
+  });
+
+  it("give agents the procedures memory learnt: how the user wants to be answered", async () => {
+    const session = "ledgers-procedures";
+    for await (const _ of client.submit(session, "From now on, please keep your answers short.")) {
+      // drain the turn
+    }
+    const events: EngineEvent[] = [];
+    for await (const event of client.submit(session, "How was the weekend?")) events.push(event);
+    const retrieved = events.find((event) => event.kind === "MEMORY_RETRIEVED");
+    expect(retrieved?.kind === "MEMORY_RETRIEVED" && retrieved.payload.procedures).toEqual(["Keep answers short"]);
+    const reader = events.find(
+      (event) => event.kind === "AGENT_COMPLETED" && event.payload.agent_id === "acme.ledger_reader",
+    );
+    expect(reader?.kind === "AGENT_COMPLETED" && reader.payload.output).toMatchObject({
+      procedures: ["Keep answers short"],
     });
   });
 

@@ -79,7 +79,59 @@ export interface OpenAIServer {
   url: string;
   /** Bodies of the chat completion requests received, in order. */
   requests: ChatRequestBody[];
+  /** Bodies of the embeddings requests received (POST /v1/embeddings), in order. */
+  embeddingRequests: EmbeddingRequestBody[];
   stop(): Promise<void>;
+}
+
+/** An embeddings request body as the server received it. */
+export interface EmbeddingRequestBody {
+  model: string;
+  input: string | string[];
+  encoding_format?: "float" | "base64";
+  dimensions?: number;
+  [field: string]: unknown;
+}
+
+/**
+ * How the server answers an embeddings request: `{}` for the default vectors
+ * ({@link hashedEmbedding} of each input, `dimensions` long, default {@link TEST_EMBEDDING_DIMS}),
+ * `vectors` to send those instead (as given, even if wrong), or an error or a hang.
+ */
+export type EmbeddingReply = EmbeddingVectorsReply | ErrorReply | HangReply;
+
+/** Vectors: the default ones, or `vectors`, after `delayMs`. */
+export interface EmbeddingVectorsReply {
+  vectors?: number[][];
+  delayMs?: number;
+}
+
+export type EmbeddingHandler = (body: EmbeddingRequestBody, index: number) => EmbeddingReply | Promise<EmbeddingReply>;
+
+/** Options of {@link startOpenAIServer}. */
+export interface OpenAIServerOptions {
+  /** How POST /v1/embeddings answers. Default: the hashed vectors, always. */
+  embeddings?: EmbeddingHandler;
+}
+
+/** The size of {@link hashedEmbedding}'s vectors when a request names none. */
+export const TEST_EMBEDDING_DIMS = 128;
+
+/**
+ * The test server's deterministic embedding: a bag of the text's lowercased words (runs of
+ * letters and digits), each adding 1 at a hashed index (FNV-1a), scaled to length 1 (all zeros
+ * for a text without words). Texts sharing more words are closer: enough to test ranking by it.
+ */
+export function hashedEmbedding(text: string, dims: number = TEST_EMBEDDING_DIMS): number[] {
+  const vector = new Array<number>(dims).fill(0);
+  for (const word of text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []) {
+    let hash = 0x811c9dc5;
+    for (let i = 0; i < word.length; i++) hash = Math.imul(hash ^ word.charCodeAt(i), 0x01000193);
+    const at = (hash >>> 0) % dims;
+    vector[at] = (vector[at] ?? 0) + 1;
+  }
+  const norm = Math.hypot(...vector);
+  return norm === 0 ? vector : vector.map((value) => value / norm);
 }
 
 /** Replies from a list, one per request in order; the last one repeats. */
@@ -92,12 +144,16 @@ export function scripted(...replies: ScriptedReply[]): ReplyHandler {
 }
 
 /**
- * A local OpenAI-compatible server (POST /v1/chat/completions) on 127.0.0.1 and a free port,
- * answering what `handler` scripts. Built on node:http so the real `openai` client is exercised
- * end to end: HTTP status handling, retries, SSE parsing.
+ * A local OpenAI-compatible server (POST /v1/chat/completions, POST /v1/embeddings) on 127.0.0.1
+ * and a free port, answering what `handler` scripts (and `options.embeddings`). Built on node:http
+ * so the real `openai` client is exercised end to end: HTTP status handling, retries, SSE parsing.
  */
-export async function startOpenAIServer(handler: ReplyHandler): Promise<OpenAIServer> {
+export async function startOpenAIServer(
+  handler: ReplyHandler,
+  options: OpenAIServerOptions = {},
+): Promise<OpenAIServer> {
   const requests: ChatRequestBody[] = [];
+  const embeddingRequests: EmbeddingRequestBody[] = [];
   const server = createServer((req, res) => {
     answer(req, res).catch((error: unknown) => {
       if (!res.headersSent) sendJson(res, 500, errorBody(String(error), "server_error"));
@@ -106,6 +162,7 @@ export async function startOpenAIServer(handler: ReplyHandler): Promise<OpenAISe
   });
 
   async function answer(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (req.method === "POST" && req.url === "/v1/embeddings") return answerEmbeddings(req, res);
     if (req.method !== "POST" || req.url !== "/v1/chat/completions") {
       sendJson(res, 404, errorBody(`no route ${req.method} ${req.url}`, "invalid_request_error"));
       return;
@@ -135,6 +192,43 @@ export async function startOpenAIServer(handler: ReplyHandler): Promise<OpenAISe
     else sendJson(res, 200, completion(body, reply));
   }
 
+  async function answerEmbeddings(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    let body: EmbeddingRequestBody;
+    try {
+      body = JSON.parse(await readBody(req)) as EmbeddingRequestBody;
+    } catch {
+      sendJson(res, 400, errorBody("request body is not JSON", "invalid_request_error"));
+      return;
+    }
+    const index = embeddingRequests.push(body) - 1;
+    const reply = await (options.embeddings ?? (() => ({})))(body, index);
+    if ("hang" in reply) return;
+    if ("status" in reply) {
+      const error = reply as ErrorReply;
+      sendJson(res, error.status, error.body ?? errorBody(`scripted ${error.status}`, "server_error"), error.headers);
+      return;
+    }
+    const scripted = reply as EmbeddingVectorsReply;
+    if (scripted.delayMs) await sleep(scripted.delayMs);
+    if (res.destroyed) return;
+    const inputs = typeof body.input === "string" ? [body.input] : body.input;
+    const vectors =
+      scripted.vectors ?? inputs.map((text) => hashedEmbedding(text, body.dimensions ?? TEST_EMBEDDING_DIMS));
+    const tokens = inputs.reduce((sum, text) => sum + Math.ceil(text.length / 4), 0);
+    sendJson(res, 200, {
+      object: "list",
+      data: vectors.map((vector, at) => ({
+        object: "embedding",
+        index: at,
+        // What the openai client asks for when the caller names no format: little-endian float32, base64.
+        embedding:
+          body.encoding_format === "base64" ? Buffer.from(new Float32Array(vector).buffer).toString("base64") : vector,
+      })),
+      model: body.model,
+      usage: { prompt_tokens: tokens, total_tokens: tokens },
+    });
+  }
+
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(0, "127.0.0.1", resolve);
@@ -143,6 +237,7 @@ export async function startOpenAIServer(handler: ReplyHandler): Promise<OpenAISe
   return {
     url: `http://127.0.0.1:${port}/v1`,
     requests,
+    embeddingRequests,
     stop: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());

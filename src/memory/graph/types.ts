@@ -53,8 +53,12 @@ const EpochMs = z.number().int().nonnegative();
 
 /**
  * One node of a session's memory graph. `data` is kind-specific: procedural
- * `{ label }`, episodic `{ turn_id, tools }`, persona `{ traits }`,
- * runtime_state `{ turn_count, last_extraction_turn, persona_snapshot }`.
+ * `{ label, patch, results }` (src/memory/procedural), episodic `{ turn_id,
+ * tools, intent, ts, user_chars, response_chars }` (enough to rebuild the
+ * episode), semantic facts and threads `{ fact | thread, key, … }`, persona
+ * `{ traits, evolved_at_turn }`, runtime_state `{ last_extraction_turn,
+ * persona }`; a node with an `embedding` also has `data.embedding_model`
+ * (the embedder's id: a vector is compared only with vectors of that id).
  */
 export const MemoryNode = z.object({
   id: MemoryNodeId,
@@ -70,6 +74,7 @@ export const MemoryNode = z.object({
   created_at: EpochMs,
   /** When the node was last stored (epoch ms): set by the store on every upsert. */
   updated_at: EpochMs,
+  /** The embedding of `text`, when memory has an embedder (see `data.embedding_model`). */
   embedding: z.array(z.number().finite()).max(MAX_EMBEDDING_DIMENSIONS).optional(),
 });
 export type MemoryNode = z.infer<typeof MemoryNode>;

@@ -1,8 +1,10 @@
 import { z } from "zod";
 import { messageOf } from "../../errors.ts";
 import type { ChatModel } from "../../llm/model.ts";
+import { cleanPatchLabel, MAX_PATCH_INSTRUCTION, type ProceduralPatch } from "../procedural/patch.ts";
 import { clausesOf, cut, ITEM_CHARS, lastPerKey, normalise, sentencesOf, stripLead, unique } from "./clauses.ts";
 import { factOf } from "./factRules.ts";
+import { patchesOf } from "./patchRules.ts";
 import { resolvesThread, threadsOf } from "./threadRules.ts";
 import { MAX_TOPICS, topicsOf } from "./topics.ts";
 
@@ -59,6 +61,11 @@ export interface Learning {
   /** Keys of open threads (among those passed in) that this turn closes. */
   threads_resolved_keys: string[];
   episode: LearnedEpisode;
+  /**
+   * Standing instructions the user gave about how to answer (procedural patches), one per label;
+   * absent when there are none.
+   */
+  patches?: ProceduralPatch[];
   /** Which extractor produced it: the model, or the offline patterns. */
   path: "model" | "offline";
   /** Why the model was not used although one was given (its call failed); absent otherwise. */
@@ -81,16 +88,24 @@ const EPISODE_SIDE_CHARS = 280;
 // ─── the model extractor ────────────────────────────────────────────────────────────────────
 
 const LearnedItemSchema = z.object({ text: z.string(), topics: z.array(z.string()), key: z.string() });
+const PatchSchema = z.object({
+  label: z.string(),
+  instruction: z.string(),
+  value: z.string().nullable().optional(),
+});
 
 /**
  * The structured answer asked of the model: the shape of {@link Learning} without what the caller
- * already knows (the tools, the path). Every field required, so OpenAI strict mode accepts it.
+ * already knows (the tools, the path). Every field required, so OpenAI strict mode accepts it —
+ * but `patches` (and a patch's `value`) may be null or left out: a model that predates them still
+ * answers validly.
  */
 export const MemoryLearningSchema = z.object({
   facts: z.array(LearnedItemSchema),
   threads_opened: z.array(LearnedItemSchema),
   threads_resolved_keys: z.array(z.string()),
   episode: z.object({ text: z.string(), topics: z.array(z.string()) }),
+  patches: z.array(PatchSchema).nullable().optional(),
 });
 /** The model's answer, before normalisation. */
 export type MemoryLearningAnswer = z.infer<typeof MemoryLearningSchema>;
@@ -103,6 +118,7 @@ const SYSTEM_PROMPT = `You maintain a user's long-term memory. From one conversa
 - threads_opened: things left open: a question the reply did not answer, a reminder the user asked for, a plan with a time, a promise the reply made. Key "<kind>.<slug>" with kind question, reminder, plan or promise; text like "reminder: call the bank tomorrow".
 - threads_resolved_keys: keys, from open_threads, of the threads this turn closes (the user says it is done, or the reply answers the question). Only keys listed in open_threads.
 - episode: one sentence saying what the turn was about, and its topics.
+- patches: standing instructions the USER gives about how to answer them from now on (length, language, tone, things to avoid), not one-off requests. label: dotted lowercase naming what it sets, so a later patch with the same label replaces it: style.length, style.language, style.tone, style.avoid.<thing>, or <area>.<aspect>. instruction: an imperative ("Keep answers short", "Answer in Spanish", "Don't use emojis"). value: the setting ("short", "spanish", "emojis"), or null.
 Topics are short lowercase words. Empty lists when there is nothing. Answer with JSON only.`;
 
 /**
@@ -161,6 +177,14 @@ function fromModel(answer: MemoryLearningAnswer, turn: TurnToLearn, openThreads?
     facts: lastPerKey(items(answer.facts)),
     threads_opened: lastPerKey(items(answer.threads_opened)),
     threads_resolved_keys: resolved,
+    ...patchesField(
+      (answer.patches ?? []).flatMap((patch) => {
+        const label = cleanPatchLabel(patch.label);
+        const instruction = cut(patch.instruction.trim(), MAX_PATCH_INSTRUCTION);
+        const value = patch.value?.trim();
+        return label && instruction ? [{ label, instruction, data: value ? { value } : {} }] : [];
+      }),
+    ),
     episode: summary
       ? {
           text: cut(summary, 2 * EPISODE_SIDE_CHARS),
@@ -217,6 +241,9 @@ function topicsWith(text: string, tags: readonly string[]): string[] {
  *   same topics as a thread the user opened in the same turn is that thread, not a second one.
  *
  * Threads resolved: those of `openThreads` that {@link resolvesThread} says this turn closes.
+ *
+ * Patches: the user's standing instructions about how to answer ({@link patchesOf}): "keep your
+ * answers short", "answer in Spanish", "be more formal", "don't use emojis".
  */
 export function extractOffline(turn: TurnToLearn, openThreads: readonly ThreadRef[] = []): Learning {
   const user = normalise(turn.user_message);
@@ -233,9 +260,23 @@ export function extractOffline(turn: TurnToLearn, openThreads: readonly ThreadRe
     facts: lastPerKey(facts),
     threads_opened: threadsOf(user, reply),
     threads_resolved_keys: openThreads.filter((thread) => resolvesThread(thread, turn)).map((thread) => thread.key),
+    ...patchesField(patchesOf(turn.user_message)),
     episode: episodeOf(turn),
     path: "offline",
   };
+}
+
+/** Most patches one turn teaches: a turn is a message, not a configuration file. */
+const MAX_PATCHES_PER_TURN = 8;
+
+/** `{ patches }`, one per label (the last said winning, at most 8), or nothing when there are none. */
+function patchesField(patches: readonly ProceduralPatch[]): { patches?: ProceduralPatch[] } {
+  const byLabel = new Map<string, ProceduralPatch>();
+  for (const patch of patches) {
+    byLabel.delete(patch.label);
+    byLabel.set(patch.label, patch);
+  }
+  return byLabel.size > 0 ? { patches: [...byLabel.values()].slice(-MAX_PATCHES_PER_TURN) } : {};
 }
 
 /**

@@ -1,0 +1,252 @@
+/**
+ * Embeddings: text turned into vectors, so memory can rank what it holds by closeness of meaning
+ * to a message. Two embedders: a model on the OpenAI-compatible server of the LLM settings
+ * (`POST <base URL>/embeddings`, through the official `openai` client), and the deterministic
+ * offline one (hashed topics: NOT semantic). Configured by {@link embeddingConfigFromEnv}.
+ */
+import OpenAI from "openai";
+import type { CreateEmbeddingResponse } from "openai/resources/embeddings";
+import { z } from "zod";
+import { MAX_EMBEDDING_DIMENSIONS } from "../memory/graph/types.ts";
+import { OFFLINE_EMBEDDING_DIMS, offlineEmbedding } from "../memory/learn/embedder.ts";
+import { type LlmConfig, LlmConfigError, llmConfigFromEnv } from "./config.ts";
+import { CallDeadline } from "./deadline.ts";
+import { LlmError, type LlmErrorCode, type LlmErrorOptions, llmErrorFromOpenAI } from "./errors.ts";
+
+/** Turns texts into vectors, one per text, in the texts' order. */
+export interface Embedder {
+  /**
+   * Which embedder and model made a vector (`openai:text-embedding-3-small`, `offline:64`).
+   * Vectors of different ids do not compare: a stored vector is used only with the id it was made by.
+   */
+  readonly id: string;
+  /** The model's name (`offline` for the offline embedder). */
+  readonly model: string;
+  /**
+   * One vector per text, in order; all of one length. An empty list costs no call. Fails with an
+   * {@link EmbeddingError} (the openai embedder; after its retries, or at its deadline).
+   */
+  embed(texts: readonly string[], signal?: AbortSignal): Promise<number[][]>;
+}
+
+/** Where embeddings come from: the offline embedder, or a model on an OpenAI-compatible server. */
+export type EmbeddingConfig = { kind: "offline"; dims: number } | OpenAIEmbeddingConfig;
+
+/** A model on an OpenAI-compatible `/embeddings` endpoint (OpenAI, Ollama, vLLM, llama.cpp…). */
+export interface OpenAIEmbeddingConfig {
+  kind: "openai";
+  /** Base URL of the API, where `/embeddings` is appended: the LLM's (`CONCLAVE_LLM_BASE_URL`). */
+  baseURL: string;
+  /** Bearer token: the LLM's (`CONCLAVE_LLM_API_KEY`). */
+  apiKey: string;
+  /** The embedding model. Env `CONCLAVE_EMBEDDING_MODEL`. */
+  model: string;
+  /**
+   * Deadline of one call in milliseconds, retries included. A retrieval waits for it before the
+   * turn's agents run, so it is short. Env `CONCLAVE_EMBEDDING_TIMEOUT_MS`. Default 2000.
+   */
+  timeoutMs: number;
+  /** Retries of a failed request (408, 409, 429, 5xx, connection): the LLM's (`CONCLAVE_LLM_MAX_RETRIES`). */
+  maxRetries: number;
+  /**
+   * Vector size to ask for (`dimensions`, for models that can shorten their vectors, e.g.
+   * text-embedding-3-*); vectors of any other size are refused. Env `CONCLAVE_EMBEDDING_DIMENSIONS`,
+   * 1 to 1536 (the most a memory node keeps). Default: the model's own size.
+   */
+  dimensions?: number;
+}
+
+/** The defaults of {@link OpenAIEmbeddingConfig}. */
+export const EMBEDDING_CONFIG_DEFAULTS = { timeoutMs: 2_000 } as const;
+
+/** The value of `CONCLAVE_EMBEDDING_MODEL` that selects {@link offlineEmbedder}. */
+export const OFFLINE_EMBEDDING_MODEL = "offline";
+
+/** The embedding settings in the environment are unusable; the one-line message names the variable. */
+export class EmbeddingConfigError extends LlmConfigError {}
+
+/** An embeddings call that failed: an {@link LlmError} whose caller is `embeddings`. */
+export class EmbeddingError extends LlmError {
+  constructor(code: LlmErrorCode, message: string, options: LlmErrorOptions = {}) {
+    super(code, "embeddings", message, options);
+  }
+}
+
+const modelSchema = z
+  .string()
+  .max(256, "must be at most 256 characters")
+  .regex(/^[^\s\p{Cc}]+$/u, "must not contain spaces or control characters");
+const timeoutSchema = z.coerce.number().int("must be a whole number").positive("must be > 0");
+const dimensionsSchema = z.coerce
+  .number()
+  .int("must be a whole number")
+  .min(1, "must be >= 1")
+  .max(MAX_EMBEDDING_DIMENSIONS, `must be <= ${MAX_EMBEDDING_DIMENSIONS} (the most a memory node keeps)`);
+
+/**
+ * Reads the embedding settings: `null` when `CONCLAVE_EMBEDDING_MODEL` is unset or empty (memory
+ * ranks without embeddings: topic overlap, then recurrence and recency); the offline embedder when
+ * it is `offline`; else that model on the LLM's server (`CONCLAVE_LLM_BASE_URL`, its API key and
+ * retries), which must then be set.
+ *
+ * @param llm The LLM settings to take the server from; default: read from `env`
+ *   ({@link llmConfigFromEnv}). `null` says there is no server: only `offline` can work then.
+ * @throws EmbeddingConfigError naming the variable that is wrong (or the LLM's LlmConfigError).
+ */
+export function embeddingConfigFromEnv(
+  env: NodeJS.ProcessEnv = process.env,
+  llm?: LlmConfig | null,
+): EmbeddingConfig | null {
+  const read = (name: string): string | undefined => {
+    const value = env[name]?.trim();
+    return value ? value : undefined;
+  };
+  const model = read("CONCLAVE_EMBEDDING_MODEL");
+  if (model === undefined) return null;
+  if (model === OFFLINE_EMBEDDING_MODEL) return { kind: "offline", dims: OFFLINE_EMBEDDING_DIMS };
+  const server = llm === undefined ? llmConfigFromEnv(env) : llm;
+  if (!server) {
+    throw new EmbeddingConfigError(
+      `CONCLAVE_EMBEDDING_MODEL=${JSON.stringify(model)} needs CONCLAVE_LLM_BASE_URL (embeddings go to its /embeddings): set it, or set CONCLAVE_EMBEDDING_MODEL=offline, or unset it`,
+    );
+  }
+  const checkedModel = parseVar("CONCLAVE_EMBEDDING_MODEL", model, modelSchema);
+  const dimensions = parseVar(
+    "CONCLAVE_EMBEDDING_DIMENSIONS",
+    read("CONCLAVE_EMBEDDING_DIMENSIONS"),
+    dimensionsSchema.optional(),
+  );
+  return {
+    kind: "openai",
+    baseURL: server.baseURL,
+    apiKey: server.apiKey,
+    model: checkedModel,
+    timeoutMs:
+      parseVar("CONCLAVE_EMBEDDING_TIMEOUT_MS", read("CONCLAVE_EMBEDDING_TIMEOUT_MS"), timeoutSchema.optional()) ??
+      EMBEDDING_CONFIG_DEFAULTS.timeoutMs,
+    maxRetries: server.maxRetries,
+    ...(dimensions === undefined ? {} : { dimensions }),
+  };
+}
+
+/** The embedder for a configuration; `undefined` for `null` (no embeddings). */
+export function createEmbedder(config: EmbeddingConfig | null): Embedder | undefined {
+  if (!config) return undefined;
+  return config.kind === "offline" ? offlineEmbedder(config.dims) : openAIEmbedder(config);
+}
+
+/**
+ * The deterministic offline embedder: {@link offlineEmbedding} of each text (a hashed bag of its
+ * topics, length 1). It is NOT semantic: texts are close only when they share topic tags. It lets
+ * the paths that rank by embeddings run, and be tested, without an embedding model.
+ */
+export function offlineEmbedder(dims: number = OFFLINE_EMBEDDING_DIMS): Embedder {
+  if (!Number.isInteger(dims) || dims < 1) throw new RangeError(`dims must be a positive integer, got ${dims}`);
+  return {
+    id: `offline:${dims}`,
+    model: OFFLINE_EMBEDDING_MODEL,
+    embed: async (texts, signal) => {
+      signal?.throwIfAborted();
+      return texts.map((text) => offlineEmbedding(text, dims));
+    },
+  };
+}
+
+/**
+ * An embedder on an OpenAI-compatible `POST /embeddings`, through the official `openai` client:
+ * one request per `embed` call, all the texts in its `input`, vectors asked as floats
+ * (`encoding_format: "float"`, which every compatible server speaks). The client retries 408, 409,
+ * 429, 5xx and connection failures (`maxRetries`, with backoff); the call as a whole has
+ * `timeoutMs`. An answer without exactly one finite vector per text, all of one size (the
+ * configured `dimensions`, if any), is an `invalid_output` {@link EmbeddingError}.
+ */
+export function openAIEmbedder(config: Omit<OpenAIEmbeddingConfig, "kind">): Embedder {
+  const client = new OpenAI({
+    baseURL: config.baseURL,
+    apiKey: config.apiKey,
+    timeout: config.timeoutMs,
+    maxRetries: config.maxRetries,
+  });
+  const { model, dimensions, timeoutMs } = config;
+  return {
+    id: `openai:${model}${dimensions === undefined ? "" : `@${dimensions}`}`,
+    model,
+    embed: async (texts, signal) => {
+      if (texts.length === 0) return [];
+      const deadline = new CallDeadline(timeoutMs, signal);
+      try {
+        const response = await deadline.race(
+          client.embeddings.create(
+            {
+              model,
+              input: [...texts],
+              encoding_format: "float",
+              ...(dimensions === undefined ? {} : { dimensions }),
+            },
+            // The client's own timeout is per attempt; the deadline bounds the call.
+            { signal: deadline.signal, timeout: Math.max(1, Math.ceil(timeoutMs)) },
+          ),
+        );
+        return vectorsOf(response, texts.length, dimensions);
+      } catch (error) {
+        throw failure(error, deadline);
+      } finally {
+        deadline.dispose();
+      }
+    },
+  };
+}
+
+/** The response's vectors in input order, checked: one per text, finite numbers, one size. */
+function vectorsOf(response: CreateEmbeddingResponse, count: number, dimensions: number | undefined): number[][] {
+  const data: unknown = response?.data;
+  if (!Array.isArray(data) || data.length !== count) {
+    const got = Array.isArray(data) ? `${data.length} vectors` : "no data list";
+    throw new EmbeddingError("invalid_output", `asked for ${count} vectors, got ${got}`);
+  }
+  const vectors = new Array<number[] | undefined>(count);
+  let size = dimensions;
+  for (const item of data as { index?: unknown; embedding?: unknown }[]) {
+    const index = item?.index;
+    if (!Number.isInteger(index) || (index as number) < 0 || (index as number) >= count || vectors[index as number]) {
+      throw new EmbeddingError(
+        "invalid_output",
+        `vector index ${JSON.stringify(index)} is missing, repeated or out of range`,
+      );
+    }
+    const embedding = item.embedding;
+    if (!Array.isArray(embedding) || embedding.length === 0 || !embedding.every(Number.isFinite)) {
+      throw new EmbeddingError("invalid_output", `vector ${index} is not a non-empty list of finite numbers`);
+    }
+    size ??= embedding.length;
+    if (embedding.length !== size) {
+      throw new EmbeddingError(
+        "invalid_output",
+        `vector ${index} has ${embedding.length} dimensions, expected ${size}`,
+      );
+    }
+    vectors[index as number] = embedding as number[];
+  }
+  return vectors as number[][];
+}
+
+/** The deadline's verdict wins (after an abort the client may report anything), then the client's error. */
+function failure(error: unknown, deadline: CallDeadline): EmbeddingError {
+  if (error instanceof EmbeddingError) return error;
+  if (deadline.reason === "timeout") {
+    return new EmbeddingError("timeout", `no reply within ${deadline.timeoutMs} ms`, { cause: error });
+  }
+  if (deadline.reason === "aborted") return new EmbeddingError("aborted", "the caller aborted", { cause: error });
+  const mapped = llmErrorFromOpenAI(error, "embeddings");
+  return new EmbeddingError(mapped.code, error instanceof Error ? error.message : String(error), {
+    ...(mapped.status === undefined ? {} : { status: mapped.status }),
+    cause: error,
+  });
+}
+
+function parseVar<S extends z.ZodType>(name: string, value: string | undefined, schema: S): z.infer<S> {
+  const result = schema.safeParse(value);
+  if (result.success) return result.data;
+  const problem = result.error.issues.map((issue) => issue.message).join("; ");
+  throw new EmbeddingConfigError(`${name}=${JSON.stringify(value)} is invalid: ${problem}`);
+}
