@@ -51,7 +51,14 @@ export {
   type SessionEvent,
   type TurnStatusView,
 } from "./client.ts";
-export type { LedgersClient, LedgerWriteOptions, TaskLedgerClient, TruthLedgerClient } from "./ledgers.ts";
+export type {
+  BoundToSession,
+  LedgersClient,
+  LedgerWriteOptions,
+  SessionLedgers,
+  TaskLedgerClient,
+  TruthLedgerClient,
+} from "./ledgers.ts";
 export type { RecipeRunResult, ResumeOptions, RunOptions } from "./recipeRun.ts";
 export type { SubmitOptions, TurnResult, TurnStream } from "./turnStream.ts";
 export { InvalidRequestError, TurnFailedError, TurnTimeoutError } from "./turns.ts";

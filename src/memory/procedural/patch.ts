@@ -39,7 +39,7 @@ export type PatchStatus = "applied" | "noted" | "failed";
 /** What {@link PatchAdapter.apply} returns. */
 export interface PatchResult {
   status: PatchStatus;
-  /** Why, or what was done, in a few words (kept on the node, cut to {@link MAX_RESULT_DETAIL}). */
+  /** Why, or what was done, in a few words (kept on the node, cut to 300 characters). */
   detail?: string;
 }
 
@@ -62,6 +62,7 @@ export interface PatchAdapter {
   label: string;
   /** Its name in recorded results; its label when absent. */
   name?: string;
+  /** Acts on one patch a turn taught; what it returns is recorded on the patch's node. */
   apply(patch: ProceduralPatch, context: PatchContext): PatchResult | Promise<PatchResult>;
 }
 
