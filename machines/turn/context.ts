@@ -142,6 +142,7 @@ export const voiceRequest = (context: TurnContext): VoiceRequest => ({
   thinking: context.decision?.thinking ?? "",
   feedback: context.feedback,
   attempt: context.attempt,
+  ...(context.procedures.length > 0 ? { procedures: context.procedures } : {}),
 });
 
 /** What an agent is told of the turn so far. */

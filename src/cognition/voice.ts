@@ -24,17 +24,22 @@ const sentence = (point: string): string => {
 const removals = (feedback: readonly string[]): string[] =>
   feedback.flatMap((line) => [...line.matchAll(/"([^"]+)"/g)].map((match) => match[1]!));
 
+/** A procedure asking for short answers ("Keep answers short", "Be brief"): the offline voice says one point. */
+const BRIEF = /\b(short|brief|concise|shorter)\b/i;
+
 /**
  * The offline voice: renders a speech act as plain text, deterministically.
- * On a re-rendering, sentences the critics asked to remove are left out and
- * the reply keeps its opening and at most two points.
+ * It keeps the opening and at most three points: two on a re-rendering
+ * (sentences the critics asked to remove are left out), one when the user
+ * asked for short answers (a procedure of procedural memory).
  */
 export function renderOffline(request: VoiceRequest): string {
   const { intent, key_points } = request.speech_act;
   const opening = (Object.hasOwn(OPENINGS, intent) ? OPENINGS[intent] : undefined) ?? OPENINGS.respond!;
   const removed = new Set(removals(request.feedback));
   const points = key_points.map(sentence).filter((text) => !removed.has(text));
-  return [opening, ...points.slice(0, request.feedback.length > 0 ? 2 : 3)].join(" ");
+  const brief = request.procedures?.some((procedure) => BRIEF.test(procedure)) ?? false;
+  return [opening, ...points.slice(0, brief ? 1 : request.feedback.length > 0 ? 2 : 3)].join(" ");
 }
 
 /** Splits text into the chunks a stream sends: word by word, keeping the spaces. */

@@ -53,6 +53,8 @@ export const VoiceRequest = z.object({
   feedback: z.array(z.string()).default([]),
   /** 1 for the first rendering, 2 and on for re-renderings after critic feedback. */
   attempt: z.number().int().min(1).default(1),
+  /** How the user asked to be answered (procedural memory: "Keep answers short", "Answer in Spanish"). */
+  procedures: z.array(z.string().max(200)).max(20).optional(),
 });
 export type VoiceRequest = z.infer<typeof VoiceRequest>;
 

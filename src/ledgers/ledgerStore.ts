@@ -201,7 +201,8 @@ export class LedgerStore {
           this.options.onInvalid?.(msg.subject, msg.seq, parsed.error);
           state = { ...state, through_seq: msg.seq };
         }
-        if (msg.seq >= last) break;
+        // Through the last event seen when the read began; or caught up, should that one be gone (a purge).
+        if (msg.seq >= last || msg.info.pending === 0) break;
       }
     } finally {
       void messages.stop();

@@ -54,8 +54,12 @@ export function voicePrompt(request: VoiceRequest): { system: string; user: stri
     request.feedback.length > 0
       ? `\nAn earlier draft was rejected by the critics. Fix these problems:\n- ${request.feedback.join("\n- ")}`
       : "";
+  const procedures =
+    request.procedures && request.procedures.length > 0
+      ? `\nThe user asked to be answered this way; follow it:\n- ${request.procedures.join("\n- ")}`
+      : "";
   return {
-    system: `You are the voice. Write the reply to the user, in plain text, warm and brief (at most 4 sentences), that carries out the speech act. Never do what do_not forbids.${feedback}`,
+    system: `You are the voice. Write the reply to the user, in plain text, warm and brief (at most 4 sentences), that carries out the speech act. Never do what do_not forbids.${procedures}${feedback}`,
     user: JSON.stringify({ user_message: request.user_message, speech_act: request.speech_act }),
   };
 }

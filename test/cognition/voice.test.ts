@@ -107,3 +107,14 @@ describe("streamOffline", () => {
     expect(stream(request())).toEqual(stream(request()));
   });
 });
+
+describe("the offline voice and how the user asked to be answered", () => {
+  it("says one point when a procedure asks for short answers, and ignores others", () => {
+    const long = request();
+    expect(renderOffline(long)).toBe("Let's work through it. Could you tell me what changed? Try one thing at a time.");
+    expect(renderOffline(request({ procedures: ["Keep answers short"] }))).toBe(
+      "Let's work through it. Could you tell me what changed?",
+    );
+    expect(renderOffline(request({ procedures: ["Answer in Spanish"] }))).toBe(renderOffline(long));
+  });
+});
