@@ -3,7 +3,10 @@ import { busOptions, connectBus } from "../src/bus/connection.ts";
 import { ensureMemoryStream } from "../src/eventlog/streams.ts";
 import { EpisodeStore } from "../src/memory/episodeStore.ts";
 import { openMemoryGraph } from "../src/memory/graph/open.ts";
+import type { MemoryNodeInput } from "../src/memory/graph/types.ts";
+import { procedureNode } from "../src/memory/procedural/nodes.ts";
 import { SessionMemory } from "../src/memory/sessionMemory.ts";
+import { episodeNode } from "../src/memory/turnNodes.ts";
 import { startNatsServer } from "../src/nats/server.ts";
 import type { BenchPlan } from "./plan.ts";
 import { progress } from "./progress.ts";
@@ -17,7 +20,7 @@ export const RETRIEVAL_GOAL_MS = 20;
 export interface MemoryRetrievalRun {
   nodes: number;
   calls: number;
-  /** One `retrieve` (what a turn's context stage asks the memory service): recent episodes from JetStream, facts and threads ranked. */
+  /** One `retrieve` (what a turn's context stage asks the memory service): facts, threads and episodes ranked, the procedures. */
   latency: Summary;
   goalMs: number;
 }
@@ -43,10 +46,48 @@ const MESSAGES = [
   "the exam is next week and I'm stressed",
 ];
 
+/** Of every 100 nodes: 20 episodes, 8 threads, 72 facts; and {@link PROCEDURES} procedures among the first. */
+const PROCEDURES = 10;
+
+/** The `i`th node of the bench's session: a procedure, an episode, a thread or a fact, about two topics. */
+function benchNode(session: string, i: number): MemoryNodeInput {
+  const topics = [TOPICS[i % TOPICS.length]!, TOPICS[(i * 7) % TOPICS.length]!];
+  if (i < PROCEDURES) {
+    const patch = { label: `style.bench_${i}`, instruction: `Bench instruction ${i}`, data: { value: i } };
+    return procedureNode(session, patch, null, { adapter: "style", status: "applied", detail: "", turn_id: i + 1 });
+  }
+  if (i % 100 < 20) {
+    const turn = i + 1;
+    const episode = {
+      session_id: session,
+      turn_id: turn,
+      user_text: `turn ${turn} about ${topics.join(" and ")}`,
+      response: "Thanks for telling me.",
+      intent: "respond",
+      ts: turn,
+    };
+    return episodeNode(episode, { text: episode.user_text, topics, tools: [] });
+  }
+  const thread = i % 100 < 28;
+  return {
+    id: `${thread ? "thread" : "fact"}.k${i}`,
+    session_id: session,
+    kind: "semantic",
+    text: `${thread ? "reminder" : "fact"} ${i} about ${topics.join(" and ")}`,
+    topics,
+    recurrence: 1 + (i % 5),
+    data: thread
+      ? { thread: true, key: `k${i}`, status: "open", opened_at_turn: i, updated_turn: i }
+      : { fact: true, key: `k${i}`, created_turn: i, updated_turn: i },
+  };
+}
+
 /**
- * Memory retrieval at scale: a session whose graph holds 10 000 facts and
- * threads (on the default NATS KV store, through the memory service's own
- * code), then the retrieval a turn makes before its agents run, timed.
+ * Memory retrieval at scale: a session whose graph holds 10 000 nodes — facts,
+ * open threads, episodes and a few procedures (on the default NATS KV store,
+ * through the memory service's own code) — then the retrieval a turn makes
+ * before its agents run, timed: facts and threads ranked within the budget,
+ * three episodes ranked, the procedures.
  */
 export async function runMemoryRetrieval(plan: BenchPlan): Promise<MemoryRetrievalRun> {
   const server = await startNatsServer({});
@@ -60,22 +101,9 @@ export async function runMemoryRetrieval(plan: BenchPlan): Promise<MemoryRetriev
     progress(`memory retrieval: writing ${RETRIEVAL_NODES} nodes`);
     for (let start = 0; start < RETRIEVAL_NODES; start += 500) {
       await Promise.all(
-        Array.from({ length: Math.min(500, RETRIEVAL_NODES - start) }, (_, offset) => {
-          const i = start + offset;
-          const topics = [TOPICS[i % TOPICS.length]!, TOPICS[(i * 7) % TOPICS.length]!];
-          const thread = i % 10 === 0;
-          return graph.upsertNode({
-            id: `${thread ? "thread" : "fact"}.k${i}`,
-            session_id: session,
-            kind: "semantic",
-            text: `${thread ? "reminder" : "fact"} ${i} about ${topics.join(" and ")}`,
-            topics,
-            recurrence: 1 + (i % 5),
-            data: thread
-              ? { thread: true, key: `k${i}`, status: "open", opened_at_turn: i, updated_turn: i }
-              : { fact: true, key: `k${i}`, created_turn: i, updated_turn: i },
-          });
-        }),
+        Array.from({ length: Math.min(500, RETRIEVAL_NODES - start) }, (_, offset) =>
+          graph.upsertNode(benchNode(session, start + offset)),
+        ),
       );
     }
     const calls = plan.quick ? 200 : 1_000;

@@ -241,17 +241,22 @@ export class SessionMemory {
    * similarity (with an embedder), then recency, so the most recent when none is about the message.
    */
   async retrieve(request: MemoryRetrieveRequest): Promise<MemoryRetrieveReply> {
-    const nodes = await this.graph.nodes(request.session_id);
+    const [nodes, procedural] = await Promise.all([
+      this.graph.nodes(request.session_id),
+      this.graph.nodes(request.session_id, "procedural"),
+    ]);
     const query = await this.#queryVector(nodes, request.user_message, "retrieve");
+    // Started first: a session whose episodes are not in the graph reads them from the store meanwhile.
+    const episodes = this.#rankedEpisodes(request, nodes, query);
     const ranked = rankMemory(this.#rankItems(nodes, false), request.user_message, {
       budgetTokens: this.#budgetTokens,
       ...query,
     });
     return {
-      episodes: await this.#rankedEpisodes(request, nodes, query),
+      episodes: await episodes,
       user_facts: ranked.filter((item) => item.kind === "fact").map((item) => item.text),
       open_threads: ranked.filter((item) => item.kind === "thread").map((item) => item.text),
-      procedures: proceduresOf(await this.graph.nodes(request.session_id, "procedural")),
+      procedures: proceduresOf(procedural),
     };
   }
 
