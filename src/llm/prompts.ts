@@ -36,6 +36,11 @@ export function agentPrompt(
         user: episode.user_text,
         reply: episode.response,
       })),
+      // What memory knows of the user, and the session's ledgers: only what there is.
+      ...(request.context.user_facts?.length ? { user_facts: request.context.user_facts } : {}),
+      ...(request.context.open_threads?.length ? { open_threads: request.context.open_threads } : {}),
+      ...(request.context.procedures?.length ? { how_to_answer: request.context.procedures } : {}),
+      ...(request.context.ledgers ? { ledgers: request.context.ledgers.text } : {}),
     }),
   };
 }

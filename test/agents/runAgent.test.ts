@@ -206,6 +206,38 @@ describe("runAgent", () => {
     expect(offline).toBeUndefined();
   });
 
+  it("tells a built-in agent's model what memory and the ledgers hold, and only what there is", async () => {
+    const empty = { claims: [], proposals: [], supports: [], opposes: [] };
+    const { model, server } = await modelAgainst([
+      { content: JSON.stringify(empty) },
+      { content: JSON.stringify(empty) },
+    ]);
+    const stress = AGENTS.get("emotion.stress")!;
+    const remembered: AgentContext = {
+      ...context("I'm so stressed about the trip"),
+      user_facts: ["has a sister called Ana"],
+      open_threads: ["reminder: call the bank tomorrow"],
+      procedures: ["Keep answers short"],
+      ledgers: {
+        facts: ["Ana prefers window seats"],
+        task: { goal: "Plan the trip", open_items: ["[todo] Book the flights"], open_blockers: [] },
+        counts: { facts_active: 1, facts_resolved: 0, items_open: 1, items_done: 0, blockers_open: 0 },
+        text: "Known facts: Ana prefers window seats\nTask: Plan the trip",
+      },
+    };
+    await runAgent(stress, agentRequest("emotion.stress", remembered), { model, signal: signal() });
+    await runAgent(stress, agentRequest("emotion.stress", context("I'm so stressed")), { model, signal: signal() });
+    const [told, plain] = server.requests.map((body) => JSON.parse(String(body.messages[1]?.content)));
+    expect(told).toMatchObject({
+      user_facts: ["has a sister called Ana"],
+      open_threads: ["reminder: call the bank tomorrow"],
+      how_to_answer: ["Keep answers short"],
+      ledgers: "Known facts: Ana prefers window seats\nTask: Plan the trip",
+    });
+    for (const field of ["user_facts", "open_threads", "how_to_answer", "ledgers"])
+      expect(plain).not.toHaveProperty(field);
+  });
+
   it("answers offline for the built-in agents, through the same path", async () => {
     const answer = await runAgent(
       AGENTS.get("emotion.stress")!,
