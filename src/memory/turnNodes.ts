@@ -13,6 +13,11 @@ import {
 } from "./graph/types.ts";
 import type { Fact, LearnedEpisode, MergeChanges, Thread } from "./learn/index.ts";
 
+/** A semantic node that holds a user fact. */
+export const isFact = (node: MemoryNode): boolean => node.kind === "semantic" && node.data.fact === true;
+/** A semantic node that holds a thread (open or closed). */
+export const isThread = (node: MemoryNode): boolean => node.kind === "semantic" && node.data.thread === true;
+
 /** The node id of a fact's key. */
 export const factId = (key: string) => `fact.${safeId(key)}`;
 /** The node id of a thread's key. */
