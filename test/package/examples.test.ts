@@ -73,4 +73,13 @@ describe("the examples, against the packed package", () => {
     expect(read.at(-1)).toMatch(/turn 2\s+#\d+\s+TURN_COMPLETED$/);
     expect(read.every((line) => /turn 2/.test(line))).toBe(true);
   }, 180_000);
+
+  it("task-ledger: a client and an agent write the ledgers, the agent reads them in its context", async () => {
+    const out = await runExample("task-ledger");
+    expect(out).toMatch(/turn 1: (Complete|PartialSuccess); reply: .*Next on the list: Book the venue\./);
+    expect(out).toContain("Task: Organise Ana's birthday party");
+    expect(out).toContain("fact by user: The party is on 14 March");
+    expect(out).toContain("fact by agent:planner.organiser: the budget is 300 euros");
+    expect(out).toMatch(/replayed 6 ledger events from the log: they match/);
+  }, 180_000);
 });
