@@ -16,6 +16,9 @@ export const subjects = {
    */
   tenantSubmitAll: `${SUBJECT_ROOT}.tenant.*.turn.submit.*`,
   tenantWatchAll: `${SUBJECT_ROOT}.tenant.*.turn.watch.*`,
+  /** A tenant's memory searches and ledger requests, as its account's imports map them. */
+  tenantMemorySearchAll: `${SUBJECT_ROOT}.tenant.*.memory.search.*`,
+  tenantLedgerAll: `${SUBJECT_ROOT}.tenant.*.ledger.*`,
   /** Public: a client requests the cancellation of a turn here (CancelRequest). */
   turnCancel: (sessionId: string) => `${SUBJECT_ROOT}.turn.cancel.${sessionId}`,
   turnCancelAll: `${SUBJECT_ROOT}.turn.cancel.*`,

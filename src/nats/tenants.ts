@@ -16,7 +16,9 @@ const quoted = (value: string) => JSON.stringify(value);
  * The nats.conf accounts of tenants: one account per tenant, whose only
  * links to the runtime are imports carrying the tenant's own name — its
  * submissions arrive as `conclave.tenant.<name>.turn.submit.<session>`, its
- * reads as `conclave.tenant.<name>.turn.watch.<session>` — so a tenant can
+ * reads as `conclave.tenant.<name>.turn.watch.<session>`, its memory searches
+ * and ledger requests as `conclave.tenant.<name>.memory.search.<session>` and
+ * `conclave.tenant.<name>.ledger.<session>` — so a tenant can
  * reach its own sessions and nothing else: no JetStream, no other tenant's
  * subjects, and inboxes no other account can subscribe to.
  */
@@ -38,6 +40,8 @@ export function tenantAccountsConf(tenants: readonly TenantAccount[]): string {
         "    imports: [",
         imported("service", `conclave.tenant.${name}.turn.submit.*`, "conclave.turn.submit.*"),
         imported("service", `conclave.tenant.${name}.turn.watch.*`, "conclave.turn.watch.*"),
+        imported("service", `conclave.tenant.${name}.memory.search.*`, "conclave.memory.search.*"),
+        imported("service", `conclave.tenant.${name}.ledger.*`, "conclave.ledger.*"),
         imported("stream", `conclave.tenant.${name}.errors.*`, "conclave.errors.*"),
         "    ]",
         "  }",

@@ -10,6 +10,7 @@ import { builtinAgents } from "../../src/agents/builtins.ts";
 import { busOptions, connectBus } from "../../src/bus/connection.ts";
 import { RemoteCallError } from "../../src/bus/errors.ts";
 import { CONCLAVE_BIN } from "../../src/cli/childProcess.ts";
+import { connect as connectClient } from "../../src/client/client.ts";
 import { readThroughRunner, submitTurn, watchTurn } from "../../src/client/turns.ts";
 import type { EngineEvent } from "../../src/contracts/events.ts";
 import { freePort, REPO_ROOT, type RunningNatsServer, startNatsServer } from "../../src/nats/server.ts";
@@ -88,11 +89,42 @@ describe("tenants", () => {
     expect(inputs).toEqual(["bob here"]);
   });
 
+  it("keep ledgers and search memory of their own sessions only, under the ids they chose", async () => {
+    const alice = await connectClient({ nc: await asTenant("alice") });
+    const bob = await connectClient({ nc: await asTenant("bob") });
+    const fact = await alice.truth.upsertFact("plans", { statement: "Alice flies on Friday" });
+    await alice.task.addItem("plans", { title: "Pack the bags" });
+    expect((await alice.ledgers.state("plans")).session_id).toBe("plans");
+    const replay = await alice.ledgers.replay("plans");
+    expect(replay).toMatchObject({ matches: true, rebuilt: { session_id: "plans", events: 2 } });
+    // bob's "plans" is bob's own: empty, and alice's fact cannot be resolved from there.
+    expect((await bob.truth.getState("plans")).facts).toEqual([]);
+    await expect(bob.truth.resolveFact("plans", fact.id)).rejects.toMatchObject({ code: "not_found" });
+    // The runtime keeps alice's under its own id; an agent of a tenant's turn sees them in its context.
+    const runtime = await connectClient({ nc: await asRole("client") });
+    expect((await runtime.truth.getState("alice-plans")).facts.map((f) => f.statement)).toEqual([
+      "Alice flies on Friday",
+    ]);
+    const ack = await submitTurn(await asTenant("alice"), "plans", { text: "what about Friday?" });
+    const events: EngineEvent[] = [];
+    await watchTurn(await asTenant("alice"), ack, (event) => events.push(event), 30_000);
+    const retrieved = events.find((event) => event.kind === "MEMORY_RETRIEVED");
+    expect(retrieved?.kind === "MEMORY_RETRIEVED" && retrieved.payload.ledgers?.facts).toEqual([
+      "Alice flies on Friday",
+    ]);
+    // Memory search: alice's session's episode, not bob's.
+    const found = await alice.memory.search("plans", "Friday");
+    expect(found.map((item) => item.kind)).toContain("episode");
+    expect(await bob.memory.search("plans", "Friday")).toEqual([]);
+  });
+
   it("cannot name another tenant's subjects, nor reach the log, the WAL or the stores", async () => {
     const bob = await asTenant("bob");
     for (const subject of [
       "conclave.tenant.alice.turn.watch.chat1",
       "conclave.tenant.alice.turn.submit.chat1",
+      "conclave.tenant.alice.ledger.plans",
+      "conclave.tenant.alice.memory.search.plans",
       "conclave.events.alice-chat1.1",
       "$JS.API.INFO",
       "$JS.API.STREAM.INFO.CONCLAVE_EVENTS",

@@ -2,7 +2,7 @@ import type { ServiceMsg } from "@nats-io/services";
 import { decodeJson, encodeJson } from "../../bus/codec.ts";
 import { asHandlerError, HandlerError, respondWithError } from "../../bus/errors.ts";
 import { isInboxReply } from "../../bus/replies.ts";
-import { LedgerRequest } from "../../contracts/ledger.ts";
+import { type LedgerReplay, LedgerRequest, type Ledgers } from "../../contracts/ledger.ts";
 import { singleLine } from "../../errors.ts";
 import { isLedgerWrite, LedgerError } from "../../ledgers/decide.ts";
 import { ledgerDigest, queryTruth } from "../../ledgers/digest.ts";
@@ -16,22 +16,35 @@ export interface LedgerDeps {
   log: Logger;
 }
 
+/** A result naming the runtime's session id (both ledgers, a replay) as the tenant names it. */
+function asViewed(result: unknown, view: string): unknown {
+  const rename = (ledgers: Ledgers): Ledgers => ({ ...ledgers, session_id: view });
+  if (typeof result !== "object" || result === null) return result;
+  if ("rebuilt" in result) {
+    const replay = result as LedgerReplay;
+    return { ...replay, rebuilt: rename(replay.rebuilt), stored: replay.stored && rename(replay.stored) };
+  }
+  if ("truth" in result && "task" in result) return rename(result as Ledgers);
+  return result;
+}
+
 /** Largest accepted ledger request, in bytes. */
 export const MAX_LEDGER_REQUEST_BYTES = 65_536;
 
 /**
- * A ledger operation on a session (`conclave.ledger.<session>`, any runner
- * answers): reads fold the log (through the projection, caught up); writes are
+ * A ledger operation on a session (`conclave.ledger.<session>`, or a tenant's
+ * `conclave.tenant.<tenant>.ledger.<session>`; any runner answers): reads fold the log (through the projection, caught up); writes are
  * decided and stored as events on the session's log (see LedgerStore).
  * Bad input and refused writes get an error reply naming the problem.
  */
 export async function serveLedger(deps: LedgerDeps, msg: ServiceMsg): Promise<void> {
   try {
-    const { sessionId, view, tenant } = addressOf(msg.subject);
-    if (tenant) throw new HandlerError("invalid_request", "tenants cannot use the ledgers yet");
-    const request = decodeJson(msg.data, LedgerRequest, `ledger request for session ${view}`, MAX_LEDGER_REQUEST_BYTES);
-    if (request.session_id !== sessionId)
-      throw new HandlerError("invalid_request", `the request names session ${request.session_id}, the subject ${view}`);
+    const { sessionId, view } = addressOf(msg.subject);
+    const asked = decodeJson(msg.data, LedgerRequest, `ledger request for session ${view}`, MAX_LEDGER_REQUEST_BYTES);
+    if (asked.session_id !== view)
+      throw new HandlerError("invalid_request", `the request names session ${asked.session_id}, the subject ${view}`);
+    // A tenant names its session as it knows it; the ledgers keep it under the runtime's id.
+    const request = { ...asked, session_id: sessionId };
     const store = deps.ledgers;
     const result = await (async () => {
       if (isLedgerWrite(request)) return store.write(request, request.by ?? "user");
@@ -49,7 +62,8 @@ export async function serveLedger(deps: LedgerDeps, msg: ServiceMsg): Promise<vo
         }
       }
     })();
-    if (isInboxReply(msg.reply)) msg.respond(encodeJson({ result }));
+    if (isInboxReply(msg.reply))
+      msg.respond(encodeJson({ result: sessionId === view ? result : asViewed(result, view) }));
   } catch (error) {
     const failure = error instanceof LedgerError ? new HandlerError(error.code, error.message) : asHandlerError(error);
     deps.log.warn(`ledger request on ${msg.subject}: ${singleLine(failure.message)}`);

@@ -10,18 +10,25 @@ import type { CancelDeps } from "./cancel.ts";
 import { addressOf } from "./tenancy.ts";
 
 /**
- * A client searches a session's memory (`conclave.memory.search.<session>`):
+ * A client searches a session's memory (`conclave.memory.search.<session>`,
+ * or a tenant's `conclave.tenant.<tenant>.memory.search.<session>`):
  * the runner checks the request and relays it to the memory service
  * (`conclave.memory.query`, on the workers), which only runners may ask.
  */
 export async function serveMemorySearch(deps: CancelDeps, msg: ServiceMsg): Promise<void> {
   try {
-    const { sessionId, view, tenant } = addressOf(msg.subject);
-    if (tenant) throw new HandlerError("invalid_request", "tenants cannot search memory yet");
+    const { sessionId, view } = addressOf(msg.subject);
     const request = decodeJson(msg.data, MemorySearchRequest, `memory search for session ${view}`, 8_192);
-    if (request.session_id !== sessionId)
+    if (request.session_id !== view)
       throw new HandlerError("invalid_request", `the request names session ${request.session_id}, the subject ${view}`);
-    const reply = await requestJson(deps.nc, subjects.memoryQuery, request, MemorySearchReply, { timeoutMs: 5_000 });
+    // A tenant names its session as it knows it; memory keeps it under the runtime's id.
+    const reply = await requestJson(
+      deps.nc,
+      subjects.memoryQuery,
+      { ...request, session_id: sessionId },
+      MemorySearchReply,
+      { timeoutMs: 5_000 },
+    );
     if (isInboxReply(msg.reply)) msg.respond(encodeJson(reply));
   } catch (error) {
     const failure = asHandlerError(error);

@@ -42,5 +42,7 @@ export async function serveIntake(
   endpoint("memory_search", subjects.memorySearchAll, (msg) => serveMemorySearch(deps, msg));
   endpoint("ledger", subjects.ledgerAll, (msg) => serveLedger(deps, msg));
   endpoint("tenant_watch", subjects.tenantWatchAll, (msg) => serveWatch(deps, msg));
+  endpoint("tenant_memory_search", subjects.tenantMemorySearchAll, (msg) => serveMemorySearch(deps, msg));
+  endpoint("tenant_ledger", subjects.tenantLedgerAll, (msg) => serveLedger(deps, msg));
   return service;
 }
