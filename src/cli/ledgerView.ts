@@ -1,7 +1,8 @@
+import type { ParseArgsConfig } from "node:util";
 import { connectBus } from "../bus/connection.ts";
 import { type ConclaveClient, connect } from "../client/client.ts";
 import type { TaskBlocker, TaskItem, TaskState, TruthFact } from "../contracts/ledger.ts";
-import { CONNECTION_FLAGS, connectionFrom } from "./args.ts";
+import { CONNECTION_FLAGS, connectionFrom, parse, sessionArg } from "./args.ts";
 
 /** The flags every `conclave truth` and `conclave task` verb takes. */
 export const LEDGER_FLAGS = {
@@ -10,6 +11,33 @@ export const LEDGER_FLAGS = {
   by: { type: "string" },
   json: { type: "boolean" },
 } as const;
+
+/**
+ * A `conclave truth|task` command line: its verb, the words after it (and
+ * them joined, `text`), the session, who makes the change (`--by`); null
+ * once `--help` is printed.
+ */
+export function parseLedgerCommand<O extends NonNullable<ParseArgsConfig["options"]>>(
+  argv: string[],
+  flags: O,
+  help: string,
+) {
+  const { values, positionals } = parse(argv, { ...LEDGER_FLAGS, ...flags }, true);
+  const common = values as { help?: boolean; session?: string; by?: string };
+  if (common.help) {
+    console.log(help);
+    return null;
+  }
+  const [verb, ...words] = positionals;
+  return {
+    values,
+    verb,
+    words,
+    text: words.join(" ").trim(),
+    session: sessionArg(common.session),
+    by: common.by !== undefined ? { by: common.by } : {},
+  };
+}
 
 /** Runs `work` with a client on a connection of the client role, closed afterwards. */
 export async function withClient<T>(

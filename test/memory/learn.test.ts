@@ -1,6 +1,5 @@
-import { describe, expect, it, onTestFinished } from "vitest";
+import { describe, expect, it } from "vitest";
 import { TurnWarning } from "../../src/contracts/turn.ts";
-import { createChatModel } from "../../src/llm/index.ts";
 import {
   cosine,
   estimateTokens,
@@ -24,7 +23,8 @@ import {
   type Thread,
   topicsOf,
 } from "../../src/memory/learn/index.ts";
-import { type ScriptedReply, scripted, startOpenAIServer } from "../helpers/openaiServer.ts";
+import type { ScriptedReply } from "../helpers/openaiServer.ts";
+import { modelAgainst } from "../llm/fixtures.ts";
 
 const turn = (user_message: string, reply = "Okay.", turn_id = 1) => ({ user_message, reply, turn_id });
 const factsOf = (user: string) => extractOffline(turn(user)).facts.map(({ key, text }) => ({ key, text }));
@@ -423,18 +423,7 @@ describe("phaseWarning", () => {
 });
 
 describe("extractLearning with a model (real openai client, local server)", () => {
-  async function modelAgainst(...replies: ScriptedReply[]) {
-    const server = await startOpenAIServer(scripted(...replies));
-    onTestFinished(() => server.stop());
-    const model = createChatModel({
-      baseURL: server.url,
-      apiKey: "test-key",
-      model: "test-model",
-      timeoutMs: 5_000,
-      maxRetries: 0,
-    });
-    return { server, model };
-  }
+  const modelAnswering = (...replies: ScriptedReply[]) => modelAgainst(replies, { maxRetries: 0 });
 
   const answer = {
     facts: [
@@ -458,7 +447,7 @@ describe("extractLearning with a model (real openai client, local server)", () =
   ];
 
   it("asks for the memory_learning schema and normalises the answer", async () => {
-    const { server, model } = await modelAgainst({ content: JSON.stringify(answer) });
+    const { server, model } = await modelAnswering({ content: JSON.stringify(answer) });
     const learning = await extractLearning(
       { user_message: "I work nights. Remind me to call the bank.", reply: "Noted.", turn_id: 4, tools: ["Bash"] },
       model,
@@ -484,7 +473,7 @@ describe("extractLearning with a model (real openai client, local server)", () =
   });
 
   it("falls back to the offline extractor when the server answers 500", async () => {
-    const { server, model } = await modelAgainst({ status: 500 });
+    const { server, model } = await modelAnswering({ status: 500 });
     const learning = await extractLearning(turn("I work night shifts", "Okay.", 2), model);
     expect(server.requests).toHaveLength(1);
     expect(learning.path).toBe("offline");
@@ -493,7 +482,7 @@ describe("extractLearning with a model (real openai client, local server)", () =
   });
 
   it("falls back when the reply never matches the schema", async () => {
-    const { model } = await modelAgainst({ content: JSON.stringify({ facts: "none" }) });
+    const { model } = await modelAnswering({ content: JSON.stringify({ facts: "none" }) });
     const learning = await extractLearning(turn("I live in Porto"), model);
     expect(learning.path).toBe("offline");
     expect(learning.facts.map((fact) => fact.text)).toEqual(["lives in Porto"]);

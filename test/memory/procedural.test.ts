@@ -10,7 +10,6 @@ import { describe, expect, it, onTestFinished } from "vitest";
 import { MemoryRetrieveReply } from "../../src/contracts/memory.ts";
 import { TurnWarning } from "../../src/contracts/turn.ts";
 import { ensureMemoryStream } from "../../src/eventlog/streams.ts";
-import { createChatModel } from "../../src/llm/index.ts";
 import { EpisodeStore } from "../../src/memory/episodeStore.ts";
 import { NatsMemoryGraphStore } from "../../src/memory/graph/natsGraphStore.ts";
 import { extractLearning, extractOffline } from "../../src/memory/learn/index.ts";
@@ -26,7 +25,7 @@ import {
 } from "../../src/memory/procedural/index.ts";
 import { SessionMemory, type SessionMemoryOptions } from "../../src/memory/sessionMemory.ts";
 import { useNatsServer } from "../helpers/nats.ts";
-import { scripted, startOpenAIServer } from "../helpers/openaiServer.ts";
+import { modelAgainst } from "../llm/fixtures.ts";
 
 const nats = useNatsServer();
 
@@ -314,21 +313,11 @@ describe("the model extractor's patches (real openai client, local server)", () 
     episode: { text: "The user set how to be answered.", topics: ["style"] },
   };
 
-  async function modelAgainst(content: unknown) {
-    const server = await startOpenAIServer(scripted({ content: JSON.stringify(content) }));
-    onTestFinished(() => server.stop());
-    const model = createChatModel({
-      baseURL: server.url,
-      apiKey: "test-key",
-      model: "test-model",
-      timeoutMs: 5_000,
-      maxRetries: 0,
-    });
-    return { server, model };
-  }
+  /** A local server answering `content` as the model's structured output, and the real client against it. */
+  const modelAnswering = (content: unknown) => modelAgainst([{ content: JSON.stringify(content) }], { maxRetries: 0 });
 
   it("asks for patches in strict structured output, and the memory records them by label", async () => {
-    const { server, model } = await modelAgainst({
+    const { server, model } = await modelAnswering({
       ...answer,
       patches: [
         { label: "Style.Language", instruction: " Answer in Greek ", value: "greek" },
@@ -360,11 +349,11 @@ describe("the model extractor's patches (real openai client, local server)", () 
   });
 
   it("takes an answer without patches (a model that leaves them out) as a valid one with none", async () => {
-    const { model } = await modelAgainst(answer);
+    const { model } = await modelAnswering(answer);
     const learning = await extractLearning({ user_message: "Keep answers short.", reply: "Ok.", turn_id: 1 }, model);
     expect(learning.path).toBe("model");
     expect(learning).not.toHaveProperty("patches");
-    const nulls = await modelAgainst({ ...answer, patches: null });
+    const nulls = await modelAnswering({ ...answer, patches: null });
     const withNull = await extractLearning({ user_message: "Hi.", reply: "Ok.", turn_id: 1 }, nulls.model);
     expect(withNull.path).toBe("model");
     expect(withNull).not.toHaveProperty("patches");

@@ -1,7 +1,7 @@
 import type { TaskItemStatus } from "../../contracts/ledger.ts";
-import { CONNECTION_HELP, parse, sessionArg, UsageError } from "../args.ts";
+import { CONNECTION_HELP, UsageError } from "../args.ts";
 import { EXIT_HELP } from "../failures.ts";
-import { blockerLine, itemLine, LEDGER_FLAGS, show, taskLines, withClient } from "../ledgerView.ts";
+import { blockerLine, itemLine, parseLedgerCommand, show, taskLines, withClient } from "../ledgerView.ts";
 
 export const help = `conclave task: a session's task ledger (spec, items, blockers)
 
@@ -37,10 +37,9 @@ function statusArg(value: string | undefined): TaskItemStatus | undefined {
 }
 
 export async function run(argv: string[]): Promise<number> {
-  const { values, positionals } = parse(
+  const command = parseLedgerCommand(
     argv,
     {
-      ...LEDGER_FLAGS,
       id: { type: "string" },
       constraint: { type: "string", multiple: true },
       acceptance: { type: "string", multiple: true },
@@ -50,16 +49,10 @@ export async function run(argv: string[]): Promise<number> {
       item: { type: "string" },
       resolution: { type: "string" },
     },
-    true,
+    help,
   );
-  if (values.help) {
-    console.log(help);
-    return 0;
-  }
-  const [verb, ...words] = positionals;
-  const session = sessionArg(values.session);
-  const by = values.by !== undefined ? { by: values.by } : {};
-  const text = words.join(" ").trim();
+  if (!command) return 0;
+  const { values, verb, words, text, session, by } = command;
   const status = statusArg(values.status);
   const needText = (example: string) => {
     if (!text) throw new UsageError(`give the text, e.g. ${example}`);

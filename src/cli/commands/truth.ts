@@ -1,6 +1,6 @@
-import { CONNECTION_HELP, parse, sessionArg, UsageError } from "../args.ts";
+import { CONNECTION_HELP, UsageError } from "../args.ts";
 import { EXIT_HELP } from "../failures.ts";
-import { factLine, LEDGER_FLAGS, show, withClient } from "../ledgerView.ts";
+import { factLine, parseLedgerCommand, show, withClient } from "../ledgerView.ts";
 
 export const help = `conclave truth: a session's truth ledger (facts held true, with evidence)
 
@@ -27,10 +27,9 @@ ${CONNECTION_HELP}
 ${EXIT_HELP}`;
 
 export async function run(argv: string[]): Promise<number> {
-  const { values, positionals } = parse(
+  const command = parseLedgerCommand(
     argv,
     {
-      ...LEDGER_FLAGS,
       id: { type: "string" },
       evidence: { type: "string", multiple: true },
       confidence: { type: "string" },
@@ -38,16 +37,10 @@ export async function run(argv: string[]): Promise<number> {
       status: { type: "string" },
       limit: { type: "string" },
     },
-    true,
+    help,
   );
-  if (values.help) {
-    console.log(help);
-    return 0;
-  }
-  const [verb, ...words] = positionals;
-  const session = sessionArg(values.session);
-  const by = values.by !== undefined ? { by: values.by } : {};
-  const text = words.join(" ").trim();
+  if (!command) return 0;
+  const { values, verb, words, text, session, by } = command;
   switch (verb) {
     case "upsert": {
       if (!text) throw new UsageError('give the statement, e.g. conclave truth upsert --session S "the API is v2"');
