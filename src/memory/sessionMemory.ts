@@ -32,7 +32,7 @@ import {
   recordPatches,
 } from "./procedural/index.ts";
 import { MemoryRecall } from "./recall.ts";
-import { changedNodes, embedNodes, episodeNode, isFact, isThread } from "./turnNodes.ts";
+import { changedNodes, embedNodes, episodeNode, isFact, isThread, turnEdges } from "./turnNodes.ts";
 
 /** How a session's memory learns and recalls. Every field has a default. */
 export interface SessionMemoryOptions {
@@ -172,15 +172,17 @@ export class SessionMemory {
     const patches = learned?.learning.patches;
     const procedures = patches && phase("pattern_persistence", () => this.#procedures(episode, patches, warnings));
     const writes: Promise<unknown>[] = [];
+    let learnedWrites: Promise<boolean> = Promise.resolve(false);
     if (learned) {
       const plain = [episodeNode(episode, learned.learning.episode), ...changedNodes(sessionId, learned.merged)];
       // With an embedder, the vectors of what this turn writes, in one call; without them the nodes are stored all the same.
-      const [episodeWrite, ...learnedWrites] =
+      const [episodeWrite, ...learnedNodes] =
         (await phase("pattern_persistence", () => this.#embedded(plain, known))) ?? plain;
-      writes.push(
+      // Both stored (true), or a warning says which phase fell short (undefined).
+      learnedWrites = Promise.all([
         phase("episode_write", () => this.graph.upsertNode(episodeWrite as MemoryNodeInput)),
-        phase("pattern_persistence", () => Promise.all(learnedWrites.map((node) => this.graph.upsertNode(node)))),
-      );
+        phase("pattern_persistence", () => Promise.all(learnedNodes.map((node) => this.graph.upsertNode(node)))),
+      ]).then((stored) => stored.every((result) => result !== undefined));
     }
     if (persona?.evolved)
       writes.push(
@@ -209,13 +211,24 @@ export class SessionMemory {
           }),
         ),
       );
-    await Promise.all(writes);
+    const [learnedStored] = await Promise.all([learnedWrites, ...writes]);
+    const procedural = await procedures;
+    if (learned && learnedStored) {
+      // The graph's edges: the episode to what it taught, once every node they join is stored.
+      const labels = procedural !== undefined ? (patches ?? []).map((patch) => patch.label) : [];
+      const edges = turnEdges(sessionId, episode.turn_id, learned.merged.changes, labels);
+      if (edges.length > 0)
+        await phase("pattern_persistence", () => Promise.all(edges.map((edge) => this.graph.addEdge(edge))));
+    }
     const changes = learned?.merged.changes;
     const summary = changes
       ? `episode of turn ${episode.turn_id}; facts +${changes.facts_added.length} ~${changes.facts_updated.length}; threads +${changes.threads_opened.length} closed ${changes.threads_closed.length}`
       : `episode of turn ${episode.turn_id}`;
-    const procedural = (await procedures) ?? "";
-    return { summary: summary + procedural, stored: stored === true, ...(warnings.length > 0 ? { warnings } : {}) };
+    return {
+      summary: summary + (procedural ?? ""),
+      stored: stored === true,
+      ...(warnings.length > 0 ? { warnings } : {}),
+    };
   }
 
   /**

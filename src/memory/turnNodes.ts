@@ -8,10 +8,12 @@ import {
   MAX_EMBEDDING_DIMENSIONS,
   MAX_NODE_TEXT,
   MAX_NODE_TOPICS,
+  type MemoryEdge,
   type MemoryNode,
   type MemoryNodeInput,
 } from "./graph/types.ts";
 import type { Fact, LearnedEpisode, MergeChanges, Thread } from "./learn/index.ts";
+import { procedureId } from "./procedural/nodes.ts";
 
 /** A semantic node that holds a user fact. */
 export const isFact = (node: MemoryNode): boolean => node.kind === "semantic" && node.data.fact === true;
@@ -117,6 +119,29 @@ export function changedNodes(
       }),
     );
   return [...facts, ...threads];
+}
+
+/**
+ * The edges a turn's episode gets to what it taught: `mentions` to each fact it added or stated
+ * again, `opens` to each thread it opened (or reopened), `resolves` to each it closed, `teaches` to
+ * each procedure (by label). Written once those nodes are.
+ */
+export function turnEdges(
+  sessionId: string,
+  turnId: number,
+  changes: MergeChanges | undefined,
+  procedureLabels: readonly string[] = [],
+): MemoryEdge[] {
+  const from = `episode.${turnId}`;
+  const edge = (to: string, kind: string): MemoryEdge => ({ from, to, kind, session_id: sessionId });
+  return [
+    ...[...(changes?.facts_added ?? []), ...(changes?.facts_updated ?? [])].map((key) => edge(factId(key), "mentions")),
+    ...[...(changes?.threads_opened ?? []), ...(changes?.threads_reopened ?? [])].map((key) =>
+      edge(threadId(key), "opens"),
+    ),
+    ...(changes?.threads_closed ?? []).map((key) => edge(threadId(key), "resolves")),
+    ...procedureLabels.map((label) => edge(procedureId(label), "teaches")),
+  ];
 }
 
 /**

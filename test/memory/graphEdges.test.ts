@@ -1,0 +1,63 @@
+/**
+ * The memory graph's edges, as the commit writes them on a real nats-server: each turn's episode
+ * joined to what it taught (the facts it mentions, the threads it opens and resolves, the
+ * procedures it teaches), and the session's graph exported whole, every edge between its nodes.
+ */
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Episode } from "../../src/contracts/workspace.ts";
+import { ensureMemoryStream } from "../../src/eventlog/streams.ts";
+import { EpisodeStore } from "../../src/memory/episodeStore.ts";
+import { openMemoryGraph } from "../../src/memory/graph/open.ts";
+import type { MemoryGraphStore } from "../../src/memory/graph/store.ts";
+import { SessionMemory } from "../../src/memory/sessionMemory.ts";
+import { useNatsServer } from "../helpers/nats.ts";
+
+const nats = useNatsServer();
+let graph: MemoryGraphStore;
+let memory: SessionMemory;
+
+beforeAll(async () => {
+  const nc = await nats.connect("worker");
+  const jsm = await jetstreamManager(nc);
+  await ensureMemoryStream(jsm);
+  graph = await openMemoryGraph({ nc });
+  memory = new SessionMemory(graph, new EpisodeStore(jetstream(nc), jsm));
+});
+afterAll(() => graph.close());
+
+const turn = (session: string, turnId: number, text: string): Episode => ({
+  session_id: session,
+  turn_id: turnId,
+  user_text: text,
+  response: "Okay.",
+  intent: "support",
+  ts: 1_700_000_000_000 + turnId,
+});
+
+describe("the edges a commit writes", () => {
+  it("join each episode to the facts, threads and procedures it taught, and export with the graph", async () => {
+    const session = "edges-1";
+    for (const [index, text] of [
+      "I have a sister called Ana. Remind me to call the bank tomorrow.",
+      "Please keep your answers short.",
+      "I called the bank, done.",
+      "Nothing much to say today.",
+    ].entries()) {
+      const reply = await memory.commit(turn(session, index + 1, text));
+      expect(reply.warnings).toBeUndefined();
+    }
+    const edges = (await graph.edges(session)).map(({ from, kind, to }) => `${from} ${kind} ${to}`).sort();
+    expect(edges).toEqual([
+      "episode.1 mentions fact.family.sister",
+      "episode.1 opens thread.reminder.call_bank",
+      "episode.2 teaches procedure.style.length",
+      "episode.3 resolves thread.reminder.call_bank",
+    ]);
+    // The export is a valid artifact: every edge joins two of its nodes.
+    const artifact = await graph.exportSession(session);
+    const ids = new Set(artifact.nodes.map((node) => node.id));
+    expect(artifact.edges).toHaveLength(4);
+    expect(artifact.edges.every((edge) => ids.has(edge.from) && ids.has(edge.to))).toBe(true);
+  });
+});
