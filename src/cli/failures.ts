@@ -52,6 +52,7 @@ export interface Failure {
 const EXIT_BY_CODE: Partial<Record<ConclaveErrorCode, ExitStatus>> = {
   usage: EXIT.usage,
   invalid_recipe: EXIT.usage,
+  invalid_memory_graph: EXIT.usage,
   config: EXIT.usage,
   insecure_credentials: EXIT.usage,
   unauthorized: EXIT.usage,

@@ -35,7 +35,7 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<Command> }
   },
   trace: { summary: "the SimulationTrace of a recipe run, step by step", load: () => import("./commands/trace.ts") },
   memory: {
-    summary: "search a session's memory (facts, threads, episodes)",
+    summary: "search a session's memory (facts, threads, episodes); export or import its graph",
     load: () => import("./commands/memory.ts"),
   },
   truth: {

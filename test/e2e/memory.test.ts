@@ -4,11 +4,16 @@
  * process restarts; turn six's context holds them, ranked for its message;
  * the persona's cadence carries across the restart; search finds them.
  */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { ConclaveProcess } from "../../src/cli/childProcess.ts";
 import { type ConclaveClient, connect } from "../../src/client/index.ts";
 import type { EngineEvent } from "../../src/contracts/events.ts";
 import { openMemoryGraph } from "../../src/memory/graph/open.ts";
+import type { MemoryGraphArtifact } from "../../src/memory/graph/types.ts";
+import { runConclave } from "../helpers/cli.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { useConclaveProcesses } from "../helpers/processes.ts";
 
@@ -113,6 +118,46 @@ describe("a memory that learns", () => {
       expect((await graph.node("memory-five", "persona"))?.data.evolved_at_turn).toBe(6);
     } finally {
       await graph.close();
+    }
+  });
+
+  it("exports a session's graph and imports it as another session's, from the CLI; a dangling edge changes nothing", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "conclave-memory-export-"));
+    try {
+      const file = join(dir, "five.json");
+      const exported = await runConclave(nats.url, ["memory", "export", "--session", "memory-five", "--out", file]);
+      expect(exported.code).toBe(0);
+      const artifact = JSON.parse(readFileSync(file, "utf8")) as MemoryGraphArtifact;
+      expect(artifact.nodes.map((node) => node.id)).toContain("thread.reminder.call_bank");
+      expect(artifact.edges).toContainEqual(
+        expect.objectContaining({ kind: "opens", to: "thread.reminder.call_bank" }),
+      );
+
+      // The same graph under another session: search finds what the first one learnt.
+      const copy = {
+        ...artifact,
+        session_id: "memory-copy",
+        nodes: artifact.nodes.map((node) => ({ ...node, session_id: "memory-copy" })),
+        edges: artifact.edges.map((edge) => ({ ...edge, session_id: "memory-copy" })),
+      };
+      writeFileSync(join(dir, "copy.json"), JSON.stringify(copy));
+      const imported = await runConclave(nats.url, ["memory", "import", join(dir, "copy.json")]);
+      expect(imported.stdout).toContain(`imported ${artifact.nodes.length} nodes, ${artifact.edges.length} edges`);
+      const found = await client.memory.search("memory-copy", "bank", { limit: 3 });
+      expect(found).toEqual(await client.memory.search("memory-five", "bank", { limit: 3 }));
+      expect(found).toContainEqual(
+        expect.objectContaining({ kind: "thread", text: "reminder: call the bank tomorrow" }),
+      );
+
+      const dangling = { ...copy, edges: [...copy.edges, { ...copy.edges[0], to: "fact.nowhere" }] };
+      writeFileSync(join(dir, "dangling.json"), JSON.stringify(dangling));
+      const refused = await runConclave(nats.url, ["memory", "import", join(dir, "dangling.json")]);
+      expect(refused.code).toBe(2);
+      expect(refused.stderr.trim().split("\n")).toHaveLength(1);
+      expect(refused.stderr).toContain("fact.nowhere");
+      expect(await client.memory.search("memory-copy", "bank", { limit: 3 })).toEqual(found);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

@@ -1,18 +1,35 @@
+import { readFileSync, writeFileSync } from "node:fs";
 import { connectBus } from "../../bus/connection.ts";
 import { connect } from "../../client/client.ts";
+import { messageOf } from "../../errors.ts";
+import { openMemoryGraph } from "../../memory/graph/open.ts";
+import type { MemoryGraphStore } from "../../memory/graph/store.ts";
+import { validateArtifact } from "../../memory/graph/types.ts";
 import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFrom, parse, sessionArg, UsageError } from "../args.ts";
 import { EXIT_HELP } from "../failures.ts";
 
-export const help = `conclave memory search: what a session's memory holds about a query
+export const help = `conclave memory: search a session's memory, export or import its graph
 
-Usage: conclave memory search --session ID "query" [--limit N] [--json]
+Usage:
+  conclave memory search --session ID "query" [--limit N] [--json]
+  conclave memory export --session ID [--out FILE]
+  conclave memory import FILE
 
   --session ID   the session
   --limit N      at most N items  [10]
   --json         one item per line
+  --out FILE     where the export goes  [standard output]
 
-Lists the user facts, threads (open or closed) and episodes the memory learnt,
-best first for the query: topic overlap, then recurrence, then recency.
+search lists the user facts, threads (open or closed) and episodes the memory
+learnt, best first for the query: topic overlap, then embedding similarity
+(when configured), then recurrence, then recency (through a runner).
+
+export writes the session's memory graph (nodes and edges) as one JSON
+artifact; import checks an artifact (a dangling edge or a bad node is named,
+exit 2, and nothing changes) and replaces the graph of the session it names
+with it. Both read the store directly, as the memory service does (the
+worker role; CONCLAVE_MEMORY_BACKEND=postgres and CONCLAVE_POSTGRES_URL for
+PostgreSQL): import while no turn of that session runs.
 
 ${CONNECTION_HELP}
 
@@ -26,6 +43,7 @@ export async function run(argv: string[]): Promise<number> {
       session: { type: "string", short: "s" },
       limit: { type: "string" },
       json: { type: "boolean" },
+      out: { type: "string" },
     },
     true,
   );
@@ -34,8 +52,15 @@ export async function run(argv: string[]): Promise<number> {
     return 0;
   }
   const [verb, ...words] = positionals;
+  if (verb === "export") return exportGraph(values, sessionArg(values.session), values.out);
+  if (verb === "import") {
+    if (words.length !== 1) throw new UsageError("give the artifact's file, e.g. conclave memory import ana.json");
+    return importGraph(values, words[0] as string);
+  }
   if (verb !== "search")
-    throw new UsageError(`unknown memory command '${verb ?? ""}': conclave memory search --session S "query"`);
+    throw new UsageError(
+      `unknown memory command '${verb ?? ""}': search, export or import (conclave memory search --session S "query")`,
+    );
   const session = sessionArg(values.session);
   const limit = Number(values.limit ?? 10);
   if (!Number.isInteger(limit) || limit < 1 || limit > 100)
@@ -53,4 +78,47 @@ export async function run(argv: string[]): Promise<number> {
   } finally {
     await nc.close();
   }
+}
+
+type ConnectionValues = { "nats-url"?: string; user?: string; password?: string };
+
+/** Runs `work` on the memory graph store, opened as the memory service opens it (the worker role). */
+async function withGraph<T>(values: ConnectionValues, work: (graph: MemoryGraphStore) => Promise<T>): Promise<T> {
+  const nc = await connectBus(connectionFrom(values, "worker", false));
+  try {
+    const graph = await openMemoryGraph({ nc });
+    try {
+      return await work(graph);
+    } finally {
+      await graph.close();
+    }
+  } finally {
+    await nc.close();
+  }
+}
+
+async function exportGraph(values: ConnectionValues, session: string, out: string | undefined): Promise<number> {
+  const artifact = await withGraph(values, (graph) => graph.exportSession(session));
+  const text = `${JSON.stringify(artifact, null, 2)}\n`;
+  if (out) {
+    writeFileSync(out, text);
+    console.error(`wrote ${out}: ${artifact.nodes.length} nodes, ${artifact.edges.length} edges of session ${session}`);
+  } else process.stdout.write(text);
+  return 0;
+}
+
+async function importGraph(values: ConnectionValues, file: string): Promise<number> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(file, "utf8"));
+  } catch (error) {
+    throw new UsageError(`cannot read ${file} as JSON: ${messageOf(error)}`);
+  }
+  // Checked before anything is connected to: a bad artifact changes nothing.
+  const artifact = validateArtifact(parsed);
+  await withGraph(values, (graph) => graph.importSession(artifact));
+  console.log(
+    `imported ${artifact.nodes.length} nodes, ${artifact.edges.length} edges into session ${artifact.session_id}`,
+  );
+  return 0;
 }
