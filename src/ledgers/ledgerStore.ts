@@ -26,6 +26,8 @@ const MAX_WRITE_ATTEMPTS = 20;
 export interface LedgerStoreOptions {
   /** Told about a stored message on a ledger subject that is not a ledger event (it is skipped). */
   onInvalid?: (subject: string, seq: number, error: unknown) => void;
+  /** Told when a write met another that landed first, and is decided again (`attempt` from 1). */
+  onConflict?: (sessionId: string, attempt: number) => void;
 }
 
 /**
@@ -119,6 +121,7 @@ export class LedgerStore {
       } catch (error) {
         // Another write landed since `state` was read: decide this one again against it.
         if (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamWrongLastSequence) {
+          this.options.onConflict?.(request.session_id, attempt + 1);
           // A little random wait, so two runners that keep meeting stop meeting.
           await new Promise((resolve) => setTimeout(resolve, Math.random() * 5 * (attempt + 1)));
           continue;

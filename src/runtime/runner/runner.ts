@@ -144,6 +144,8 @@ export class Runner {
       IdempotencyStore.open(nc, id),
       LedgerStore.open(nc, {
         onInvalid: (subject, seq) => log.warn(`stored message ${subject} (seq ${seq}) is not a ledger event: skipped`),
+        onConflict: (session, attempt) =>
+          log.debug(`ledger write decided again: another landed first (attempt ${attempt})`, { session_id: session }),
       }),
     ]);
     const runner = new Runner(nc, { js, jsm, store, statuses, leases, ledgers }, options);
