@@ -12,6 +12,16 @@ export const LEDGER_FLAGS = {
   json: { type: "boolean" },
 } as const;
 
+/** A parsed `conclave truth|task` command line (see {@link parseLedgerCommand}). */
+export interface LedgerCommand<V> {
+  values: V;
+  verb: string | undefined;
+  words: string[];
+  text: string;
+  session: string;
+  by: { by?: string };
+}
+
 /**
  * A `conclave truth|task` command line: its verb, the words after it (and
  * them joined, `text`), the session, who makes the change (`--by`); null
@@ -21,7 +31,7 @@ export function parseLedgerCommand<O extends NonNullable<ParseArgsConfig["option
   argv: string[],
   flags: O,
   help: string,
-) {
+): LedgerCommand<ReturnType<typeof parse<typeof LEDGER_FLAGS & O>>["values"]> | null {
   const { values, positionals } = parse(argv, { ...LEDGER_FLAGS, ...flags }, true);
   const common = values as { help?: boolean; session?: string; by?: string };
   if (common.help) {
