@@ -64,7 +64,9 @@ export class LedgerStore {
 
   /** Both ledgers of a session, caught up with its log. */
   async state(sessionId: string): Promise<Ledgers> {
-    const [stored, last] = await Promise.all([this.#projected(sessionId), this.#lastSeq(sessionId)]);
+    // The projection first, then where the log ends: a write landing in between leaves the log ahead, never behind.
+    const stored = await this.#projected(sessionId);
+    const last = await this.#lastSeq(sessionId);
     // A projection ahead of the log belongs to another log (the stream was recreated): fold it afresh.
     const from = stored && stored.through_seq <= last ? stored : emptyLedgers(sessionId);
     if (last <= from.through_seq) return from;

@@ -32,10 +32,11 @@ function asViewed(result: unknown, view: string): unknown {
 export const MAX_LEDGER_REQUEST_BYTES = 65_536;
 
 /**
- * A ledger operation on a session (`conclave.ledger.<session>`, or a tenant's
- * `conclave.tenant.<tenant>.ledger.<session>`; any runner answers): reads fold the log (through the projection, caught up); writes are
- * decided and stored as events on the session's log (see LedgerStore).
- * Bad input and refused writes get an error reply naming the problem.
+ * A ledger operation on a session (`conclave.ledger.<session>`, or a
+ * tenant's `conclave.tenant.<tenant>.ledger.<session>`; any runner answers):
+ * reads fold the log (through the projection, caught up); writes are decided
+ * and stored as events on the session's log (see LedgerStore). Bad input and
+ * refused writes get an error reply naming the problem.
  */
 export async function serveLedger(deps: LedgerDeps, msg: ServiceMsg): Promise<void> {
   try {
