@@ -17,6 +17,7 @@ import {
   type Fact,
   initialPersona,
   type MemoryPhase,
+  type MergeChanges,
   mergeLearning,
   type PersonaState,
   personaTurn,
@@ -216,7 +217,7 @@ export class SessionMemory {
     if (learned && learnedStored) {
       // The graph's edges: the episode to what it taught, once every node they join is stored.
       const labels = procedural !== undefined ? (patches ?? []).map((patch) => patch.label) : [];
-      const edges = turnEdges(sessionId, episode.turn_id, learned.merged.changes, labels);
+      const edges = turnEdges(sessionId, episode.turn_id, taughtChanges(learned.merged, known), labels);
       if (edges.length > 0)
         await phase("pattern_persistence", () => Promise.all(edges.map((edge) => this.graph.addEdge(edge))));
     }
@@ -281,6 +282,23 @@ export class SessionMemory {
       persona: data?.persona ?? initialPersona(),
     };
   }
+}
+
+/**
+ * The merge's changes without the facts only restated (same text, one more recurrence): a turn's
+ * episode is joined to what it taught, not to everything it repeated, which would cost a write
+ * for every turn that says again what memory knows.
+ */
+function taughtChanges(
+  merged: { facts: Fact[]; changes: MergeChanges },
+  known: readonly MemoryNode[] | undefined,
+): MergeChanges {
+  const before = new Map((known ?? []).filter(isFact).map((node) => [String(node.data.key), node.text]));
+  const textOf = new Map(merged.facts.map((fact) => [fact.key, fact.text]));
+  return {
+    ...merged.changes,
+    facts_updated: merged.changes.facts_updated.filter((key) => before.get(key) !== textOf.get(key)),
+  };
 }
 
 /** What the persona evolves from: the topics of what memory holds, how much it knows, what is left open. */

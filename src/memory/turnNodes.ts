@@ -122,9 +122,9 @@ export function changedNodes(
 }
 
 /**
- * The edges a turn's episode gets to what it taught: `mentions` to each fact it added or stated
- * again, `opens` to each thread it opened (or reopened), `resolves` to each it closed, `teaches` to
- * each procedure (by label). Written once those nodes are.
+ * The edges a turn's episode gets to what it taught: `mentions` to each fact of `changes` (the
+ * commit leaves out facts only restated), `opens` to each thread it opened (or reopened),
+ * `resolves` to each it closed, `teaches` to each procedure (by label). Written once those nodes are.
  */
 export function turnEdges(
   sessionId: string,

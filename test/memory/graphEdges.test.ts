@@ -42,7 +42,11 @@ describe("the edges a commit writes", () => {
       "I have a sister called Ana. Remind me to call the bank tomorrow.",
       "Please keep your answers short.",
       "I called the bank, done.",
-      "Nothing much to say today.",
+      // Said again as it was: memory counts it (recurrence), the episode gets no edge to it.
+      "I have a sister called Ana.",
+      "I live in Lisbon.",
+      // Changed: an edge from the turn that changed it.
+      "I live in Porto.",
     ].entries()) {
       const reply = await memory.commit(turn(session, index + 1, text));
       expect(reply.warnings).toBeUndefined();
@@ -53,11 +57,14 @@ describe("the edges a commit writes", () => {
       "episode.1 opens thread.reminder.call_bank",
       "episode.2 teaches procedure.style.length",
       "episode.3 resolves thread.reminder.call_bank",
+      "episode.5 mentions fact.home",
+      "episode.6 mentions fact.home",
     ]);
+    expect((await graph.node(session, "fact.family.sister"))?.recurrence).toBe(2);
     // The export is a valid artifact: every edge joins two of its nodes.
     const artifact = await graph.exportSession(session);
     const ids = new Set(artifact.nodes.map((node) => node.id));
-    expect(artifact.edges).toHaveLength(4);
+    expect(artifact.edges).toHaveLength(6);
     expect(artifact.edges.every((edge) => ids.has(edge.from) && ids.has(edge.to))).toBe(true);
   });
 });
