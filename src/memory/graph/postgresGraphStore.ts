@@ -5,8 +5,7 @@
  * their nodes (removing a node removes its edges). Parameterised queries only.
  */
 import { DatabaseError, Pool, type PoolClient } from "pg";
-import { ConclaveError } from "../../errors.ts";
-import { redactUrl, scrubbed } from "../../recipes/blackboard/store.ts";
+import { checkPostgresUrl, migrateUnderLock, redactUrl, scrubbed } from "../../recipes/blackboard/store.ts";
 import { SessionCache, SessionGraph } from "./sessionGraph.ts";
 import {
   checkEdge,
@@ -107,15 +106,7 @@ export interface PostgresMemoryGraphStoreOptions {
  * at a time (an advisory lock held for the transaction).
  */
 export async function migrateMemoryGraph(client: PoolClient): Promise<void> {
-  await client.query("BEGIN");
-  try {
-    await client.query("SELECT pg_advisory_xact_lock($1)", [MIGRATION_LOCK]);
-    for (const statement of MIGRATION) await client.query(statement);
-    await client.query("COMMIT");
-  } catch (error) {
-    await client.query("ROLLBACK").catch(() => {});
-    throw error;
-  }
+  await migrateUnderLock(client, MIGRATION_LOCK, MIGRATION);
 }
 
 /**
@@ -146,7 +137,7 @@ export class PostgresMemoryGraphStore implements MemoryGraphStore {
    * cannot be reached, a "config" ConclaveError when the URL is not a PostgreSQL URL.
    */
   static async open(url: string, options: PostgresMemoryGraphStoreOptions = {}): Promise<PostgresMemoryGraphStore> {
-    checkPostgresUrl(url);
+    checkPostgresUrl(url, "postgres memory graph");
     const timeoutMs = options.timeoutMs ?? DEFAULT_MEMORY_GRAPH_TIMEOUT_MS;
     const pool = new Pool({
       connectionString: url,
@@ -352,21 +343,5 @@ export class PostgresMemoryGraphStore implements MemoryGraphStore {
       }
       throw error;
     }
-  }
-}
-
-/** A "config" error unless `url` is a postgres:// or postgresql:// URL (printed without its password). */
-function checkPostgresUrl(url: string): void {
-  let protocol: string | undefined;
-  try {
-    protocol = new URL(url).protocol;
-  } catch {
-    // reported below
-  }
-  if (protocol !== "postgres:" && protocol !== "postgresql:") {
-    throw new ConclaveError(
-      "config",
-      `postgres memory graph: ${redactUrl(url)} is not a PostgreSQL URL (expected postgres://user@host:port/database)`,
-    );
   }
 }

@@ -2,15 +2,16 @@
  * Blackboards in PostgreSQL, one row per session in `conclave_blackboards`
  * (a jsonb column), with node-postgres.
  */
-import { DatabaseError, Pool, type PoolClient } from "pg";
-import { ConclaveError } from "../../errors.ts";
+import { DatabaseError, Pool } from "pg";
 import {
   type BlackboardStore,
   BlackboardStoreError,
+  checkPostgresUrl,
   checkSessionId,
   checkStoredBlackboard,
   DEFAULT_BLACKBOARD_TIMEOUT_MS,
   encodeBlackboard,
+  migrateUnderLock,
   redactUrl,
   scrubbed,
   withDeadline,
@@ -68,7 +69,7 @@ export class PostgresBlackboardStore implements BlackboardStore {
    * a PostgreSQL URL.
    */
   static async open(url: string, options: PostgresBlackboardStoreOptions = {}): Promise<PostgresBlackboardStore> {
-    checkPostgresUrl(url);
+    checkPostgresUrl(url, "postgres blackboard");
     const timeoutMs = options.timeoutMs ?? DEFAULT_BLACKBOARD_TIMEOUT_MS;
     const pool = new Pool({
       connectionString: url,
@@ -86,7 +87,7 @@ export class PostgresBlackboardStore implements BlackboardStore {
       await store.#call("table creation", undefined, async () => {
         const client = await pool.connect();
         try {
-          await createTable(client);
+          await migrateUnderLock(client, CREATE_LOCK, [CREATE_TABLE]);
           client.release();
         } catch (error) {
           // Destroyed, not returned to the pool: the failure may have been the connection's.
@@ -141,35 +142,5 @@ export class PostgresBlackboardStore implements BlackboardStore {
         );
       }
     });
-  }
-}
-
-/** Creates the table unless it exists, one creator at a time (see CREATE_LOCK). */
-async function createTable(client: PoolClient): Promise<void> {
-  await client.query("BEGIN");
-  try {
-    // Released at COMMIT or ROLLBACK.
-    await client.query("SELECT pg_advisory_xact_lock($1)", [CREATE_LOCK]);
-    await client.query(CREATE_TABLE);
-    await client.query("COMMIT");
-  } catch (error) {
-    await client.query("ROLLBACK").catch(() => {});
-    throw error;
-  }
-}
-
-/** A "config" error unless `url` is a postgres:// or postgresql:// URL (printed without its password). */
-function checkPostgresUrl(url: string): void {
-  let protocol: string | undefined;
-  try {
-    protocol = new URL(url).protocol;
-  } catch {
-    // reported below
-  }
-  if (protocol !== "postgres:" && protocol !== "postgresql:") {
-    throw new ConclaveError(
-      "config",
-      `postgres blackboard: ${redactUrl(url)} is not a PostgreSQL URL (expected postgres://user@host:port/database)`,
-    );
   }
 }

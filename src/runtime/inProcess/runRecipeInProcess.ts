@@ -16,6 +16,7 @@ import { storedRecordScreen, withInterceptors } from "../interception/intercepte
 import { defaultInterceptors, type InterceptorChains } from "../interception/interceptors.ts";
 import { localTurnServices } from "../localTurnServices.ts";
 import { delegatedRequest, type LogicHandler, recipeImplementations } from "../recipes/recipeActors.ts";
+import { recipeStartedPayload } from "../recipes/recipeStart.ts";
 import { screenInputs } from "../recipes/screenInputs.ts";
 import { inProcessAgentActor, inProcessCallAgent } from "./inProcessAgents.ts";
 import { openInProcessTools } from "./inProcessTools.ts";
@@ -148,18 +149,12 @@ export async function runRecipeInProcess(document: JsonObject, options: InProces
     const deadlineAt = timeout !== undefined ? Date.now() + timeout * 1000 : undefined;
     record({
       kind: "RECIPE_STARTED",
-      payload: {
-        recipe: recipe.name,
-        ...(recipe.version ? { version: recipe.version } : {}),
-        shape: recipe.shape,
+      payload: recipeStartedPayload(recipe, {
         document,
         inputs: screened.inputs,
-        execution_mode: recipe.policy.execution_mode,
-        ...(timeout !== undefined ? { timeout_seconds: timeout } : {}),
-        ...(deadlineAt !== undefined ? { deadline_at: deadlineAt } : {}),
-        provenance: recipe.provenance,
-        ...(options.dryRun ? { dry_run: true } : {}),
-      },
+        deadlineAt,
+        dryRun: options.dryRun === true,
+      }),
     });
     const host = {
       services,

@@ -1,7 +1,31 @@
 import type { FinishedToolCall, RecipeStart } from "../../../machines/session.ts";
-import type { EngineEvent } from "../../contracts/events.ts";
-import type { HumanAnswer, RecipeCheckpoint } from "../../contracts/recipeRun.ts";
+import type { EngineEvent, EventPayload } from "../../contracts/events.ts";
+import type { HumanAnswer, JsonObject, RecipeCheckpoint } from "../../contracts/recipeRun.ts";
 import type { WalEntry } from "../../contracts/wal.ts";
+import type { Recipe } from "../../recipes/recipe.ts";
+
+/**
+ * RECIPE_STARTED's payload for a run of `recipe` (distributed or in-process): its document, its
+ * screened inputs, its policy, the deadline its timeout sets, its provenance, and whether it is a dry run.
+ */
+export function recipeStartedPayload(
+  recipe: Recipe,
+  run: { document: JsonObject; inputs: JsonObject; deadlineAt: number | undefined; dryRun: boolean },
+): EventPayload<"RECIPE_STARTED"> {
+  const timeout = recipe.policy.timeout_seconds;
+  return {
+    recipe: recipe.name,
+    ...(recipe.version ? { version: recipe.version } : {}),
+    shape: recipe.shape,
+    document: run.document,
+    inputs: run.inputs,
+    execution_mode: recipe.policy.execution_mode,
+    ...(timeout !== undefined ? { timeout_seconds: timeout } : {}),
+    ...(run.deadlineAt !== undefined ? { deadline_at: run.deadlineAt } : {}),
+    provenance: recipe.provenance,
+    ...(run.dryRun ? { dry_run: true } : {}),
+  };
+}
 
 /**
  * How a recipe turn starts, from its WAL entry and what its log already

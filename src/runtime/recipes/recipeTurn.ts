@@ -10,6 +10,7 @@ import { loadRecipe } from "../../recipes/load.ts";
 import type { HumanNode, Recipe } from "../../recipes/recipe.ts";
 import { ToolPolicy } from "../../tools/policy.ts";
 import { type ApprovalListeners, delegatedRequest, type RecipeHost, recipeImplementations } from "./recipeActors.ts";
+import { recipeStartedPayload } from "./recipeStart.ts";
 import { screenInputs } from "./screenInputs.ts";
 
 /** Compiled machines by document, so a recipe run many times is compiled once per runner. */
@@ -113,18 +114,12 @@ export function recipeTurnLogic(
         if (recipe.policy.timeout_seconds !== undefined) deadlineAt = Date.now() + recipe.policy.timeout_seconds * 1000;
         record({
           kind: "RECIPE_STARTED",
-          payload: {
-            recipe: recipe.name,
-            ...(recipe.version ? { version: recipe.version } : {}),
-            shape: recipe.shape,
+          payload: recipeStartedPayload(recipe, {
             document: start.document,
             inputs,
-            execution_mode: recipe.policy.execution_mode,
-            ...(recipe.policy.timeout_seconds !== undefined ? { timeout_seconds: recipe.policy.timeout_seconds } : {}),
-            ...(deadlineAt !== undefined ? { deadline_at: deadlineAt } : {}),
-            provenance: recipe.provenance,
-            ...(start.dry_run ? { dry_run: true } : {}),
-          },
+            deadlineAt,
+            dryRun: start.dry_run === true,
+          }),
         });
       }
       // A new answer is recorded once: one recorded before a takeover is in the log already.
