@@ -122,6 +122,24 @@ export class TurnStatusStore {
     return before;
   }
 
+  /**
+   * Undoes `resumeSuspended` when the answer it let through could not be
+   * stored: pending → suspended again, as `before` was, provided nothing has
+   * moved the turn since (still pending from that very suspension). Returns
+   * whether it was put back.
+   */
+  async reopenSuspension(sessionId: string, turnId: number, before: TurnStatusRecord): Promise<boolean> {
+    const seq = before.suspended?.seq;
+    if (seq === undefined) return false;
+    let reopened = false;
+    await this.#update(`${sessionId}.${turnId}`, (current) => {
+      if (current?.status !== "pending" || current.answered_through !== seq) return null;
+      reopened = true;
+      return { ...before, updated_at: Date.now() };
+    });
+    return reopened;
+  }
+
   async finish(
     sessionId: string,
     turnId: number,

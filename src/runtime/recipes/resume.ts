@@ -11,7 +11,8 @@ import type { TurnStatusStore } from "../turnStatusStore.ts";
  * one answer wins: a person's or the timeout's), then a WAL entry carrying
  * the answer is stored, which any runner takes like a new turn and runs from
  * the checkpoint in the turn's log. The entry's message id is per
- * suspension, so a retried resume stores one copy.
+ * suspension, so a retried resume stores one copy. When the entry cannot be
+ * stored, the status is put back to suspended, so a later answer is taken.
  */
 export async function resumeSuspended(
   deps: { js: JetStreamClient; statuses: TurnStatusStore },
@@ -32,8 +33,14 @@ export async function resumeSuspended(
     resume: answer,
     suspension_seq: before.suspended.seq,
   };
-  await deps.js.publish(subjects.wal(sessionId), encodeJson(entry), {
-    msgID: `${sessionId}.${turnId}.resume.${before.suspended.seq}`,
-  });
+  try {
+    await deps.js.publish(subjects.wal(sessionId), encodeJson(entry), {
+      msgID: `${sessionId}.${turnId}.resume.${before.suspended.seq}`,
+    });
+  } catch (error) {
+    // The answer was not stored: the run waits for one again, or no answer could ever resume it.
+    await deps.statuses.reopenSuspension(sessionId, turnId, before);
+    throw error;
+  }
   return { node: before.suspended.node, seq: before.suspended.seq };
 }
