@@ -21,29 +21,59 @@ export interface EventLogWriterOptions {
   onFenced?: (sessionId: string, turnId: number) => void;
 }
 
+/** An event appended and not yet settled, with the promise `pending` holds for it. */
+interface Queued {
+  event: EngineEvent;
+  data: Uint8Array;
+  settle: (ack: PubAck | undefined) => void;
+  fail: (error: unknown) => void;
+}
+
 interface OpenTurn {
   seq: number;
   startedAt: number;
+  /** One promise per appended event: settles once it is stored (or the turn is fenced), rejects when it cannot be. */
   pending: Promise<unknown>[];
+  /** Appended, not yet published. */
+  queue: Queued[];
+  /** A drain is publishing the queue. */
+  draining: boolean;
   fenced: boolean;
   /** The stream sequence the turn's subject must be at when this writer's first event lands (0: no event yet). */
   expectLast: number;
-  /** Settles once this writer's first event is stored (or refused): every later event is published after it. */
-  gate: Promise<void> | null;
+  /** This writer's first event of the turn is stored (fencing passed). */
+  opened: boolean;
+  /** Set on the turn's first event: the previous turn of the session ends first. */
+  after: Promise<void> | undefined;
+  /** A failure that stops the turn's log: nothing after a missing event is stored. */
+  broken: unknown;
 }
 
 /**
- * Appends a turn's events to JetStream, `seq` contiguous from 0. Each event
- * carries the message id `<session>.<turn>.<seq>`: a publish that fails is
- * retried with the same id until it is stored, and JetStream keeps it once.
- * Single-writer fencing: a writer's first event of a turn is published with
- * the subject's expected last sequence (none yet, or the last event a taken-over
- * turn had stored) and awaited; the rest are pipelined behind it (one
- * connection keeps their order). A refused expectation, or a first publish
- * reported as a duplicate, means another writer holds the turn (a runner taken
- * for dead that is not): the turn is fenced, nothing more is written, and
- * `finish` fails.
- * `finish` waits until every event of the turn is stored.
+ * Appends a turn's events to JetStream, `seq` contiguous from 0, stored in
+ * `seq` order. Each event carries the message id `<session>.<turn>.<seq>`: a
+ * publish that fails is retried with the same id until it is stored, and
+ * JetStream keeps it once.
+ *
+ * Order: a turn's events go out in batches, each batch pipelined on the one
+ * connection (which keeps their order) and the next sent only once the whole
+ * batch is acknowledged. When a publish fails (a NATS restart lost it, or it
+ * is not acknowledged in time), it and every event after it are published
+ * again one at a time, in order. So an event never reaches the stream over a
+ * new connection while an earlier one, lost with the old connection, is still
+ * to be stored: a raw reader of the stream sees each turn in `seq` order.
+ *
+ * Single-writer fencing: a writer's first event of a turn is published alone
+ * with the subject's expected last sequence (none yet, or the last event a
+ * taken-over turn had stored). A refused expectation, or a first publish
+ * reported as a duplicate, means another writer holds the turn (a runner
+ * taken for dead that is not): the turn is fenced, nothing more is written,
+ * and `finish` fails.
+ *
+ * The terminal event (TURN_COMPLETED) is published alone, after every earlier
+ * one is stored; a turn that follows another of the same session starts
+ * after that one's terminal event is stored. `finish` waits until every event
+ * of the turn is stored.
  */
 export class EventLogWriter {
   readonly #js: JetStreamClient;
@@ -62,16 +92,23 @@ export class EventLogWriter {
    * next event gets the seq after the last of the `stored` ones.
    */
   open(sessionId: string, turnId: number, stored: readonly EngineEvent[], lastStreamSeq: number): void {
-    const key = `${sessionId}.${turnId}`;
     const last = stored.at(-1);
-    this.#turns.set(key, {
-      seq: last ? last.seq + 1 : 0,
-      startedAt: monotonicNow(),
+    this.#turns.set(`${sessionId}.${turnId}`, this.#newTurn(last ? last.seq + 1 : 0, monotonicNow(), lastStreamSeq));
+  }
+
+  #newTurn(seq: number, startedAt: number, expectLast: number): OpenTurn {
+    return {
+      seq,
+      startedAt,
       pending: [],
+      queue: [],
+      draining: false,
       fenced: false,
-      expectLast: lastStreamSeq,
-      gate: null,
-    });
+      expectLast,
+      opened: false,
+      after: undefined,
+      broken: undefined,
+    };
   }
 
   append(sessionId: string, turnId: number, record: TurnRecord): EngineEvent {
@@ -79,7 +116,7 @@ export class EventLogWriter {
     const now = monotonicNow();
     let turn = this.#turns.get(key);
     if (!turn) {
-      turn = { seq: 0, startedAt: now, pending: [], fenced: false, expectLast: 0, gate: null };
+      turn = this.#newTurn(0, now, 0);
       this.#turns.set(key, turn);
     }
     const seq = turn.seq++;
@@ -95,30 +132,13 @@ export class EventLogWriter {
       kind: record.kind,
       payload,
     } as EngineEvent;
-    if (turn.gate === null) {
-      // Single-writer fencing: this writer's first event must land where it expects the turn to be.
-      // A turn that follows another of the session starts after that one's terminal event is stored, so a
-      // session's log never shows a turn starting before the previous one completed.
-      const open = turn;
-      const previous = this.#sessionTails.get(sessionId);
-      const first = previous
-        ? previous.then(() => this.#store(open, event, open.expectLast))
-        : this.#store(turn, event, turn.expectLast);
-      turn.gate = first.then(
-        () => undefined,
-        () => undefined,
-      );
-      turn.pending.push(first);
-    } else if (!turn.fenced) {
-      const open = turn;
-      // The terminal event waits until every earlier one is acknowledged (publishes retried across a NATS
-      // restart can land out of order): a reader that stops at TURN_COMPLETED has then seen the whole turn.
-      // If an earlier one is never stored, neither is the terminal event, and `finish` fails.
-      const after = record.kind === "TURN_COMPLETED" ? Promise.all([...open.pending]) : open.gate!;
-      const stored = after.then(() => (open.fenced ? undefined : this.#store(open, event)));
-      turn.pending.push(stored);
-      if (record.kind === "TURN_COMPLETED") this.#setSessionTail(sessionId, stored);
-    }
+    if (turn.pending.length === 0) turn.after = this.#sessionTails.get(sessionId);
+    const stored = new Promise<PubAck | undefined>((settle, fail) => {
+      turn.queue.push({ event, data: encodeJson(event), settle, fail });
+    });
+    turn.pending.push(stored);
+    if (record.kind === "TURN_COMPLETED") this.#setSessionTail(sessionId, stored);
+    if (!turn.draining) void this.#drain(turn);
     return event;
   }
 
@@ -134,26 +154,100 @@ export class EventLogWriter {
     });
   }
 
-  async #store(turn: OpenTurn, event: EngineEvent, expectLast?: number): Promise<PubAck | undefined> {
-    const subject = subjects.turnEvents(event.session_id, event.turn_id);
-    const msgID = `${event.session_id}.${event.turn_id}.${event.seq}`;
-    const data = encodeJson(event);
+  /** Publishes the turn's queue in order, batch by batch, until it is empty. */
+  async #drain(turn: OpenTurn): Promise<void> {
+    turn.draining = true;
+    try {
+      if (turn.after) {
+        await turn.after;
+        turn.after = undefined;
+      }
+      while (turn.queue.length > 0) {
+        if (turn.fenced || turn.broken !== undefined) {
+          for (const queued of turn.queue.splice(0)) {
+            if (turn.fenced) queued.settle(undefined);
+            else queued.fail(turn.broken);
+          }
+          break;
+        }
+        await this.#publishBatch(turn, this.#nextBatch(turn));
+      }
+    } finally {
+      turn.draining = false;
+    }
+  }
+
+  /** The first event alone (it is fenced), the terminal event alone, else everything queued before the terminal one. */
+  #nextBatch(turn: OpenTurn): Queued[] {
+    if (!turn.opened) return turn.queue.splice(0, 1);
+    const terminal = turn.queue.findIndex((queued) => queued.event.kind === "TURN_COMPLETED");
+    return turn.queue.splice(0, terminal === 0 ? 1 : terminal === -1 ? turn.queue.length : terminal);
+  }
+
+  async #publishBatch(turn: OpenTurn, batch: Queued[]): Promise<void> {
+    const first = !turn.opened;
+    const results = await Promise.allSettled(
+      batch.map((queued) => this.#publish(queued, first ? turn.expectLast : undefined)),
+    );
+    for (let i = 0; i < batch.length; i++) {
+      const result = results[i]!;
+      const queued = batch[i]!;
+      if (result.status === "fulfilled") {
+        if (first && result.value.duplicate) this.#fence(turn, queued.event);
+        else turn.opened = true;
+        queued.settle(result.value);
+        continue;
+      }
+      if (isWrongLastSequence(result.reason)) {
+        this.#fence(turn, queued.event); // another writer got there first
+        queued.settle(undefined);
+        continue;
+      }
+      // This one was not stored: it and every later one of the batch go again, one at a time, in order.
+      for (const again of batch.slice(i)) {
+        if (turn.fenced) {
+          again.settle(undefined);
+          continue;
+        }
+        if (turn.broken !== undefined) {
+          again.fail(turn.broken);
+          continue;
+        }
+        try {
+          const ack = await this.#storeWithRetry(again, first ? turn.expectLast : undefined);
+          turn.opened = true;
+          again.settle(ack);
+        } catch (error) {
+          if (isWrongLastSequence(error)) {
+            this.#fence(turn, again.event);
+            again.settle(undefined);
+          } else {
+            turn.broken = error;
+            again.fail(error);
+          }
+        }
+      }
+      return;
+    }
+  }
+
+  #publish(queued: Queued, expectLast?: number): Promise<PubAck> {
+    const { event } = queued;
+    return this.#js.publish(subjects.turnEvents(event.session_id, event.turn_id), queued.data, {
+      msgID: `${event.session_id}.${event.turn_id}.${event.seq}`,
+      timeout: 5_000,
+      ...(expectLast === undefined ? {} : { expect: { lastSubjectSequence: expectLast } }),
+    });
+  }
+
+  /** Publishes one event again until it is stored (a duplicate is stored), or the store timeout passes. */
+  async #storeWithRetry(queued: Queued, expectLast?: number): Promise<PubAck> {
     const deadline = Date.now() + this.#options.storeTimeoutMs;
     for (let attempt = 0; ; attempt++) {
       try {
-        const ack = await this.#js.publish(subject, data, {
-          msgID,
-          timeout: 5_000,
-          ...(expectLast === undefined ? {} : { expect: { lastSubjectSequence: expectLast } }),
-        });
-        if (ack.duplicate && attempt === 0) this.#fence(turn, event);
-        return ack;
+        return await this.#publish(queued, expectLast);
       } catch (error) {
-        if (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamWrongLastSequence) {
-          this.#fence(turn, event); // another writer got there first
-          return undefined;
-        }
-        if (Date.now() >= deadline) throw error;
+        if (isWrongLastSequence(error) || Date.now() >= deadline) throw error;
         await new Promise((resolve) => setTimeout(resolve, Math.min(100 * 2 ** attempt, 2_000)));
       }
     }
@@ -202,3 +296,6 @@ export class EventLogWriter {
     this.#turns.delete(`${sessionId}.${turnId}`);
   }
 }
+
+const isWrongLastSequence = (error: unknown): boolean =>
+  error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamWrongLastSequence;
