@@ -48,12 +48,20 @@ export async function readEvents(
   return events;
 }
 
+/** How long a follow keeps trying to pick up again after its consumer is lost (a NATS restart), without a signal. */
+const RESUME_WITHIN_MS = 30_000;
+
 /**
  * Delivers the stored events under `filter` from the first one, then live ones
  * as they are written, until `onEvent` returns true or the signal aborts.
  * Within a turn, events are delivered in `seq` order: one stored late (a
  * publish retried across an outage) is held back until the gap before it
  * fills. `caughtUp` is true when nothing more is stored yet.
+ *
+ * A consumer lost on the way (nats-server restarted, JetStream not answering
+ * for a while) is made again from the stream sequence after the last message
+ * read, so a follow goes on across an outage: until the signal aborts, or
+ * for 30 s of failed attempts when there is no signal.
  */
 export async function followEvents(
   js: JetStreamClient,
@@ -62,19 +70,75 @@ export async function followEvents(
   onEvent: (event: EngineEvent, position: { caughtUp: boolean }) => boolean,
   options: FollowOptions = {},
 ): Promise<void> {
-  const consumer = await js.consumers.get(streams.events, {
-    filter_subjects: filter,
-    deliver_policy: DeliverPolicy.All,
-  });
-  const messages = await consumer.consume();
-  const stop = () => void messages.stop();
-  options.signal?.addEventListener("abort", stop, { once: true });
-  if (options.signal?.aborted) stop(); // aborted while the consumer was being created
   const nextSeq = new Map<string, number>();
   const held = new Map<string, Map<number, EngineEvent>>();
+  let lastStreamSeq = 0;
+  let lostSince: number | null = null;
+  for (let attempt = 0; !options.signal?.aborted; attempt++) {
+    let outcome: "done" | "lost";
+    try {
+      outcome = await followOnce(js, filter, lastStreamSeq, nextSeq, held, onEvent, options, (seq) => {
+        lastStreamSeq = seq;
+        lostSince = null;
+        attempt = 0;
+      });
+    } catch (error) {
+      if (options.signal?.aborted) return;
+      lostSince ??= Date.now();
+      if (!options.signal && Date.now() - lostSince > RESUME_WITHIN_MS) throw error;
+      outcome = "lost";
+    }
+    if (outcome === "done") return;
+    lostSince ??= Date.now();
+    if (!options.signal && Date.now() - lostSince > RESUME_WITHIN_MS) return;
+    await abortableSleep(Math.min(100 * 2 ** attempt, 1_000), options.signal);
+  }
+}
+
+const abortableSleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    }
+    signal?.addEventListener("abort", done, { once: true });
+  });
+
+/**
+ * One consumer's worth of a follow, from the stream sequence after
+ * `afterStreamSeq` (0: from the first event). "done" when the caller asked to
+ * stop (or aborted); "lost" when the consumer ended by itself.
+ */
+async function followOnce(
+  js: JetStreamClient,
+  filter: string,
+  afterStreamSeq: number,
+  nextSeq: Map<string, number>,
+  held: Map<string, Map<number, EngineEvent>>,
+  onEvent: (event: EngineEvent, position: { caughtUp: boolean }) => boolean,
+  options: FollowOptions,
+  onRead: (streamSeq: number) => void,
+): Promise<"done" | "lost"> {
+  const consumer = await js.consumers.get(
+    streams.events,
+    afterStreamSeq === 0
+      ? { filter_subjects: filter, deliver_policy: DeliverPolicy.All }
+      : { filter_subjects: filter, deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: afterStreamSeq + 1 },
+  );
+  const messages = await consumer.consume();
+  let stopped = false;
+  const stop = () => {
+    stopped = true;
+    void messages.stop();
+  };
+  options.signal?.addEventListener("abort", stop, { once: true });
+  if (options.signal?.aborted) stop(); // aborted while the consumer was being created
   try {
     for await (const msg of messages) {
       const caughtUp = msg.info.pending === 0;
+      onRead(msg.seq);
       options.onStreamSeq?.(msg.seq);
       const parsed = (() => {
         try {
@@ -87,7 +151,7 @@ export async function followEvents(
         options.onInvalid?.(msg.subject, parsed.error);
         if (caughtUp && options.untilCaughtUp) {
           flush(held, nextSeq, onEvent);
-          break;
+          return "done";
         }
         continue;
       }
@@ -108,12 +172,13 @@ export async function followEvents(
         });
       }
       nextSeq.set(key, expected);
-      if (done) break;
+      if (done) return "done";
       if (caughtUp && options.untilCaughtUp) {
         flush(held, nextSeq, onEvent);
-        break;
+        return "done";
       }
     }
+    return stopped ? "done" : "lost";
   } finally {
     options.signal?.removeEventListener("abort", stop);
     stop();

@@ -32,7 +32,7 @@ async function storedSeqs(sessionId: string, turnId: number): Promise<number[]> 
   const seqs: number[] = [];
   const messages = await consumer.fetch({ max_messages: 10_000, expires: 2_000 });
   for await (const msg of messages) {
-    seqs.push(EngineEvent.parse(JSON.parse(decoder.decode(msg.data))).seq);
+    seqs.push((EngineEvent.parse(JSON.parse(decoder.decode(msg.data))) as EngineEvent).seq);
     if (msg.info.pending === 0) break;
   }
   return seqs;
