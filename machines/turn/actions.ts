@@ -204,7 +204,7 @@ export const turnActions = {
       });
     },
   ),
-  /** Critics that could not judge at all (absent, crashed) are warnings, not verdicts. */
+  /** Critics that could not judge at all (absent, crashed) are warnings, not verdicts; each names its fallback, if one judged. */
   criticsUnreachable: enqueueActions<
     TurnContext,
     TurnEvent,
@@ -220,7 +220,9 @@ export const turnActions = {
         params: {
           stage: "critics",
           code: failure.code,
-          message: failure.message,
+          message: failure.fallback
+            ? `${failure.message}; ${failure.fallback} judged the reply in its place`
+            : failure.message,
           subject: `critic:${failure.critic}`,
         },
       });
@@ -232,9 +234,15 @@ export const turnActions = {
       for (const warning of warnings) enqueue({ type: "warn", params: warning });
     },
   ),
-  /** The retries are spent and a critic still objects: keep the reply, record why. */
+  /** The retries are spent and a critic still objects, or none could judge: keep the reply, record why. */
   criticsOverruled: enqueueActions<TurnContext, TurnEvent, undefined, TurnEvent, never, WarnAction, never>(
     ({ context, enqueue }) => {
+      if (context.critics.length === 0) {
+        enqueue({
+          type: "warn",
+          params: { stage: "critics", code: "unjudged", message: "no critic judged the reply", subject: "critics" },
+        });
+      }
       for (const result of context.critics.filter((critic) => !critic.passed)) {
         enqueue({
           type: "warn",

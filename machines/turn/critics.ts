@@ -1,4 +1,5 @@
 import { assign } from "xstate";
+import { verdictPassed } from "../../src/cognition/critics.ts";
 import { mergeUsage, voiceRequest } from "./context.ts";
 import { turnSetup } from "./setup.ts";
 import { failed, overran, voiceFailed } from "./warnings.ts";
@@ -7,8 +8,9 @@ import { failed, overran, voiceFailed } from "./warnings.ts";
 
 /**
  * Critics judge the reply. Evaluator-optimizer loop: when one fails, the
- * voice re-renders with the critics' feedback, up to the policy's retries;
- * a reply that still fails is kept and the failure recorded.
+ * voice re-renders with the critics' feedback, up to the policy's retries,
+ * and only if the council speaks; a reply that still fails (or that no critic
+ * could judge) is kept and the failure recorded.
  */
 export const critics = turnSetup.createStateConfig({
   entry: { type: "enterStage", params: { stage: "critics" } },
@@ -38,7 +40,7 @@ export const critics = turnSetup.createStateConfig({
                 kind: "CRITICS_UPDATED",
                 payload: {
                   results: event.output.results,
-                  passed: event.output.results.every((result) => result.passed),
+                  passed: verdictPassed(event.output.results),
                   attempt: context.attempt,
                 },
               }),

@@ -1,3 +1,4 @@
+import { verdictPassed } from "../../src/cognition/critics.ts";
 import { CONSENSUS_THRESHOLD } from "../../src/cognition/deliberation.ts";
 import { SAFETY_INTERRUPT_THRESHOLD } from "../../src/cognition/sensors.ts";
 import type { TurnContext } from "./context.ts";
@@ -14,9 +15,17 @@ export const turnGuards = {
   deliberationSettled: ({ context }: GuardArgs) =>
     context.consensus >= CONSENSUS_THRESHOLD || context.round + 1 >= context.policy.max_deliberation_rounds,
   councilSpeaks: ({ context }: GuardArgs) => context.decision?.speak === true,
-  criticsPassed: ({ context }: GuardArgs) => context.critics.every((result) => result.passed),
+  /** Some critic judged, and every one that did passed: a verdict without results is no pass. */
+  criticsPassed: ({ context }: GuardArgs) => verdictPassed(context.critics),
   requestBlocked: ({ context }: GuardArgs) => context.blocked,
-  mayRetryVoice: ({ context }: GuardArgs) => context.attempt <= context.policy.max_voice_retries,
+  /**
+   * The voice renders again only for a council that speaks (a silent turn is never given a reply),
+   * with a critic's objection to act on, and retries left.
+   */
+  mayRetryVoice: ({ context }: GuardArgs) =>
+    context.decision?.speak === true &&
+    context.critics.some((result) => !result.passed) &&
+    context.attempt <= context.policy.max_voice_retries,
 };
 
 /** The turn's named delays. */

@@ -38,10 +38,13 @@ const fail = (critic: string, score: number, feedback: string): CriticResult => 
 /** A critic judges one rendered reply against the council's speech act. */
 export type Critic = (request: CriticRequest) => CriticResult;
 
+/** The deterministic safety check: a reply carrying harmful instructions fails. */
+const safety: Critic = ({ response }) =>
+  UNSAFE.test(response) ? fail("safety", 0, "Remove any instructions that could cause harm.") : pass("safety");
+
 /** The offline model's critics, each served as its own actor. */
 export const CRITICS: Record<string, Critic> = {
-  safety: ({ response }) =>
-    UNSAFE.test(response) ? fail("safety", 0, "Remove any instructions that could cause harm.") : pass("safety"),
+  safety,
   do_not: ({ response, speech_act }) => {
     const broken = speech_act.do_not.filter((rule) => {
       const detector = DO_NOT_DETECTORS.find((candidate) => candidate.rule.test(rule));
@@ -77,3 +80,21 @@ export const CRITIC_NAMES = Object.keys(CRITICS);
 
 export const runCritics = (request: CriticRequest): CriticResult[] =>
   Object.values(CRITICS).map((critic) => critic(request));
+
+/**
+ * What judges in a critic's place when that critic cannot judge at all (no
+ * worker serves it, its model is down): a deterministic check the turn's host
+ * runs itself, by the critic's name. The safety critic fails closed: its
+ * absence never reads as its approval.
+ */
+export const CRITIC_FALLBACKS: Readonly<Record<string, { name: string; judge: Critic }>> = {
+  safety: { name: "the deterministic safety check", judge: safety },
+};
+
+/** The fallback of a critic that could not judge, if it has one (own names only). */
+export const criticFallback = (critic: string) =>
+  Object.hasOwn(CRITIC_FALLBACKS, critic) ? CRITIC_FALLBACKS[critic] : undefined;
+
+/** A verdict passes when some critic judged and every critic that judged passed: no results is no pass. */
+export const verdictPassed = (results: readonly CriticResult[]): boolean =>
+  results.length > 0 && results.every((result) => result.passed);

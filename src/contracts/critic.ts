@@ -29,7 +29,15 @@ export type CriticReply = z.infer<typeof CriticReply>;
 /** Every critic's verdict on one rendering, and the critics that could not judge. */
 export const CriticsVerdict = z.object({
   results: z.array(CriticResult),
-  failures: z.array(z.object({ critic: z.string(), code: z.string(), message: z.string() })),
+  failures: z.array(
+    z.object({
+      critic: z.string(),
+      code: z.string(),
+      message: z.string(),
+      /** What judged in the critic's place (e.g. "the deterministic safety check"), when something did. */
+      fallback: z.string().optional(),
+    }),
+  ),
   usage: z.record(z.string(), Usage),
 });
 export type CriticsVerdict = z.infer<typeof CriticsVerdict>;

@@ -1,5 +1,6 @@
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import { encodeJson } from "../bus/codec.ts";
+import { isConflict } from "../bus/jsonKv.ts";
 import { streams, subjects } from "../bus/subjects.ts";
 import { Episode } from "../contracts/workspace.ts";
 
@@ -28,10 +29,20 @@ export class EpisodeStore {
     private readonly onInvalid?: (subject: string, seq: number) => void,
   ) {}
 
+  /**
+   * Stores the turn's episode once, by turn id: a commit of the same turn again (a retry, a
+   * takeover) leaves the stored one, within the stream's duplicate window (`msgID`) and after
+   * it (the write expects no message on the turn's subject yet).
+   */
   async commit(episode: Episode): Promise<void> {
-    await this.js.publish(subjects.memoryEpisode(episode.session_id, episode.turn_id), encodeJson(episode), {
-      msgID: `episode.${episode.session_id}.${episode.turn_id}`,
-    });
+    try {
+      await this.js.publish(subjects.memoryEpisode(episode.session_id, episode.turn_id), encodeJson(episode), {
+        msgID: `episode.${episode.session_id}.${episode.turn_id}`,
+        expect: { lastSubjectSequence: 0 },
+      });
+    } catch (error) {
+      if (!isConflict(error)) throw error; // else the turn's episode is stored already
+    }
   }
 
   /** Up to `limit` episodes of turns before `beforeTurn`, oldest first. */

@@ -7,7 +7,7 @@ import { decodeJson } from "../bus/codec.ts";
 import { RemoteCallError } from "../bus/errors.ts";
 import { requestJson, requestStream } from "../bus/request.ts";
 import { subjects } from "../bus/subjects.ts";
-import { CRITIC_NAMES } from "../cognition/critics.ts";
+import { CRITIC_NAMES, criticFallback } from "../cognition/critics.ts";
 import { SEED_SENSORS, type SensorOptions } from "../cognition/sensors.ts";
 import { AgentReply, AgentStreamPart } from "../contracts/agent.ts";
 import { CouncilReply, SafetyCouncilReply, VoiceStreamMessage } from "../contracts/council.ts";
@@ -15,9 +15,11 @@ import { CriticReply, type CriticsVerdict } from "../contracts/critic.ts";
 import { MemoryCommitReply, MemoryRetrieveReply } from "../contracts/memory.ts";
 import { PlanWavesReply } from "../contracts/scheduler.ts";
 import type { Usage } from "../contracts/usage.ts";
+import type { Episode } from "../contracts/workspace.ts";
 import { deliberateRound } from "./deliberate.ts";
 import { passThroughScreen } from "./interception/intercepted.ts";
 import { senseFastWith } from "./localTurnServices.ts";
+import { MemoryBacklog, settleCommits } from "./memoryBacklog.ts";
 import type { TurnServices } from "./turnServices.ts";
 
 export interface RemoteOptions {
@@ -33,6 +35,13 @@ export interface RemoteOptions {
   sensors: SensorOptions;
   /** Where agents' announced output schemas are looked up. Default: a directory opened on `nc`. */
   directory?: Promise<Pick<AgentDirectory, "outputSchema">>;
+  /**
+   * How long a memory commit that gets no answer (no worker, none in time) is tried again within
+   * its stage, before it is left owed for the session's next turn. Default 2 s.
+   */
+  memoryCommitRetryMs: number;
+  /** Where commits still owed are kept. Default: a backlog opened on `nc` (KV `conclave_sessions`). */
+  memoryBacklog?: Promise<MemoryBacklog>;
 }
 export const defaultRemoteOptions: RemoteOptions = {
   requestTimeoutMs: 5_000,
@@ -40,6 +49,7 @@ export const defaultRemoteOptions: RemoteOptions = {
   agentGraceMs: 200,
   critics: CRITIC_NAMES,
   sensors: SEED_SENSORS,
+  memoryCommitRetryMs: 2_000,
 };
 
 /** The turn's work done by workers over NATS request/reply, each call with a deadline. */
@@ -49,6 +59,8 @@ export function remoteTurnServices(nc: NatsConnection, options: Partial<RemoteOp
   const directory = settings.directory ?? AgentDirectory.open(nc);
   directory.catch(() => {}); // a connection closed before the roll call ended: callers see it when they await
   const streams = agentStreams(nc);
+  // Opened once; without it (no rights to the bucket) a commit that gets no answer is not kept.
+  const backlog = (settings.memoryBacklog ?? MemoryBacklog.open(nc)).catch(() => null);
   const call = <S extends z.ZodType>(
     subject: string,
     payload: unknown,
@@ -81,6 +93,9 @@ export function remoteTurnServices(nc: NatsConnection, options: Partial<RemoteOp
       unlisten?.();
     }
   };
+  /** One commit request; settleCommits makes the session's owed ones first, and tries again when unanswered. */
+  const commitEpisode = (episode: Episode, signal: AbortSignal) =>
+    call(subjects.memoryCommit, { episode }, MemoryCommitReply, signal);
   /** The runner's own check of an answer, against the schema the agent's workers announced. */
   const checkOutput = async (reply: AgentReply) => {
     const schema = (await directory).outputSchema(reply.agent_id);
@@ -94,7 +109,12 @@ export function remoteTurnServices(nc: NatsConnection, options: Partial<RemoteOp
     screen: passThroughScreen,
     callAgent,
     deliberate: (input, signal) => deliberateRound(input, callAgent, signal),
-    retrieveMemory: (request, signal) => call(subjects.memoryRetrieve, request, MemoryRetrieveReply, signal),
+    retrieveMemory: async (request, signal) => {
+      // The commits the session still owes go in before its memory is read; if they cannot, it is read as it is.
+      const owed = { backlog: await backlog, commit: commitEpisode, signal, retryMs: 0 };
+      await settleCommits(request.session_id, null, owed).catch(() => {});
+      return call(subjects.memoryRetrieve, request, MemoryRetrieveReply, signal);
+    },
     planWaves: (request, signal) => call(subjects.schedulerPlan, request, PlanWavesReply, signal),
     decide: (request, signal) => call(subjects.councilDecide, request, CouncilReply, signal),
     safetyCouncil: (request, signal) => call(subjects.councilSafety, request, SafetyCouncilReply, signal),
@@ -136,9 +156,25 @@ export function remoteTurnServices(nc: NatsConnection, options: Partial<RemoteOp
           });
         }
       });
+      // A critic that could not judge and has a deterministic fallback (safety) is judged by it, here: never a pass by default.
+      for (const failure of verdict.failures) {
+        const fallback = criticFallback(failure.critic);
+        if (!fallback) continue;
+        verdict.results.push(fallback.judge(request));
+        failure.fallback = fallback.name;
+      }
       return verdict;
     },
-    commitMemory: (request, signal) => call(subjects.memoryCommit, request, MemoryCommitReply, signal),
+    commitMemory: async (request, signal) => {
+      const reply = await settleCommits(request.episode.session_id, request.episode, {
+        backlog: await backlog,
+        commit: commitEpisode,
+        signal,
+        retryMs: settings.memoryCommitRetryMs,
+      });
+      if (!reply) throw new RemoteCallError(subjects.memoryCommit, "internal", "the memory commit got no reply");
+      return reply;
+    },
   };
 }
 

@@ -64,7 +64,8 @@ export interface MergeResult {
  *
  * - Facts are deduplicated by key: a known key gets the new text and topics, `recurrence` + 1 and
  *   `updated_at = turnId` (so "I now work days" replaces "works night shifts"); a new key is added
- *   with recurrence 1. Within one learning the last fact of a key wins.
+ *   with recurrence 1. Within one learning the last fact of a key wins. A fact already stated by
+ *   turn `turnId` (the same turn merged again: a commit retried) keeps its recurrence.
  * - Threads resolved by the turn (`threads_resolved_keys`) that are open are closed:
  *   `status: "closed"`, `closed_at_turn = turnId`. Unknown or already closed keys are ignored.
  * - Threads opened by the turn exist once per key: a new key is added open; an open one is brought
@@ -97,7 +98,8 @@ export function mergeLearning(
         ...known,
         text: item.text,
         topics: [...item.topics],
-        recurrence: known.recurrence + 1,
+        // Stated by this very turn already (its commit is being made again): not one more time.
+        recurrence: known.updated_at === turnId ? known.recurrence : known.recurrence + 1,
         updated_at: turnId,
       };
       changes.facts_updated.push(item.key);
@@ -149,7 +151,8 @@ export function mergeLearning(
       topics: [...item.topics],
       status: "open",
       opened_at_turn: reopened ? turnId : thread.opened_at_turn,
-      recurrence: thread.recurrence + 1,
+      // Brought up by this very turn already (its commit is being made again): not one more time.
+      recurrence: existing.threads[at]?.updated_at === turnId ? thread.recurrence : thread.recurrence + 1,
       updated_at: turnId,
     };
     if (reopened) {
