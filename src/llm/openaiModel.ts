@@ -29,6 +29,10 @@ import { usageFrom } from "./usage.ts";
 
 /** A reply that is not valid JSON for the schema gets one corrected second try. */
 const STRUCTURED_ATTEMPTS = 2;
+/** A tool round whose completion carries no message (e.g. a body of `{}`) is asked again once. */
+const COMPLETE_ATTEMPTS = 2;
+/** Why a completion without a message (no `choices`, e.g. a body of `{}`) is no answer. */
+const NO_MESSAGE = "the completion has no choices (no message)";
 
 /**
  * A ChatModel on any OpenAI-compatible chat completions endpoint, through the official `openai`
@@ -74,8 +78,11 @@ export class OpenAIChatModel implements ChatModel {
             this.#requestOptions(deadline),
           ),
         );
-        usage = addUsage(usage, usageFrom(completion.usage));
-        const check = checkJsonReply(completion.choices[0]?.message.content, request.schema);
+        usage = addUsage(usage, usageFrom(completion?.usage));
+        const message = messageOfCompletion(completion);
+        const check = message
+          ? checkJsonReply(message.content, request.schema)
+          : { ok: false as const, problem: NO_MESSAGE };
         if (check.ok) return { value: check.value, usage, attempts: attempt };
         problem = check.problem;
         user = withCorrection(request.user, problem);
@@ -127,30 +134,32 @@ export class OpenAIChatModel implements ChatModel {
 
   async complete(request: CompleteRequest): Promise<CompleteResult> {
     const deadline = this.#deadline(request);
+    let usage = noUsage();
     try {
-      const completion = await deadline.race(
-        this.#client.chat.completions.create(
-          {
-            model: this.model,
-            messages: request.messages.map(messageParam),
-            // Some servers reject an empty tools list: offering none means leaving the field out.
-            ...(request.tools.length > 0 ? { tools: request.tools.map(functionTool) } : {}),
-            max_tokens: request.maxTokens,
-          },
-          this.#requestOptions(deadline),
-        ),
-      );
-      const message = completion.choices[0]?.message;
-      return {
-        content: message?.content ?? null,
-        toolCalls: toolCallsOf(message),
-        usage: usageFrom(completion.usage),
-      };
+      for (let attempt = 1; attempt <= COMPLETE_ATTEMPTS; attempt++) {
+        const completion = await deadline.race(
+          this.#client.chat.completions.create(
+            {
+              model: this.model,
+              messages: request.messages.map(messageParam),
+              // Some servers reject an empty tools list: offering none means leaving the field out.
+              ...(request.tools.length > 0 ? { tools: request.tools.map(functionTool) } : {}),
+              max_tokens: request.maxTokens,
+            },
+            this.#requestOptions(deadline),
+          ),
+        );
+        usage = addUsage(usage, usageFrom(completion?.usage));
+        const message = messageOfCompletion(completion);
+        if (message) return { content: message.content ?? null, toolCalls: toolCallsOf(message), usage };
+      }
     } catch (error) {
       throw failure(error, request.caller, deadline);
     } finally {
       deadline.dispose();
     }
+    const message = `no valid reply in ${COMPLETE_ATTEMPTS} attempts: ${NO_MESSAGE}`;
+    throw new LlmError("invalid_output", request.caller, message, { usage });
   }
 
   #deadline(request: { timeoutMs?: number; signal?: AbortSignal }): CallDeadline {
@@ -183,6 +192,18 @@ function messageParam(message: ChatMessage): ChatCompletionMessageParam {
       function: { name: call.name, arguments: call.arguments },
     })),
   };
+}
+
+/**
+ * The completion's first message, or undefined when the server sent none: the client passes any
+ * JSON body through, so a body of `{}` (or `choices: [{}]`) must be checked, not dereferenced.
+ */
+function messageOfCompletion(completion: unknown): ChatCompletionMessage | undefined {
+  if (typeof completion !== "object" || completion === null) return undefined;
+  const choices = (completion as { choices?: unknown }).choices;
+  if (!Array.isArray(choices)) return undefined;
+  const message = (choices[0] as { message?: unknown } | undefined)?.message;
+  return typeof message === "object" && message !== null ? (message as ChatCompletionMessage) : undefined;
 }
 
 /** Function calls only: custom tools are never offered, so a custom call would be the server's mistake. */
