@@ -1,9 +1,10 @@
 import type { NatsConnection, Subscription } from "@nats-io/nats-core";
-import { z } from "zod";
+import type { z } from "zod";
 import { decodeJson } from "../bus/codec.ts";
 import { subjects } from "../bus/subjects.ts";
 import type { AgentManifest } from "../contracts/agent.ts";
 import type { ToolManifest } from "../contracts/tool.ts";
+import { fromWireJsonSchema } from "../contracts/wireJsonSchema.ts";
 import { AgentAnnouncement, AgentWithdrawal } from "./announcement.ts";
 
 /** How a directory waits for the workers' answers to its roll call before it is ready. */
@@ -154,9 +155,10 @@ export class AgentDirectory {
 
   /**
    * The schema an agent's own output must satisfy: its announced JSON
-   * Schema. Undefined for an agent that announces none (its output is its
-   * contribution, which the reply's schema checks) and for one no live
-   * worker announces.
+   * Schema, its patterns checked by RE2 (a pattern from a worker never runs
+   * as a backtracking RegExp). Undefined for an agent that announces none
+   * (its output is its contribution, which the reply's schema checks) and
+   * for one no live worker announces.
    */
   outputSchema(agentId: string): z.ZodType | undefined {
     const manifest = this.manifest(agentId);
@@ -164,7 +166,7 @@ export class AgentDirectory {
     if (!manifest.output_schema) return undefined;
     const cached = this.#validators.get(agentId);
     if (cached && cached.source === manifest.output_schema) return cached.schema;
-    const schema = z.fromJSONSchema(manifest.output_schema as Parameters<typeof z.fromJSONSchema>[0]);
+    const schema = fromWireJsonSchema(manifest.output_schema);
     this.#validators.set(agentId, { source: manifest.output_schema, schema });
     return schema;
   }

@@ -44,6 +44,8 @@ export const subjects = {
   agentsWithdraw: `${SUBJECT_ROOT}.agents.withdraw`,
   /** Core NATS: a directory that starts asks every worker to announce itself. */
   agentsRollcall: `${SUBJECT_ROOT}.agents.rollcall`,
+  /** Requested of the runners (`conclave agents`): the roster a runner's turns are planned with (AgentRoster). */
+  agentsRoster: `${SUBJECT_ROOT}.agents.roster`,
   /** Core NATS: where a worker publishes an agent's named stream parts for the runner that asked (one token per runner). */
   agentStream: (token: string) => `${SUBJECT_ROOT}.agentstream.${token}`,
   /** A tool, served by the workers that host it (queue group: each call goes to one). */
@@ -63,6 +65,12 @@ export const subjects = {
   /** Public: a ledger operation on a session (LedgerRequest): the truth and task ledgers, served by runners. */
   ledger: (sessionId: string) => `${SUBJECT_ROOT}.ledger.${sessionId}`,
   ledgerAll: `${SUBJECT_ROOT}.ledger.*`,
+  /**
+   * Internal: an agent's ledger operation (AgentLedgerRequest), requested by the worker hosting it,
+   * served by runners. Only the worker role may publish it: it alone records a change as an agent's.
+   */
+  agentLedger: (sessionId: string) => `${SUBJECT_ROOT}.agentledger.${sessionId}`,
+  agentLedgerAll: `${SUBJECT_ROOT}.agentledger.*`,
   /**
    * JetStream (the event log): a session's ledger events. Two tokens after the session,
    * so `sessionEvents` (one token: the turns) does not match them.

@@ -2,10 +2,14 @@
  * The chat's screen, drawn with ink from the view model alone (no I/O, no
  * keys): the conversation history above (ink's Static, so it scrolls into the
  * terminal's scrollback), then the running (or last) turn, the input line and
- * the status line. React without JSX: `h` is React.createElement.
+ * the status line. React without JSX: `h` is React.createElement. Every
+ * text a turn or the runtime supplied (messages, replies, agents' notes,
+ * critics' feedback, warnings) is drawn through `printable`: ink passes
+ * escape sequences through, and the terminal is not theirs to command.
  */
 import { Box, Static, Text } from "ink";
 import { createElement as h, type ReactElement } from "react";
+import { printable } from "../cli/printable.ts";
 import { type ChatMessage, type ChatState, stageMarks, statusLine } from "./state.ts";
 import { type AgentMark, isSettled, outcomeLine, type TurnView } from "./turnView.ts";
 
@@ -24,19 +28,22 @@ const row = (label: string, ...content: (ReactElement | string)[]) =>
     h(
       Box,
       { flexGrow: 1, flexWrap: "wrap", columnGap: 2 },
-      ...content.map((part, index) => (typeof part === "string" ? h(Text, { key: String(index) }, part) : part)),
+      ...content.map((part, index) =>
+        typeof part === "string" ? h(Text, { key: String(index) }, printable(part)) : part,
+      ),
     ),
   );
 
 const mark = (key: string, status: keyof typeof MARK, text: string) =>
-  h(Text, { key, color: COLOR[status] }, `${MARK[status]} ${text}`);
+  h(Text, { key, color: COLOR[status] }, `${MARK[status]} ${printable(text)}`);
 
 function Message({ message }: { message: ChatMessage }): ReactElement {
-  if (message.role === "user") return h(Text, null, h(Text, { bold: true, color: "cyan" }, "you › "), message.text);
+  const text = printable(message.text);
+  if (message.role === "user") return h(Text, null, h(Text, { bold: true, color: "cyan" }, "you › "), text);
   if (message.role === "assistant")
-    return h(Text, null, h(Text, { bold: true, color: "magenta" }, "conclave › "), message.text);
+    return h(Text, null, h(Text, { bold: true, color: "magenta" }, "conclave › "), text);
   const color = message.tone === "error" ? "red" : message.tone === "warning" ? "yellow" : "gray";
-  return h(Text, { color }, `  ${message.text}`);
+  return h(Text, { color }, `  ${text}`);
 }
 
 /** An agent still running when its turn ended never answered: shown as not done, not as running. */
@@ -81,9 +88,9 @@ export function TurnPanel({ turn }: { turn: TurnView }): ReactElement {
     );
   if (!ended && turn.thinking) {
     const tail = turn.thinking.length > THINKING_TAIL ? `…${turn.thinking.slice(-THINKING_TAIL)}` : turn.thinking;
-    rows.push(row("thinking", h(Text, { key: "t", dimColor: true, italic: true }, tail)));
+    rows.push(row("thinking", h(Text, { key: "t", dimColor: true, italic: true }, printable(tail))));
   }
-  if (!ended && turn.reply) rows.push(row("reply", h(Text, { key: "r" }, turn.reply)));
+  if (!ended && turn.reply) rows.push(row("reply", h(Text, { key: "r" }, printable(turn.reply))));
   if (turn.critics.length > 0)
     rows.push(
       row(
@@ -97,7 +104,9 @@ export function TurnPanel({ turn }: { turn: TurnView }): ReactElement {
               h(
                 Text,
                 { key: result.critic, color: result.passed ? "green" : "red" },
-                `${index > 0 ? " · " : ""}${result.passed ? `✓ ${result.critic}` : `✗ ${result.critic}: ${result.feedback}`}`,
+                printable(
+                  `${index > 0 ? " · " : ""}${result.passed ? `✓ ${result.critic}` : `✗ ${result.critic}: ${result.feedback}`}`,
+                ),
               ),
             ),
           ),
@@ -120,7 +129,7 @@ export function TurnPanel({ turn }: { turn: TurnView }): ReactElement {
         h(
           Box,
           { flexDirection: "column", flexGrow: 1 },
-          ...alerts.map((alert, index) => h(Text, { key: String(index), color: "yellow" }, `! ${alert}`)),
+          ...alerts.map((alert, index) => h(Text, { key: String(index), color: "yellow" }, `! ${printable(alert)}`)),
         ),
       ),
     );
@@ -140,7 +149,7 @@ export function TurnPanel({ turn }: { turn: TurnView }): ReactElement {
                   ? "red"
                   : "yellow",
           },
-          outcome,
+          printable(outcome),
         ),
       ),
     );
@@ -163,9 +172,9 @@ export function ChatView({ state }: { state: ChatState }): ReactElement {
       Box,
       { marginTop: 1 },
       h(Text, { color: busy ? "gray" : "cyan", bold: true }, "› "),
-      h(Text, null, state.input),
+      h(Text, null, printable(state.input)),
       h(Text, { inverse: true }, " "),
     ),
-    h(Text, { dimColor: true }, statusLine(state)),
+    h(Text, { dimColor: true }, printable(statusLine(state))),
   );
 }

@@ -14,6 +14,7 @@ import {
 import { RemoteCallError } from "../bus/errors.ts";
 import type { ErrorCode } from "../contracts/errors.ts";
 import { ConclaveError, type ConclaveErrorCode, isConclaveError, messageOf, singleLine } from "../errors.ts";
+import { printable } from "./printable.ts";
 
 /** The exit statuses of every `conclave` command. */
 export const EXIT = {
@@ -131,7 +132,10 @@ export function describeFailure(error: unknown): Failure {
 export function failureLine(command: string, failure: Failure, json: boolean): string {
   return json
     ? JSON.stringify({ error: { code: failure.code, message: failure.message } })
-    : `${command}: ${failure.message}${failure.exit === EXIT.usage && failure.code === "usage" ? ` (see ${command} --help)` : ""}`;
+    : // A remote error's message is a peer's text: no control sequence of it reaches the terminal.
+      printable(
+        `${command}: ${failure.message}${failure.exit === EXIT.usage && failure.code === "usage" ? ` (see ${command} --help)` : ""}`,
+      );
 }
 
 /** The stack of an error and of its causes, for `--debug`. */
@@ -142,7 +146,7 @@ export function stackOf(error: unknown): string {
     parts.push(current instanceof Error ? (current.stack ?? current.message) : String(current));
     current = current instanceof Error ? current.cause : undefined;
   }
-  return parts.join("\ncaused by: ");
+  return printable(parts.join("\ncaused by: "));
 }
 
 /** Something a command needs is not there (no NATS server to use, a process that would not start). */

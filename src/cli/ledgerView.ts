@@ -3,12 +3,13 @@ import { connectBus } from "../bus/connection.ts";
 import { type ConclaveClient, connect } from "../client/client.ts";
 import type { TaskBlocker, TaskItem, TaskState, TruthFact } from "../contracts/ledger.ts";
 import { CONNECTION_FLAGS, connectionFrom, parse, sessionArg } from "./args.ts";
+import { printable } from "./printable.ts";
 
 /** The flags every `conclave truth` and `conclave task` verb takes. */
 export const LEDGER_FLAGS = {
   ...CONNECTION_FLAGS,
   session: { type: "string", short: "s" },
-  by: { type: "string" },
+  "user-id": { type: "string" },
   json: { type: "boolean" },
 } as const;
 
@@ -19,12 +20,13 @@ export interface LedgerCommand<V> {
   words: string[];
   text: string;
   session: string;
-  by: { by?: string };
+  /** The end user the change is made for (`--user-id`), as the client's write options. */
+  forUser: { userId?: string };
 }
 
 /**
  * A `conclave truth|task` command line: its verb, the words after it (and
- * them joined, `text`), the session, who makes the change (`--by`); null
+ * them joined, `text`), the session, the end user it is for (`--user-id`); null
  * once `--help` is printed.
  */
 export function parseLedgerCommand<O extends NonNullable<ParseArgsConfig["options"]>>(
@@ -33,7 +35,7 @@ export function parseLedgerCommand<O extends NonNullable<ParseArgsConfig["option
   help: string,
 ): LedgerCommand<ReturnType<typeof parse<typeof LEDGER_FLAGS & O>>["values"]> | null {
   const { values, positionals } = parse(argv, { ...LEDGER_FLAGS, ...flags }, true);
-  const common = values as { help?: boolean; session?: string; by?: string };
+  const common = values as { help?: boolean; session?: string; "user-id"?: string };
   if (common.help) {
     console.log(help);
     return null;
@@ -45,7 +47,7 @@ export function parseLedgerCommand<O extends NonNullable<ParseArgsConfig["option
     words,
     text: words.join(" ").trim(),
     session: sessionArg(common.session),
-    by: common.by !== undefined ? { by: common.by } : {},
+    forUser: common["user-id"] !== undefined ? { userId: common["user-id"] } : {},
   };
 }
 
@@ -62,11 +64,15 @@ export async function withClient<T>(
   }
 }
 
-/** Prints `value` as one JSON line with --json, else as `lines` (or `empty` on stderr when there are none). */
+/**
+ * Prints `value` as one JSON line with --json, else as `lines` (or `empty` on
+ * stderr when there are none), each kept on its line and shown through
+ * {@link printable}: a statement's control characters are not the terminal's.
+ */
 export function show(json: boolean | undefined, value: unknown, lines: string[], empty?: string): void {
   if (json) console.log(JSON.stringify(value));
   else if (lines.length === 0 && empty) console.error(empty);
-  else for (const line of lines) console.log(line);
+  else for (const line of lines) console.log(printable(line, { newlines: false }));
 }
 
 export const factLine = (fact: TruthFact): string =>

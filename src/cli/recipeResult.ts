@@ -1,5 +1,6 @@
 import type { RecipeRunResult } from "../client/recipeRun.ts";
 import { EXIT, type ExitStatus } from "./failures.ts";
+import { printable } from "./printable.ts";
 
 /**
  * How `conclave run` and `conclave resume` end: the final blackboard of a
@@ -18,19 +19,21 @@ export function printRunResult(
     const role = result.requiredRole ? ` --role ${result.requiredRole}` : "";
     const id = `${result.sessionId}/${result.turnId}`;
     out.write(
-      `suspended at '${result.node}': ${result.prompt}\n` +
+      `suspended at '${printable(result.node)}': ${printable(result.prompt)}\n` +
         (result.approval
           ? `answer with: conclave approve ${id} --user-id <you>${role} [--reason …]   (or conclave deny ${id} …)\n`
           : `answer with: conclave resume ${result.turnId} --session ${result.sessionId} --user-id <you>${role} --input '<json>'\n`),
     );
   } else {
     const { outcome } = result;
-    if (outcome.status === "Failed") err.write(`run failed: ${outcome.error.code}: ${outcome.error.message}\n`);
-    else if (outcome.status === "Cancelled") err.write(`run cancelled: ${outcome.reason}\n`);
+    if (outcome.status === "Failed")
+      err.write(printable(`run failed: ${outcome.error.code}: ${outcome.error.message}\n`));
+    else if (outcome.status === "Cancelled") err.write(printable(`run cancelled: ${outcome.reason}\n`));
     else {
       if (outcome.status === "PartialSuccess")
-        for (const warning of outcome.warnings) err.write(`warning: ${warning.code}: ${warning.message}\n`);
-      out.write(`${JSON.stringify(result.output, null, 2)}\n`);
+        for (const warning of outcome.warnings) err.write(printable(`warning: ${warning.code}: ${warning.message}\n`));
+      // Pretty-printed for a person: JSON escapes C0 controls, not DEL, C1 or bidi overrides.
+      out.write(`${printable(JSON.stringify(result.output, null, 2))}\n`);
     }
   }
   if (result.status === "suspended") return EXIT.suspended;

@@ -1,13 +1,21 @@
 import type { EngineEvent } from "../contracts/events.ts";
 import { singleLine } from "../errors.ts";
+import { printable } from "./printable.ts";
 
 const fmt = (value: number) => value.toFixed(2);
 
 /**
  * One human-readable line (or none) per event, for `conclave send` and
- * `conclave events`. Lines are indented by pipeline depth.
+ * `conclave events`. Lines are indented by pipeline depth. What the event
+ * carries (a user's message, an agent's claims, a reply) is shown through
+ * {@link printable}: no control sequence it holds reaches the terminal.
  */
 export function renderEvent(event: EngineEvent): string | null {
+  const line = describeEvent(event);
+  return line === null ? null : printable(line);
+}
+
+function describeEvent(event: EngineEvent): string | null {
   switch (event.kind) {
     case "TURN_STARTED":
       return `turn ${event.session_id}/${event.turn_id}: "${event.payload.user_input}"`;
@@ -144,11 +152,11 @@ export function createEventPrinter(
         (agentStreams.get(streamId) ?? "") + (event.kind === "STREAM_CHUNK" ? event.payload.delta : ""),
       );
     } else if (streamId.includes(":") && event.kind === "STREAM_END") {
-      out.write(`        ${streamId} › ${agentStreams.get(streamId) ?? ""}\n`);
+      out.write(`        ${printable(streamId)} › ${printable(agentStreams.get(streamId) ?? "")}\n`);
       agentStreams.delete(streamId);
     } else if (event.kind === "STREAM_START")
       out.write(`      ${event.payload.stream_id === "thinking" ? "thinking" : "voice"} › `);
-    else if (event.kind === "STREAM_CHUNK") out.write(event.payload.delta);
+    else if (event.kind === "STREAM_CHUNK") out.write(printable(event.payload.delta));
     else if (event.kind === "STREAM_END") out.write("\n");
     else {
       const line = renderEvent(event);

@@ -3,6 +3,7 @@ import type { z } from "zod";
 import { requestJson } from "../bus/request.ts";
 import { subjects } from "../bus/subjects.ts";
 import {
+  type AgentLedgerRequest,
   type LedgerDigest,
   type LedgerOpName,
   type LedgerReplay,
@@ -24,9 +25,16 @@ import {
 import { ConclaveError } from "../errors.ts";
 import { checkSessionId } from "./turns.ts";
 
-/** Who makes a change, recorded on it as `by`. Default `user`. */
+/**
+ * For whom a change is made. Who made it (`by`) is recorded by the runner
+ * from the connection's role, never taken from the request: `user`, or
+ * `user:<userId>` when a client of the runtime's account names the end user
+ * it acts for; `tenant:<name>` on a tenant's connection (which may not name
+ * one: `forbidden`); `agent:<id>` for an agent's `ctx.ledgers` (likewise
+ * `invalid_request`).
+ */
 export interface LedgerWriteOptions {
-  by?: string;
+  userId?: string;
 }
 
 /**
@@ -103,18 +111,35 @@ type LedgerCall = <O extends LedgerOpName>(
 
 /**
  * The three ledger clients over one connection (requests on
- * `conclave.ledger.<session>`, answered by a runner). `by`: who the changes
- * are recorded as made by when a call does not say (default `user`).
+ * `conclave.ledger.<session>`, answered by a runner). Changes are recorded
+ * as the connection's (see {@link LedgerWriteOptions}).
  */
 export function ledgerClients(
   nc: NatsConnection,
   timeoutMs: number,
-  defaults: LedgerWriteOptions = {},
 ): { truth: TruthLedgerClient; task: TaskLedgerClient; ledgers: LedgersClient } {
   return ledgerClientsOver(async (sessionId, op, body = {}) => {
     checkSessionId(sessionId);
-    const request = { session_id: sessionId, op, ...(defaults.by !== undefined ? { by: defaults.by } : {}), ...body };
+    const request = { session_id: sessionId, op, ...body };
     const reply = await requestJson(nc, subjects.ledger(sessionId), request, LedgerReply, { timeoutMs });
+    return LedgerResults[op].parse(reply.result) as z.infer<(typeof LedgerResults)[typeof op]>;
+  });
+}
+
+/**
+ * The ledger clients of an agent, for its `ctx.ledgers`, over its worker's
+ * connection: requests on `conclave.agentledger.<session>` (the worker
+ * role's alone), every change recorded as `agent:<agentId>`.
+ */
+export function agentLedgerClients(
+  nc: NatsConnection,
+  timeoutMs: number,
+  agentId: string,
+): { truth: TruthLedgerClient; task: TaskLedgerClient; ledgers: LedgersClient } {
+  return ledgerClientsOver(async (sessionId, op, body = {}) => {
+    checkSessionId(sessionId);
+    const asked = { agent_id: agentId, request: { session_id: sessionId, op, ...body } } as AgentLedgerRequest;
+    const reply = await requestJson(nc, subjects.agentLedger(sessionId), asked, LedgerReply, { timeoutMs });
     return LedgerResults[op].parse(reply.result) as z.infer<(typeof LedgerResults)[typeof op]>;
   });
 }
@@ -124,26 +149,26 @@ function ledgerClientsOver(call: LedgerCall): {
   task: TaskLedgerClient;
   ledgers: LedgersClient;
 } {
-  const by = (options?: LedgerWriteOptions) => (options?.by !== undefined ? { by: options.by } : {});
+  const forUser = (options?: LedgerWriteOptions) => (options?.userId !== undefined ? { user_id: options.userId } : {});
   const resolution = (options?: { resolution?: string }) =>
     options?.resolution !== undefined ? { resolution: options.resolution } : {};
   return {
     truth: {
-      upsertFact: (sessionId, fact, options) => call(sessionId, "truth.upsert_fact", { fact, ...by(options) }),
+      upsertFact: (sessionId, fact, options) => call(sessionId, "truth.upsert_fact", { fact, ...forUser(options) }),
       resolveFact: (sessionId, factId, options) =>
-        call(sessionId, "truth.resolve_fact", { fact_id: factId, ...resolution(options), ...by(options) }),
+        call(sessionId, "truth.resolve_fact", { fact_id: factId, ...resolution(options), ...forUser(options) }),
       queryLedger: (sessionId, query = {}) => call(sessionId, "truth.query", query),
       getLedgerDigest: (sessionId) => call(sessionId, "truth.digest"),
       getState: (sessionId) => call(sessionId, "truth.state"),
     },
     task: {
-      setSpec: (sessionId, spec, options) => call(sessionId, "task.set_spec", { spec, ...by(options) }),
-      addItem: (sessionId, item, options) => call(sessionId, "task.add_item", { item, ...by(options) }),
-      updateItem: (sessionId, item, options) => call(sessionId, "task.update_item", { item, ...by(options) }),
+      setSpec: (sessionId, spec, options) => call(sessionId, "task.set_spec", { spec, ...forUser(options) }),
+      addItem: (sessionId, item, options) => call(sessionId, "task.add_item", { item, ...forUser(options) }),
+      updateItem: (sessionId, item, options) => call(sessionId, "task.update_item", { item, ...forUser(options) }),
       recordBlocker: (sessionId, blocker, options) =>
-        call(sessionId, "task.record_blocker", { blocker, ...by(options) }),
+        call(sessionId, "task.record_blocker", { blocker, ...forUser(options) }),
       resolveBlocker: (sessionId, blockerId, options) =>
-        call(sessionId, "task.resolve_blocker", { blocker_id: blockerId, ...resolution(options), ...by(options) }),
+        call(sessionId, "task.resolve_blocker", { blocker_id: blockerId, ...resolution(options), ...forUser(options) }),
       getState: (sessionId) => call(sessionId, "task.state"),
     },
     ledgers: {

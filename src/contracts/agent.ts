@@ -3,6 +3,7 @@ import { AgentId, SessionId, TurnId } from "./ids.ts";
 import { LedgerDigest } from "./ledger.ts";
 import { ToolManifest } from "./tool.ts";
 import { Usage } from "./usage.ts";
+import { WireJsonSchema } from "./wireJsonSchema.ts";
 import { Claim, Episode, Modulators, Sensors, Stance, StanceDelta } from "./workspace.ts";
 
 /**
@@ -55,8 +56,12 @@ export const Contribution = z.object({
 });
 export type Contribution = z.infer<typeof Contribution>;
 
-/** The JSON Schema of an agent's own output, as `z.toJSONSchema` writes it. */
-export const OutputJsonSchema = z.record(z.string(), z.unknown());
+/**
+ * The JSON Schema of an agent's own output, as `z.toJSONSchema` writes it.
+ * Runners check answers against it, its patterns with RE2: one RE2 cannot
+ * run (backreferences, lookaround) makes the manifest invalid.
+ */
+export const OutputJsonSchema = WireJsonSchema;
 
 /**
  * What a worker announces about an agent it hosts: enough for the scheduler

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { SessionId } from "./ids.ts";
+import { AgentId, SessionId } from "./ids.ts";
 
 /**
  * The truth and task ledgers of a session (seed 003): what is held true, with
@@ -14,8 +14,18 @@ export const LedgerItemId = z
   .string()
   .regex(/^[A-Za-z0-9_.:-]{1,64}$/, "an id is 1-64 characters of A-Z, a-z, 0-9, '_', '.', ':' or '-'");
 
-/** Who changed a ledger: `user` (or a user id) for the client API, `agent:<id>` for an agent. */
+/**
+ * Who changed a ledger, as the runner that stored the change knew it — never
+ * as the request said: `user` for a client of the runtime's account (role
+ * `client`), `user:<user_id>` when it named the end user it acts for,
+ * `tenant:<name>` for a tenant (its account's name), `agent:<id>` for an
+ * agent writing through `ctx.ledgers` (a worker's request on
+ * `conclave.agentledger.<session>`, which only the worker role may publish).
+ */
 export const LedgerActor = z.string().min(1).max(128);
+
+/** The end user a client makes a ledger change for (recorded as `user:<user_id>`). */
+export const LedgerUserId = z.string().min(1).max(120);
 
 const Text = (max: number) => z.string().trim().min(1).max(max);
 /** When a change was made: an ISO 8601 time, set by the runner that stored it. */
@@ -196,11 +206,33 @@ export const TaskBlockerInput = z.object({
 
 const RequestEnvelope = {
   session_id: SessionId,
-  /** Who asks (recorded on a change as `by`). Default `user`. */
-  by: LedgerActor.optional(),
+  /**
+   * The end user a client of the runtime's account makes the change for
+   * (role `client`: an application server acting for its users): recorded on
+   * it as `by: "user:<user_id>"`; without it, `by: "user"`. A tenant may not
+   * name one (`forbidden`): its changes are recorded as `tenant:<its name>`.
+   * An agent's request may not either: its changes are the agent's.
+   */
+  user_id: LedgerUserId.optional(),
+  /**
+   * Refused: a request carrying `by` is answered `invalid_request` and
+   * nothing is stored. Provenance is not the requester's to claim: the
+   * runner records who wrote from the subject the request came on, that is
+   * from the writer's authenticated role (see {@link LedgerActor}). Refused
+   * rather than ignored because `by` was once part of this request: a
+   * client still sending it learns at once that it is no longer honoured.
+   */
+  by: z
+    .never({ error: "not the requester's to set: the runner records who wrote (name the end user with user_id)" })
+    .optional(),
 };
 
-/** Requested on `conclave.ledger.<session>`: one ledger operation, by `op`. */
+/**
+ * Requested on `conclave.ledger.<session>` (a tenant: through its account's
+ * import): one ledger operation, by `op`. The change is recorded as made by
+ * `user`, `user:<user_id>` or `tenant:<name>`, never as the body says (a
+ * body with `by` is refused, see `by` above).
+ */
 export const LedgerRequest = z.discriminatedUnion("op", [
   z.object({ ...RequestEnvelope, op: z.literal("truth.upsert_fact"), fact: TruthFactInput }),
   z.object({
@@ -235,6 +267,20 @@ export const LedgerRequest = z.discriminatedUnion("op", [
 ]);
 export type LedgerRequest = z.infer<typeof LedgerRequest>;
 export type LedgerOpName = LedgerRequest["op"];
+
+/**
+ * Requested on `conclave.agentledger.<session>` by a worker, for an agent's
+ * `ctx.ledgers`: the operation (`user_id` refused), recorded as made by
+ * `agent:<agent_id>`. Internal: only the worker role may publish there
+ * (nats.conf), so it is the one path by which a change is recorded as an
+ * agent's; the public subject cannot claim it.
+ */
+export const AgentLedgerRequest = z.object({
+  /** The agent that asks (the worker hosting it says so). */
+  agent_id: AgentId,
+  request: LedgerRequest,
+});
+export type AgentLedgerRequest = z.infer<typeof AgentLedgerRequest>;
 
 /** The result of `ledgers.replay`: both ledgers folded again from the log, against the stored projection. */
 export const LedgerReplay = z.object({

@@ -1,4 +1,5 @@
-import { z } from "zod";
+import type { z } from "zod";
+import { fromWireJsonSchema } from "../contracts/wireJsonSchema.ts";
 
 type Schema = Record<string, unknown>;
 
@@ -20,9 +21,13 @@ function listRequired(schema: unknown): unknown {
   return copy;
 }
 
-/** A recipe's JSON Schema (`interface.inputs`, `interface.outputs`) as a zod schema; throws when it is not usable. */
+/**
+ * A recipe's JSON Schema (`interface.inputs`, `interface.outputs`) as a zod
+ * schema, its patterns checked by RE2 (recipes arrive over the wire); throws
+ * when it is not usable, or holds a pattern RE2 cannot run.
+ */
 export function fromRecipeJsonSchema(schema: Schema): z.ZodType {
-  return z.fromJSONSchema(listRequired(schema) as Parameters<typeof z.fromJSONSchema>[0]);
+  return fromWireJsonSchema(listRequired(schema) as Schema);
 }
 
 /** The value's problems against a compiled schema, one `path: message` each (empty when it matches). */

@@ -9,7 +9,7 @@ import { HandlerError } from "../bus/errors.ts";
 import { requestJson } from "../bus/request.ts";
 import { type ServeOptions, serveActor } from "../bus/serveActor.ts";
 import { subjects } from "../bus/subjects.ts";
-import { ledgerClients, sessionLedgers } from "../client/ledgers.ts";
+import { agentLedgerClients, sessionLedgers } from "../client/ledgers.ts";
 import { type AgentReply, AgentRequest } from "../contracts/agent.ts";
 import { type GateRequest, ToolGateReply } from "../contracts/tool.ts";
 import type { ChatModel } from "../llm/model.ts";
@@ -47,11 +47,9 @@ export function serveAgent(
         runAgent(agent, input, {
           model: host.model,
           signal,
+          // On the worker role's own subject: the runner records the changes as this agent's.
           ledgers: () =>
-            sessionLedgers(
-              ledgerClients(host.nc, LEDGER_TIMEOUT_MS, { by: `agent:${agent.manifest.id}` }),
-              input.session_id,
-            ),
+            sessionLedgers(agentLedgerClients(host.nc, LEDGER_TIMEOUT_MS, agent.manifest.id), input.session_id),
           ...(input.stream_subject
             ? {
                 onStream: (part) => {

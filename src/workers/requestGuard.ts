@@ -47,7 +47,7 @@ export function requestsOnly(group: ServiceGroup, ignored: IgnoredMessages): Ser
         ...(handler
           ? {
               handler: (error: Error | null, msg: ServiceMsg) => {
-                if (!error && !isInboxReply(msg.reply)) return ignored.note(msg);
+                if (!error && !isInboxReply(msg.reply, "worker")) return ignored.note(msg);
                 handler(error, msg);
               },
             }

@@ -178,7 +178,7 @@ async function serveWorker(
   const ignored = new IgnoredMessages((count, subject) =>
     log.warn(`ignored ${count} message(s) that are not requests (no inbox reply subject), last on ${subject}`),
   );
-  const svcm = guardedServices(nc);
+  const svcm = guardedServices(nc, "worker");
   const running: Service[] = [];
   const ids = options.agents.map((agent) => agent.manifest.id);
   const twice = ids.find((id, index) => ids.indexOf(id) !== index);

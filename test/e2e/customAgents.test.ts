@@ -110,7 +110,7 @@ describe("agents of a user's own, in a worker process of their own", () => {
   it("checks answers on the runner too, against the schema the agent's workers announced", async () => {
     // A rogue worker: it announces a schema, then answers what the schema rejects, skipping the worker's own check.
     const nc = await nats.connect("worker");
-    const service = await guardedServices(nc).add({ name: "rogue", version: "0.0.1" });
+    const service = await guardedServices(nc, "worker").add({ name: "rogue", version: "0.0.1" });
     service.addEndpoint("acme_rogue", {
       subject: subjects.agent("acme.rogue"),
       handler: (_error, msg) => {

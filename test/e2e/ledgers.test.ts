@@ -86,9 +86,9 @@ describe("the truth and task ledgers", () => {
     const doing = await client.task.updateItem(
       SESSION,
       { id: tests.id, status: "doing", note: "half of the endpoints covered" },
-      { by: "ana" },
+      { userId: "ana" },
     );
-    expect(doing).toMatchObject({ status: "doing", notes: ["half of the endpoints covered"], by: "ana" });
+    expect(doing).toMatchObject({ status: "doing", notes: ["half of the endpoints covered"], by: "user:ana" });
     const blocker = await client.task.recordBlocker(SESSION, { message: "No staging key yet", item_id: cutover.id });
     expect(blocker).toMatchObject({ status: "open", item_id: "cutover" });
 

@@ -5,13 +5,13 @@ import { IgnoredMessages } from "../../src/workers/requestGuard.ts";
 
 describe("what a worker serves", () => {
   it("only requests with an inbox to answer on", () => {
-    expect(isInboxReply("_INBOX_runner.abc.1")).toBe(true);
-    expect(isInboxReply("_R_.xyz.1")).toBe(true);
-    expect(isInboxReply(undefined)).toBe(false);
-    expect(isInboxReply("")).toBe(false);
-    expect(isInboxReply("$JS.ACK.CONCLAVE_EVENTS.push.1.2.3.4.5")).toBe(false);
-    expect(isInboxReply("conclave.events.s.1")).toBe(false);
-    expect(isInboxReply("$KV.conclave_sessions.counter.s")).toBe(false);
+    expect(isInboxReply("_INBOX_runner.abc.1", "worker")).toBe(true);
+    expect(isInboxReply("_R_.xyz.1", "runner")).toBe(true);
+    expect(isInboxReply(undefined, "worker")).toBe(false);
+    expect(isInboxReply("", "worker")).toBe(false);
+    expect(isInboxReply("$JS.ACK.CONCLAVE_EVENTS.push.1.2.3.4.5", "worker")).toBe(false);
+    expect(isInboxReply("conclave.events.s.1", "worker")).toBe(false);
+    expect(isInboxReply("$KV.conclave_sessions.counter.s", "worker")).toBe(false);
   });
 
   it("counts what it drops and says so once per window, not once per message", () => {

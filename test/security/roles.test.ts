@@ -62,8 +62,9 @@ const FORBIDDEN_PUBLISH: Record<Role, string[]> = {
     "_INBOX_client.forged",
   ],
   worker: [...DISCOVERY, ...RUNNER_DATA, subjects.turnSubmit("hostile"), AGENT, "_INBOX_client.forged"],
-  // The runner answers workers' tool-gate requests (conclave.toolgate.*), so it may reply on their inboxes.
-  runner: [...DISCOVERY, ...WORKER_DATA, "_INBOX_observer.forged"],
+  // The runner answers workers' tool-gate requests (conclave.toolgate.*) and the observer's roster requests
+  // (conclave.agents.roster), so it may reply on their inboxes; it announces no agents.
+  runner: [...DISCOVERY, ...WORKER_DATA, subjects.agentsAnnounce],
 };
 
 const FORBIDDEN_SUBSCRIBE: Record<Role, string[]> = {

@@ -2,6 +2,7 @@ import { connectBus } from "../../bus/connection.ts";
 import { connect } from "../../client/client.ts";
 import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFrom, parse } from "../args.ts";
 import { EXIT_HELP } from "../failures.ts";
+import { printable } from "../printable.ts";
 
 export const help = `conclave approvals: the tool calls waiting for a person's approval
 
@@ -36,7 +37,10 @@ export async function run(argv: string[]): Promise<number> {
       if (values.json) console.log(JSON.stringify(approval));
       else
         console.log(
-          `${approval.id}  ${approval.tool}(${JSON.stringify(approval.args)})  ${approval.reason}  [role ${approval.requiredRole ?? "any"}; waiting since ${new Date(approval.since).toISOString()}]`,
+          printable(
+            `${approval.id}  ${approval.tool}(${JSON.stringify(approval.args)})  ${approval.reason}  [role ${approval.requiredRole ?? "any"}; waiting since ${new Date(approval.since).toISOString()}]`,
+            { newlines: false },
+          ),
         );
     }
     if (!values.json && pending.length === 0) console.log("no tool call waits for approval");

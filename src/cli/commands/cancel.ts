@@ -2,6 +2,7 @@ import { connectBus } from "../../bus/connection.ts";
 import { connect } from "../../client/client.ts";
 import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFrom, parse, sessionArg, UsageError } from "../args.ts";
 import { EXIT, EXIT_HELP } from "../failures.ts";
+import { printable } from "../printable.ts";
 
 export const help = `conclave cancel: stop a turn, wherever it runs
 
@@ -41,7 +42,12 @@ export async function run(argv: string[]): Promise<number> {
     const result = await client.cancel(session, turnId, values.reason);
     if (values.json) console.log(JSON.stringify(result));
     else if (result.status === "cancelling") console.log(`turn ${session}/${turnId}: cancelling`);
-    else console.log(`turn ${session}/${turnId} had already ended${result.outcome ? ` (${result.outcome})` : ""}`);
+    else
+      console.log(
+        printable(`turn ${session}/${turnId} had already ended${result.outcome ? ` (${result.outcome})` : ""}`, {
+          newlines: false,
+        }),
+      );
     return EXIT.ok;
   } finally {
     await nc.close();

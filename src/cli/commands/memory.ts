@@ -7,6 +7,7 @@ import type { MemoryGraphStore } from "../../memory/graph/store.ts";
 import { validateArtifact } from "../../memory/graph/types.ts";
 import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFrom, parse, sessionArg, UsageError } from "../args.ts";
 import { EXIT_HELP } from "../failures.ts";
+import { printable } from "../printable.ts";
 
 export const help = `conclave memory: search a session's memory, export or import its graph
 
@@ -71,7 +72,12 @@ export async function run(argv: string[]): Promise<number> {
     const items = await client.memory.search(session, words.join(" "), { limit });
     for (const item of items) {
       if (values.json) console.log(JSON.stringify(item));
-      else console.log(`${item.kind.padEnd(7)} ${item.text}  [${item.topics.join(", ")}; seen ${item.recurrence}×]`);
+      else
+        console.log(
+          printable(`${item.kind.padEnd(7)} ${item.text}  [${item.topics.join(", ")}; seen ${item.recurrence}×]`, {
+            newlines: false,
+          }),
+        );
     }
     if (!values.json && items.length === 0) console.error("nothing in memory for this session yet");
     return 0;

@@ -5,6 +5,7 @@ import { replaySession } from "../../runtime/replay.ts";
 import { SessionStore } from "../../runtime/sessionStore.ts";
 import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFrom, parse, sessionArg } from "../args.ts";
 import { EXIT_HELP } from "../failures.ts";
+import { printable } from "../printable.ts";
 
 export const help = `conclave replay: rebuild a session's state from its event log and check it
 
@@ -48,7 +49,7 @@ export async function run(argv: string[]): Promise<number> {
       console.log(
         result.matches
           ? "✔ matches the stored state"
-          : `✗ differs from the stored state:\n  ${result.differences.join("\n  ")}`,
+          : `✗ differs from the stored state:\n  ${result.differences.map((line) => printable(line, { newlines: false })).join("\n  ")}`,
       );
       const { rebuilt } = ledgers;
       console.log(
@@ -57,7 +58,7 @@ export async function run(argv: string[]): Promise<number> {
       console.log(
         ledgers.matches
           ? "✔ ledgers match the stored projection"
-          : `✗ ledgers differ from the stored projection:\n  ${ledgers.differences.join("\n  ")}`,
+          : `✗ ledgers differ from the stored projection:\n  ${ledgers.differences.map((line) => printable(line, { newlines: false })).join("\n  ")}`,
       );
     }
     return result.matches && ledgers.matches ? 0 : 1;

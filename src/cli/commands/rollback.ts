@@ -2,6 +2,7 @@ import { connectBus } from "../../bus/connection.ts";
 import { connect } from "../../client/client.ts";
 import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFrom, parse, sessionArg, turnArg } from "../args.ts";
 import { EXIT, EXIT_HELP } from "../failures.ts";
+import { printable } from "../printable.ts";
 
 export const help = `conclave rollback: undo a finished turn's executed write tool calls, last first
 
@@ -42,7 +43,10 @@ export async function run(argv: string[]): Promise<number> {
     else
       for (const call of reply.calls)
         console.log(
-          `${call.ok ? "rolled back" : "NOT rolled back"}  ${call.call_id}  ${call.tool}${call.error ? `: ${call.error}` : ""}`,
+          printable(
+            `${call.ok ? "rolled back" : "NOT rolled back"}  ${call.call_id}  ${call.tool}${call.error ? `: ${call.error}` : ""}`,
+            { newlines: false },
+          ),
         );
     return reply.calls.every((call) => call.ok) ? 0 : EXIT.turnFailed;
   } finally {

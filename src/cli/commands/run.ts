@@ -11,6 +11,7 @@ import { runRecipeInProcess } from "../../runtime/inProcess/runRecipeInProcess.t
 import { resolveTools } from "../../tools/loadTools.ts";
 import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFrom, parse, sessionArg, UsageError } from "../args.ts";
 import { EXIT, EXIT_HELP } from "../failures.ts";
+import { printable } from "../printable.ts";
 import { printRunResult } from "../recipeResult.ts";
 import { createEventPrinter } from "../render.ts";
 
@@ -170,11 +171,11 @@ export function createRunPrinter(
         if (inline === null || id === inline) {
           inline = id;
           held.delete(id);
-          out.write(`        ${id} › `);
+          out.write(`        ${printable(id)} › `);
         } else held.set(id, "");
         return;
       case "STREAM_CHUNK":
-        if (id === inline) out.write(event.payload.delta);
+        if (id === inline) out.write(printable(event.payload.delta));
         else held.set(id, (held.get(id) ?? "") + event.payload.delta);
         return;
       case "STREAM_END":
@@ -182,7 +183,7 @@ export function createRunPrinter(
           out.write("\n");
           inline = null;
         } else {
-          out.write(`        ${id} › ${held.get(id) ?? ""}\n`);
+          out.write(`        ${printable(id)} › ${printable(held.get(id) ?? "")}\n`);
           held.delete(id);
         }
         return;
@@ -265,7 +266,7 @@ async function runInProcess(
     console.log(JSON.stringify({ result: { status: "suspended", ...turn, node: result.node, prompt: result.prompt } }));
   else
     console.log(
-      `suspended at '${result.node}': ${result.prompt}\n` +
+      `suspended at '${printable(result.node)}': ${printable(result.prompt)}\n` +
         "an in-process run cannot be resumed: run it on a runner (conclave run without --in-process) to answer it",
     );
   return EXIT.suspended;

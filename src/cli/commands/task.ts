@@ -15,7 +15,8 @@ Usage:
 
   --session ID   the session
   --status S     todo, doing, done or dropped
-  --by WHO       who makes the change (recorded on it)   [user]
+  --user-id ID   the end user the change is made for: recorded as made by
+                 user:ID (without it, by user)
   --json         the answer as JSON
 
 Every change is an event on the session's log (conclave replay --session ID
@@ -52,7 +53,7 @@ export async function run(argv: string[]): Promise<number> {
     help,
   );
   if (!command) return 0;
-  const { values, verb, words, text, session, by } = command;
+  const { values, verb, words, text, session, forUser } = command;
   const status = statusArg(values.status);
   const needText = (example: string) => {
     if (!text) throw new UsageError(`give the text, e.g. ${example}`);
@@ -68,7 +69,7 @@ export async function run(argv: string[]): Promise<number> {
         client.task.setSpec(
           session,
           { goal: text, constraints: values.constraint ?? [], acceptance: values.acceptance ?? [] },
-          by,
+          forUser,
         ),
       );
       show(values.json, task, taskLines(task));
@@ -80,7 +81,7 @@ export async function run(argv: string[]): Promise<number> {
         client.task.addItem(
           session,
           { title: text, ...(values.id !== undefined ? { id: values.id } : {}), ...(status ? { status } : {}) },
-          by,
+          forUser,
         ),
       );
       show(values.json, item, [itemLine(item)]);
@@ -97,7 +98,7 @@ export async function run(argv: string[]): Promise<number> {
             ...(status ? { status } : {}),
             ...(values.note !== undefined ? { note: values.note } : {}),
           },
-          by,
+          forUser,
         ),
       );
       show(values.json, item, [itemLine(item)]);
@@ -113,7 +114,7 @@ export async function run(argv: string[]): Promise<number> {
             ...(values.item !== undefined ? { item_id: values.item } : {}),
             ...(values.id !== undefined ? { id: values.id } : {}),
           },
-          by,
+          forUser,
         ),
       );
       show(values.json, blocker, [blockerLine(blocker)]);
@@ -123,7 +124,7 @@ export async function run(argv: string[]): Promise<number> {
       const id = needId("blocker", "conclave task unblock --session S blocker-…");
       const blocker = await withClient(values, (client) =>
         client.task.resolveBlocker(session, id, {
-          ...by,
+          ...forUser,
           ...(values.resolution !== undefined ? { resolution: values.resolution } : {}),
         }),
       );

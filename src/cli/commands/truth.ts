@@ -12,7 +12,8 @@ Usage:
   conclave truth state   --session ID
 
   --session ID   the session
-  --by WHO       who makes the change (recorded on it)   [user]
+  --user-id ID   the end user the change is made for: recorded as made by
+                 user:ID (without it, by user)
   --json         the answer as JSON
 
 Every change is an event on the session's log (conclave replay --session ID
@@ -40,7 +41,7 @@ export async function run(argv: string[]): Promise<number> {
     help,
   );
   if (!command) return 0;
-  const { values, verb, words, text, session, by } = command;
+  const { values, verb, words, text, session, forUser } = command;
   switch (verb) {
     case "upsert": {
       if (!text) throw new UsageError('give the statement, e.g. conclave truth upsert --session S "the API is v2"');
@@ -56,7 +57,7 @@ export async function run(argv: string[]): Promise<number> {
             ...(values.evidence ? { evidence: values.evidence } : {}),
             ...(confidence !== undefined ? { confidence } : {}),
           },
-          by,
+          forUser,
         ),
       );
       show(values.json, fact, [factLine(fact)]);
@@ -67,7 +68,7 @@ export async function run(argv: string[]): Promise<number> {
         throw new UsageError("give the fact's id, e.g. conclave truth resolve --session S fact-…");
       const fact = await withClient(values, (client) =>
         client.truth.resolveFact(session, words[0] as string, {
-          ...by,
+          ...forUser,
           ...(values.resolution !== undefined ? { resolution: values.resolution } : {}),
         }),
       );

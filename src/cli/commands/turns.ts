@@ -2,6 +2,7 @@ import { connectBus } from "../../bus/connection.ts";
 import { connect } from "../../client/client.ts";
 import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFrom, parse, sessionArg } from "../args.ts";
 import { EXIT, EXIT_HELP } from "../failures.ts";
+import { printable } from "../printable.ts";
 
 export const help = `conclave turns: where each turn of a session stands
 
@@ -38,7 +39,10 @@ export async function run(argv: string[]): Promise<number> {
       if (values.json) console.log(JSON.stringify(turn));
       else
         console.log(
-          `turn ${String(turn.turn_id).padStart(4)}  ${turn.status.padEnd(9)} ${turn.outcome ?? ""}${turn.reason ? ` (${turn.reason})` : ""}${turn.suspended ? `at '${turn.suspended.node}': ${turn.suspended.prompt}` : ""}  attempts ${turn.attempts}${turn.runner ? `  runner ${turn.runner}` : ""}`,
+          printable(
+            `turn ${String(turn.turn_id).padStart(4)}  ${turn.status.padEnd(9)} ${turn.outcome ?? ""}${turn.reason ? ` (${turn.reason})` : ""}${turn.suspended ? `at '${turn.suspended.node}': ${turn.suspended.prompt}` : ""}  attempts ${turn.attempts}${turn.runner ? `  runner ${turn.runner}` : ""}`,
+            { newlines: false },
+          ),
         );
     }
     return EXIT.ok;

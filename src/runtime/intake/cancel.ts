@@ -51,7 +51,7 @@ export async function serveCancel(deps: CancelDeps, msg: ServiceMsg): Promise<vo
     const ended = await completionOf(deps.jsm, sessionId, request.turn_id);
     if (ended) {
       const reply: CancelReply = { session_id: view, turn_id: request.turn_id, status: "finished", outcome: ended };
-      if (isInboxReply(msg.reply)) msg.respond(encodeJson(reply));
+      if (isInboxReply(msg.reply, "runner")) msg.respond(encodeJson(reply));
       return;
     }
     const marked = await deps.statuses.requestCancel(sessionId, request.turn_id, reason);
@@ -70,11 +70,11 @@ export async function serveCancel(deps: CancelDeps, msg: ServiceMsg): Promise<vo
       status: open ? "cancelling" : "finished",
       ...(!open && marked.outcome ? { outcome: marked.outcome } : {}),
     };
-    if (isInboxReply(msg.reply)) msg.respond(encodeJson(reply));
+    if (isInboxReply(msg.reply, "runner")) msg.respond(encodeJson(reply));
   } catch (error) {
     const failure = asHandlerError(error);
     deps.log.warn(`cancel on ${msg.subject}: ${singleLine(failure.message)}`);
-    if (isInboxReply(msg.reply)) respondWithError(msg, failure);
+    if (isInboxReply(msg.reply, "runner")) respondWithError(msg, failure);
     if (!BAD_INPUT.has(failure.code)) return;
     const lost = await deadLetter(deps.js, "cancel", {
       subject: msg.subject,

@@ -53,7 +53,7 @@ const ackOf = (address: Addressed, turnId: number, duplicate: boolean): TurnAck 
  * `conclave.errors.<session_id>`) and is kept in the dead-letter stream.
  */
 export async function acceptSubmission(deps: IngressDeps, msg: ServiceMsg): Promise<void> {
-  const reply = isInboxReply(msg.reply);
+  const reply = isInboxReply(msg.reply, "runner");
   let address: Addressed | null = null;
   let claim: Claim | null = null;
   let accepted = false;

@@ -2,7 +2,7 @@ import type { ServiceMsg } from "@nats-io/services";
 import { decodeJson, encodeJson } from "../../bus/codec.ts";
 import { asHandlerError, HandlerError, respondWithError } from "../../bus/errors.ts";
 import { isInboxReply } from "../../bus/replies.ts";
-import { type LedgerReplay, LedgerRequest, type Ledgers } from "../../contracts/ledger.ts";
+import { AgentLedgerRequest, type LedgerReplay, LedgerRequest, type Ledgers } from "../../contracts/ledger.ts";
 import { singleLine } from "../../errors.ts";
 import { isLedgerWrite, LedgerError } from "../../ledgers/decide.ts";
 import { ledgerDigest, queryTruth } from "../../ledgers/digest.ts";
@@ -37,37 +37,93 @@ export const MAX_LEDGER_REQUEST_BYTES = 65_536;
  * reads fold the log (through the projection, caught up); writes are decided
  * and stored as events on the session's log (see LedgerStore). Bad input and
  * refused writes get an error reply naming the problem.
+ *
+ * Who made a change is what the subject says of the requester, never the
+ * body: `user` (or `user:<user_id>`, the end user a client names) from the
+ * runtime's own account, `tenant:<name>` through a tenant's import. A body
+ * claiming `by` is refused (`invalid_request`, by the schema). Agents write
+ * on their own subject: {@link serveAgentLedger}.
  */
 export async function serveLedger(deps: LedgerDeps, msg: ServiceMsg): Promise<void> {
   try {
-    const { sessionId, view } = addressOf(msg.subject);
+    const { sessionId, view, tenant } = addressOf(msg.subject);
     const asked = decodeJson(msg.data, LedgerRequest, `ledger request for session ${view}`, MAX_LEDGER_REQUEST_BYTES);
-    if (asked.session_id !== view)
-      throw new HandlerError("invalid_request", `the request names session ${asked.session_id}, the subject ${view}`);
-    // A tenant names its session as it knows it; the ledgers keep it under the runtime's id.
-    const request = { ...asked, session_id: sessionId };
-    const store = deps.ledgers;
-    const result = await (async () => {
-      if (isLedgerWrite(request)) return store.write(request, request.by ?? "user");
-      switch (request.op) {
-        case "ledgers.replay":
-          return store.replay(sessionId);
-        case "truth.query":
-          return queryTruth(await store.state(sessionId), request);
-        default: {
-          const ledgers = await store.state(sessionId);
-          if (request.op === "truth.digest") return ledgerDigest(ledgers);
-          if (request.op === "truth.state") return ledgers.truth;
-          if (request.op === "task.state") return ledgers.task;
-          return ledgers;
-        }
-      }
-    })();
-    if (isInboxReply(msg.reply))
-      msg.respond(encodeJson({ result: sessionId === view ? result : asViewed(result, view) }));
+    if (tenant && asked.user_id !== undefined)
+      throw new HandlerError(
+        "forbidden",
+        `a tenant's ledger changes are recorded as its own (tenant:${tenant}): user_id is not for tenants`,
+      );
+    const by = tenant ? `tenant:${tenant}` : asked.user_id !== undefined ? `user:${asked.user_id}` : "user";
+    await answerLedger(deps, msg, { sessionId, view }, asked, by);
   } catch (error) {
-    const failure = error instanceof LedgerError ? new HandlerError(error.code, error.message) : asHandlerError(error);
-    deps.log.warn(`ledger request on ${msg.subject}: ${singleLine(failure.message)}`);
-    if (isInboxReply(msg.reply)) respondWithError(msg, failure);
+    refuse(deps, msg, error);
   }
+}
+
+/**
+ * An agent's ledger operation (`conclave.agentledger.<session>`, an
+ * AgentLedgerRequest), asked by the worker hosting it for its
+ * `ctx.ledgers`: the same operations, a change recorded as
+ * `agent:<agent_id>`. nats.conf lets only the worker role publish there; this
+ * is the one path by which a change is recorded as an agent's.
+ */
+export async function serveAgentLedger(deps: LedgerDeps, msg: ServiceMsg): Promise<void> {
+  try {
+    const { sessionId, view, tenant } = addressOf(msg.subject);
+    if (tenant) throw new HandlerError("forbidden", "agents write the ledgers of the runtime's sessions only");
+    const asked = decodeJson(
+      msg.data,
+      AgentLedgerRequest,
+      `agent ledger request for session ${view}`,
+      MAX_LEDGER_REQUEST_BYTES,
+    );
+    if (asked.request.user_id !== undefined)
+      throw new HandlerError(
+        "invalid_request",
+        `an agent's ledger changes are recorded as its own (agent:${asked.agent_id}): user_id is not for agents`,
+      );
+    await answerLedger(deps, msg, { sessionId, view }, asked.request, `agent:${asked.agent_id}`);
+  } catch (error) {
+    refuse(deps, msg, error);
+  }
+}
+
+/** Applies `asked` as `by` and answers it. */
+async function answerLedger(
+  deps: LedgerDeps,
+  msg: ServiceMsg,
+  { sessionId, view }: { sessionId: string; view: string },
+  asked: LedgerRequest,
+  by: string,
+): Promise<void> {
+  if (asked.session_id !== view)
+    throw new HandlerError("invalid_request", `the request names session ${asked.session_id}, the subject ${view}`);
+  // A tenant names its session as it knows it; the ledgers keep it under the runtime's id.
+  const request = { ...asked, session_id: sessionId };
+  const store = deps.ledgers;
+  const result = await (async () => {
+    if (isLedgerWrite(request)) return store.write(request, by);
+    switch (request.op) {
+      case "ledgers.replay":
+        return store.replay(sessionId);
+      case "truth.query":
+        return queryTruth(await store.state(sessionId), request);
+      default: {
+        const ledgers = await store.state(sessionId);
+        if (request.op === "truth.digest") return ledgerDigest(ledgers);
+        if (request.op === "truth.state") return ledgers.truth;
+        if (request.op === "task.state") return ledgers.task;
+        return ledgers;
+      }
+    }
+  })();
+  if (isInboxReply(msg.reply, "runner"))
+    msg.respond(encodeJson({ result: sessionId === view ? result : asViewed(result, view) }));
+}
+
+/** The error reply to a request that failed, logged. */
+function refuse(deps: LedgerDeps, msg: ServiceMsg, error: unknown): void {
+  const failure = error instanceof LedgerError ? new HandlerError(error.code, error.message) : asHandlerError(error);
+  deps.log.warn(`ledger request on ${msg.subject}: ${singleLine(failure.message)}`);
+  if (isInboxReply(msg.reply, "runner")) respondWithError(msg, failure);
 }

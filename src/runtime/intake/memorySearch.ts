@@ -29,10 +29,10 @@ export async function serveMemorySearch(deps: CancelDeps, msg: ServiceMsg): Prom
       MemorySearchReply,
       { timeoutMs: 5_000 },
     );
-    if (isInboxReply(msg.reply)) msg.respond(encodeJson(reply));
+    if (isInboxReply(msg.reply, "runner")) msg.respond(encodeJson(reply));
   } catch (error) {
     const failure = asHandlerError(error);
     deps.log.warn(`memory search on ${msg.subject}: ${singleLine(failure.message)}`);
-    if (isInboxReply(msg.reply)) respondWithError(msg, failure);
+    if (isInboxReply(msg.reply, "runner")) respondWithError(msg, failure);
   }
 }

@@ -94,11 +94,11 @@ export async function serveResume(deps: CancelDeps & { timers: SuspensionTimers 
       events_subject: subjects.turnEvents(sessionId, request.turn_id),
       after_seq: resumed.seq,
     };
-    if (isInboxReply(msg.reply)) msg.respond(encodeJson(reply));
+    if (isInboxReply(msg.reply, "runner")) msg.respond(encodeJson(reply));
   } catch (error) {
     const failure = asHandlerError(error);
     deps.log.warn(`resume on ${msg.subject}: ${singleLine(failure.message)}`);
-    if (isInboxReply(msg.reply)) respondWithError(msg, failure);
+    if (isInboxReply(msg.reply, "runner")) respondWithError(msg, failure);
     if (!BAD_INPUT.has(failure.code)) return;
     const lost = await deadLetter(deps.js, "resume", {
       subject: msg.subject,

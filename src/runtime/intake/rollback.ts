@@ -107,10 +107,10 @@ export async function serveRollback(deps: CancelDeps, msg: ServiceMsg): Promise<
       `turn ${sessionId}/${turnId}: rolled back ${calls.filter((call) => call.ok).length} of ${calls.length} write call(s)`,
     );
     const reply: RollbackReply = { session_id: view, turn_id: turnId, calls };
-    if (isInboxReply(msg.reply)) msg.respond(encodeJson(reply));
+    if (isInboxReply(msg.reply, "runner")) msg.respond(encodeJson(reply));
   } catch (error) {
     const failure = asHandlerError(error);
     deps.log.warn(`rollback on ${msg.subject}: ${singleLine(failure.message)}`);
-    if (isInboxReply(msg.reply)) respondWithError(msg, failure);
+    if (isInboxReply(msg.reply, "runner")) respondWithError(msg, failure);
   }
 }

@@ -5,10 +5,11 @@ import { subjects } from "../../bus/subjects.ts";
 import type { SuspensionTimers } from "../recipes/suspensionTimers.ts";
 import { serveCancel } from "./cancel.ts";
 import { acceptSubmission, type IngressDeps } from "./ingress.ts";
-import { type LedgerDeps, serveLedger } from "./ledger.ts";
+import { type LedgerDeps, serveAgentLedger, serveLedger } from "./ledger.ts";
 import { serveMemorySearch } from "./memorySearch.ts";
 import { serveResume } from "./resume.ts";
 import { serveRollback } from "./rollback.ts";
+import { type RosterDeps, serveRoster } from "./roster.ts";
 import { serveWatch, type WatchDeps } from "./watch.ts";
 
 /**
@@ -18,9 +19,9 @@ import { serveWatch, type WatchDeps } from "./watch.ts";
  */
 export async function serveIntake(
   nc: NatsConnection,
-  deps: IngressDeps & WatchDeps & LedgerDeps & { timers: SuspensionTimers },
+  deps: IngressDeps & WatchDeps & LedgerDeps & { timers: SuspensionTimers; roster?: RosterDeps },
 ): Promise<Service> {
-  const service = await guardedServices(nc).add({
+  const service = await guardedServices(nc, "runner").add({
     name: "conclave-runner",
     version: "0.1.0",
     description: "Conclave turn runner",
@@ -41,8 +42,13 @@ export async function serveIntake(
   endpoint("rollback", subjects.turnRollbackAll, (msg) => serveRollback(deps, msg));
   endpoint("memory_search", subjects.memorySearchAll, (msg) => serveMemorySearch(deps, msg));
   endpoint("ledger", subjects.ledgerAll, (msg) => serveLedger(deps, msg));
+  // Workers only (nats.conf): an agent's ctx.ledgers, recorded as the agent's.
+  endpoint("agent_ledger", subjects.agentLedgerAll, (msg) => serveAgentLedger(deps, msg));
   endpoint("tenant_watch", subjects.tenantWatchAll, (msg) => serveWatch(deps, msg));
   endpoint("tenant_memory_search", subjects.tenantMemorySearchAll, (msg) => serveMemorySearch(deps, msg));
   endpoint("tenant_ledger", subjects.tenantLedgerAll, (msg) => serveLedger(deps, msg));
+  // The observer's `conclave agents`: the roster this runner's turns are planned with.
+  const roster = deps.roster;
+  if (roster) endpoint("roster", subjects.agentsRoster, (msg) => serveRoster(roster, msg));
   return service;
 }

@@ -27,6 +27,13 @@ export const WatchRequest = z.object({
 });
 export type WatchRequest = z.infer<typeof WatchRequest>;
 
+/**
+ * Largest accepted watch request, in bytes: its three fields fit in well
+ * under 100; anything near this is not a watch request (the other public
+ * subjects stop at 64 KiB or less, see MAX_SUBMISSION_BYTES).
+ */
+export const MAX_WATCH_BYTES = 4_096;
+
 export interface WatchDeps {
   js: JetStreamClient;
   jsm: JetStreamManager;
@@ -42,11 +49,13 @@ export interface WatchDeps {
  * as the requester knows it.
  */
 export async function serveWatch(deps: WatchDeps, msg: ServiceMsg): Promise<void> {
-  if (!isInboxReply(msg.reply)) return; // a stream of events goes nowhere but to a requester
+  if (!isInboxReply(msg.reply, "runner")) return; // a stream of events goes nowhere but to a requester
   try {
     const { sessionId, view } = addressOf(msg.subject);
     const request =
-      msg.data.length === 0 ? WatchRequest.parse({}) : decodeJson(msg.data, WatchRequest, `watch of session ${view}`);
+      msg.data.length === 0
+        ? WatchRequest.parse({})
+        : decodeJson(msg.data, WatchRequest, `watch of session ${view}`, MAX_WATCH_BYTES);
     const follow = request.follow ?? request.turn_id !== undefined;
     const filter =
       request.turn_id === undefined

@@ -13,7 +13,7 @@ import { TurnCancellations } from "../../bus/turnCancellations.ts";
 import type { EngineEvent } from "../../contracts/events.ts";
 import type { TurnCancelled } from "../../contracts/turn.ts";
 import type { WalEntry } from "../../contracts/wal.ts";
-import { ConclaveError, isConclaveError, messageOf } from "../../errors.ts";
+import { ConclaveError, isConclaveError, messageOf, singleLine } from "../../errors.ts";
 import { ensureDeadLetterStream, ensureEventStream, ensureTurnWal, MAX_TURN_ATTEMPTS } from "../../eventlog/streams.ts";
 import { EventLogWriter } from "../../eventlog/writer.ts";
 import { LedgerStore } from "../../ledgers/ledgerStore.ts";
@@ -115,7 +115,9 @@ export class Runner {
     });
     this.#ledger = new TurnLedger({ js: deps.js, statuses: deps.statuses, sessions: deps.store, log: this.#log });
     this.#blackboards = new BlackboardStores({ nc, ...blackboardOptionsFromEnv(), ...options.recipes?.blackboard });
-    this.#directory = AgentDirectory.open(nc);
+    this.#directory = AgentDirectory.open(nc, {
+      onInvalid: (message) => this.#log.warn(`ignored an agent announcement: ${singleLine(message)}`),
+    });
     this.#directory.catch(() => {}); // a connection closed before the roll call ended: users see it when they await
     this.#tools = new ToolGate(nc, this.#directory);
     this.#sessions = new SessionHost(this.#sessionFactory(options), deps.store, this.#log);
@@ -154,7 +156,8 @@ export class Runner {
       runner.#sessions.ifRunning(session_id)?.send({ type: "turn.cancel", turn_id, reason }),
     );
     runner.#timers = await SuspensionTimers.start(nc, { js, statuses, log: runner.#log });
-    // Agents run on workers unless the runner was given in-process services: then recipes' agents are not checked.
+    // Agents run on workers unless the runner was given in-process services: then recipes' agents are not checked,
+    // and it answers no roster request (`conclave agents` falls back to calling the workers' roll).
     const directory = options.services ? undefined : runner.#directory;
     runner.#service = await serveIntake(nc, {
       nc,
@@ -172,6 +175,7 @@ export class Runner {
           ? { liveAgents: async () => new Set((await directory).roster().map((manifest) => manifest.id)) }
           : {}),
       },
+      ...(directory ? { roster: { directory, runner: leases.runner, log: runner.#log } } : {}),
     });
     await runner.#consumeWal();
     return runner;

@@ -74,11 +74,12 @@ export class ToolGate {
           : kind === "delegate"
             ? await turn.delegate(request as DelegateRequest)
             : await turn.call(request as ToolGateRequest, this.#host(request.session_id));
-      if (isInboxReply(msg.reply)) msg.respond(encodeJson(reply));
+      if (isInboxReply(msg.reply, "runner")) msg.respond(encodeJson(reply));
     } catch (error) {
       // An error body without service headers: requestJson reads it as the remote's error.
       const failure = asHandlerError(error, "tool call failed");
-      if (isInboxReply(msg.reply)) msg.respond(encodeJson(errorReply(failure.code, failure.message, failure.issues)));
+      if (isInboxReply(msg.reply, "runner"))
+        msg.respond(encodeJson(errorReply(failure.code, failure.message, failure.issues)));
     }
   }
 
