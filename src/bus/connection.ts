@@ -114,6 +114,13 @@ export interface BusOptions {
    * forever; one-shot commands fail fast. Default: false.
    */
   persistent: boolean;
+  /**
+   * How often to try again once connected and then cut off: -1 is forever.
+   * Default: forever for a persistent connection, else 10 (about 3 s). A
+   * long-lived client (the library's `connect`) fails fast at first but
+   * follows its turns across a server restart: -1.
+   */
+  reconnectAttempts?: number;
 }
 
 /** An empty string counts as not given. */
@@ -285,6 +292,7 @@ export function busOptions(role: Role, overrides: Partial<BusOptions> = {}, env 
     name: overrides.name ?? `conclave-${role}:${process.pid}`,
     inboxPrefix: overrides.inboxPrefix ?? INBOX_PREFIXES[role],
     persistent: overrides.persistent ?? false,
+    ...(overrides.reconnectAttempts !== undefined ? { reconnectAttempts: overrides.reconnectAttempts } : {}),
   };
 }
 
@@ -323,7 +331,7 @@ export async function connectBus(options: BusOptions): Promise<NatsConnection> {
     name: options.name,
     inboxPrefix: options.inboxPrefix,
     // The client's default gives up after ~20 s of outage; a runtime must not.
-    maxReconnectAttempts: options.persistent ? -1 : 10,
+    maxReconnectAttempts: options.reconnectAttempts ?? (options.persistent ? -1 : 10),
     // Capturing a stack for every request cost the runner a third of its CPU (every
     // JetStream publish is a request); our errors carry subject and code instead.
     noAsyncTraces: true,

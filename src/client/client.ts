@@ -164,6 +164,8 @@ export async function connect(options: ConnectOptions = {}): Promise<ConclaveCli
         ...(options.user ? { user: options.user } : {}),
         ...(options.password ? { password: options.password } : {}),
         ...(options.name ? { name: options.name } : {}),
+        // Fails at once when no server answers; once connected, rides out a server restart.
+        reconnectAttempts: -1,
       }),
     ));
   const timeoutMs = options.requestTimeoutMs ?? 5_000;

@@ -116,7 +116,7 @@ async function followLog(
         }
         return false;
       },
-      { signal: abort.signal },
+      { signal: abort.signal, connection: nc },
     );
   } finally {
     clearTimeout(timer);

@@ -1,5 +1,6 @@
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import { DeliverPolicy } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/nats-core";
 import { streams, subjects } from "../bus/subjects.ts";
 import { EngineEvent } from "../contracts/events.ts";
 
@@ -19,6 +20,12 @@ export interface FollowOptions {
   onStreamSeq?: (seq: number) => void;
   /** Stop once everything stored so far is delivered (read back, not follow). */
   untilCaughtUp?: boolean;
+  /**
+   * The connection `js` uses: when given, a follow that lives through a
+   * reconnect makes its consumer again from where it was (a server restart
+   * may leave the old one stalled rather than ended).
+   */
+  connection?: NatsConnection;
 }
 
 /**
@@ -84,6 +91,7 @@ export async function followEvents(
       });
     } catch (error) {
       if (options.signal?.aborted) return;
+      if (isClosedConnection(error)) throw error; // nothing to pick up again on
       lostSince ??= Date.now();
       if (!options.signal && Date.now() - lostSince > RESUME_WITHIN_MS) throw error;
       outcome = "lost";
@@ -94,6 +102,9 @@ export async function followEvents(
     await abortableSleep(Math.min(100 * 2 ** attempt, 1_000), options.signal);
   }
 }
+
+const isClosedConnection = (error: unknown): boolean =>
+  error instanceof Error && error.name === "ClosedConnectionError";
 
 const abortableSleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve) => {
@@ -135,6 +146,11 @@ async function followOnce(
   };
   options.signal?.addEventListener("abort", stop, { once: true });
   if (options.signal?.aborted) stop(); // aborted while the consumer was being created
+  const statuses = options.connection?.status();
+  if (statuses)
+    void (async () => {
+      for await (const status of statuses) if (status.type === "reconnect") void messages.stop(); // lost: made again
+    })();
   try {
     for await (const msg of messages) {
       const caughtUp = msg.info.pending === 0;
@@ -181,6 +197,7 @@ async function followOnce(
     return stopped ? "done" : "lost";
   } finally {
     options.signal?.removeEventListener("abort", stop);
+    (statuses as { stop?: () => void } | undefined)?.stop?.();
     stop();
   }
 }

@@ -48,7 +48,9 @@ beforeAll(async () => {
   ];
   for (const [slot, args] of kinds) slots.set(slot, { args, process: await processes.spawn(slot, args) });
 }, 90_000);
+const closers: (() => Promise<void>)[] = [];
 afterAll(async () => {
+  for (const close of closers) await close();
   await model?.stop();
 });
 
@@ -90,7 +92,9 @@ describe("the chaos run", () => {
       finished >= count ? Promise.resolve() : new Promise<void>((resolve) => progressWaiters.push({ count, resolve }));
 
     const clients: ConclaveClient[] = [];
-    for (let i = 0; i < 3; i++) clients.push(await connect({ nc: await nats.connect("client") }));
+    // Clients as a user's application makes them: connect() rides out a server restart.
+    for (let i = 0; i < 3; i++) clients.push(await connect({ servers: nats.url }));
+    closers.push(...clients.map((client) => () => client.close()));
 
     /** One session's conversation: each turn submitted (retried with its idempotency key while the server is away), then followed to its end. */
     const converse = async (session: string, client: ConclaveClient) => {
@@ -107,10 +111,20 @@ describe("the chaos run", () => {
           if (!ack) await new Promise((resolve) => setTimeout(resolve, 250)); // the server is away: as any client, retry
         }
         acks.push(ack);
+        const followed = Date.now();
+        let seen = 0;
+        let last = "";
         try {
+          for await (const event of stream!) {
+            seen++;
+            last = event.kind;
+          }
           await stream!.result;
         } catch (error) {
-          if (error instanceof TurnTimeoutError) falseTimeouts.push(`${session}/${ack.turn_id}`);
+          if (error instanceof TurnTimeoutError)
+            falseTimeouts.push(
+              `${session}/${ack.turn_id} after ${Date.now() - followed} ms, ${seen} events seen, the last ${last || "none"}`,
+            );
           else otherFailures.push(`${session}/${ack.turn_id}: ${String(error)}`);
         }
         progressed();

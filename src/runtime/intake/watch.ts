@@ -1,4 +1,5 @@
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/nats-core";
 import type { ServiceMsg } from "@nats-io/services";
 import { z } from "zod";
 import { decodeJson, encodeJson } from "../../bus/codec.ts";
@@ -36,6 +37,8 @@ export const MAX_WATCH_BYTES = 4_096;
 
 export interface WatchDeps {
   js: JetStreamClient;
+  /** The connection `js` uses: a follow picks up again after it reconnects. */
+  nc?: NatsConnection;
   jsm: JetStreamManager;
   log: Logger;
 }
@@ -73,7 +76,7 @@ export async function serveWatch(deps: WatchDeps, msg: ServiceMsg): Promise<void
           send(event);
           return request.turn_id !== undefined && event.kind === "TURN_COMPLETED";
         },
-        { signal: abort },
+        { signal: abort, ...(deps.nc ? { connection: deps.nc } : {}) },
       );
     }
     msg.respond(new Uint8Array());
