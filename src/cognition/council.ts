@@ -1,6 +1,15 @@
-import type { CouncilDecision, CouncilRequest, SafetyCouncilReply } from "../contracts/council.ts";
+import {
+  type CouncilDecision,
+  type CouncilRequest,
+  MAX_SPEECH_POINT_CHARS,
+  type SafetyCouncilReply,
+} from "../contracts/council.ts";
 
 type CouncilContext = CouncilRequest["context"];
+
+/** A proposal's text as one point of the speech act: cut to the length a point may have (an agent may propose more). */
+const point = (text: string): string =>
+  text.length <= MAX_SPEECH_POINT_CHARS ? text : `${text.slice(0, MAX_SPEECH_POINT_CHARS - 1)}…`;
 
 /** The council's intent follows the strongest sensor; ties go to the first listed. */
 const INTENT_BY_SENSOR: [keyof CouncilContext["sensors"], string][] = [
@@ -32,10 +41,10 @@ export function decide(context: CouncilContext): CouncilDecision {
   if (claims.some((claim) => claim.id === "user_doing_well" && claim.opposition.length === 0)) intent = "celebrate";
   const says = proposals.filter((proposal) => proposal.kind === "say" || proposal.kind === "ask");
   const keyPoints = [
-    ...new Set(says.map((proposal) => (proposal.kind === "ask" ? `ask ${proposal.text}` : proposal.text))),
+    ...new Set(says.map((proposal) => point(proposal.kind === "ask" ? `ask ${proposal.text}` : proposal.text))),
   ].slice(0, 4);
   const doNot = [
-    ...new Set(proposals.filter((proposal) => proposal.kind === "do_not").map((proposal) => proposal.text)),
+    ...new Set(proposals.filter((proposal) => proposal.kind === "do_not").map((proposal) => point(proposal.text))),
   ].slice(0, 6);
   const ranked = [...claims].sort((a, b) => b.confidence * b.support.length - a.confidence * a.support.length);
   const urgency = modulators.arousal > 0.6 ? "high" : modulators.arousal > 0.3 ? "normal" : "low";

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { AgentId, SessionId, TurnId } from "./ids.ts";
+import { AgentId, MAX_CALL_TIMEOUT_MS, SessionId, TurnId } from "./ids.ts";
 import { LedgerDigest } from "./ledger.ts";
 import { ToolManifest } from "./tool.ts";
 import { Usage } from "./usage.ts";
@@ -125,8 +125,8 @@ export const AgentRequest = z.object({
   mode: z.enum(["respond", "revise"]).default("respond"),
   /** The deliberation round, in `revise` mode. */
   round: z.number().int().min(0).default(0),
-  /** The agent must reply within this budget or be counted as failed. */
-  timeout_ms: z.number().int().positive(),
+  /** The agent must reply within this budget or be counted as failed. At most 10 minutes. */
+  timeout_ms: z.number().int().positive().max(MAX_CALL_TIMEOUT_MS),
   context: AgentContext,
   /**
    * Where the worker publishes the agent's named stream parts (AgentStreamPart),

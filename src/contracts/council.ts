@@ -5,11 +5,14 @@ import { Usage } from "./usage.ts";
 
 export const Urgency = z.enum(["low", "normal", "high"]);
 
+/** Most characters of one key point or do_not rule of a speech act. */
+export const MAX_SPEECH_POINT_CHARS = 300;
+
 /** What the council wants said: the voice renders it into words. */
 export const SpeechAct = z.object({
   intent: z.string().min(1).max(60),
-  key_points: z.array(z.string().max(300)).max(8),
-  do_not: z.array(z.string().max(300)).max(8),
+  key_points: z.array(z.string().max(MAX_SPEECH_POINT_CHARS)).max(8),
+  do_not: z.array(z.string().max(MAX_SPEECH_POINT_CHARS)).max(8),
 });
 export type SpeechAct = z.infer<typeof SpeechAct>;
 

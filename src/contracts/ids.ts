@@ -26,3 +26,10 @@ export const AgentId = z
     "agent id must be 1-3 lowercase tokens of a-z, 0-9 and '_' joined by dots, e.g. 'acme.weather'",
   );
 export type AgentId = z.infer<typeof AgentId>;
+
+/**
+ * The longest budget a call on the wire (an agent's, a tool's) may give, in
+ * ms: 10 minutes. Node's timers cannot wait over 2^31-1 ms (longer ones fire
+ * at once), so an unbounded budget would become a 1 ms deadline.
+ */
+export const MAX_CALL_TIMEOUT_MS = 600_000;

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { AgentId, SessionId, TurnId } from "./ids.ts";
+import { AgentId, MAX_CALL_TIMEOUT_MS, SessionId, TurnId } from "./ids.ts";
 import { Usage } from "./usage.ts";
 
 /**
@@ -48,7 +48,8 @@ export const ToolCallRequest = z.object({
   tool: ToolName,
   args: z.unknown(),
   mode: ToolCallMode,
-  timeout_ms: z.number().int().positive(),
+  /** At most 10 minutes, as an agent's. */
+  timeout_ms: z.number().int().positive().max(MAX_CALL_TIMEOUT_MS),
   /** With mode `rollback`: the call to undo, as it was made and answered. */
   undo: z.object({ args: z.unknown(), result: z.unknown() }).optional(),
 });

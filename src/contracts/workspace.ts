@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { SessionId } from "./ids.ts";
 
 const unit = z.number().min(0).max(1);
 const signed = z.number().min(-1).max(1);
@@ -54,7 +55,8 @@ export const Claim = z.object({
 export type Claim = z.infer<typeof Claim>;
 
 export const Episode = z.object({
-  session_id: z.string(),
+  /** The runtime's session id (a subject token: the episode is stored under it). */
+  session_id: SessionId,
   turn_id: z.number().int(),
   user_text: z.string(),
   response: z.string(),
