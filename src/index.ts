@@ -59,7 +59,7 @@ export {
   type Verdict,
 } from "./runtime/interception/interceptors.ts";
 export type { LogFields, Logger } from "./runtime/log.ts";
-export type { LogicContext, LogicHandler } from "./runtime/recipes/recipeActors.ts";
+export type { LogicContext, LogicHandler } from "./runtime/recipeHost/recipeActors.ts";
 export type { RecipeRunnerOptions, RunnerOptions } from "./runtime/runner/runner.ts";
 export { type RunnerHandle, type StartRunnerOptions, startRunner } from "./runtime/startRunner.ts";
 export * from "./worker.ts";

@@ -82,4 +82,4 @@ export {
   UnknownAgentError,
   type WorkerHandle,
   type WorkerOptions,
-} from "./workers/worker.ts";
+} from "./workers/startWorker.ts";

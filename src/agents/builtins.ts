@@ -1,5 +1,5 @@
 import { AGENTS } from "../../agents/index.ts";
-import { matchAgents } from "../workers/worker.ts";
+import { matchAgents } from "../workers/startWorker.ts";
 import type { AgentDefinition } from "./defineAgent.ts";
 
 /**

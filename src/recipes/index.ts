@@ -4,7 +4,7 @@
  * (or `conclave run FILE`); a runner hosts it.
  */
 
-export type { BlackboardOptions } from "./blackboard/open.ts";
+export type { BlackboardOptions } from "../blackboard/open.ts";
 export { type ConstraintResult, checkConstraints } from "./constraints.ts";
 export { conditionHolds, type Expr, parseExpression, RecipeExpressionError } from "./expression.ts";
 export {

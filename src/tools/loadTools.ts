@@ -30,7 +30,7 @@ export async function loadToolModule(file: string): Promise<ToolDefinition[]> {
 
 /**
  * Resolves `conclave worker --tools`: comma-separated items, each `builtin`
- * (the shipped tools of `tools/`: disk_usage, process_list, sandbox_write)
+ * (the shipped tools of `src/tools/builtins/`: disk_usage, process_list, sandbox_write)
  * or a module path (`./my-tools.js`) whose tools are loaded.
  */
 export async function resolveTools(spec: string): Promise<ToolDefinition[]> {
@@ -39,7 +39,7 @@ export async function resolveTools(spec: string): Promise<ToolDefinition[]> {
     .split(",")
     .map((part) => part.trim())
     .filter(Boolean)) {
-    if (item === "builtin") tools.push(...(await import("../../tools/index.ts")).TOOLS);
+    if (item === "builtin") tools.push(...(await import("./builtins/index.ts")).TOOLS);
     else if (isModuleSpecifier(item)) tools.push(...(await loadToolModule(item)));
     else throw new ToolDefinitionError(`--tools takes 'builtin' or module paths (./my-tools.js), not '${item}'`);
   }

@@ -18,7 +18,7 @@ const nats = useNatsServer();
 const processes = useConclaveProcesses(() => nats.url);
 
 beforeAll(async () => {
-  await processes.spawn("agents", ["worker", "--agents", "./recipes/agents/index.ts"]);
+  await processes.spawn("agents", ["worker", "--agents", "./agents/recipes/index.ts"]);
   await processes.spawn("runner", ["runner"]);
 });
 

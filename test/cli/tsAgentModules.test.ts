@@ -1,6 +1,6 @@
 /**
  * The compiled `conclave` (bin/conclave.js, dist/) hosts agents written in
- * TypeScript, as a checkout's recipes/agents/ are: Node 20 cannot load them
+ * TypeScript, as a checkout's agents/recipes/ are: Node 20 cannot load them
  * by itself, so the worker loads them with tsx.
  */
 import { execFile, spawn } from "node:child_process";
@@ -20,7 +20,7 @@ afterAll(() => {
 describe("the compiled CLI", () => {
   it("hosts a TypeScript agent module (loaded with tsx)", async () => {
     const env = { ...process.env, CONCLAVE_NATS_URL: nats.url, CONCLAVE_LOG: "quiet" };
-    const worker = spawn(process.execPath, [BIN, "worker", "--agents", "./recipes/agents/index.ts"], {
+    const worker = spawn(process.execPath, [BIN, "worker", "--agents", "./agents/recipes/index.ts"], {
       env,
       stdio: ["ignore", "ignore", "pipe"],
     });

@@ -5,7 +5,7 @@ import { CRITIC_NAMES } from "../../src/cognition/critics.ts";
 import type { EngineEvent } from "../../src/contracts/events.ts";
 import { STAGES } from "../../src/contracts/turn.ts";
 import { Runner } from "../../src/runtime/runner/runner.ts";
-import { startWorker } from "../../src/workers/worker.ts";
+import { startWorker } from "../../src/workers/startWorker.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { stagesOf } from "../helpers/turns.ts";
 

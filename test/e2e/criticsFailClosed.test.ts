@@ -12,7 +12,7 @@ import { CRITIC_NAMES } from "../../src/cognition/critics.ts";
 import type { EngineEvent } from "../../src/contracts/events.ts";
 import type { LlmConfig } from "../../src/llm/config.ts";
 import { Runner } from "../../src/runtime/runner/runner.ts";
-import { startWorker } from "../../src/workers/worker.ts";
+import { startWorker } from "../../src/workers/startWorker.ts";
 import { conclaveModel } from "../helpers/conclaveModel.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { type ReplyHandler, startOpenAIServer } from "../helpers/openaiServer.ts";

@@ -14,7 +14,7 @@ import { replaySession } from "../../src/runtime/replay.ts";
 import { Runner } from "../../src/runtime/runner/runner.ts";
 import { SessionStore } from "../../src/runtime/sessionStore.ts";
 import { TurnStatusStore } from "../../src/runtime/turnStatusStore.ts";
-import { CORE_SERVICES, startWorker, type WorkerHandle } from "../../src/workers/worker.ts";
+import { CORE_SERVICES, startWorker, type WorkerHandle } from "../../src/workers/startWorker.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { eventually, sleep, waitForEvent } from "../helpers/wait.ts";
 

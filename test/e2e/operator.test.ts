@@ -31,7 +31,7 @@ const operator = () => parseRecipeText(readFileSync("recipes/operator.yaml", "ut
 const request = { request: "How full is the disk, and what is running?" };
 
 beforeAll(async () => {
-  await processes.spawn("operator", ["worker", "--agents", "./recipes/agents/index.ts", "--tools", "builtin"], {
+  await processes.spawn("operator", ["worker", "--agents", "./agents/recipes/index.ts", "--tools", "builtin"], {
     CONCLAVE_SANDBOX_DIR: sandbox,
   });
   await processes.spawn("runner", ["runner"]);

@@ -6,9 +6,9 @@
  * each private to this file.
  */
 import { beforeAll, describe, expect, it } from "vitest";
+import { openBlackboardStore } from "../../src/blackboard/open.ts";
 import { type ConclaveClient, connect } from "../../src/client/index.ts";
 import type { JsonObject } from "../../src/contracts/recipeRun.ts";
-import { openBlackboardStore } from "../../src/recipes/blackboard/open.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { usePostgresServer } from "../helpers/postgres.ts";
 import { useConclaveProcesses } from "../helpers/processes.ts";
@@ -24,7 +24,7 @@ const processes = useConclaveProcesses(
 let client: ConclaveClient;
 
 beforeAll(async () => {
-  await processes.spawn("agents", ["worker", "--agents", "./recipes/agents/index.ts"]);
+  await processes.spawn("agents", ["worker", "--agents", "./agents/recipes/index.ts"]);
   client = await connect({ nc: await nats.connect("client") });
 });
 

@@ -20,7 +20,7 @@ beforeAll(async () => {
   await processes.spawn("agents", [
     "worker",
     "--agents",
-    "./recipes/agents/index.ts,./test/fixtures/recipe-nodes/agents.ts,./test/fixtures/takeover/holdOnce.ts",
+    "./agents/recipes/index.ts,./test/fixtures/recipe-nodes/agents.ts,./test/fixtures/takeover/holdOnce.ts",
   ]);
   runner = await Runner.start(await nats.connect("runner"), {
     recipes: {

@@ -15,7 +15,7 @@ import type { EngineEvent } from "../../src/contracts/events.ts";
 import type { JsonObject } from "../../src/contracts/recipeRun.ts";
 import type { WalEntry } from "../../src/contracts/wal.ts";
 import { parseRecipeText } from "../../src/recipes/load.ts";
-import { resumeSuspended } from "../../src/runtime/recipes/resume.ts";
+import { resumeSuspended } from "../../src/runtime/recipeHost/resume.ts";
 import { TurnStatusStore } from "../../src/runtime/turnStatusStore.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { useConclaveProcesses } from "../helpers/processes.ts";
@@ -30,7 +30,7 @@ let runner: ConclaveProcess | null = null;
 const approval = () => parseRecipeText(readFileSync("recipes/approval.yaml", "utf8")) as JsonObject;
 
 beforeAll(async () => {
-  await processes.spawn("agents", ["worker", "--agents", "./recipes/agents/index.ts"]);
+  await processes.spawn("agents", ["worker", "--agents", "./agents/recipes/index.ts"]);
   client = await connect({ nc: await nats.connect("client") });
 });
 

@@ -19,7 +19,7 @@ beforeAll(async () => {
   await processes.spawn("agents", [
     "worker",
     "--agents",
-    "./recipes/agents/index.ts,./test/fixtures/takeover/holdOnce.ts",
+    "./agents/recipes/index.ts,./test/fixtures/takeover/holdOnce.ts",
   ]);
   client = await connect({ nc: await nats.connect("client") });
 });

@@ -1,6 +1,6 @@
 /**
  * The shipped recipes (recipes/*.yaml), run distributed: a runner process
- * and a worker process hosting the recipes' agents (recipes/agents/), on a
+ * and a worker process hosting the recipes' agents (agents/recipes/), on a
  * real nats-server; each run submitted through the client API.
  */
 import { readFileSync } from "node:fs";
@@ -19,7 +19,7 @@ let client: ConclaveClient;
 const recipe = (name: string) => parseRecipeText(readFileSync(`recipes/${name}.yaml`, "utf8")) as JsonObject;
 
 beforeAll(async () => {
-  await processes.spawn("agents", ["worker", "--agents", "./recipes/agents/index.ts"]);
+  await processes.spawn("agents", ["worker", "--agents", "./agents/recipes/index.ts"]);
   await processes.spawn("runner", ["runner"]);
   client = await connect({ nc: await nats.connect("client") });
 });

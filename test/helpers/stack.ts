@@ -1,7 +1,7 @@
 import { afterAll, beforeAll } from "vitest";
 import { builtinAgents } from "../../src/agents/builtins.ts";
 import { Runner, type RunnerOptions } from "../../src/runtime/runner/runner.ts";
-import { CORE_SERVICES, startWorker, type WorkerHandle } from "../../src/workers/worker.ts";
+import { CORE_SERVICES, startWorker, type WorkerHandle } from "../../src/workers/startWorker.ts";
 import type { useNatsServer } from "./nats.ts";
 
 /**

@@ -1,22 +1,22 @@
 import { type AnyEventObject, createActor, sendTo, setup } from "xstate";
+import { writer } from "../../agents/recipes/content.writer.ts";
 import type { RecipeStart, RecipeTurnEvent, RecipeTurnInput } from "../../machines/session.ts";
-import { writer } from "../../recipes/agents/content.writer.ts";
-import { SEED_SENSORS } from "../../src/cognition/sensors.ts";
-import type { EngineEvent } from "../../src/contracts/events.ts";
-import type { JsonObject } from "../../src/contracts/recipeRun.ts";
-import type { TurnRecord } from "../../src/contracts/turnProtocol.ts";
-import { BlackboardStores } from "../../src/recipes/blackboard/open.ts";
+import { BlackboardStores } from "../../src/blackboard/open.ts";
 import {
   type BlackboardBackend,
   type BlackboardStore,
   checkSessionId,
   decodeBlackboard,
   encodeBlackboard,
-} from "../../src/recipes/blackboard/store.ts";
+} from "../../src/blackboard/store.ts";
+import { SEED_SENSORS } from "../../src/cognition/sensors.ts";
+import type { EngineEvent } from "../../src/contracts/events.ts";
+import type { JsonObject } from "../../src/contracts/recipeRun.ts";
+import type { TurnRecord } from "../../src/contracts/turnProtocol.ts";
 import { withInterceptors } from "../../src/runtime/interception/intercepted.ts";
 import { defaultInterceptors } from "../../src/runtime/interception/interceptors.ts";
 import { localTurnServices } from "../../src/runtime/localTurnServices.ts";
-import { type RecordTurn, recipeTurnLogic } from "../../src/runtime/recipes/recipeTurn.ts";
+import { type RecordTurn, recipeTurnLogic } from "../../src/runtime/recipeHost/recipeTurn.ts";
 import type { TurnServices } from "../../src/runtime/turnServices.ts";
 import { Gates } from "./harness.ts";
 import { NOW } from "./machines.model.ts";

@@ -8,18 +8,18 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import pg from "pg";
 import { createClient } from "redis";
 import { describe, expect, it } from "vitest";
-import { isConclaveError } from "../../src/errors.ts";
-import { freePort } from "../../src/nats/server.ts";
-import { BLACKBOARD_BUCKET, NatsBlackboardStore } from "../../src/recipes/blackboard/natsStore.ts";
-import { BlackboardStores, blackboardOptionsFromEnv, openBlackboardStore } from "../../src/recipes/blackboard/open.ts";
-import { POSTGRES_BLACKBOARD_TABLE, PostgresBlackboardStore } from "../../src/recipes/blackboard/postgresStore.ts";
-import { REDIS_BLACKBOARD_PREFIX, RedisBlackboardStore } from "../../src/recipes/blackboard/redisStore.ts";
+import { BLACKBOARD_BUCKET, NatsBlackboardStore } from "../../src/blackboard/natsStore.ts";
+import { BlackboardStores, blackboardOptionsFromEnv, openBlackboardStore } from "../../src/blackboard/open.ts";
+import { POSTGRES_BLACKBOARD_TABLE, PostgresBlackboardStore } from "../../src/blackboard/postgresStore.ts";
+import { REDIS_BLACKBOARD_PREFIX, RedisBlackboardStore } from "../../src/blackboard/redisStore.ts";
 import {
   type BlackboardBackend,
   type BlackboardStore,
   BlackboardStoreError,
   MAX_BLACKBOARD_BYTES,
-} from "../../src/recipes/blackboard/store.ts";
+} from "../../src/blackboard/store.ts";
+import { isConclaveError } from "../../src/errors.ts";
+import { freePort } from "../../src/nats/server.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { usePostgresServer } from "../helpers/postgres.ts";
 import { useRedisServer } from "../helpers/redis.ts";

@@ -19,7 +19,7 @@ import { DEFAULT_NATS_CONFIG } from "../../src/nats/server.ts";
 import { Runner } from "../../src/runtime/runner/runner.ts";
 import { SessionStore } from "../../src/runtime/sessionStore.ts";
 import { TurnStatusStore } from "../../src/runtime/turnStatusStore.ts";
-import { CORE_SERVICES, startWorker, type WorkerHandle } from "../../src/workers/worker.ts";
+import { CORE_SERVICES, startWorker, type WorkerHandle } from "../../src/workers/startWorker.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { settledStatus } from "../helpers/turnStatus.ts";
 import { until } from "../helpers/wait.ts";

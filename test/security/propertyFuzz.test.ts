@@ -37,7 +37,7 @@ import { neutralModulators, neutralStance, SENSOR_NAMES, type Sensors } from "..
 import { DEFAULT_NATS_CONFIG } from "../../src/nats/server.ts";
 import { MAX_CANCEL_BYTES } from "../../src/runtime/intake/cancel.ts";
 import { MAX_SUBMISSION_BYTES } from "../../src/runtime/intake/ingress.ts";
-import { MAX_LEDGER_REQUEST_BYTES } from "../../src/runtime/intake/ledger.ts";
+import { MAX_LEDGER_REQUEST_BYTES } from "../../src/runtime/intake/ledgerRequests.ts";
 import { MAX_RESUME_BYTES } from "../../src/runtime/intake/resume.ts";
 import { MAX_WATCH_BYTES, WatchRequest } from "../../src/runtime/intake/watch.ts";
 import { useNatsServer } from "../helpers/nats.ts";

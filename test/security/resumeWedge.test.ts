@@ -17,7 +17,7 @@ import { ErrorReply } from "../../src/contracts/errors.ts";
 import type { JsonObject } from "../../src/contracts/recipeRun.ts";
 import { TurnAck } from "../../src/contracts/turn.ts";
 import { parseRecipeText } from "../../src/recipes/load.ts";
-import { resumeSuspended } from "../../src/runtime/recipes/resume.ts";
+import { resumeSuspended } from "../../src/runtime/recipeHost/resume.ts";
 import { TurnStatusStore } from "../../src/runtime/turnStatusStore.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { useConclaveProcesses } from "../helpers/processes.ts";
@@ -32,7 +32,7 @@ const nested = (depth: number) => `${"[".repeat(depth)}${"]".repeat(depth)}`;
 
 beforeAll(async () => {
   await Promise.all([
-    processes.spawn("agents", ["worker", "--agents", "./recipes/agents/index.ts"]),
+    processes.spawn("agents", ["worker", "--agents", "./agents/recipes/index.ts"]),
     processes.spawn("runner", ["runner"]),
   ]);
   client = await connect({ nc: await nats.connect("client") });

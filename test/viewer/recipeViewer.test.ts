@@ -58,7 +58,7 @@ async function openPage(url: string): Promise<Page> {
 beforeAll(async () => {
   const launching = launchChromium();
   await Promise.all([
-    processes.spawn("agents", ["worker", "--agents", "./recipes/agents/index.ts"]),
+    processes.spawn("agents", ["worker", "--agents", "./agents/recipes/index.ts"]),
     processes.spawn("runner", ["runner", "--inspect"]),
   ]);
   viewerUrl = await startViewer("viewer");

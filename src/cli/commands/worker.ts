@@ -4,7 +4,7 @@ import { INSPECT_HELP, processInspection } from "../../inspect/enable.ts";
 import { createLogger } from "../../runtime/log.ts";
 import { resolveTools } from "../../tools/loadTools.ts";
 import { backendFromEnv } from "../../workers/backendFromEnv.ts";
-import { CORE_SERVICES, type CoreService, startWorker } from "../../workers/worker.ts";
+import { CORE_SERVICES, type CoreService, startWorker } from "../../workers/startWorker.ts";
 import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFrom, parse, UsageError, untilInterrupted } from "../args.ts";
 import { announceReady } from "../childProcess.ts";
 import { EXIT_HELP } from "../failures.ts";

@@ -5,7 +5,8 @@
  * their nodes (removing a node removes its edges). Parameterised queries only.
  */
 import { DatabaseError, Pool, type PoolClient } from "pg";
-import { checkPostgresUrl, migrateUnderLock, redactUrl, scrubbed } from "../../recipes/blackboard/store.ts";
+import { checkPostgresUrl, migrateUnderLock } from "../../stores/postgres.ts";
+import { redactUrl, scrubbed } from "../../stores/redact.ts";
 import { SessionCache, SessionGraph } from "./sessionGraph.ts";
 import {
   checkEdge,

@@ -6,7 +6,7 @@ import type { RecipeAgentCall, RecipeAgentEvent } from "../../contracts/recipePr
 import { ConclaveError } from "../../errors.ts";
 import type { ChatModel } from "../../llm/model.ts";
 import type { Recipe } from "../../recipes/recipe.ts";
-import { agentCallKey, agentRequest, nodeAnswered, nodeFailed, nodeStreamEvent } from "../recipes/recipeActors.ts";
+import { agentCallKey, agentRequest, nodeAnswered, nodeFailed, nodeStreamEvent } from "../recipeHost/recipeActors.ts";
 import type { TurnServices } from "../turnServices.ts";
 import { withinBudget } from "./deadline.ts";
 import { IN_PROCESS_WORKER, type InProcessTools } from "./inProcessTools.ts";

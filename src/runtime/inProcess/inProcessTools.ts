@@ -12,8 +12,8 @@ import type { ToolDefinition } from "../../tools/defineTool.ts";
 import type { ToolPolicy } from "../../tools/policy.ts";
 import { stricterRisk } from "../../tools/risk.ts";
 import { runTool } from "../../workers/toolEndpoints.ts";
-import { Slots } from "../tools/slots.ts";
-import { type ToolHost, TurnToolCalls, type TurnTools } from "../tools/turnToolCalls.ts";
+import { Slots } from "../toolCalls/slots.ts";
+import { type ToolHost, TurnToolCalls, type TurnTools } from "../toolCalls/turnToolCalls.ts";
 import { withinBudget } from "./deadline.ts";
 
 /** The worker name tool and agent replies of the in-process engine carry. */

@@ -1,11 +1,11 @@
-import type { BlackboardStores } from "../../recipes/blackboard/open.ts";
+import type { BlackboardStores } from "../../blackboard/open.ts";
 import {
   type BlackboardBackend,
   type BlackboardStore,
   checkSessionId,
   decodeBlackboard,
   encodeBlackboard,
-} from "../../recipes/blackboard/store.ts";
+} from "../../blackboard/store.ts";
 
 /**
  * Blackboards kept in this process's memory: what the in-process engine

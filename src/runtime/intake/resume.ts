@@ -7,8 +7,8 @@ import { subjects } from "../../bus/subjects.ts";
 import { type ResumeReply, ResumeRequest } from "../../contracts/recipeRun.ts";
 import { singleLine } from "../../errors.ts";
 import { deadLetter } from "../../eventlog/deadLetters.ts";
-import { resumeSuspended } from "../recipes/resume.ts";
-import type { SuspensionTimers } from "../recipes/suspensionTimers.ts";
+import { resumeSuspended } from "../recipeHost/resume.ts";
+import type { SuspensionTimers } from "../recipeHost/suspensionTimers.ts";
 import type { CancelDeps } from "./cancel.ts";
 import { addressOf } from "./tenancy.ts";
 

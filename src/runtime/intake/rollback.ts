@@ -9,7 +9,7 @@ import { type RollbackReply, RollbackRequest, ToolCallReply, type ToolCallReques
 import { messageOf, singleLine } from "../../errors.ts";
 import { EventLogWriter } from "../../eventlog/writer.ts";
 import { readForTakeover } from "../runner/takeover.ts";
-import { DEFAULT_TOOL_TIMEOUT_MS } from "../tools/turnToolCalls.ts";
+import { DEFAULT_TOOL_TIMEOUT_MS } from "../toolCalls/turnToolCalls.ts";
 import type { CancelDeps } from "./cancel.ts";
 import { addressOf } from "./tenancy.ts";
 

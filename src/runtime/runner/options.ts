@@ -1,10 +1,10 @@
 import type { InspectionEvent, Observer } from "xstate";
+import type { BlackboardOptions } from "../../blackboard/open.ts";
 import type { TurnPolicy } from "../../contracts/turnProtocol.ts";
-import type { BlackboardOptions } from "../../recipes/blackboard/open.ts";
 import type { ToolPolicyInput } from "../../tools/policy.ts";
 import type { InterceptorChains } from "../interception/interceptors.ts";
 import type { Logger } from "../log.ts";
-import type { LogicHandler } from "../recipes/recipeActors.ts";
+import type { LogicHandler } from "../recipeHost/recipeActors.ts";
 import type { TurnServices } from "../turnServices.ts";
 
 /** How a runner runs turns. Every field has a default. */

@@ -7,6 +7,7 @@ import { createActor } from "xstate";
 import { sessionMachine } from "../../../machines/session.ts";
 import { defaultTurnPolicy } from "../../../machines/turn/index.ts";
 import { AgentDirectory } from "../../agents/directory.ts";
+import { BlackboardStores, blackboardOptionsFromEnv } from "../../blackboard/open.ts";
 import { encodeJson } from "../../bus/codec.ts";
 import { RUNNER_CONSUMER, streams, subjects } from "../../bus/subjects.ts";
 import { TurnCancellations } from "../../bus/turnCancellations.ts";
@@ -17,7 +18,6 @@ import { ConclaveError, isConclaveError, messageOf, singleLine } from "../../err
 import { ensureDeadLetterStream, ensureEventStream, ensureTurnWal, MAX_TURN_ATTEMPTS } from "../../eventlog/streams.ts";
 import { EventLogWriter } from "../../eventlog/writer.ts";
 import { LedgerStore } from "../../ledgers/ledgerStore.ts";
-import { BlackboardStores, blackboardOptionsFromEnv } from "../../recipes/blackboard/open.ts";
 import { ToolPolicy } from "../../tools/policy.ts";
 import { IdempotencyStore } from "../intake/idempotency.ts";
 import { serveIntake } from "../intake/service.ts";
@@ -26,18 +26,18 @@ import { defaultInterceptors } from "../interception/interceptors.ts";
 import { withLedgerDigest } from "../ledgerContext.ts";
 import { type Logger, silentLogger, turnFields } from "../log.ts";
 import { provideTurn } from "../provideTurn.ts";
-import { recipeStartOf } from "../recipes/recipeStart.ts";
-import { recipeTurnLogic } from "../recipes/recipeTurn.ts";
-import { SuspensionTimers } from "../recipes/suspensionTimers.ts";
+import { recipeStartOf } from "../recipeHost/recipeStart.ts";
+import { recipeTurnLogic } from "../recipeHost/recipeTurn.ts";
+import { SuspensionTimers } from "../recipeHost/suspensionTimers.ts";
 import { remoteTurnServices } from "../remoteTurnServices.ts";
 import { type SessionSnapshot, SessionStore } from "../sessionStore.ts";
-import { ToolGate } from "../tools/toolGate.ts";
+import { ToolGate } from "../toolCalls/toolGate.ts";
 import { TurnStatusStore } from "../turnStatusStore.ts";
 import { decideDelivery, decideRedelivery, decideTakeover, parseEntry } from "./delivery.ts";
 import { SessionLeases } from "./leases.ts";
-import { TurnLedger, turnKey } from "./ledger.ts";
 import type { RunnerOptions } from "./options.ts";
 import { type SessionActor, SessionHost } from "./sessionHost.ts";
+import { TurnSettlement, turnKey } from "./settlement.ts";
 import { readForTakeover } from "./takeover.ts";
 import { TurnEnds } from "./turnEnds.ts";
 import { TurnOrder } from "./turnOrder.ts";
@@ -65,7 +65,7 @@ export class Runner {
   readonly #jsm: JetStreamManager;
   readonly #statuses: TurnStatusStore;
   readonly #leases: SessionLeases;
-  readonly #ledger: TurnLedger;
+  readonly #settlement: TurnSettlement;
   readonly #sessions: SessionHost;
   readonly #order: TurnOrder;
   readonly #writer: EventLogWriter;
@@ -113,7 +113,12 @@ export class Runner {
           turnFields(sessionId, turnId),
         ),
     });
-    this.#ledger = new TurnLedger({ js: deps.js, statuses: deps.statuses, sessions: deps.store, log: this.#log });
+    this.#settlement = new TurnSettlement({
+      js: deps.js,
+      statuses: deps.statuses,
+      sessions: deps.store,
+      log: this.#log,
+    });
     this.#blackboards = new BlackboardStores({ nc, ...blackboardOptionsFromEnv(), ...options.recipes?.blackboard });
     this.#directory = AgentDirectory.open(nc, {
       onInvalid: (message) => this.#log.warn(`ignored an agent announcement: ${singleLine(message)}`),
@@ -125,7 +130,7 @@ export class Runner {
     this.#ends = new TurnEnds({
       writer: this.#writer,
       sessions: this.#sessions,
-      ledger: this.#ledger,
+      settlement: this.#settlement,
       order: this.#order,
       log: this.#log,
       checkpointEvery: this.#options.checkpointEvery,
@@ -272,22 +277,22 @@ export class Runner {
   /** One WAL delivery: run the turn here, leave it to its owner, or settle it as done, expired or invalid. */
   async #take(msg: JsMsg): Promise<void> {
     const parsed = parseEntry(msg.data);
-    if (!parsed.ok) return this.#ledger.rejectInvalid(msg, parsed.reason);
+    if (!parsed.ok) return this.#settlement.rejectInvalid(msg, parsed.reason);
     const entry = parsed.entry;
     const { session_id: sessionId, turn_id: turnId } = entry;
-    const heldHere = this.#ledger.holds(sessionId, turnId);
+    const heldHere = this.#settlement.holds(sessionId, turnId);
     const action = decideDelivery({
       turnId,
       deliveryCount: msg.info.deliveryCount,
       heldHere,
-      heldOtherEntry: heldHere && this.#ledger.heldSeq(sessionId, turnId) !== msg.seq,
+      heldOtherEntry: heldHere && this.#settlement.heldSeq(sessionId, turnId) !== msg.seq,
       ownsSession: heldHere || (await this.#leases.acquire(sessionId)),
       expired: Date.now() - entry.submitted_at > this.#options.turnTtlMs,
       finishedHere: this.#sessions.finishedHere(sessionId, turnId),
     });
     switch (action.kind) {
       case "refresh_hold":
-        return this.#ledger.hold(msg, entry);
+        return this.#settlement.hold(msg, entry);
       case "drop_stale":
         msg.ack();
         return;
@@ -295,7 +300,7 @@ export class Runner {
         msg.nak(200); // its owner will get it
         return;
       case "expire":
-        return this.#ledger.settle(
+        return this.#settlement.settle(
           sessionId,
           turnId,
           { status: "expired", reason: `waited over ${this.#options.turnTtlMs} ms` },
@@ -317,7 +322,7 @@ export class Runner {
       }
       case "start": {
         if (!(await this.#order.mayRun(sessionId, turnId))) return this.#waitForEarlierTurn(msg);
-        this.#ledger.hold(msg, entry);
+        this.#settlement.hold(msg, entry);
         // A suspended recipe run answered: it goes on after what its log holds.
         const stored = entry.resume ? await readForTakeover(this.#js, this.#jsm, sessionId, turnId) : undefined;
         if (stored) this.#writer.open(sessionId, turnId, stored.events, stored.lastStreamSeq);
@@ -356,7 +361,7 @@ export class Runner {
         `turn ${turnKey(sessionId, turnId)} is poison: moved to the dead-letter stream`,
         turnFields(sessionId, turnId),
       );
-      return this.#ledger.settle(
+      return this.#settlement.settle(
         sessionId,
         turnId,
         { status: "failed", reason, deadLetter: { source: "poison", code: "internal" }, terminate: true },
@@ -367,14 +372,14 @@ export class Runner {
       msg.ack();
       return;
     }
-    this.#ledger.hold(msg, entry);
+    this.#settlement.hold(msg, entry);
     const stored = await readForTakeover(this.#js, this.#jsm, sessionId, turnId);
     const takeover = decideTakeover({
       ...stored,
       unstartedResume: entry.resume !== undefined && take.before?.status === "pending" && take.before.attempts === 0,
     });
     if (takeover.kind === "settle_done") {
-      return this.#ledger.settle(sessionId, turnId, { status: "done", outcome: "completed before the takeover" });
+      return this.#settlement.settle(sessionId, turnId, { status: "done", outcome: "completed before the takeover" });
     }
     this.#writer.open(sessionId, turnId, stored.events, stored.lastStreamSeq);
     if (takeover.kind === "resume") {
@@ -450,8 +455,8 @@ export class Runner {
   #deliveryFailed(msg: JsMsg, error: unknown): void {
     this.#log.error(`WAL entry ${msg.seq}: ${messageOf(error)}; handed back to be delivered again`);
     const parsed = parseEntry(msg.data);
-    if (parsed.ok && this.#ledger.holds(parsed.entry.session_id, parsed.entry.turn_id)) {
-      this.#ledger.handBack(parsed.entry.session_id, parsed.entry.turn_id);
+    if (parsed.ok && this.#settlement.holds(parsed.entry.session_id, parsed.entry.turn_id)) {
+      this.#settlement.handBack(parsed.entry.session_id, parsed.entry.turn_id);
     } else {
       msg.nak(1_000);
     }
@@ -459,7 +464,7 @@ export class Runner {
 
   /** Resolves once this runner holds no turn (or after `timeoutMs`). */
   drain(timeoutMs = 30_000): Promise<boolean> {
-    return this.#ledger.drain(timeoutMs);
+    return this.#settlement.drain(timeoutMs);
   }
 
   /** Stops taking turns, lets those it holds finish, hands back the rest, then releases its sessions. */
@@ -468,8 +473,8 @@ export class Runner {
     this.#cancellations?.close();
     await this.#messages?.close();
     const drained = await this.drain(timeoutMs);
-    if (!drained) this.#log.warn(`stopped with ${this.#ledger.size} turn(s) unfinished: handed back to the WAL`);
-    this.#ledger.handBackAll();
+    if (!drained) this.#log.warn(`stopped with ${this.#settlement.size} turn(s) unfinished: handed back to the WAL`);
+    this.#settlement.handBackAll();
     this.#sessions.stopAll();
     this.#timers?.close();
     this.#tools.close();

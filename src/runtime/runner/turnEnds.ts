@@ -5,10 +5,10 @@ import type { WalEntry } from "../../contracts/wal.ts";
 import { type ConclaveError, messageOf, singleLine } from "../../errors.ts";
 import type { EventLogWriter } from "../../eventlog/writer.ts";
 import { type Logger, turnFields } from "../log.ts";
-import type { SuspensionTimers } from "../recipes/suspensionTimers.ts";
+import type { SuspensionTimers } from "../recipeHost/suspensionTimers.ts";
 import type { SessionSnapshot } from "../sessionStore.ts";
-import { type TurnLedger, turnKey } from "./ledger.ts";
 import type { SessionHost } from "./sessionHost.ts";
+import { type TurnSettlement, turnKey } from "./settlement.ts";
 import type { TurnOrder } from "./turnOrder.ts";
 
 /**
@@ -23,7 +23,7 @@ export class TurnEnds {
     private readonly deps: {
       writer: EventLogWriter;
       sessions: SessionHost;
-      ledger: TurnLedger;
+      settlement: TurnSettlement;
       order: TurnOrder;
       log: Logger;
       /** A replay checkpoint is saved every this many turns of a session. */
@@ -49,28 +49,28 @@ export class TurnEnds {
         usage: usageSummary({}),
       },
     });
-    const markedDone = this.deps.ledger.markDone(sessionId, turnId);
+    const markedDone = this.deps.settlement.markDone(sessionId, turnId);
     await this.deps.writer.finish(sessionId, turnId);
-    await this.deps.ledger.settle(sessionId, turnId, { status: "failed", reason: message }, { markedDone });
+    await this.deps.settlement.settle(sessionId, turnId, { status: "failed", reason: message }, { markedDone });
   }
 
   /** Forgets the session's actor and hands back its held turns: they are taken again from stored state. */
   resetSession(sessionId: string): void {
     this.deps.sessions.evict(sessionId);
     this.deps.order.forget(sessionId);
-    this.deps.ledger.handBackSession(sessionId);
+    this.deps.settlement.handBackSession(sessionId);
   }
 
   async finished(sessionId: string, output: TurnOutput, snapshot: SessionSnapshot): Promise<void> {
     const turnId = output.turn_id;
     // The session is free for `on_busy: reject` as soon as the turn is over, not once its log is flushed.
-    const markedDone = this.deps.ledger.markDone(sessionId, turnId);
+    const markedDone = this.deps.settlement.markDone(sessionId, turnId);
     try {
       const count = await this.deps.writer.finish(sessionId, turnId);
       const checkpoint =
         snapshot.turns_completed % this.deps.checkpointEvery === 0 ? { through_turn_id: turnId, snapshot } : undefined;
       await this.deps.sessions.save(sessionId, snapshot, checkpoint);
-      await this.deps.ledger.settle(
+      await this.deps.settlement.settle(
         sessionId,
         turnId,
         { status: "done", outcome: output.outcome.status },
@@ -112,7 +112,7 @@ export class TurnEnds {
           seq: suspended.seq,
           expires_at: suspended.expires_at,
         });
-      await this.deps.ledger.settle(sessionId, turnId, {
+      await this.deps.settlement.settle(sessionId, turnId, {
         status: "suspended",
         suspended: {
           node: suspended.node,
@@ -139,7 +139,7 @@ export class TurnEnds {
       turnFields(sessionId, turnId),
     );
     this.deps.writer.abandon(sessionId, turnId);
-    await this.deps.ledger.settle(sessionId, turnId, {
+    await this.deps.settlement.settle(sessionId, turnId, {
       status: "failed",
       reason: messageOf(error),
       deadLetter: { source: "turn", code: "internal" },

@@ -5,7 +5,7 @@ import { RUNNER_CONSUMER, streams, subjects } from "../../src/bus/subjects.ts";
 import type { WalEntry } from "../../src/contracts/wal.ts";
 import { ensureDeadLetterStream, ensureTurnWal } from "../../src/eventlog/streams.ts";
 import { silentLogger } from "../../src/runtime/log.ts";
-import { TurnLedger } from "../../src/runtime/runner/ledger.ts";
+import { TurnSettlement } from "../../src/runtime/runner/settlement.ts";
 import { SessionStore } from "../../src/runtime/sessionStore.ts";
 import { TurnStatusStore } from "../../src/runtime/turnStatusStore.ts";
 import { useNatsServer } from "../helpers/nats.ts";
@@ -17,7 +17,7 @@ beforeAll(async () => {
   await Promise.all([ensureTurnWal(jsm), ensureDeadLetterStream(jsm)]);
 });
 
-describe("the turn ledger", () => {
+describe("the turn settlement", () => {
   it("writes a turn's end once, however many paths end it at the same time", async () => {
     const nc = await nats.connect("runner");
     const js = jetstream(nc);
@@ -36,7 +36,7 @@ describe("the turn ledger", () => {
     const msg = await consumer.next({ expires: 5_000 });
     expect(msg).not.toBeNull();
 
-    const ledger = new TurnLedger({ js, statuses, sessions, log: silentLogger });
+    const ledger = new TurnSettlement({ js, statuses, sessions, log: silentLogger });
     ledger.hold(msg!, entry);
     expect(ledger.holds("ledger", 1)).toBe(true);
     // The turn completes while a crash report for it arrives: one end is written, the first.

@@ -3,7 +3,7 @@
  * configured: its NATS connection, and Redis and PostgreSQL URLs if any.
  */
 import type { NatsConnection } from "@nats-io/nats-core";
-import { ConclaveError } from "../../errors.ts";
+import { ConclaveError } from "../errors.ts";
 import { NatsBlackboardStore } from "./natsStore.ts";
 import { PostgresBlackboardStore } from "./postgresStore.ts";
 import { RedisBlackboardStore } from "./redisStore.ts";

@@ -4,8 +4,8 @@
  * contract, three backends: NATS KV (the default: the bus every runner has
  * anyway), Redis and PostgreSQL (when a recipe's `state.persistence` asks).
  */
-import { SessionId } from "../../contracts/ids.ts";
-import { ConclaveError, messageOf, singleLine } from "../../errors.ts";
+import { SessionId } from "../contracts/ids.ts";
+import { ConclaveError, messageOf, singleLine } from "../errors.ts";
 
 /** The backends a blackboard can be kept in. */
 export type BlackboardBackend = "nats" | "redis" | "postgres";
@@ -60,89 +60,6 @@ export class BlackboardStoreError extends ConclaveError<BlackboardErrorCode> {
   /** The session the call was about, if any. */
   readonly sessionId: string | undefined;
 }
-
-/**
- * A URL fit to print: its password replaced by `***` (the user name stays,
- * it helps tell which account failed). Something that does not parse as a URL
- * is not printed at all, since it could be a password pasted in the wrong place.
- */
-export function redactUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password) parsed.password = "***";
-    return parsed.toString();
-  } catch {
-    return "<unparsable URL>";
-  }
-}
-
-/** A "config" error unless `url` is a postgres:// or postgresql:// URL (printed without its password); `what` names the store. */
-export function checkPostgresUrl(url: string, what: string): void {
-  let protocol: string | undefined;
-  try {
-    protocol = new URL(url).protocol;
-  } catch {
-    // reported below
-  }
-  if (protocol !== "postgres:" && protocol !== "postgresql:") {
-    throw new ConclaveError(
-      "config",
-      `${what}: ${redactUrl(url)} is not a PostgreSQL URL (expected postgres://user@host:port/database)`,
-    );
-  }
-}
-
-/**
- * Runs schema statements in one transaction holding the advisory lock `lock`:
- * `CREATE … IF NOT EXISTS` is not safe when two processes run it at once.
- */
-export async function migrateUnderLock(
-  client: { query(text: string, values?: unknown[]): Promise<unknown> },
-  lock: number,
-  statements: readonly string[],
-): Promise<void> {
-  await client.query("BEGIN");
-  try {
-    await client.query("SELECT pg_advisory_xact_lock($1)", [lock]);
-    for (const statement of statements) await client.query(statement);
-    await client.query("COMMIT");
-  } catch (error) {
-    await client.query("ROLLBACK").catch(() => {});
-    throw error;
-  }
-}
-
-/**
- * A driver's error message with the URL's password taken out wherever it
- * appears (drivers may quote their connection string), as one line.
- */
-export function scrubbed(error: unknown, url?: string): string {
-  let message = messageOf(error);
-  if (error instanceof AggregateError && error.errors.length > 0 && !message) {
-    // Node reports a refused dual-stack connect as an AggregateError with an empty message.
-    message = error.errors.map(messageOf).join("; ");
-  }
-  if (!message && error instanceof Error && "code" in error) message = String(error.code);
-  if (url) {
-    try {
-      const { password } = new URL(url);
-      for (const secret of new Set([password, safeDecode(password)])) {
-        if (secret) message = message.split(secret).join("***");
-      }
-    } catch {
-      // not a URL: nothing of it to scrub
-    }
-  }
-  return singleLine(message || "unknown error", 200);
-}
-
-const safeDecode = (text: string): string => {
-  try {
-    return decodeURIComponent(text);
-  } catch {
-    return text;
-  }
-};
 
 /** The session id, checked: the same rule as everywhere (a NATS token, a safe key in any backend). */
 export function checkSessionId(backend: BlackboardBackend, sessionId: string): string {

@@ -1,5 +1,5 @@
 // The agents the shipped recipes (recipes/*.yaml) call. Host them with
-//   npx conclave worker --agents ./recipes/agents/index.ts
+//   npx conclave worker --agents ./agents/recipes/index.ts
 
 export { judge } from "./content.judge.ts";
 export { writer } from "./content.writer.ts";

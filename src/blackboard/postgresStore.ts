@@ -3,17 +3,15 @@
  * (a jsonb column), with node-postgres.
  */
 import { DatabaseError, Pool } from "pg";
+import { checkPostgresUrl, migrateUnderLock } from "../stores/postgres.ts";
+import { redactUrl, scrubbed } from "../stores/redact.ts";
 import {
   type BlackboardStore,
   BlackboardStoreError,
-  checkPostgresUrl,
   checkSessionId,
   checkStoredBlackboard,
   DEFAULT_BLACKBOARD_TIMEOUT_MS,
   encodeBlackboard,
-  migrateUnderLock,
-  redactUrl,
-  scrubbed,
   withDeadline,
 } from "./store.ts";
 

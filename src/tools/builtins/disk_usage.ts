@@ -1,7 +1,7 @@
 import { statfs } from "node:fs/promises";
 import { resolve } from "node:path";
 import { z } from "zod";
-import { defineTool } from "../src/tools/defineTool.ts";
+import { defineTool } from "../defineTool.ts";
 
 /** What `disk_usage` answers: sizes in bytes, as `df` counts them. */
 const DiskUsage = z.object({

@@ -3,7 +3,7 @@ import { lstat, mkdir, open, realpath, unlink } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, isAbsolute, join, normalize, relative, resolve, sep } from "node:path";
 import { z } from "zod";
-import { defineTool } from "../src/tools/defineTool.ts";
+import { defineTool } from "../defineTool.ts";
 
 /** The most a call writes, and the most of a file's previous content it keeps for a rollback: 64 KiB. */
 const MAX_BYTES = 64 * 1024;

@@ -1,6 +1,6 @@
 import { readdir, readFile } from "node:fs/promises";
 import { z } from "zod";
-import { defineTool } from "../src/tools/defineTool.ts";
+import { defineTool } from "../defineTool.ts";
 
 /** One process as `process_list` reports it. */
 const ProcessEntry = z.object({

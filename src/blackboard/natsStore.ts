@@ -4,7 +4,8 @@
  */
 import type { NatsConnection } from "@nats-io/nats-core";
 import { z } from "zod";
-import { CorruptValueError, JsonKv } from "../../bus/jsonKv.ts";
+import { CorruptValueError, JsonKv } from "../bus/jsonKv.ts";
+import { scrubbed } from "../stores/redact.ts";
 import {
   type BlackboardStore,
   BlackboardStoreError,
@@ -13,7 +14,6 @@ import {
   DEFAULT_BLACKBOARD_TIMEOUT_MS,
   encodeBlackboard,
   MAX_BLACKBOARD_BYTES,
-  scrubbed,
   withDeadline,
 } from "./store.ts";
 

@@ -23,7 +23,8 @@ export const parser = defineAgent({
       });
     const disk = /\b(disk|space|storage|full)\b/i.test(request);
     const process = /\b(process|memory|running|cpu)\b/i.test(request);
-    const intent = disk && !process ? "disk_report" : process && !disk ? "process_report" : "system_report";
-    return { intent, entities: request.match(/\/[\w./-]+/g) ?? [] };
+    const intent: z.infer<typeof Parsed>["intent"] =
+      disk && !process ? "disk_report" : process && !disk ? "process_report" : "system_report";
+    return { intent, entities: [...(request.match(/\/[\w./-]+/g) ?? [])] };
   },
 });

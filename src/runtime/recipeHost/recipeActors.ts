@@ -1,6 +1,7 @@
 import { fromCallback, fromPromise } from "xstate";
 import { zeroSensors } from "../../../machines/turn/index.ts";
 import type { AgentDirectory } from "../../agents/directory.ts";
+import type { BlackboardStores } from "../../blackboard/open.ts";
 import type { AgentReply, AgentRequest, AgentStreamEvent } from "../../contracts/agent.ts";
 import type {
   RecipeAgentCall,
@@ -14,12 +15,11 @@ import type { JsonObject, ToolApproval } from "../../contracts/recipeRun.ts";
 import type { ToolManifest } from "../../contracts/tool.ts";
 import { neutralModulators, neutralStance } from "../../contracts/workspace.ts";
 import { ConclaveError, messageOf } from "../../errors.ts";
-import type { BlackboardStores } from "../../recipes/blackboard/open.ts";
 import { fromRecipeJsonSchema } from "../../recipes/jsonSchema.ts";
 import type { Recipe } from "../../recipes/recipe.ts";
 import type { ToolPolicy } from "../../tools/policy.ts";
 import { stricterRisk } from "../../tools/risk.ts";
-import type { ToolGate } from "../tools/toolGate.ts";
+import type { ToolGate } from "../toolCalls/toolGate.ts";
 import type { TurnServices } from "../turnServices.ts";
 
 /** What an operator's handler for a workflow `logic` step is given. */

@@ -3,7 +3,8 @@
  * JSON (`conclave:blackboard:<session>`), with node-redis.
  */
 import { createClient, ErrorReply } from "redis";
-import { ConclaveError } from "../../errors.ts";
+import { ConclaveError } from "../errors.ts";
+import { redactUrl, scrubbed } from "../stores/redact.ts";
 import {
   type BlackboardStore,
   BlackboardStoreError,
@@ -12,8 +13,6 @@ import {
   DEFAULT_BLACKBOARD_TIMEOUT_MS,
   decodeBlackboard,
   encodeBlackboard,
-  redactUrl,
-  scrubbed,
   withDeadline,
 } from "./store.ts";
 

@@ -33,7 +33,7 @@ interface HeldTurn {
 export const turnKey = (sessionId: string, turnId: number) => `${sessionId}.${turnId}`;
 
 /**
- * The turn ledger: the one place a turn's end is written. Every path that
+ * The turn settlement: the one place a turn's end is written. Every path that
  * ends a turn — completed, crashed, expired, poison, found completed by a
  * takeover — goes through `settle`, which records the status, marks the
  * session's turn done, keeps a dead letter when asked, and removes the WAL
@@ -41,7 +41,7 @@ export const turnKey = (sessionId: string, turnId: number) => `${sessionId}.${tu
  * first). It also holds the WAL entries of turns queued or running here,
  * with a heartbeat so JetStream does not redeliver them while they run.
  */
-export class TurnLedger {
+export class TurnSettlement {
   readonly #held = new Map<string, HeldTurn>();
   readonly #settling = new Map<string, Promise<void>>();
   #idle: (() => void) | null = null;

@@ -8,7 +8,7 @@
  *
  * @module
  */
-import type { ToolDefinition } from "../src/tools/defineTool.ts";
+import type { ToolDefinition } from "../defineTool.ts";
 import { diskUsage } from "./disk_usage.ts";
 import { processList } from "./process_list.ts";
 import { sandboxWrite } from "./sandbox_write.ts";
