@@ -8,15 +8,7 @@ import type { HumanNode, Recipe, RecipeNode } from "../../src/recipes/recipe.ts"
 import type { RecipeContext } from "./context.ts";
 import { initialRecipeContext } from "./context.ts";
 import { type Args, type Exits, type StateConfig, stateKey } from "./frame.ts";
-import {
-  agentNodeState,
-  councilNodeState,
-  evaluatorNodeState,
-  humanNodeState,
-  logicNodeState,
-  routerNodeState,
-  switchNodeState,
-} from "./nodes.ts";
+import { nodeState } from "./nodes.ts";
 import { recipeSetup } from "./setup.ts";
 
 /**
@@ -261,25 +253,6 @@ const persist = (checkOutputs: boolean) => ({
     checkOutputs,
   }),
 });
-
-function nodeState(recipe: Recipe, node: RecipeNode, exits: Exits, fork: string | null): StateConfig {
-  switch (node.kind) {
-    case "agent":
-      return agentNodeState(recipe, node, exits, fork);
-    case "logic":
-      return logicNodeState(recipe, node, exits, fork);
-    case "council":
-      return councilNodeState(recipe, node, exits, fork);
-    case "human":
-      return humanNodeState(recipe, node, exits, fork);
-    case "router":
-      return routerNodeState(recipe, node, exits);
-    case "switch":
-      return switchNodeState(recipe, node, exits);
-    case "evaluator":
-      return evaluatorNodeState(recipe, node, exits);
-  }
-}
 
 /**
  * A fork's state: a region per branch, each a chain of node states ending in

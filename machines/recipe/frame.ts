@@ -16,7 +16,8 @@ import type { RecipeEvent } from "./setup.ts";
  *
  * with its failure and retry handling, the recording of a node's streams
  * and result, its edges as guarded transitions, and the input of an agent
- * call. The states of each node kind are built from these in nodes.ts.
+ * call. The states of each node kind are built from these (nodes.ts names
+ * each kind's file).
  */
 
 /** Where leaving for a node (or the end, null) goes from the node being built. */

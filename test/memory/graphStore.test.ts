@@ -8,13 +8,8 @@ import { Kvm } from "@nats-io/kv";
 import { describe, expect, it } from "vitest";
 import type { CorruptValueError } from "../../src/bus/jsonKv.ts";
 import { isConclaveError } from "../../src/errors.ts";
-import {
-  decodeNodeId,
-  encodeNodeId,
-  MEMORY_GRAPH_BUCKET,
-  NatsMemoryGraphStore,
-  nodeKey,
-} from "../../src/memory/graph/natsGraphStore.ts";
+import { decodeNodeId, encodeNodeId, MEMORY_GRAPH_BUCKET, nodeKey } from "../../src/memory/graph/natsGraphKeys.ts";
+import { NatsMemoryGraphStore } from "../../src/memory/graph/natsGraphStore.ts";
 import { openMemoryGraph } from "../../src/memory/graph/open.ts";
 import { PostgresMemoryGraphStore } from "../../src/memory/graph/postgresGraphStore.ts";
 import {
