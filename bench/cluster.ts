@@ -7,7 +7,7 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import { busOptions, connectBus } from "../src/bus/connection.ts";
 import { type ConclaveProcess, spawnConclave } from "../src/cli/childProcess.ts";
 import { DEFAULT_LAYOUT } from "../src/cli/localCluster.ts";
-import { DEFAULT_NATS_CONFIG, type RunningNatsServer, startNatsServer } from "../src/nats/server.ts";
+import { DEFAULT_NATS_CONFIG, startNatsServer } from "../src/nats/server.ts";
 
 const HOOKS = pathToFileURL(join(import.meta.dirname, "processHooks.mjs")).href;
 
@@ -29,7 +29,6 @@ export interface BenchCluster {
   url: string;
   /** A connection for the bench's own instruments (the wiretap, the floor): the bench user, no restrictions. */
   connectInstrument(name: string): Promise<NatsConnection>;
-  server: RunningNatsServer;
   processes: ConclaveProcess[];
   runner: ConclaveProcess;
   /** Every process of the deployment (nats-server included), for memory readings. */
@@ -44,7 +43,6 @@ export interface BenchCluster {
 export interface ClusterOptions {
   /** Extra environment for the runner and workers (e.g. a model endpoint for a latency scenario). */
   env?: NodeJS.ProcessEnv;
-  layout?: { name: string; args: string[] }[];
 }
 
 let nextId = 0;
@@ -84,7 +82,7 @@ export async function startBenchCluster(options: ClusterOptions = {}): Promise<B
     CONCLAVE_LOG: "quiet",
     NODE_OPTIONS: [process.env.NODE_OPTIONS, `--import=${HOOKS}`].filter(Boolean).join(" "),
   };
-  const processes = (options.layout ?? DEFAULT_LAYOUT).map(({ name, args }) => spawnConclave(name, args, env));
+  const processes = DEFAULT_LAYOUT.map(({ name, args }) => spawnConclave(name, args, env));
   const stop = async () => {
     await Promise.all(processes.filter((p) => p.name === "runner").map((p) => p.stop()));
     await Promise.all(processes.filter((p) => p.name !== "runner").map((p) => p.stop()));
@@ -130,8 +128,9 @@ export async function startBenchCluster(options: ClusterOptions = {}): Promise<B
   return {
     url: server.url,
     connectInstrument: (name) =>
-      connectBus(busOptions("observer", { url: server.url, user: BENCH_USER, password, inboxPrefix: "_INBOX", name })),
-    server,
+      connectBus(
+        busOptions("observer", { servers: server.url, user: BENCH_USER, password, inboxPrefix: "_INBOX", name }),
+      ),
     processes,
     runner,
     pids: () => [

@@ -1,5 +1,6 @@
 import type { NatsConnection } from "@nats-io/nats-core";
 import { submitTurn, watchTurn } from "../src/client/turns.ts";
+import { monotonicNow } from "../src/eventlog/clock.ts";
 import type { BenchCluster } from "./cluster.ts";
 import { closedLoop, type LoadResult, type TurnSample } from "./load.ts";
 import type { BenchPlan } from "./plan.ts";
@@ -7,9 +8,6 @@ import { cpuTimeMs, machineBusyMs } from "./procfs.ts";
 import { progress } from "./progress.ts";
 import type { TracedEvent, TurnTrace } from "./stages.ts";
 import { round } from "./stats.ts";
-
-/** The writer's clock (src/eventlog/clock.ts): comparable across processes on one machine. */
-const monotonicNow = (): number => performance.timeOrigin + performance.now();
 
 /**
  * One turn through the public protocol, as any client does it: request on

@@ -1,5 +1,5 @@
 import type { NatsConnection, Subscription } from "@nats-io/nats-core";
-import { round } from "./stats.ts";
+import { middle, round } from "./stats.ts";
 
 /**
  * Counts a turn's sequential hops from the wire instead of from a list kept by
@@ -240,7 +240,7 @@ const signature = (shape: TurnShape) => {
   );
   return `${phases.join(" || ")} #${shape.submit.rtts}`;
 };
-const mid = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? Number.NaN;
+const mid = (values: number[]) => middle(values) ?? Number.NaN;
 
 /** Splits the tapped traffic at each submission (turns ran one at a time) and finds the usual hop sequence. */
 export function analyseHops(messages: WireMessage[]): HopAnalysis {

@@ -82,7 +82,7 @@ export interface LangGraphOptions {
   checkpointer: boolean;
 }
 
-export function buildLangGraphTurn(services: TurnServices, options: LangGraphOptions) {
+function buildLangGraphTurn(services: TurnServices, options: LangGraphOptions) {
   const signal = new AbortController().signal;
   const policy = defaultTurnPolicy;
 

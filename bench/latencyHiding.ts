@@ -42,7 +42,7 @@ export async function runLatencyHiding(plan: BenchPlan, tag: string): Promise<La
       CONCLAVE_LLM_MAX_RETRIES: "0",
     },
   });
-  const nc = await connectBus(busOptions("client", { url: cluster.url, name: "bench-latency-hiding" }));
+  const nc = await connectBus(busOptions("client", { servers: cluster.url, name: "bench-latency-hiding" }));
   try {
     progress(`latency hiding: LLM mode, every model call answered after ${SIMULATED_MODEL_MS} ms`);
     for (let i = 0; i < 5; i++) await conclaveTurn(nc, `${tag}-lh-warm-${i}`, plan.texts[i % plan.texts.length]!);

@@ -91,7 +91,7 @@ function benchNode(session: string, i: number): MemoryNodeInput {
  */
 export async function runMemoryRetrieval(plan: BenchPlan): Promise<MemoryRetrievalRun> {
   const server = await startNatsServer({});
-  const nc = await connectBus(busOptions("worker", { url: server.url, name: "bench-memory" }));
+  const nc = await connectBus(busOptions("worker", { servers: server.url, name: "bench-memory" }));
   try {
     const jsm = await jetstreamManager(nc);
     await ensureMemoryStream(jsm);

@@ -41,7 +41,7 @@ export interface ProfileSummary {
 const ROOT_NAMES = new Set(["(root)", "(program)", "(idle)", "(garbage collector)"]);
 
 /** Where a frame's code lives: `xstate`, `@nats-io/nats-core`, `node:internal`, `conclave src/runtime`, … */
-export function originOf(url: string, functionName: string): string {
+function originOf(url: string, functionName: string): string {
   if (ROOT_NAMES.has(functionName)) return functionName;
   if (!url) return "(native / V8 builtins)";
   const modules = url.lastIndexOf("/node_modules/");

@@ -1,10 +1,12 @@
 /**
  * `npm run bench`: Conclave's distributed turn against the same pipeline in
  * LangGraph.js, and against the transport's floor, in one invocation.
- * Progress goes to stderr; results to docs/BENCHMARKS.md and docs/benchmarks.json.
- * Exits non-zero only when the bench could not run, never because of a number.
+ * Progress goes to stderr; the report to docs/BENCHMARKS.md, its main figures to
+ * docs/benchmarks-summary.json (both committed) and every result to
+ * docs/benchmarks.json (git-ignored). Exits non-zero only when the bench could
+ * not run, never because of a number.
  */
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { neutralModulators, neutralStance } from "../src/contracts/workspace.ts";
 import { REPO_ROOT } from "../src/nats/server.ts";
@@ -20,8 +22,24 @@ import { progress } from "./progress.ts";
 import { type BenchResults, renderReport } from "./report.ts";
 import { type ConclaveRun, runConclaveScenario } from "./runConclave.ts";
 import { SCENARIOS, type Scenario } from "./scenarios.ts";
+import { benchSummaryJson } from "./summary.ts";
 import { floorModel, judgeTargets } from "./targets.ts";
 import { xstateLocalPipeline } from "./xstateLocal.ts";
+
+const USAGE = `npm run bench [-- --render | --help]   (or: npx tsx bench/run.ts …)
+
+  (no flag)   runs every measurement (a few minutes; CPU-sensitive: run it on a quiet machine)
+              and writes docs/BENCHMARKS.md, docs/benchmarks-summary.json and docs/benchmarks.json
+  --render    rewrites docs/BENCHMARKS.md and docs/benchmarks-summary.json from docs/benchmarks.json
+  --help      prints this
+
+  BENCH_QUICK=1          short phases (noisier numbers; the report says so)
+  BENCH_QUIET_WAIT_S=N   how long to wait for a quiet machine before starting (default 60)
+`;
+
+const DOCS = join(REPO_ROOT, "docs");
+/** Every result of a run: the input of --render, not committed. */
+const RESULTS_JSON = join(DOCS, "benchmarks.json");
 
 const QUIET_CORES = 0.25;
 const QUIET_WAIT_S = Number(process.env.BENCH_QUIET_WAIT_S ?? 60);
@@ -111,25 +129,30 @@ async function main(): Promise<void> {
     targets: judgeTargets(main, inProcess[0]?.pipelines ?? []),
     benchPeakRssKb: processMemory(process.pid)?.peakRssKb ?? Number.NaN,
   };
-  const docs = join(REPO_ROOT, "docs");
-  mkdirSync(docs, { recursive: true });
-  writeFileSync(join(docs, "benchmarks.json"), `${JSON.stringify(results, null, 2)}\n`);
-  writeFileSync(join(docs, "BENCHMARKS.md"), renderReport(results));
-  progress(`done in ${results.durationS} s: docs/BENCHMARKS.md, docs/benchmarks.json`);
+  mkdirSync(DOCS, { recursive: true });
+  writeFileSync(RESULTS_JSON, `${JSON.stringify(results, null, 2)}\n`);
+  writeReports(results);
+  progress(`done in ${results.durationS} s: docs/BENCHMARKS.md, docs/benchmarks-summary.json, docs/benchmarks.json`);
   printRatios(main, inProcess[0]?.pipelines ?? []);
   for (const target of results.targets) progress(`target ${target.id}: ${target.verdict}`);
 }
 
-/** `--render`: rewrite docs/BENCHMARKS.md from docs/benchmarks.json (the same run), e.g. after editing the report. */
+/** The committed outputs of a run: the report and its summary. */
+function writeReports(results: BenchResults): void {
+  writeFileSync(join(DOCS, "BENCHMARKS.md"), renderReport(results));
+  writeFileSync(join(DOCS, "benchmarks-summary.json"), benchSummaryJson(results));
+}
+
+/** `--render`: rewrite the report and its summary from docs/benchmarks.json (the same run), e.g. after editing the report. */
 function renderOnly(): void {
-  const docs = join(REPO_ROOT, "docs");
-  const results = JSON.parse(readFileSync(join(docs, "benchmarks.json"), "utf8")) as BenchResults;
-  writeFileSync(join(docs, "BENCHMARKS.md"), renderReport(results));
-  progress("docs/BENCHMARKS.md rendered from docs/benchmarks.json");
+  if (!existsSync(RESULTS_JSON)) throw new Error("no docs/benchmarks.json to render: run `npm run bench` first");
+  writeReports(JSON.parse(readFileSync(RESULTS_JSON, "utf8")) as BenchResults);
+  progress("docs/BENCHMARKS.md and docs/benchmarks-summary.json rendered from docs/benchmarks.json");
 }
 
 try {
-  if (process.argv.includes("--render")) renderOnly();
+  if (process.argv.includes("--help") || process.argv.includes("-h")) process.stdout.write(USAGE);
+  else if (process.argv.includes("--render")) renderOnly();
   else await main();
   process.exit(0);
 } catch (error) {

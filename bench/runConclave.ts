@@ -34,6 +34,7 @@ export interface ConclaveRun {
   title: string;
   processes: { name: string; pid: number }[];
   hops: HopAnalysis;
+  /** `floor`, `profile` and `idle` are null only in results of older runs (read again by `--render`). */
   floor: FloorResult | null;
   levels: LevelResult[];
   breakdown: StageBreakdown;
@@ -45,7 +46,7 @@ export interface ConclaveRun {
 /** Counts the turn's hops on the wire: a few turns one at a time, with a wiretap on. */
 async function traceHops(cluster: BenchCluster, plan: BenchPlan, tag: string): Promise<HopAnalysis> {
   progress(`tracing ${plan.traceTurns} turns on the wire to count sequential hops`);
-  const client = await connectBus(busOptions("client", { url: cluster.url, name: "bench-trace-client" }));
+  const client = await connectBus(busOptions("client", { servers: cluster.url, name: "bench-trace-client" }));
   const observer = await cluster.connectInstrument("bench-wiretap");
   try {
     const tap = await Wiretap.start(observer);
@@ -84,10 +85,9 @@ async function profileRun(
 
 /** Everything measured on one distributed deployment: nats-server, a runner and three workers. */
 export async function runConclaveScenario(scenario: Scenario, plan: BenchPlan, tag: string): Promise<ConclaveRun> {
-  const prepared = await scenario.setup?.();
   progress(`[${scenario.id}] starting nats-server (free port, temporary store), a runner and three workers`);
-  const cluster = await startBenchCluster({ env: prepared?.env ?? {} });
-  const nc = await connectBus(busOptions("client", { url: cluster.url, name: "bench-client" }));
+  const cluster = await startBenchCluster();
+  const nc = await connectBus(busOptions("client", { servers: cluster.url, name: "bench-client" }));
   try {
     progress(
       `[${scenario.id}] up on ${cluster.url}: ${cluster
@@ -100,17 +100,14 @@ export async function runConclaveScenario(scenario: Scenario, plan: BenchPlan, t
     progress(
       `[${scenario.id}] ${hops.hops} sequential hops between TURN_STARTED and TURN_COMPLETED (${hops.turnRtts} round trips with nested ones); ${hops.submit.rtts} round trips for the submission, ${hops.startRtts} more before TURN_STARTED, ${hops.finishRtts} after TURN_COMPLETED; ${hops.eventAppends} events`,
     );
-    let floor: FloorResult | null = null;
-    if (scenario.full) {
-      progress(`[${scenario.id}] floor: NATS request/reply and JetStream publish on the same server`);
-      floor = await measureFloor(cluster.connectInstrument, {
-        requestBytes: 1_024,
-        eventBytes: hops.meanEventBytes || 300,
-      });
-      progress(
-        `[${scenario.id}] floor: round trip p50 ${floor.requestReply.p50} ms; JetStream publish ${floor.jsPublishSequential.p50} ms sequential, ${floor.jsPublishPipelinedPerEventMs} ms/event pipelined`,
-      );
-    }
+    progress(`[${scenario.id}] floor: NATS request/reply and JetStream publish on the same server`);
+    const floor = await measureFloor(cluster.connectInstrument, {
+      requestBytes: 1_024,
+      eventBytes: hops.meanEventBytes || 300,
+    });
+    progress(
+      `[${scenario.id}] floor: round trip p50 ${floor.requestReply.p50} ms; JetStream publish ${floor.jsPublishSequential.p50} ms sequential, ${floor.jsPublishPipelinedPerEventMs} ms/event pipelined`,
+    );
     const levels: LevelResult[] = [];
     const traces: TurnTrace[] = [];
     for (const sessions of plan.levels) {
@@ -139,30 +136,26 @@ export async function runConclaveScenario(scenario: Scenario, plan: BenchPlan, t
       );
       levels.push(level);
     }
-    let profile: ProfileRun | null = null;
-    let idle: IdleSessionMemory | null = null;
-    if (scenario.full) {
-      const sessions = Math.max(...plan.levels);
-      progress(`[${scenario.id}] profiling the runner and workers: ${plan.profileMs} ms at c=${sessions}`);
-      profile = await profileRun(
-        cluster,
-        () =>
-          conclaveLevel(cluster, nc, plan, {
-            prefix: `${tag}-${scenario.id}-c${sessions}`,
-            sessions,
-            durationMs: plan.profileMs,
-          }),
-        sessions,
-        `${tag}-${scenario.id}`,
-      );
-      progress(`[${scenario.id}] profiles in ${profile.directory}`);
-      // Warm-up (10 + 100), the trace (1) and each level's sessions are still there, idle.
-      const existing = 10 + 100 + 1 + plan.levels.reduce((sum, sessions) => sum + sessions, 0);
-      idle = await measureIdleSessions(cluster, nc, plan, `${tag}-${scenario.id}`, existing);
-      progress(
-        `[${scenario.id}] runner memory per idle session: ${idle.heapPerSessionBytes} B heap, ${idle.rssPerSessionBytes} B RSS`,
-      );
-    }
+    const profiled = Math.max(...plan.levels);
+    progress(`[${scenario.id}] profiling the runner and workers: ${plan.profileMs} ms at c=${profiled}`);
+    const profile = await profileRun(
+      cluster,
+      () =>
+        conclaveLevel(cluster, nc, plan, {
+          prefix: `${tag}-${scenario.id}-c${profiled}`,
+          sessions: profiled,
+          durationMs: plan.profileMs,
+        }),
+      profiled,
+      `${tag}-${scenario.id}`,
+    );
+    progress(`[${scenario.id}] profiles in ${profile.directory}`);
+    // Warm-up (10 + 100), the trace (1) and each level's sessions are still there, idle.
+    const existing = 10 + 100 + 1 + plan.levels.reduce((sum, sessions) => sum + sessions, 0);
+    const idle = await measureIdleSessions(cluster, nc, plan, `${tag}-${scenario.id}`, existing);
+    progress(
+      `[${scenario.id}] runner memory per idle session: ${idle.heapPerSessionBytes} B heap, ${idle.rssPerSessionBytes} B RSS`,
+    );
     const peakRss = [...cluster.pids(), { name: "bench client (after the Conclave runs)", pid: process.pid }].map(
       ({ name, pid }) => ({
         process: name,
@@ -187,6 +180,5 @@ export async function runConclaveScenario(scenario: Scenario, plan: BenchPlan, t
     await nc.close();
     progress(`[${scenario.id}] stopping the cluster`);
     await cluster.stop();
-    await prepared?.teardown();
   }
 }

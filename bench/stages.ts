@@ -1,4 +1,4 @@
-import { round } from "./stats.ts";
+import { middle, round } from "./stats.ts";
 
 /** One event as the bench client saw it (ts on the runner's clock). */
 export interface TracedEvent {
@@ -61,11 +61,11 @@ const labelOf = (event: TracedEvent, index: Map<string, number>): string => {
 function aggregate(rows: Map<string, number[]>, order: string[], turns: number): Segment[] {
   const total = order.reduce((sum, name) => sum + (rows.get(name) ?? []).reduce((a, b) => a + b, 0) / turns, 0);
   return order.map((name) => {
-    const values = [...(rows.get(name) ?? [])].sort((a, b) => a - b);
+    const values = rows.get(name) ?? [];
     const mean = values.reduce((a, b) => a + b, 0) / turns;
     return {
       name,
-      medianMs: round(values[Math.floor(values.length / 2)] ?? 0, 3),
+      medianMs: round(middle(values) ?? 0, 3),
       meanMs: round(mean, 3),
       share: round(total > 0 ? mean / total : 0, 3),
     };
@@ -124,7 +124,7 @@ export function breakdown(traces: TurnTrace[], runnerAheadMs = 0): StageBreakdow
     acks.push(trace.ackedAt - trace.submittedAt);
   }
   const turns = Math.max(1, traces.length);
-  const mid = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;
+  const mid = (values: number[]) => middle(values) ?? 0;
   const count = (trace: TurnTrace, kind: string) => trace.events.filter((e) => e.kind === kind).length;
   const waves = mid(traces.map((t) => count(t, "WAVE_STARTED")));
   const shape = {
@@ -141,7 +141,7 @@ export function breakdown(traces: TurnTrace[], runnerAheadMs = 0): StageBreakdow
     stages: aggregate(stageRows, stageOrder, turns),
     steps: aggregate(stepRows, stepOrder, turns),
     client: aggregate(clientRows, clientOrder, turns),
-    ackMedianMs: round([...acks].sort((a, b) => a - b)[Math.floor(acks.length / 2)] ?? Number.NaN, 3),
+    ackMedianMs: round(middle(acks) ?? Number.NaN, 3),
     runnerAheadMs: round(runnerAheadMs, 3),
   };
 }

@@ -35,8 +35,6 @@ export function summarize(values: readonly number[]): Summary {
   };
 }
 
-export const median = (values: readonly number[]): number =>
-  percentile(
-    [...values].sort((a, b) => a - b),
-    50,
-  );
+/** The value at the middle index of the sorted values (the upper of the two middle ones for an even count). */
+export const middle = (values: readonly number[]): number | undefined =>
+  [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];

@@ -71,7 +71,7 @@ const judge = (
   };
 };
 
-/** The targets, judged on one scenario's numbers (same run, same machine). */
+/** The bench's targets (the report's Targets section), judged on one scenario's numbers (same run, same machine). */
 export function judgeTargets(run: ConclaveRun, inProcess: InProcessResult[]): Target[] {
   const targets: Target[] = [];
   const at = (levels: { sessions: number }[], sessions: number) => levels.find((l) => l.sessions === sessions);

@@ -11,7 +11,7 @@ const token = (record: TurnRecord): string =>
       ? `warn:${record.payload.stage}`
       : record.kind;
 
-/** What entering a state records (README, "Reading a turn's events"). */
+/** What entering a state records (docs/protocol.md, "Reading a turn's events"). */
 const ENTRY: Record<string, string> = {
   "turn.ingest": "TURN_STARTED stage:ingest ",
   "turn.sensing_fast": "stage:sensing_fast ",
@@ -55,7 +55,7 @@ const voiceSpec = (
 
 /**
  * What each transition records by its own actions, as a pattern over record tokens,
- * given the context before it (README: a stage that fails or misses its deadline adds
+ * given the context before it (docs/protocol.md: a stage that fails or misses its deadline adds
  * a STAGE_WARNING tagged with the stage; per wave WAVE_STARTED … WAVE_COMPLETED; …).
  * `$stage` is the stage the turn is in (its last TURN_STAGE_CHANGED).
  */

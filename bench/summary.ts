@@ -1,0 +1,136 @@
+import type { BenchResults } from "./report.ts";
+import type { Summary } from "./stats.ts";
+
+/**
+ * The figures of a run worth keeping in the repository beside docs/BENCHMARKS.md
+ * (docs/benchmarks-summary.json): small enough to diff between runs. Every
+ * result of the run goes to docs/benchmarks.json, which is not committed.
+ */
+export interface BenchSummary {
+  command: string;
+  date: string;
+  commit: string;
+  machine: { cpu: string; cores: number; memoryGiB: number; kernel: string };
+  versions: Record<string, string>;
+  quick: boolean;
+  durationS: number;
+  backgroundAtStartCores: number;
+  targets: { id: string; measured: number; goal: number; direction: string; met: boolean }[];
+  /** Closed-loop levels of the distributed turn and of each in-process pipeline. */
+  levels: {
+    system: string;
+    sessions: number;
+    turnsPerSec: number;
+    eventsPerSec: number;
+    latencyMs: Latency;
+    /** The runner's own total_time_ms (Conclave only). */
+    runnerLatencyMs?: Latency;
+    /** CPU per turn: every Conclave process and nats-server without the bench client, or the in-process pipeline's. */
+    cpuPerTurnMs: number;
+    notComplete: number;
+  }[];
+  floor: {
+    roundTripMs: number;
+    clientFloorMs: number;
+    runnerFloorMs: number;
+    sequentialHops: number;
+    turnRoundTrips: number;
+    eventAppends: number;
+  } | null;
+  idleSessionBytes: { heap: number; rss: number } | null;
+  memoryRetrieval: { nodes: number; latencyMs: Latency; goalMs: number } | null;
+  latencyHiding: {
+    modelLatencyMs: number;
+    loneTurnMs: number;
+    levels: { sessions: number; turnsPerSec: number; latencyMs: Latency; notComplete: number }[];
+  } | null;
+}
+
+type Latency = Pick<Summary, "p50" | "p95" | "p99">;
+const latency = ({ p50, p95, p99 }: Summary): Latency => ({ p50, p95, p99 });
+const sum = (values: number[]) => Math.round(values.reduce((a, b) => a + b, 0) * 1000) / 1000;
+
+/** JSON laid out to be read and diffed: one line per level, target or group of fields. */
+function layOut(value: unknown, depth = 0): string {
+  if (depth >= 2 || value === null || typeof value !== "object") return JSON.stringify(value);
+  const items = Array.isArray(value)
+    ? value.map((item) => layOut(item, depth + 1))
+    : Object.entries(value).map(([key, item]) => `${JSON.stringify(key)}: ${layOut(item, depth + 1)}`);
+  const [open, close] = Array.isArray(value) ? ["[", "]"] : ["{", "}"];
+  if (items.length === 0) return `${open}${close}`;
+  const indent = "  ".repeat(depth + 1);
+  return `${open}\n${items.map((item) => `${indent}${item}`).join(",\n")}\n${"  ".repeat(depth)}${close}`;
+}
+
+/** docs/benchmarks-summary.json's text. */
+export const benchSummaryJson = (results: BenchResults): string => `${layOut(benchSummary(results))}\n`;
+
+export function benchSummary(results: BenchResults): BenchSummary {
+  const run = results.conclave[0]!;
+  const inProcess = results.inProcess.find((s) => s.scenario === run.scenario)?.pipelines ?? [];
+  const env = results.environment;
+  return {
+    command: results.command,
+    date: env.date,
+    commit: env.commit,
+    machine: { cpu: env.cpuModel, cores: env.cores, memoryGiB: env.memoryGiB, kernel: env.kernel },
+    versions: env.versions,
+    quick: results.plan.quick,
+    durationS: results.durationS,
+    backgroundAtStartCores: results.backgroundAtStartCores,
+    targets: results.targets.map(({ id, measured, goal, direction, met }) => ({ id, measured, goal, direction, met })),
+    levels: [
+      ...run.levels.map((level) => ({
+        system: "Conclave distributed",
+        sessions: level.sessions,
+        turnsPerSec: level.turnsPerSec,
+        eventsPerSec: level.eventsPerSec,
+        latencyMs: latency(level.latency),
+        ...(level.runtime ? { runnerLatencyMs: latency(level.runtime) } : {}),
+        cpuPerTurnMs: sum(level.cpu.filter((c) => c.process !== "bench client").map((c) => c.perTurnMs)),
+        notComplete: level.failed,
+      })),
+      ...inProcess.flatMap((pipeline) =>
+        pipeline.levels.map((level) => ({
+          system: pipeline.name,
+          sessions: level.sessions,
+          turnsPerSec: level.turnsPerSec,
+          eventsPerSec: level.eventsPerSec,
+          latencyMs: latency(level.latency),
+          cpuPerTurnMs: level.cpuPerTurnMs,
+          notComplete: level.failed,
+        })),
+      ),
+    ],
+    floor: results.floorModel
+      ? {
+          roundTripMs: results.floorModel.rttMs,
+          clientFloorMs: results.floorModel.clientFloorMs,
+          runnerFloorMs: results.floorModel.runnerFloorMs,
+          sequentialHops: run.hops.hops,
+          turnRoundTrips: run.hops.turnRtts,
+          eventAppends: run.hops.eventAppends,
+        }
+      : null,
+    idleSessionBytes: run.idle ? { heap: run.idle.heapPerSessionBytes, rss: run.idle.rssPerSessionBytes } : null,
+    memoryRetrieval: results.memoryRetrieval
+      ? {
+          nodes: results.memoryRetrieval.nodes,
+          latencyMs: latency(results.memoryRetrieval.latency),
+          goalMs: results.memoryRetrieval.goalMs,
+        }
+      : null,
+    latencyHiding: results.latencyHiding
+      ? {
+          modelLatencyMs: results.latencyHiding.modelLatencyMs,
+          loneTurnMs: results.latencyHiding.loneTurnMs,
+          levels: results.latencyHiding.levels.map((level) => ({
+            sessions: level.sessions,
+            turnsPerSec: level.turnsPerSec,
+            latencyMs: latency(level.latency),
+            notComplete: level.failed,
+          })),
+        }
+      : null,
+  };
+}
