@@ -5,7 +5,7 @@ import { Contribution } from "../src/contracts/agent.ts";
 /** Reads stress and overwhelm; argues for a calm, grounding reply. */
 export default defineAgent({
   name: "emotion.stress",
-  role: "emotion",
+  agency: "emotion",
   description: "Assesses stress and what would ease it.",
   priority: "SCHEDULED",
   triggers: ["vulnerability"],

@@ -5,7 +5,7 @@ import { Contribution } from "../src/contracts/agent.ts";
 /** Keeps an eye on the user's overall wellbeing, including good news worth sharing in. */
 export default defineAgent({
   name: "emotion.wellbeing",
-  role: "emotion",
+  agency: "emotion",
   description: "Tracks the user's wellbeing across turns.",
   priority: "MONITOR",
   triggers: ["vulnerability"],

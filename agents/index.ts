@@ -15,7 +15,7 @@ import socialRapport from "./social.rapport.ts";
 import socialRepair from "./social.repair.ts";
 
 /**
- * The built-in agents (the seed's council), by id, grouped by agency. Not a
+ * The built-in agents, by id, grouped by agency. Not a
  * closed roster: a worker hosts any agent made with `defineAgent`, and runners
  * and the scheduler learn the live roster from the workers' announcements.
  */

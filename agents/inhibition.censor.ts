@@ -5,7 +5,7 @@ import { Contribution } from "../src/contracts/agent.ts";
 /** Always on: keeps the reply away from what must not be said (injections, unsafe content, over-claiming). */
 export default defineAgent({
   name: "inhibition.censor",
-  role: "inhibition",
+  agency: "inhibition",
   description: "Vetoes content that must not appear in the reply.",
   priority: "ALWAYS_ON",
   triggers: ["prompt_injection", "safety_risk"],

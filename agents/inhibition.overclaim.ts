@@ -5,7 +5,7 @@ import { Contribution } from "../src/contracts/agent.ts";
 /** Always on: stops the reply from claiming more than is true (feelings, certainty, guarantees). */
 export default defineAgent({
   name: "inhibition.overclaim",
-  role: "inhibition",
+  agency: "inhibition",
   description: "Vetoes claims of feelings, certainty or guarantees.",
   priority: "ALWAYS_ON",
   triggers: ["ai_feelings_probe"],

@@ -5,7 +5,7 @@ import { Contribution } from "../src/contracts/agent.ts";
 /** Always on: flags turns that break from the conversation so far (rupture, sudden shifts). */
 export default defineAgent({
   name: "monitoring.anomaly_detector",
-  role: "monitoring",
+  agency: "monitoring",
   description: "Flags breaks in the conversation's pattern.",
   priority: "ALWAYS_ON",
   triggers: ["rupture"],

@@ -5,7 +5,7 @@ import { Contribution } from "../src/contracts/agent.ts";
 /** Always on: notices which sensors fired and says what the turn is about. */
 export default defineAgent({
   name: "monitoring.trigger_watcher",
-  role: "monitoring",
+  agency: "monitoring",
   description: "Names the strongest signals in the message.",
   priority: "ALWAYS_ON",
   triggers: [],

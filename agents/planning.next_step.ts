@@ -5,7 +5,7 @@ import { Contribution } from "../src/contracts/agent.ts";
 /** Breaks what the user faces into the next small, doable step. */
 export default defineAgent({
   name: "planning.next_step",
-  role: "planning",
+  agency: "planning",
   description: "Proposes the next concrete step.",
   priority: "SCHEDULED",
   triggers: ["advice_requested", "vulnerability"],

@@ -7,7 +7,7 @@ const DEADLINE = /\b(deadline|due|tomorrow|tonight|today|urgent|asap|hours? left
 /** Notices time pressure and keeps the reply focused on what is due. */
 export default defineAgent({
   name: "planning.time_keeper",
-  role: "planning",
+  agency: "planning",
   description: "Tracks deadlines and time pressure.",
   priority: "MONITOR",
   triggers: [],

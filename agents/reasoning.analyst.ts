@@ -5,7 +5,7 @@ import { Contribution } from "../src/contracts/agent.ts";
 /** Turns a request for help into a concrete problem to work on. */
 export default defineAgent({
   name: "reasoning.analyst",
-  role: "reasoning",
+  agency: "reasoning",
   description: "Frames the user's problem and what to find out first.",
   priority: "SCHEDULED",
   triggers: ["advice_requested"],

@@ -5,7 +5,7 @@ import { Contribution } from "../src/contracts/agent.ts";
 /** When the message is too short or vague to act on, asks one good question. */
 export default defineAgent({
   name: "reasoning.clarifier",
-  role: "reasoning",
+  agency: "reasoning",
   description: "Asks for what is missing when the message is ambiguous.",
   priority: "SCHEDULED",
   triggers: ["ambiguity"],

@@ -5,7 +5,7 @@ import { Contribution } from "../src/contracts/agent.ts";
 /** Pushes back on weakly grounded claims so the council does not act on guesses. */
 export default defineAgent({
   name: "reasoning.skeptic",
-  role: "reasoning",
+  agency: "reasoning",
   description: "Opposes claims made on thin evidence.",
   priority: "SCHEDULED",
   triggers: ["ambiguity", "advice_requested", "vulnerability"],

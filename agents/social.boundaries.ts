@@ -5,7 +5,7 @@ import { Contribution } from "../src/contracts/agent.ts";
 /** Keeps the relationship honest: what the assistant is and is not. */
 export default defineAgent({
   name: "social.boundaries",
-  role: "social",
+  agency: "social",
   description: "Answers questions about the assistant honestly.",
   priority: "MONITOR",
   triggers: ["ai_feelings_probe", "prompt_injection"],

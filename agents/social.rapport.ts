@@ -5,7 +5,7 @@ import { Contribution } from "../src/contracts/agent.ts";
 /** Looks after the relationship: warmth, shared ground, noticing the people the user mentions. */
 export default defineAgent({
   name: "social.rapport",
-  role: "social",
+  agency: "social",
   description: "Builds warmth and connection.",
   priority: "SCHEDULED",
   triggers: ["relational_bid", "ai_feelings_probe"],

@@ -5,7 +5,7 @@ import { Contribution } from "../src/contracts/agent.ts";
 /** Notices when the conversation went wrong and proposes how to mend it. */
 export default defineAgent({
   name: "social.repair",
-  role: "social",
+  agency: "social",
   description: "Repairs misunderstandings.",
   priority: "SCHEDULED",
   triggers: ["rupture"],

@@ -38,7 +38,9 @@ export type LocalErrorCode =
   /** A recipe run's final blackboard does not match its `interface.outputs`. */
   | "invalid_output"
   /** A memory graph (node, edge or exported artifact) that cannot be stored: the message names each problem. */
-  | "invalid_memory_graph";
+  | "invalid_memory_graph"
+  /** An optional package a feature needs (pg, redis, ink and react, @statelyai/inspect) is not installed: the message says what to install. */
+  | "missing_dependency";
 
 /** Every code a ConclaveError may carry: wire codes, local codes, and what an LLM call reports (LlmError). */
 export type ConclaveErrorCode = ErrorCode | LocalErrorCode | LlmErrorCode;

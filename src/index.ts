@@ -1,53 +1,41 @@
 /**
  * Conclave: an actor-model multi-agent runtime on XState and NATS.
  *
- * The public API, in three parts (each also its own entry point):
- * - agents and workers (`conclave/worker`): `defineAgent`, `startWorker`;
- * - runners: `startRunner`;
- * - clients (`conclave/client`): `connect`;
- * - recipes: `loadRecipe`, `parseRecipeText` (run them with the client's `run`),
- *   or `runRecipeInProcess`: the same run in this process, without NATS.
+ * The root entry is the core: define agents and tools (`defineAgent`,
+ * `defineTool`), serve them (`startWorker`), run turns (`startRunner`), talk
+ * to Conclave (`connect`), and the errors these raise. The rest has an entry
+ * point of its own:
+ * - `conclave/worker`: writing and serving agents and tools;
+ * - `conclave/client`: the client API (turns, events, recipe runs, ledgers, memory, approvals);
+ * - `conclave/recipes`: recipe documents loaded and checked, run in this process, and their traces.
  *
  * @packageDocumentation
  */
 
-export type { BusOptions, TlsFiles } from "./bus/connection.ts";
-export * from "./client/index.ts";
-export type { ErrorCode } from "./contracts/errors.ts";
+export { DelegationDepthError, ToolCallRefusedError } from "./agents/agentTools.ts";
 export {
-  type EngineEvent,
-  type EventBody,
-  EventEnvelope,
-  type EventKind,
-  type EventPayload,
-  EventPayloads,
-} from "./contracts/events.ts";
-export type { Stage, TurnAck, TurnOutcome, TurnWarning } from "./contracts/turn.ts";
+  type AgentDefinition,
+  AgentDefinitionError,
+  type AgentRunContext,
+  type AgentSpec,
+  defineAgent,
+} from "./agents/defineAgent.ts";
+export { InvalidAgentOutputError } from "./agents/runAgent.ts";
+export type { BlackboardOptions } from "./blackboard/open.ts";
+export {
+  type BusAccess,
+  BusConfigError,
+  type BusOptions,
+  InsecureCredentialsError,
+  type TlsFiles,
+} from "./bus/connection.ts";
+export { type ConclaveClient, type ConnectOptions, connect } from "./client/client.ts";
+export { InvalidRequestError, TurnFailedError, TurnTimeoutError } from "./client/turns.ts";
+export type { ErrorCode } from "./contracts/errors.ts";
 export type { TurnPolicy } from "./contracts/turnProtocol.ts";
 export { ConclaveError, type ConclaveErrorCode, isConclaveError, type LocalErrorCode } from "./errors.ts";
-export {
-  type ChatMessage,
-  type ChatModel,
-  type CompleteRequest,
-  type CompleteResult,
-  type LlmConfig,
-  type LlmErrorCode,
-  llmConfigFromEnv,
-  type ModelToolCall,
-  OfflineToolModel,
-  type StreamPart,
-  type StreamRequest,
-  type StructuredRequest,
-  type StructuredResult,
-  type TextStream,
-  type ToolSpec,
-} from "./llm/index.ts";
-export * from "./recipes/index.ts";
-export {
-  type InProcessOptions,
-  type InProcessResult,
-  runRecipeInProcess,
-} from "./runtime/inProcess/runRecipeInProcess.ts";
+export type { LlmConfig } from "./llm/config.ts";
+export type { LlmErrorCode } from "./llm/errors.ts";
 export {
   defaultInterceptors,
   type InterceptorChains,
@@ -60,6 +48,13 @@ export {
 } from "./runtime/interception/interceptors.ts";
 export type { LogFields, Logger } from "./runtime/log.ts";
 export type { LogicContext, LogicHandler } from "./runtime/recipeHost/recipeActors.ts";
-export type { RecipeRunnerOptions, RunnerOptions } from "./runtime/runner/runner.ts";
+export type { RecipeRunnerOptions, RunnerOptions } from "./runtime/runner/options.ts";
 export { type RunnerHandle, type StartRunnerOptions, startRunner } from "./runtime/startRunner.ts";
-export * from "./worker.ts";
+export {
+  defineTool,
+  type ToolDefinition,
+  ToolDefinitionError,
+  type ToolRunContext,
+  type ToolSpec,
+} from "./tools/defineTool.ts";
+export { startWorker, UnknownAgentError, type WorkerHandle, type WorkerOptions } from "./workers/startWorker.ts";

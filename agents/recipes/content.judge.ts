@@ -7,7 +7,7 @@ const Verdict = z.object({ score: z.number().min(0).max(1), critique: z.string()
 export const judge = defineAgent({
   name: "content.judge",
   description: "Scores writing from 0 to 1 and says what to improve.",
-  role: "content",
+  agency: "content",
   output: Verdict,
   run: async ({ recipe, model }) => {
     const target = recipe?.inputs.target as { text?: unknown } | string | undefined;

@@ -9,7 +9,7 @@ import { defineAgent } from "../../src/agents/defineAgent.ts";
 export const writer = defineAgent({
   name: "content.writer",
   description: "Writes a short piece on a topic, improving it on feedback.",
-  role: "content",
+  agency: "content",
   output: z.object({ text: z.string() }),
   run: async ({ recipe, input, model, stream }) => {
     const topic = String(recipe?.inputs.topic ?? input.user_message);

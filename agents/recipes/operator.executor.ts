@@ -10,7 +10,7 @@ import { defineAgent } from "../../src/agents/defineAgent.ts";
 export const executor = defineAgent({
   name: "operator.executor",
   description: "Carries out a plan's tool calls, under the runner's policy.",
-  role: "operator",
+  agency: "operator",
   output: z.object({
     results: z.array(z.object({ tool: z.string(), result: z.unknown().optional(), refused: z.string().optional() })),
   }),

@@ -10,7 +10,7 @@ const Parsed = z.object({
 export const parser = defineAgent({
   name: "operator.parser",
   description: "Reads an operator's request: its intent and the things it names.",
-  role: "operator",
+  agency: "operator",
   output: Parsed,
   run: async ({ recipe, model }) => {
     const request = String(recipe?.inputs.request ?? "");

@@ -10,7 +10,7 @@ const Plan = z.object({
 export const planner = defineAgent({
   name: "operator.planner",
   description: "Turns findings into a plan of tool calls: a report written to the sandbox.",
-  role: "operator",
+  agency: "operator",
   output: Plan,
   run: async ({ recipe }) => {
     const reasoning = recipe?.inputs.reasoning as { findings: string[]; confidence: number } | undefined;

@@ -7,7 +7,7 @@ const Reasoning = z.object({ findings: z.array(z.string()), confidence: z.number
 export const reasoner = defineAgent({
   name: "operator.reasoner",
   description: "Draws findings from the system facts, with a confidence.",
-  role: "operator",
+  agency: "operator",
   output: Reasoning,
   run: async ({ recipe, model }) => {
     const facts = recipe?.inputs.facts as

@@ -5,7 +5,7 @@ import { defineAgent } from "../../src/agents/defineAgent.ts";
 export const recorder = defineAgent({
   name: "operator.recorder",
   description: "Sums up what the run found and did.",
-  role: "operator",
+  agency: "operator",
   output: z.object({ summary: z.string() }),
   run: ({ recipe }) => {
     const findings = (recipe?.inputs.reasoning as { findings?: string[] } | undefined)?.findings ?? [];

@@ -5,7 +5,7 @@ import { defineAgent } from "../../src/agents/defineAgent.ts";
 export const retriever = defineAgent({
   name: "operator.retriever",
   description: "Gathers system facts with read-only tools (disk usage, processes).",
-  role: "operator",
+  agency: "operator",
   output: z.object({ disk: z.unknown().optional(), processes: z.unknown().optional() }),
   run: async ({ recipe, tools }) => {
     const parsed = recipe?.inputs.parsed as { intent?: string; entities?: string[] } | undefined;

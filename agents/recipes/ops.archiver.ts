@@ -5,7 +5,7 @@ import { defineAgent } from "../../src/agents/defineAgent.ts";
 export const archiver = defineAgent({
   name: "ops.archiver",
   description: "Archives a piece that was not approved.",
-  role: "ops",
+  agency: "ops",
   output: z.object({ status: z.literal("archived") }),
   run: () => ({ status: "archived" as const }),
 });

@@ -5,7 +5,7 @@ import { defineAgent } from "../../src/agents/defineAgent.ts";
 export const publisher = defineAgent({
   name: "ops.publisher",
   description: "Publishes an approved piece.",
-  role: "ops",
+  agency: "ops",
   output: z.object({ status: z.literal("published"), channel: z.string(), words: z.number().int() }),
   run: ({ recipe }) => {
     const draft = recipe?.inputs.draft as { text?: unknown } | string | undefined;

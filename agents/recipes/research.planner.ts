@@ -5,7 +5,7 @@ import { defineAgent } from "../../src/agents/defineAgent.ts";
 export const planner = defineAgent({
   name: "research.planner",
   description: "Plans a research question: what to look up where.",
-  role: "research",
+  agency: "research",
   output: z.object({ web: z.string(), papers: z.string() }),
   run: async ({ recipe, input, model }) => {
     const question = String(recipe?.inputs.question ?? input.user_message);

@@ -5,7 +5,7 @@ import { defineAgent } from "../../src/agents/defineAgent.ts";
 export const summarizer = defineAgent({
   name: "research.summarizer",
   description: "Summarizes the findings of several researchers.",
-  role: "research",
+  agency: "research",
   output: z.object({ summary: z.string(), sources: z.number().int() }),
   run: async ({ recipe, model }) => {
     const parts = [recipe?.inputs.web, recipe?.inputs.papers].filter(Boolean) as { findings?: string[] }[];

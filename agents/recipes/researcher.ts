@@ -13,7 +13,7 @@ export function researcher(source: "web" | "papers", offline: readonly string[])
   return defineAgent({
     name: `research.${source}`,
     description: `Looks a question up in ${source === "web" ? "web sources" : "the literature"}.`,
-    role: "research",
+    agency: "research",
     output: Findings,
     run: async ({ recipe, model, stream, signal }) => {
       const query = String(recipe?.inputs.query ?? "");

@@ -14,7 +14,7 @@ export function specialist(
   return defineAgent({
     name: `support.${field}`,
     description: `Answers ${field} support questions.`,
-    role: "support",
+    agency: "support",
     output: Answer,
     run: async ({ recipe, input, model, stream }: AgentRunContext) => {
       const message = String(recipe?.inputs.message ?? input.user_message);

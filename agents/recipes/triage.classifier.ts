@@ -7,7 +7,7 @@ const Category = z.enum(["billing", "technical", "general"]);
 export const classifier = defineAgent({
   name: "triage.classifier",
   description: "Sorts a support message into billing, technical or general.",
-  role: "triage",
+  agency: "triage",
   output: z.object({ category: Category, reason: z.string() }),
   run: async ({ recipe, input, model }) => {
     const message = String(recipe?.inputs.message ?? input.user_message);

@@ -7,7 +7,7 @@ import { failed, overran } from "./warnings.ts";
 
 export const safety = turnSetup.createStateConfig({
   entry: [
-    // Not a pipeline stage (no TURN_STAGE_CHANGED, as in the seed), but warnings raised here say "safety".
+    // An early exit, not a pipeline stage (no TURN_STAGE_CHANGED), but warnings raised here say "safety".
     assign({ stage: "safety" as const }),
     {
       type: "record",

@@ -7,6 +7,7 @@ import {
   Contribution,
   type RecipeCallContext,
 } from "../contracts/agent.ts";
+import { describeIssues } from "../contracts/issues.ts";
 import type { LedgerDigest } from "../contracts/ledger.ts";
 import type { Episode } from "../contracts/workspace.ts";
 import { ConclaveError } from "../errors.ts";
@@ -124,7 +125,7 @@ export interface AgentScheduling {
   /**
    * `ALWAYS_ON`: runs first in every turn. `MONITOR`: a candidate every turn
    * with a base score. `SCHEDULED` (default): a candidate when one of its
-   * triggers (or its role's seed sensor) fires.
+   * triggers (or, for a built-in agency, that agency's sensor) fires.
    */
   priority?: AgentPriority;
   /** Sensor names whose score above 0.3 make the agent a candidate (see docs/SENSORS.md). Default: none. */
@@ -141,8 +142,13 @@ export interface AgentSpec<S extends z.ZodType> extends AgentScheduling {
   name: string;
   /** One line on what it is for (shown in discovery, and to a model council). */
   description: string;
-  /** A free label. Default: the name's first token (`acme` for `acme.weather`), or `custom` for a one-token name. */
-  role?: string;
+  /**
+   * A free label, one lowercase word; the built-in agencies (`emotion`, `reasoning`, `social`,
+   * `planning`, `inhibition`, `monitoring`) also get the scheduler's sensor boosts. Announced as the
+   * manifest's `agency`. Default: the name's first token (`acme` for `acme.weather`), or
+   * `custom` for a one-token name.
+   */
+  agency?: string;
   /** The zod schema of the agent's answer: checked on the worker and again on the runner. */
   output: S;
   /**
@@ -164,7 +170,7 @@ export interface AgentSpec<S extends z.ZodType> extends AgentScheduling {
 
 /** An agent, ready for `startWorker({ agents })`. Create it with `defineAgent`. */
 export interface AgentDefinition<S extends z.ZodType = z.ZodType> {
-  /** What workers announce about it: id, role, scheduling facts, the JSON Schema of its output. */
+  /** What workers announce about it: id, agency, scheduling facts, the JSON Schema of its output. */
   readonly manifest: AgentManifest;
   /** The schema its answers must satisfy. */
   readonly output: S;
@@ -216,9 +222,6 @@ export function reviseByMajority(context: Pick<AgentContext, "claims">, agentId:
   return output;
 }
 
-const issuesOf = (error: z.ZodError): string =>
-  error.issues.map((issue) => `${issue.path.length ? issue.path.join(".") : "(root)"}: ${issue.message}`).join("; ");
-
 /**
  * Defines an agent: what it is, how it wants to be scheduled, the schema of
  * its answers and how it answers. The definition is checked at once, so a
@@ -241,8 +244,11 @@ export function defineAgent<S extends z.ZodType>(spec: AgentSpec<S>): AgentDefin
     throw new AgentDefinitionError(`agent '${String(spec.name)}': run must be a function`);
   if (!(spec.output instanceof z.ZodType))
     throw new AgentDefinitionError(`agent '${String(spec.name)}': output must be a zod schema`);
+  // `role` was renamed `agency`: refused, since ignoring it would silently change how the agent is scheduled.
+  if ("role" in spec)
+    throw new AgentDefinitionError(`agent '${String(spec.name)}': \`role\` is now \`agency\` (as in its manifest)`);
   const tokens = typeof spec.name === "string" ? spec.name.split(".") : [];
-  const role = spec.role ?? (tokens.length > 1 ? tokens[0] : "custom");
+  const agency = spec.agency ?? (tokens.length > 1 ? tokens[0] : "custom");
   let outputSchema: Record<string, unknown> | undefined;
   try {
     outputSchema =
@@ -254,7 +260,7 @@ export function defineAgent<S extends z.ZodType>(spec: AgentSpec<S>): AgentDefin
   }
   const manifest = AgentManifest.safeParse({
     id: spec.name,
-    agency: role,
+    agency,
     priority: spec.priority ?? "SCHEDULED",
     triggers: [...(spec.triggers ?? [])],
     cooldown_s: spec.cooldownSeconds ?? 0,
@@ -263,7 +269,9 @@ export function defineAgent<S extends z.ZodType>(spec: AgentSpec<S>): AgentDefin
     ...(outputSchema ? { output_schema: outputSchema } : {}),
   });
   if (!manifest.success)
-    throw new AgentDefinitionError(`agent '${String(spec.name)}' is invalid: ${issuesOf(manifest.error)}`);
+    throw new AgentDefinitionError(
+      `agent '${String(spec.name)}' is invalid: ${describeIssues(manifest.error, { join: "; " })}`,
+    );
   const contribute = spec.contribute;
   const revise = spec.revise;
   const definition: AgentDefinition<S> = {

@@ -2,6 +2,7 @@ import type { z } from "zod";
 import { type SessionLedgers, unavailableLedgers } from "../client/ledgers.ts";
 import type { AgentAnswer, AgentRequest, AgentStreamPart, Contribution } from "../contracts/agent.ts";
 import { AgentStreamName } from "../contracts/agent.ts";
+import { describeIssues } from "../contracts/issues.ts";
 import type { Usage } from "../contracts/usage.ts";
 import { addUsage } from "../contracts/usage.ts";
 import { ConclaveError } from "../errors.ts";
@@ -22,10 +23,7 @@ import { durableModel, type RecordStep } from "./durableModel.ts";
 export class InvalidAgentOutputError extends ConclaveError<"invalid_agent_output"> {
   readonly agentId: string;
   constructor(agentId: string, where: string, error: z.ZodError) {
-    const issues = error.issues
-      .slice(0, 5)
-      .map((issue) => `${issue.path.length ? issue.path.join(".") : "(root)"}: ${issue.message}`)
-      .join("; ");
+    const issues = describeIssues(error, { limit: 5, join: "; " });
     super("invalid_agent_output", `agent ${agentId} answered an output ${where} rejects: ${issues}`);
     this.agentId = agentId;
   }
@@ -77,7 +75,9 @@ export async function runAgent(
     if (signal.aborted) return;
     const checked = AgentStreamName.safeParse(name);
     if (!checked.success)
-      throw new TypeError(`agent ${id}: stream name '${name}': ${checked.error.issues[0]?.message}`);
+      throw new TypeError(
+        `agent ${id}: stream name '${name}': ${describeIssues(checked.error, { root: "", join: "; " })}`,
+      );
     if (!open.has(name)) {
       open.add(name);
       emit({ stream: name, type: "start", content_type: streamOptions.contentType ?? "text/plain" });

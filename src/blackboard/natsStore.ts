@@ -5,6 +5,7 @@
 import type { NatsConnection } from "@nats-io/nats-core";
 import { z } from "zod";
 import { CorruptValueError, JsonKv } from "../bus/jsonKv.ts";
+import { withDeadline } from "../deadline.ts";
 import { scrubbed } from "../stores/redact.ts";
 import {
   type BlackboardStore,
@@ -14,7 +15,7 @@ import {
   DEFAULT_BLACKBOARD_TIMEOUT_MS,
   encodeBlackboard,
   MAX_BLACKBOARD_BYTES,
-  withDeadline,
+  noAnswer,
 } from "./store.ts";
 
 /** The KV bucket of blackboards (the runner role needs `$KV.conclave_blackboards.>` and its stream's API subjects). */
@@ -54,14 +55,21 @@ export class NatsBlackboardStore implements BlackboardStore {
   static async open(nc: NatsConnection, options: NatsBlackboardStoreOptions = {}): Promise<NatsBlackboardStore> {
     const timeoutMs = options.timeoutMs ?? DEFAULT_BLACKBOARD_TIMEOUT_MS;
     const what = `nats blackboard: cannot open KV bucket ${BLACKBOARD_BUCKET}`;
-    const kv = await withDeadline("nats", what, timeoutMs, async () => {
-      try {
-        // history 1: a blackboard is replaced whole, earlier versions are of no use.
-        return await JsonKv.open(nc, BLACKBOARD_BUCKET, Blackboard, { history: 1, maxValueSize: MAX_BLACKBOARD_BYTES });
-      } catch (error) {
-        throw new BlackboardStoreError("unavailable", "nats", `${what}: ${scrubbed(error)}`, { cause: error });
-      }
-    });
+    const kv = await withDeadline(
+      timeoutMs,
+      async () => {
+        try {
+          // history 1: a blackboard is replaced whole, earlier versions are of no use.
+          return await JsonKv.open(nc, BLACKBOARD_BUCKET, Blackboard, {
+            history: 1,
+            maxValueSize: MAX_BLACKBOARD_BYTES,
+          });
+        } catch (error) {
+          throw new BlackboardStoreError("unavailable", "nats", `${what}: ${scrubbed(error)}`, { cause: error });
+        }
+      },
+      () => noAnswer("nats", what, timeoutMs),
+    );
     return new NatsBlackboardStore(kv, timeoutMs);
   }
 
@@ -89,16 +97,20 @@ export class NatsBlackboardStore implements BlackboardStore {
   }
 
   async #call<T>(what: string, sessionId: string, work: () => Promise<T>): Promise<T> {
-    return withDeadline("nats", `nats blackboard ${what}`, this.timeoutMs, async () => {
-      try {
-        return await work();
-      } catch (error) {
-        if (error instanceof BlackboardStoreError) throw error;
-        throw new BlackboardStoreError("unavailable", "nats", `nats blackboard ${what} failed: ${scrubbed(error)}`, {
-          cause: error,
-          sessionId,
-        });
-      }
-    });
+    return withDeadline(
+      this.timeoutMs,
+      async () => {
+        try {
+          return await work();
+        } catch (error) {
+          if (error instanceof BlackboardStoreError) throw error;
+          throw new BlackboardStoreError("unavailable", "nats", `nats blackboard ${what} failed: ${scrubbed(error)}`, {
+            cause: error,
+            sessionId,
+          });
+        }
+      },
+      () => noAnswer("nats", `nats blackboard ${what}`, this.timeoutMs),
+    );
   }
 }

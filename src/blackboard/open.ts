@@ -4,9 +4,8 @@
  */
 import type { NatsConnection } from "@nats-io/nats-core";
 import { ConclaveError } from "../errors.ts";
+import { importOptional } from "../optionalPackages.ts";
 import { NatsBlackboardStore } from "./natsStore.ts";
-import { PostgresBlackboardStore } from "./postgresStore.ts";
-import { RedisBlackboardStore } from "./redisStore.ts";
 import type { BlackboardBackend, BlackboardStore } from "./store.ts";
 
 /** What a runner has for keeping blackboards. */
@@ -39,7 +38,9 @@ export function blackboardOptionsFromEnv(
 /**
  * Opens (connects) the store of `backend`. A backend this runner has not
  * configured is a "config" ConclaveError that says how to configure it; an
- * unreachable one is an "unavailable" BlackboardStoreError.
+ * unreachable one is an "unavailable" BlackboardStoreError. The Redis and
+ * PostgreSQL stores load their client (the optional packages redis and pg)
+ * here, when first opened: without it, a "missing_dependency" ConclaveError.
  */
 export async function openBlackboardStore(
   backend: BlackboardBackend,
@@ -50,7 +51,7 @@ export async function openBlackboardStore(
     case "nats":
       if (!options.nc) throw notConfigured("nats", "NATS", "give the runner's NATS connection as the option nc");
       return NatsBlackboardStore.open(options.nc, timing);
-    case "redis":
+    case "redis": {
       if (!options.redisUrl) {
         throw notConfigured(
           "redis",
@@ -58,8 +59,14 @@ export async function openBlackboardStore(
           `set ${BLACKBOARD_ENV.redisUrl} or the runner option blackboard.redisUrl`,
         );
       }
+      const { RedisBlackboardStore } = await importOptional(
+        "the Redis blackboard store",
+        ["redis"],
+        () => import("./redisStore.ts"),
+      );
       return RedisBlackboardStore.open(options.redisUrl, timing);
-    case "postgres":
+    }
+    case "postgres": {
       if (!options.postgresUrl) {
         throw notConfigured(
           "postgres",
@@ -67,7 +74,13 @@ export async function openBlackboardStore(
           `set ${BLACKBOARD_ENV.postgresUrl} or the runner option blackboard.postgresUrl`,
         );
       }
+      const { PostgresBlackboardStore } = await importOptional(
+        "the PostgreSQL blackboard store",
+        ["pg"],
+        () => import("./postgresStore.ts"),
+      );
       return PostgresBlackboardStore.open(options.postgresUrl, timing);
+    }
     default:
       throw new ConclaveError("config", `unknown blackboard persistence ${JSON.stringify(backend satisfies never)}`);
   }

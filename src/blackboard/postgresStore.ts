@@ -3,6 +3,7 @@
  * (a jsonb column), with node-postgres.
  */
 import { DatabaseError, Pool } from "pg";
+import { withDeadline } from "../deadline.ts";
 import { checkPostgresUrl, migrateUnderLock } from "../stores/postgres.ts";
 import { redactUrl, scrubbed } from "../stores/redact.ts";
 import {
@@ -12,7 +13,7 @@ import {
   checkStoredBlackboard,
   DEFAULT_BLACKBOARD_TIMEOUT_MS,
   encodeBlackboard,
-  withDeadline,
+  noAnswer,
 } from "./store.ts";
 
 /** The table of blackboards (created when missing). */
@@ -125,20 +126,24 @@ export class PostgresBlackboardStore implements BlackboardStore {
     if (this.pool.ended || this.pool.ending) {
       throw new BlackboardStoreError("unavailable", "postgres", `${where}: the store is closed`, { sessionId });
     }
-    return withDeadline("postgres", where, this.timeoutMs, async () => {
-      try {
-        return await work();
-      } catch (error) {
-        // SQLSTATE class 22, data exception: the server refuses this value (jsonb cannot hold
-        // \u0000 in a string, for one), so retrying will not help.
-        const refused = error instanceof DatabaseError && error.code?.startsWith("22");
-        throw new BlackboardStoreError(
-          refused ? "invalid_request" : "unavailable",
-          "postgres",
-          `${where} failed: ${scrubbed(error, this.url)}`,
-          { cause: error, sessionId },
-        );
-      }
-    });
+    return withDeadline(
+      this.timeoutMs,
+      async () => {
+        try {
+          return await work();
+        } catch (error) {
+          // SQLSTATE class 22, data exception: the server refuses this value (jsonb cannot hold
+          // \u0000 in a string, for one), so retrying will not help.
+          const refused = error instanceof DatabaseError && error.code?.startsWith("22");
+          throw new BlackboardStoreError(
+            refused ? "invalid_request" : "unavailable",
+            "postgres",
+            `${where} failed: ${scrubbed(error, this.url)}`,
+            { cause: error, sessionId },
+          );
+        }
+      },
+      () => noAnswer("postgres", where, this.timeoutMs),
+    );
   }
 }

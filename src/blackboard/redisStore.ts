@@ -3,6 +3,7 @@
  * JSON (`conclave:blackboard:<session>`), with node-redis.
  */
 import { createClient, ErrorReply } from "redis";
+import { withDeadline } from "../deadline.ts";
 import { ConclaveError } from "../errors.ts";
 import { redactUrl, scrubbed } from "../stores/redact.ts";
 import {
@@ -13,7 +14,7 @@ import {
   DEFAULT_BLACKBOARD_TIMEOUT_MS,
   decodeBlackboard,
   encodeBlackboard,
-  withDeadline,
+  noAnswer,
 } from "./store.ts";
 
 /** The key of a session's blackboard is this prefix and the session id. */
@@ -121,8 +122,6 @@ export class RedisBlackboardStore implements BlackboardStore {
     const where = `redis blackboard ${what} on ${redactUrl(this.#url)}`;
     let used: Promise<RedisClient> | undefined;
     return withDeadline(
-      "redis",
-      where,
       this.#timeoutMs,
       async () => {
         try {
@@ -144,8 +143,11 @@ export class RedisBlackboardStore implements BlackboardStore {
           });
         }
       },
-      // A server that stopped answering: drop the connection, the next call makes a new one.
-      () => void this.#drop(used),
+      () => {
+        // A server that stopped answering: drop the connection, the next call makes a new one.
+        void this.#drop(used);
+        return noAnswer("redis", where, this.#timeoutMs);
+      },
     );
   }
 

@@ -154,30 +154,9 @@ function describe(value: unknown): string {
 }
 
 /**
- * Runs `work` with a deadline: past `timeoutMs` the call rejects with an
- * "unavailable" BlackboardStoreError (and `onTimeout` runs, so the caller can
- * drop a connection that stopped answering). The work itself is not cancelled.
+ * The failure of a call the store did not answer within `timeoutMs` (see
+ * `withDeadline` in src/deadline.ts): "unavailable", as a store that is down.
  */
-export async function withDeadline<T>(
-  backend: BlackboardBackend,
-  what: string,
-  timeoutMs: number,
-  work: () => Promise<T>,
-  onTimeout?: () => void,
-): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      onTimeout?.();
-      reject(new BlackboardStoreError("unavailable", backend, `${what}: no answer within ${timeoutMs} ms`));
-    }, timeoutMs);
-  });
-  const running = work();
-  // A late failure of abandoned work must not become an unhandled rejection.
-  running.catch(() => {});
-  try {
-    return await Promise.race([running, deadline]);
-  } finally {
-    clearTimeout(timer);
-  }
+export function noAnswer(backend: BlackboardBackend, what: string, timeoutMs: number): BlackboardStoreError {
+  return new BlackboardStoreError("unavailable", backend, `${what}: no answer within ${timeoutMs} ms`);
 }

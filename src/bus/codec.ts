@@ -1,4 +1,5 @@
 import type { z } from "zod";
+import { describeIssues } from "../contracts/issues.ts";
 import { HandlerError } from "./errors.ts";
 
 // fatal: invalid UTF-8 is bad input, not text to repair silently.
@@ -6,10 +7,6 @@ const decoder = new TextDecoder("utf-8", { fatal: true });
 const encoder = new TextEncoder();
 
 export const encodeJson = (value: unknown): Uint8Array => encoder.encode(JSON.stringify(value));
-
-/** One line per failed field, `path: message`, for error replies people can act on. */
-export const describeIssues = (error: z.ZodError): string[] =>
-  error.issues.map((issue) => `${issue.path.length > 0 ? issue.path.join(".") : "(root)"}: ${issue.message}`);
 
 /**
  * Deepest nesting of arrays and objects a message body may have. Deeper

@@ -17,7 +17,7 @@ export const ROLES: readonly Role[] = ["client", "runner", "worker", "observer"]
 /**
  * Development credentials, matching the users in the repo's nats.conf. They
  * exist so `npm start` works out of the box; anywhere else give each role its
- * own credentials (README, "Production"). With CONCLAVE_ENV=production they
+ * own credentials (docs/production.md). With CONCLAVE_ENV=production they
  * are refused.
  */
 export const DEV_CREDENTIALS: Record<Role, { user: string; password: string }> = {
@@ -88,12 +88,18 @@ export interface TlsFiles {
   keyFile?: string;
 }
 
-/** How a process connects to NATS, in one of the roles of nats.conf (see README, "Credentials"). */
-export interface BusOptions {
-  /** Server URL(s), comma-separated. Default: $CONCLAVE_NATS_URL, else nats://127.0.0.1:4222. */
-  url: string;
-  /** User and password, when the role logs in with a password (not with an nkey or a creds file). */
+/**
+ * Which NATS servers to reach and how to log in, the same for `connect`,
+ * `startRunner` and `startWorker`. Every field defaults from the environment
+ * (CONCLAVE_NATS_*, see docs/production.md). Log in one way only: a user
+ * and password, an nkey seed file, or a creds file.
+ */
+export interface BusAccess {
+  /** Server URL(s): a list, or comma-separated. Default: $CONCLAVE_NATS_URL, else nats://127.0.0.1:4222. */
+  servers?: string | string[];
+  /** The user, when the role logs in with a password (not with an nkey or a creds file). */
   user?: string;
+  /** The user's password. */
   password?: string;
   /** A file holding the role's nkey seed (`SU…`): the server knows the role by its public key. */
   nkeySeedFile?: string;
@@ -105,6 +111,12 @@ export interface BusOptions {
    * Unset, the client still upgrades when the server requires TLS.
    */
   tls?: TlsFiles;
+}
+
+/** How a process connects to NATS, in one of the roles of nats.conf (see docs/protocol.md, "Credentials"). */
+export interface BusOptions extends BusAccess {
+  /** Server URL(s): a list, or comma-separated. Default: $CONCLAVE_NATS_URL, else nats://127.0.0.1:4222. */
+  servers: string | string[];
   /** Connection name shown by the server's monitoring, e.g. `conclave-runner:1234`. */
   name: string;
   /** Where this connection's replies arrive: the role's prefix (INBOX_PREFIXES). */
@@ -185,23 +197,26 @@ function hostOf(url: string): string {
   }
 }
 
-/** The server URLs of a comma-separated list. */
-export const serverUrls = (url: string): string[] =>
-  url
-    .split(",")
+/** The server URLs of a list, each entry possibly comma-separated. */
+export const serverUrls = (servers: string | readonly string[]): string[] =>
+  [servers]
+    .flat()
+    .flatMap((entry) => entry.split(","))
     .map((part) => part.trim())
     .filter((part) => part !== "");
 
-function tlsFrom(env: NodeJS.ProcessEnv, role: Role, urls: string[]): TlsFiles | undefined {
-  const caFile = setting(env, role, "TLS_CA");
-  const certFile = setting(env, role, "TLS_CERT");
-  const keyFile = setting(env, role, "TLS_KEY");
+/** TLS as given (it wins over the environment, as a whole), else from the environment; undefined when not wanted. */
+function tlsFrom(env: NodeJS.ProcessEnv, role: Role, urls: string[], chosen?: TlsFiles): TlsFiles | undefined {
+  const caFile = chosen ? given(chosen.caFile) : setting(env, role, "TLS_CA");
+  const certFile = chosen ? given(chosen.certFile) : setting(env, role, "TLS_CERT");
+  const keyFile = chosen ? given(chosen.keyFile) : setting(env, role, "TLS_KEY");
   if ((certFile === undefined) !== (keyFile === undefined)) {
+    const names = chosen ? "tls.certFile and tls.keyFile" : "CONCLAVE_NATS_TLS_CERT and CONCLAVE_NATS_TLS_KEY";
     throw new BusConfigError(
-      `a TLS client certificate needs both CONCLAVE_NATS_TLS_CERT and CONCLAVE_NATS_TLS_KEY; the ${role} role has only ${certFile ? "the certificate" : "the key"}`,
+      `a TLS client certificate needs both ${names}; the ${role} role has only ${certFile ? "the certificate" : "the key"}`,
     );
   }
-  const wanted = urls.some((url) => /^tls:\/\//i.test(url)) || caFile || certFile;
+  const wanted = chosen !== undefined || urls.some((url) => /^tls:\/\//i.test(url)) || caFile || certFile;
   if (!wanted) return undefined;
   return { ...(caFile ? { caFile } : {}), ...(certFile ? { certFile } : {}), ...(keyFile ? { keyFile } : {}) };
 }
@@ -224,10 +239,17 @@ const HOW_TO_AUTHENTICATE =
  * given, a development password is refused, and every server must be reached
  * over TLS or on loopback (InsecureCredentialsError).
  */
-export function busOptions(role: Role, overrides: Partial<BusOptions> = {}, env = process.env): BusOptions {
+export function busOptions(
+  role: Role,
+  overrides: Partial<BusOptions> = {},
+  env = process.env,
+): BusOptions & { servers: string[] } {
+  // `url` was renamed `servers`: refused, since ignoring it would quietly connect somewhere else.
+  if ("url" in overrides)
+    throw new BusConfigError("the connection option `url` is now `servers` (a list, or comma-separated)");
   const production = isProduction(env);
-  const url = given(overrides.url, env.CONCLAVE_NATS_URL) ?? DEFAULT_NATS_URL;
-  const urls = serverUrls(url);
+  const listed = serverUrls(overrides.servers ?? "");
+  const urls = listed.length > 0 ? listed : serverUrls(given(env.CONCLAVE_NATS_URL) ?? DEFAULT_NATS_URL);
   const passwordVariable = setting(env, role, "PASSWORD");
   const passwordFile = setting(env, role, "PASSWORD_FILE");
   if (passwordVariable && passwordFile && !overrides.password) {
@@ -253,7 +275,7 @@ export function busOptions(role: Role, overrides: Partial<BusOptions> = {}, env 
   }
   if (nkeySeedFile) readUserSeed(nkeySeedFile);
   if (credsFile) readCreds(credsFile);
-  const tls = tlsFrom(env, role, urls);
+  const tls = tlsFrom(env, role, urls, overrides.tls);
   if (production) {
     if (chosen.length === 0) {
       throw new InsecureCredentialsError(
@@ -283,7 +305,7 @@ export function busOptions(role: Role, overrides: Partial<BusOptions> = {}, env 
     password ??= DEV_CREDENTIALS[role].password;
   }
   return {
-    url,
+    servers: urls,
     ...(user !== undefined ? { user } : {}),
     ...(password !== undefined ? { password } : {}),
     ...(nkeySeedFile ? { nkeySeedFile } : {}),
@@ -325,7 +347,7 @@ function authenticatorOf(options: BusOptions): Authenticator | undefined {
 export async function connectBus(options: BusOptions): Promise<NatsConnection> {
   const authenticator = authenticatorOf(options);
   return connect({
-    servers: serverUrls(options.url),
+    servers: serverUrls(options.servers),
     ...(authenticator ? { authenticator } : { user: options.user, pass: options.password }),
     ...(options.tls ? { tls: options.tls } : {}),
     name: options.name,

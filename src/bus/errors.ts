@@ -1,7 +1,7 @@
-import type { ServiceMsg } from "@nats-io/services";
 import { ErrorCode, type ErrorReply } from "../contracts/errors.ts";
 import { ConclaveError, messageOf, singleLine } from "../errors.ts";
 import { encodeJson } from "./codec.ts";
+import type { ServiceMsg } from "./service.ts";
 
 /** A request that a remote actor refused or could not answer; `code` says why. */
 export class RemoteCallError extends ConclaveError<ErrorCode> {

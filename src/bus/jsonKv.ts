@@ -2,7 +2,8 @@ import { JetStreamApiCodes, JetStreamApiError, jetstream } from "@nats-io/jetstr
 import type { KV, KvOptions } from "@nats-io/kv";
 import { Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/nats-core";
-import { z } from "zod";
+import type { z } from "zod";
+import { describeIssues } from "../contracts/issues.ts";
 import { ConclaveError, messageOf, singleLine } from "../errors.ts";
 import { deadLetter } from "../eventlog/deadLetters.ts";
 
@@ -95,7 +96,7 @@ export class JsonKv<S extends z.ZodType> {
     try {
       const parsed = this.schema.safeParse(JSON.parse(decoder.decode(raw)));
       if (parsed.success) return parsed.data;
-      problem = z.prettifyError(parsed.error);
+      problem = describeIssues(parsed.error, { join: "; " });
     } catch (error) {
       problem = `not JSON (${messageOf(error)})`;
     }

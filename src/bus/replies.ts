@@ -1,6 +1,3 @@
-import type { Msg, MsgCallback, NatsConnection, SubscriptionOptions } from "@nats-io/nats-core";
-import { Svcm } from "@nats-io/services";
-
 /**
  * The reply subjects each serving role answers on: the inboxes of the roles
  * whose requests it serves, as nats.conf lets it publish there ("Replies").
@@ -42,40 +39,4 @@ export function isReplyUnder(reply: string | undefined, prefixes: readonly strin
   if (!reply) return false;
   const prefix = prefixes.find((candidate) => reply.startsWith(candidate));
   return prefix !== undefined && TOKENS.test(reply.slice(prefix.length));
-}
-
-/**
- * The connection type of @nats-io/services. Its last release on npm (3.0.0-25) depends on its
- * own @nats-io/nats-core (3.0.0-50), whose declarations still have the enums later releases
- * turned into string constants; the protocol and the methods it calls are the same.
- */
-export type ServicesConnection = ConstructorParameters<typeof Svcm>[0];
-
-/** Subjects of the services API's own handlers (discovery: PING, INFO, STATS). */
-const DISCOVERY_PREFIX = "$SRV.";
-
-/**
- * A services manager whose discovery handlers (`$SRV.PING|INFO|STATS`,
- * answered by @nats-io/services itself) see only requests with an inbox
- * reply the process of role `servedBy` answers on: whoever may send a `$SRV.PING` — the operator, or anyone with a
- * wider role — cannot have the runner or a worker write its answer into a
- * data subject. (nats-server's `allow_responses` would not stop it: a reply
- * to a request received is exactly what it allows.) Endpoints are guarded
- * by their own handlers.
- */
-export function guardedServices(nc: NatsConnection, servedBy: ServingRole): Svcm {
-  const guarded = new Proxy(nc, {
-    get(target, property, receiver) {
-      if (property !== "subscribe") return Reflect.get(target, property, receiver);
-      return (subject: string, options?: SubscriptionOptions) => {
-        const callback = options?.callback;
-        if (!subject.startsWith(DISCOVERY_PREFIX) || !callback) return target.subscribe(subject, options);
-        const onlyRequests: MsgCallback<Msg> = (error, msg) => {
-          if (error || isInboxReply(msg.reply, servedBy)) callback(error, msg);
-        };
-        return target.subscribe(subject, { ...options, callback: onlyRequests });
-      };
-    },
-  });
-  return new Svcm(guarded as unknown as ServicesConnection);
 }

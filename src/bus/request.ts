@@ -1,10 +1,11 @@
 import type { NatsConnection } from "@nats-io/nats-core";
 import { RequestError, TimeoutError } from "@nats-io/nats-core";
-import { ServiceErrorCodeHeader, ServiceErrorHeader } from "@nats-io/services";
 import type { z } from "zod";
 import { ErrorReply } from "../contracts/errors.ts";
-import { describeIssues, encodeJson } from "./codec.ts";
+import { describeIssues } from "../contracts/issues.ts";
+import { encodeJson } from "./codec.ts";
 import { isErrorCode, RemoteCallError } from "./errors.ts";
+import { ServiceErrorCodeHeader, ServiceErrorHeader } from "./service.ts";
 
 export interface RequestOptions {
   timeoutMs: number;
@@ -58,7 +59,7 @@ export async function requestJson<S extends z.ZodType>(
     throw new RemoteCallError(
       subject,
       "internal",
-      `${subject} sent a malformed reply: ${describeIssues(parsed.error).join("; ")}`,
+      `${subject} sent a malformed reply: ${describeIssues(parsed.error, { join: "; " })}`,
     );
   }
   return parsed.data;
@@ -135,7 +136,7 @@ export async function requestStream<S extends z.ZodType>(
         throw new RemoteCallError(
           subject,
           "internal",
-          `${subject} sent a malformed message: ${describeIssues(parsed.error).join("; ")}`,
+          `${subject} sent a malformed message: ${describeIssues(parsed.error, { join: "; " })}`,
         );
       }
       onMessage(parsed.data);

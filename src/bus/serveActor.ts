@@ -1,4 +1,3 @@
-import type { ServiceGroup, ServiceMsg } from "@nats-io/services";
 import {
   type AnyActorLogic,
   createActor,
@@ -10,8 +9,10 @@ import {
   toPromise,
 } from "xstate";
 import type { z } from "zod";
+import { withDeadline } from "../deadline.ts";
 import { decodeJson, encodeJson } from "./codec.ts";
 import { asHandlerError, HandlerError, respondWithError } from "./errors.ts";
+import type { ServiceGroup, ServiceMsg } from "./service.ts";
 import type { TurnCancellations } from "./turnCancellations.ts";
 
 /**
@@ -68,8 +69,7 @@ export function serveActor<S extends z.ZodType, L extends AnyActorLogic>(
     subject: endpoint.subject,
     ...(endpoint.metadata ? { metadata: endpoint.metadata } : {}),
     // Callbacks must not be async: the work runs detached and always answers.
-    handler: (error, msg) => {
-      if (error) return;
+    handler: (msg) => {
       void answer(endpoint, msg, options);
     },
   });
@@ -89,36 +89,33 @@ async function answer<S extends z.ZodType, L extends AnyActorLogic>(
       ...(options.inspect ? { inspect: options.inspect } : {}),
     });
     const timeoutMs = endpoint.timeoutMs?.(request) ?? DEFAULT_TIMEOUT_MS;
-    let timer: NodeJS.Timeout | undefined;
-    const overrun = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new HandlerError("timeout", `${endpoint.name} did not finish within ${timeoutMs} ms`)),
-        timeoutMs,
-      );
-    });
     if (endpoint.stream) {
       const toMessage = endpoint.stream;
       actor.on("*", (emitted) => safeRespond(msg, encodeJson(toMessage(emitted))));
     }
+    // A cancelled turn ends the call as its deadline does, with its own error.
+    const cancel = new AbortController();
     let unwatch = () => {};
-    const cancelled = new Promise<never>((_, reject) => {
-      const turn = turnOf(request);
-      if (!turn || !options.cancellations) return;
+    const turn = turnOf(request);
+    if (turn && options.cancellations) {
       unwatch = options.cancellations.watch(turn.session_id, turn.turn_id, (reason) => {
-        reject(new HandlerError("cancelled", `turn ${turn.session_id}/${turn.turn_id} was cancelled: ${reason}`));
+        cancel.abort(new HandlerError("cancelled", `turn ${turn.session_id}/${turn.turn_id} was cancelled: ${reason}`));
         actor.stop();
       });
-    });
-    cancelled.catch(() => {});
+    }
     actor.start();
     if (endpoint.begin) actor.send(endpoint.begin);
     try {
-      const output = await Promise.race([toPromise(actor), overrun, cancelled]);
+      const output = await withDeadline(
+        timeoutMs,
+        () => toPromise(actor),
+        () => new HandlerError("timeout", `${endpoint.name} did not finish within ${timeoutMs} ms`),
+        { signal: cancel.signal },
+      );
       const elapsedMs = Math.round((performance.now() - started) * 1000) / 1000;
       safeRespond(msg, encodeJson(endpoint.reply(output as OutputFrom<L>, request, { elapsedMs })));
       if (endpoint.stream) safeRespond(msg, new Uint8Array());
     } finally {
-      clearTimeout(timer);
       unwatch();
       actor.stop();
     }

@@ -1,6 +1,6 @@
 /**
- * Every NATS subject Conclave uses, in one place. Public (documented in the
- * README): turn submission and the event log. Internal: worker endpoints.
+ * Every NATS subject Conclave uses, in one place. Public (documented in
+ * docs/protocol.md): turn submission and the event log. Internal: worker endpoints.
  */
 export const SUBJECT_ROOT = "conclave";
 
@@ -9,7 +9,7 @@ export const subjects = {
   turnSubmit: (sessionId: string) => `${SUBJECT_ROOT}.turn.submit.${sessionId}`,
   turnSubmitAll: `${SUBJECT_ROOT}.turn.submit.*`,
   /**
-   * Tenant accounts (see README, "Tenants"): a user in an account of their own
+   * Tenant accounts (see docs/production.md, "Tenants"): a user in an account of their own
    * requests `conclave.turn.submit.<session>` and `conclave.turn.watch.<session>`;
    * the account's imports map them into the runtime's account as these
    * subjects, with the user as a token the user cannot choose.

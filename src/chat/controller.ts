@@ -10,6 +10,7 @@
 import { describeFailure } from "../cli/failures.ts";
 import type { ConclaveClient } from "../client/index.ts";
 import type { EngineEvent } from "../contracts/events.ts";
+import { deadlineSignal } from "../deadline.ts";
 import { type ChatAction, type ChatState, chatReducer, initialChatState, pastTurns } from "./state.ts";
 
 /** What the chat needs of the client: submitting turns, and reading a session's stored events. */
@@ -70,7 +71,7 @@ export class ChatController {
   async restore(timeoutMs = 3_000): Promise<void> {
     const events: EngineEvent[] = [];
     try {
-      const signal = AbortSignal.timeout(timeoutMs);
+      const signal = deadlineSignal(timeoutMs);
       for await (const { event } of this.#client.events(this.#state.sessionId, { follow: false, signal }))
         events.push(event);
     } catch {

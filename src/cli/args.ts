@@ -1,6 +1,7 @@
 import { type ParseArgsConfig, parseArgs } from "node:util";
 import { type BusOptions, busOptions, type Role } from "../bus/connection.ts";
 import { SessionId } from "../contracts/ids.ts";
+import { describeIssues } from "../contracts/issues.ts";
 import { ConclaveError, messageOf } from "../errors.ts";
 
 /** A mistake in how a command was called: printed with a pointer to the command's help, exit status 2. */
@@ -10,11 +11,11 @@ export class UsageError extends ConclaveError<"usage"> {
   }
 }
 
+/** The flags of every command that connects to NATS: defineCommand (command.ts) adds them to a command with a role. */
 export const CONNECTION_FLAGS = {
   "nats-url": { type: "string" },
   user: { type: "string" },
   password: { type: "string" },
-  help: { type: "boolean", short: "h" },
 } as const satisfies ParseArgsConfig["options"];
 
 export const CONNECTION_HELP = `Connection (flags win over the environment):
@@ -26,7 +27,7 @@ Environment only (secrets never need argv): CONCLAVE_NATS_NKEY_SEED_FILE (an nke
   CONCLAVE_NATS_CREDS_FILE (a .creds file) instead of a user; CONCLAVE_NATS_TLS_CA, _TLS_CERT,
   _TLS_KEY (PEM files: any of them, or a tls:// URL, requires TLS). CONCLAVE_NATS_<ROLE>_<NAME>,
   e.g. CONCLAVE_NATS_RUNNER_NKEY_SEED_FILE, wins over CONCLAVE_NATS_<NAME>.
-  CONCLAVE_ENV: development (default) or production; see README, "Production".`;
+  CONCLAVE_ENV: development (default) or production; see docs/production.md.`;
 
 /** Parses `argv` strictly against `options`; a bad flag throws a UsageError. */
 export function parse<O extends ParseArgsConfig["options"]>(
@@ -50,10 +51,10 @@ export function connectionFrom(
   values: { "nats-url"?: string; user?: string; password?: string },
   role: Role,
   persistent: boolean,
-): BusOptions {
+): BusOptions & { servers: string[] } {
   if (values.password) process.stderr.write(`${PASSWORD_FLAG_WARNING}\n`);
   return busOptions(role, {
-    ...(values["nats-url"] ? { url: values["nats-url"] } : {}),
+    ...(values["nats-url"] ? { servers: values["nats-url"] } : {}),
     ...(values.user ? { user: values.user } : {}),
     ...(values.password ? { password: values.password } : {}),
     persistent,
@@ -71,7 +72,7 @@ export const untilInterrupted = () =>
 export function sessionArg(value: string | undefined): string {
   if (!value) throw new UsageError("--session is required");
   const session = SessionId.safeParse(value);
-  if (!session.success) throw new UsageError(session.error.issues[0]?.message ?? "bad --session");
+  if (!session.success) throw new UsageError(describeIssues(session.error, { root: "", join: "; " }));
   return session.data;
 }
 

@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import { withDeadline } from "../deadline.ts";
 import { UnavailableError } from "./failures.ts";
 
 /**
@@ -45,22 +46,19 @@ export function spawnConclave(
   process.once("exit", killOnExit);
   child.once("exit", () => process.removeListener("exit", killOnExit));
   const exited = new Promise<void>((done) => child.once("exit", () => done()));
-  const ready = new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new UnavailableError(`${name} did not become ready within ${readyTimeoutMs} ms`)),
-      readyTimeoutMs,
-    );
-    child.on("message", (message: { type?: string }) => {
-      if (message?.type === "ready") {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-    child.once("exit", (code, signal) => {
-      clearTimeout(timer);
-      reject(new UnavailableError(`${name} exited before it was ready (${signal ?? `code ${code}`})`));
-    });
-  });
+  const ready = withDeadline(
+    readyTimeoutMs,
+    () =>
+      new Promise<void>((resolve, reject) => {
+        child.on("message", (message: { type?: string }) => {
+          if (message?.type === "ready") resolve();
+        });
+        child.once("exit", (code, signal) =>
+          reject(new UnavailableError(`${name} exited before it was ready (${signal ?? `code ${code}`})`)),
+        );
+      }),
+    () => new UnavailableError(`${name} did not become ready within ${readyTimeoutMs} ms`),
+  );
   ready.catch(() => {});
   return {
     name,

@@ -24,7 +24,7 @@ export const EXIT = {
   turnFailed: 1,
   /** The command line or the configuration is wrong (flags, environment, credentials, a port in use). */
   usage: 2,
-  /** Something the command needs is not there: NATS unreachable, no runner or worker answering, nats-server not installed. */
+  /** Something the command needs is not there: NATS unreachable, no runner or worker answering, nats-server or an optional package not installed. */
   unavailable: 3,
   /** Anything else: a bug or an unexpected answer; `--debug` shows the stack. */
   internal: 4,
@@ -67,6 +67,7 @@ const EXIT_BY_CODE: Partial<Record<ConclaveErrorCode, ExitStatus>> = {
   turn_failed: EXIT.turnFailed,
   unavailable: EXIT.unavailable,
   nats_server_not_found: EXIT.unavailable,
+  missing_dependency: EXIT.unavailable,
 };
 
 /** What a refusal from a remote actor means for the caller. */

@@ -1,21 +1,18 @@
-import type { ParseArgsConfig } from "node:util";
-import { connectBus } from "../bus/connection.ts";
 import { type ConclaveClient, connect } from "../client/client.ts";
 import type { TaskBlocker, TaskItem, TaskState, TruthFact } from "../contracts/ledger.ts";
-import { CONNECTION_FLAGS, connectionFrom, parse, sessionArg } from "./args.ts";
+import { sessionArg } from "./args.ts";
+import type { Bus } from "./command.ts";
 import { printable } from "./printable.ts";
 
-/** The flags every `conclave truth` and `conclave task` verb takes. */
+/** The flags every `conclave truth` and `conclave task` verb takes (with the connection's, in the client role). */
 export const LEDGER_FLAGS = {
-  ...CONNECTION_FLAGS,
   session: { type: "string", short: "s" },
   "user-id": { type: "string" },
   json: { type: "boolean" },
 } as const;
 
-/** A parsed `conclave truth|task` command line (see {@link parseLedgerCommand}). */
-export interface LedgerCommand<V> {
-  values: V;
+/** A `conclave truth|task` command line (see {@link ledgerCommand}). */
+export interface LedgerCommand {
   verb: string | undefined;
   words: string[];
   text: string;
@@ -26,42 +23,25 @@ export interface LedgerCommand<V> {
 
 /**
  * A `conclave truth|task` command line: its verb, the words after it (and
- * them joined, `text`), the session, the end user it is for (`--user-id`); null
- * once `--help` is printed.
+ * them joined, `text`), the session, the end user it is for (`--user-id`).
  */
-export function parseLedgerCommand<O extends NonNullable<ParseArgsConfig["options"]>>(
-  argv: string[],
-  flags: O,
-  help: string,
-): LedgerCommand<ReturnType<typeof parse<typeof LEDGER_FLAGS & O>>["values"]> | null {
-  const { values, positionals } = parse(argv, { ...LEDGER_FLAGS, ...flags }, true);
-  const common = values as { help?: boolean; session?: string; "user-id"?: string };
-  if (common.help) {
-    console.log(help);
-    return null;
-  }
+export function ledgerCommand(
+  values: { session?: string | undefined; "user-id"?: string | undefined },
+  positionals: string[],
+): LedgerCommand {
   const [verb, ...words] = positionals;
   return {
-    values,
     verb,
     words,
     text: words.join(" ").trim(),
-    session: sessionArg(common.session),
-    forUser: common["user-id"] !== undefined ? { userId: common["user-id"] } : {},
+    session: sessionArg(values.session),
+    forUser: values["user-id"] !== undefined ? { userId: values["user-id"] } : {},
   };
 }
 
-/** Runs `work` with a client on a connection of the client role, closed afterwards. */
-export async function withClient<T>(
-  values: { "nats-url"?: string; user?: string; password?: string },
-  work: (client: ConclaveClient) => Promise<T>,
-): Promise<T> {
-  const nc = await connectBus(connectionFrom(values, "client", false));
-  try {
-    return await work(await connect({ nc }));
-  } finally {
-    await nc.close();
-  }
+/** Runs `work` with a client on the command's connection (the client role). */
+export async function withClient<T>(bus: Bus, work: (client: ConclaveClient) => Promise<T>): Promise<T> {
+  return work(await connect({ nc: await bus() }));
 }
 
 /**

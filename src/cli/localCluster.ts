@@ -50,7 +50,7 @@ export interface LocalCluster {
  * the credentials by the server is thrown, not taken for "no server".
  */
 async function reachable(url: string, env: NodeJS.ProcessEnv): Promise<boolean> {
-  const options = busOptions("observer", { url, persistent: false }, env);
+  const options = busOptions("observer", { servers: url, persistent: false }, env);
   try {
     const nc = await connectBus(options);
     await nc.close();

@@ -1,15 +1,15 @@
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
+import type { Command } from "./command.ts";
 import { describeFailure, EXIT, EXIT_HELP, failureLine, stackOf } from "./failures.ts";
 import { exitQuietlyWhenStdoutCloses } from "./stdio.ts";
 
-interface Command {
-  help: string;
-  run(argv: string[]): Promise<number>;
-}
-
-/** Each command is loaded only when it runs: `--version` and `--help` need none of them. */
-const COMMANDS: Record<string, { summary: string; load: () => Promise<Command> }> = {
+/**
+ * Every command: its one-line summary, and its module, whose default export
+ * is made with defineCommand (command.ts). Each is loaded only when it runs:
+ * `--version` and `--help` need none of them.
+ */
+const COMMANDS: Record<string, { summary: string; load: () => Promise<{ default: Command }> }> = {
   up: {
     summary: "start nats-server, a runner and the workers, until interrupted",
     load: () => import("./commands/up.ts"),
@@ -140,7 +140,7 @@ async function main(all: string[]): Promise<number> {
       const { UsageError } = await import("./args.ts");
       throw new UsageError(`unknown command '${name}'; the commands are: ${Object.keys(COMMANDS).join(", ")}`);
     }
-    return await (await entry.load()).run(rest);
+    return await (await entry.load()).default.run(rest);
   } catch (error) {
     const failure = describeFailure(error);
     console.error(failureLine(label, failure, json));

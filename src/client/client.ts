@@ -1,6 +1,6 @@
 import { DeliverPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
-import { busOptions, connectBus } from "../bus/connection.ts";
+import { type BusAccess, busOptions, connectBus } from "../bus/connection.ts";
 import { requestJson } from "../bus/request.ts";
 import { buckets, streams, subjects } from "../bus/subjects.ts";
 import { EngineEvent } from "../contracts/events.ts";
@@ -19,13 +19,13 @@ import { type RecipeRunResult, type ResumeOptions, type RunOptions, resumeRun, r
 import { type SubmitOptions, streamTurn, type TurnStream } from "./turnStream.ts";
 import { checkSessionId, checkTurnId, InvalidRequestError } from "./turns.ts";
 
-/** How to reach Conclave. Every field has a default. */
-export interface ConnectOptions {
-  /** NATS URL(s). Default: $CONCLAVE_NATS_URL, else nats://127.0.0.1:4222. */
-  servers?: string | string[];
-  /** User and password of the `client` role. Default: $CONCLAVE_NATS_USER / $CONCLAVE_NATS_PASSWORD, else the development ones. */
-  user?: string;
-  password?: string;
+/**
+ * How to reach Conclave: the servers, TLS and login of the `client` role (as
+ * `startRunner` and `startWorker` take them), or a connection. Every field has
+ * a default: from CONCLAVE_NATS_* (or CONCLAVE_NATS_CLIENT_*), else the local
+ * development server and users.
+ */
+export interface ConnectOptions extends BusAccess {
   /** An existing connection to use; the client then leaves it open on `close()`. */
   nc?: NatsConnection;
   /** The connection's name, shown by the server's monitoring. */
@@ -93,7 +93,7 @@ export interface ConclaveClient {
    */
   cancel(sessionId: string, turnId: number, reason?: string): Promise<CancelResult>;
   /**
-   * Runs a recipe document (either Coreason shape, as parsed JSON/YAML) as a
+   * Runs a recipe document (graph or workflow shape, as parsed JSON/YAML) as a
    * turn of the session, and follows it until it completes or suspends at a
    * human node. A document or inputs the runner refuses reject with
    * `invalid_request`, each issue naming its path.
@@ -160,9 +160,12 @@ export async function connect(options: ConnectOptions = {}): Promise<ConclaveCli
     options.nc ??
     (await connectBus(
       busOptions("client", {
-        ...(options.servers ? { url: [options.servers].flat().join(",") } : {}),
+        ...(options.servers ? { servers: options.servers } : {}),
         ...(options.user ? { user: options.user } : {}),
         ...(options.password ? { password: options.password } : {}),
+        ...(options.nkeySeedFile ? { nkeySeedFile: options.nkeySeedFile } : {}),
+        ...(options.credsFile ? { credsFile: options.credsFile } : {}),
+        ...(options.tls ? { tls: options.tls } : {}),
         ...(options.name ? { name: options.name } : {}),
         // Fails at once when no server answers; once connected, rides out a server restart.
         reconnectAttempts: -1,

@@ -16,7 +16,15 @@
  * @packageDocumentation
  */
 
-export type { EngineEvent, EventKind, EventPayload } from "../contracts/events.ts";
+export type { BusAccess, TlsFiles } from "../bus/connection.ts";
+export {
+  type EngineEvent,
+  type EventBody,
+  EventEnvelope,
+  type EventKind,
+  type EventPayload,
+  EventPayloads,
+} from "../contracts/events.ts";
 export type {
   LedgerDigest,
   LedgerReplay,
@@ -31,7 +39,7 @@ export type {
 export type { MemoryItem } from "../contracts/memory.ts";
 export type { JsonObject, ResumeReply, ToolApproval } from "../contracts/recipeRun.ts";
 export type { RollbackReply } from "../contracts/tool.ts";
-export type { TurnAck, TurnOutcome, TurnWarning } from "../contracts/turn.ts";
+export type { Stage, TurnAck, TurnOutcome, TurnWarning } from "../contracts/turn.ts";
 export type { TurnUsage, Usage } from "../contracts/usage.ts";
 export type { TurnStatus, TurnStatusRecord } from "../contracts/wal.ts";
 export {

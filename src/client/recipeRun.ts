@@ -5,6 +5,7 @@ import { subjects } from "../bus/subjects.ts";
 import type { EngineEvent } from "../contracts/events.ts";
 import { type JsonObject, ResumeReply, type ResumeRequest, type ToolApproval } from "../contracts/recipeRun.ts";
 import type { TurnAck, TurnOutcome } from "../contracts/turn.ts";
+import { deadlineSignal } from "../deadline.ts";
 import { followEvents } from "../eventlog/reader.ts";
 import { checkSessionId, checkTurnId, submitTurn, TurnTimeoutError } from "./turns.ts";
 
@@ -73,56 +74,51 @@ export async function followRun(
   turnId: number,
   options: { afterSeq?: number; onEvent?: (event: EngineEvent) => void; timeoutMs?: number } = {},
 ): Promise<RecipeRunResult> {
-  const abort = new AbortController();
   const timeoutMs = options.timeoutMs ?? 120_000;
-  const timer = setTimeout(() => abort.abort(), timeoutMs);
+  const deadline = deadlineSignal(timeoutMs);
   let result: RecipeRunResult | null = null;
   let prompt: { node: string; prompt: string; required_role?: string; approval?: ToolApproval } | null = null;
-  try {
-    await followEvents(
-      jetstream(nc),
-      subjects.turnEvents(sessionId, turnId),
-      (event) => {
-        if (event.seq <= (options.afterSeq ?? -1)) return false;
-        options.onEvent?.(event);
-        if (event.kind === "HUMAN_INPUT_REQUESTED") prompt = event.payload;
-        if (event.kind === "TURN_SUSPENDED") {
-          const asked = prompt as {
-            node: string;
-            prompt: string;
-            required_role?: string;
-            approval?: ToolApproval;
-          } | null;
-          result = {
-            status: "suspended",
-            sessionId,
-            turnId,
-            node: event.payload.node,
-            prompt: asked?.prompt ?? "",
-            ...(asked?.required_role ? { requiredRole: asked.required_role } : {}),
-            ...(asked?.approval ? { approval: asked.approval } : {}),
-            ...(event.payload.expires_at !== undefined ? { expiresAt: event.payload.expires_at } : {}),
-          };
-          return true;
-        }
-        if (event.kind === "TURN_COMPLETED") {
-          result = {
-            status: "completed",
-            sessionId,
-            turnId,
-            outcome: event.payload.outcome,
-            output: event.payload.output ?? {},
-            response: event.payload.response,
-          };
-          return true;
-        }
-        return false;
-      },
-      { signal: abort.signal },
-    );
-  } finally {
-    clearTimeout(timer);
-  }
+  await followEvents(
+    jetstream(nc),
+    subjects.turnEvents(sessionId, turnId),
+    (event) => {
+      if (event.seq <= (options.afterSeq ?? -1)) return false;
+      options.onEvent?.(event);
+      if (event.kind === "HUMAN_INPUT_REQUESTED") prompt = event.payload;
+      if (event.kind === "TURN_SUSPENDED") {
+        const asked = prompt as {
+          node: string;
+          prompt: string;
+          required_role?: string;
+          approval?: ToolApproval;
+        } | null;
+        result = {
+          status: "suspended",
+          sessionId,
+          turnId,
+          node: event.payload.node,
+          prompt: asked?.prompt ?? "",
+          ...(asked?.required_role ? { requiredRole: asked.required_role } : {}),
+          ...(asked?.approval ? { approval: asked.approval } : {}),
+          ...(event.payload.expires_at !== undefined ? { expiresAt: event.payload.expires_at } : {}),
+        };
+        return true;
+      }
+      if (event.kind === "TURN_COMPLETED") {
+        result = {
+          status: "completed",
+          sessionId,
+          turnId,
+          outcome: event.payload.outcome,
+          output: event.payload.output ?? {},
+          response: event.payload.response,
+        };
+        return true;
+      }
+      return false;
+    },
+    { signal: deadline },
+  );
   if (!result) throw new TurnTimeoutError(sessionId, turnId, timeoutMs);
   return result;
 }

@@ -7,6 +7,7 @@ import { subjects } from "../bus/subjects.ts";
 import { EngineEvent } from "../contracts/events.ts";
 import { SessionId, TurnId } from "../contracts/ids.ts";
 import { TurnAck, type TurnSubmission } from "../contracts/turn.ts";
+import { deadlineSignal } from "../deadline.ts";
 import { ConclaveError } from "../errors.ts";
 import { followEvents } from "../eventlog/reader.ts";
 
@@ -101,26 +102,20 @@ async function followLog(
   onEvent: (event: EngineEvent) => void,
   timeoutMs: number,
 ): Promise<TurnCompleted | null> {
-  const abort = new AbortController();
-  const timer = setTimeout(() => abort.abort(), timeoutMs);
   let completed: TurnCompleted | null = null;
-  try {
-    await followEvents(
-      jetstream(nc),
-      ack.events_subject,
-      (event) => {
-        onEvent(event);
-        if (event.kind === "TURN_COMPLETED") {
-          completed = event;
-          return true;
-        }
-        return false;
-      },
-      { signal: abort.signal, connection: nc },
-    );
-  } finally {
-    clearTimeout(timer);
-  }
+  await followEvents(
+    jetstream(nc),
+    ack.events_subject,
+    (event) => {
+      onEvent(event);
+      if (event.kind === "TURN_COMPLETED") {
+        completed = event;
+        return true;
+      }
+      return false;
+    },
+    { signal: deadlineSignal(timeoutMs), connection: nc },
+  );
   return completed;
 }
 

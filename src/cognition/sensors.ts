@@ -4,15 +4,16 @@ import type { Sensors } from "../contracts/workspace.ts";
  * Stage 1, fast sensors: deterministic keyword matching, no model call. Each
  * sensor is a probability in [0, 1].
  *
- * By default this is the seed's `run_fast_sensors` (seed 000, runtime core)
- * transcribed exactly: the same word lists, tokenisation, formulas and caps,
- * including its quirks (multi-word entries in word sets that can never match,
- * `humor_masking` and `rupture` always 0, injection patterns matched as
- * substrings). Each deviation we consider better is a {@link SensorOptions}
- * flag, off by default; docs/SENSORS.md gives the reasons.
+ * By default these are the reference sensors, a Python `run_fast_sensors`
+ * (docs/SENSORS.md, docs/glossary.md) transcribed exactly: the same word
+ * lists, tokenisation, formulas and caps, including its quirks (multi-word
+ * entries in word sets that can never match, `humor_masking` and `rupture`
+ * always 0, injection patterns matched as substrings). Each deviation we
+ * consider better is a {@link SensorOptions} flag, off by default;
+ * docs/SENSORS.md gives the reasons.
  */
 
-// The seed's sets, verbatim. "end it", "are you" and "do you" are entries of word sets in the seed; a set of single
+// The reference's sets, verbatim. "end it", "are you" and "do you" are entries of its word sets; a set of single
 // words never contains them, so by default they never count (see the `safetyPhrases` and `aiProbePhrases` options).
 const EMOTION_WORDS = new Set([
   "feel",
@@ -46,28 +47,28 @@ const RUPTURE_PHRASES = [
 ];
 
 /**
- * Deviations from the seed's sensors, each off by default (the seed's
+ * Deviations from the reference sensors, each off by default (the reference
  * behaviour). {@link REFINED_SENSORS} turns them all on.
  */
 export interface SensorOptions {
   /**
    * Count "end it" and "end my life" as safety phrases, and first-person
    * self-harm phrases ("kill myself", "hurt myself", "harm myself", "end my
-   * life", "want to die", "end it all") as two cues each. Why: in the seed
+   * life", "want to die", "end it all") as two cues each. Why: by default
    * "I want to hurt myself" scores 0.7 and does not trip the safety interrupt
-   * (> 0.8); with this option one such statement does. The seed's "end it"
+   * (> 0.8); with this option one such statement does. The reference's "end it"
    * entry can never match its word set; as a phrase it does.
    */
   safetyPhrases?: boolean;
   /**
-   * Count "are you" and "do you" as AI cues. Why: the seed lists them among its
+   * Count "are you" and "do you" as AI cues. Why: the reference lists them among its
    * AI words but matches single words only, so they never count; "Are you
    * real?" then has one cue and is not a probe.
    */
   aiProbePhrases?: boolean;
   /**
    * Match injection patterns as whole words or phrases instead of substrings.
-   * Why: the seed's substring test fires on "I ignored the alarm", "my
+   * Why: the reference's substring test fires on "I ignored the alarm", "my
    * forgetful aunt", "unforgettable"; the price is missing inflected forms
    * such as "ignoring previous instructions".
    */
@@ -75,19 +76,19 @@ export interface SensorOptions {
   /**
    * Compute `humor_masking`: humour markers (lol, haha, lmao, jk, just
    * kidding, 😂, 🙃) next to emotion or safety cues, 0.4 + 0.2 per marker, at
-   * most 0.8. Why: the seed names the sensor but always reports 0.
+   * most 0.8. Why: the reference names the sensor but always reports 0.
    */
   humorMasking?: boolean;
   /**
    * Compute `rupture`: frustration with the assistant ("you don't understand",
    * "you never", "useless", "forget it", …), 0.5 per phrase, at most 0.9. Why:
-   * the seed names the sensor but always reports 0, so the repair agents it
+   * the reference names the sensor but always reports 0, so the repair agents it
    * triggers never fire.
    */
   rupture?: boolean;
 }
 
-/** The seed's sensors: every deviation off. The default. */
+/** The reference sensors: every deviation off. The default. */
 export const SEED_SENSORS: Readonly<Required<SensorOptions>> = Object.freeze({
   safetyPhrases: false,
   aiProbePhrases: false,
@@ -132,7 +133,7 @@ const PY_WHITESPACE = /[\t\n\v\f\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2
 
 /**
  * The nine sensors for one user message. Without `options`, exactly the
- * seed's formulas; see {@link SensorOptions} for the deviations.
+ * reference formulas; see {@link SensorOptions} for the deviations.
  */
 export function runFastSensors(text: string, options: SensorOptions = SEED_SENSORS): Sensors {
   const lower = text.toLowerCase();
@@ -167,5 +168,5 @@ export function runFastSensors(text: string, options: SensorOptions = SEED_SENSO
   };
 }
 
-/** Above this safety_risk the turn skips the cognitive stages for the safety council (the seed's `> 0.8`). */
+/** Above this safety_risk the turn skips the cognitive stages for the safety council (the reference's `> 0.8`). */
 export const SAFETY_INTERRUPT_THRESHOLD = 0.8;

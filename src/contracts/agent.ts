@@ -7,17 +7,20 @@ import { WireJsonSchema } from "./wireJsonSchema.ts";
 import { Claim, Episode, Modulators, Sensors, Stance, StanceDelta } from "./workspace.ts";
 
 /**
- * The seed's six agencies. The scheduler gives agents of these roles the seed's
- * sensor and modulator boosts; any other role is a free label and is scheduled
+ * The six built-in agencies. The scheduler gives agents of these agencies their
+ * sensor and modulator boosts; any other agency is a free label and is scheduled
  * by its triggers and priority alone.
  */
 export const AGENCIES = ["emotion", "reasoning", "social", "planning", "inhibition", "monitoring"] as const;
 
-/** An agent's role (agency): a free label, one lowercase word (`emotion`, `weather`, `legal_review`). */
-export const AgentRole = z
+/**
+ * An agent's agency: a free label, one lowercase word (`emotion`, `weather`, `legal_review`).
+ * Not "role": a role is who a process is on the bus (client, runner, worker, observer).
+ */
+export const Agency = z
   .string()
-  .regex(/^[a-z][a-z0-9_]{0,39}$/, "role must be a lowercase word of a-z, 0-9 and '_' (at most 40 characters)");
-export type AgentRole = z.infer<typeof AgentRole>;
+  .regex(/^[a-z][a-z0-9_]{0,39}$/, "agency must be a lowercase word of a-z, 0-9 and '_' (at most 40 characters)");
+export type Agency = z.infer<typeof Agency>;
 
 /** ALWAYS_ON agents run in wave 0; MONITOR agents get a base score; SCHEDULED only when scored. */
 export const AgentPriority = z.enum(["ALWAYS_ON", "MONITOR", "SCHEDULED"]);
@@ -69,8 +72,8 @@ export const OutputJsonSchema = WireJsonSchema;
  */
 export const AgentManifest = z.object({
   id: AgentId,
-  /** The agent's role: a free label (see AgentRole). */
-  agency: AgentRole,
+  /** The agent's agency: a free label (see Agency); `defineAgent`'s `agency`. */
+  agency: Agency,
   priority: AgentPriority,
   /** Sensor names whose value above 0.3 makes this agent a candidate. */
   triggers: z.array(z.string()),
@@ -101,7 +104,7 @@ export const AgentContext = z.object({
 });
 export type AgentContext = z.infer<typeof AgentContext>;
 
-/** What an agent is given when a recipe's node calls it (see README, "Recipes"). */
+/** What an agent is given when a recipe's node calls it (see docs/recipes.md). */
 export const RecipeCallContext = z.object({
   recipe: z.string(),
   node: z.string(),

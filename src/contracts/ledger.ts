@@ -2,7 +2,7 @@ import { z } from "zod";
 import { AgentId, SessionId } from "./ids.ts";
 
 /**
- * The truth and task ledgers of a session (seed 003): what is held true, with
+ * The truth and task ledgers of a session: what is held true, with
  * its evidence, and what is being worked on (a spec, items, blockers). They
  * are stored as events on the session's log (`conclave.events.<session>.ledger.entries`)
  * and folded from it, so a replay reproduces them; a projection in KV keeps the

@@ -13,7 +13,7 @@ export type JsonObject = z.infer<typeof JsonObject>;
 
 /** Part of a submission (and of its WAL entry): run this recipe document with these inputs. */
 export const RecipeSubmission = z.object({
-  /** The recipe document (either Coreason shape), as JSON. Loaded and checked again by the runner. */
+  /** The recipe document (graph or workflow shape), as JSON. Loaded and checked again by the runner. */
   document: JsonObject,
   /** The run's arguments, checked against the recipe's `interface.inputs`; they seed the blackboard. */
   inputs: JsonObject.default({}),

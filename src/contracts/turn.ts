@@ -15,7 +15,7 @@ export const TurnSubmission = z
       .min(1, "text must not be empty")
       .max(MAX_TURN_TEXT, `text must be at most ${MAX_TURN_TEXT} characters`)
       .optional(),
-    /** Run this recipe instead of the built-in pipeline (see README, "Recipes"). */
+    /** Run this recipe instead of the built-in pipeline (see docs/recipes.md). */
     recipe: RecipeSubmission.optional(),
     /** Resubmitting with the same key returns the first submission's ack and runs nothing. */
     idempotency_key: z.string().min(1).max(128).optional(),

@@ -1,4 +1,5 @@
 import type { NatsConnection, Subscription } from "@nats-io/nats-core";
+import { describeIssues } from "../contracts/issues.ts";
 import { InspectionRecord, inspectSubjectAll } from "./record.ts";
 
 const decoder = new TextDecoder();
@@ -25,8 +26,7 @@ export function collectInspection(
       }
       const parsed = InspectionRecord.safeParse(body);
       if (!parsed.success) {
-        const issue = parsed.error.issues[0];
-        onInvalid(msg.subject, issue ? `${issue.path.join(".") || "record"}: ${issue.message}` : "not a record");
+        onInvalid(msg.subject, describeIssues(parsed.error, { root: "record", limit: 1, join: "; " }));
         return;
       }
       try {

@@ -1,17 +1,19 @@
 import type { Server } from "node:http";
 import type { StatelyInspectionEvent } from "@statelyai/inspect";
 import type { AnyStateMachine } from "xstate";
+import { importOptional } from "../optionalPackages.ts";
 import { closeServer, listenLocal, sendText } from "../viewer/localHttp.ts";
 import { SseHub } from "../viewer/sseHub.ts";
 import type { InspectionRecord } from "./record.ts";
 import { statelyBridgePage } from "./statelyBridgePage.ts";
-import { StatelyFeed } from "./statelyFeed.ts";
 
 /**
  * What `conclave inspect` runs: a bridge on 127.0.0.1 that serves the page
  * embedding the Stately inspector and streams it the collected inspection
  * events. (@statelyai/inspect's own `createInspectorServer` listens on every
- * interface and has no host option, so it is not used.)
+ * interface and has no host option, so it is not used.) @statelyai/inspect
+ * is an optional package, loaded when the bridge starts: without it, a
+ * "missing_dependency" ConclaveError.
  */
 export interface StatelyBridge {
   url: string;
@@ -20,6 +22,11 @@ export interface StatelyBridge {
 }
 
 export async function startStatelyBridge(machines: Iterable<AnyStateMachine>, port: number): Promise<StatelyBridge> {
+  const { StatelyFeed } = await importOptional(
+    "the Stately inspector bridge",
+    ["@statelyai/inspect"],
+    () => import("./statelyFeed.ts"),
+  );
   const hub = new SseHub();
   const feed = new StatelyFeed(machines, (event: StatelyInspectionEvent) => hub.send("stately", event));
   const { server, url }: { server: Server; url: string } = await listenLocal((request, response) => {

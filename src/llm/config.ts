@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { describeIssues } from "../contracts/issues.ts";
 import { ConclaveError } from "../errors.ts";
 
 /**
@@ -72,6 +73,6 @@ export function llmConfigFromEnv(env: NodeJS.ProcessEnv = process.env): LlmConfi
 function parseVar<S extends z.ZodType>(name: string, value: string | undefined, schema: S): z.infer<S> {
   const result = schema.safeParse(value);
   if (result.success) return result.data;
-  const problem = result.error.issues.map((issue) => issue.message).join("; ");
+  const problem = describeIssues(result.error, { root: "", join: "; " });
   throw new LlmConfigError(`${name}=${JSON.stringify(value)} is invalid: ${problem}`);
 }

@@ -7,10 +7,11 @@
 import OpenAI from "openai";
 import type { CreateEmbeddingResponse } from "openai/resources/embeddings";
 import { z } from "zod";
+import { describeIssues } from "../contracts/issues.ts";
+import { deadlineSignal, timedOut, unlessAborted } from "../deadline.ts";
 import { MAX_EMBEDDING_DIMENSIONS } from "../memory/graph/types.ts";
 import { OFFLINE_EMBEDDING_DIMS, offlineEmbedding } from "../memory/learn/embedder.ts";
 import { type LlmConfig, LlmConfigError, llmConfigFromEnv } from "./config.ts";
-import { CallDeadline } from "./deadline.ts";
 import { LlmError, type LlmErrorCode, type LlmErrorOptions, llmErrorFromOpenAI } from "./errors.ts";
 
 /** Turns texts into vectors, one per text, in the texts' order. */
@@ -173,9 +174,10 @@ export function openAIEmbedder(config: Omit<OpenAIEmbeddingConfig, "kind">): Emb
     model,
     embed: async (texts, signal) => {
       if (texts.length === 0) return [];
-      const deadline = new CallDeadline(timeoutMs, signal);
+      // Ours, not the client's timeout, which is per attempt: this one bounds the call, retries included.
+      const deadline = deadlineSignal(timeoutMs, signal);
       try {
-        const response = await deadline.race(
+        const response = await unlessAborted(
           client.embeddings.create(
             {
               model,
@@ -183,15 +185,13 @@ export function openAIEmbedder(config: Omit<OpenAIEmbeddingConfig, "kind">): Emb
               encoding_format: "float",
               ...(dimensions === undefined ? {} : { dimensions }),
             },
-            // The client's own timeout is per attempt; the deadline bounds the call.
-            { signal: deadline.signal, timeout: Math.max(1, Math.ceil(timeoutMs)) },
+            { signal: deadline, timeout: Math.max(1, Math.ceil(timeoutMs)) },
           ),
+          deadline,
         );
         return vectorsOf(response, texts.length, dimensions);
       } catch (error) {
-        throw failure(error, deadline);
-      } finally {
-        deadline.dispose();
+        throw failure(error, timeoutMs, deadline);
       }
     },
   };
@@ -231,12 +231,10 @@ function vectorsOf(response: CreateEmbeddingResponse, count: number, dimensions:
 }
 
 /** The deadline's verdict wins (after an abort the client may report anything), then the client's error. */
-function failure(error: unknown, deadline: CallDeadline): EmbeddingError {
+function failure(error: unknown, timeoutMs: number, deadline: AbortSignal): EmbeddingError {
   if (error instanceof EmbeddingError) return error;
-  if (deadline.reason === "timeout") {
-    return new EmbeddingError("timeout", `no reply within ${deadline.timeoutMs} ms`, { cause: error });
-  }
-  if (deadline.reason === "aborted") return new EmbeddingError("aborted", "the caller aborted", { cause: error });
+  if (timedOut(deadline)) return new EmbeddingError("timeout", `no reply within ${timeoutMs} ms`, { cause: error });
+  if (deadline.aborted) return new EmbeddingError("aborted", "the caller aborted", { cause: error });
   const mapped = llmErrorFromOpenAI(error, "embeddings");
   return new EmbeddingError(mapped.code, error instanceof Error ? error.message : String(error), {
     ...(mapped.status === undefined ? {} : { status: mapped.status }),
@@ -247,6 +245,6 @@ function failure(error: unknown, deadline: CallDeadline): EmbeddingError {
 function parseVar<S extends z.ZodType>(name: string, value: string | undefined, schema: S): z.infer<S> {
   const result = schema.safeParse(value);
   if (result.success) return result.data;
-  const problem = result.error.issues.map((issue) => issue.message).join("; ");
+  const problem = describeIssues(result.error, { root: "", join: "; " });
   throw new EmbeddingConfigError(`${name}=${JSON.stringify(value)} is invalid: ${problem}`);
 }

@@ -9,13 +9,13 @@ export type {
   ChatModel,
   CompleteRequest,
   CompleteResult,
+  ModelTool,
   ModelToolCall,
   StreamPart,
   StreamRequest,
   StructuredRequest,
   StructuredResult,
   TextStream,
-  ToolSpec,
   Usage,
 } from "./model.ts";
 export { OfflineToolModel } from "./offlineModel.ts";

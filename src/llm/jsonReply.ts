@@ -1,4 +1,5 @@
-import { z } from "zod";
+import type { z } from "zod";
+import { describeIssues } from "../contracts/issues.ts";
 
 export type ReplyCheck<T> = { ok: true; value: T } | { ok: false; problem: string };
 
@@ -24,7 +25,7 @@ export function checkJsonReply<S extends z.ZodType>(
   }
   const result = schema.safeParse(json);
   if (result.success) return { ok: true, value: result.data };
-  return { ok: false, problem: `the JSON does not match the schema:\n${z.prettifyError(result.error)}` };
+  return { ok: false, problem: `the JSON does not match the schema: ${describeIssues(result.error, { join: "; " })}` };
 }
 
 /** The user message for the second attempt: the original, then what was wrong with the first reply. */

@@ -45,8 +45,8 @@ export interface TextStream extends AsyncIterable<StreamPart> {
   readonly usage: Promise<Usage>;
 }
 
-/** A tool the model may call, as it is shown to the model. */
-export interface ToolSpec {
+/** A tool offered to a model, as the model sees it (what `defineTool` takes is ToolSpec). */
+export interface ModelTool {
   /** The OpenAI function name (letters, digits, _ and -). */
   name: string;
   description: string;
@@ -74,7 +74,7 @@ export interface CompleteRequest {
   caller: string;
   messages: ChatMessage[];
   /** The tools offered; an empty list offers none. */
-  tools: ToolSpec[];
+  tools: ModelTool[];
   signal?: AbortSignal;
   timeoutMs?: number;
   maxTokens?: number;

@@ -6,8 +6,8 @@ import type {
 } from "openai/resources/chat/completions";
 import type { z } from "zod";
 import { addUsage, noUsage } from "../contracts/usage.ts";
+import { deadlineSignal, timedOut, unlessAborted } from "../deadline.ts";
 import type { LlmConfig } from "./config.ts";
-import { CallDeadline } from "./deadline.ts";
 import { LlmError, llmErrorFromOpenAI } from "./errors.ts";
 import { checkJsonReply, withCorrection } from "./jsonReply.ts";
 import type {
@@ -15,17 +15,23 @@ import type {
   ChatModel,
   CompleteRequest,
   CompleteResult,
+  ModelTool,
   ModelToolCall,
   StreamPart,
   StreamRequest,
   StructuredRequest,
   StructuredResult,
   TextStream,
-  ToolSpec,
 } from "./model.ts";
 import { responseFormatFor } from "./responseFormat.ts";
 import { LazyTextStream, partsOfChunk, type UsageSink } from "./textStream.ts";
 import { usageFrom } from "./usage.ts";
+
+/** One call's time budget and the signal that fires when it is spent or the caller aborts. */
+interface CallDeadline {
+  timeoutMs: number;
+  signal: AbortSignal;
+}
 
 /** A reply that is not valid JSON for the schema gets one corrected second try. */
 const STRUCTURED_ATTEMPTS = 2;
@@ -64,7 +70,7 @@ export class OpenAIChatModel implements ChatModel {
     try {
       const responseFormat = responseFormatFor(request.schema, request.schemaName);
       for (let attempt = 1; attempt <= STRUCTURED_ATTEMPTS; attempt++) {
-        const completion = await deadline.race(
+        const completion = await unlessAborted(
           this.#client.chat.completions.create(
             {
               model: this.model,
@@ -77,6 +83,7 @@ export class OpenAIChatModel implements ChatModel {
             },
             this.#requestOptions(deadline),
           ),
+          deadline.signal,
         );
         usage = addUsage(usage, usageFrom(completion?.usage));
         const message = messageOfCompletion(completion);
@@ -89,8 +96,6 @@ export class OpenAIChatModel implements ChatModel {
       }
     } catch (error) {
       throw failure(error, request.caller, deadline);
-    } finally {
-      deadline.dispose();
     }
     const message = `no valid reply in ${STRUCTURED_ATTEMPTS} attempts: ${problem}`;
     throw new LlmError("invalid_output", request.caller, message, { usage });
@@ -103,7 +108,7 @@ export class OpenAIChatModel implements ChatModel {
   async *#streamParts(request: StreamRequest, sink: UsageSink): AsyncGenerator<StreamPart, void, undefined> {
     const deadline = this.#deadline(request);
     try {
-      const chunks = await deadline.race(
+      const chunks = await unlessAborted(
         this.#client.chat.completions.create(
           {
             model: this.model,
@@ -117,6 +122,7 @@ export class OpenAIChatModel implements ChatModel {
           },
           this.#requestOptions(deadline),
         ),
+        deadline.signal,
       );
       for await (const chunk of chunks) {
         // Usually a last chunk with empty choices; some servers attach it to the final content chunk.
@@ -124,11 +130,9 @@ export class OpenAIChatModel implements ChatModel {
         yield* partsOfChunk(chunk);
       }
       // The openai stream ends quietly when its signal aborts: that is not a normal end.
-      if (deadline.reason) throw deadline.signal.reason;
+      if (deadline.signal.aborted) throw deadline.signal.reason;
     } catch (error) {
       throw failure(error, request.caller, deadline);
-    } finally {
-      deadline.dispose();
     }
   }
 
@@ -137,7 +141,7 @@ export class OpenAIChatModel implements ChatModel {
     let usage = noUsage();
     try {
       for (let attempt = 1; attempt <= COMPLETE_ATTEMPTS; attempt++) {
-        const completion = await deadline.race(
+        const completion = await unlessAborted(
           this.#client.chat.completions.create(
             {
               model: this.model,
@@ -148,6 +152,7 @@ export class OpenAIChatModel implements ChatModel {
             },
             this.#requestOptions(deadline),
           ),
+          deadline.signal,
         );
         usage = addUsage(usage, usageFrom(completion?.usage));
         const message = messageOfCompletion(completion);
@@ -155,15 +160,19 @@ export class OpenAIChatModel implements ChatModel {
       }
     } catch (error) {
       throw failure(error, request.caller, deadline);
-    } finally {
-      deadline.dispose();
     }
     const message = `no valid reply in ${COMPLETE_ATTEMPTS} attempts: ${NO_MESSAGE}`;
     throw new LlmError("invalid_output", request.caller, message, { usage });
   }
 
+  /**
+   * The call's deadline, ours rather than the openai client's: the client's
+   * `timeout` stops at the response headers (a streamed body could stall
+   * forever) and restarts on each retry.
+   */
   #deadline(request: { timeoutMs?: number; signal?: AbortSignal }): CallDeadline {
-    return new CallDeadline(request.timeoutMs ?? this.#timeoutMs, request.signal);
+    const timeoutMs = request.timeoutMs ?? this.#timeoutMs;
+    return { timeoutMs, signal: deadlineSignal(timeoutMs, request.signal) };
   }
 
   #requestOptions(deadline: CallDeadline) {
@@ -172,7 +181,7 @@ export class OpenAIChatModel implements ChatModel {
   }
 }
 
-function functionTool(tool: ToolSpec): ChatCompletionTool {
+function functionTool(tool: ModelTool): ChatCompletionTool {
   return {
     type: "function",
     function: { name: tool.name, description: tool.description, parameters: tool.parameters },
@@ -219,10 +228,10 @@ function toolCallsOf(message: ChatCompletionMessage | undefined): ModelToolCall[
 /** The deadline's verdict wins: after an abort the client may report anything (abort, connection, timeout). */
 function failure(error: unknown, caller: string, deadline: CallDeadline): LlmError {
   if (error instanceof LlmError) return error;
-  if (deadline.reason === "timeout") {
+  if (timedOut(deadline.signal)) {
     return new LlmError("timeout", caller, `no complete reply within ${deadline.timeoutMs} ms`, { cause: error });
   }
-  if (deadline.reason === "aborted") return new LlmError("aborted", caller, "the caller aborted", { cause: error });
+  if (deadline.signal.aborted) return new LlmError("aborted", caller, "the caller aborted", { cause: error });
   if (error instanceof TypeError && /schemaName/.test(error.message)) {
     return new LlmError("bad_request", caller, error.message, { cause: error });
   }

@@ -1,6 +1,6 @@
 import { addUsage, noUsage, type Usage } from "../contracts/usage.ts";
 import { ConclaveError, messageOf } from "../errors.ts";
-import type { ChatMessage, ChatModel, ModelToolCall, ToolSpec } from "./model.ts";
+import type { ChatMessage, ChatModel, ModelTool, ModelToolCall } from "./model.ts";
 
 /** Rounds a loop may take when the caller does not say. */
 export const DEFAULT_TOOL_ROUNDS = 4;
@@ -24,7 +24,7 @@ export interface ToolLoopOptions {
   system: string;
   user: string;
   /** The tools offered in every round. */
-  tools: ToolSpec[];
+  tools: ModelTool[];
   /**
    * Runs one call. What it returns is sent to the model as JSON; what it throws is sent as
    * `{"error": message}` and the loop goes on, so the model can react (retry, apologise, give up).

@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { delimiter, join, resolve } from "node:path";
+import { withDeadline } from "../deadline.ts";
 import { ConclaveError } from "../errors.ts";
 
 /** Raised when nats-server is not installed; the message says how to install it. */
@@ -86,23 +87,19 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
     },
   );
   let output = "";
-  await new Promise<void>((ready, fail) => {
-    const timer = setTimeout(
-      () => fail(new Error(`nats-server did not start within ${options.readyTimeoutMs ?? 10_000} ms:\n${output}`)),
-      options.readyTimeoutMs ?? 10_000,
-    );
-    child.stderr!.on("data", (chunk: Buffer) => {
-      output += chunk.toString();
-      if (output.includes("Server is ready")) {
-        clearTimeout(timer);
-        ready();
-      }
-    });
-    child.once("exit", (code) => {
-      clearTimeout(timer);
-      fail(new Error(`nats-server exited with code ${code}:\n${output}`));
-    });
-  });
+  const readyTimeoutMs = options.readyTimeoutMs ?? 10_000;
+  await withDeadline(
+    readyTimeoutMs,
+    () =>
+      new Promise<void>((ready, fail) => {
+        child.stderr!.on("data", (chunk: Buffer) => {
+          output += chunk.toString();
+          if (output.includes("Server is ready")) ready();
+        });
+        child.once("exit", (code) => fail(new Error(`nats-server exited with code ${code}:\n${output}`)));
+      }),
+    () => new Error(`nats-server did not start within ${readyTimeoutMs} ms:\n${output}`),
+  );
   child.stderr!.resume();
   const exited = new Promise<void>((done) => child.once("exit", () => done()));
   return {

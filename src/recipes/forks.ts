@@ -1,3 +1,4 @@
+import { describeIssues } from "../contracts/issues.ts";
 import type { Recipe, RecipeNode } from "./recipe.ts";
 
 /**
@@ -24,7 +25,7 @@ export interface GraphShape {
 /** A graph the compiler cannot turn into a statechart, with the node and the reason. */
 export class RecipeShapeError extends Error {
   constructor(readonly issues: { path: string; message: string }[]) {
-    super(issues.map((issue) => `${issue.path}: ${issue.message}`).join("; "));
+    super(describeIssues(issues, { join: "; " }));
     this.name = "RecipeShapeError";
   }
 }

@@ -29,12 +29,3 @@ function listRequired(schema: unknown): unknown {
 export function fromRecipeJsonSchema(schema: Schema): z.ZodType {
   return fromWireJsonSchema(listRequired(schema) as Schema);
 }
-
-/** The value's problems against a compiled schema, one `path: message` each (empty when it matches). */
-export function schemaIssues(schema: z.ZodType, value: unknown, prefix: string): string[] {
-  const checked = schema.safeParse(value);
-  if (checked.success) return [];
-  return checked.error.issues.map(
-    (issue) => `${prefix}${issue.path.length ? `.${issue.path.join(".")}` : ""}: ${issue.message}`,
-  );
-}

@@ -1,19 +1,15 @@
 import type { z } from "zod";
 import { AgentId } from "../contracts/ids.ts";
+import { issuePath } from "../contracts/issues.ts";
 import { type Expr, parseExpression } from "./expression.ts";
 import type { RecipeIssue } from "./text.ts";
 
-/** `a.b[2].c` from a zod issue's path. */
-const pathText = (segments: readonly PropertyKey[]): string =>
-  segments.reduce<string>(
-    (text, segment) =>
-      typeof segment === "number" ? `${text}[${segment}]` : text ? `${text}.${String(segment)}` : String(segment),
-    "",
-  ) || "(document)";
-
-/** A schema's issues as recipe issues, each naming its path in the document. */
-export const zodIssues = (error: z.ZodError, prefix: readonly PropertyKey[] = []): RecipeIssue[] =>
-  error.issues.map((issue) => ({ path: pathText([...prefix, ...issue.path]), message: issue.message }));
+/** A schema's issues as recipe issues, each naming its path in the document as recipes write it: `a.b[2].c`. */
+export const zodIssues = (error: z.ZodError): RecipeIssue[] =>
+  error.issues.map((issue) => ({
+    path: issuePath(issue.path, { bracketIndices: true, root: "(document)" }),
+    message: issue.message,
+  }));
 
 /**
  * The issues found while loading one document. Loading goes on past an

@@ -1,5 +1,5 @@
 /**
- * A recipe as Conclave runs it: the one shape both Coreason document shapes
+ * A recipe as Conclave runs it: the one shape both recipe document shapes
  * (the graph `RecipeDefinition` and the `workflow`/`steps` manifest) are
  * loaded into (`loadRecipe`), and what `compileRecipe` turns into a
  * statechart. Plain JSON all through: a recipe travels in the turn WAL and

@@ -1,9 +1,9 @@
 /**
- * The Coreason recipe format (`apiVersion: coreason.ai/v2`, `kind: Recipe`)
- * as zod schemas, both document shapes of `RECIPES.md`: the graph
- * `RecipeDefinition` (`topology`) and the workflow manifest (`workflow`).
- * Objects are loose (unknown keys pass), so documents written for other
- * Coreason runtimes load unmodified; what Conclave does not use is ignored.
+ * The recipe format (`apiVersion: coreason.ai/v2`, `kind: Recipe`) as zod
+ * schemas, both document shapes: the graph `RecipeDefinition` (`topology`)
+ * and the workflow manifest (`workflow`). Objects are loose (unknown keys
+ * pass), so documents written for other runtimes of this format load
+ * unmodified; what Conclave does not use is ignored.
  */
 import { z } from "zod";
 import { ToolPolicy } from "../tools/policy.ts";

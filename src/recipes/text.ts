@@ -1,4 +1,5 @@
 import { parseDocument } from "yaml";
+import { describeIssues } from "../contracts/issues.ts";
 import { ConclaveError } from "../errors.ts";
 
 /** One problem of a document: where (`topology.nodes[2].agent_ref`) and what. */
@@ -11,9 +12,7 @@ export interface RecipeIssue {
 export class RecipeValidationError extends ConclaveError<"invalid_recipe"> {
   readonly issues: RecipeIssue[];
   constructor(issues: RecipeIssue[], source?: string) {
-    const shown = issues.slice(0, 10).map((issue) => `${issue.path}: ${issue.message}`);
-    const more = issues.length > 10 ? `; and ${issues.length - 10} more` : "";
-    super("invalid_recipe", `${source ? `${source}: ` : ""}${shown.join("; ")}${more}`);
+    super("invalid_recipe", `${source ? `${source}: ` : ""}${describeIssues(issues, { limit: 10, join: "; " })}`);
     this.issues = issues;
   }
 }

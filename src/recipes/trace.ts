@@ -1,5 +1,5 @@
 /**
- * The standard trace of a recipe run (the seed's `SimulationTrace`): one
+ * The standard trace of a recipe run (`SimulationTrace`): one
  * step per state transition, each with the `thought` behind it, the
  * `action` taken, what was `observed`, and a `snapshot` of the blackboard at
  * that moment. Built from the turn's durable event log, so it is the same

@@ -13,7 +13,7 @@ import type { TurnServices } from "./turnServices.ts";
 
 /** Fast sensors run where the turn runs, whatever the deployment: they are pure and cheaper than any hop. */
 export const senseFast: TurnServices["senseFast"] = async (text) => runFastSensors(text);
-/** Fast sensors with the given deviations from the seed's (docs/SENSORS.md). */
+/** Fast sensors with the given deviations from the reference sensors (docs/SENSORS.md). */
 export const senseFastWith =
   (options: SensorOptions): TurnServices["senseFast"] =>
   async (text) =>

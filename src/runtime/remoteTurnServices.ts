@@ -31,7 +31,7 @@ export interface RemoteOptions {
   agentGraceMs: number;
   /** The critics every reply goes to (each served on conclave.critic.<name>). Default: the roster's. */
   critics: readonly string[];
-  /** Deviations from the seed's fast sensors (docs/SENSORS.md). Default: none, the seed's sensors. */
+  /** Deviations from the reference fast sensors (docs/SENSORS.md). Default: none, the reference sensors. */
   sensors: SensorOptions;
   /** Where agents' announced output schemas are looked up. Default: a directory opened on `nc`. */
   directory?: Promise<Pick<AgentDirectory, "outputSchema">>;

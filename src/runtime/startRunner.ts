@@ -8,7 +8,8 @@ export interface StartRunnerOptions extends RunnerOptions {
   /** A connection to use (the runner does not close it). Default: one opened with `connection`. */
   nc?: NatsConnection;
   /**
-   * How to connect when no `nc` is given, as the `runner` role. Defaults from
+   * How to connect when no `nc` is given, as the `runner` role: servers, TLS,
+   * user and password, nkey or creds file (as `connect` takes them). Defaults from
    * the environment (`CONCLAVE_NATS_URL`, …), else nats://127.0.0.1:4222 with
    * the development credentials of nats.conf. The connection waits for the
    * server and reconnects forever, as a long-lived process should.
@@ -37,7 +38,7 @@ export interface RunnerHandle {
  *
  * @example
  * ```ts
- * const runner = await startRunner({ connection: { url: "nats://127.0.0.1:4222" } });
+ * const runner = await startRunner({ connection: { servers: "nats://127.0.0.1:4222" } });
  * // … until shutdown:
  * await runner.stop();
  * ```

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { describeIssues } from "../contracts/issues.ts";
 import { ToolEffect, ToolManifest, ToolRisk } from "../contracts/tool.ts";
 import { ConclaveError } from "../errors.ts";
 
@@ -63,9 +64,6 @@ export interface ToolDefinition<I extends z.ZodType = z.ZodType, O extends z.Zod
   rollback?(call: { input: z.infer<I>; result: z.infer<O> }, ctx: ToolRunContext): Promise<unknown> | unknown;
 }
 
-const issuesOf = (error: z.ZodError): string =>
-  error.issues.map((issue) => `${issue.path.length ? issue.path.join(".") : "(root)"}: ${issue.message}`).join("; ");
-
 /**
  * Defines a tool agents may call (`ctx.tools`), under the runner's policy.
  * The definition is checked at once, so a bad tool fails when its file is
@@ -112,7 +110,8 @@ export function defineTool<I extends z.ZodType, O extends z.ZodType = z.ZodUnkno
     dry_run: typeof spec.dryRun === "function",
     rollback: typeof spec.rollback === "function",
   });
-  if (!manifest.success) throw new ToolDefinitionError(`tool '${name}' is invalid: ${issuesOf(manifest.error)}`);
+  if (!manifest.success)
+    throw new ToolDefinitionError(`tool '${name}' is invalid: ${describeIssues(manifest.error, { join: "; " })}`);
   const definition: ToolDefinition<I, O> = {
     manifest: manifest.data,
     input: spec.input,

@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
+import { describeIssues } from "../contracts/issues.ts";
 import { ConclaveError } from "../errors.ts";
 import { ToolPolicy, type ToolPolicyInput } from "./policy.ts";
 
@@ -23,9 +24,6 @@ export function toolPolicyFromEnv(env: NodeJS.ProcessEnv = process.env): ToolPol
   }
   const checked = ToolPolicy.safeParse(raw ?? {});
   if (!checked.success)
-    throw new ConclaveError(
-      "config",
-      `CONCLAVE_TOOL_POLICY ${file}: ${checked.error.issues.map((issue) => `${issue.path.join(".") || "(root)"}: ${issue.message}`).join("; ")}`,
-    );
+    throw new ConclaveError("config", `CONCLAVE_TOOL_POLICY ${file}: ${describeIssues(checked.error, { join: "; " })}`);
   return checked.data;
 }

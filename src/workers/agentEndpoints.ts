@@ -1,5 +1,4 @@
 import type { NatsConnection } from "@nats-io/nats-core";
-import type { ServiceGroup } from "@nats-io/services";
 import { fromPromise } from "xstate";
 import { agentMachine } from "../../machines/agent.ts";
 import type { AgentDefinition } from "../agents/defineAgent.ts";
@@ -8,6 +7,7 @@ import { encodeJson } from "../bus/codec.ts";
 import { HandlerError } from "../bus/errors.ts";
 import { requestJson } from "../bus/request.ts";
 import { type ServeOptions, serveActor } from "../bus/serveActor.ts";
+import type { ServiceGroup } from "../bus/service.ts";
 import { subjects } from "../bus/subjects.ts";
 import { agentLedgerClients, sessionLedgers } from "../client/ledgers.ts";
 import { type AgentReply, AgentRequest } from "../contracts/agent.ts";

@@ -1,4 +1,3 @@
-import type { ServiceGroup } from "@nats-io/services";
 import { fromPromise } from "xstate";
 import { councilMachine } from "../../machines/council.ts";
 import { criticMachine } from "../../machines/critic.ts";
@@ -6,6 +5,7 @@ import { schedulerMachine } from "../../machines/scheduler.ts";
 import type { AgentDirectory } from "../agents/directory.ts";
 import { HandlerError } from "../bus/errors.ts";
 import { type ServeOptions, serveActor } from "../bus/serveActor.ts";
+import type { ServiceGroup } from "../bus/service.ts";
 import { subjects } from "../bus/subjects.ts";
 import type { CognitionBackend } from "../cognition/backend.ts";
 import { safetyCouncil } from "../cognition/council.ts";

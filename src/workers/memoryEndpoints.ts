@@ -1,6 +1,6 @@
-import type { ServiceGroup } from "@nats-io/services";
 import { fromPromise } from "xstate";
 import { type ServeOptions, serveActor } from "../bus/serveActor.ts";
+import type { ServiceGroup } from "../bus/service.ts";
 import { subjects } from "../bus/subjects.ts";
 import {
   MemoryCommitReply,

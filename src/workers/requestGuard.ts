@@ -1,5 +1,5 @@
-import type { EndpointOptions, ServiceGroup, ServiceHandler, ServiceMsg } from "@nats-io/services";
 import { isInboxReply } from "../bus/replies.ts";
+import type { EndpointOptions, ServiceGroup, ServiceMsg } from "../bus/service.ts";
 
 /**
  * Counts what the guard drops and says so at most once per `everyMs`, so a
@@ -39,23 +39,15 @@ export class IgnoredMessages {
  */
 export function requestsOnly(group: ServiceGroup, ignored: IgnoredMessages): ServiceGroup {
   return {
-    addEndpoint(name: string, opts?: ServiceHandler | EndpointOptions) {
-      const options: EndpointOptions = typeof opts === "function" ? { handler: opts } : { ...opts };
+    addEndpoint(name: string, options: EndpointOptions) {
       const handler = options.handler;
-      return group.addEndpoint(name, {
+      group.addEndpoint(name, {
         ...options,
-        ...(handler
-          ? {
-              handler: (error: Error | null, msg: ServiceMsg) => {
-                if (!error && !isInboxReply(msg.reply, "worker")) return ignored.note(msg);
-                handler(error, msg);
-              },
-            }
-          : {}),
+        handler: (msg: ServiceMsg) => {
+          if (!isInboxReply(msg.reply, "worker")) return ignored.note(msg);
+          handler(msg);
+        },
       });
-    },
-    addGroup(subject?: string, queue?: string) {
-      return requestsOnly(group.addGroup(subject, queue), ignored);
     },
   };
 }

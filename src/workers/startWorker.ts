@@ -1,14 +1,13 @@
 import { randomUUID } from "node:crypto";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
-import type { Service } from "@nats-io/services";
 import { AGENTS } from "../../agents/index.ts";
 import { type Announcer, announceAgents } from "../agents/announcement.ts";
 import type { AgentDefinition } from "../agents/defineAgent.ts";
 import { AgentDirectory } from "../agents/directory.ts";
 import { type BusOptions, busOptions, connectBus } from "../bus/connection.ts";
-import { guardedServices } from "../bus/replies.ts";
 import type { ServeOptions } from "../bus/serveActor.ts";
+import { type Service, startService } from "../bus/service.ts";
 import { TurnCancellations } from "../bus/turnCancellations.ts";
 import { type CognitionBackend, offlineBackend } from "../cognition/backend.ts";
 import { CRITIC_NAMES } from "../cognition/critics.ts";
@@ -83,8 +82,9 @@ export interface WorkerOptions {
   /** A connection to use (the worker does not close it). Default: one opened with `connection`. */
   nc?: NatsConnection;
   /**
-   * How to connect when no `nc` is given, as the `worker` role: URL, user,
-   * password… Defaults from the environment (`CONCLAVE_NATS_URL`, …), else
+   * How to connect when no `nc` is given, as the `worker` role: servers, TLS,
+   * user and password, nkey or creds file (as `connect` takes them). Defaults
+   * from the environment (`CONCLAVE_NATS_URL`, …), else
    * nats://127.0.0.1:4222 with the development credentials of nats.conf. The
    * connection waits for the server and reconnects forever.
    */
@@ -178,7 +178,6 @@ async function serveWorker(
   const ignored = new IgnoredMessages((count, subject) =>
     log.warn(`ignored ${count} message(s) that are not requests (no inbox reply subject), last on ${subject}`),
   );
-  const svcm = guardedServices(nc, "worker");
   const running: Service[] = [];
   const ids = options.agents.map((agent) => agent.manifest.id);
   const twice = ids.find((id, index) => ids.indexOf(id) !== index);
@@ -190,7 +189,7 @@ async function serveWorker(
   let announcer: Announcer | null = null;
   let directory: AgentDirectory | null = null;
   if (tools.length > 0) {
-    const service = await svcm.add({
+    const service = startService(nc, "worker", {
       name: "conclave-tools",
       version: "0.1.0",
       description: "Conclave tools",
@@ -200,7 +199,7 @@ async function serveWorker(
     running.push(service);
   }
   if (options.agents.length > 0) {
-    const service = await svcm.add({
+    const service = startService(nc, "worker", {
       name: "conclave-agents",
       version: "0.1.0",
       description: "Conclave agent actors",
@@ -224,7 +223,7 @@ async function serveWorker(
   /** What the services opened, closed when the worker stops. */
   const closers: (() => Promise<void>)[] = [];
   for (const name of services) {
-    const service = await svcm.add({
+    const service = startService(nc, "worker", {
       name: `conclave-${name}`,
       version: "0.1.0",
       description: `Conclave ${name} actor`,

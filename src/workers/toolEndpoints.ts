@@ -1,18 +1,13 @@
-import type { ServiceGroup } from "@nats-io/services";
 import { fromPromise } from "xstate";
 import { HandlerError } from "../bus/errors.ts";
 import { type ServeOptions, serveActor } from "../bus/serveActor.ts";
+import type { ServiceGroup } from "../bus/service.ts";
 import { subjects } from "../bus/subjects.ts";
+import { describeIssues } from "../contracts/issues.ts";
 import { type ToolCallReply, ToolCallRequest } from "../contracts/tool.ts";
 import { messageOf } from "../errors.ts";
 import type { ToolDefinition, ToolRunContext } from "../tools/defineTool.ts";
 import { workerIdentity } from "./agentEndpoints.ts";
-
-const issuesOf = (error: { issues: { path: PropertyKey[]; message: string }[] }): string =>
-  error.issues
-    .slice(0, 5)
-    .map((issue) => `${issue.path.length ? issue.path.join(".") : "(root)"}: ${issue.message}`)
-    .join("; ");
 
 /** What one call produced where the tool is hosted. */
 interface ToolOutcome {
@@ -34,7 +29,10 @@ export async function runTool(
   const name = tool.manifest.name;
   const input = tool.input.safeParse(request.args);
   if (!input.success)
-    throw new HandlerError("invalid_request", `tool ${name}: arguments rejected: ${issuesOf(input.error)}`);
+    throw new HandlerError(
+      "invalid_request",
+      `tool ${name}: arguments rejected: ${describeIssues(input.error, { limit: 5, join: "; " })}`,
+    );
   const ctx: ToolRunContext = {
     sessionId: request.session_id,
     turnId: request.turn_id,
@@ -55,7 +53,7 @@ export async function runTool(
     if (!result.success)
       throw new HandlerError(
         "tool_failed",
-        `tool ${name} answered a result its output schema rejects: ${issuesOf(result.error)}`,
+        `tool ${name} answered a result its output schema rejects: ${describeIssues(result.error, { limit: 5, join: "; " })}`,
       );
     return { result: result.data ?? null };
   } catch (error) {

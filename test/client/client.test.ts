@@ -188,6 +188,31 @@ describe("events", () => {
   });
 });
 
+describe("connect", () => {
+  it("connects from servers and a login, and keeps reconnecting once connected (reconnectAttempts -1)", async () => {
+    const own = await connect({ servers: [nats.url], user: "client", password: "conclave-dev-client", name: "mine" });
+    try {
+      // The connection's own options: what connect() handed to connectBus.
+      const { options } = own.nc as unknown as { options: Record<string, unknown> };
+      expect(options).toMatchObject({ servers: [nats.url], user: "client", name: "mine", maxReconnectAttempts: -1 });
+      expect(await own.turns("nobody-here")).toEqual([]);
+    } finally {
+      await own.close();
+    }
+  });
+
+  it("passes TLS, nkey and creds files through to the connection", async () => {
+    await expect(connect({ servers: nats.url, nkeySeedFile: "/no/such/seed" })).rejects.toThrow(
+      /cannot read the nkey seed file/,
+    );
+    await expect(connect({ servers: nats.url, credsFile: "/no/such.creds" })).rejects.toThrow(
+      /cannot read the creds file/,
+    );
+    // TLS required by this side: the test server has none.
+    await expect(connect({ servers: nats.url, tls: {} })).rejects.toThrow(/tls/i);
+  });
+});
+
 describe("status and turns", () => {
   it("read where each turn stands from the turn status store", async () => {
     expect(await client.status("client-2", 1)).toMatchObject({

@@ -128,7 +128,11 @@ describe("the roster", () => {
     const base = { description: "test", output: Contribution, run: () => ({}) };
     expect(() => defineAgent({ ...base, name: "Not An Id" })).toThrow(/name|id/);
     expect(() => defineAgent({ ...base, name: "reasoning.x", cooldownSeconds: -1 })).toThrow(/cooldown_s/);
-    expect(() => defineAgent({ ...base, name: "reasoning.x", role: "Not A Role" })).toThrow(/agency|role/);
+    expect(() => defineAgent({ ...base, name: "reasoning.x", agency: "Not A Role" })).toThrow(/agency|role/);
+    // The option's old name is refused, not ignored: ignoring it would change how the agent is scheduled.
+    expect(() => defineAgent({ ...base, name: "reasoning.x", role: "planning" } as never)).toThrow(
+      /`role` is now `agency`/,
+    );
     expect(defineAgent({ ...base, name: "reasoning.x" }).manifest).toMatchObject({
       id: "reasoning.x",
       agency: "reasoning",

@@ -3,7 +3,7 @@ import { promisify } from "node:util";
 import { beforeAll, describe, expect, it } from "vitest";
 import { announceAgents } from "../../src/agents/announcement.ts";
 import { encodeJson } from "../../src/bus/codec.ts";
-import { guardedServices } from "../../src/bus/replies.ts";
+import { startService } from "../../src/bus/service.ts";
 import { subjects } from "../../src/bus/subjects.ts";
 import { CONCLAVE_BIN } from "../../src/cli/childProcess.ts";
 import { submitTurn, watchTurn } from "../../src/client/turns.ts";
@@ -110,10 +110,10 @@ describe("agents of a user's own, in a worker process of their own", () => {
   it("checks answers on the runner too, against the schema the agent's workers announced", async () => {
     // A rogue worker: it announces a schema, then answers what the schema rejects, skipping the worker's own check.
     const nc = await nats.connect("worker");
-    const service = await guardedServices(nc, "worker").add({ name: "rogue", version: "0.0.1" });
+    const service = startService(nc, "worker", { name: "rogue", version: "0.0.1" });
     service.addEndpoint("acme_rogue", {
       subject: subjects.agent("acme.rogue"),
-      handler: (_error, msg) => {
+      handler: (msg) => {
         msg.respond(
           encodeJson({
             agent_id: "acme.rogue",

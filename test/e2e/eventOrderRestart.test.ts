@@ -40,7 +40,7 @@ async function storedSeqs(sessionId: string, turnId: number): Promise<number[]> 
 
 describe("events across a nats-server restart", () => {
   it("are stored in seq order: appended before, during and after the outage", async () => {
-    const nc = await connectBus(busOptions("runner", { url: nats.url, persistent: true }));
+    const nc = await connectBus(busOptions("runner", { servers: nats.url, persistent: true }));
     closers.push(() => nc.close());
     await ensureEventStream(await jetstreamManager(nc));
     const writer = new EventLogWriter(jetstream(nc));

@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { MACHINES } from "../../machines/index.ts";
 import { UsageError } from "../../src/cli/args.ts";
 import { CONCLAVE_BIN } from "../../src/cli/childProcess.ts";
-import { run } from "../../src/cli/commands/graph.ts";
+import graphCommand from "../../src/cli/commands/graph.ts";
 import { renderMachine } from "../../src/graph/formats.ts";
 
 /** Runs the command in-process and returns what it printed. */
@@ -14,7 +14,7 @@ async function graph(...args: string[]): Promise<string> {
     printed += String(chunk);
     return true;
   });
-  expect(await run(args)).toBe(0);
+  expect(await graphCommand.run(args)).toBe(0);
   return printed;
 }
 
@@ -33,12 +33,14 @@ describe("conclave graph", () => {
   });
 
   it("rejects an unknown machine (naming the machines), an unknown format, or no machine", async () => {
-    await expect(run(["teapot"])).rejects.toThrow(
+    await expect(graphCommand.run(["teapot"])).rejects.toThrow(
       new UsageError(`unknown machine 'teapot'; the machines are: ${Object.keys(MACHINES).join(", ")}`),
     );
-    await expect(run(["toString"])).rejects.toThrow(/unknown machine 'toString'/);
-    await expect(run(["turn", "--format", "svg"])).rejects.toThrow(/unknown format 'svg'; choose mermaid, dot, json/);
-    await expect(run([])).rejects.toThrow(UsageError);
+    await expect(graphCommand.run(["toString"])).rejects.toThrow(/unknown machine 'toString'/);
+    await expect(graphCommand.run(["turn", "--format", "svg"])).rejects.toThrow(
+      /unknown format 'svg'; choose mermaid, dot, json/,
+    );
+    await expect(graphCommand.run([])).rejects.toThrow(UsageError);
   });
 
   it("exits 2 with the list of machines from the command line", async () => {

@@ -43,7 +43,7 @@ export function useNatsServer() {
     },
     /** A connection as one of the roles in nats.conf, closed after the file's tests. */
     async connect(role: Role): Promise<NatsConnection> {
-      const nc = await connectBus(busOptions(role, { url: this.url, persistent: false }));
+      const nc = await connectBus(busOptions(role, { servers: this.url, persistent: false }));
       connections.push(nc);
       return nc;
     },

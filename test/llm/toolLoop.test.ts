@@ -1,18 +1,18 @@
 import { describe, expect, it } from "vitest";
 import { isConclaveError } from "../../src/errors.ts";
 import { LlmError } from "../../src/llm/errors.ts";
-import type { ToolSpec } from "../../src/llm/model.ts";
+import type { ModelTool } from "../../src/llm/model.ts";
 import { OfflineToolModel } from "../../src/llm/offlineModel.ts";
 import { runToolLoop, ToolLoopExhaustedError } from "../../src/llm/toolLoop.ts";
 import type { RequestMessage } from "../helpers/openaiServer.ts";
 import { modelAgainst, rejection } from "./fixtures.ts";
 
-const diskUsage: ToolSpec = {
+const diskUsage: ModelTool = {
   name: "disk_usage",
   description: "Bytes used under a path.",
   parameters: { type: "object", properties: { path: { type: "string" } }, required: ["path"] },
 };
-const clock: ToolSpec = {
+const clock: ModelTool = {
   name: "clock",
   description: "The current time.",
   parameters: { type: "object", properties: {} },

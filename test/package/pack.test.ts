@@ -1,10 +1,36 @@
+import { execFile } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
+import { freePort } from "../../src/nats/server.ts";
 import { REPO, usePackedProject } from "./packedProject.ts";
 
-/** The root entry's public API (issue 12). */
-const ROOT_API = ["defineAgent", "startWorker", "startRunner", "connect"];
+/** The root entry's public API (issue 12): the core. */
+const ROOT_API = ["defineAgent", "defineTool", "startWorker", "startRunner", "connect"];
+/** What users of recipes need, from `conclave/recipes`. */
+const RECIPES_API = ["loadRecipe", "loadRecipeFile", "parseRecipeText", "runRecipeInProcess", "simulationTrace"];
+
+/** Optional peer dependencies: installed by those who use the feature that needs them, never by default. */
+const OPTIONAL_PEERS = ["pg", "redis", "ink", "react", "@statelyai/inspect"];
+
+/**
+ * What the install pulled in besides Conclave itself, in KiB on disk (`du -sk`), when pg, redis,
+ * ink and react and @statelyai/inspect were dependencies and @nats-io/services brought a second
+ * nats-core: 90,084 KiB (99,160 with node_modules/conclave; 58.3 MB of file contents), measured
+ * on Linux (ext4, 4 KiB blocks). Without them: about 40,000 KiB.
+ */
+const DEPENDENCIES_KIB_WITH_ALL_PEERS = 90_084;
+
+/** The environment of a command run there: no LLM (the offline model) and the default NATS stores, whatever this shell has. */
+const OFFLINE_NATS_ONLY = {
+  CONCLAVE_LLM_BASE_URL: "",
+  CONCLAVE_MEMORY_BACKEND: "",
+  CONCLAVE_POSTGRES_URL: "",
+  CONCLAVE_REDIS_URL: "",
+  CONCLAVE_DEBUG: "",
+  CONCLAVE_LOG: "quiet",
+};
 
 describe("the packed package, installed into an empty project", () => {
   const project = usePackedProject();
@@ -15,12 +41,12 @@ describe("the packed package, installed into an empty project", () => {
     expect(existsSync(join(project().dir, "node_modules", "tsx"))).toBe(false);
   });
 
-  it("loads from plain Node ESM: the root API, the client and the worker entries", async () => {
+  it("loads from plain Node ESM: the root API, the client, worker and recipes entries", async () => {
     const { stdout } = await project().run(process.execPath, [
       "--input-type=module",
       "-e",
       `const entries = {};
-       for (const name of ["conclave", "conclave/client", "conclave/worker"]) {
+       for (const name of ["conclave", "conclave/client", "conclave/worker", "conclave/recipes"]) {
          const module = await import(name);
          entries[name] = Object.fromEntries(Object.entries(module).map(([key, value]) => [key, typeof value]));
        }
@@ -30,6 +56,59 @@ describe("the packed package, installed into an empty project", () => {
     for (const name of ROOT_API) expect(entries.conclave?.[name], name).toBe("function");
     expect(Object.keys(entries["conclave/client"]!).length).toBeGreaterThan(0);
     expect(Object.keys(entries["conclave/worker"]!).length).toBeGreaterThan(0);
+    for (const name of RECIPES_API) expect(entries["conclave/recipes"]?.[name], name).toBe("function");
+    // The recipe loader's internals are no part of any entry.
+    for (const entry of Object.values(entries)) {
+      expect(entry).not.toHaveProperty("parseExpression");
+      expect(entry).not.toHaveProperty("conditionHolds");
+    }
+  });
+
+  it("installs without the optional peers and one nats-core, in well under half the size it took with them", async () => {
+    const modules = join(project().dir, "node_modules");
+    for (const name of OPTIONAL_PEERS) expect(existsSync(join(modules, name)), name).toBe(false);
+    const { stdout: natsCores } = await project().run("npm", ["ls", "--all", "--parseable", "@nats-io/nats-core"]);
+    const natsCoreDirs = natsCores.trim().split("\n");
+    expect(natsCoreDirs).toHaveLength(1);
+    expect(natsCoreDirs[0]).toMatch(/project[\\/]node_modules[\\/]@nats-io[\\/]nats-core$/);
+    const kib = async (path: string) => Number((await project().run("du", ["-sk", path])).stdout.split(/\s/)[0]);
+    const dependencies = (await kib(modules)) - (await kib(join(modules, "conclave")));
+    expect(dependencies).toBeGreaterThan(0);
+    expect(dependencies).toBeLessThan(DEPENDENCIES_KIB_WITH_ALL_PEERS / 2);
+  });
+
+  it("runs a turn without them: `conclave up --exec 'conclave send …'`", async () => {
+    const conclave = join(project().dir, "node_modules", ".bin", "conclave");
+    const { stdout } = await project().run(
+      conclave,
+      [
+        "up",
+        "--nats-url",
+        `nats://127.0.0.1:${await freePort()}`,
+        "--data-dir",
+        join(project().dir, ".conclave"),
+        "--exec",
+        `"${conclave}" send --session packed "hello there"`,
+      ],
+      { env: OFFLINE_NATS_ONLY, timeoutMs: 120_000 },
+    );
+    expect(stdout).toMatch(/reply: \S/);
+    expect(stdout).toMatch(/\[up\] stopped/);
+  }, 150_000);
+
+  it("`conclave chat` without ink and react says, in one line, what to install", async () => {
+    const conclave = join(project().dir, "node_modules", ".bin", "conclave");
+    const failure = await promisify(execFile)(conclave, ["chat"], {
+      cwd: project().dir,
+      env: { ...process.env, ...OFFLINE_NATS_ONLY },
+    }).then(
+      () => null,
+      (error: { code?: number; stderr?: string }) => error,
+    );
+    expect(failure?.code).toBe(3);
+    expect(failure?.stderr).toBe(
+      "conclave chat: the terminal UI needs the optional packages ink and react: npm install ink react\n",
+    );
   });
 
   it("`conclave --version` prints the package's version", async () => {
@@ -60,8 +139,9 @@ describe("the packed package, installed into an empty project", () => {
       `import { ${ROOT_API.join(", ")} } from "conclave";
 import * as client from "conclave/client";
 import * as worker from "conclave/worker";
+import * as recipes from "conclave/recipes";
 
-export const api: unknown[] = [${ROOT_API.join(", ")}, client, worker];
+export const api: unknown[] = [${ROOT_API.join(", ")}, client, worker, recipes];
 `,
     );
     const tsc = join(REPO, "node_modules", "typescript", "bin", "tsc");

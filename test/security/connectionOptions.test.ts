@@ -140,22 +140,22 @@ describe("production transport", () => {
   it.each(["nats://10.0.0.5:4222", "nats://nats.example:4222", "127.0.0.1:4222,nats://10.0.0.5:4222"])(
     "refuses %s in clear text",
     (url) => {
-      expect(() => busOptions("runner", { url }, own)).toThrow(InsecureCredentialsError);
-      expect(() => busOptions("runner", { url }, own)).toThrow(/is neither TLS nor loopback/);
+      expect(() => busOptions("runner", { servers: url }, own)).toThrow(InsecureCredentialsError);
+      expect(() => busOptions("runner", { servers: url }, own)).toThrow(/is neither TLS nor loopback/);
     },
   );
 
   it.each(["nats://127.0.0.1:4222", "nats://localhost:4222", "nats://[::1]:4222", "127.0.0.2:4222"])(
     "accepts loopback %s in clear text",
     (url) => {
-      expect(busOptions("runner", { url }, own).url).toBe(url);
+      expect(busOptions("runner", { servers: url }, own).servers).toEqual([url]);
     },
   );
 
   it("accepts a remote server over TLS", () => {
-    expect(busOptions("runner", { url: "tls://10.0.0.5:4222" }, own).tls).toEqual({});
+    expect(busOptions("runner", { servers: "tls://10.0.0.5:4222" }, own).tls).toEqual({});
     expect(
-      busOptions("runner", { url: "nats://10.0.0.5:4222" }, { ...own, CONCLAVE_NATS_TLS_CA: "/ca.pem" }).tls,
+      busOptions("runner", { servers: "nats://10.0.0.5:4222" }, { ...own, CONCLAVE_NATS_TLS_CA: "/ca.pem" }).tls,
     ).toEqual({
       caFile: "/ca.pem",
     });
@@ -166,6 +166,42 @@ describe("production transport", () => {
       const env = { ...PRODUCTION, CONCLAVE_NATS_USER: "runner", CONCLAVE_NATS_PASSWORD_FILE: file("dev", password) };
       expect(() => busOptions("runner", {}, env)).toThrow(/development default/);
     }
+  });
+});
+
+describe("given in code (connect, startRunner and startWorker take the same names)", () => {
+  it("takes servers as a list or comma-separated, else the environment's", () => {
+    const listed = busOptions("client", { servers: ["nats://a:4222", "nats://b:4222, nats://c:4222"] }, {});
+    expect(listed.servers).toEqual(["nats://a:4222", "nats://b:4222", "nats://c:4222"]);
+    expect(busOptions("client", { servers: "nats://a:4222,nats://b:4222" }, {}).servers).toEqual([
+      "nats://a:4222",
+      "nats://b:4222",
+    ]);
+    const env = { CONCLAVE_NATS_URL: "nats://env:4222" };
+    expect(busOptions("client", { servers: [] }, env).servers).toEqual(["nats://env:4222"]);
+    expect(busOptions("client", {}, {}).servers).toEqual(["nats://127.0.0.1:4222"]);
+  });
+
+  it("refuses the old name `url` rather than quietly connecting elsewhere", () => {
+    const attempt = () => busOptions("client", { url: "nats://a:4222" } as never, {});
+    expect(attempt).toThrow(BusConfigError);
+    expect(attempt).toThrow(/`url` is now `servers`/);
+  });
+
+  it("uses TLS files given over the environment's, checked the same way", () => {
+    const env = { CONCLAVE_NATS_TLS_CA: "/env-ca.pem" };
+    expect(busOptions("runner", { tls: { caFile: "/ca.pem" } }, env).tls).toEqual({ caFile: "/ca.pem" });
+    expect(busOptions("runner", { tls: {} }, {}).tls).toEqual({});
+    expect(() => busOptions("runner", { tls: { certFile: "/c.pem" } }, {})).toThrow(/tls\.certFile and tls\.keyFile/);
+  });
+
+  it("takes an nkey seed file or a creds file, as the environment gives them", () => {
+    expect(busOptions("worker", { nkeySeedFile: seed.seedFile }, PRODUCTION)).toMatchObject({
+      nkeySeedFile: seed.seedFile,
+    });
+    expect(() => busOptions("worker", { credsFile: file("bad.creds", "nothing") }, {})).toThrow(
+      /does not hold a user JWT and seed/,
+    );
   });
 });
 

@@ -24,7 +24,7 @@ const OWN = { CONCLAVE_NATS_USER: "runner", CONCLAVE_NATS_PASSWORD: "a-long-rand
 describe("busOptions in development", () => {
   it.each(ROLES)("gives the %s role its development user, password and inbox prefix", (role) => {
     expect(busOptions(role, {}, {})).toMatchObject({
-      url: "nats://127.0.0.1:4222",
+      servers: ["nats://127.0.0.1:4222"],
       user: DEV_CREDENTIALS[role].user,
       password: DEV_CREDENTIALS[role].password,
       inboxPrefix: INBOX_PREFIXES[role],
@@ -39,7 +39,7 @@ describe("busOptions in development", () => {
       CONCLAVE_NATS_PASSWORD: "env-pass",
     };
     expect(busOptions("client", {}, env)).toMatchObject({
-      url: "nats://env:4222",
+      servers: ["nats://env:4222"],
       user: "env-user",
       password: "env-pass",
     });
@@ -135,7 +135,7 @@ describe("a production deployment", () => {
   });
 
   it("refuses the development passwords at the server too", async () => {
-    const error = await connectBus(busOptions("client", { url: server!.url }, {})).then(
+    const error = await connectBus(busOptions("client", { servers: server!.url }, {})).then(
       async (nc) => {
         await nc.close();
         return null;

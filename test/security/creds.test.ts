@@ -46,7 +46,9 @@ describe("a .creds file (CONCLAVE_NATS_CREDS_FILE)", () => {
   });
 
   it("is refused by the server without it: the development password means nothing here", async () => {
-    await expect(connectBus(busOptions("runner", { url: server!.url }, {}))).rejects.toBeInstanceOf(AuthorizationError);
+    await expect(connectBus(busOptions("runner", { servers: server!.url }, {}))).rejects.toBeInstanceOf(
+      AuthorizationError,
+    );
   });
 
   it("is checked before connecting: a file that is not a creds file is a config error that quotes nothing", () => {

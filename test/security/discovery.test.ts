@@ -6,11 +6,11 @@ import { useNatsServer } from "../helpers/nats.ts";
 import { useInProcessStack } from "../helpers/stack.ts";
 
 /**
- * Services discovery (`$SRV.PING|INFO|STATS`) is answered by @nats-io/services
- * itself, with the responder's publish rights, on whatever reply subject the
- * request names. Even the operator, who may send it, cannot make the runner
- * or a worker write an answer into a data subject: discovery answers only
- * inbox replies.
+ * Services discovery (`$SRV.PING|INFO|STATS`) is answered by each service
+ * (src/bus/service.ts), with the responder's publish rights, on whatever
+ * reply subject the request names. Even the operator, who may send it, cannot
+ * make the runner or a worker write an answer into a data subject: discovery
+ * answers only inbox replies.
  */
 const nats = useNatsServer();
 useInProcessStack(nats);

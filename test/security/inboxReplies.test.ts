@@ -105,7 +105,7 @@ describe("a runner asked to answer on a subject that is no inbox of a role it se
     );
     server = await startNatsServer({ config: join(dir, "nats.conf"), storeDir: join(dir, "store") });
     await processes.spawn("runner", ["runner"]);
-    wide = await connectBus(busOptions("client", { url: server.url }));
+    wide = await connectBus(busOptions("client", { servers: server.url }));
   });
 
   it("answers none of them, and goes on answering real requests", async () => {

@@ -48,7 +48,7 @@ beforeAll(async () => {
     processes.spawn("reader", ["worker", "--agents", "./test/fixtures/ledgers/agents.ts"]),
     processes.spawn("runner", ["runner"]),
   ]);
-  clientNc = await connectBus(busOptions("client", { url: server.url }));
+  clientNc = await connectBus(busOptions("client", { servers: server.url }));
   opened.push(clientNc);
   client = await connect({ nc: clientNc });
 });

@@ -2,13 +2,11 @@ import { readFileSync } from "node:fs";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import { AuthorizationError, type NatsConnection, PermissionViolationError, RequestError } from "@nats-io/nats-core";
-import { Svcm } from "@nats-io/services";
 import { connect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { InspectionEvent } from "xstate";
 import { builtinAgents } from "../../src/agents/builtins.ts";
 import { DEV_CREDENTIALS, INBOX_PREFIXES, ROLES, type Role } from "../../src/bus/connection.ts";
-import type { ServicesConnection } from "../../src/bus/replies.ts";
 import { buckets, RUNNER_CONSUMER, streams, subjects } from "../../src/bus/subjects.ts";
 import { submitTurn, watchTurn } from "../../src/client/turns.ts";
 import { readEvents } from "../../src/eventlog/reader.ts";
@@ -111,6 +109,14 @@ async function expectPublishDenied(nc: NatsConnection, seen: PermissionViolation
 }
 
 /** A plain nats.js connection (no Conclave code), closed after the file's tests. */
+/** Every answer to `$SRV.<verb>`, collected as a NATS services client does (until 2 s, or a lull after the first). */
+async function discover(nc: NatsConnection, verb: "PING" | "INFO" | "STATS"): Promise<unknown[]> {
+  const answers: unknown[] = [];
+  const replies = await nc.requestMany(`$SRV.${verb}`, new Uint8Array(), { strategy: "stall", maxWait: 2_000 });
+  for await (const reply of replies) answers.push(reply.json());
+  return answers;
+}
+
 const plain: NatsConnection[] = [];
 async function connectPlain(options: Record<string, unknown>): Promise<NatsConnection> {
   const nc = await connect({ servers: nats.url, maxReconnectAttempts: 0, ...options });
@@ -227,14 +233,10 @@ describe("each role can do its job", () => {
       pass: "conclave-dev-operator",
       inboxPrefix: "_INBOX_operator",
     });
-    const discovery = new Svcm(operator as unknown as ServicesConnection).client();
-    const names: string[] = [];
-    for await (const ping of await discovery.ping()) names.push(ping.name);
+    const names = (await discover(operator, "PING")).map((ping) => (ping as { name: string }).name);
     expect(names).toEqual(expect.arrayContaining(["conclave-runner", "conclave-agents", "conclave-council"]));
-    let infos = 0;
-    for await (const _ of await discovery.info()) infos++;
-    let stats = 0;
-    for await (const _ of await discovery.stats()) stats++;
+    const infos = (await discover(operator, "INFO")).length;
+    const stats = (await discover(operator, "STATS")).length;
     expect([infos, stats]).toEqual([names.length, names.length]);
 
     const records: InspectionRecord[] = [];

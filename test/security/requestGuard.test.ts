@@ -1,6 +1,6 @@
-import type { ServiceMsg } from "@nats-io/services";
 import { describe, expect, it } from "vitest";
 import { isInboxReply } from "../../src/bus/replies.ts";
+import type { ServiceMsg } from "../../src/bus/service.ts";
 import { IgnoredMessages } from "../../src/workers/requestGuard.ts";
 
 describe("what a worker serves", () => {

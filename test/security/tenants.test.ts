@@ -36,7 +36,7 @@ const asTenant = async (name: string): Promise<NatsConnection> => {
   return nc;
 };
 const asRole = async (role: "runner" | "worker" | "client"): Promise<NatsConnection> => {
-  const nc = await connectBus(busOptions(role, { url: server.url }));
+  const nc = await connectBus(busOptions(role, { servers: server.url }));
   opened.push(nc);
   return nc;
 };

@@ -171,7 +171,7 @@ describe("TLS on the client side", () => {
       const env = { CONCLAVE_NATS_URL: plain.url.replace(/^nats:/, "tls:") };
       await expect(connectBus(busOptions("client", {}, env))).rejects.toThrow(/tls/i);
       // The same server, the same credentials, without tls://: it connects.
-      const nc = await connectBus(busOptions("client", { url: plain.url }, {}));
+      const nc = await connectBus(busOptions("client", { servers: plain.url }, {}));
       await nc.close();
     } finally {
       await plain.stop();

@@ -1,44 +1,36 @@
 import type { NatsConnection } from "@nats-io/nats-core";
 import { AgentRoster } from "../../agents/announcement.ts";
 import { AgentDirectory } from "../../agents/directory.ts";
-import { connectBus } from "../../bus/connection.ts";
 import { RemoteCallError } from "../../bus/errors.ts";
 import { requestJson } from "../../bus/request.ts";
 import { subjects } from "../../bus/subjects.ts";
 import type { AgentManifest } from "../../contracts/agent.ts";
 import type { ToolManifest } from "../../contracts/tool.ts";
-import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFrom, parse } from "../args.ts";
-import { EXIT, EXIT_HELP } from "../failures.ts";
+import { defineCommand } from "../command.ts";
+import { EXIT } from "../failures.ts";
 import { printable } from "../printable.ts";
 
-export const help = `conclave agents: the agents and tools live workers host
+const help = `conclave agents: the agents and tools live workers host
 
 Usage: conclave agents [--json]
 
 Asks a runner for the roster its turns are planned with (conclave.agents.roster):
 every agent live workers announced and its directory has not forgotten (an agent
 whose worker went silent is listed until it expires, three heartbeats on), and
-lists each: id, role, priority, triggers, cooldown, token budget, and whether it
+lists each: id, agency, priority, triggers, cooldown, token budget, and whether it
 has an output schema of its own; then every tool: name, risk, effect, whether it
 has a dry run and a rollback. With no runner answering, it calls the workers' roll
 (conclave.agents.rollcall) instead and lists what they announce. Which of the two
 the list comes from is said on stderr (unless --json). With --json, one manifest
 per line (a tool's as {"tool": …}). No agent is an empty result (a note on stderr
-unless --json), not a failure.
+unless --json), not a failure.`;
 
-${CONNECTION_HELP}
-
-${EXIT_HELP}`;
-
-export async function run(argv: string[]): Promise<number> {
-  const { values } = parse(argv, { ...CONNECTION_FLAGS, json: { type: "boolean" } });
-  if (values.help) {
-    console.log(help);
-    return 0;
-  }
-  const nc = await connectBus(connectionFrom(values, "observer", false));
-  try {
-    const listed = await rosterOf(nc);
+export default defineCommand({
+  help,
+  flags: { json: { type: "boolean" } },
+  role: "observer",
+  async run({ values, bus }) {
+    const listed = await rosterOf(await bus());
     const roster = listed.agents.sort((a, b) => a.id.localeCompare(b.id));
     const tools = listed.tools.sort((a, b) => a.name.localeCompare(b.name));
     if (!values.json) console.error(printable(listed.source, { newlines: false }));
@@ -64,10 +56,8 @@ export async function run(argv: string[]): Promise<number> {
         );
     }
     return EXIT.ok;
-  } finally {
-    await nc.close();
-  }
-}
+  },
+});
 
 /** How long a runner has to send its roster before the workers' roll is called instead. */
 const ROSTER_TIMEOUT_MS = 3_000;

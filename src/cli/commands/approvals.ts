@@ -1,10 +1,8 @@
-import { connectBus } from "../../bus/connection.ts";
 import { connect } from "../../client/client.ts";
-import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFrom, parse } from "../args.ts";
-import { EXIT_HELP } from "../failures.ts";
+import { defineCommand } from "../command.ts";
 import { printable } from "../printable.ts";
 
-export const help = `conclave approvals: the tool calls waiting for a person's approval
+const help = `conclave approvals: the tool calls waiting for a person's approval
 
 Usage: conclave approvals [--session ID] [--json]
 
@@ -13,25 +11,14 @@ Usage: conclave approvals [--session ID] [--json]
 
 Each line: the approval's id (<session>/<turn>, for conclave approve|deny), the
 tool and its arguments (as the log keeps them: redacted), why it needs approval,
-the role an answer needs, and since when it waits.
+the role an answer needs, and since when it waits.`;
 
-${CONNECTION_HELP}
-
-${EXIT_HELP}`;
-
-export async function run(argv: string[]): Promise<number> {
-  const { values } = parse(argv, {
-    ...CONNECTION_FLAGS,
-    session: { type: "string", short: "s" },
-    json: { type: "boolean" },
-  });
-  if (values.help) {
-    console.log(help);
-    return 0;
-  }
-  const nc = await connectBus(connectionFrom(values, "client", false));
-  try {
-    const client = await connect({ nc });
+export default defineCommand({
+  help,
+  flags: { session: { type: "string", short: "s" }, json: { type: "boolean" } },
+  role: "client",
+  async run({ values, bus }) {
+    const client = await connect({ nc: await bus() });
     const pending = await client.approvals(values.session);
     for (const approval of pending) {
       if (values.json) console.log(JSON.stringify(approval));
@@ -45,7 +32,5 @@ export async function run(argv: string[]): Promise<number> {
     }
     if (!values.json && pending.length === 0) console.log("no tool call waits for approval");
     return 0;
-  } finally {
-    await nc.close();
-  }
-}
+  },
+});

@@ -1,12 +1,13 @@
 import { randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
-import { connectBus } from "../../bus/connection.ts";
 import { ChatController } from "../../chat/controller.ts";
 import { connect } from "../../client/index.ts";
-import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFrom, parse, sessionArg, UsageError } from "../args.ts";
-import { EXIT, EXIT_HELP } from "../failures.ts";
+import { importOptional } from "../../optionalPackages.ts";
+import { sessionArg, UsageError } from "../args.ts";
+import { type CommandInput, defineCommand } from "../command.ts";
+import { EXIT } from "../failures.ts";
 
-export const help = `conclave chat: talk with Conclave in the terminal, watching each turn run
+const help = `conclave chat: talk with Conclave in the terminal, watching each turn run
 
 Usage: conclave chat [--session <id>] [options]
 
@@ -20,11 +21,11 @@ an input line and under the conversation so far.
 Keys: Enter sends the line · Backspace erases · Ctrl-U clears the line
       Ctrl-C cancels the running turn; a second Ctrl-C (or one when no turn runs) quits
 
-Needs a terminal (stdin and stdout a TTY); from a script, use conclave send.
+Needs a terminal (stdin and stdout a TTY); from a script, use conclave send.`;
 
-${CONNECTION_HELP}
+const FLAGS = { session: { type: "string", short: "s" } } as const;
 
-${EXIT_HELP}`;
+export default defineCommand({ help, flags: FLAGS, role: "client", run });
 
 /** How long quitting waits for a cancelled turn's stream to end. */
 const CANCEL_GRACE_MS = 3_000;
@@ -32,19 +33,14 @@ const CANCEL_GRACE_MS = 3_000;
 /** A session id no one used yet: `chat-` and 12 hex digits. */
 const freshSession = () => `chat-${randomBytes(6).toString("hex")}`;
 
-export async function run(argv: string[]): Promise<number> {
-  const { values } = parse(argv, { ...CONNECTION_FLAGS, session: { type: "string", short: "s" } });
-  if (values.help) {
-    console.log(help);
-    return EXIT.ok;
-  }
+async function run({ values, bus }: CommandInput<typeof FLAGS>): Promise<number> {
   const session = values.session === undefined ? freshSession() : sessionArg(values.session);
+  // First: without ink and react (optional packages), say so, whatever the terminal.
+  const showChat = await liveRenderer();
   if (!process.stdin.isTTY || !process.stdout.isTTY)
     throw new UsageError("chat needs a terminal (stdin and stdout a TTY); from a script, use conclave send");
 
-  const nc = await connectBus(connectionFrom(values, "client", false));
-  const client = await connect({ nc });
-  const showChat = await liveRenderer();
+  const client = await connect({ nc: await bus() });
   let screen: ReturnType<typeof showChat> | undefined;
   const controller = new ChatController(client, session, () => screen?.quit());
   // A session named on the command line may have a conversation already: show it first.
@@ -64,8 +60,7 @@ export async function run(argv: string[]): Promise<number> {
     process.off("SIGINT", interrupt);
     process.off("SIGTERM", quit);
     process.off("SIGHUP", quit);
-    await client.close(); // leaves nc, which it was given, open
-    await nc.close();
+    await client.close(); // leaves the bus, which it was given, open (defineCommand closes it)
   }
   return EXIT.ok;
 }
@@ -78,5 +73,5 @@ export async function run(argv: string[]): Promise<number> {
 async function liveRenderer() {
   for (const name of Object.keys(process.env))
     if (name === "CI" || name === "CONTINUOUS_INTEGRATION" || name.startsWith("CI_")) delete process.env[name];
-  return (await import("../../chat/app.ts")).showChat;
+  return (await importOptional("the terminal UI", ["ink", "react"], () => import("../../chat/app.ts"))).showChat;
 }

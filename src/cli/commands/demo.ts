@@ -1,7 +1,6 @@
 import { busOptions, connectBus, DEFAULT_NATS_URL } from "../../bus/connection.ts";
 import { connect } from "../../client/client.ts";
-import { parse } from "../args.ts";
-import { EXIT_HELP } from "../failures.ts";
+import { defineCommand } from "../command.ts";
 import { startLocalCluster } from "../localCluster.ts";
 import { createEventPrinter } from "../render.ts";
 
@@ -18,58 +17,51 @@ export const DEMO_SCRIPT = [
   "Sometimes I just want to hurt myself and die.",
 ];
 
-export const help = `conclave demo (npm start): a scripted conversation through the whole pipeline
+const help = `conclave demo (npm start): a scripted conversation through the whole pipeline
 
 Usage: conclave demo [--nats-url URL] [--data-dir DIR] [--session ID]
 
 Starts nats-server (unless one answers at the URL), a runner and three workers as
 separate processes, sends ${DEMO_SCRIPT.length} user turns, prints each turn's stages
-and the reply, then shuts everything down.
+and the reply, then shuts everything down.`;
 
-${EXIT_HELP}`;
-
-export async function run(argv: string[]): Promise<number> {
-  const { values } = parse(argv, {
-    "nats-url": { type: "string" },
-    "data-dir": { type: "string" },
-    session: { type: "string" },
-    help: { type: "boolean", short: "h" },
-  });
-  if (values.help) {
-    console.log(help);
-    return 0;
-  }
-  const url = values["nats-url"] ?? process.env.CONCLAVE_NATS_URL ?? DEFAULT_NATS_URL;
-  const log = (line: string) => console.log(`[demo] ${line}`);
-  // The processes' own info lines would interleave with the conversation: keep only warnings.
-  const cluster = await startLocalCluster({
-    url,
-    dataDir: values["data-dir"] ?? process.env.CONCLAVE_DATA_DIR ?? ".conclave",
-    log,
-    env: { CONCLAVE_LOG: process.env.CONCLAVE_LOG ?? "quiet" },
-  });
-  const sessionId = values.session ?? `demo-${Date.now().toString(36)}`;
-  let failures = 0;
-  try {
-    const nc = await connectBus(busOptions("client", { url }));
+export default defineCommand({
+  help,
+  flags: { "nats-url": { type: "string" }, "data-dir": { type: "string" }, session: { type: "string" } },
+  async run({ values }) {
+    const url = values["nats-url"] ?? process.env.CONCLAVE_NATS_URL ?? DEFAULT_NATS_URL;
+    const log = (line: string) => console.log(`[demo] ${line}`);
+    // The processes' own info lines would interleave with the conversation: keep only warnings.
+    const cluster = await startLocalCluster({
+      url,
+      dataDir: values["data-dir"] ?? process.env.CONCLAVE_DATA_DIR ?? ".conclave",
+      log,
+      env: { CONCLAVE_LOG: process.env.CONCLAVE_LOG ?? "quiet" },
+    });
+    const sessionId = values.session ?? `demo-${Date.now().toString(36)}`;
+    let failures = 0;
     try {
-      const print = createEventPrinter(false);
-      const client = await connect({ nc });
-      for (const text of DEMO_SCRIPT) {
-        console.log(`\nyou> ${text}`);
-        const turn = client.submit(sessionId, text);
-        for await (const event of turn) if (event.kind !== "TURN_STARTED") print(event);
-        if ((await turn.result).outcome.status !== "Complete") failures++;
+      // No role of the command's: this connection is to the cluster started here, and closes before it stops.
+      const nc = await connectBus(busOptions("client", { servers: url }));
+      try {
+        const print = createEventPrinter(false);
+        const client = await connect({ nc });
+        for (const text of DEMO_SCRIPT) {
+          console.log(`\nyou> ${text}`);
+          const turn = client.submit(sessionId, text);
+          for await (const event of turn) if (event.kind !== "TURN_STARTED") print(event);
+          if ((await turn.result).outcome.status !== "Complete") failures++;
+        }
+      } finally {
+        await nc.close();
       }
+      console.log(
+        `\n[demo] ${DEMO_SCRIPT.length} turns in session ${sessionId}. Read them back with: npx conclave events --session ${sessionId}`,
+      );
     } finally {
-      await nc.close();
+      log("shutting down…");
+      await cluster.stop();
     }
-    console.log(
-      `\n[demo] ${DEMO_SCRIPT.length} turns in session ${sessionId}. Read them back with: npx conclave events --session ${sessionId}`,
-    );
-  } finally {
-    log("shutting down…");
-    await cluster.stop();
-  }
-  return failures === 0 ? 0 : 1;
-}
+    return failures === 0 ? 0 : 1;
+  },
+});

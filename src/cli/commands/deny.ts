@@ -1,7 +1,3 @@
-import { answer, approvalHelp } from "./approve.ts";
+import { approvalCommand } from "./approve.ts";
 
-export const help = approvalHelp("deny");
-
-export function run(argv: string[]): Promise<number> {
-  return answer(argv, false);
-}
+export default approvalCommand("deny");

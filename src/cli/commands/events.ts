@@ -1,10 +1,10 @@
-import { connectBus } from "../../bus/connection.ts";
 import { connect } from "../../client/client.ts";
-import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFrom, parse, sessionArg, UsageError } from "../args.ts";
-import { EXIT, EXIT_HELP } from "../failures.ts";
+import { sessionArg, UsageError } from "../args.ts";
+import { defineCommand } from "../command.ts";
+import { EXIT } from "../failures.ts";
 import { createEventPrinter } from "../render.ts";
 
-export const help = `conclave events: read a session's event log back from JetStream
+const help = `conclave events: read a session's event log back from JetStream
 
 Usage: conclave events --session <id> [--turn N] [--from-seq N] [--follow] [--json [--positions]]
 
@@ -17,57 +17,51 @@ Usage: conclave events --session <id> [--turn N] [--from-seq N] [--follow] [--js
                  after the last one with --from-seq N+1
 
 Nothing stored for the session (or no turn run on this server yet) is an empty
-result, not a failure: no output, and a note on stderr unless --json.
+result, not a failure: no output, and a note on stderr unless --json.`;
 
-${CONNECTION_HELP}
-
-${EXIT_HELP}`;
-
-export async function run(argv: string[]): Promise<number> {
-  const { values } = parse(argv, {
-    ...CONNECTION_FLAGS,
+export default defineCommand({
+  help,
+  flags: {
     session: { type: "string", short: "s" },
     turn: { type: "string" },
     "from-seq": { type: "string" },
     follow: { type: "boolean" },
     positions: { type: "boolean" },
     json: { type: "boolean" },
-  });
-  if (values.help) {
-    console.log(help);
-    return 0;
-  }
-  const session = sessionArg(values.session);
-  const turn = values.turn === undefined ? undefined : Number(values.turn);
-  if (turn !== undefined && (!Number.isInteger(turn) || turn < 1))
-    throw new UsageError("--turn must be a whole number from 1");
-  const fromSeq = values["from-seq"] === undefined ? undefined : Number(values["from-seq"]);
-  if (fromSeq !== undefined && (!Number.isInteger(fromSeq) || fromSeq < 1))
-    throw new UsageError("--from-seq must be a whole number from 1");
+  },
+  role: "observer",
+  async run({ values, bus }) {
+    const session = sessionArg(values.session);
+    const turn = values.turn === undefined ? undefined : Number(values.turn);
+    if (turn !== undefined && (!Number.isInteger(turn) || turn < 1))
+      throw new UsageError("--turn must be a whole number from 1");
+    const fromSeq = values["from-seq"] === undefined ? undefined : Number(values["from-seq"]);
+    if (fromSeq !== undefined && (!Number.isInteger(fromSeq) || fromSeq < 1))
+      throw new UsageError("--from-seq must be a whole number from 1");
 
-  const nc = await connectBus(connectionFrom(values, "observer", false));
-  const stop = new AbortController();
-  const interrupted = () => stop.abort();
-  process.once("SIGINT", interrupted);
-  try {
-    const client = await connect({ nc });
-    const print = createEventPrinter(values.json);
-    let count = 0;
-    for await (const { position, event } of client.events(session, {
-      ...(turn !== undefined ? { turnId: turn } : {}),
-      ...(fromSeq !== undefined ? { fromSeq } : {}),
-      follow: values.follow === true,
-      signal: stop.signal,
-    })) {
-      count += 1;
-      if (values.json && values.positions) console.log(JSON.stringify({ position, event }));
-      else print(event);
+    const nc = await bus();
+    const stop = new AbortController();
+    const interrupted = () => stop.abort();
+    process.once("SIGINT", interrupted);
+    try {
+      const client = await connect({ nc });
+      const print = createEventPrinter(values.json);
+      let count = 0;
+      for await (const { position, event } of client.events(session, {
+        ...(turn !== undefined ? { turnId: turn } : {}),
+        ...(fromSeq !== undefined ? { fromSeq } : {}),
+        follow: values.follow === true,
+        signal: stop.signal,
+      })) {
+        count += 1;
+        if (values.json && values.positions) console.log(JSON.stringify({ position, event }));
+        else print(event);
+      }
+      if (count === 0 && !values.json)
+        console.error(`no events stored for session ${session}${turn ? ` turn ${turn}` : ""}`);
+      return EXIT.ok;
+    } finally {
+      process.off("SIGINT", interrupted);
     }
-    if (count === 0 && !values.json)
-      console.error(`no events stored for session ${session}${turn ? ` turn ${turn}` : ""}`);
-    return EXIT.ok;
-  } finally {
-    process.off("SIGINT", interrupted);
-    await nc.close();
-  }
-}
+  },
+});

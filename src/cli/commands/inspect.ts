@@ -1,18 +1,17 @@
 import { MACHINES } from "../../../machines/index.ts";
-import { connectBus } from "../../bus/connection.ts";
 import { collectInspection } from "../../inspect/collector.ts";
 import { inspectSubjectAll } from "../../inspect/record.ts";
 import { startStatelyBridge } from "../../inspect/statelyBridge.ts";
 import { STATELY_INSPECTOR_URL } from "../../inspect/statelyBridgePage.ts";
 import { createLogger } from "../../runtime/log.ts";
 import { portArg } from "../../viewer/localHttp.ts";
-import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFrom, parse, UsageError, untilInterrupted } from "../args.ts";
+import { UsageError, untilInterrupted } from "../args.ts";
 import { announceReady } from "../childProcess.ts";
-import { EXIT_HELP } from "../failures.ts";
+import { type CommandInput, defineCommand } from "../command.ts";
 
 const DEFAULT_PORT = 7421;
 
-export const help = `conclave inspect: watch the actors of every process in the Stately inspector
+const help = `conclave inspect: watch the actors of every process in the Stately inspector
 
 Usage: conclave inspect [--port N] [options]
 
@@ -22,26 +21,19 @@ Collects the inspection events that runners and workers started with --inspect
 (or CONCLAVE_INSPECT=1) publish on ${inspectSubjectAll}, and relays them to the
 Stately inspector. Open the printed URL in a browser. The inspector UI itself is
 loaded from ${STATELY_INSPECTOR_URL}, so it needs internet access; offline, use
-\`conclave viewer\`. Runs until interrupted.
+\`conclave viewer\`. Runs until interrupted.`;
 
-${CONNECTION_HELP}
+const FLAGS = { port: { type: "string" } } as const;
 
-${EXIT_HELP}`;
+export default defineCommand({ help, flags: FLAGS, role: "observer", longLived: true, run });
 
-export async function run(argv: string[]): Promise<number> {
-  const { values } = parse(argv, { ...CONNECTION_FLAGS, port: { type: "string" } });
-  if (values.help) {
-    console.log(help);
-    return 0;
-  }
+async function run({ values, bus }: CommandInput<typeof FLAGS>): Promise<number> {
   const port = portArg(values.port, DEFAULT_PORT);
   if (port === null) throw new UsageError("--port must be a whole number from 0 to 65535");
   const log = createLogger("inspect");
-  const nc = await connectBus(connectionFrom(values, "observer", true));
-  const bridge = await startStatelyBridge(Object.values(MACHINES), port).catch(async (error: unknown) => {
-    await nc.close();
-    throw error; // a PortInUseError is a usage error (exit status 2) of its own
-  });
+  const nc = await bus();
+  // A PortInUseError is a usage error (exit status 2) of its own.
+  const bridge = await startStatelyBridge(Object.values(MACHINES), port);
   let invalid = 0;
   const subscription = collectInspection(nc, bridge.push, (subject, reason) => {
     // One line for the first few, then stay quiet: a noisy publisher must not flood the terminal.
@@ -55,6 +47,5 @@ export async function run(argv: string[]): Promise<number> {
   await untilInterrupted();
   subscription.unsubscribe();
   await bridge.close();
-  await nc.drain();
   return 0;
 }

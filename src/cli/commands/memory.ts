@@ -1,15 +1,14 @@
 import { readFileSync, writeFileSync } from "node:fs";
-import { connectBus } from "../../bus/connection.ts";
 import { connect } from "../../client/client.ts";
 import { messageOf } from "../../errors.ts";
 import { openMemoryGraph } from "../../memory/graph/open.ts";
 import type { MemoryGraphStore } from "../../memory/graph/store.ts";
 import { validateArtifact } from "../../memory/graph/types.ts";
-import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFrom, parse, sessionArg, UsageError } from "../args.ts";
-import { EXIT_HELP } from "../failures.ts";
+import { sessionArg, UsageError } from "../args.ts";
+import { type Bus, defineCommand } from "../command.ts";
 import { printable } from "../printable.ts";
 
-export const help = `conclave memory: search a session's memory, export or import its graph
+const help = `conclave memory: search a session's memory, export or import its graph
 
 Usage:
   conclave memory search --session ID "query" [--limit N] [--json]
@@ -30,45 +29,34 @@ artifact; import checks an artifact (a dangling edge or a bad node is named,
 exit 2, and nothing changes) and replaces the graph of the session it names
 with it. Both read the store directly, as the memory service does (the
 worker role; CONCLAVE_MEMORY_BACKEND=postgres and CONCLAVE_POSTGRES_URL for
-PostgreSQL): import while no turn of that session runs.
+PostgreSQL): import while no turn of that session runs.`;
 
-${CONNECTION_HELP}
-
-${EXIT_HELP}`;
-
-export async function run(argv: string[]): Promise<number> {
-  const { values, positionals } = parse(
-    argv,
-    {
-      ...CONNECTION_FLAGS,
-      session: { type: "string", short: "s" },
-      limit: { type: "string" },
-      json: { type: "boolean" },
-      out: { type: "string" },
-    },
-    true,
-  );
-  if (values.help) {
-    console.log(help);
-    return 0;
-  }
-  const [verb, ...words] = positionals;
-  if (verb === "export") return exportGraph(values, sessionArg(values.session), values.out);
-  if (verb === "import") {
-    if (words.length !== 1) throw new UsageError("give the artifact's file, e.g. conclave memory import ana.json");
-    return importGraph(values, words[0] as string);
-  }
-  if (verb !== "search")
-    throw new UsageError(
-      `unknown memory command '${verb ?? ""}': search, export or import (conclave memory search --session S "query")`,
-    );
-  const session = sessionArg(values.session);
-  const limit = Number(values.limit ?? 10);
-  if (!Number.isInteger(limit) || limit < 1 || limit > 100)
-    throw new UsageError("--limit must be a whole number from 1 to 100");
-  const nc = await connectBus(connectionFrom(values, "client", false));
-  try {
-    const client = await connect({ nc });
+export default defineCommand({
+  help,
+  flags: {
+    session: { type: "string", short: "s" },
+    limit: { type: "string" },
+    json: { type: "boolean" },
+    out: { type: "string" },
+  },
+  positionals: true,
+  role: "client",
+  async run({ values, positionals, bus }) {
+    const [verb, ...words] = positionals;
+    if (verb === "export") return exportGraph(bus, sessionArg(values.session), values.out);
+    if (verb === "import") {
+      if (words.length !== 1) throw new UsageError("give the artifact's file, e.g. conclave memory import ana.json");
+      return importGraph(bus, words[0] as string);
+    }
+    if (verb !== "search")
+      throw new UsageError(
+        `unknown memory command '${verb ?? ""}': search, export or import (conclave memory search --session S "query")`,
+      );
+    const session = sessionArg(values.session);
+    const limit = Number(values.limit ?? 10);
+    if (!Number.isInteger(limit) || limit < 1 || limit > 100)
+      throw new UsageError("--limit must be a whole number from 1 to 100");
+    const client = await connect({ nc: await bus() });
     const items = await client.memory.search(session, words.join(" "), { limit });
     for (const item of items) {
       if (values.json) console.log(JSON.stringify(item));
@@ -81,30 +69,21 @@ export async function run(argv: string[]): Promise<number> {
     }
     if (!values.json && items.length === 0) console.error("nothing in memory for this session yet");
     return 0;
-  } finally {
-    await nc.close();
-  }
-}
-
-type ConnectionValues = { "nats-url"?: string; user?: string; password?: string };
+  },
+});
 
 /** Runs `work` on the memory graph store, opened as the memory service opens it (the worker role). */
-async function withGraph<T>(values: ConnectionValues, work: (graph: MemoryGraphStore) => Promise<T>): Promise<T> {
-  const nc = await connectBus(connectionFrom(values, "worker", false));
+async function withGraph<T>(bus: Bus, work: (graph: MemoryGraphStore) => Promise<T>): Promise<T> {
+  const graph = await openMemoryGraph({ nc: await bus("worker") });
   try {
-    const graph = await openMemoryGraph({ nc });
-    try {
-      return await work(graph);
-    } finally {
-      await graph.close();
-    }
+    return await work(graph);
   } finally {
-    await nc.close();
+    await graph.close();
   }
 }
 
-async function exportGraph(values: ConnectionValues, session: string, out: string | undefined): Promise<number> {
-  const artifact = await withGraph(values, (graph) => graph.exportSession(session));
+async function exportGraph(bus: Bus, session: string, out: string | undefined): Promise<number> {
+  const artifact = await withGraph(bus, (graph) => graph.exportSession(session));
   const text = `${JSON.stringify(artifact, null, 2)}\n`;
   if (out) {
     writeFileSync(out, text);
@@ -113,7 +92,7 @@ async function exportGraph(values: ConnectionValues, session: string, out: strin
   return 0;
 }
 
-async function importGraph(values: ConnectionValues, file: string): Promise<number> {
+async function importGraph(bus: Bus, file: string): Promise<number> {
   let parsed: unknown;
   try {
     parsed = JSON.parse(readFileSync(file, "utf8"));
@@ -122,7 +101,7 @@ async function importGraph(values: ConnectionValues, file: string): Promise<numb
   }
   // Checked before anything is connected to: a bad artifact changes nothing.
   const artifact = validateArtifact(parsed);
-  await withGraph(values, (graph) => graph.importSession(artifact));
+  await withGraph(bus, (graph) => graph.importSession(artifact));
   console.log(
     `imported ${artifact.nodes.length} nodes, ${artifact.edges.length} edges into session ${artifact.session_id}`,
   );

@@ -12,12 +12,13 @@ import {
 } from "../../recipes/load.ts";
 import type { Recipe } from "../../recipes/recipe.ts";
 import { recipeJsonSchemas } from "../../recipes/schema.ts";
-import { parse, UsageError } from "../args.ts";
-import { EXIT, EXIT_HELP } from "../failures.ts";
+import { UsageError } from "../args.ts";
+import { defineCommand, defineCommandGroup } from "../command.ts";
+import { EXIT } from "../failures.ts";
 
 const SHAPES = ["graph", "workflow"] as const;
 
-export const help = `conclave recipe: check, draw or describe Coreason recipe files (apiVersion coreason.ai/v2)
+const help = `conclave recipe: check, draw or describe Coreason recipe files (apiVersion coreason.ai/v2)
 
 Usage: conclave recipe validate FILE... [--draft] [--logic-handler NAME]... [--json]
        conclave recipe draw FILE [--format ${GRAPH_FORMATS.join("|")}] [--out PATH] [--logic-handler NAME]...
@@ -46,22 +47,7 @@ draw      compiles the recipe into its statechart (one state per node) and draws
 schema    prints the JSON Schema of recipe documents: both shapes (anyOf), or one
   --shape SHAPE         graph (topology: nodes and edges) or workflow (workflow: steps)
 
-An invalid file exits ${EXIT.usage}, after every file has been checked.
-
-${EXIT_HELP}`;
-
-export async function run(argv: string[]): Promise<number> {
-  const [sub, ...rest] = argv;
-  if (sub === undefined) throw new UsageError("give a subcommand: validate, draw or schema");
-  if (sub === "--help" || sub === "-h" || sub === "help") {
-    console.log(help);
-    return EXIT.ok;
-  }
-  if (sub === "validate") return validate(rest);
-  if (sub === "draw") return draw(rest);
-  if (sub === "schema") return schema(rest);
-  throw new UsageError(`unknown subcommand '${sub}'; the subcommands are: validate, draw, schema`);
-}
+An invalid file exits ${EXIT.usage}, after every file has been checked.`;
 
 /** What loading one file gave: the recipe, or every issue found (each naming its path). */
 type Checked = { recipe: Recipe; issues?: never } | { recipe?: never; issues: RecipeIssue[] };
@@ -115,97 +101,85 @@ const nodeCount = (recipe: Recipe) => `${recipe.nodes.length} node${recipe.nodes
 
 const LOGIC_FLAG = { "logic-handler": { type: "string", multiple: true } } as const;
 
-async function validate(argv: string[]): Promise<number> {
-  const { values, positionals } = parse(
-    argv,
-    { draft: { type: "boolean" }, json: { type: "boolean" }, ...LOGIC_FLAG, help: { type: "boolean", short: "h" } },
-    true,
-  );
-  if (values.help) {
-    console.log(help);
-    return EXIT.ok;
-  }
-  if (positionals.length === 0) throw new UsageError("give at least one recipe file to validate");
-  const options = { forRun: values.draft !== true, logicHandlers: values["logic-handler"] ?? [] };
-  let invalid = 0;
-  for (const file of positionals) {
-    const checked = check(file, options);
-    if (checked.recipe) {
-      const { recipe } = checked;
-      console.log(
-        values.json
-          ? JSON.stringify({ file, ok: true, recipe: recipe.name, shape: recipe.shape, nodes: recipe.nodes.length })
-          : `ok ${file}: recipe '${recipe.name}' (${recipe.shape}, ${nodeCount(recipe)})`,
-      );
-      continue;
+const validate = defineCommand({
+  help,
+  flags: { draft: { type: "boolean" }, json: { type: "boolean" }, ...LOGIC_FLAG },
+  positionals: true,
+  async run({ values, positionals }) {
+    if (positionals.length === 0) throw new UsageError("give at least one recipe file to validate");
+    const options = { forRun: values.draft !== true, logicHandlers: values["logic-handler"] ?? [] };
+    let invalid = 0;
+    for (const file of positionals) {
+      const checked = check(file, options);
+      if (checked.recipe) {
+        const { recipe } = checked;
+        console.log(
+          values.json
+            ? JSON.stringify({ file, ok: true, recipe: recipe.name, shape: recipe.shape, nodes: recipe.nodes.length })
+            : `ok ${file}: recipe '${recipe.name}' (${recipe.shape}, ${nodeCount(recipe)})`,
+        );
+        continue;
+      }
+      invalid++;
+      if (values.json) console.log(JSON.stringify({ file, ok: false, issues: checked.issues }));
+      else for (const issue of checked.issues) console.error(issueLine(file, issue));
     }
-    invalid++;
-    if (values.json) console.log(JSON.stringify({ file, ok: false, issues: checked.issues }));
-    else for (const issue of checked.issues) console.error(issueLine(file, issue));
-  }
-  return invalid > 0 ? EXIT.usage : EXIT.ok;
-}
+    return invalid > 0 ? EXIT.usage : EXIT.ok;
+  },
+});
 
-async function draw(argv: string[]): Promise<number> {
-  const { values, positionals } = parse(
-    argv,
-    {
-      format: { type: "string", short: "f" },
-      out: { type: "string", short: "o" },
-      ...LOGIC_FLAG,
-      help: { type: "boolean", short: "h" },
-    },
-    true,
-  );
-  if (values.help) {
-    console.log(help);
+const draw = defineCommand({
+  help,
+  flags: { format: { type: "string", short: "f" }, out: { type: "string", short: "o" }, ...LOGIC_FLAG },
+  positionals: true,
+  async run({ values, positionals }) {
+    if (positionals.length !== 1) throw new UsageError("give one recipe file to draw");
+    const format = values.format ?? "mermaid";
+    if (!isGraphFormat(format)) throw new UsageError(`unknown format '${format}'; choose ${GRAPH_FORMATS.join(", ")}`);
+    const file = positionals[0]!;
+    const checked = check(file, { forRun: true, logicHandlers: values["logic-handler"] ?? [] });
+    if (!checked.recipe) {
+      for (const issue of checked.issues) console.error(issueLine(file, issue));
+      return EXIT.usage;
+    }
+    const text = renderMachine(compileRecipe(checked.recipe), format);
+    if (values.out === undefined) {
+      process.stdout.write(text);
+      return EXIT.ok;
+    }
+    try {
+      writeFileSync(values.out, text);
+    } catch (error) {
+      throw new UsageError(`cannot write ${values.out}: ${(error as NodeJS.ErrnoException).code ?? messageOf(error)}`);
+    }
+    console.log(`wrote recipe '${checked.recipe.name}' as ${format} to ${values.out}`);
     return EXIT.ok;
-  }
-  if (positionals.length !== 1) throw new UsageError("give one recipe file to draw");
-  const format = values.format ?? "mermaid";
-  if (!isGraphFormat(format)) throw new UsageError(`unknown format '${format}'; choose ${GRAPH_FORMATS.join(", ")}`);
-  const file = positionals[0]!;
-  const checked = check(file, { forRun: true, logicHandlers: values["logic-handler"] ?? [] });
-  if (!checked.recipe) {
-    for (const issue of checked.issues) console.error(issueLine(file, issue));
-    return EXIT.usage;
-  }
-  const text = renderMachine(compileRecipe(checked.recipe), format);
-  if (values.out === undefined) {
-    process.stdout.write(text);
-    return EXIT.ok;
-  }
-  try {
-    writeFileSync(values.out, text);
-  } catch (error) {
-    throw new UsageError(`cannot write ${values.out}: ${(error as NodeJS.ErrnoException).code ?? messageOf(error)}`);
-  }
-  console.log(`wrote recipe '${checked.recipe.name}' as ${format} to ${values.out}`);
-  return EXIT.ok;
-}
+  },
+});
 
-async function schema(argv: string[]): Promise<number> {
-  const { values } = parse(argv, { shape: { type: "string" }, help: { type: "boolean", short: "h" } });
-  if (values.help) {
-    console.log(help);
+const schema = defineCommand({
+  help,
+  flags: { shape: { type: "string" } },
+  async run({ values }) {
+    const schemas = recipeJsonSchemas();
+    const shape = values.shape;
+    if (shape !== undefined && !(SHAPES as readonly string[]).includes(shape))
+      throw new UsageError(`unknown shape '${shape}'; choose ${SHAPES.join(", ")}`);
+    const printed =
+      shape === "graph" || shape === "workflow"
+        ? schemas[shape]
+        : {
+            $schema: schemas.graph.$schema,
+            title: "Coreason recipe (apiVersion coreason.ai/v2)",
+            description: "A graph recipe (topology) or a workflow manifest (workflow).",
+            anyOf: SHAPES.map((name) => {
+              const { $schema: _, ...body } = schemas[name];
+              return { title: `${name} recipe`, ...body };
+            }),
+          };
+    console.log(JSON.stringify(printed, null, 2));
     return EXIT.ok;
-  }
-  const schemas = recipeJsonSchemas();
-  const shape = values.shape;
-  if (shape !== undefined && !(SHAPES as readonly string[]).includes(shape))
-    throw new UsageError(`unknown shape '${shape}'; choose ${SHAPES.join(", ")}`);
-  const printed =
-    shape === "graph" || shape === "workflow"
-      ? schemas[shape]
-      : {
-          $schema: schemas.graph.$schema,
-          title: "Coreason recipe (apiVersion coreason.ai/v2)",
-          description: "A graph recipe (topology) or a workflow manifest (workflow).",
-          anyOf: SHAPES.map((name) => {
-            const { $schema: _, ...body } = schemas[name];
-            return { title: `${name} recipe`, ...body };
-          }),
-        };
-  console.log(JSON.stringify(printed, null, 2));
-  return EXIT.ok;
-}
+  },
+});
+
+export default defineCommandGroup({ help, subcommands: { validate, draw, schema } });

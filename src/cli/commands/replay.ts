@@ -1,13 +1,12 @@
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
-import { connectBus } from "../../bus/connection.ts";
 import { LedgerStore } from "../../ledgers/ledgerStore.ts";
 import { replaySession } from "../../runtime/replay.ts";
 import { SessionStore } from "../../runtime/sessionStore.ts";
-import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFrom, parse, sessionArg } from "../args.ts";
-import { EXIT_HELP } from "../failures.ts";
+import { sessionArg } from "../args.ts";
+import { defineCommand } from "../command.ts";
 import { printable } from "../printable.ts";
 
-export const help = `conclave replay: rebuild a session's state from its event log and check it
+const help = `conclave replay: rebuild a session's state from its event log and check it
 
 Usage: conclave replay --session <id> [--json]
 
@@ -15,25 +14,15 @@ Starts from the session's latest checkpoint (saved every 10 turns), folds the
 events of every later turn (the final attempt of each), and compares the result
 with the state the runner stored. Then folds the session's truth and task
 ledgers again from their events on the log and compares them with the stored
-projection. Exit status 0 when both match, 1 when not.
+projection. Exit status 0 when both match, 1 when not.`;
 
-${CONNECTION_HELP}
-
-${EXIT_HELP}`;
-
-export async function run(argv: string[]): Promise<number> {
-  const { values } = parse(argv, {
-    ...CONNECTION_FLAGS,
-    session: { type: "string", short: "s" },
-    json: { type: "boolean" },
-  });
-  if (values.help) {
-    console.log(help);
-    return 0;
-  }
-  const session = sessionArg(values.session);
-  const nc = await connectBus(connectionFrom(values, "runner", false));
-  try {
+export default defineCommand({
+  help,
+  flags: { session: { type: "string", short: "s" }, json: { type: "boolean" } },
+  role: "runner",
+  async run({ values, bus }) {
+    const session = sessionArg(values.session);
+    const nc = await bus();
     const [result, ledgers] = await Promise.all([
       replaySession(jetstream(nc), await jetstreamManager(nc), await SessionStore.open(nc), session),
       LedgerStore.open(nc).then((store) => store.replay(session)),
@@ -62,7 +51,5 @@ export async function run(argv: string[]): Promise<number> {
       );
     }
     return result.matches && ledgers.matches ? 0 : 1;
-  } finally {
-    await nc.close();
-  }
-}
+  },
+});

@@ -1,10 +1,10 @@
-import { connectBus } from "../../bus/connection.ts";
 import { connect } from "../../client/client.ts";
-import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFrom, parse, sessionArg, turnArg } from "../args.ts";
-import { EXIT, EXIT_HELP } from "../failures.ts";
+import { sessionArg, turnArg } from "../args.ts";
+import { defineCommand } from "../command.ts";
+import { EXIT } from "../failures.ts";
 import { printable } from "../printable.ts";
 
-export const help = `conclave rollback: undo a finished turn's executed write tool calls, last first
+const help = `conclave rollback: undo a finished turn's executed write tool calls, last first
 
 Usage: conclave rollback TURN --session ID [--json]
 
@@ -16,27 +16,17 @@ Each live write call the turn made (not a dry run) is undone through its
 tool's rollback, in reverse order, and the turn's log records it
 (TOOL_CALL_ROLLED_BACK). A call rolled back already is skipped. Exit 0 when every
 call was undone (or there was none), 1 when one could not be; 2 when the turn
-is still running or waiting (conflict) or does not exist (not_found).
+is still running or waiting (conflict) or does not exist (not_found).`;
 
-${CONNECTION_HELP}
-
-${EXIT_HELP}`;
-
-export async function run(argv: string[]): Promise<number> {
-  const { values, positionals } = parse(
-    argv,
-    { ...CONNECTION_FLAGS, session: { type: "string", short: "s" }, json: { type: "boolean" } },
-    true,
-  );
-  if (values.help) {
-    console.log(help);
-    return 0;
-  }
-  const session = sessionArg(values.session);
-  const turnId = turnArg(positionals, "conclave rollback 3 --session demo");
-  const nc = await connectBus(connectionFrom(values, "client", false));
-  try {
-    const client = await connect({ nc });
+export default defineCommand({
+  help,
+  flags: { session: { type: "string", short: "s" }, json: { type: "boolean" } },
+  positionals: true,
+  role: "client",
+  async run({ values, positionals, bus }) {
+    const session = sessionArg(values.session);
+    const turnId = turnArg(positionals, "conclave rollback 3 --session demo");
+    const client = await connect({ nc: await bus() });
     const reply = await client.rollback(session, turnId);
     if (values.json) console.log(JSON.stringify(reply));
     else if (reply.calls.length === 0) console.log(`turn ${turnId} has no write call left to roll back`);
@@ -49,7 +39,5 @@ export async function run(argv: string[]): Promise<number> {
           ),
         );
     return reply.calls.every((call) => call.ok) ? 0 : EXIT.turnFailed;
-  } finally {
-    await nc.close();
-  }
-}
+  },
+});

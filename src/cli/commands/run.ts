@@ -1,7 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { resolveAgents } from "../../agents/loadAgents.ts";
-import { connectBus } from "../../bus/connection.ts";
 import { connect } from "../../client/client.ts";
 import type { EngineEvent } from "../../contracts/events.ts";
 import type { JsonObject } from "../../contracts/recipeRun.ts";
@@ -9,13 +8,14 @@ import { loadRecipe, parseRecipeText, RecipeValidationError } from "../../recipe
 import type { Recipe } from "../../recipes/recipe.ts";
 import { runRecipeInProcess } from "../../runtime/inProcess/runRecipeInProcess.ts";
 import { resolveTools } from "../../tools/loadTools.ts";
-import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFrom, parse, sessionArg, UsageError } from "../args.ts";
-import { EXIT, EXIT_HELP } from "../failures.ts";
+import { sessionArg, UsageError } from "../args.ts";
+import { defineCommand } from "../command.ts";
+import { EXIT } from "../failures.ts";
 import { printable } from "../printable.ts";
 import { printRunResult } from "../recipeResult.ts";
 import { createEventPrinter } from "../render.ts";
 
-export const help = `conclave run: run a recipe (a Coreason manifest) and stream it as it runs
+const help = `conclave run: run a recipe (a Coreason manifest) and stream it as it runs
 
 Usage: conclave run FILE [--input JSON] [--session ID] [--json] [options]
        conclave run FILE --in-process --agents LIST [--tools LIST] [--dry-run] [--input JSON] [--json]
@@ -47,11 +47,7 @@ In-process (no NATS, no runner, no workers: the same recipe run in this process)
   --dry-run            every write tool runs its dry run instead
 A tool call needing approval is refused (nobody can answer it here), and a run
 reaching a human node stops there (exit 5): it cannot be resumed. --timeout,
---input, --session and --json work as above.
-
-${CONNECTION_HELP}
-
-${EXIT_HELP}`;
+--input, --session and --json work as above.`;
 
 /** The `--input` flag as a JSON object, or a usage error saying why not. */
 export function inputArg(value: string | undefined): JsonObject {
@@ -67,55 +63,56 @@ export function inputArg(value: string | undefined): JsonObject {
   return parsed as JsonObject;
 }
 
-export async function run(argv: string[]): Promise<number> {
-  const { values, positionals } = parse(
-    argv,
-    {
-      ...CONNECTION_FLAGS,
-      ...IN_PROCESS_FLAGS,
-      input: { type: "string", short: "i" },
-      session: { type: "string", short: "s" },
-      json: { type: "boolean" },
-      "user-id": { type: "string" },
-      "idempotency-key": { type: "string" },
-      timeout: { type: "string" },
-    },
-    true,
-  );
-  if (values.help) {
-    console.log(help);
-    return 0;
-  }
-  checkInProcessFlags(values);
-  if (positionals.length !== 1) throw new UsageError("give one recipe file, e.g. conclave run recipes/triage.yaml");
-  const file = positionals[0]!;
-  const inputs = inputArg(values.input);
-  const timeoutMs = Number(values.timeout ?? 120_000);
-  if (!Number.isFinite(timeoutMs) || timeoutMs <= 0)
-    throw new UsageError("--timeout must be a positive number of milliseconds");
-  const session = values.session ? sessionArg(values.session) : `run-${randomBytes(4).toString("hex")}`;
-  let text: string;
-  try {
-    text = readFileSync(file, "utf8");
-  } catch (error) {
-    throw new UsageError(`cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? error}`);
-  }
-  const document = parseRecipeText(text, file) as JsonObject;
-  // Checked here first for a fast, local answer (the runner checks it again, with its agents and handlers).
-  let recipe: Recipe;
-  try {
-    recipe = loadRecipe(document, { logicHandlers: logicStepsOf(document) });
-  } catch (error) {
-    if (error instanceof RecipeValidationError) throw new RecipeValidationError(error.issues, file);
-    throw error;
-  }
-  if (values["in-process"])
-    return runInProcess(document, recipe, { inputs, timeoutMs, session: values.session ? session : "local", values });
-  if (!values.json) console.log(`running recipe '${recipe.name}' in session ${session}`);
+/** The flags of `conclave run --in-process` (checkInProcessFlags keeps them to it). */
+const IN_PROCESS_FLAGS = {
+  "in-process": { type: "boolean" },
+  agents: { type: "string" },
+  tools: { type: "string" },
+  "dry-run": { type: "boolean" },
+} as const;
 
-  const nc = await connectBus(connectionFrom(values, "client", false));
-  try {
-    const client = await connect({ nc });
+export default defineCommand({
+  help,
+  flags: {
+    ...IN_PROCESS_FLAGS,
+    input: { type: "string", short: "i" },
+    session: { type: "string", short: "s" },
+    json: { type: "boolean" },
+    "user-id": { type: "string" },
+    "idempotency-key": { type: "string" },
+    timeout: { type: "string" },
+  },
+  positionals: true,
+  role: "client",
+  async run({ values, positionals, bus }) {
+    checkInProcessFlags(values);
+    if (positionals.length !== 1) throw new UsageError("give one recipe file, e.g. conclave run recipes/triage.yaml");
+    const file = positionals[0]!;
+    const inputs = inputArg(values.input);
+    const timeoutMs = Number(values.timeout ?? 120_000);
+    if (!Number.isFinite(timeoutMs) || timeoutMs <= 0)
+      throw new UsageError("--timeout must be a positive number of milliseconds");
+    const session = values.session ? sessionArg(values.session) : `run-${randomBytes(4).toString("hex")}`;
+    let text: string;
+    try {
+      text = readFileSync(file, "utf8");
+    } catch (error) {
+      throw new UsageError(`cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? error}`);
+    }
+    const document = parseRecipeText(text, file) as JsonObject;
+    // Checked here first for a fast, local answer (the runner checks it again, with its agents and handlers).
+    let recipe: Recipe;
+    try {
+      recipe = loadRecipe(document, { logicHandlers: logicStepsOf(document) });
+    } catch (error) {
+      if (error instanceof RecipeValidationError) throw new RecipeValidationError(error.issues, file);
+      throw error;
+    }
+    if (values["in-process"])
+      return runInProcess(document, recipe, { inputs, timeoutMs, session: values.session ? session : "local", values });
+    if (!values.json) console.log(`running recipe '${recipe.name}' in session ${session}`);
+
+    const client = await connect({ nc: await bus() });
     const print = createRunPrinter(values.json);
     const result = await client.run(session, document, {
       inputs,
@@ -126,10 +123,8 @@ export async function run(argv: string[]): Promise<number> {
       ...(values["idempotency-key"] ? { idempotencyKey: values["idempotency-key"] } : {}),
     });
     return printRunResult(result, { json: values.json });
-  } finally {
-    await nc.close();
-  }
-}
+  },
+});
 
 /**
  * Prints a recipe run's events as `createEventPrinter` does, except that an
@@ -200,13 +195,6 @@ function logicStepsOf(document: JsonObject): string[] {
 }
 
 // ---- conclave run --in-process: the recipe runs in this process (runRecipeInProcess), no NATS at all ----
-
-const IN_PROCESS_FLAGS = {
-  "in-process": { type: "boolean" },
-  agents: { type: "string" },
-  tools: { type: "string" },
-  "dry-run": { type: "boolean" },
-} as const;
 
 /** Flags of one path given to the other: a usage error, before anything is read. */
 function checkInProcessFlags(values: {

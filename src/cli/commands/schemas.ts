@@ -1,26 +1,20 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { wireJsonSchemas } from "../../contracts/jsonSchemas.ts";
-import { parse } from "../args.ts";
-import { EXIT_HELP } from "../failures.ts";
+import { defineCommand } from "../command.ts";
 
-export const help = `conclave schemas: write the JSON Schema of every wire message
+export default defineCommand({
+  help: `conclave schemas: write the JSON Schema of every wire message
 
-Usage: conclave schemas [--out DIR]    (default: schemas/)
-
-${EXIT_HELP}`;
-
-export async function run(argv: string[]): Promise<number> {
-  const { values } = parse(argv, { out: { type: "string" }, help: { type: "boolean", short: "h" } });
-  if (values.help) {
-    console.log(help);
+Usage: conclave schemas [--out DIR]    (default: schemas/)`,
+  flags: { out: { type: "string" } },
+  async run({ values }) {
+    const out = values.out ?? "schemas";
+    mkdirSync(out, { recursive: true });
+    const schemas = wireJsonSchemas();
+    for (const [file, schema] of Object.entries(schemas))
+      writeFileSync(join(out, file), `${JSON.stringify(schema, null, 2)}\n`);
+    console.log(`wrote ${Object.keys(schemas).length} schemas to ${out}/`);
     return 0;
-  }
-  const out = values.out ?? "schemas";
-  mkdirSync(out, { recursive: true });
-  const schemas = wireJsonSchemas();
-  for (const [file, schema] of Object.entries(schemas))
-    writeFileSync(join(out, file), `${JSON.stringify(schema, null, 2)}\n`);
-  console.log(`wrote ${Object.keys(schemas).length} schemas to ${out}/`);
-  return 0;
-}
+  },
+});

@@ -1,10 +1,10 @@
-import { connectBus } from "../../bus/connection.ts";
 import { connect } from "../../client/client.ts";
-import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFrom, parse, sessionArg, UsageError } from "../args.ts";
-import { EXIT, EXIT_HELP } from "../failures.ts";
+import { sessionArg, UsageError } from "../args.ts";
+import { defineCommand } from "../command.ts";
+import { EXIT } from "../failures.ts";
 import { createEventPrinter } from "../render.ts";
 
-export const help = `conclave send: publish a user turn and stream its events as they happen
+const help = `conclave send: publish a user turn and stream its events as they happen
 
 Usage: conclave send --session <id> [options] "text"
 
@@ -17,54 +17,45 @@ Usage: conclave send --session <id> [options] "text"
 Ctrl-C cancels the turn (it ends Cancelled). A turn that completes (Complete or
 PartialSuccess) exits 0; one that ends Failed or Cancelled, is refused as busy or
 interrupted, or does not complete within --timeout, exits 1;
-a submission the runner finds invalid exits 2; no runner answering exits 3.
+a submission the runner finds invalid exits 2; no runner answering exits 3.`;
 
-${CONNECTION_HELP}
+export default defineCommand({
+  help,
+  flags: {
+    session: { type: "string", short: "s" },
+    json: { type: "boolean" },
+    "user-id": { type: "string" },
+    "idempotency-key": { type: "string" },
+    timeout: { type: "string" },
+  },
+  positionals: true,
+  role: "client",
+  async run({ values, positionals, bus }) {
+    const session = sessionArg(values.session);
+    const text = positionals.join(" ");
+    if (!text.trim()) throw new UsageError('give the message to send, e.g. conclave send --session demo "hello"');
+    const timeoutMs = Number(values.timeout ?? 60_000);
+    if (!Number.isFinite(timeoutMs) || timeoutMs <= 0)
+      throw new UsageError("--timeout must be a positive number of milliseconds");
 
-${EXIT_HELP}`;
-
-export async function run(argv: string[]): Promise<number> {
-  const { values, positionals } = parse(
-    argv,
-    {
-      ...CONNECTION_FLAGS,
-      session: { type: "string", short: "s" },
-      json: { type: "boolean" },
-      "user-id": { type: "string" },
-      "idempotency-key": { type: "string" },
-      timeout: { type: "string" },
-    },
-    true,
-  );
-  if (values.help) {
-    console.log(help);
-    return 0;
-  }
-  const session = sessionArg(values.session);
-  const text = positionals.join(" ");
-  if (!text.trim()) throw new UsageError('give the message to send, e.g. conclave send --session demo "hello"');
-  const timeoutMs = Number(values.timeout ?? 60_000);
-  if (!Number.isFinite(timeoutMs) || timeoutMs <= 0)
-    throw new UsageError("--timeout must be a positive number of milliseconds");
-
-  const nc = await connectBus(connectionFrom(values, "client", false));
-  const cancel = new AbortController();
-  const interrupted = () => cancel.abort("cancelled from the command line (Ctrl-C)");
-  process.once("SIGINT", interrupted);
-  try {
-    const client = await connect({ nc });
-    const turn = client.submit(session, text, {
-      signal: cancel.signal,
-      timeoutMs,
-      ...(values["user-id"] ? { userId: values["user-id"] } : {}),
-      ...(values["idempotency-key"] ? { idempotencyKey: values["idempotency-key"] } : {}),
-    });
-    const print = createEventPrinter(values.json);
-    for await (const event of turn) print(event);
-    const { outcome } = await turn.result;
-    return outcome.status === "Cancelled" ? EXIT.turnFailed : EXIT.ok;
-  } finally {
-    process.off("SIGINT", interrupted);
-    await nc.close();
-  }
-}
+    const nc = await bus();
+    const cancel = new AbortController();
+    const interrupted = () => cancel.abort("cancelled from the command line (Ctrl-C)");
+    process.once("SIGINT", interrupted);
+    try {
+      const client = await connect({ nc });
+      const turn = client.submit(session, text, {
+        signal: cancel.signal,
+        timeoutMs,
+        ...(values["user-id"] ? { userId: values["user-id"] } : {}),
+        ...(values["idempotency-key"] ? { idempotencyKey: values["idempotency-key"] } : {}),
+      });
+      const print = createEventPrinter(values.json);
+      for await (const event of turn) print(event);
+      const { outcome } = await turn.result;
+      return outcome.status === "Cancelled" ? EXIT.turnFailed : EXIT.ok;
+    } finally {
+      process.off("SIGINT", interrupted);
+    }
+  },
+});

@@ -1,11 +1,11 @@
-import { connectBus } from "../../bus/connection.ts";
 import { connect } from "../../client/client.ts";
 import { describeStep } from "../../recipes/trace.ts";
-import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFrom, parse, sessionArg, turnArg } from "../args.ts";
-import { EXIT, EXIT_HELP } from "../failures.ts";
+import { sessionArg, turnArg } from "../args.ts";
+import { defineCommand } from "../command.ts";
+import { EXIT } from "../failures.ts";
 import { printable } from "../printable.ts";
 
-export const help = `conclave trace: the SimulationTrace of a recipe run, from its durable event log
+const help = `conclave trace: the SimulationTrace of a recipe run, from its durable event log
 
 Usage: conclave trace TURN --session ID [--json]
 
@@ -13,27 +13,17 @@ One line per step (a state transition): the node, what was done, why, and
 what came of it. With --json, the SimulationTrace document itself, each step
 with its thought, action, observation and blackboard snapshot (its JSON
 Schema: simulationTraceJsonSchema() in the package). A turn that is not a
-recipe run, or does not exist, exits 2.
+recipe run, or does not exist, exits 2.`;
 
-${CONNECTION_HELP}
-
-${EXIT_HELP}`;
-
-export async function run(argv: string[]): Promise<number> {
-  const { values, positionals } = parse(
-    argv,
-    { ...CONNECTION_FLAGS, session: { type: "string", short: "s" }, json: { type: "boolean" } },
-    true,
-  );
-  if (values.help) {
-    console.log(help);
-    return 0;
-  }
-  const session = sessionArg(values.session);
-  const turnId = turnArg(positionals, "conclave trace 3 --session demo");
-  const nc = await connectBus(connectionFrom(values, "client", false));
-  try {
-    const client = await connect({ nc });
+export default defineCommand({
+  help,
+  flags: { session: { type: "string", short: "s" }, json: { type: "boolean" } },
+  positionals: true,
+  role: "client",
+  async run({ values, positionals, bus }) {
+    const session = sessionArg(values.session);
+    const turnId = turnArg(positionals, "conclave trace 3 --session demo");
+    const client = await connect({ nc: await bus() });
     const trace = await client.trace(session, turnId);
     if (values.json) {
       console.log(JSON.stringify(trace, null, 2));
@@ -44,7 +34,5 @@ export async function run(argv: string[]): Promise<number> {
     for (const step of trace.steps) console.log(printable(describeStep(step)));
     if (trace.outcome) console.log(printable(`outcome: ${trace.outcome.status}`));
     return EXIT.ok;
-  } finally {
-    await nc.close();
-  }
-}
+  },
+});

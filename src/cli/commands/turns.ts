@@ -1,10 +1,10 @@
-import { connectBus } from "../../bus/connection.ts";
 import { connect } from "../../client/client.ts";
-import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFrom, parse, sessionArg } from "../args.ts";
-import { EXIT, EXIT_HELP } from "../failures.ts";
+import { sessionArg } from "../args.ts";
+import { defineCommand } from "../command.ts";
+import { EXIT } from "../failures.ts";
 import { printable } from "../printable.ts";
 
-export const help = `conclave turns: where each turn of a session stands
+const help = `conclave turns: where each turn of a session stands
 
 Usage: conclave turns --session <id> [--json]
 
@@ -13,27 +13,16 @@ done (Complete, PartialSuccess or Cancelled), failed (crashed, poison, or not
 stored) or expired (waited too long); a recipe run may be suspended (waiting
 at a human node, named) until it is answered.
 With --json, one JSON line per turn. No turns yet is an empty result, not a
-failure: no output, and a note on stderr unless --json.
+failure: no output, and a note on stderr unless --json.`;
 
-${CONNECTION_HELP}
-
-${EXIT_HELP}`;
-
-export async function run(argv: string[]): Promise<number> {
-  const { values } = parse(argv, {
-    ...CONNECTION_FLAGS,
-    session: { type: "string", short: "s" },
-    json: { type: "boolean" },
-  });
-  if (values.help) {
-    console.log(help);
-    return 0;
-  }
-  const session = sessionArg(values.session);
-  const nc = await connectBus(connectionFrom(values, "observer", false));
-  try {
+export default defineCommand({
+  help,
+  flags: { session: { type: "string", short: "s" }, json: { type: "boolean" } },
+  role: "observer",
+  async run({ values, bus }) {
+    const session = sessionArg(values.session);
     // On a server where no turn ran yet the status bucket does not exist: an empty result.
-    const turns = await (await connect({ nc })).turns(session);
+    const turns = await (await connect({ nc: await bus() })).turns(session);
     if (turns.length === 0 && !values.json) console.error(`no turns yet for session ${session}`);
     for (const turn of turns) {
       if (values.json) console.log(JSON.stringify(turn));
@@ -46,7 +35,5 @@ export async function run(argv: string[]): Promise<number> {
         );
     }
     return EXIT.ok;
-  } finally {
-    await nc.close();
-  }
-}
+  },
+});

@@ -1,11 +1,11 @@
 import { spawn } from "node:child_process";
 import { DEFAULT_NATS_URL } from "../../bus/connection.ts";
 import { inspectionWanted } from "../../inspect/enable.ts";
-import { parse, untilInterrupted } from "../args.ts";
-import { EXIT_HELP } from "../failures.ts";
+import { untilInterrupted } from "../args.ts";
+import { defineCommand } from "../command.ts";
 import { DEFAULT_LAYOUT, startLocalCluster } from "../localCluster.ts";
 
-export const help = `conclave up: start nats-server, a runner and the workers, until interrupted
+const help = `conclave up: start nats-server, a runner and the workers, until interrupted
 
 Usage: conclave up [--nats-url URL] [--data-dir DIR] [--agents LIST] [--tools LIST] [--exec CMD] [--inspect]
 
@@ -23,43 +23,39 @@ ${DEFAULT_LAYOUT.map(({ name, args }) => `  ${name.padEnd(42)} conclave ${args.j
 nats-server is started with nats.conf unless a server already answers at the URL.
 A process that dies is restarted after a backoff (250 ms, doubling with each recent
 restart, at most 30 s), as often as it takes; the log says each restart.
-Ctrl-C stops everything: the runner first (it finishes running turns), then the workers.
+Ctrl-C stops everything: the runner first (it finishes running turns), then the workers.`;
 
-${EXIT_HELP}`;
-
-export async function run(argv: string[]): Promise<number> {
-  const { values } = parse(argv, {
+export default defineCommand({
+  help,
+  flags: {
     "nats-url": { type: "string" },
     "data-dir": { type: "string" },
     inspect: { type: "boolean" },
     agents: { type: "string" },
     tools: { type: "string" },
     exec: { type: "string" },
-    help: { type: "boolean", short: "h" },
-  });
-  if (values.help) {
-    console.log(help);
+  },
+  async run({ values }) {
+    const log = (line: string) => console.log(`[up] ${line}`);
+    const cluster = await startLocalCluster({
+      url: values["nats-url"] ?? process.env.CONCLAVE_NATS_URL ?? DEFAULT_NATS_URL,
+      dataDir: values["data-dir"] ?? process.env.CONCLAVE_DATA_DIR ?? ".conclave",
+      log,
+      inspect: inspectionWanted(values.inspect),
+      ...(values.agents ? { agents: values.agents } : {}),
+      ...(values.tools ? { tools: values.tools } : {}),
+    });
+    if (values.exec) return runThenStop(values.exec, cluster, log);
+    log(`Conclave is up on ${cluster.url}. Try: npx conclave send --session demo "hello"   (Ctrl-C to stop)`);
+    if (inspectionWanted(values.inspect)) log("inspection is on: watch the actors with npx conclave viewer");
+    // The supervisor restarts a process that dies (with a backoff capped at 30 s, never giving up) and says so.
+    await untilInterrupted();
+    log("stopping…");
+    await cluster.stop();
+    log("stopped");
     return 0;
-  }
-  const log = (line: string) => console.log(`[up] ${line}`);
-  const cluster = await startLocalCluster({
-    url: values["nats-url"] ?? process.env.CONCLAVE_NATS_URL ?? DEFAULT_NATS_URL,
-    dataDir: values["data-dir"] ?? process.env.CONCLAVE_DATA_DIR ?? ".conclave",
-    log,
-    inspect: inspectionWanted(values.inspect),
-    ...(values.agents ? { agents: values.agents } : {}),
-    ...(values.tools ? { tools: values.tools } : {}),
-  });
-  if (values.exec) return runThenStop(values.exec, cluster, log);
-  log(`Conclave is up on ${cluster.url}. Try: npx conclave send --session demo "hello"   (Ctrl-C to stop)`);
-  if (inspectionWanted(values.inspect)) log("inspection is on: watch the actors with npx conclave viewer");
-  // The supervisor restarts a process that dies (with a backoff capped at 30 s, never giving up) and says so.
-  await untilInterrupted();
-  log("stopping…");
-  await cluster.stop();
-  log("stopped");
-  return 0;
-}
+  },
+});
 
 /** `--exec`: the command runs against the cluster, which stops when it exits (or on Ctrl-C). */
 async function runThenStop(

@@ -1,15 +1,14 @@
 import { MACHINES } from "../../../machines/index.ts";
-import { connectBus } from "../../bus/connection.ts";
 import { createLogger } from "../../runtime/log.ts";
 import { portArg } from "../../viewer/localHttp.ts";
 import { startViewer } from "../../viewer/viewerServer.ts";
-import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFrom, parse, UsageError, untilInterrupted } from "../args.ts";
+import { UsageError, untilInterrupted } from "../args.ts";
 import { announceReady } from "../childProcess.ts";
-import { EXIT_HELP } from "../failures.ts";
+import { type CommandInput, defineCommand } from "../command.ts";
 
 const DEFAULT_PORT = 7420;
 
-export const help = `conclave viewer: watch the statecharts live in a browser, offline
+const help = `conclave viewer: watch the statecharts live in a browser, offline
 
 Usage: conclave viewer [--port N] [options]
 
@@ -21,30 +20,21 @@ sees running (compiled from the run's document), lights up the states of live
 actors as turns run (a suspended recipe's human node is marked), and lists the
 turns' events as they are written.
 Actor states come from runners and workers started with --inspect (or
-CONCLAVE_INSPECT=1), e.g. \`npx conclave up --inspect\`. Runs until interrupted.
+CONCLAVE_INSPECT=1), e.g. \`npx conclave up --inspect\`. Runs until interrupted.`;
 
-${CONNECTION_HELP}
+const FLAGS = { port: { type: "string" } } as const;
 
-${EXIT_HELP}`;
+export default defineCommand({ help, flags: FLAGS, role: "observer", longLived: true, run });
 
-export async function run(argv: string[]): Promise<number> {
-  const { values } = parse(argv, { ...CONNECTION_FLAGS, port: { type: "string" } });
-  if (values.help) {
-    console.log(help);
-    return 0;
-  }
+async function run({ values, bus }: CommandInput<typeof FLAGS>): Promise<number> {
   const port = portArg(values.port, DEFAULT_PORT);
   if (port === null) throw new UsageError("--port must be a whole number from 0 to 65535");
   const log = createLogger("viewer");
-  const nc = await connectBus(connectionFrom(values, "observer", true));
-  const viewer = await startViewer(nc, { machines: MACHINES, port, log }).catch(async (error: unknown) => {
-    await nc.close();
-    throw error; // a PortInUseError is a usage error (exit status 2) of its own
-  });
+  // A PortInUseError is a usage error (exit status 2) of its own.
+  const viewer = await startViewer(await bus(), { machines: MACHINES, port, log });
   console.log(`Conclave viewer: open ${viewer.url}`);
   announceReady();
   await untilInterrupted();
   await viewer.close();
-  await nc.drain();
   return 0;
 }

@@ -1,16 +1,15 @@
 import { resolveAgents } from "../../agents/loadAgents.ts";
-import { connectBus } from "../../bus/connection.ts";
 import { INSPECT_HELP, processInspection } from "../../inspect/enable.ts";
 import { createLogger } from "../../runtime/log.ts";
 import { resolveTools } from "../../tools/loadTools.ts";
 import { backendFromEnv } from "../../workers/backendFromEnv.ts";
 import { CORE_SERVICES, type CoreService, startWorker } from "../../workers/startWorker.ts";
-import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFrom, parse, UsageError, untilInterrupted } from "../args.ts";
+import { UsageError, untilInterrupted } from "../args.ts";
 import { announceReady } from "../childProcess.ts";
-import { EXIT_HELP } from "../failures.ts";
+import { defineCommand } from "../command.ts";
 import { logStrayRejections } from "../strayRejections.ts";
 
-export const help = `conclave worker: spawn a worker process hosting agents and/or core services
+const help = `conclave worker: spawn a worker process hosting agents and/or core services
 
 Usage: conclave worker --agents <list> [--tools <list>] [--services <list>] [--inspect] [options]
 
@@ -33,56 +32,51 @@ voice and critics call that OpenAI-compatible endpoint (Ollama, vLLM, llama.cpp'
 server, OpenAI; key in CONCLAVE_LLM_API_KEY); otherwise the deterministic offline
 model answers.
 
-${INSPECT_HELP}
+${INSPECT_HELP}`;
 
-${CONNECTION_HELP}
-
-${EXIT_HELP}`;
-
-export async function run(argv: string[]): Promise<number> {
-  const { values } = parse(argv, {
-    ...CONNECTION_FLAGS,
+export default defineCommand({
+  help,
+  flags: {
     agents: { type: "string" },
     tools: { type: "string" },
     services: { type: "string" },
     inspect: { type: "boolean" },
-  });
-  if (values.help) {
-    console.log(help);
+  },
+  role: "worker",
+  longLived: true,
+  async run({ values, bus }) {
+    if (!values.agents && !values.services && !values.tools)
+      throw new UsageError("give --agents, --tools, --services, or several of them");
+    const agents = values.agents ? await resolveAgents(values.agents) : [];
+    const tools = values.tools ? await resolveTools(values.tools) : [];
+    const services = (values.services ?? "")
+      .split(",")
+      .map((name) => name.trim())
+      .filter(Boolean);
+    for (const name of services) {
+      if (!(CORE_SERVICES as readonly string[]).includes(name))
+        throw new UsageError(`unknown service '${name}'; choose from ${CORE_SERVICES.join(", ")}`);
+    }
+    const backend = backendFromEnv();
+    const log = createLogger("worker");
+    logStrayRejections(log);
+    const nc = await bus();
+    const inspection = processInspection(nc, "worker", values.inspect);
+    const worker = await startWorker({
+      nc,
+      agents,
+      tools,
+      services: services as CoreService[],
+      log,
+      backend,
+      ...(inspection ? { serve: { inspect: inspection.observer } } : {}),
+    });
+    log.info(
+      `serving ${[...worker.agents, ...worker.tools.map((name) => `tool ${name}`), ...services].join(", ")} (thinking: ${backend.name})${inspection ? `; inspection on ${inspection.subject}` : ""}`,
+    );
+    announceReady();
+    await untilInterrupted();
+    await worker.stop();
     return 0;
-  }
-  if (!values.agents && !values.services && !values.tools)
-    throw new UsageError("give --agents, --tools, --services, or several of them");
-  const agents = values.agents ? await resolveAgents(values.agents) : [];
-  const tools = values.tools ? await resolveTools(values.tools) : [];
-  const services = (values.services ?? "")
-    .split(",")
-    .map((name) => name.trim())
-    .filter(Boolean);
-  for (const name of services) {
-    if (!(CORE_SERVICES as readonly string[]).includes(name))
-      throw new UsageError(`unknown service '${name}'; choose from ${CORE_SERVICES.join(", ")}`);
-  }
-  const backend = backendFromEnv();
-  const log = createLogger("worker");
-  logStrayRejections(log);
-  const nc = await connectBus(connectionFrom(values, "worker", true));
-  const inspection = processInspection(nc, "worker", values.inspect);
-  const worker = await startWorker({
-    nc,
-    agents,
-    tools,
-    services: services as CoreService[],
-    log,
-    backend,
-    ...(inspection ? { serve: { inspect: inspection.observer } } : {}),
-  });
-  log.info(
-    `serving ${[...worker.agents, ...worker.tools.map((name) => `tool ${name}`), ...services].join(", ")} (thinking: ${backend.name})${inspection ? `; inspection on ${inspection.subject}` : ""}`,
-  );
-  announceReady();
-  await untilInterrupted();
-  await worker.stop();
-  await nc.drain();
-  return 0;
-}
+  },
+});

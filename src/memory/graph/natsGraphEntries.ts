@@ -1,10 +1,11 @@
 import type { JsMsg } from "@nats-io/jetstream";
 import type { z } from "zod";
 import { CorruptValueError } from "../../bus/jsonKv.ts";
+import { describeIssues } from "../../contracts/issues.ts";
 import { messageOf } from "../../errors.ts";
 import type { FollowedSession } from "./natsFollowedSession.ts";
 import { edgeKey, encodeNodeId, MEMORY_GRAPH_BUCKET } from "./natsGraphKeys.ts";
-import { MemoryEdge, MemoryNode, zodProblems } from "./types.ts";
+import { GRAPH_ISSUES, MemoryEdge, MemoryNode } from "./types.ts";
 
 const decoder = new TextDecoder();
 
@@ -55,7 +56,7 @@ export class GraphEntryReader {
         if (!wrong) return parsed.data;
         problem = wrong;
       } else {
-        problem = zodProblems(parsed.error).join("; ");
+        problem = describeIssues(parsed.error, { ...GRAPH_ISSUES, join: "; " });
       }
     } catch (error) {
       problem = `not JSON (${messageOf(error)})`;

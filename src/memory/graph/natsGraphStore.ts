@@ -19,10 +19,10 @@ import {
   DEFAULT_MEMORY_GRAPH_SESSIONS,
   DEFAULT_MEMORY_GRAPH_TIMEOUT_MS,
   danglingEdge,
+  graphStoreCall,
   type MemoryGraphStore,
   MemoryGraphStoreError,
   nextNode,
-  withDeadline,
 } from "./store.ts";
 import {
   type MemoryEdge,
@@ -99,7 +99,7 @@ export class NatsMemoryGraphStore implements MemoryGraphStore {
   static async open(nc: NatsConnection, options: NatsMemoryGraphStoreOptions = {}): Promise<NatsMemoryGraphStore> {
     const timeoutMs = options.timeoutMs ?? DEFAULT_MEMORY_GRAPH_TIMEOUT_MS;
     const what = `nats memory graph: cannot open KV bucket ${MEMORY_GRAPH_BUCKET}`;
-    const kv = await withDeadline("nats", what, timeoutMs, undefined, () =>
+    const kv = await graphStoreCall("nats", what, timeoutMs, undefined, () =>
       // history 1: a node or an edge is replaced whole, earlier versions are of no use.
       new Kvm(nc).create(MEMORY_GRAPH_BUCKET, { history: 1, maxValueSize: MAX_VALUE_BYTES }),
     );
@@ -214,7 +214,7 @@ export class NatsMemoryGraphStore implements MemoryGraphStore {
     const followed = new FollowedSession(sessionId);
     const prefix = `$KV.${MEMORY_GRAPH_BUCKET}.`;
     try {
-      await withDeadline("nats", `nats memory graph load of session ${sessionId}`, this.timeoutMs, sessionId, () => {
+      await graphStoreCall("nats", `nats memory graph load of session ${sessionId}`, this.timeoutMs, sessionId, () => {
         return new Promise<void>((resolve, reject) => {
           void (async () => {
             const consumer = await this.js.consumers.getPushConsumer(this.stream, {
@@ -263,6 +263,6 @@ export class NatsMemoryGraphStore implements MemoryGraphStore {
   }
 
   #call<T>(what: string, sessionId: string, work: () => Promise<T>): Promise<T> {
-    return withDeadline("nats", `nats memory graph ${what} (session ${sessionId})`, this.timeoutMs, sessionId, work);
+    return graphStoreCall("nats", `nats memory graph ${what} (session ${sessionId})`, this.timeoutMs, sessionId, work);
   }
 }

@@ -4,8 +4,8 @@
  */
 import type { NatsConnection } from "@nats-io/nats-core";
 import { ConclaveError } from "../../errors.ts";
+import { importOptional } from "../../optionalPackages.ts";
 import { NatsMemoryGraphStore } from "./natsGraphStore.ts";
-import { PostgresMemoryGraphStore } from "./postgresGraphStore.ts";
 import type { MemoryGraphBackend, MemoryGraphStore } from "./store.ts";
 
 /** The environment variables the memory graph's configuration is read from. */
@@ -35,7 +35,8 @@ const BACKENDS: readonly MemoryGraphBackend[] = ["nats", "postgres"];
  * `CONCLAVE_MEMORY_BACKEND` names, else NATS. A backend without what it needs
  * (postgres without a URL, nats without a connection) or an unknown backend
  * name is a "config" ConclaveError saying how to configure it; an unreachable
- * one is a MemoryGraphStoreError.
+ * one is a MemoryGraphStoreError. The PostgreSQL store loads its client (the
+ * optional package pg) here: without it, a "missing_dependency" ConclaveError.
  */
 export async function openMemoryGraph(options: MemoryGraphOptions = {}): Promise<MemoryGraphStore> {
   const env = options.env ?? process.env;
@@ -56,6 +57,11 @@ export async function openMemoryGraph(options: MemoryGraphOptions = {}): Promise
         `the memory graph's backend is postgres but no PostgreSQL URL is configured: set ${MEMORY_GRAPH_ENV.postgresUrl} or the option postgresUrl`,
       );
     }
+    const { PostgresMemoryGraphStore } = await importOptional(
+      "the PostgreSQL memory graph",
+      ["pg"],
+      () => import("./postgresGraphStore.ts"),
+    );
     return PostgresMemoryGraphStore.open(url, timing);
   }
   if (!options.nc) {

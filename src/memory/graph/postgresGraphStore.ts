@@ -5,6 +5,7 @@
  * their nodes (removing a node removes its edges). Parameterised queries only.
  */
 import { DatabaseError, Pool, type PoolClient } from "pg";
+import { describeIssues } from "../../contracts/issues.ts";
 import { checkPostgresUrl, migrateUnderLock } from "../../stores/postgres.ts";
 import { redactUrl, scrubbed } from "../../stores/redact.ts";
 import { SessionCache, SessionGraph } from "./sessionGraph.ts";
@@ -14,12 +15,13 @@ import {
   DEFAULT_MEMORY_GRAPH_SESSIONS,
   DEFAULT_MEMORY_GRAPH_TIMEOUT_MS,
   danglingEdge,
+  graphStoreCall,
   type MemoryGraphStore,
   MemoryGraphStoreError,
   nextNode,
-  withDeadline,
 } from "./store.ts";
 import {
+  GRAPH_ISSUES,
   InvalidMemoryGraphError,
   type MemoryEdge,
   type MemoryGraphArtifact,
@@ -27,7 +29,6 @@ import {
   type MemoryNodeInput,
   type MemoryNodeKind,
   validateArtifact,
-  zodProblems,
 } from "./types.ts";
 
 /** The table of nodes (created when missing). */
@@ -293,7 +294,7 @@ export class PostgresMemoryGraphStore implements MemoryGraphStore {
     for (const row of nodes.rows) {
       const parsed = MemoryNode.safeParse(row.body);
       const problem = !parsed.success
-        ? zodProblems(parsed.error).join("; ")
+        ? describeIssues(parsed.error, { ...GRAPH_ISSUES, join: "; " })
         : parsed.data.id !== row.id || parsed.data.session_id !== sessionId
           ? `body is node '${parsed.data.id}' of session '${parsed.data.session_id}'`
           : null;
@@ -329,7 +330,7 @@ export class PostgresMemoryGraphStore implements MemoryGraphStore {
   async #call<T>(what: string, sessionId: string | undefined, work: () => Promise<T>): Promise<T> {
     const where = `postgres memory graph ${what} on ${redactUrl(this.url)}`;
     try {
-      return await withDeadline("postgres", where, this.timeoutMs, sessionId, work, (error) =>
+      return await graphStoreCall("postgres", where, this.timeoutMs, sessionId, work, (error) =>
         scrubbed(error, this.url),
       );
     } catch (error) {

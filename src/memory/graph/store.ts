@@ -9,8 +9,11 @@
  * memory, without I/O.
  */
 import { SessionId } from "../../contracts/ids.ts";
+import { describeIssues } from "../../contracts/issues.ts";
+import { withDeadline } from "../../deadline.ts";
 import { ConclaveError, messageOf, singleLine } from "../../errors.ts";
 import {
+  GRAPH_ISSUES,
   InvalidMemoryGraphError,
   type MemoryEdge,
   MemoryEdge as MemoryEdgeSchema,
@@ -18,7 +21,6 @@ import {
   type MemoryNode,
   MemoryNodeInput,
   type MemoryNodeKind,
-  zodProblems,
 } from "./types.ts";
 
 /** The backends a memory graph can be kept in. */
@@ -117,7 +119,10 @@ export function nextNode(input: unknown, existing: MemoryNode | undefined, now =
   const parsed = MemoryNodeInput.safeParse(input);
   if (!parsed.success) {
     const id = typeof input === "object" && input !== null ? (input as { id?: unknown }).id : undefined;
-    throw new InvalidMemoryGraphError(`memory node '${String(id).slice(0, 128)}'`, zodProblems(parsed.error));
+    throw new InvalidMemoryGraphError(
+      `memory node '${String(id).slice(0, 128)}'`,
+      describeIssues(parsed.error, GRAPH_ISSUES),
+    );
   }
   const node = parsed.data;
   const updatedAt = existing ? Math.max(now, existing.updated_at + 1) : now;
@@ -133,7 +138,7 @@ export function nextNode(input: unknown, existing: MemoryNode | undefined, now =
 /** The edge, checked (InvalidMemoryGraphError). */
 export function checkEdge(edge: unknown): MemoryEdge {
   const parsed = MemoryEdgeSchema.safeParse(edge);
-  if (!parsed.success) throw new InvalidMemoryGraphError("memory edge", zodProblems(parsed.error));
+  if (!parsed.success) throw new InvalidMemoryGraphError("memory edge", describeIssues(parsed.error, GRAPH_ISSUES));
   return parsed.data;
 }
 
@@ -146,12 +151,13 @@ export function danglingEdge(edge: MemoryEdge, missing: readonly string[]): Inva
 }
 
 /**
- * Runs `work` with a deadline: past `timeoutMs` the call rejects with a
- * MemoryGraphTimeoutError. Any other failure that is not already a Conclave
- * error becomes an "unavailable" MemoryGraphStoreError naming `what`. The
- * work itself is not cancelled.
+ * One call to a store's backend, as every store makes it: past `timeoutMs`
+ * it rejects with a MemoryGraphTimeoutError (the work is abandoned, see
+ * `withDeadline`), and a failure that is not already a Conclave error
+ * becomes an "unavailable" MemoryGraphStoreError naming `what`, the failure
+ * as `describeError` writes it (redacted, say).
  */
-export async function withDeadline<T>(
+export function graphStoreCall<T>(
   backend: MemoryGraphBackend,
   what: string,
   timeoutMs: number,
@@ -159,26 +165,19 @@ export async function withDeadline<T>(
   work: () => Promise<T>,
   describeError: (error: unknown) => string = messageOf,
 ): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new MemoryGraphTimeoutError(backend, what, timeoutMs, sessionId)), timeoutMs);
-  });
-  const running = (async () => {
-    try {
-      return await work();
-    } catch (error) {
-      if (error instanceof ConclaveError) throw error;
-      throw new MemoryGraphStoreError("unavailable", backend, `${what} failed: ${describeError(error)}`, {
-        cause: error,
-        sessionId,
-      });
-    }
-  })();
-  // A late failure of abandoned work must not become an unhandled rejection.
-  running.catch(() => {});
-  try {
-    return await Promise.race([running, deadline]);
-  } finally {
-    clearTimeout(timer);
-  }
+  return withDeadline(
+    timeoutMs,
+    async () => {
+      try {
+        return await work();
+      } catch (error) {
+        if (error instanceof ConclaveError) throw error;
+        throw new MemoryGraphStoreError("unavailable", backend, `${what} failed: ${describeError(error)}`, {
+          cause: error,
+          sessionId,
+        });
+      }
+    },
+    () => new MemoryGraphTimeoutError(backend, what, timeoutMs, sessionId),
+  );
 }

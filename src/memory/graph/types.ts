@@ -5,6 +5,7 @@
  */
 import { z } from "zod";
 import { SessionId } from "../../contracts/ids.ts";
+import { describeIssues, type IssueFormat } from "../../contracts/issues.ts";
 import { ConclaveError, singleLine } from "../../errors.ts";
 
 /** Largest text of one node, in characters. */
@@ -138,16 +139,8 @@ export class InvalidMemoryGraphError extends ConclaveError<"invalid_memory_graph
 export const edgeIdentity = (edge: Pick<MemoryEdge, "from" | "to" | "kind">): string =>
   JSON.stringify([edge.from, edge.to, edge.kind]);
 
-/** zod's issues as `path: message` lines, the path prefixed with `at` (e.g. `nodes[2].id: …`). */
-export function zodProblems(error: z.ZodError, at = ""): string[] {
-  return error.issues.map((issue) => {
-    let path = at;
-    for (const part of issue.path) {
-      path += typeof part === "number" ? `[${part}]` : path ? `.${String(part)}` : String(part);
-    }
-    return `${path || "(value)"}: ${issue.message}`;
-  });
-}
+/** How the memory graph writes a value's zod issues: `nodes[2].id: …`, as its own checks write paths. */
+export const GRAPH_ISSUES: IssueFormat = { bracketIndices: true, root: "(value)" };
 
 /**
  * The artifact, checked: its shape (zod), then that node ids are unique, that
@@ -161,7 +154,7 @@ export function validateArtifact(artifact: unknown): MemoryGraphArtifact {
       ? String((artifact as { session_id: unknown }).session_id).slice(0, 80)
       : "?";
   const what = `memory graph artifact of session '${session}'`;
-  if (!parsed.success) throw new InvalidMemoryGraphError(what, zodProblems(parsed.error));
+  if (!parsed.success) throw new InvalidMemoryGraphError(what, describeIssues(parsed.error, GRAPH_ISSUES));
   const { session_id: sessionId, nodes, edges } = parsed.data;
   const problems: string[] = [];
   const firstAt = new Map<string, number>();

@@ -3,6 +3,7 @@
  * the longest registered dotted prefix, else the fallback) and runs it, whatever it does, into a
  * result to record; and the built-in adapters.
  */
+import { withDeadline } from "../../deadline.ts";
 import { messageOf, singleLine } from "../../errors.ts";
 import {
   definePatchAdapter,
@@ -98,22 +99,18 @@ export class PatchAdapterRegistry {
       detail: singleLine(detail, MAX_RESULT_DETAIL),
       turn_id: context.turn_id,
     });
-    let timer: NodeJS.Timeout | undefined;
     try {
-      const result = await Promise.race([
-        Promise.resolve().then(() => adapter.apply(patch, context)),
-        new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(new Error(`no result within ${this.#timeoutMs} ms`)), this.#timeoutMs);
-        }),
-      ]);
+      const result = await withDeadline(
+        this.#timeoutMs,
+        () => adapter.apply(patch, context),
+        () => new Error(`no result within ${this.#timeoutMs} ms`),
+      );
       if (typeof result !== "object" || result === null || !STATUSES.has(result.status)) {
         return recorded("failed", "answered no result ({ status: applied | noted | failed })");
       }
       return recorded(result.status, typeof result.detail === "string" ? result.detail : "");
     } catch (error) {
       return recorded("failed", messageOf(error) || "failed");
-    } finally {
-      clearTimeout(timer);
     }
   }
 }

@@ -3,12 +3,12 @@ import type { AskGate } from "../../agents/agentTools.ts";
 import type { AgentDefinition } from "../../agents/defineAgent.ts";
 import { runAgent } from "../../agents/runAgent.ts";
 import type { RecipeAgentCall, RecipeAgentEvent } from "../../contracts/recipeProtocol.ts";
+import { withDeadline } from "../../deadline.ts";
 import { ConclaveError } from "../../errors.ts";
 import type { ChatModel } from "../../llm/model.ts";
 import type { Recipe } from "../../recipes/recipe.ts";
 import { agentCallKey, agentRequest, nodeAnswered, nodeFailed, nodeStreamEvent } from "../recipeHost/recipeActors.ts";
 import type { TurnServices } from "../turnServices.ts";
-import { withinBudget } from "./deadline.ts";
 import { IN_PROCESS_WORKER, type InProcessTools } from "./inProcessTools.ts";
 
 /**
@@ -31,15 +31,23 @@ export function inProcessCallAgent(
         `no agent '${request.agent_id}' runs in this process (given: ${[...byId.keys()].join(", ") || "none"})`,
       );
     const started = performance.now();
-    const answer = await withinBudget(`agent ${request.agent_id}`, request.timeout_ms, signal, (bounded) =>
-      runAgent(agent, request, {
-        model: options.model,
-        signal: bounded,
-        ...(onStream ? { onStream } : {}),
-        ...(options.askGate && ((request.tools?.length ?? 0) > 0 || (request.delegates?.length ?? 0) > 0)
-          ? { askGate: options.askGate }
-          : {}),
-      }),
+    // Bounded as a NATS request is: `timeout` past its budget, `cancelled` when the run ends first.
+    const answer = await withDeadline(
+      request.timeout_ms,
+      (bounded) =>
+        runAgent(agent, request, {
+          model: options.model,
+          signal: bounded,
+          ...(onStream ? { onStream } : {}),
+          ...(options.askGate && ((request.tools?.length ?? 0) > 0 || (request.delegates?.length ?? 0) > 0)
+            ? { askGate: options.askGate }
+            : {}),
+        }),
+      () => new ConclaveError("timeout", `agent ${request.agent_id} did not answer within ${request.timeout_ms} ms`),
+      {
+        signal,
+        onAbort: () => new ConclaveError("cancelled", `the run ended before agent ${request.agent_id} answered`),
+      },
     );
     return {
       agent_id: request.agent_id,

@@ -7,6 +7,8 @@ import type {
   ToolManifest,
 } from "../../contracts/tool.ts";
 import type { TurnRecord } from "../../contracts/turnProtocol.ts";
+import { withDeadline } from "../../deadline.ts";
+import { ConclaveError } from "../../errors.ts";
 import type { Recipe } from "../../recipes/recipe.ts";
 import type { ToolDefinition } from "../../tools/defineTool.ts";
 import type { ToolPolicy } from "../../tools/policy.ts";
@@ -14,7 +16,6 @@ import { stricterRisk } from "../../tools/risk.ts";
 import { runTool } from "../../workers/toolEndpoints.ts";
 import { Slots } from "../toolCalls/slots.ts";
 import { type ToolHost, TurnToolCalls, type TurnTools } from "../toolCalls/turnToolCalls.ts";
-import { withinBudget } from "./deadline.ts";
 
 /** The worker name tool and agent replies of the in-process engine carry. */
 export const IN_PROCESS_WORKER = "in-process";
@@ -85,8 +86,12 @@ export function openInProcessTools(
     invoke: async (call, signal): Promise<ToolCallReply> => {
       const tool = byName.get(call.tool)!;
       const started = performance.now();
-      const outcome = await withinBudget(`tool ${call.tool}`, call.timeout_ms, signal, (bounded) =>
-        runTool(tool, call, bounded),
+      // Bounded as a NATS request is: `timeout` past its budget, `cancelled` when the run ends first.
+      const outcome = await withDeadline(
+        call.timeout_ms,
+        (bounded) => runTool(tool, call, bounded),
+        () => new ConclaveError("timeout", `tool ${call.tool} did not answer within ${call.timeout_ms} ms`),
+        { signal, onAbort: () => new ConclaveError("cancelled", `the run ended before tool ${call.tool} answered`) },
       );
       return {
         tool: call.tool,

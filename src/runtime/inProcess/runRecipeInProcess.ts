@@ -2,6 +2,7 @@ import { type Actor, createActor } from "xstate";
 import { compileRecipe, type RecipeMachine } from "../../../machines/recipe/index.ts";
 import type { AgentDefinition } from "../../agents/defineAgent.ts";
 import type { EngineEvent } from "../../contracts/events.ts";
+import { describeIssues } from "../../contracts/issues.ts";
 import type { RecipeRunOutput } from "../../contracts/recipeProtocol.ts";
 import type { JsonObject } from "../../contracts/recipeRun.ts";
 import type { TurnOutcome } from "../../contracts/turn.ts";
@@ -59,7 +60,7 @@ export type InProcessResult =
 const NODE_TIMEOUT_MS = 60_000;
 
 /**
- * Runs a recipe (a Coreason document) to its end in this process, without
+ * Runs a recipe document to its end in this process, without
  * NATS: the fallback engine for embedding and tests. The document is
  * loaded, checked and compiled as a runner does, and the same statechart
  * runs with the same event log (TURN_STARTED, RECIPE_STARTED, the nodes'
@@ -212,8 +213,7 @@ export async function runRecipeInProcess(document: JsonObject, options: InProces
 function hostPolicy(options: InProcessOptions): ToolPolicy {
   const parsed = ToolPolicy.safeParse({ ...options.toolPolicy, ...(options.dryRun ? { dry_run: true } : {}) });
   if (parsed.success) return parsed.data;
-  const issues = parsed.error.issues.map((issue) => `${issue.path.join(".") || "(root)"}: ${issue.message}`);
-  throw new ConclaveError("config", `toolPolicy is invalid: ${issues.join("; ")}`);
+  throw new ConclaveError("config", `toolPolicy is invalid: ${describeIssues(parsed.error, { join: "; " })}`);
 }
 
 /** Ends a run that never reached (or crashed out of) its machine: TURN_COMPLETED with this outcome. */

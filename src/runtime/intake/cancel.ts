@@ -1,9 +1,9 @@
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
-import type { ServiceMsg } from "@nats-io/services";
 import { decodeJson, encodeJson } from "../../bus/codec.ts";
 import { asHandlerError, HandlerError, respondWithError } from "../../bus/errors.ts";
 import { isInboxReply } from "../../bus/replies.ts";
+import type { ServiceMsg } from "../../bus/service.ts";
 import { streams, subjects } from "../../bus/subjects.ts";
 import { EngineEvent } from "../../contracts/events.ts";
 import { type CancelReply, CancelRequest, type TurnCancelled } from "../../contracts/turn.ts";

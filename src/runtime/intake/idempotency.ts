@@ -70,7 +70,7 @@ const encode = (reservation: Reservation) => encoder.encode(JSON.stringify(reser
  * Idempotency keys of submissions: the first submission with a key reserves
  * it, a repeat gets the first one's turn, and a reservation whose acceptance
  * died is recovered by the next retry, so retrying with a key always ends in
- * an ack (the README's advice to clients holds).
+ * an ack (the advice to clients in docs/protocol.md holds).
  */
 export class IdempotencyStore {
   private constructor(

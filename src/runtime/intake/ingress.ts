@@ -1,9 +1,9 @@
 import type { JetStreamClient } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
-import type { ServiceMsg } from "@nats-io/services";
 import { decodeJson, encodeJson } from "../../bus/codec.ts";
 import { asHandlerError, errorReply, HandlerError, respondWithError } from "../../bus/errors.ts";
 import { isInboxReply } from "../../bus/replies.ts";
+import type { ServiceMsg } from "../../bus/service.ts";
 import { subjects } from "../../bus/subjects.ts";
 import { type TurnAck, TurnSubmission } from "../../contracts/turn.ts";
 import type { WalEntry } from "../../contracts/wal.ts";

@@ -1,7 +1,7 @@
-import type { ServiceMsg } from "@nats-io/services";
 import { decodeJson, encodeJson } from "../../bus/codec.ts";
 import { asHandlerError, HandlerError, respondWithError } from "../../bus/errors.ts";
 import { isInboxReply } from "../../bus/replies.ts";
+import type { ServiceMsg } from "../../bus/service.ts";
 import { AgentLedgerRequest, type LedgerReplay, LedgerRequest, type Ledgers } from "../../contracts/ledger.ts";
 import { singleLine } from "../../errors.ts";
 import { isLedgerWrite, LedgerError } from "../../ledgers/decide.ts";

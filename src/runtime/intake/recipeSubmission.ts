@@ -1,8 +1,9 @@
 import type { z } from "zod";
 import { HandlerError } from "../../bus/errors.ts";
+import { describeIssues } from "../../contracts/issues.ts";
 import type { RecipeSubmission } from "../../contracts/recipeRun.ts";
 import { messageOf } from "../../errors.ts";
-import { fromRecipeJsonSchema, schemaIssues } from "../../recipes/jsonSchema.ts";
+import { fromRecipeJsonSchema } from "../../recipes/jsonSchema.ts";
 import { checkAgentRefs, loadRecipe, RecipeValidationError } from "../../recipes/load.ts";
 
 /** What checking a recipe submission needs from the runner. */
@@ -28,7 +29,7 @@ export async function checkRecipeSubmission(intake: RecipeIntake, submission: Re
       throw new HandlerError(
         "invalid_request",
         `recipe: ${error.message}`,
-        error.issues.map((issue) => `recipe.document.${issue.path}: ${issue.message}`),
+        describeIssues(error.issues, { at: "recipe.document" }),
       );
     throw error;
   }
@@ -42,8 +43,9 @@ export async function checkRecipeSubmission(intake: RecipeIntake, submission: Re
         `recipe: interface.inputs is not a usable JSON Schema: ${messageOf(error)}`,
       );
     }
-    const issues = schemaIssues(schema, submission.inputs, "recipe.inputs");
-    if (issues.length > 0) {
+    const checked = schema.safeParse(submission.inputs);
+    if (!checked.success) {
+      const issues = describeIssues(checked.error, { at: "recipe.inputs" });
       throw new HandlerError(
         "invalid_request",
         `recipe '${recipe.name}': inputs do not match interface.inputs: ${issues.join("; ")}`,
@@ -54,7 +56,7 @@ export async function checkRecipeSubmission(intake: RecipeIntake, submission: Re
   if (intake.liveAgents) {
     const unknown = checkAgentRefs(recipe, await intake.liveAgents());
     if (unknown.length > 0) {
-      const issues = unknown.map((issue) => `recipe.document.${issue.path}: ${issue.message}`);
+      const issues = describeIssues(unknown, { at: "recipe.document" });
       throw new HandlerError("invalid_request", `recipe '${recipe.name}': ${issues.join("; ")}`, issues);
     }
   }

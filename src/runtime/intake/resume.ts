@@ -1,8 +1,8 @@
-import type { ServiceMsg } from "@nats-io/services";
 import { z } from "zod";
 import { decodeJson, encodeJson } from "../../bus/codec.ts";
 import { asHandlerError, HandlerError, respondWithError } from "../../bus/errors.ts";
 import { isInboxReply } from "../../bus/replies.ts";
+import type { ServiceMsg } from "../../bus/service.ts";
 import { subjects } from "../../bus/subjects.ts";
 import { type ResumeReply, ResumeRequest } from "../../contracts/recipeRun.ts";
 import { singleLine } from "../../errors.ts";

@@ -1,8 +1,8 @@
-import type { ServiceMsg } from "@nats-io/services";
 import { decodeJson, encodeJson } from "../../bus/codec.ts";
 import { asHandlerError, HandlerError, respondWithError } from "../../bus/errors.ts";
 import { isInboxReply } from "../../bus/replies.ts";
 import { requestJson } from "../../bus/request.ts";
+import type { ServiceMsg } from "../../bus/service.ts";
 import { subjects } from "../../bus/subjects.ts";
 import type { EngineEvent } from "../../contracts/events.ts";
 import { type RollbackReply, RollbackRequest, ToolCallReply, type ToolCallRequest } from "../../contracts/tool.ts";

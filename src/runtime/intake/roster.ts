@@ -1,10 +1,10 @@
-import type { ServiceMsg } from "@nats-io/services";
 import type { AgentRoster } from "../../agents/announcement.ts";
 import type { AgentDirectory } from "../../agents/directory.ts";
 import { encodeJson } from "../../bus/codec.ts";
 import { INBOX_PREFIXES } from "../../bus/connection.ts";
 import { asHandlerError, respondWithError } from "../../bus/errors.ts";
 import { isInboxReply, isReplyUnder } from "../../bus/replies.ts";
+import type { ServiceMsg } from "../../bus/service.ts";
 import { singleLine } from "../../errors.ts";
 import type { Logger } from "../log.ts";
 

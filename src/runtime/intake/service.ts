@@ -1,6 +1,5 @@
 import type { NatsConnection } from "@nats-io/nats-core";
-import type { Service, ServiceMsg } from "@nats-io/services";
-import { guardedServices } from "../../bus/replies.ts";
+import { type Service, type ServiceMsg, startService } from "../../bus/service.ts";
 import { subjects } from "../../bus/subjects.ts";
 import type { SuspensionTimers } from "../recipeHost/suspensionTimers.ts";
 import { serveCancel } from "./cancel.ts";
@@ -21,7 +20,7 @@ export async function serveIntake(
   nc: NatsConnection,
   deps: IngressDeps & WatchDeps & LedgerDeps & { timers: SuspensionTimers; roster?: RosterDeps },
 ): Promise<Service> {
-  const service = await guardedServices(nc, "runner").add({
+  const service = startService(nc, "runner", {
     name: "conclave-runner",
     version: "0.1.0",
     description: "Conclave turn runner",
@@ -30,8 +29,8 @@ export async function serveIntake(
   const endpoint = (name: string, subject: string, handle: (msg: ServiceMsg) => Promise<void>) =>
     service.addEndpoint(name, {
       subject,
-      handler: (error, msg) => {
-        if (!error) void handle(msg);
+      handler: (msg) => {
+        void handle(msg);
       },
     });
   endpoint("submit", subjects.turnSubmitAll, (msg) => acceptSubmission(deps, msg));

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { HandlerError } from "../../bus/errors.ts";
 import { SUBJECT_ROOT } from "../../bus/subjects.ts";
 import { SessionId } from "../../contracts/ids.ts";
+import { describeIssues } from "../../contracts/issues.ts";
 
 /**
  * A tenant's name, as its account's imports put it in subjects: 1–32
@@ -38,13 +39,16 @@ export function addressOf(subject: string): Addressed {
   if (!session.success) {
     throw new HandlerError(
       "invalid_request",
-      `bad session id in subject ${subject}: ${session.error.issues[0]?.message}`,
+      `bad session id in subject ${subject}: ${describeIssues(session.error, { root: "", join: "; " })}`,
     );
   }
   if (tokens[0] !== SUBJECT_ROOT || tokens[1] !== "tenant") return { tenant: null, sessionId: view, view };
   const tenant = TenantName.safeParse(tokens[2]);
   if (!tenant.success) {
-    throw new HandlerError("invalid_request", `bad tenant in subject ${subject}: ${tenant.error.issues[0]?.message}`);
+    throw new HandlerError(
+      "invalid_request",
+      `bad tenant in subject ${subject}: ${describeIssues(tenant.error, { root: "", join: "; " })}`,
+    );
   }
   const sessionId = tenantSessionId(tenant.data, view);
   if (!SessionId.safeParse(sessionId).success) {

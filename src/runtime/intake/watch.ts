@@ -1,13 +1,14 @@
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
-import type { ServiceMsg } from "@nats-io/services";
 import { z } from "zod";
 import { decodeJson, encodeJson } from "../../bus/codec.ts";
 import { asHandlerError, respondWithError } from "../../bus/errors.ts";
 import { isInboxReply } from "../../bus/replies.ts";
+import type { ServiceMsg } from "../../bus/service.ts";
 import { subjects } from "../../bus/subjects.ts";
 import type { EngineEvent } from "../../contracts/events.ts";
 import { TurnId } from "../../contracts/ids.ts";
+import { deadlineSignal } from "../../deadline.ts";
 import { singleLine } from "../../errors.ts";
 import { followEvents, readEvents } from "../../eventlog/reader.ts";
 import type { Logger } from "../log.ts";
@@ -68,7 +69,7 @@ export async function serveWatch(deps: WatchDeps, msg: ServiceMsg): Promise<void
     if (!follow) {
       for (const event of await readEvents(deps.js, deps.jsm, sessionId, request.turn_id)) send(event);
     } else {
-      const abort = AbortSignal.timeout(request.timeout_ms);
+      const abort = deadlineSignal(request.timeout_ms);
       await followEvents(
         deps.js,
         filter,

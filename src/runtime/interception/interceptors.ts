@@ -6,8 +6,8 @@ import { promptInjectionGuard } from "./promptInjection.ts";
 export { promptInjectionGuard };
 
 /**
- * Interception layer (middleware), after the seed's IRequestInterceptor and
- * IResponseInterceptor: cross-cutting checks every turn passes through.
+ * Interception layer (middleware): request and response interceptors, the
+ * cross-cutting checks every turn passes through.
  * Request interceptors see the user's message with the fast sensors' scores
  * before any agent does; response interceptors see every stream the voice
  * produces, as a stream: each may pass, redact (replace the text) or block.

@@ -3,6 +3,7 @@ import { zeroSensors } from "../../../machines/turn/index.ts";
 import type { AgentDirectory } from "../../agents/directory.ts";
 import type { BlackboardStores } from "../../blackboard/open.ts";
 import type { AgentReply, AgentRequest, AgentStreamEvent } from "../../contracts/agent.ts";
+import { describeIssues } from "../../contracts/issues.ts";
 import type {
   RecipeAgentCall,
   RecipeAgentEvent,
@@ -41,7 +42,7 @@ export interface LogicContext {
 export type LogicHandler = (context: LogicContext) => unknown;
 
 /** What the runner gives the recipe machines it hosts. */
-export interface RecipeHost {
+export interface RecipeMachineDeps {
   /** How agents are asked, and inputs screened (the same calls, interceptors and streams as the pipeline's). */
   services: Pick<TurnServices, "callAgent" | "screen" | "senseFast">;
   stores: Pick<BlackboardStores, "get">;
@@ -204,7 +205,7 @@ export type ApprovalListeners = Map<
 >;
 
 export function recipeImplementations(
-  host: RecipeHost,
+  host: RecipeMachineDeps,
   recipe: Recipe,
   runSignal: AbortSignal,
   approvals: ApprovalListeners = new Map(),
@@ -304,10 +305,7 @@ export function recipeImplementations(
         if (!input.checkOutputs || !outputs) return;
         const checked = outputs.safeParse(input.blackboard);
         if (!checked.success) {
-          const issues = checked.error.issues
-            .slice(0, 5)
-            .map((issue) => `${issue.path.join(".") || "(root)"}: ${issue.message}`)
-            .join("; ");
+          const issues = describeIssues(checked.error, { limit: 5, join: "; " });
           throw new ConclaveError("invalid_output", `the final blackboard does not match interface.outputs: ${issues}`);
         }
       }),

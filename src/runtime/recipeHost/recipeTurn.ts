@@ -9,7 +9,12 @@ import { isConclaveError, messageOf, singleLine } from "../../errors.ts";
 import { loadRecipe } from "../../recipes/load.ts";
 import type { HumanNode, Recipe } from "../../recipes/recipe.ts";
 import { ToolPolicy } from "../../tools/policy.ts";
-import { type ApprovalListeners, delegatedRequest, type RecipeHost, recipeImplementations } from "./recipeActors.ts";
+import {
+  type ApprovalListeners,
+  delegatedRequest,
+  type RecipeMachineDeps,
+  recipeImplementations,
+} from "./recipeActors.ts";
 import { recipeStartedPayload } from "./recipeStart.ts";
 import { screenInputs } from "./screenInputs.ts";
 
@@ -34,7 +39,7 @@ interface Suspension {
  * is reported to the session as `recipe.crashed` (or a Failed run).
  */
 export function recipeTurnLogic(
-  host: RecipeHost & {
+  host: RecipeMachineDeps & {
     record: RecordTurn;
     /** Resolves once everything recorded of the turn so far is stored. Default: at once (nothing is buffered). */
     flush?: (turn: { session_id: string; turn_id: number }) => Promise<void>;
@@ -208,7 +213,7 @@ export function recipeTurnLogic(
  * attempt finished answered from its log. Returns what closes it.
  */
 function openTools(
-  host: RecipeHost,
+  host: RecipeMachineDeps,
   recipe: Recipe,
   turn: { session_id: string; turn_id: number },
   start: RecipeStart,

@@ -1,7 +1,13 @@
-import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
+import type { JetStreamClient, JetStreamManager, JsMsg } from "@nats-io/jetstream";
 import type { EngineEvent } from "../../contracts/events.ts";
+import type { WalEntry } from "../../contracts/wal.ts";
 import { readEvents } from "../../eventlog/reader.ts";
-import type { StoredTurn } from "./delivery.ts";
+import { MAX_TURN_ATTEMPTS } from "../../eventlog/streams.ts";
+import type { EventLogWriter } from "../../eventlog/writer.ts";
+import { type Logger, turnFields } from "../log.ts";
+import type { TurnStatusStore } from "../turnStatusStore.ts";
+import { decideRedelivery, decideTakeover, type StoredTurn } from "./delivery.ts";
+import { type TurnSettlement, turnKey } from "./settlement.ts";
 
 /** What an earlier attempt stored of a turn, and where its subject stands in the stream (to fence on). */
 export interface StoredForTakeover extends StoredTurn {
@@ -24,4 +30,86 @@ export async function readForTakeover(
     },
   });
   return { events, kinds: events.map((event) => event.kind), lastSeq: events.at(-1)?.seq ?? -1, lastStreamSeq };
+}
+
+/** What taking a redelivered turn needs: the runner's stores, its name, its settlement and its log writer. */
+export interface RedeliveryDeps {
+  js: JetStreamClient;
+  jsm: JetStreamManager;
+  statuses: TurnStatusStore;
+  /** This runner's name, recorded in the turn's status as it takes it. */
+  runner: string;
+  settlement: TurnSettlement;
+  writer: EventLogWriter;
+  log: Logger;
+}
+
+/** A redelivered turn to run here: why it was cancelled (if it was), and what earlier attempts stored of it. */
+export interface TakenTurn {
+  cancelReason?: string;
+  events: EngineEvent[];
+}
+
+/**
+ * A delivery after the first: poison (dead-lettered), a late duplicate
+ * (acked), a turn that completed before the takeover (settled), or one to
+ * run here — returned, held, with its log reopened after what is stored
+ * (and TURN_RESUMED recorded when it goes on from there). Null: it is settled.
+ */
+export async function takeRedelivered(deps: RedeliveryDeps, msg: JsMsg, entry: WalEntry): Promise<TakenTurn | null> {
+  const { session_id: sessionId, turn_id: turnId } = entry;
+  const take = await deps.statuses.take(
+    sessionId,
+    turnId,
+    deps.runner,
+    entry.submitted_at,
+    MAX_TURN_ATTEMPTS,
+    entry.suspension_seq,
+  );
+  const action = decideRedelivery(take);
+  if (action.kind === "poison") {
+    const reason = `poison: started ${MAX_TURN_ATTEMPTS} times without finishing`;
+    deps.log.warn(
+      `turn ${turnKey(sessionId, turnId)} is poison: moved to the dead-letter stream`,
+      turnFields(sessionId, turnId),
+    );
+    await deps.settlement.settle(
+      sessionId,
+      turnId,
+      { status: "failed", reason, deadLetter: { source: "poison", code: "internal" }, terminate: true },
+      { msg },
+    );
+    return null;
+  }
+  if (action.kind === "already_settled") {
+    msg.ack();
+    return null;
+  }
+  deps.settlement.hold(msg, entry);
+  const stored = await readForTakeover(deps.js, deps.jsm, sessionId, turnId);
+  const takeover = decideTakeover({
+    ...stored,
+    unstartedResume: entry.resume !== undefined && take.before?.status === "pending" && take.before.attempts === 0,
+  });
+  if (takeover.kind === "settle_done") {
+    await deps.settlement.settle(sessionId, turnId, { status: "done", outcome: "completed before the takeover" });
+    return null;
+  }
+  deps.writer.open(sessionId, turnId, stored.events, stored.lastStreamSeq);
+  if (takeover.kind === "resume") {
+    deps.writer.append(sessionId, turnId, {
+      kind: "TURN_RESUMED",
+      payload: {
+        attempt: action.attempt,
+        after_seq: takeover.afterSeq,
+        ...(action.previousRunner ? { previous_runner: action.previousRunner } : {}),
+      },
+    });
+    deps.log.warn(
+      `turn ${turnKey(sessionId, turnId)} taken over from ${action.previousRunner ?? "a lost runner"} (attempt ${action.attempt})`,
+      turnFields(sessionId, turnId),
+    );
+  }
+  const cancelReason = take.before?.cancel_reason;
+  return { ...(cancelReason !== undefined ? { cancelReason } : {}), events: stored.events };
 }

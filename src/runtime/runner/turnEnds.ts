@@ -28,7 +28,8 @@ export class TurnEnds {
       log: Logger;
       /** A replay checkpoint is saved every this many turns of a session. */
       checkpointEvery: number;
-      timers: () => SuspensionTimers | null;
+      /** Where suspensions with a timeout are kept, for every runner's timers. */
+      timers: SuspensionTimers;
     },
   ) {}
 
@@ -105,7 +106,7 @@ export class TurnEnds {
       await this.deps.writer.finish(sessionId, turnId);
       await this.deps.sessions.save(sessionId, snapshot);
       if (suspended.expires_at !== undefined && suspended.seq !== undefined)
-        await this.deps.timers()?.add({
+        await this.deps.timers.add({
           session_id: sessionId,
           turn_id: turnId,
           node: suspended.node,

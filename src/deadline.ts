@@ -1,0 +1,99 @@
+/**
+ * Deadlines, on the platform's own `AbortSignal.timeout` and `AbortSignal.any`:
+ * a signal that fires when a call's time is up (or its caller gives up
+ * first), and work bounded by one that rejects with the caller's own error.
+ */
+
+/** Longest delay a Node timer keeps: a longer one fires after 1 ms instead. */
+const MAX_TIMER_MS = 2_147_483_647;
+
+/**
+ * The timeout each merged signal was made with. Node before 24 lets
+ * `AbortSignal.any` lose a timeout source to the garbage collector, and the
+ * merged signal then never times out (nodejs/node#57736): this keeps the
+ * timeout alive for as long as the signal made from it.
+ */
+const timeouts = new WeakMap<AbortSignal, AbortSignal>();
+
+/**
+ * A signal that fires `ms` from now, or as soon as `parent` fires. A delay
+ * past what a timer can hold is cut to that (~24.8 days); a negative one or
+ * NaN is 0. {@link timedOut} says which of the two fired.
+ */
+export function deadlineSignal(ms: number, parent?: AbortSignal): AbortSignal {
+  const delay = Number.isNaN(ms) ? 0 : Math.min(Math.max(0, Math.ceil(ms)), MAX_TIMER_MS);
+  const timeout = AbortSignal.timeout(delay);
+  if (!parent) return timeout;
+  const merged = AbortSignal.any([parent, timeout]);
+  timeouts.set(merged, timeout);
+  return merged;
+}
+
+/**
+ * True when a signal from {@link deadlineSignal} fired because its time was
+ * up, false when it has not fired or its parent fired first.
+ */
+export function timedOut(signal: AbortSignal): boolean {
+  const timeout = timeouts.get(signal) ?? signal;
+  return signal.aborted && timeout.aborted && signal.reason === timeout.reason;
+}
+
+/**
+ * Settles as `promise` does, or rejects with the signal's reason as soon as
+ * it fires: for work that does not stop promptly when told to (a client
+ * that sleeps between retries without watching its signal). A late failure
+ * of the abandoned promise is dropped.
+ */
+export function unlessAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const abort = () => reject(signal.reason);
+    if (signal.aborted) abort();
+    else signal.addEventListener("abort", abort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener("abort", abort));
+  });
+}
+
+/** What {@link withDeadline} does beyond the deadline. */
+export interface DeadlineOptions {
+  /** The caller's signal: when it fires first, the work is told to stop too. */
+  signal?: AbortSignal;
+  /** The error when the caller's signal fires first (default: the signal's reason). */
+  onAbort?: (reason: unknown) => unknown;
+}
+
+/**
+ * Runs `work` within `ms`. When the time is up the work's signal fires and
+ * the call rejects with what `onTimeout` returns (the caller's own error;
+ * `onTimeout` is also where to drop a connection that stopped answering).
+ * Work that ignores its signal is abandoned: its late result or failure is
+ * dropped. As with `AbortSignal.timeout`, the deadline alone does not keep
+ * the process alive: the work's own sockets or children do.
+ */
+export function withDeadline<T>(
+  ms: number,
+  work: (signal: AbortSignal) => Promise<T> | T,
+  onTimeout: () => unknown,
+  options: DeadlineOptions = {},
+): Promise<T> {
+  const { signal: parent, onAbort } = options;
+  const signal = deadlineSignal(ms, parent);
+  // async: a work function that throws at once rejects like one that fails later.
+  const running = (async () => work(signal))();
+  const stopped = new Promise<never>((_, reject) => {
+    const stop = () => {
+      try {
+        reject(timedOut(signal) ? onTimeout() : onAbort ? onAbort(signal.reason) : signal.reason);
+      } catch (error) {
+        reject(error);
+      }
+    };
+    if (signal.aborted) stop();
+    else signal.addEventListener("abort", stop, { once: true });
+    // Settled work needs no deadline: the listener goes, so the signal can be collected.
+    const done = () => signal.removeEventListener("abort", stop);
+    running.then(done, done);
+  });
+  stopped.catch(() => {});
+  running.catch(() => {});
+  return Promise.race([running, stopped]);
+}

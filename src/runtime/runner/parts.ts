@@ -1,0 +1,93 @@
+import { hostname } from "node:os";
+import type { ConsumerMessages, JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/nats-core";
+import { AgentDirectory } from "../../agents/directory.ts";
+import type { Service } from "../../bus/service.ts";
+import { RUNNER_CONSUMER, streams } from "../../bus/subjects.ts";
+import { singleLine } from "../../errors.ts";
+import { ensureDeadLetterStream, ensureEventStream, ensureTurnWal } from "../../eventlog/streams.ts";
+import { LedgerStore } from "../../ledgers/ledgerStore.ts";
+import { IdempotencyStore } from "../intake/idempotency.ts";
+import { serveIntake } from "../intake/service.ts";
+import { silentLogger } from "../log.ts";
+import { RecipeHost } from "../recipeHost/recipeHost.ts";
+import { SessionStore } from "../sessionStore.ts";
+import { TurnStatusStore } from "../turnStatusStore.ts";
+import { SessionLeases } from "./leases.ts";
+import type { RunnerOptions } from "./options.ts";
+
+/** What a runner is built from: everything `Runner.start` opens before it takes a turn. */
+export interface RunnerParts {
+  js: JetStreamClient;
+  jsm: JetStreamManager;
+  store: SessionStore;
+  statuses: TurnStatusStore;
+  leases: SessionLeases;
+  ledgers: LedgerStore;
+  /** The agents live workers announce: shared by the agent calls' output checks, recipes and the intake. */
+  directory: Promise<AgentDirectory>;
+  recipes: RecipeHost;
+  /** The runners' shared NATS service, already answering. */
+  intake: Service;
+  /** The WAL's deliveries to this runner, from the shared consumer (the runner starts taking them). */
+  messages: ConsumerMessages;
+}
+
+/**
+ * Opens a runner's parts, in order: the streams, the stores and leases, the
+ * agent directory (its roll call goes on in the background), recipe
+ * hosting, the intake service, and last the WAL's consumer.
+ */
+export async function openRunnerParts(nc: NatsConnection, options: RunnerOptions): Promise<RunnerParts> {
+  const js = jetstream(nc);
+  const jsm = await jetstreamManager(nc);
+  await Promise.all([ensureEventStream(jsm), ensureTurnWal(jsm), ensureDeadLetterStream(jsm)]);
+  const id = options.id ?? `${hostname()}:${process.pid}`;
+  const log = options.log ?? silentLogger;
+  const [store, statuses, leases, idempotency, ledgers] = await Promise.all([
+    SessionStore.open(nc),
+    TurnStatusStore.open(nc),
+    SessionLeases.open(nc, id),
+    IdempotencyStore.open(nc, id),
+    LedgerStore.open(nc, {
+      onInvalid: (subject, seq) => log.warn(`stored message ${subject} (seq ${seq}) is not a ledger event: skipped`),
+      onConflict: (session, attempt) =>
+        log.debug(`ledger write decided again: another landed first (attempt ${attempt})`, { session_id: session }),
+    }),
+  ]);
+  const directory = AgentDirectory.open(nc, {
+    onInvalid: (message) => log.warn(`ignored an agent announcement: ${singleLine(message)}`),
+  });
+  directory.catch(() => {}); // a connection closed before the roll call ended: users see it when they await
+  const recipes = await RecipeHost.start(nc, {
+    directory,
+    js,
+    statuses,
+    log,
+    ...(options.recipes ? { recipes: options.recipes } : {}),
+    ...(options.inspect ? { inspect: options.inspect } : {}),
+  });
+  // Agents run on workers unless the runner was given in-process services: then recipes' agents are not checked,
+  // and it answers no roster request (`conclave agents` falls back to calling the workers' roll).
+  const checked = options.services ? undefined : directory;
+  const intake = await serveIntake(nc, {
+    nc,
+    js,
+    jsm,
+    sessions: store,
+    statuses,
+    idempotency,
+    timers: recipes.timers,
+    ledgers,
+    log,
+    recipes: {
+      logicHandlers: Object.keys(options.recipes?.logicHandlers ?? {}),
+      ...(checked ? { liveAgents: async () => new Set((await checked).roster().map((manifest) => manifest.id)) } : {}),
+    },
+    ...(checked ? { roster: { directory: checked, runner: leases.runner, log } } : {}),
+  });
+  const consumer = await js.consumers.get(streams.turns, RUNNER_CONSUMER);
+  const messages = await consumer.consume({ max_messages: 256 });
+  return { js, jsm, store, statuses, leases, ledgers, directory, recipes, intake, messages };
+}
