@@ -7,6 +7,9 @@
 /** Longest delay a Node timer keeps: a longer one fires after 1 ms instead. */
 const MAX_TIMER_MS = 2_147_483_647;
 
+/** A delay a timer can hold: NaN or negative is 0, past the limit is the limit. */
+const clampDelay = (ms: number): number => (Number.isNaN(ms) ? 0 : Math.min(Math.max(0, Math.ceil(ms)), MAX_TIMER_MS));
+
 /**
  * The timeout each merged signal was made with. Node before 24 lets
  * `AbortSignal.any` lose a timeout source to the garbage collector, and the
@@ -21,8 +24,7 @@ const timeouts = new WeakMap<AbortSignal, AbortSignal>();
  * NaN is 0. {@link timedOut} says which of the two fired.
  */
 export function deadlineSignal(ms: number, parent?: AbortSignal): AbortSignal {
-  const delay = Number.isNaN(ms) ? 0 : Math.min(Math.max(0, Math.ceil(ms)), MAX_TIMER_MS);
-  const timeout = AbortSignal.timeout(delay);
+  const timeout = AbortSignal.timeout(clampDelay(ms));
   if (!parent) return timeout;
   const merged = AbortSignal.any([parent, timeout]);
   timeouts.set(merged, timeout);
@@ -76,24 +78,42 @@ export function withDeadline<T>(
   options: DeadlineOptions = {},
 ): Promise<T> {
   const { signal: parent, onAbort } = options;
-  const signal = deadlineSignal(ms, parent);
-  // async: a work function that throws at once rejects like one that fails later.
-  const running = (async () => work(signal))();
-  const stopped = new Promise<never>((_, reject) => {
-    const stop = () => {
-      try {
-        reject(timedOut(signal) ? onTimeout() : onAbort ? onAbort(signal.reason) : signal.reason);
-      } catch (error) {
-        reject(error);
-      }
+  // A plain timer, cleared as soon as the work settles, and one controller: this runs once per request a
+  // worker serves, where a timeout signal (whose timer outlives the call) and AbortSignal.any cost CPU and GC.
+  const controller = new AbortController();
+  return new Promise<T>((resolve, reject) => {
+    let settled = false;
+    const end = (): boolean => {
+      if (settled) return false;
+      settled = true;
+      clearTimeout(timer);
+      parent?.removeEventListener("abort", onParent);
+      return true;
     };
-    if (signal.aborted) stop();
-    else signal.addEventListener("abort", stop, { once: true });
-    // Settled work needs no deadline: the listener goes, so the signal can be collected.
-    const done = () => signal.removeEventListener("abort", stop);
-    running.then(done, done);
+    const stop = (error: () => unknown) => {
+      if (!end()) return;
+      let reason: unknown;
+      try {
+        reason = error();
+      } catch (thrown) {
+        reason = thrown;
+      }
+      controller.abort(reason);
+      reject(reason);
+    };
+    const onParent = () => stop(() => (onAbort ? onAbort(parent?.reason) : parent?.reason));
+    const timer = setTimeout(() => stop(onTimeout), clampDelay(ms));
+    timer.unref();
+    if (parent?.aborted) return onParent();
+    parent?.addEventListener("abort", onParent, { once: true });
+    // async: a work function that throws at once rejects like one that fails later.
+    (async () => work(controller.signal))().then(
+      (value) => {
+        if (end()) resolve(value);
+      },
+      (error: unknown) => {
+        if (end()) reject(error);
+      },
+    );
   });
-  stopped.catch(() => {});
-  running.catch(() => {});
-  return Promise.race([running, stopped]);
 }
