@@ -55,6 +55,20 @@ export function unlessAborted<T>(promise: Promise<T>, signal: AbortSignal): Prom
   });
 }
 
+/** Waits `ms`, or less if the signal fires first; never rejects (a pause between retries). */
+export function pause(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const timer = setTimeout(done, clampDelay(ms));
+    function done() {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    }
+    if (signal?.aborted) return done();
+    signal?.addEventListener("abort", done, { once: true });
+  });
+}
+
 /** What {@link withDeadline} does beyond the deadline. */
 export interface DeadlineOptions {
   /** The caller's signal: when it fires first, the work is told to stop too. */

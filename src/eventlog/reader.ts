@@ -3,6 +3,7 @@ import { DeliverPolicy } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { streams, subjects } from "../bus/subjects.ts";
 import { EngineEvent } from "../contracts/events.ts";
+import { pause } from "../deadline.ts";
 
 const decoder = new TextDecoder();
 
@@ -99,23 +100,12 @@ export async function followEvents(
     if (outcome === "done") return;
     lostSince ??= Date.now();
     if (!options.signal && Date.now() - lostSince > RESUME_WITHIN_MS) return;
-    await abortableSleep(Math.min(100 * 2 ** attempt, 1_000), options.signal);
+    await pause(Math.min(100 * 2 ** attempt, 1_000), options.signal);
   }
 }
 
 const isClosedConnection = (error: unknown): boolean =>
   error instanceof Error && error.name === "ClosedConnectionError";
-
-const abortableSleep = (ms: number, signal?: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", done);
-      resolve();
-    }
-    signal?.addEventListener("abort", done, { once: true });
-  });
 
 /**
  * One consumer's worth of a follow, from the stream sequence after

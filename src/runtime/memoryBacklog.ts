@@ -5,6 +5,7 @@ import { JsonKv } from "../bus/jsonKv.ts";
 import { buckets } from "../bus/subjects.ts";
 import type { MemoryCommitReply } from "../contracts/memory.ts";
 import { Episode } from "../contracts/workspace.ts";
+import { pause } from "../deadline.ts";
 
 /** Most commits a session's backlog keeps (an outage of more turns loses the oldest ones). */
 export const MAX_OWED_COMMITS = 20;
@@ -96,18 +97,6 @@ export interface SettleOptions {
 /** A commit that got no answer: no worker serves memory, none answered in time, or the stage ended first. */
 const unanswered = (error: unknown, signal: AbortSignal): boolean =>
   signal.aborted || (error instanceof RemoteCallError && (error.code === "no_responders" || error.code === "timeout"));
-
-/** Waits `ms`, or less if the signal aborts. */
-const pause = (ms: number, signal: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    }
-    signal.addEventListener("abort", done, { once: true });
-  });
 
 /**
  * Memory learns a session's turns in their order, each once (a commit is
