@@ -4,7 +4,7 @@
  * (`POST <base URL>/embeddings`, through the official `openai` client), and the deterministic
  * offline one (hashed topics: NOT semantic). Configured by {@link embeddingConfigFromEnv}.
  */
-import OpenAI from "openai";
+import type OpenAI from "openai";
 import type { CreateEmbeddingResponse } from "openai/resources/embeddings";
 import { z } from "zod";
 import { describeIssues } from "../contracts/issues.ts";
@@ -13,6 +13,7 @@ import { MAX_EMBEDDING_DIMENSIONS } from "../memory/graph/types.ts";
 import { OFFLINE_EMBEDDING_DIMS, offlineEmbedding } from "../memory/learn/embedder.ts";
 import { type LlmConfig, LlmConfigError, llmConfigFromEnv } from "./config.ts";
 import { LlmError, type LlmErrorCode, type LlmErrorOptions, llmErrorFromOpenAI } from "./errors.ts";
+import { loadOpenAI } from "./openaiPackage.ts";
 
 /** Turns texts into vectors, one per text, in the texts' order. */
 export interface Embedder {
@@ -162,12 +163,19 @@ export function offlineEmbedder(dims: number = OFFLINE_EMBEDDING_DIMS): Embedder
  * configured `dimensions`, if any), is an `invalid_output` {@link EmbeddingError}.
  */
 export function openAIEmbedder(config: Omit<OpenAIEmbeddingConfig, "kind">): Embedder {
-  const client = new OpenAI({
-    baseURL: config.baseURL,
-    apiKey: config.apiKey,
-    timeout: config.timeoutMs,
-    maxRetries: config.maxRetries,
-  });
+  // Made on first use: `openai` is an optional peer, imported when embeddings are first asked for.
+  let made: OpenAI | undefined;
+  const openai = async () => {
+    if (made) return made;
+    const { OpenAI } = await loadOpenAI();
+    made ??= new OpenAI({
+      baseURL: config.baseURL,
+      apiKey: config.apiKey,
+      timeout: config.timeoutMs,
+      maxRetries: config.maxRetries,
+    });
+    return made;
+  };
   const { model, dimensions, timeoutMs } = config;
   return {
     id: `openai:${model}${dimensions === undefined ? "" : `@${dimensions}`}`,
@@ -177,6 +185,7 @@ export function openAIEmbedder(config: Omit<OpenAIEmbeddingConfig, "kind">): Emb
       // Ours, not the client's timeout, which is per attempt: this one bounds the call, retries included.
       const deadline = deadlineSignal(timeoutMs, signal);
       try {
+        const client = await openai();
         const response = await unlessAborted(
           client.embeddings.create(
             {

@@ -1,6 +1,7 @@
-import OpenAI from "openai";
 import { ConclaveError } from "../errors.ts";
 import type { Usage } from "./model.ts";
+import { MissingDependencyError } from "../optionalPackages.ts";
+import { loadedOpenAI } from "./openaiPackage.ts";
 
 /** What went wrong in a call to the model (the `code` of an LlmError, one of Conclave's error codes). */
 export type LlmErrorCode =
@@ -39,6 +40,10 @@ export function llmErrorFromOpenAI(error: unknown, caller: string): LlmError {
   if (error instanceof LlmError) return error;
   const message = error instanceof Error ? error.message : String(error);
   const fail = (code: LlmErrorCode, status?: number) => new LlmError(code, caller, message, { status, cause: error });
+  if (error instanceof MissingDependencyError) return fail("bad_request");
+  const OpenAI = loadedOpenAI()?.OpenAI;
+  // Without the package loaded no client error can exist: anything else means the server misbehaved.
+  if (!OpenAI) return fail("server_error");
   // Order matters: the timeout and abort classes are subclasses of APIError.
   if (error instanceof OpenAI.APIUserAbortError) return fail("aborted");
   if (error instanceof OpenAI.APIConnectionTimeoutError) return fail("timeout");

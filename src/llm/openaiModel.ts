@@ -1,4 +1,4 @@
-import OpenAI from "openai";
+import type OpenAI from "openai";
 import type {
   ChatCompletionMessage,
   ChatCompletionMessageParam,
@@ -23,6 +23,7 @@ import type {
   StructuredResult,
   TextStream,
 } from "./model.ts";
+import { loadOpenAI } from "./openaiPackage.ts";
 import { responseFormatFor } from "./responseFormat.ts";
 import { LazyTextStream, partsOfChunk, type UsageSink } from "./textStream.ts";
 import { usageFrom } from "./usage.ts";
@@ -48,18 +49,23 @@ const NO_MESSAGE = "the completion has no choices (no message)";
  */
 export class OpenAIChatModel implements ChatModel {
   readonly model: string;
-  readonly #client: OpenAI;
+  readonly #config: LlmConfig;
   readonly #timeoutMs: number;
+  #client: OpenAI | undefined;
 
   constructor(config: LlmConfig) {
     this.model = config.model;
+    this.#config = config;
     this.#timeoutMs = config.timeoutMs;
-    this.#client = new OpenAI({
-      baseURL: config.baseURL,
-      apiKey: config.apiKey,
-      timeout: config.timeoutMs,
-      maxRetries: config.maxRetries,
-    });
+  }
+
+  /** The client, made on first use: `openai` is an optional peer, imported when LLM mode first runs. */
+  async #openai(): Promise<OpenAI> {
+    if (this.#client) return this.#client;
+    const { OpenAI } = await loadOpenAI();
+    const { baseURL, apiKey, timeoutMs, maxRetries } = this.#config;
+    this.#client ??= new OpenAI({ baseURL, apiKey, timeout: timeoutMs, maxRetries });
+    return this.#client;
   }
 
   async structured<S extends z.ZodType>(request: StructuredRequest<S>): Promise<StructuredResult<z.infer<S>>> {
@@ -68,10 +74,11 @@ export class OpenAIChatModel implements ChatModel {
     let user = request.user;
     let problem = "";
     try {
+      const client = await this.#openai();
       const responseFormat = responseFormatFor(request.schema, request.schemaName);
       for (let attempt = 1; attempt <= STRUCTURED_ATTEMPTS; attempt++) {
         const completion = await unlessAborted(
-          this.#client.chat.completions.create(
+          client.chat.completions.create(
             {
               model: this.model,
               messages: [
@@ -108,8 +115,9 @@ export class OpenAIChatModel implements ChatModel {
   async *#streamParts(request: StreamRequest, sink: UsageSink): AsyncGenerator<StreamPart, void, undefined> {
     const deadline = this.#deadline(request);
     try {
+      const client = await this.#openai();
       const chunks = await unlessAborted(
-        this.#client.chat.completions.create(
+        client.chat.completions.create(
           {
             model: this.model,
             messages: [
@@ -140,9 +148,10 @@ export class OpenAIChatModel implements ChatModel {
     const deadline = this.#deadline(request);
     let usage = noUsage();
     try {
+      const client = await this.#openai();
       for (let attempt = 1; attempt <= COMPLETE_ATTEMPTS; attempt++) {
         const completion = await unlessAborted(
-          this.#client.chat.completions.create(
+          client.chat.completions.create(
             {
               model: this.model,
               messages: request.messages.map(messageParam),

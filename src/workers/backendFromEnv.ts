@@ -1,6 +1,7 @@
 import { type CognitionBackend, offlineBackend } from "../cognition/backend.ts";
-import { createChatModel, llmConfigFromEnv } from "../llm/index.ts";
+import { createChatModel, llmConfigFromEnv, OpenAIChatModel } from "../llm/index.ts";
 import { llmBackend } from "../llm/llmBackend.ts";
+import { loadOpenAI } from "../llm/openaiPackage.ts";
 
 /**
  * LLM mode when CONCLAVE_LLM_BASE_URL is set (with CONCLAVE_LLM_MODEL), else
@@ -10,4 +11,12 @@ import { llmBackend } from "../llm/llmBackend.ts";
 export function backendFromEnv(env: NodeJS.ProcessEnv = process.env): CognitionBackend {
   const config = llmConfigFromEnv(env);
   return config ? llmBackend(createChatModel(config)) : offlineBackend;
+}
+
+/**
+ * Imports what the backend needs that is an optional peer (`openai`, in LLM mode), so a process
+ * without it fails at start, in one line naming the package, rather than at its first turn.
+ */
+export async function loadBackendPackages(backend: CognitionBackend): Promise<void> {
+  if (backend.model instanceof OpenAIChatModel) await loadOpenAI();
 }

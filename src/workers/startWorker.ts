@@ -24,7 +24,7 @@ import { SessionMemory } from "../memory/sessionMemory.ts";
 import { type Logger, silentLogger } from "../runtime/log.ts";
 import type { ToolDefinition } from "../tools/defineTool.ts";
 import { serveAgent, workerIdentity } from "./agentEndpoints.ts";
-import { backendFromEnv } from "./backendFromEnv.ts";
+import { backendFromEnv, loadBackendPackages } from "./backendFromEnv.ts";
 import { CooldownStore } from "./cooldownStore.ts";
 import { serveCouncil, serveCritics, serveScheduler, serveVoice } from "./coreEndpoints.ts";
 import { serveMemory } from "./memoryEndpoints.ts";
@@ -134,10 +134,18 @@ export interface WorkerHandle {
  * ```
  */
 export async function startWorker(options: WorkerOptions): Promise<WorkerHandle> {
+  const backend =
+    options.backend ??
+    (options.llm === false
+      ? offlineBackend
+      : options.llm
+        ? llmBackend(createChatModel(options.llm))
+        : backendFromEnv());
+  await loadBackendPackages(backend);
   const owned = options.nc ? null : await connectBus(busOptions("worker", { persistent: true, ...options.connection }));
   const nc = options.nc ?? owned!;
   try {
-    return await serveWorker(nc, options, owned);
+    return await serveWorker(nc, { ...options, backend }, owned);
   } catch (error) {
     await owned?.close();
     throw error;
@@ -146,7 +154,7 @@ export async function startWorker(options: WorkerOptions): Promise<WorkerHandle>
 
 async function serveWorker(
   nc: NatsConnection,
-  options: WorkerOptions,
+  options: WorkerOptions & { backend: CognitionBackend },
   owned: NatsConnection | null,
 ): Promise<WorkerHandle> {
   const log = options.log ?? silentLogger;
@@ -167,13 +175,7 @@ async function serveWorker(
     },
     ...options.serve,
   };
-  const backend =
-    options.backend ??
-    (options.llm === false
-      ? offlineBackend
-      : options.llm
-        ? llmBackend(createChatModel(options.llm))
-        : backendFromEnv());
+  const backend = options.backend;
   // Only requests reach the actors: deliveries of a push consumer aimed at a worker subject are counted, not served.
   const ignored = new IgnoredMessages((count, subject) =>
     log.warn(`ignored ${count} message(s) that are not requests (no inbox reply subject), last on ${subject}`),

@@ -1,9 +1,14 @@
-import { describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
+import { loadOpenAI } from "../../src/llm/openaiPackage.ts";
 import { responseFormatFor } from "../../src/llm/responseFormat.ts";
 import { Verdict } from "./fixtures.ts";
 
 describe("responseFormatFor", () => {
+  beforeAll(async () => {
+    await loadOpenAI();
+  });
+
   it("builds a strict json_schema with zodResponseFormat for a plain object schema", () => {
     expect(responseFormatFor(Verdict, "verdict")).toMatchObject({
       type: "json_schema",

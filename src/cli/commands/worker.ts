@@ -2,7 +2,7 @@ import { resolveAgents } from "../../agents/loadAgents.ts";
 import { INSPECT_HELP, processInspection } from "../../inspect/enable.ts";
 import { createLogger } from "../../runtime/log.ts";
 import { resolveTools } from "../../tools/loadTools.ts";
-import { backendFromEnv } from "../../workers/backendFromEnv.ts";
+import { backendFromEnv, loadBackendPackages } from "../../workers/backendFromEnv.ts";
 import { CORE_SERVICES, type CoreService, startWorker } from "../../workers/startWorker.ts";
 import { UsageError, untilInterrupted } from "../args.ts";
 import { announceReady } from "../childProcess.ts";
@@ -58,6 +58,7 @@ export default defineCommand({
         throw new UsageError(`unknown service '${name}'; choose from ${CORE_SERVICES.join(", ")}`);
     }
     const backend = backendFromEnv();
+    await loadBackendPackages(backend);
     const log = createLogger("worker");
     logStrayRejections(log);
     const nc = await bus();
