@@ -7,19 +7,31 @@ import type { ServiceMsg } from "./service.ts";
 export class RemoteCallError extends ConclaveError<ErrorCode> {
   readonly subject: string;
   readonly issues: string[] | undefined;
-  constructor(subject: string, code: ErrorCode, message: string, issues?: string[]) {
+  /** For `busy` when the runners' queues are full: how long to wait before trying again. */
+  readonly retryAfterMs: number | undefined;
+  constructor(subject: string, code: ErrorCode, message: string, issues?: string[], retryAfterMs?: number) {
     super(code, message);
     this.subject = subject;
     this.issues = issues;
+    this.retryAfterMs = retryAfterMs;
+  }
+
+  /** The error a peer answered with. */
+  static fromReply(subject: string, reply: ErrorReply): RemoteCallError {
+    const { code, message, issues, retry_after_ms } = reply.error;
+    return new RemoteCallError(subject, code, message, issues, retry_after_ms);
   }
 }
 
 /** An error a handler raises on purpose, to be sent back as an error reply with this code. */
 export class HandlerError extends ConclaveError<ErrorCode> {
   readonly issues: string[] | undefined;
-  constructor(code: ErrorCode, message: string, issues?: string[]) {
+  /** Sent as `retry_after_ms` (a `busy` answer's hint). */
+  readonly retryAfterMs: number | undefined;
+  constructor(code: ErrorCode, message: string, issues?: string[], retryAfterMs?: number) {
     super(code, message);
     this.issues = issues;
+    this.retryAfterMs = retryAfterMs;
   }
 }
 
@@ -48,11 +60,12 @@ export const STATUS_BY_CODE: Record<ErrorCode, number> = {
 const MAX_BODY_MESSAGE = 2_000;
 const MAX_ISSUES = 20;
 
-export const errorReply = (code: ErrorCode, message: string, issues?: string[]): ErrorReply => ({
+export const errorReply = (code: ErrorCode, message: string, issues?: string[], retryAfterMs?: number): ErrorReply => ({
   error: {
     code,
     message: singleLine(message, MAX_BODY_MESSAGE),
     ...(issues && issues.length > 0 ? { issues: issues.slice(0, MAX_ISSUES).map((issue) => singleLine(issue)) } : {}),
+    ...(retryAfterMs !== undefined ? { retry_after_ms: Math.max(0, Math.round(retryAfterMs)) } : {}),
   },
 });
 
@@ -73,7 +86,7 @@ export const asHandlerError = (error: unknown, context?: string): HandlerError =
  */
 export function respondWithError(msg: ServiceMsg, failure: HandlerError): Error | null {
   try {
-    const body = encodeJson(errorReply(failure.code, failure.message, failure.issues));
+    const body = encodeJson(errorReply(failure.code, failure.message, failure.issues, failure.retryAfterMs));
     msg.respondError(STATUS_BY_CODE[failure.code], singleLine(failure.message), body);
     return null;
   } catch (error) {

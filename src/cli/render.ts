@@ -19,6 +19,8 @@ function describeEvent(event: EngineEvent): string | null {
   switch (event.kind) {
     case "TURN_STARTED":
       return `turn ${event.session_id}/${event.turn_id}: "${event.payload.user_input}"`;
+    case "TURN_QUEUED":
+      return `turn ${event.session_id}/${event.turn_id}: waiting for a place (position ${event.payload.position})`;
     case "TURN_STAGE_CHANGED":
       return `  ▸ ${event.payload.stage}`;
     case "SENSORS_FAST_UPDATED": {

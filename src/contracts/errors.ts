@@ -38,6 +38,8 @@ export const ErrorReply = z.object({
     message: z.string(),
     /** For `invalid_request`: one line per failed field, `path: message`. */
     issues: z.array(z.string()).optional(),
+    /** For `busy` when the runners' queues are full: how long to wait before submitting again. */
+    retry_after_ms: z.number().int().min(0).optional(),
   }),
 });
 export type ErrorReply = z.infer<typeof ErrorReply>;

@@ -42,6 +42,15 @@ export const TurnAck = z.object({
   events_subject: z.string(),
   /** True when this submission repeated an earlier idempotency key: nothing new was queued. */
   duplicate: z.boolean().default(false),
+  /**
+   * What the accepting runner expects for the turn: to start at once (`running`), or to wait
+   * (`queued`, at `position`: 1 is next) because it runs as many turns as it may. A turn of a
+   * session another runner owns is admitted there: its TURN_QUEUED event says so if it waits.
+   * Absent from duplicates and from runners older than this field.
+   */
+  admission: z
+    .object({ state: z.enum(["running", "queued"]), position: z.number().int().min(1).optional() })
+    .optional(),
 });
 export type TurnAck = z.infer<typeof TurnAck>;
 

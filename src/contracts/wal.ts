@@ -12,6 +12,8 @@ export const WalEntry = z.object({
   turn_id: TurnId,
   text: z.string(),
   user_id: z.string().optional(),
+  /** The tenant whose account submitted it (where tenants are configured): its quota of running turns applies. */
+  tenant: z.string().optional(),
   idempotency_key: z.string().optional(),
   on_busy: TurnSubmission.shape.on_busy,
   /** Epoch milliseconds. */

@@ -125,6 +125,7 @@ describe("the public protocol, from a plain NATS client", () => {
         turn_id: 1,
         events_subject: "conclave.events.plain-ack.1",
         duplicate: false,
+        admission: { state: "running" },
       });
     } finally {
       await nc.close();

@@ -11,6 +11,7 @@ import { isConclaveError, singleLine } from "../../errors.ts";
 import { deadLetter } from "../../eventlog/deadLetters.ts";
 import { failpoint } from "../failpoints.ts";
 import { type Logger, turnFields } from "../log.ts";
+import type { AdmissionPreview, Admitted } from "../runner/admission.ts";
 import type { SessionStore } from "../sessionStore.ts";
 import type { TurnStatusStore } from "../turnStatusStore.ts";
 import type { Claim, IdempotencyStore } from "./idempotency.ts";
@@ -29,14 +30,17 @@ export interface IngressDeps {
   log: Logger;
   /** How recipe submissions are checked. */
   recipes: RecipeIntake;
+  /** This runner's admission control: what a new turn would get (start, wait, or `busy`). Default: always start. */
+  admission?: { preview(sessionId: string, tenant?: string): AdmissionPreview };
 }
 
-const ackOf = (address: Addressed, turnId: number, duplicate: boolean): TurnAck => ({
+const ackOf = (address: Addressed, turnId: number, duplicate: boolean, admitted?: Admitted): TurnAck => ({
   session_id: address.view,
   turn_id: turnId,
   // A tenant reads its events through the runner; a client of the runtime's account may read the log itself.
   events_subject: address.tenant ? subjects.turnWatch(address.view) : subjects.turnEvents(address.sessionId, turnId),
   duplicate,
+  ...(admitted ? { admission: admitted } : {}),
 });
 
 /**
@@ -57,6 +61,7 @@ export async function acceptSubmission(deps: IngressDeps, msg: ServiceMsg): Prom
   let address: Addressed | null = null;
   let claim: Claim | null = null;
   let accepted = false;
+  let admitted: AdmissionPreview | undefined;
   try {
     address = addressOf(msg.subject);
     const { sessionId } = address;
@@ -93,6 +98,16 @@ export async function acceptSubmission(deps: IngressDeps, msg: ServiceMsg): Prom
       if (submission.on_busy === "reject" && (await deps.sessions.busy(sessionId))) {
         throw new HandlerError("busy", `session ${sessionId} already has a turn pending or running (on_busy: reject)`);
       }
+      admitted = deps.admission?.preview(sessionId, address.tenant ?? undefined);
+      if (admitted?.state === "busy") {
+        // Refused before a turn id is taken or anything stored: a retry after the hint loses nothing.
+        throw new HandlerError(
+          "busy",
+          `the runtime is at capacity (its queue of waiting turns is full); submit again in ${admitted.retryAfterMs} ms`,
+          undefined,
+          admitted.retryAfterMs,
+        );
+      }
       turnId = await deps.sessions.nextTurnId(sessionId);
       if (claim) {
         try {
@@ -112,6 +127,7 @@ export async function acceptSubmission(deps: IngressDeps, msg: ServiceMsg): Prom
       on_busy: submission.on_busy,
       submitted_at: Date.now(),
       ...(submission.user_id ? { user_id: submission.user_id } : {}),
+      ...(address.tenant ? { tenant: address.tenant } : {}),
       ...(submission.idempotency_key ? { idempotency_key: submission.idempotency_key } : {}),
       ...(submission.recipe ? { recipe: submission.recipe } : {}),
     };
@@ -132,7 +148,8 @@ export async function acceptSubmission(deps: IngressDeps, msg: ServiceMsg): Prom
     accepted = true;
     // A recovered reservation whose turn was already in the WAL is a repeat of an accepted turn.
     const duplicate = claim?.kind === "recover" && alreadyStored;
-    if (reply) msg.respond(encodeJson(ackOf(address, turnId, duplicate)));
+    const expected = admitted && admitted.state !== "busy" && !duplicate ? admitted : undefined;
+    if (reply) msg.respond(encodeJson(ackOf(address, turnId, duplicate, expected)));
     deps.log.info(
       claim?.kind === "recover"
         ? `turn ${sessionId}/${turnId} recovered from a reservation whose acceptance died${duplicate ? " (it was stored)" : ""}`
@@ -171,7 +188,7 @@ async function refuse(
       const view = address?.view ?? "_";
       deps.nc.publish(
         address?.tenant ? subjects.tenantErrors(address.tenant, view) : subjects.sessionErrors(view),
-        encodeJson(errorReply(failure.code, failure.message, failure.issues)),
+        encodeJson(errorReply(failure.code, failure.message, failure.issues, failure.retryAfterMs)),
       );
     } catch {
       // The connection is closing: the submitter was not waiting for an answer anyway.
