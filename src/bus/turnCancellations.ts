@@ -7,6 +7,8 @@ const keyOf = (sessionId: string, turnId: number) => `${sessionId}\u0000${turnId
 
 /** How long a cancellation is remembered for a turn that has not reached this process yet. */
 const REMEMBERED_MS = 10 * 60_000;
+/** At most this many are remembered (the oldest go first): a burst of cancellations cannot grow the map for good. */
+const MAX_REMEMBERED = 10_000;
 
 /**
  * This process's view of the cancellations broadcast on
@@ -46,6 +48,7 @@ export class TurnCancellations {
       this.#recent.delete(key);
     }
     this.#recent.set(keyOf(session_id, turn_id), { reason, at: now });
+    if (this.#recent.size > MAX_REMEMBERED) this.#recent.delete(this.#recent.keys().next().value as string);
   }
 
   /**

@@ -23,7 +23,7 @@ const SEED = Number(process.env.CONCLAVE_FUZZ_SEED ?? 0x5eed_0007);
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 /** Settling must happen before the WAL's ack wait could pass: after it, an entry left unsettled would be redelivered. */
-const SETTLE_MS = WAL_ACK_WAIT_MS - 2_000;
+const SETTLE_MS = WAL_ACK_WAIT_MS - 500;
 const WAL_LETTERS = subjects.deadLetter("wal");
 const POISON_LETTERS = subjects.deadLetter("poison");
 

@@ -6,6 +6,7 @@ import { silentLogger } from "../../src/runtime/log.ts";
 import { SessionHost } from "../../src/runtime/runner/sessionHost.ts";
 import { type SessionSnapshot, SessionStore } from "../../src/runtime/sessionStore.ts";
 import { useNatsServer } from "../helpers/nats.ts";
+import { until } from "../helpers/wait.ts";
 
 const nats = useNatsServer();
 
@@ -83,5 +84,43 @@ describe("the session host", () => {
     expect(actor.getSnapshot().status).toBe("stopped");
     expect(host.finishedHere("evicted", 5)).toBe(false);
     expect(await host.get("evicted")).not.toBe(actor);
+  });
+
+  it("lets an idle session go only once its saves are done and the runner holds nothing of it", async () => {
+    const store = await SessionStore.open(await nats.connect("runner"));
+    await store.saveSnapshot("swept", snapshotAfter(2));
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const slow = wrapping(store, "saveSnapshot", async (sessionId, snapshot) => {
+      await released;
+      return store.saveSnapshot(sessionId, snapshot);
+    });
+    let busy = true;
+    const evicted: string[] = [];
+    const host = new SessionHost(createSession, slow, silentLogger, {
+      idleMs: 1,
+      busy: (sessionId) => busy && sessionId === "swept",
+      onEvicted: (sessionId) => evicted.push(sessionId),
+    });
+    await host.get("swept");
+    await host.get("bystander");
+    const saving = host.save("swept", snapshotAfter(3));
+    // The bystander, as old and idle, goes: the sweep ran past the TTL. The session the runner is busy with stays.
+    await until(() => evicted.includes("bystander"), { what: "the idle bystander evicted" });
+    host.sweep();
+    expect(host.ifRunning("swept")).toBeDefined();
+    busy = false;
+    host.sweep();
+    expect(host.ifRunning("swept"), "evicted with a snapshot save under way").toBeDefined();
+    release();
+    await saving;
+    await until(() => evicted.includes("swept"), { what: "the session evicted once saved" });
+    expect(host.ifRunning("swept")).toBeUndefined();
+    expect(evicted.filter((sessionId) => sessionId === "swept")).toHaveLength(1);
+    // Its next turn finds it where its last save left it.
+    expect((await host.get("swept")).getSnapshot().context.turns_completed).toBe(3);
+    host.stopAll();
   });
 });

@@ -1,82 +1,145 @@
 import type { NatsConnection } from "@nats-io/nats-core";
 import { z } from "zod";
-import { JsonKv } from "../../bus/jsonKv.ts";
+import { isConflict, JsonKv } from "../../bus/jsonKv.ts";
 import { buckets } from "../../bus/subjects.ts";
 import { isConclaveError } from "../../errors.ts";
+import { type Logger, silentLogger } from "../log.ts";
+import { RunnerLiveness } from "./liveness.ts";
 
-const Lease = z.object({ runner: z.string() });
+const Owner = z.object({ runner: z.string() });
 
-/** How long a lease lives without renewal. A dead runner's sessions are free again after this. */
-export const LEASE_TTL_MS = 6_000;
+const encoder = new TextEncoder();
+const encode = (runner: string) => encoder.encode(JSON.stringify({ runner }));
+
+/** Tries to take a session before giving up for this delivery (each lost one means the key changed meanwhile). */
+const ACQUIRE_ATTEMPTS = 3;
 
 /**
- * One runner owns a session at a time: a lease in the `conclave_owners` KV
- * bucket, whose entries expire LEASE_TTL_MS after their last renewal. A runner
- * renews its leases while it lives; when it dies they lapse and another runner
- * may take the session over.
+ * One runner owns a session at a time. Ownership is a key of the
+ * `conclave_session_owners` bucket (session → runner), written once, when a
+ * runner first takes the session, and never renewed: it holds while its
+ * runner's liveness lease (`liveness.ts`, one per runner) lives. A runner
+ * taking a turn of a session whose owner is dead takes the session over with
+ * compare-and-set; a runner lets a session go (`release`) when it evicts it
+ * from memory or stops. An idle session costs no timer and no KV traffic.
+ *
+ * A runner whose own lease lapses (cut off from NATS) owns nothing from then
+ * on: `whenLapsed` tells the runner, which drops its sessions, and it takes
+ * them again, from stored state, on their next turns.
  */
 export class SessionLeases {
-  readonly #owned = new Set<string>();
-  #timer: NodeJS.Timeout | undefined;
+  /** The sessions this runner owns, with their ownership record's revision (released by compare-and-set). */
+  readonly #owned = new Map<string, number>();
+  /** Releases under way: taking the session again waits for them, so a late delete never removes a fresh take. */
+  readonly #releasing = new Map<string, Promise<void>>();
+  #onLapsed: () => void = () => {};
 
   private constructor(
-    private readonly leases: JsonKv<typeof Lease>,
-    readonly runner: string,
+    private readonly owners: JsonKv<typeof Owner>,
+    private readonly liveness: RunnerLiveness,
+    private readonly log: Logger,
   ) {}
 
-  static async open(nc: NatsConnection, runner: string): Promise<SessionLeases> {
-    const ownership = new SessionLeases(await JsonKv.open(nc, buckets.owners, Lease, { ttl: LEASE_TTL_MS }), runner);
-    ownership.#timer = setInterval(() => void ownership.#renew(), LEASE_TTL_MS / 3);
-    ownership.#timer.unref();
-    return ownership;
+  static async open(nc: NatsConnection, runner: string, options: { log?: Logger } = {}): Promise<SessionLeases> {
+    const log = options.log ?? silentLogger;
+    // The lease may lapse before the leases exist: nothing is owned yet then, so nothing to let go.
+    let lapsed = () => {};
+    const [owners, liveness] = await Promise.all([
+      JsonKv.open(nc, buckets.owners, Owner),
+      RunnerLiveness.open(nc, runner, { log, events: { onLapsed: () => lapsed() } }),
+    ]);
+    const leases = new SessionLeases(owners, liveness, log);
+    lapsed = () => leases.#lapsed();
+    return leases;
   }
 
-  /** True when this runner owns the session (now or already). */
+  /** This runner's name, in ownership records and turn statuses. */
+  get runner(): string {
+    return this.liveness.runner;
+  }
+
+  /** Calls `handler` when this runner's liveness lease lapses (it then owns no session). */
+  whenLapsed(handler: () => void): void {
+    this.#onLapsed = handler;
+  }
+
+  /** True when this runner owns the session (now or already): never while its own lease has lapsed. */
   async acquire(sessionId: string): Promise<boolean> {
+    await this.#releasing.get(sessionId);
+    if (!this.liveness.alive) return false;
     if (this.#owned.has(sessionId)) return true;
-    if (await this.leases.create(sessionId, { runner: this.runner })) {
-      this.#owned.add(sessionId);
-      return true;
-    }
-    const holder = await this.leases.get(sessionId).catch(async (error: unknown) => {
-      if (!isConclaveError(error, "corrupt_value")) throw error;
-      // A damaged lease is nobody's (it was reported on conclave.dlq.kv): take the session rather than wait for its TTL.
-      await this.leases.put(sessionId, { runner: this.runner });
-      return { value: { runner: this.runner } };
-    });
-    if (holder?.value.runner === this.runner) {
-      this.#owned.add(sessionId);
-      return true;
+    for (let attempt = 0; attempt < ACQUIRE_ATTEMPTS; attempt++) {
+      const created = await this.owners.kv.create(sessionId, encode(this.runner)).catch((error: unknown) => {
+        if (isConflict(error)) return null;
+        throw error;
+      });
+      if (created !== null) return this.#own(sessionId, created);
+      let holder: Awaited<ReturnType<typeof this.owners.get>>;
+      try {
+        holder = await this.owners.get(sessionId);
+      } catch (error) {
+        if (!isConclaveError(error, "corrupt_value")) throw error;
+        // A damaged record is nobody's (it was reported on conclave.dlq.kv): take the session.
+        return this.#own(sessionId, await this.owners.kv.put(sessionId, encode(this.runner)));
+      }
+      if (holder === null) continue; // released meanwhile: create it again
+      const owner = holder.value.runner;
+      if (owner === this.runner) return this.#own(sessionId, holder.revision);
+      // The watch says whether its owner lives; a read of its lease confirms a death before the session is taken.
+      if (this.liveness.isAlive(owner) || !(await this.liveness.confirmedDead(owner))) return false;
+      try {
+        const revision = await this.owners.kv.update(sessionId, encode(this.runner), holder.revision);
+        this.log.info(`session ${sessionId}: taken over from ${owner}, whose liveness lease lapsed`, {
+          session_id: sessionId,
+        });
+        return this.#own(sessionId, revision);
+      } catch (error) {
+        if (!isConflict(error)) throw error; // another runner took it first: look again
+      }
     }
     return false;
   }
 
+  #own(sessionId: string, revision: number): boolean {
+    this.#owned.set(sessionId, revision);
+    return true;
+  }
+
   owns(sessionId: string): boolean {
-    return this.#owned.has(sessionId);
+    return this.liveness.alive && this.#owned.has(sessionId);
   }
 
-  async release(sessionId: string): Promise<void> {
-    if (!this.#owned.delete(sessionId)) return;
-    const holder = await this.leases.get(sessionId);
-    if (holder?.value.runner === this.runner) await this.leases.delete(sessionId);
+  /** How many sessions this runner owns. */
+  get size(): number {
+    return this.#owned.size;
   }
 
-  async #renew(): Promise<void> {
-    for (const sessionId of this.#owned) {
-      try {
-        // Compare-and-set: if another runner took the session after our lease lapsed, it is theirs.
-        const kept = await this.leases.update(sessionId, (current) =>
-          current === null || current.runner === this.runner ? { runner: this.runner } : null,
-        );
-        if (kept?.runner !== this.runner) this.#owned.delete(sessionId);
-      } catch {
-        // NATS may be down: the next renewal tries again; the lease outlives a short outage.
-      }
-    }
+  /** Lets the session go: its record is deleted unless another runner took it meanwhile. */
+  release(sessionId: string): Promise<void> {
+    const revision = this.#owned.get(sessionId);
+    if (revision === undefined) return this.#releasing.get(sessionId) ?? Promise.resolve();
+    this.#owned.delete(sessionId);
+    const releasing = this.owners.kv
+      .delete(sessionId, { previousSeq: revision })
+      // Taken by another runner (a conflict), or NATS away (the record names this runner, which takes it again
+      // on the session's next turn here, or lets it go to a survivor when it dies): either way nothing to undo.
+      .catch(() => {})
+      .finally(() => {
+        if (this.#releasing.get(sessionId) === releasing) this.#releasing.delete(sessionId);
+      });
+    this.#releasing.set(sessionId, releasing);
+    return releasing;
+  }
+
+  #lapsed(): void {
+    // The records stay (NATS is likely out of reach): survivors take the sessions over, or this runner takes them
+    // back on their next turns if nobody did.
+    this.#owned.clear();
+    this.#onLapsed();
   }
 
   async close(): Promise<void> {
-    clearInterval(this.#timer);
-    await Promise.allSettled([...this.#owned].map((sessionId) => this.release(sessionId)));
+    await Promise.allSettled([...this.#owned.keys()].map((sessionId) => this.release(sessionId)));
+    await this.liveness.close();
   }
 }

@@ -10,6 +10,41 @@ export type SessionActor = Actor<typeof sessionMachine>;
 const SNAPSHOT_READ_ATTEMPTS = 4;
 const SNAPSHOT_RETRY_MS = 100;
 
+/** How long a session stays in a runner's memory without a turn, by default: 10 minutes. */
+export const DEFAULT_IDLE_SESSION_TTL_MS = 600_000;
+/** The environment variable of RunnerOptions.idleSessionTtlMs. */
+const IDLE_VARIABLE = "CONCLAVE_IDLE_SESSION_TTL_MS";
+
+/**
+ * How long an idle session stays in memory: `given`, else `CONCLAVE_IDLE_SESSION_TTL_MS`, else
+ * DEFAULT_IDLE_SESSION_TTL_MS. A value that is not a positive integer throws a RangeError naming it.
+ */
+export function idleSessionTtlMs(given?: number, env = process.env): number {
+  const raw = given ?? (env[IDLE_VARIABLE] ? Number(env[IDLE_VARIABLE]) : undefined);
+  if (raw === undefined) return DEFAULT_IDLE_SESSION_TTL_MS;
+  if (!Number.isInteger(raw) || raw < 1) {
+    const where = given !== undefined ? "idleSessionTtlMs" : `${IDLE_VARIABLE}=${JSON.stringify(env[IDLE_VARIABLE])}`;
+    throw new RangeError(`${where} must be a positive integer (milliseconds)`);
+  }
+  return raw;
+}
+
+/** How the host lets idle sessions go. */
+export interface SessionHostOptions {
+  /** A session with no turn for this long leaves memory. Default: `idleSessionTtlMs()`. */
+  idleMs?: number;
+  /** True while the runner has work for the session its actor does not show (a delivery being handled, an entry held). */
+  busy?: (sessionId: string) => boolean;
+  /** Told once an idle session left memory: the runner lets go of what else it keeps for it. */
+  onEvicted?: (sessionId: string) => void;
+}
+
+/** A live session actor, and when a turn last used it (`performance.now()`). */
+interface Hosted {
+  actor: SessionActor;
+  usedAt: number;
+}
+
 /**
  * The session actors living in this runner, one per session it owns: created
  * on a session's first turn here from its stored snapshot, dropped when the
@@ -17,22 +52,35 @@ const SNAPSHOT_RETRY_MS = 100;
  * read of the stored snapshot is retried, and never remembered: the next
  * turn reads again. Snapshot saves of one session are written in the order
  * its turns finished.
+ *
+ * A session with no turn for `idleMs` leaves memory (one sweep timer for all
+ * sessions, running only while some are hosted), once its snapshot saves
+ * are done and it has no turn running, queued or held: its next turn
+ * restores it from the snapshot, as a takeover would.
  */
 export class SessionHost {
-  readonly #actors = new Map<string, SessionActor>();
+  readonly #actors = new Map<string, Hosted>();
   readonly #starting = new Map<string, Promise<SessionActor>>();
   readonly #saves = new Map<string, Promise<void>>();
+  readonly #idleMs: number;
+  #sweep: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly create: (sessionId: string, snapshot: SessionSnapshot | null) => SessionActor,
     private readonly store: SessionStore,
     private readonly log: Logger,
-  ) {}
+    private readonly options: SessionHostOptions = {},
+  ) {
+    this.#idleMs = idleSessionTtlMs(options.idleMs);
+  }
 
   /** The session's live actor, started from its stored snapshot if it has none here yet. */
   get(sessionId: string): Promise<SessionActor> {
     const live = this.#actors.get(sessionId);
-    if (live) return Promise.resolve(live);
+    if (live) {
+      live.usedAt = performance.now();
+      return Promise.resolve(live.actor);
+    }
     let starting = this.#starting.get(sessionId);
     if (!starting) {
       starting = this.#start(sessionId).finally(() => this.#starting.delete(sessionId));
@@ -43,15 +91,57 @@ export class SessionHost {
 
   /** The session's actor if it is live here, without starting one. */
   ifRunning(sessionId: string): SessionActor | undefined {
-    return this.#actors.get(sessionId);
+    return this.#actors.get(sessionId)?.actor;
+  }
+
+  /** The sessions live here. */
+  live(): string[] {
+    return [...this.#actors.keys()];
+  }
+
+  /** How many sessions are live here. */
+  get size(): number {
+    return this.#actors.size;
   }
 
   async #start(sessionId: string): Promise<SessionActor> {
     const snapshot = await this.#readSnapshot(sessionId);
     const actor = this.create(sessionId, snapshot);
     actor.start();
-    this.#actors.set(sessionId, actor);
+    this.#actors.set(sessionId, { actor, usedAt: performance.now() });
+    this.#sweepSoon();
     return actor;
+  }
+
+  #sweepSoon(): void {
+    if (this.#sweep) return;
+    // Sessions leave between idleMs and 1.2 × idleMs after their last turn (at most 30 s late).
+    const every = Math.min(Math.max(this.#idleMs / 5, 50), 30_000);
+    this.#sweep = setInterval(() => this.sweep(), every);
+    this.#sweep.unref();
+  }
+
+  /** Evicts the sessions idle for `idleMs` or more; returns them. Run by the host's sweep timer. */
+  sweep(): string[] {
+    const now = performance.now();
+    const evicted: string[] = [];
+    for (const [sessionId, hosted] of this.#actors) {
+      if (now - hosted.usedAt < this.#idleMs || !this.#idle(sessionId, hosted.actor)) continue;
+      this.evict(sessionId);
+      evicted.push(sessionId);
+      this.options.onEvicted?.(sessionId);
+    }
+    if (evicted.length > 0) this.log.debug(`${evicted.length} idle session(s) left memory`);
+    return evicted;
+  }
+
+  /** Nothing of the session is under way here: no turn running, queued or held, no snapshot save, no restore. */
+  #idle(sessionId: string, actor: SessionActor): boolean {
+    if (this.#saves.has(sessionId) || this.#starting.has(sessionId) || this.options.busy?.(sessionId)) return false;
+    const snapshot = actor.getSnapshot();
+    // An actor that stopped or failed holds nothing worth keeping.
+    if (snapshot.status !== "active") return true;
+    return snapshot.value === "idle" && snapshot.context.current === null && snapshot.context.queue.length === 0;
   }
 
   async #readSnapshot(sessionId: string): Promise<SessionSnapshot | null> {
@@ -69,14 +159,20 @@ export class SessionHost {
 
   /** True when the session's live actor here already finished the turn (an actor restored from storage knows none). */
   finishedHere(sessionId: string, turnId: number): boolean {
-    return this.#actors.get(sessionId)?.getSnapshot().context.finished.includes(turnId) ?? false;
+    return this.#actors.get(sessionId)?.actor.getSnapshot().context.finished.includes(turnId) ?? false;
   }
 
   /** Stops and forgets the session's actor: its next turn restores it from the stored snapshot. */
   evict(sessionId: string): void {
-    const actor = this.#actors.get(sessionId);
+    const hosted = this.#actors.get(sessionId);
     this.#actors.delete(sessionId);
-    actor?.stop();
+    hosted?.actor.stop();
+    if (this.#actors.size === 0) this.#stopSweep();
+  }
+
+  #stopSweep(): void {
+    clearInterval(this.#sweep);
+    this.#sweep = undefined;
   }
 
   /**
@@ -85,6 +181,8 @@ export class SessionHost {
    * never overwritten by an earlier one's.
    */
   save(sessionId: string, snapshot: SessionSnapshot, checkpoint?: Checkpoint): Promise<void> {
+    const hosted = this.#actors.get(sessionId);
+    if (hosted) hosted.usedAt = performance.now();
     const previous = this.#saves.get(sessionId) ?? Promise.resolve();
     const next = previous
       .catch(() => {})
@@ -103,7 +201,8 @@ export class SessionHost {
   }
 
   stopAll(): void {
-    for (const actor of this.#actors.values()) actor.stop();
+    this.#stopSweep();
+    for (const { actor } of this.#actors.values()) actor.stop();
     this.#actors.clear();
   }
 }
