@@ -99,6 +99,7 @@ export const agents = turnSetup.createStateConfig({
                   contribution: event.reply.contribution,
                   elapsed_ms: event.reply.elapsed_ms,
                   worker: event.reply.worker,
+                  ...(event.reply.usage ? { usage: event.reply.usage } : {}),
                 },
               }),
             },

@@ -47,6 +47,8 @@ export const deliberation = turnSetup.createStateConfig({
                   round: context.round,
                   consensus: context.consensus,
                   revisions: event.output.revisions,
+                  proposals: context.workspace.proposals,
+                  ...(Object.keys(event.output.usage).length > 0 ? { usage: event.output.usage } : {}),
                 },
               }),
             },

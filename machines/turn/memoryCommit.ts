@@ -26,7 +26,11 @@ export const memoryCommit = turnSetup.createStateConfig({
           type: "record",
           params: ({ event }) => ({
             kind: "MEMORY_COMMITTED",
-            payload: { summary: event.output.summary, stored: event.output.stored },
+            payload: {
+              summary: event.output.summary,
+              stored: event.output.stored,
+              ...(event.output.warnings?.length ? { warnings: event.output.warnings } : {}),
+            },
           }),
         },
         // A phase of the commit that failed (fact extraction, persona evolution…) makes the turn PartialSuccess.

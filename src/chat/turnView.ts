@@ -110,7 +110,8 @@ export function applyTurnEvent(view: TurnView, event: EngineEvent): TurnView {
     case "TURN_STARTED":
       return { ...view, turnId: event.turn_id, text: event.payload.user_input };
     case "TURN_RESUMED":
-      // The turn runs again from ingest, after the events of the abandoned attempt.
+      // `last_step`: the turn goes on after its recorded steps, which stand. Else it runs again from ingest.
+      if (event.payload.from === "last_step") return { ...view, attempt: event.payload.attempt };
       return { ...newTurnView(view.text), turnId: view.turnId, attempt: event.payload.attempt };
     case "TURN_STAGE_CHANGED":
       return { ...view, stage: event.payload.stage, stages: [...view.stages, event.payload.stage] };

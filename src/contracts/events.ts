@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { Contribution } from "./agent.ts";
-import { StreamId } from "./council.ts";
-import { CriticResult } from "./critic.ts";
+import { ReplyFallback, StreamId } from "./council.ts";
+import { CriticResult, CriticsVerdict } from "./critic.ts";
 import { ErrorCode } from "./errors.ts";
 import { SessionId, TurnId } from "./ids.ts";
 import { MemoryRetrieveReply } from "./memory.ts";
@@ -9,7 +9,7 @@ import { RecipeEventPayloads } from "./recipeRun.ts";
 import { PlanWavesReply } from "./scheduler.ts";
 import { ToolEventPayloads } from "./tool.ts";
 import { Stage, TurnOutcome, TurnWarning } from "./turn.ts";
-import { TurnUsage } from "./usage.ts";
+import { TurnUsage, Usage } from "./usage.ts";
 import { Claim, Modulators, Sensors, Stance, StanceDelta } from "./workspace.ts";
 
 /**
@@ -20,13 +20,21 @@ export const EventPayloads = {
   TURN_STARTED: z.object({ user_input: z.string(), turn_id: TurnId, user_id: z.string().optional() }),
   TURN_STAGE_CHANGED: z.object({ stage: Stage }),
   /**
-   * A runner took over a turn whose runner died: the turn runs again from
-   * ingest, after the events of the abandoned attempt (seq up to after_seq).
+   * The runner had no place for the turn when it took it: it waits, its entry held, and starts
+   * (TURN_STARTED) when one frees. `position`: turns waiting ahead of it, plus one, when it was queued.
    */
+  TURN_QUEUED: z.object({ position: z.number().int().min(1) }),
+  /** A runner took over a turn whose runner died (the events up to `after_seq` are the earlier attempt's). */
   TURN_RESUMED: z.object({
     attempt: z.number().int().min(2),
     after_seq: z.number().int().min(-1),
     previous_runner: z.string().optional(),
+    /**
+     * Where the turn goes on. `last_step` (a pipeline turn): the steps already recorded stand and are not made
+     * again; the events after TURN_RESUMED continue the turn. Absent (`ingest`): the turn runs again from
+     * ingest, and the events up to `after_seq` are the abandoned attempt.
+     */
+    from: z.enum(["ingest", "last_step"]).optional(),
   }),
   SENSORS_FAST_UPDATED: z.object({ sensors: Sensors }),
   /** A request interceptor redacted the user's message or refused the turn (it acts on what agents and models see). */
@@ -54,6 +62,8 @@ export const EventPayloads = {
     contribution: Contribution,
     elapsed_ms: z.number(),
     worker: z.string(),
+    /** Tokens the answer used (a takeover counts them without asking the agent again). */
+    usage: Usage.optional(),
   }),
   AGENT_FAILED: z.object({
     wave: z.number().int(),
@@ -77,6 +87,12 @@ export const EventPayloads = {
         opposed: z.array(z.string()),
       }),
     ),
+    /** The council's proposals after the round (revisions may add some); a takeover goes on from them. */
+    proposals: z
+      .array(z.object({ source: z.string(), kind: z.enum(["say", "do_not", "ask"]), text: z.string() }))
+      .optional(),
+    /** Tokens the round's revisions used, per actor. */
+    usage: z.record(z.string(), Usage).optional(),
   }),
   COUNCIL_DECISION_MADE: z.object({
     speak: z.boolean(),
@@ -85,14 +101,47 @@ export const EventPayloads = {
     key_points: z.array(z.string()),
     do_not: z.array(z.string()),
     thinking: z.string(),
+    /** Tokens the council used. */
+    usage: Usage.optional(),
+    /** The deterministic council answered in place of the one that failed (a takeover replays the warning from it). */
+    fallback: ReplyFallback.optional(),
   }),
   /** A named stream opens (multiplexed streams): chunks of it follow until STREAM_END. */
-  STREAM_START: z.object({ stream_id: StreamId, content_type: z.string(), attempt: z.number().int() }),
+  STREAM_START: z.object({
+    stream_id: StreamId,
+    content_type: z.string(),
+    attempt: z.number().int(),
+    /**
+     * The stream starts over after a takeover cut it off: the chunks of its earlier STREAM_START (same
+     * stream_id) are void, and its chunks count from index 0 again.
+     */
+    restarted: z.literal(true).optional(),
+  }),
   STREAM_CHUNK: z.object({ stream_id: StreamId, index: z.number().int().min(0), delta: z.string() }),
   STREAM_END: z.object({ stream_id: StreamId, chunks: z.number().int().min(0) }),
-  VOICE_RENDERED: z.object({ text: z.string(), attempt: z.number().int() }),
-  CRITICS_UPDATED: z.object({ results: z.array(CriticResult), passed: z.boolean(), attempt: z.number().int() }),
-  MEMORY_COMMITTED: z.object({ summary: z.string(), stored: z.boolean() }),
+  VOICE_RENDERED: z.object({
+    text: z.string(),
+    attempt: z.number().int(),
+    /** Tokens the rendering used. */
+    usage: Usage.optional(),
+    /** The deterministic voice rendered in place of the one that failed (a takeover replays the warning from it). */
+    fallback: ReplyFallback.optional(),
+  }),
+  CRITICS_UPDATED: z.object({
+    results: z.array(CriticResult),
+    passed: z.boolean(),
+    attempt: z.number().int(),
+    /** Critics that could not judge (each a STAGE_WARNING too). */
+    failures: CriticsVerdict.shape.failures.optional(),
+    /** Tokens the critics used, per critic. */
+    usage: z.record(z.string(), Usage).optional(),
+  }),
+  MEMORY_COMMITTED: z.object({
+    summary: z.string(),
+    stored: z.boolean(),
+    /** Phases of the commit that failed (each a STAGE_WARNING too). */
+    warnings: z.array(TurnWarning).optional(),
+  }),
   STAGE_WARNING: TurnWarning,
   TURN_COMPLETED: z.object({
     total_time_ms: z.number(),

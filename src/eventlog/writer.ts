@@ -47,6 +47,8 @@ interface OpenTurn {
   after: Promise<void> | undefined;
   /** A failure that stops the turn's log: nothing after a missing event is stored. */
   broken: unknown;
+  /** What earlier attempts stored of the turn (given to `open`); empty for a turn this writer started. */
+  stored: readonly EngineEvent[];
 }
 
 /**
@@ -93,7 +95,17 @@ export class EventLogWriter {
    */
   open(sessionId: string, turnId: number, stored: readonly EngineEvent[], lastStreamSeq: number): void {
     const last = stored.at(-1);
-    this.#turns.set(`${sessionId}.${turnId}`, this.#newTurn(last ? last.seq + 1 : 0, monotonicNow(), lastStreamSeq));
+    const turn = this.#newTurn(last ? last.seq + 1 : 0, monotonicNow(), lastStreamSeq);
+    turn.stored = stored;
+    this.#turns.set(`${sessionId}.${turnId}`, turn);
+  }
+
+  /**
+   * The events earlier attempts stored of a turn this writer has open (as given to `open`), so the
+   * attempt going on can tell what is already recorded; empty when none were, or the turn is not open.
+   */
+  storedEvents(sessionId: string, turnId: number): readonly EngineEvent[] {
+    return this.#turns.get(`${sessionId}.${turnId}`)?.stored ?? [];
   }
 
   #newTurn(seq: number, startedAt: number, expectLast: number): OpenTurn {
@@ -108,6 +120,7 @@ export class EventLogWriter {
       opened: false,
       after: undefined,
       broken: undefined,
+      stored: [],
     };
   }
 
@@ -120,6 +133,8 @@ export class EventLogWriter {
       this.#turns.set(key, turn);
     }
     const seq = turn.seq++;
+    // A turn's time counts from its start, not from the TURN_QUEUED before it (time spent waiting for a place).
+    if (record.kind === "TURN_STARTED") turn.startedAt = now;
     const payload =
       record.kind === "TURN_COMPLETED"
         ? { ...record.payload, total_time_ms: Math.round((now - turn.startedAt) * 10) / 10 }

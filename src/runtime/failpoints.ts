@@ -22,6 +22,10 @@ export const FAILPOINTS = [
   "ingress.after_reserve",
   /** The turn is stored in the WAL, before the key is marked accepted and the ack is sent. */
   "ingress.after_wal",
+  /** A pipeline turn is about to ask the voice for its first rendering, every earlier event of it stored. */
+  "turn.before_voice",
+  /** A pipeline turn is about to ask the critics to judge a re-rendering (attempt 2 or later), every earlier event stored. */
+  "turn.before_critics_retry",
 ] as const;
 export type Failpoint = (typeof FAILPOINTS)[number];
 
@@ -29,6 +33,11 @@ for (const name of armed) {
   if (!(FAILPOINTS as readonly string[]).includes(name)) {
     throw new Error(`CONCLAVE_FAILPOINTS names '${name}'; the failpoints are: ${FAILPOINTS.join(", ")}`);
   }
+}
+
+/** True when this failpoint is armed: a caller may make ready (store what must be stored) before dying there. */
+export function failpointArmed(name: Failpoint): boolean {
+  return armed.size > 0 && armed.has(name);
 }
 
 /** Dies here, at once and without cleanup (SIGKILL), when this failpoint is armed. */

@@ -16,10 +16,13 @@ export const emptySnapshot = (): SessionSnapshot => ({
  * Folds one turn's events into the session state, as the session actor
  * changed it: the modulators follow the fast sensors, the stance is the last
  * one a wave recorded. Only the turn's final attempt counts (after its last
- * TURN_RESUMED), and only a completed turn changes anything.
+ * TURN_RESUMED that ran it again from ingest: one `from: "last_step"` goes on
+ * after the recorded steps, which count), and only a completed turn changes anything.
  */
 export function foldTurn(state: SessionSnapshot, events: readonly EngineEvent[]): SessionSnapshot {
-  const resumedAt = events.findLastIndex((event) => event.kind === "TURN_RESUMED");
+  const resumedAt = events.findLastIndex(
+    (event) => event.kind === "TURN_RESUMED" && event.payload.from !== "last_step",
+  );
   const attempt = events.slice(resumedAt + 1);
   if (!attempt.some((event) => event.kind === "TURN_COMPLETED")) return state;
   let { modulators, stance } = state;

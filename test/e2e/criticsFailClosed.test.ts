@@ -74,13 +74,23 @@ describe("critics that cannot judge", () => {
       expect(criticCalls.length).toBeGreaterThanOrEqual(CRITIC_NAMES.length);
 
       const verdicts = verdictsOf(events);
+      // Each verdict also lists the critics that could not judge (`failures`, with the safety check's fallback named).
+      const safetyFellBack = expect.arrayContaining([
+        expect.objectContaining({ critic: "safety", fallback: "the deterministic safety check" }),
+      ]);
       expect(verdicts).toEqual([
         {
           attempt: 1,
           passed: false,
           results: [{ critic: "safety", passed: false, score: 0, feedback: SAFETY_FEEDBACK }],
+          failures: safetyFellBack,
         },
-        { attempt: 2, passed: true, results: [{ critic: "safety", passed: true, score: 1, feedback: "" }] },
+        {
+          attempt: 2,
+          passed: true,
+          results: [{ critic: "safety", passed: true, score: 1, feedback: "" }],
+          failures: safetyFellBack,
+        },
       ]);
       // The fallback's feedback reached the voice, which rendered again.
       const renderings = model.requests.filter((request) => request.stream);

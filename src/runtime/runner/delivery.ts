@@ -126,13 +126,17 @@ export type TakeoverAction =
   | { kind: "settle_done" }
   /** Nothing stored (or only a suspended run's log up to its suspension): run it as if new. */
   | { kind: "run_fresh" }
-  /** Part of it is stored: record `TURN_RESUMED` after `afterSeq` and run it again from ingest. */
+  /**
+   * Part of it is stored: record `TURN_RESUMED` after `afterSeq` and run it again; a pipeline turn's recorded
+   * steps are answered from its log (`recordedSteps.ts`), so it goes on after its last one.
+   */
   | { kind: "resume"; afterSeq: number };
 
 /** Step 3: a turn taken over, from what its earlier attempt stored. */
 export function decideTakeover(stored: StoredTurn): TakeoverAction {
   if (stored.kinds.includes("TURN_COMPLETED")) return { kind: "settle_done" };
-  if (stored.kinds.length === 0 || stored.unstartedResume) return { kind: "run_fresh" };
+  // Only TURN_QUEUED stored: the turn waited for a place and never started.
+  if (stored.kinds.every((kind) => kind === "TURN_QUEUED") || stored.unstartedResume) return { kind: "run_fresh" };
   return { kind: "resume", afterSeq: stored.lastSeq };
 }
 

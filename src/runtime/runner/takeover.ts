@@ -32,6 +32,16 @@ export async function readForTakeover(
   return { events, kinds: events.map((event) => event.kind), lastSeq: events.at(-1)?.seq ?? -1, lastStreamSeq };
 }
 
+/**
+ * A turn of the built-in pipeline (no recipe run): taken over, it goes on after its last recorded step.
+ * A recipe run goes on from its own checkpoints.
+ */
+export function isPipelineTurn(entry: WalEntry, stored: readonly EngineEvent[]): boolean {
+  return (
+    entry.recipe === undefined && entry.resume === undefined && !stored.some((event) => event.kind === "RECIPE_STARTED")
+  );
+}
+
 /** What taking a redelivered turn needs: the runner's stores, its name, its settlement and its log writer. */
 export interface RedeliveryDeps {
   js: JetStreamClient;
@@ -95,6 +105,7 @@ export async function takeRedelivered(deps: RedeliveryDeps, msg: JsMsg, entry: W
     await deps.settlement.settle(sessionId, turnId, { status: "done", outcome: "completed before the takeover" });
     return null;
   }
+  // The writer keeps what is stored: a pipeline turn answers its recorded steps from it (`recordedSteps.ts`).
   deps.writer.open(sessionId, turnId, stored.events, stored.lastStreamSeq);
   if (takeover.kind === "resume") {
     deps.writer.append(sessionId, turnId, {
@@ -103,6 +114,7 @@ export async function takeRedelivered(deps: RedeliveryDeps, msg: JsMsg, entry: W
         attempt: action.attempt,
         after_seq: takeover.afterSeq,
         ...(action.previousRunner ? { previous_runner: action.previousRunner } : {}),
+        ...(isPipelineTurn(entry, stored.events) ? { from: "last_step" as const } : {}),
       },
     });
     deps.log.warn(
