@@ -1,5 +1,6 @@
 import { enqueueActions } from "xstate";
 import { stanceDifference } from "../../src/cognition/workspace.ts";
+import type { ReplyFallback } from "../../src/contracts/council.ts";
 import type { CriticsVerdict } from "../../src/contracts/critic.ts";
 import type { Stage, TurnWarning } from "../../src/contracts/turn.ts";
 import type { ScreenOutput, TurnEvent, TurnRecord } from "../../src/contracts/turnProtocol.ts";
@@ -200,7 +201,15 @@ export const turnActions = {
       });
       enqueue({
         type: "record",
-        params: { kind: "VOICE_RENDERED", payload: { text: event.text, attempt: context.attempt } },
+        params: {
+          kind: "VOICE_RENDERED",
+          payload: {
+            text: event.text,
+            attempt: context.attempt,
+            ...(event.usage ? { usage: event.usage } : {}),
+            ...(event.fallback ? { fallback: event.fallback } : {}),
+          },
+        },
       });
     },
   ),
@@ -234,6 +243,30 @@ export const turnActions = {
       for (const warning of warnings) enqueue({ type: "warn", params: warning });
     },
   ),
+  /**
+   * The deterministic council or voice answered in place of the one asked, which could not (the
+   * reply's `fallback` says why): the answer stands, and the outcome names the fallback.
+   */
+  fellBack: enqueueActions<
+    TurnContext,
+    TurnEvent,
+    { subject: "council" | "voice"; fallback: ReplyFallback | undefined },
+    TurnEvent,
+    never,
+    WarnAction,
+    never
+  >(({ context, enqueue }, { subject, fallback }) => {
+    if (!fallback) return;
+    enqueue({
+      type: "warn",
+      params: {
+        stage: context.stage,
+        code: `${subject}_fallback`,
+        message: `${fallback.code}: ${fallback.message}; the deterministic ${subject} answered in its place`,
+        subject,
+      },
+    });
+  }),
   /** The retries are spent and a critic still objects, or none could judge: keep the reply, record why. */
   criticsOverruled: enqueueActions<TurnContext, TurnEvent, undefined, TurnEvent, never, WarnAction, never>(
     ({ context, enqueue }) => {

@@ -1,7 +1,7 @@
 import { assign } from "xstate";
 import { agentContext, decisionPayload, mergeUsage, voiceRequest } from "./context.ts";
 import { turnSetup } from "./setup.ts";
-import { failed, overran, voiceFailed } from "./warnings.ts";
+import { failed, overran, voiceFailed, voiceFellBack } from "./warnings.ts";
 
 /** The council stage: the council decides, and the voice streams the reply. */
 
@@ -32,9 +32,14 @@ export const council = turnSetup.createStateConfig({
               type: "record",
               params: ({ event }) => ({
                 kind: "COUNCIL_DECISION_MADE",
-                payload: decisionPayload(event.output.decision),
+                payload: {
+                  ...decisionPayload(event.output.decision),
+                  ...(event.output.usage ? { usage: event.output.usage } : {}),
+                  ...(event.output.fallback ? { fallback: event.output.fallback } : {}),
+                },
               }),
             },
+            { type: "fellBack", params: ({ event }) => ({ subject: "council", fallback: event.output.fallback }) },
           ],
         },
         onError: { target: "done", actions: failed("council", "council") },
@@ -54,7 +59,7 @@ export const council = turnSetup.createStateConfig({
         "voice.start": { actions: "openStream" },
         "voice.chunk": { actions: "streamChunk" },
         "voice.end": { actions: "closeStream" },
-        "voice.done": { target: "done", actions: "acceptRendering" },
+        "voice.done": { target: "done", actions: ["acceptRendering", voiceFellBack] },
         "voice.intercepted": { actions: "recordResponseInterception" },
         "voice.failed": { target: "done", actions: ["closeOpenStreams", voiceFailed("council")] },
       },

@@ -2,7 +2,7 @@ import { assign } from "xstate";
 import { verdictPassed } from "../../src/cognition/critics.ts";
 import { mergeUsage, voiceRequest } from "./context.ts";
 import { turnSetup } from "./setup.ts";
-import { failed, overran, voiceFailed } from "./warnings.ts";
+import { failed, overran, voiceFailed, voiceFellBack } from "./warnings.ts";
 
 /** The critics stage: the evaluator loop of critics and re-renderings. */
 
@@ -42,6 +42,8 @@ export const critics = turnSetup.createStateConfig({
                   results: event.output.results,
                   passed: verdictPassed(event.output.results),
                   attempt: context.attempt,
+                  ...(event.output.failures.length > 0 ? { failures: event.output.failures } : {}),
+                  ...(Object.keys(event.output.usage).length > 0 ? { usage: event.output.usage } : {}),
                 },
               }),
             },
@@ -76,7 +78,7 @@ export const critics = turnSetup.createStateConfig({
         "voice.start": { actions: "openStream" },
         "voice.chunk": { actions: "streamChunk" },
         "voice.end": { actions: "closeStream" },
-        "voice.done": { target: "judging", actions: "acceptRendering" },
+        "voice.done": { target: "judging", actions: ["acceptRendering", voiceFellBack] },
         "voice.intercepted": { actions: "recordResponseInterception" },
         "voice.failed": { target: "done", actions: ["closeOpenStreams", voiceFailed("critics")] },
       },

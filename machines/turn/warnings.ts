@@ -44,3 +44,12 @@ export const overran = (stage: Stage, what: string, subject?: string) => ({
   type: "warn" as const,
   params: { stage, code: "timeout", message: `${what} missed the stage deadline`, ...(subject ? { subject } : {}) },
 });
+
+/** The warning for a rendering the deterministic voice gave in place of the one asked, if it did. */
+export const voiceFellBack = {
+  type: "fellBack" as const,
+  params: ({ event }: { event: TurnEvent }) => ({
+    subject: "voice" as const,
+    fallback: event.type === "voice.done" ? event.fallback : undefined,
+  }),
+};

@@ -1,5 +1,5 @@
-import type { NatsConnection } from "@nats-io/nats-core";
-import { RequestError, TimeoutError } from "@nats-io/nats-core";
+import type { NatsConnection, QueuedIterator } from "@nats-io/nats-core";
+import { NoRespondersError, RequestError, TimeoutError } from "@nats-io/nats-core";
 import type { z } from "zod";
 import { ErrorReply } from "../contracts/errors.ts";
 import { describeIssues } from "../contracts/issues.ts";
@@ -41,7 +41,7 @@ export async function requestJson<S extends z.ZodType>(
   if (msg.headers?.get(ServiceErrorHeader)) {
     const remote = ErrorReply.safeParse(body);
     if (remote.success) {
-      throw new RemoteCallError(subject, remote.data.error.code, remote.data.error.message, remote.data.error.issues);
+      throw RemoteCallError.fromReply(subject, remote.data);
     }
     const code = msg.headers.get(ServiceErrorCodeHeader);
     throw new RemoteCallError(
@@ -54,7 +54,7 @@ export async function requestJson<S extends z.ZodType>(
   if (!parsed.success) {
     const remote = ErrorReply.safeParse(body);
     if (remote.success && isErrorCode(remote.data.error.code)) {
-      throw new RemoteCallError(subject, remote.data.error.code, remote.data.error.message, remote.data.error.issues);
+      throw RemoteCallError.fromReply(subject, remote.data);
     }
     throw new RemoteCallError(
       subject,
@@ -108,11 +108,16 @@ export async function requestStream<S extends z.ZodType>(
 ): Promise<void> {
   options.signal?.throwIfAborted();
   let finished = false;
+  // The caller gives up (a stage left, a turn cancelled): stop waiting at once, not at the stream's maxWait.
+  let stopWaiting = () => {};
   try {
     const replies = await nc.requestMany(subject, encodeJson(payload), {
       strategy: "sentinel",
       maxWait: options.timeoutMs,
     });
+    // The iterator nats-core returns is a QueuedIterator; its stop() ends the iteration.
+    stopWaiting = () => (replies as QueuedIterator<unknown>).stop();
+    options.signal?.addEventListener("abort", stopWaiting, { once: true });
     for await (const msg of replies) {
       if (options.signal?.aborted) throw options.signal.reason ?? new Error("aborted");
       if (msg.data.length === 0) {
@@ -122,13 +127,7 @@ export async function requestStream<S extends z.ZodType>(
       const body = safeJson(msg.data);
       if (msg.headers?.get(ServiceErrorHeader)) {
         const remote = ErrorReply.safeParse(body);
-        if (remote.success)
-          throw new RemoteCallError(
-            subject,
-            remote.data.error.code,
-            remote.data.error.message,
-            remote.data.error.issues,
-          );
+        if (remote.success) throw RemoteCallError.fromReply(subject, remote.data);
         throw new RemoteCallError(subject, "internal", `${subject} failed: ${msg.headers.get(ServiceErrorHeader)}`);
       }
       const parsed = messageSchema.safeParse(body);
@@ -141,14 +140,17 @@ export async function requestStream<S extends z.ZodType>(
       }
       onMessage(parsed.data);
     }
+    if (options.signal?.aborted) throw options.signal.reason ?? new Error("aborted");
   } catch (error) {
     if (error instanceof RemoteCallError) throw error;
-    if (error instanceof RequestError && error.isNoResponders()) {
+    if ((error instanceof RequestError && error.isNoResponders()) || error instanceof NoRespondersError) {
       throw new RemoteCallError(subject, "no_responders", `no worker is serving ${subject}`);
     }
     if (error instanceof TimeoutError)
       throw new RemoteCallError(subject, "timeout", `${subject} did not finish within ${options.timeoutMs} ms`);
     throw error;
+  } finally {
+    options.signal?.removeEventListener("abort", stopWaiting);
   }
   if (!finished)
     throw new RemoteCallError(subject, "timeout", `${subject} did not finish within ${options.timeoutMs} ms`);

@@ -24,7 +24,19 @@ export const CouncilDecision = z.object({
 });
 export type CouncilDecision = z.infer<typeof CouncilDecision>;
 
-export const CouncilReply = z.object({ decision: CouncilDecision, usage: Usage.optional() });
+/**
+ * On a reply the deterministic council or voice gave in place of the one asked, which could not
+ * answer (its model's answer unusable, a model or worker fault, no time left): what went wrong.
+ * The turn names it in a `council_fallback` or `voice_fallback` warning.
+ */
+export const ReplyFallback = z.object({ code: z.string(), message: z.string() });
+export type ReplyFallback = z.infer<typeof ReplyFallback>;
+
+export const CouncilReply = z.object({
+  decision: CouncilDecision,
+  usage: Usage.optional(),
+  fallback: ReplyFallback.optional(),
+});
 export type CouncilReply = z.infer<typeof CouncilReply>;
 
 export const CouncilRequest = z.object({
@@ -61,7 +73,7 @@ export const VoiceRequest = z.object({
 });
 export type VoiceRequest = z.infer<typeof VoiceRequest>;
 
-export const VoiceReply = z.object({ text: z.string(), usage: Usage.optional() });
+export const VoiceReply = z.object({ text: z.string(), usage: Usage.optional(), fallback: ReplyFallback.optional() });
 export type VoiceReply = z.infer<typeof VoiceReply>;
 
 /** Stream ids of the voice: its reasoning, and the reply the user reads. */

@@ -7,7 +7,7 @@
  */
 import type { Workspace } from "../cognition/workspace.ts";
 import type { AgentContext, AgentReply } from "./agent.ts";
-import type { StreamId } from "./council.ts";
+import type { ReplyFallback, StreamId } from "./council.ts";
 import type { ErrorCode } from "./errors.ts";
 import type { EventBody, EventPayload } from "./events.ts";
 import type { TurnOutcome } from "./turn.ts";
@@ -83,7 +83,7 @@ export type VoiceEvent =
   | { type: "voice.start"; stream_id: StreamId; content_type: string }
   | { type: "voice.chunk"; stream_id: StreamId; delta: string }
   | { type: "voice.end"; stream_id: StreamId }
-  | { type: "voice.done"; text: string; usage?: Usage }
+  | { type: "voice.done"; text: string; usage?: Usage; fallback?: ReplyFallback }
   | { type: "voice.failed"; code: string; message: string }
   | { type: "voice.intercepted"; stream_id: StreamId; interceptor: string; action: "redact" | "block"; reason: string };
 

@@ -82,7 +82,13 @@ const renderVoice = (services: TurnServices) =>
         else send({ type: "voice.end", stream_id: part.stream_id });
       })
       .then(
-        (reply) => send({ type: "voice.done", text: reply.text, ...(reply.usage ? { usage: reply.usage } : {}) }),
+        (reply) =>
+          send({
+            type: "voice.done",
+            text: reply.text,
+            ...(reply.usage ? { usage: reply.usage } : {}),
+            ...(reply.fallback ? { fallback: reply.fallback } : {}),
+          }),
         (error: unknown) =>
           send({
             type: "voice.failed",

@@ -48,11 +48,14 @@ describe("a stage whose worker is absent", () => {
     expect(outcome.warnings.map((warning) => [warning.stage, warning.code, warning.subject])).toEqual([
       ["context", "no_responders", "memory"],
       ["agents", "no_responders", "scheduler"],
-      ["council", "no_responders", "council"],
+      // No council worker: the runner's deterministic council and voice answer in their place.
+      ["council", "council_fallback", "council"],
+      ["council", "voice_fallback", "voice"],
       ...CRITIC_NAMES.map((critic) => ["critics", "no_responders", `critic:${critic}`]),
       ["memory_commit", "no_responders", "memory"],
     ]);
-    expect(events.filter((event) => event.kind === "STAGE_WARNING")).toHaveLength(4 + CRITIC_NAMES.length);
+    expect(completed.payload.response).not.toBe("");
+    expect(events.filter((event) => event.kind === "STAGE_WARNING")).toHaveLength(5 + CRITIC_NAMES.length);
   });
 
   it("names an agent whose worker died after announcing it, while the other agents answer", async () => {

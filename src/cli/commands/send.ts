@@ -1,4 +1,5 @@
 import { connect } from "../../client/client.ts";
+import { TurnFailedError } from "../../client/turns.ts";
 import { sessionArg, UsageError } from "../args.ts";
 import { defineCommand } from "../command.ts";
 import { EXIT } from "../failures.ts";
@@ -15,8 +16,11 @@ Usage: conclave send --session <id> [options] "text"
   --timeout MS          how long to wait for the turn to complete   [60000]
 
 Ctrl-C cancels the turn (it ends Cancelled). A turn that completes (Complete or
-PartialSuccess) exits 0; one that ends Failed or Cancelled, is refused as busy or
-interrupted, or does not complete within --timeout, exits 1;
+PartialSuccess) with a reply, or without one because the council chose silence,
+exits 0, its warnings printed (a reply the deterministic council or voice gave when
+the model or its worker failed is named by a council_fallback or voice_fallback
+warning); one that ends without a reply otherwise, ends Failed or Cancelled, is refused as busy or interrupted, or does not complete
+within --timeout, exits 1;
 a submission the runner finds invalid exits 2; no runner answering exits 3.`;
 
 export default defineCommand({
@@ -51,9 +55,22 @@ export default defineCommand({
         ...(values["idempotency-key"] ? { idempotencyKey: values["idempotency-key"] } : {}),
       });
       const print = createEventPrinter(values.json);
-      for await (const event of turn) print(event);
-      const { outcome } = await turn.result;
-      return outcome.status === "Cancelled" ? EXIT.turnFailed : EXIT.ok;
+      let silenceChosen = false;
+      for await (const event of turn) {
+        print(event);
+        if (event.kind === "COUNCIL_DECISION_MADE") silenceChosen = !event.payload.speak;
+      }
+      const { outcome, response, turnId } = await turn.result;
+      if (outcome.status === "Cancelled") return EXIT.turnFailed;
+      if (response.trim() === "") {
+        // Silence the council chose is an answer; silence from a fault no fallback covered is not.
+        if (silenceChosen) {
+          process.stderr.write(`turn ${session}/${turnId}: the council chose not to reply\n`);
+          return EXIT.ok;
+        }
+        throw new TurnFailedError(session, turnId, { code: "no_reply", message: "the turn ended without a reply" });
+      }
+      return EXIT.ok;
     } finally {
       process.off("SIGINT", interrupted);
     }

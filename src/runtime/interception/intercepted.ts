@@ -99,6 +99,8 @@ export function withInterceptors(services: TurnServices, chains: InterceptorChai
         if (part.type === "intercepted") return onStream(part);
         if (part.type === "start") {
           screens.set(part.stream_id, new StreamScreen(chains.response, part.stream_id, context));
+          // A reply stream started again (a rendering cut short, replaced) is the reply afresh.
+          if (part.stream_id === "default") delivered = "";
           return onStream(part);
         }
         const screen = screens.get(part.stream_id) ?? new StreamScreen(chains.response, part.stream_id, context);

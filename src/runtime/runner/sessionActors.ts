@@ -5,13 +5,16 @@ import { defaultTurnPolicy } from "../../../machines/turn/index.ts";
 import type { AgentDirectory } from "../../agents/directory.ts";
 import type { EventLogWriter } from "../../eventlog/writer.ts";
 import type { LedgerStore } from "../../ledgers/ledgerStore.ts";
+import { type Failpoint, failpoint, failpointArmed } from "../failpoints.ts";
 import { storedRecordScreen, withInterceptors } from "../interception/intercepted.ts";
 import { defaultInterceptors } from "../interception/interceptors.ts";
 import { withLedgerDigest } from "../ledgerContext.ts";
 import type { Logger } from "../log.ts";
 import { provideTurn } from "../provideTurn.ts";
 import type { RecipeHost } from "../recipeHost/recipeHost.ts";
+import { type RecordedStepsOptions, recordedStepsOf, withRecordedSteps } from "../recordedSteps.ts";
 import { remoteTurnServices } from "../remoteTurnServices.ts";
+import { withReplyFallback } from "../replyFallback.ts";
 import type { SessionSnapshot } from "../sessionStore.ts";
 import type { RunnerOptions } from "./options.ts";
 import type { SessionActor } from "./sessionHost.ts";
@@ -45,18 +48,26 @@ export function sessionActors(
 ): (sessionId: string, snapshot: SessionSnapshot | null) => SessionActor {
   const { writer, ends } = deps;
   const chains = options.interceptors ?? defaultInterceptors();
-  const services = withInterceptors(
-    withLedgerDigest(
-      options.services ?? remoteTurnServices(deps.nc, { directory: deps.directory }),
-      deps.ledgers,
-      deps.log,
-    ),
-    chains,
-  );
+  const policy = options.policy ?? defaultTurnPolicy;
+  // The workers' council and voice, with the deterministic ones answering when they cannot.
+  const remote = () =>
+    withReplyFallback(remoteTurnServices(deps.nc, { directory: deps.directory }), {
+      stageTimeoutMs: policy.stage_timeout_ms,
+      log: deps.log,
+    });
+  const services = withInterceptors(withLedgerDigest(options.services ?? remote(), deps.ledgers, deps.log), chains);
   const stored = storedRecordScreen(chains);
   const record = (context: { session_id: string; turn_id: number }, event: Parameters<typeof stored>[1]) =>
     writer.append(context.session_id, context.turn_id, stored(context, event));
-  const turn = provideTurn(services, record);
+  // A pipeline turn taken over answers its recorded steps from its log and does not append their events again.
+  const stepsOf = (sessionId: string, turnId: number) => recordedStepsOf(writer.storedEvents(sessionId, turnId));
+  const replayed = (context: { session_id: string; turn_id: number }, event: Parameters<typeof stored>[1]) => {
+    const screened = stored(context, event);
+    const steps = stepsOf(context.session_id, context.turn_id);
+    const admitted = steps ? steps.admit(screened) : screened;
+    if (admitted) writer.append(context.session_id, context.turn_id, admitted);
+  };
+  const turn = provideTurn(withRecordedSteps(services, stepsOf, { beforeLive: stopAtFailpoint(writer) }), replayed);
   const recipeTurn = deps.recipes.logic(services, record, (turn) => writer.flushed(turn.session_id, turn.turn_id));
   const session = sessionMachine.provide({
     actors: { turn, recipeTurn },
@@ -80,10 +91,24 @@ export function sessionActors(
       turnCrashed: ({ context }, failure) => void ends.crashed(context.session_id, failure.turn_id, failure.error),
     },
   });
-  const policy = options.policy ?? defaultTurnPolicy;
   return (sessionId: string, snapshot: SessionSnapshot | null) =>
     createActor(session, {
       input: { session_id: sessionId, policy, ...(snapshot ?? {}) },
       ...(options.inspect ? { inspect: options.inspect } : {}),
     });
+}
+
+/** Failpoints of the pipeline (tests only): the runner dies before the step, once every earlier event is stored. */
+function stopAtFailpoint(writer: EventLogWriter): RecordedStepsOptions["beforeLive"] {
+  return async (step, turn, attempt) => {
+    const point: Failpoint | null =
+      step === "voice" && attempt === 1
+        ? "turn.before_voice"
+        : step === "critics" && attempt >= 2
+          ? "turn.before_critics_retry"
+          : null;
+    if (point === null || !failpointArmed(point)) return;
+    await writer.flushed(turn.session_id, turn.turn_id);
+    failpoint(point);
+  };
 }
