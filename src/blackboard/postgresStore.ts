@@ -38,6 +38,7 @@ VALUES ($1, $2::jsonb, now())
 ON CONFLICT (session_id) DO UPDATE SET blackboard = excluded.blackboard, updated_at = excluded.updated_at`;
 
 const SELECT = `SELECT blackboard FROM ${POSTGRES_BLACKBOARD_TABLE} WHERE session_id = $1`;
+const DELETE = `DELETE FROM ${POSTGRES_BLACKBOARD_TABLE} WHERE session_id = $1`;
 
 /** Options of the PostgreSQL store. */
 export interface PostgresBlackboardStoreOptions {
@@ -114,6 +115,14 @@ export class PostgresBlackboardStore implements BlackboardStore {
     checkSessionId("postgres", sessionId);
     const text = encodeBlackboard("postgres", sessionId, blackboard);
     await this.#call(`save of session ${sessionId}`, sessionId, () => this.pool.query(UPSERT, [sessionId, text]));
+  }
+
+  async erase(sessionId: string): Promise<boolean> {
+    checkSessionId("postgres", sessionId);
+    const result = await this.#call(`erase of session ${sessionId}`, sessionId, () =>
+      this.pool.query(DELETE, [sessionId]),
+    );
+    return (result.rowCount ?? 0) > 0;
   }
 
   async close(): Promise<void> {

@@ -99,6 +99,14 @@ export class RedisBlackboardStore implements BlackboardStore {
     });
   }
 
+  async erase(sessionId: string): Promise<boolean> {
+    checkSessionId("redis", sessionId);
+    const removed = await this.#call(`erase of session ${sessionId}`, sessionId, (client) =>
+      client.del(REDIS_BLACKBOARD_PREFIX + sessionId),
+    );
+    return Number(removed) > 0;
+  }
+
   async close(): Promise<void> {
     this.#closed = true;
     const client = this.#client;

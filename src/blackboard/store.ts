@@ -17,6 +17,8 @@ export interface BlackboardStore {
   load(sessionId: string): Promise<Record<string, unknown> | null>;
   /** Replaces the session's blackboard (whole JSON object). */
   save(sessionId: string, blackboard: Record<string, unknown>): Promise<void>;
+  /** Removes the session's blackboard (a session's erase); false when it had none. */
+  erase?(sessionId: string): Promise<boolean>;
   /** Releases the store's connections (not a NATS connection it was given). */
   close(): Promise<void>;
 }

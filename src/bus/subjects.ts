@@ -94,6 +94,15 @@ export const subjects = {
   /** JetStream: one subject per stored episode. */
   memoryEpisode: (sessionId: string, turnId: number) => `${SUBJECT_ROOT}.memory.episode.${sessionId}.${turnId}`,
   allEpisodes: `${SUBJECT_ROOT}.memory.episode.>`,
+  /** Public: erase everything stored of a session (EraseRequest), served by runners (docs/operations.md, "Data lifecycle"). */
+  sessionErase: (sessionId: string) => `${SUBJECT_ROOT}.session.erase.${sessionId}`,
+  sessionEraseAll: `${SUBJECT_ROOT}.session.erase.*`,
+  tenantSessionEraseAll: `${SUBJECT_ROOT}.tenant.*.session.erase.*`,
+  /** JetStream (CONCLAVE_AUDIT): one content-free record per erase; never erased itself. */
+  /** Core NATS, runners only: a session was erased (`{ session_id }`); every runner forgets what it holds of it. */
+  sessionErased: `${SUBJECT_ROOT}.session.erased`,
+  auditErase: (sessionId: string) => `${SUBJECT_ROOT}.audit.erase.${sessionId}`,
+  allAudit: `${SUBJECT_ROOT}.audit.>`,
 } as const;
 
 /** JetStream streams and KV buckets. */
@@ -102,6 +111,8 @@ export const streams = {
   memory: "CONCLAVE_MEMORY",
   turns: "CONCLAVE_TURNS",
   deadLetters: "CONCLAVE_DEAD_LETTERS",
+  /** Erase audit records (content-free), kept apart so that erasing a session never removes them. */
+  audit: "CONCLAVE_AUDIT",
 } as const;
 
 /** The durable consumer all runners share on the turn WAL. */
@@ -110,7 +121,10 @@ export const buckets = {
   sessions: "conclave_sessions",
   scheduler: "conclave_scheduler",
   turns: "conclave_turns",
-  owners: "conclave_owners",
+  /** Which runner hosts a session: key `<session>`, written once when a runner takes it (docs/operations.md, "Session ownership"). */
+  owners: "conclave_session_owners",
+  /** Runner liveness: key per runner, renewed every 500 ms, gone 1.5 s after its runner stops renewing it. */
+  runners: "conclave_runners",
   /** Recipe runs suspended at a human node with a timeout, keyed `<session>.<turn>`: runners time them out. */
   suspended: "conclave_suspended",
   /** The memory graph (src/memory/graph): keys `<session>.n.<node id>` and `<session>.e.<edge hash>`. */

@@ -28,6 +28,10 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<{ default:
   chat: { summary: "talk in a terminal UI, watching each turn run live", load: () => import("./commands/chat.ts") },
   events: { summary: "read a session's event log back", load: () => import("./commands/events.ts") },
   cancel: { summary: "stop a turn, wherever it runs (it ends Cancelled)", load: () => import("./commands/cancel.ts") },
+  session: {
+    summary: "erase everything stored of a session (kept: a content-free audit record)",
+    load: () => import("./commands/session.ts"),
+  },
   run: { summary: "run a recipe (a Coreason manifest) and stream it", load: () => import("./commands/run.ts") },
   resume: {
     summary: "answer a recipe run suspended at a human node, and follow it on",

@@ -3,6 +3,7 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import { type BusAccess, busOptions, connectBus } from "../bus/connection.ts";
 import { requestJson } from "../bus/request.ts";
 import { buckets, streams, subjects } from "../bus/subjects.ts";
+import type { EraseRecord } from "../contracts/erase.ts";
 import { EngineEvent } from "../contracts/events.ts";
 import { type MemoryItem, MemorySearchReply } from "../contracts/memory.ts";
 import type { JsonObject } from "../contracts/recipeRun.ts";
@@ -14,6 +15,7 @@ import { isStreamNotFound } from "../eventlog/streams.ts";
 import { type SimulationTrace, simulationTrace } from "../recipes/trace.ts";
 import { TurnStatusStore } from "../runtime/turnStatusStore.ts";
 import { type ApprovalOptions, answerApproval, listApprovals, type PendingApproval } from "./approvals.ts";
+import { type EraseOptions, eraseSession } from "./erase.ts";
 import { type LedgersClient, ledgerClients, type TaskLedgerClient, type TruthLedgerClient } from "./ledgers.ts";
 import { type RecipeRunResult, type ResumeOptions, type RunOptions, resumeRun, runRecipe } from "./recipeRun.ts";
 import { type SubmitOptions, streamTurn, type TurnStream } from "./turnStream.ts";
@@ -141,6 +143,13 @@ export interface ConclaveClient {
   approve(id: string, options: ApprovalOptions): Promise<RecipeRunResult>;
   /** Denies it: the call is refused (`denied`) and the run goes on without it. */
   deny(id: string, options: ApprovalOptions): Promise<RecipeRunResult>;
+  /**
+   * Erases everything stored of the session (docs/operations.md, "Data
+   * lifecycle"): its turns in flight are cancelled and waited for, then its
+   * events, statuses, memory, ledgers, blackboards… are removed. Resolves
+   * with the content-free audit record kept of it.
+   */
+  erase(sessionId: string, options?: EraseOptions): Promise<EraseRecord>;
   /** Closes the connection the client opened (not one it was given). */
   close(): Promise<void>;
 }
@@ -247,6 +256,7 @@ export async function connect(options: ConnectOptions = {}): Promise<ConclaveCli
     deny: (id, approvalOptions) => answerApproval(nc, id, false, { requestTimeoutMs: timeoutMs, ...approvalOptions }),
     resume: (sessionId, turnId, resumeOptions) =>
       resumeRun(nc, sessionId, turnId, { requestTimeoutMs: timeoutMs, ...resumeOptions }),
+    erase: (sessionId, eraseOptions = {}) => eraseSession(nc, sessionId, eraseOptions, timeoutMs),
     close: async () => {
       if (!options.nc) await nc.close();
     },

@@ -17,6 +17,7 @@
  */
 
 export type { BusAccess, TlsFiles } from "../bus/connection.ts";
+export type { EraseRecord, EraseRequest } from "../contracts/erase.ts";
 export {
   type EngineEvent,
   type EventBody,
@@ -59,6 +60,7 @@ export {
   type SessionEvent,
   type TurnStatusView,
 } from "./client.ts";
+export type { EraseOptions } from "./erase.ts";
 export type {
   BoundToSession,
   LedgersClient,

@@ -49,8 +49,14 @@ export const ensureMemoryStream = (jsm: JetStreamManager) =>
     duplicate_window: 120_000_000_000,
   });
 
-/** How long a runner may hold a WAL entry without a sign of life before it is redelivered. */
-export const WAL_ACK_WAIT_MS = 5_000;
+/**
+ * How long a runner may hold a WAL entry without a sign of life before it is
+ * redelivered: what a dead runner's turns wait before a survivor takes them
+ * over (with its liveness lease's 1.5 s, under 2 s). Its holder sends one
+ * every third of it (`settlement.ts`), per entry held: traffic follows the
+ * work in flight, not the sessions.
+ */
+export const WAL_ACK_WAIT_MS = 1_500;
 /**
  * Times runners may start a turn (each crash mid-turn is one) before it is
  * declared poison and moved to the dead-letter stream. Counted in the turn's
@@ -98,4 +104,19 @@ export const ensureDeadLetterStream = (jsm: JetStreamManager) =>
     max_bytes: 256 * 1024 * 1024,
     max_msg_size: 256 * 1024,
     discard: DiscardPolicy.Old,
+  });
+
+/**
+ * Erase audit records (`conclave.audit.erase.<session>`): content-free, kept
+ * without limit (an operator may set one by hand), and never purged or
+ * deleted through the API (`deny_purge`, `deny_delete`): no erase removes them.
+ */
+export const ensureAuditStream = (jsm: JetStreamManager) =>
+  ensureStream(jsm, {
+    name: streams.audit,
+    subjects: [subjects.allAudit],
+    storage: StorageType.File,
+    deny_delete: true,
+    deny_purge: true,
+    max_msg_size: 64 * 1024,
   });

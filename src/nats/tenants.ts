@@ -42,6 +42,7 @@ export function tenantAccountsConf(tenants: readonly TenantAccount[]): string {
         imported("service", `conclave.tenant.${name}.turn.watch.*`, "conclave.turn.watch.*"),
         imported("service", `conclave.tenant.${name}.memory.search.*`, "conclave.memory.search.*"),
         imported("service", `conclave.tenant.${name}.ledger.*`, "conclave.ledger.*"),
+        imported("service", `conclave.tenant.${name}.session.erase.*`, "conclave.session.erase.*"),
         imported("stream", `conclave.tenant.${name}.errors.*`, "conclave.errors.*"),
         "    ]",
         "  }",

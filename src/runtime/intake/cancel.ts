@@ -7,6 +7,7 @@ import type { ServiceMsg } from "../../bus/service.ts";
 import { streams, subjects } from "../../bus/subjects.ts";
 import { EngineEvent } from "../../contracts/events.ts";
 import { type CancelReply, CancelRequest, type TurnCancelled } from "../../contracts/turn.ts";
+import type { TurnStatusRecord } from "../../contracts/wal.ts";
 import { singleLine } from "../../errors.ts";
 import { deadLetter } from "../../eventlog/deadLetters.ts";
 import { isStreamNotFound } from "../../eventlog/streams.ts";
@@ -54,16 +55,9 @@ export async function serveCancel(deps: CancelDeps, msg: ServiceMsg): Promise<vo
       if (isInboxReply(msg.reply, "runner")) msg.respond(encodeJson(reply));
       return;
     }
-    const marked = await deps.statuses.requestCancel(sessionId, request.turn_id, reason);
+    const marked = await cancelTurn(deps, sessionId, request.turn_id, reason);
     if (!marked) throw new HandlerError("not_found", `session ${view} has no turn ${request.turn_id}`);
     const open = marked.status === "pending" || marked.status === "inflight";
-    if (open) {
-      deps.nc.publish(
-        subjects.turnCancelled,
-        encodeJson({ session_id: sessionId, turn_id: request.turn_id, reason } satisfies TurnCancelled),
-      );
-      deps.log.info(`turn ${sessionId}/${request.turn_id}: cancel requested (${singleLine(reason, 200)})`);
-    }
     const reply: CancelReply = {
       session_id: view,
       turn_id: request.turn_id,
@@ -84,6 +78,29 @@ export async function serveCancel(deps: CancelDeps, msg: ServiceMsg): Promise<vo
     });
     if (lost) deps.log.error(`dead letter not stored: ${lost.message}`);
   }
+}
+
+/**
+ * Marks a pending or running turn cancelled in its status and tells every
+ * runner and worker (`conclave.turn.cancelled`): the path of every cancel
+ * (`conclave cancel`, a session's erase). Returns the status as it now is;
+ * null when the session has no such turn.
+ */
+export async function cancelTurn(
+  deps: Pick<CancelDeps, "nc" | "statuses" | "log">,
+  sessionId: string,
+  turnId: number,
+  reason: string,
+): Promise<TurnStatusRecord | null> {
+  const marked = await deps.statuses.requestCancel(sessionId, turnId, reason);
+  if (marked && (marked.status === "pending" || marked.status === "inflight")) {
+    deps.nc.publish(
+      subjects.turnCancelled,
+      encodeJson({ session_id: sessionId, turn_id: turnId, reason } satisfies TurnCancelled),
+    );
+    deps.log.info(`turn ${sessionId}/${turnId}: cancel requested (${singleLine(reason, 200)})`);
+  }
+  return marked;
 }
 
 /** The outcome of the turn's TURN_COMPLETED when it is stored (its last event), else null. */

@@ -3,6 +3,7 @@ import { type Service, type ServiceMsg, startService } from "../../bus/service.t
 import { subjects } from "../../bus/subjects.ts";
 import type { SuspensionTimers } from "../recipeHost/suspensionTimers.ts";
 import { serveCancel } from "./cancel.ts";
+import { type EraseDeps, serveErase } from "./erase.ts";
 import { acceptSubmission, type IngressDeps } from "./ingress.ts";
 import { type LedgerDeps, serveAgentLedger, serveLedger } from "./ledgerRequests.ts";
 import { serveMemorySearch } from "./memorySearch.ts";
@@ -18,7 +19,14 @@ import { serveWatch, type WatchDeps } from "./watch.ts";
  */
 export async function serveIntake(
   nc: NatsConnection,
-  deps: IngressDeps & WatchDeps & LedgerDeps & { timers: SuspensionTimers; roster?: RosterDeps },
+  deps: IngressDeps &
+    WatchDeps &
+    LedgerDeps & {
+      timers: SuspensionTimers;
+      roster?: RosterDeps;
+      /** The erase endpoint's settings: this runner's name, its blackboard URLs. */
+      erase?: Pick<EraseDeps, "runner" | "blackboard" | "env">;
+    },
 ): Promise<Service> {
   const service = startService(nc, "runner", {
     name: "conclave-runner",
@@ -46,6 +54,10 @@ export async function serveIntake(
   endpoint("tenant_watch", subjects.tenantWatchAll, (msg) => serveWatch(deps, msg));
   endpoint("tenant_memory_search", subjects.tenantMemorySearchAll, (msg) => serveMemorySearch(deps, msg));
   endpoint("tenant_ledger", subjects.tenantLedgerAll, (msg) => serveLedger(deps, msg));
+  // A session's erase (docs/operations.md, "Data lifecycle"): any runner, with its purge rights.
+  const erase: EraseDeps = { ...deps, runner: "runner", ...deps.erase };
+  endpoint("erase", subjects.sessionEraseAll, (msg) => serveErase(erase, msg));
+  endpoint("tenant_erase", subjects.tenantSessionEraseAll, (msg) => serveErase(erase, msg));
   // The observer's `conclave agents`: the roster this runner's turns are planned with.
   const roster = deps.roster;
   if (roster) endpoint("roster", subjects.agentsRoster, (msg) => serveRoster(roster, msg));

@@ -1,0 +1,71 @@
+import { connect } from "../../client/client.ts";
+import { MAX_ERASE_WAIT_MS } from "../../contracts/erase.ts";
+import { SessionId } from "../../contracts/ids.ts";
+import { UsageError } from "../args.ts";
+import { defineCommand } from "../command.ts";
+import { EXIT } from "../failures.ts";
+import { printable } from "../printable.ts";
+
+const help = `conclave session: act on a whole session
+
+Usage:
+  conclave session erase SESSION [--by WHO] [--reason TEXT] [--wait MS] [--json]
+
+  --by WHO       who asks, kept in the audit record (an id, not content)
+  --reason TEXT  why, kept in the audit record
+  --wait MS      how long to wait for turns in flight to end once cancelled  [30000]
+  --json         print the audit record as JSON
+
+erase removes everything stored of the session, through a runner: its turns
+still pending or running are cancelled first (as conclave cancel does) and
+waited for; then its events, turn statuses, WAL entries, snapshots,
+idempotency keys, episodes, memory graph, ledgers, blackboards and suspended
+runs are purged (docs/operations.md, "Data lifecycle"). A record of the erase
+with no content (ids, times, counts) is kept in the CONCLAVE_AUDIT stream.
+A turn that does not end in time exits 3 with nothing erased; ask again.`;
+
+export default defineCommand({
+  help,
+  flags: {
+    by: { type: "string" },
+    reason: { type: "string" },
+    wait: { type: "string" },
+    json: { type: "boolean" },
+  },
+  positionals: true,
+  role: "client",
+  async run({ values, positionals, bus }) {
+    const [verb, session, ...rest] = positionals;
+    if (verb !== "erase" || session === undefined || rest.length > 0)
+      throw new UsageError("usage: conclave session erase SESSION, e.g. conclave session erase demo");
+    if (!SessionId.safeParse(session).success)
+      throw new UsageError(`bad session id ${JSON.stringify(session)}: 1-64 characters of A-Z, a-z, 0-9, '_' or '-'`);
+    const waitMs = values.wait === undefined ? undefined : Number(values.wait);
+    if (waitMs !== undefined && !(Number.isInteger(waitMs) && waitMs >= 0 && waitMs <= MAX_ERASE_WAIT_MS))
+      throw new UsageError(`--wait is a whole number of ms from 0 to ${MAX_ERASE_WAIT_MS}`);
+    const client = await connect({ nc: await bus() });
+    const record = await client.erase(session, {
+      ...(values.by ? { requested_by: values.by } : {}),
+      ...(values.reason ? { reason: values.reason } : {}),
+      ...(waitMs !== undefined ? { wait_ms: waitMs } : {}),
+    });
+    if (values.json) {
+      console.log(JSON.stringify(record));
+      return EXIT.ok;
+    }
+    const counts = Object.entries(record.erased)
+      .filter(([, count]) => count > 0)
+      .map(([store, count]) => `${store} ${count}`);
+    const cancelled =
+      record.cancelled_turns.length > 0 ? `; cancelled turn(s) ${record.cancelled_turns.join(", ")}` : "";
+    console.log(
+      printable(
+        `session ${session} erased: ${counts.length > 0 ? counts.join(", ") : "nothing was stored"}${cancelled}`,
+        {
+          newlines: false,
+        },
+      ),
+    );
+    return EXIT.ok;
+  },
+});

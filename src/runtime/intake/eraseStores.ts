@@ -1,0 +1,167 @@
+/**
+ * Removing one session from every store it lives in (the work of an erase,
+ * src/runtime/intake/erase.ts). Streams are purged by subject filter; KV
+ * buckets are purged by key filter through their stream, which leaves no
+ * delete marker (a marker would keep the key's name, and a key can hold
+ * content: a memory node's id). Each store is erased on its own: one that
+ * fails is reported and the others go on.
+ */
+import type { JetStreamManager } from "@nats-io/jetstream";
+import { Kvm } from "@nats-io/kv";
+import type { NatsConnection } from "@nats-io/nats-core";
+import { BLACKBOARD_BUCKET } from "../../blackboard/natsStore.ts";
+import type { BlackboardOptions } from "../../blackboard/open.ts";
+import { buckets, streams, subjects } from "../../bus/subjects.ts";
+import type { ErasedCounts } from "../../contracts/erase.ts";
+import { messageOf, singleLine } from "../../errors.ts";
+import { isStreamNotFound } from "../../eventlog/streams.ts";
+import { MEMORY_GRAPH_ENV } from "../../memory/graph/open.ts";
+import type { Logger } from "../log.ts";
+
+/** What erasing a session's stores needs. */
+export interface EraseStoreDeps {
+  nc: NatsConnection;
+  jsm: JetStreamManager;
+  log: Logger;
+  /** The runner's Redis and PostgreSQL blackboard URLs (default: the environment's). */
+  blackboard?: Pick<BlackboardOptions, "redisUrl" | "postgresUrl" | "timeoutMs">;
+  /** Where the memory graph's backend is read from (`CONCLAVE_MEMORY_BACKEND`, `CONCLAVE_POSTGRES_URL`). Default `process.env`. */
+  env?: NodeJS.ProcessEnv;
+}
+
+/** What was removed (per store), and which stores were skipped (not configured here) or failed. */
+export interface StoresErased {
+  erased: ErasedCounts;
+  skipped: string[];
+  failed: string[];
+}
+
+/** One store's erase: the entries removed, or "skipped" when this runner has no such store configured. */
+type StoreEraser = () => Promise<number | "skipped">;
+
+/**
+ * Erases the session from every store, each independently. The turn
+ * counter (`counter.<session>`: two integers) is kept so that turn ids are
+ * never given twice (events are deduplicated by `<session>.<turn>.<seq>`);
+ * the owner lease (a runner's name, expiring in seconds) is left to lapse:
+ * deleting a live lease would let two runners run the session at once.
+ */
+export async function eraseStores(deps: EraseStoreDeps, sessionId: string): Promise<StoresErased> {
+  const env = deps.env ?? process.env;
+  const stream =
+    (name: string, filter: string): StoreEraser =>
+    () =>
+      purgeStream(deps.jsm, name, filter);
+  const kv =
+    (bucket: string, filters: string[], markers = false): StoreEraser =>
+    () =>
+      purgeKeys(deps, bucket, filters, markers);
+  const erasers: Record<string, StoreEraser> = {
+    // Turns and ledger entries: conclave.events.<s>.<turn> and conclave.events.<s>.ledger.entries.
+    events: stream(streams.events, `${subjects.sessionEvents(sessionId).slice(0, -1)}>`),
+    wal: stream(streams.turns, subjects.wal(sessionId)),
+    episodes: stream(streams.memory, `${subjects.memoryEpisode(sessionId, 0).replace(/\.0$/, "")}.*`),
+    // Turn statuses, and with them the approvals a suspended run waits for.
+    turn_statuses: kv(buckets.turns, [`${sessionId}.*`]),
+    session_state: kv(buckets.sessions, [`snapshot.${sessionId}`, `checkpoint.${sessionId}`]),
+    idempotency_keys: kv(buckets.sessions, [`idem.${sessionId}.*`]),
+    memory_backlog: kv(buckets.sessions, [`uncommitted.${sessionId}`]),
+    ledger_projection: kv(buckets.ledgers, [sessionId]),
+    // Delete markers first: every runner's suspension timers watch this bucket and disarm.
+    suspended_runs: kv(buckets.suspended, [`${sessionId}.*`], true),
+    scheduler_cooldowns: kv(buckets.scheduler, [sessionId]),
+    // Delete markers first: workers following the session's graph drop their in-memory copy.
+    memory_graph: kv(buckets.memoryGraph, [`${sessionId}.>`], true),
+    blackboard: kv(BLACKBOARD_BUCKET, [sessionId]),
+    redis_blackboard: () => eraseBlackboard(deps, "redis", sessionId),
+    postgres_blackboard: () => eraseBlackboard(deps, "postgres", sessionId),
+    postgres_memory_graph: () => erasePostgresGraph(env, sessionId),
+  };
+  const result: StoresErased = { erased: {}, skipped: [], failed: [] };
+  await Promise.all(
+    Object.entries(erasers).map(async ([name, erase]) => {
+      try {
+        const count = await erase();
+        if (count === "skipped") result.skipped.push(name);
+        else result.erased[name] = count;
+      } catch (error) {
+        deps.log.error(`erase of session ${sessionId}: ${name} failed: ${singleLine(messageOf(error))}`);
+        result.failed.push(name);
+      }
+    }),
+  );
+  result.skipped.sort();
+  result.failed.sort();
+  return result;
+}
+
+/** Purges the stream's messages on `filter`: how many there were (0 when the stream does not exist). */
+async function purgeStream(jsm: JetStreamManager, stream: string, filter: string): Promise<number> {
+  try {
+    return (await jsm.streams.purge(stream, { filter })).purged;
+  } catch (error) {
+    if (isStreamNotFound(error)) return 0;
+    throw error;
+  }
+}
+
+/**
+ * Removes the bucket's keys matching the filters, markers included: how many
+ * keys there were. With `markers`, each key is deleted first (a watcher sees
+ * the delete), then purged.
+ */
+async function purgeKeys(deps: EraseStoreDeps, bucket: string, filters: string[], markers: boolean): Promise<number> {
+  const stream = `KV_${bucket}`;
+  const prefix = `$KV.${bucket}.`;
+  let count = 0;
+  for (const filter of filters) {
+    let keys: string[];
+    try {
+      const info = await deps.jsm.streams.info(stream, { subjects_filter: `${prefix}${filter}` });
+      keys = Object.keys(info.state.subjects ?? {}).map((subject) => subject.slice(prefix.length));
+    } catch (error) {
+      if (isStreamNotFound(error)) return 0;
+      throw error;
+    }
+    if (keys.length === 0) continue;
+    if (markers) {
+      const kv = await new Kvm(deps.nc).open(bucket);
+      for (const key of keys) await kv.delete(key);
+    }
+    await deps.jsm.streams.purge(stream, { filter: `${prefix}${filter}` });
+    count += keys.length;
+  }
+  return count;
+}
+
+/** The session's blackboard in Redis or PostgreSQL, when this runner has that backend configured. */
+async function eraseBlackboard(
+  deps: EraseStoreDeps,
+  backend: "redis" | "postgres",
+  sessionId: string,
+): Promise<number | "skipped"> {
+  const env = deps.env ?? process.env;
+  const { blackboardOptionsFromEnv, openBlackboardStore } = await import("../../blackboard/open.ts");
+  const options = { ...blackboardOptionsFromEnv(env), ...deps.blackboard };
+  if (!(backend === "redis" ? options.redisUrl : options.postgresUrl)) return "skipped";
+  const store = await openBlackboardStore(backend, options);
+  try {
+    return (await store.erase?.(sessionId)) ? 1 : 0;
+  } finally {
+    await store.close();
+  }
+}
+
+/** The session's memory graph in PostgreSQL, when this runner's environment names that backend. */
+async function erasePostgresGraph(env: NodeJS.ProcessEnv, sessionId: string): Promise<number | "skipped"> {
+  if (env[MEMORY_GRAPH_ENV.backend] !== "postgres") return "skipped";
+  const { openMemoryGraph } = await import("../../memory/graph/open.ts");
+  const store = await openMemoryGraph({ backend: "postgres", env });
+  try {
+    const before = await store.exportSession(sessionId);
+    await store.importSession({ version: 1, session_id: sessionId, nodes: [], edges: [] });
+    return before.nodes.length + before.edges.length;
+  } finally {
+    await store.close();
+  }
+}
