@@ -1,11 +1,13 @@
 import type { InspectionEvent, Observer } from "xstate";
 import type { BlackboardOptions } from "../../blackboard/open.ts";
 import type { TurnPolicy } from "../../contracts/turnProtocol.ts";
+import type { RetentionOptions } from "../../eventlog/retention.ts";
 import type { ToolPolicyInput } from "../../tools/policy.ts";
 import type { InterceptorChains } from "../interception/interceptors.ts";
 import type { Logger } from "../log.ts";
 import type { LogicHandler } from "../recipeHost/recipeActors.ts";
 import type { TurnServices } from "../turnServices.ts";
+import type { AdmissionLimits } from "./admission.ts";
 
 /** How a runner runs turns. Every field has a default. */
 export interface RunnerOptions {
@@ -22,6 +24,11 @@ export interface RunnerOptions {
   turnTtlMs?: number;
   /** A replay checkpoint is saved every this many turns of a session. Default 10. */
   checkpointEvery?: number;
+  /**
+   * A session with no turn for this long leaves the runner's memory (its next turn restores it from its
+   * stored state). Default: `CONCLAVE_IDLE_SESSION_TTL_MS`, else 10 min.
+   */
+  idleSessionTtlMs?: number;
   /** This runner's name in leases and turn status. Default `<host>:<pid>`. */
   id?: string;
   /** Where the runner logs. Default: nothing. */
@@ -30,6 +37,19 @@ export interface RunnerOptions {
   inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
   /** How recipe runs are hosted. Every field has a default. */
   recipes?: RecipeRunnerOptions;
+  /**
+   * Admission control: how many turns run at once and how many may wait. Default: from the
+   * environment (`CONCLAVE_MAX_RUNNING_TURNS`, `CONCLAVE_MAX_QUEUED_TURNS`, `CONCLAVE_TENANT_QUOTA`),
+   * else 32 running turns per core and 64 waiting per running place, no tenant quota.
+   */
+  admission?: Partial<AdmissionLimits>;
+  /**
+   * How long events, turn statuses and episodes are kept (docs/operations.md, "Data lifecycle"):
+   * applied to the streams and buckets at start. Default: from the environment
+   * (`CONCLAVE_RETAIN_EVENTS`, `CONCLAVE_RETAIN_TURN_STATUSES`, `CONCLAVE_RETAIN_EPISODES`), else
+   * each store is left as it is (new ones keep everything).
+   */
+  retention?: RetentionOptions;
 }
 
 /** How a runner hosts recipe runs. */

@@ -6,6 +6,8 @@ import { AgentDirectory } from "../../agents/directory.ts";
 import type { Service } from "../../bus/service.ts";
 import { RUNNER_CONSUMER, streams } from "../../bus/subjects.ts";
 import { singleLine } from "../../errors.ts";
+import { applyRetention, retentionSettings } from "../../eventlog/retention.ts";
+import { SessionTrim } from "../../eventlog/sessionTrim.ts";
 import { ensureDeadLetterStream, ensureEventStream, ensureTurnWal } from "../../eventlog/streams.ts";
 import { LedgerStore } from "../../ledgers/ledgerStore.ts";
 import { IdempotencyStore } from "../intake/idempotency.ts";
@@ -14,6 +16,7 @@ import { silentLogger } from "../log.ts";
 import { RecipeHost } from "../recipeHost/recipeHost.ts";
 import { SessionStore } from "../sessionStore.ts";
 import { TurnStatusStore } from "../turnStatusStore.ts";
+import { Admission, admissionLimits } from "./admission.ts";
 import { SessionLeases } from "./leases.ts";
 import type { RunnerOptions } from "./options.ts";
 
@@ -32,6 +35,10 @@ export interface RunnerParts {
   intake: Service;
   /** The WAL's deliveries to this runner, from the shared consumer (the runner starts taking them). */
   messages: ConsumerMessages;
+  /** How many turns run here at once, and which wait: shared with the intake, whose acks say it. */
+  admission: Admission;
+  /** Retention by count (`retention.turnsPerSession`), when set: trims a session's oldest turn as each ends. */
+  trim: SessionTrim | null;
 }
 
 /**
@@ -40,6 +47,7 @@ export interface RunnerParts {
  * hosting, the intake service, and last the WAL's consumer.
  */
 export async function openRunnerParts(nc: NatsConnection, options: RunnerOptions): Promise<RunnerParts> {
+  const admission = new Admission(admissionLimits(options.admission));
   const js = jetstream(nc);
   const jsm = await jetstreamManager(nc);
   await Promise.all([ensureEventStream(jsm), ensureTurnWal(jsm), ensureDeadLetterStream(jsm)]);
@@ -48,7 +56,7 @@ export async function openRunnerParts(nc: NatsConnection, options: RunnerOptions
   const [store, statuses, leases, idempotency, ledgers] = await Promise.all([
     SessionStore.open(nc),
     TurnStatusStore.open(nc),
-    SessionLeases.open(nc, id),
+    SessionLeases.open(nc, id, { log }),
     IdempotencyStore.open(nc, id),
     LedgerStore.open(nc, {
       onInvalid: (subject, seq) => log.warn(`stored message ${subject} (seq ${seq}) is not a ledger event: skipped`),
@@ -56,6 +64,8 @@ export async function openRunnerParts(nc: NatsConnection, options: RunnerOptions
         log.debug(`ledger write decided again: another landed first (attempt ${attempt})`, { session_id: session }),
     }),
   ]);
+  const retention = retentionSettings(options.retention);
+  await applyRetention(jsm, retention);
   const directory = AgentDirectory.open(nc, {
     onInvalid: (message) => log.warn(`ignored an agent announcement: ${singleLine(message)}`),
   });
@@ -81,13 +91,26 @@ export async function openRunnerParts(nc: NatsConnection, options: RunnerOptions
     timers: recipes.timers,
     ledgers,
     log,
+    admission,
     recipes: {
       logicHandlers: Object.keys(options.recipes?.logicHandlers ?? {}),
       ...(checked ? { liveAgents: async () => new Set((await checked).roster().map((manifest) => manifest.id)) } : {}),
     },
     ...(checked ? { roster: { directory: checked, runner: leases.runner, log } } : {}),
+    erase: { runner: id, ...(options.recipes?.blackboard ? { blackboard: options.recipes.blackboard } : {}) },
   });
   const consumer = await js.consumers.get(streams.turns, RUNNER_CONSUMER);
   const messages = await consumer.consume({ max_messages: 256 });
-  return { js, jsm, store, statuses, leases, ledgers, directory, recipes, intake, messages };
+  const trim =
+    retention.turnsPerSession === undefined
+      ? null
+      : new SessionTrim(
+          {
+            jsm,
+            statusOf: (sessionId, turnId) => statuses.get(sessionId, turnId),
+            warn: (message) => log.warn(message),
+          },
+          retention.turnsPerSession,
+        );
+  return { js, jsm, store, statuses, leases, ledgers, directory, recipes, intake, messages, admission, trim };
 }

@@ -15,11 +15,13 @@ import { type Logger, silentLogger, turnFields } from "../log.ts";
 import type { RecipeHost } from "../recipeHost/recipeHost.ts";
 import { recipeStartOf } from "../recipeHost/recipeStart.ts";
 import type { TurnStatusStore } from "../turnStatusStore.ts";
+import type { Admission } from "./admission.ts";
 import { decideDelivery, parseEntry } from "./delivery.ts";
 import type { SessionLeases } from "./leases.ts";
 import type { RunnerOptions } from "./options.ts";
 import { openRunnerParts, type RunnerParts } from "./parts.ts";
 import { type SessionActorDeps, sessionActors } from "./sessionActors.ts";
+import { followErasures } from "./sessionErasures.ts";
 import { type SessionActor, SessionHost } from "./sessionHost.ts";
 import { TurnSettlement, turnKey } from "./settlement.ts";
 import { readForTakeover, takeRedelivered } from "./takeover.ts";
@@ -64,10 +66,12 @@ export class Runner {
   readonly #delivering = new Map<string, Promise<void>>();
   readonly #intake: Service;
   readonly #cancellations: TurnCancellations;
+  readonly #stopFollowingErasures: () => void;
   readonly #recipes: RecipeHost;
   /** The agents live workers announce, shared by the sessions' turns, recipes and the intake: closed here. */
   readonly #directory: Promise<AgentDirectory>;
   readonly #messages: ConsumerMessages;
+  readonly #admission: Admission;
 
   private constructor(nc: NatsConnection, parts: RunnerParts, options: RunnerOptions) {
     this.#nc = nc;
@@ -79,6 +83,7 @@ export class Runner {
     this.#recipes = parts.recipes;
     this.#intake = parts.intake;
     this.#messages = parts.messages;
+    this.#admission = parts.admission;
     this.#log = options.log ?? silentLogger;
     this.#options = { turnTtlMs: options.turnTtlMs ?? 600_000, checkpointEvery: options.checkpointEvery ?? 10 };
     this.#writer = new EventLogWriter(parts.js, {
@@ -93,6 +98,11 @@ export class Runner {
       statuses: parts.statuses,
       sessions: parts.store,
       log: this.#log,
+      // A turn that ended or left this runner frees its place: the next waiting turn starts.
+      onReleased: (sessionId, turnId) => this.#admission.release(sessionId, turnId),
+      ...(parts.trim
+        ? { onSettled: (sessionId: string, turnId: number) => void parts.trim?.afterTurn(sessionId, turnId) }
+        : {}),
     });
     // The sessions report their turns' ends to #ends, which is made after them (it saves their snapshots):
     // each end is handed on when it happens.
@@ -106,7 +116,16 @@ export class Runner {
       { nc, directory, ledgers, log: this.#log, writer: this.#writer, recipes, ends },
       options,
     );
-    this.#sessions = new SessionHost(actors, parts.store, this.#log);
+    this.#sessions = new SessionHost(actors, parts.store, this.#log, {
+      ...(options.idleSessionTtlMs !== undefined ? { idleMs: options.idleSessionTtlMs } : {}),
+      busy: (sessionId) => this.#delivering.has(sessionId) || this.#settlement.holdsSession(sessionId),
+      onEvicted: (sessionId) => this.#letGo(sessionId),
+    });
+    // Cut off from NATS past its liveness lease: other runners may take its sessions, so it forgets them all.
+    this.#leases.whenLapsed(() => {
+      for (const sessionId of this.#sessions.live()) this.#ends.resetSession(sessionId);
+      this.#settlement.handBackAll();
+    });
     this.#order = new TurnOrder({ store: parts.store, statuses: parts.statuses, log: this.#log });
     this.#ends = new TurnEnds({
       writer: this.#writer,
@@ -116,12 +135,26 @@ export class Runner {
       log: this.#log,
       checkpointEvery: this.#options.checkpointEvery,
       timers: parts.recipes.timers,
+      admission: this.#admission,
     });
     // A cancelled turn running here stops; one not here yet is ended as soon as it arrives. It listens before the
     // first delivery is handled (the runner takes none until `start` lets it).
-    this.#cancellations = new TurnCancellations(nc, ({ session_id, turn_id, reason }) =>
-      this.#sessions.ifRunning(session_id)?.send({ type: "turn.cancel", turn_id, reason }),
-    );
+    this.#cancellations = new TurnCancellations(nc, ({ session_id, turn_id, reason }) => {
+      // A turn still waiting for a place starts now, to end at once as cancelled.
+      if (this.#admission.isWaiting(session_id, turn_id)) this.#admission.admitNow(session_id, turn_id);
+      this.#sessions.ifRunning(session_id)?.send({ type: "turn.cancel", turn_id, reason });
+    });
+    // An erased session is forgotten here too: nothing of it outlives the erase in memory.
+    this.#stopFollowingErasures = followErasures(nc, (sessionId) => {
+      this.#sessions.evict(sessionId);
+      this.#letGo(sessionId);
+    });
+  }
+
+  /** This runner no longer hosts the session (idle, or erased): its turn order and ownership go too. */
+  #letGo(sessionId: string): void {
+    this.#order.forget(sessionId);
+    void this.#leases.release(sessionId).catch(() => {});
   }
 
   /** Opens everything the runner needs (`parts.ts`), builds it, then lets it take the WAL's deliveries. */
@@ -209,16 +242,25 @@ export class Runner {
         // A suspended recipe run answered: it goes on after what its log holds.
         const stored = entry.resume ? await readForTakeover(this.#js, this.#jsm, sessionId, turnId) : undefined;
         if (stored) this.#writer.open(sessionId, turnId, stored.events, stored.lastStreamSeq);
-        // First delivery: record it inflight meanwhile rather than before (one round trip off the turn's start).
-        this.#statuses
-          .take(sessionId, turnId, this.#leases.runner, entry.submitted_at, MAX_TURN_ATTEMPTS, entry.suspension_seq)
-          .catch((error: unknown) =>
-            this.#log.warn(
-              `turn ${turnKey(sessionId, turnId)}: status not recorded: ${messageOf(error)}`,
-              turnFields(sessionId, turnId),
-            ),
-          );
-        return this.#enqueue(entry, undefined, stored?.events);
+        // It reached this runner: later turns of the session may be taken (admission keeps them in order).
+        this.#order.arrived(sessionId, turnId);
+        // Waiting for a place does not hold up the session's later deliveries: they are held too, and wait behind it.
+        void this.#admitted(entry)
+          .then(async (admitted) => {
+            if (!admitted) return; // handed back or ended while it waited
+            // First delivery: record it inflight meanwhile rather than before (one round trip off the turn's start).
+            this.#statuses
+              .take(sessionId, turnId, this.#leases.runner, entry.submitted_at, MAX_TURN_ATTEMPTS, entry.suspension_seq)
+              .catch((error: unknown) =>
+                this.#log.warn(
+                  `turn ${turnKey(sessionId, turnId)}: status not recorded: ${messageOf(error)}`,
+                  turnFields(sessionId, turnId),
+                ),
+              );
+            await this.#enqueue(entry, undefined, stored?.events);
+          })
+          .catch((error: unknown) => this.#deliveryFailed(msg, error));
+        return;
       }
       case "check_status":
         if (!(await this.#order.mayRun(sessionId, turnId))) return this.#waitForEarlierTurn(msg);
@@ -241,7 +283,31 @@ export class Runner {
       msg,
       entry,
     );
-    if (taken) await this.#enqueue(entry, taken.cancelReason, taken.events);
+    if (!taken) return;
+    // Taken over from a dead runner: late already, it starts at once rather than queue again.
+    this.#admission.admitNow(entry.session_id, entry.turn_id, entry.tenant);
+    await this.#enqueue(entry, taken.cancelReason, taken.events);
+  }
+
+  /**
+   * Waits for a place for a turn (`admission.ts`), with TURN_QUEUED in its log meanwhile; one that
+   * interrupts its session's running turn starts at once. False: settled or handed back while it waited.
+   */
+  async #admitted(entry: WalEntry): Promise<boolean> {
+    const { session_id: sessionId, turn_id: turnId, tenant } = entry;
+    if (entry.on_busy === "interrupt" && this.#sessions.ifRunning(sessionId)?.getSnapshot().context.current) {
+      this.#admission.admitNow(sessionId, turnId, tenant);
+      return true;
+    }
+    const { admitted, whenAdmitted } = this.#admission.request(sessionId, turnId, tenant);
+    if (admitted.state === "queued") {
+      this.#writer.append(sessionId, turnId, { kind: "TURN_QUEUED", payload: { position: admitted.position } });
+      this.#log.debug(
+        `turn ${turnKey(sessionId, turnId)} queued at position ${admitted.position}`,
+        turnFields(sessionId, turnId),
+      );
+    }
+    return whenAdmitted;
   }
 
   /** An earlier turn of the session has still to reach this runner: this one is delivered again shortly. */
@@ -316,6 +382,7 @@ export class Runner {
   async stop(timeoutMs = 30_000): Promise<void> {
     await this.#intake.stop();
     this.#cancellations.close();
+    this.#stopFollowingErasures();
     await this.#messages.close();
     const drained = await this.drain(timeoutMs);
     if (!drained) this.#log.warn(`stopped with ${this.#settlement.size} turn(s) unfinished: handed back to the WAL`);

@@ -47,7 +47,16 @@ export class TurnSettlement {
   #idle: (() => void) | null = null;
 
   constructor(
-    private readonly deps: { js: JetStreamClient; statuses: TurnStatusStore; sessions: SessionStore; log: Logger },
+    private readonly deps: {
+      js: JetStreamClient;
+      statuses: TurnStatusStore;
+      sessions: SessionStore;
+      log: Logger;
+      /** Told when an entry is no longer held here (settled or handed back): its turn's place is free. */
+      onReleased?: (sessionId: string, turnId: number) => void;
+      /** Told once a turn's end is written (retention by count trims the session's oldest turn then). */
+      onSettled?: (sessionId: string, turnId: number) => void;
+    },
   ) {}
 
   /** Holds a delivered entry (or, delivered again while held, swaps in the newer handle). */
@@ -55,6 +64,7 @@ export class TurnSettlement {
     const key = turnKey(entry.session_id, entry.turn_id);
     const previous = this.#held.get(key);
     if (previous) clearInterval(previous.heartbeat);
+    // Three signs of life per ack wait (500 ms): one lost or late does not get the entry redelivered.
     const heartbeat = setInterval(() => msg.working(), WAL_ACK_WAIT_MS / 3);
     heartbeat.unref();
     this.#held.set(key, { msg, entry, heartbeat });
@@ -62,6 +72,12 @@ export class TurnSettlement {
 
   holds(sessionId: string, turnId: number): boolean {
     return this.#held.has(turnKey(sessionId, turnId));
+  }
+
+  /** True when an entry of any turn of the session is held (waiting, running, or ended and not yet settled). */
+  holdsSession(sessionId: string): boolean {
+    for (const held of this.#held.values()) if (held.entry.session_id === sessionId) return true;
+    return false;
   }
 
   /** The WAL stream seq of the entry held for a turn, if any. */
@@ -121,7 +137,9 @@ export class TurnSettlement {
     const key = turnKey(sessionId, turnId);
     const running = this.#settling.get(key);
     if (running) return running;
-    const settling = this.#write(sessionId, turnId, end, options).finally(() => this.#settling.delete(key));
+    const settling = this.#write(sessionId, turnId, end, options)
+      .then(() => this.deps.onSettled?.(sessionId, turnId))
+      .finally(() => this.#settling.delete(key));
     this.#settling.set(key, settling);
     return settling;
   }
@@ -180,6 +198,7 @@ export class TurnSettlement {
     clearInterval(held.heartbeat);
     this.#held.delete(key);
     how(held.msg);
+    this.deps.onReleased?.(held.entry.session_id, held.entry.turn_id);
     if (this.#held.size === 0) this.#idle?.();
   }
 

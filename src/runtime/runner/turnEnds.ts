@@ -7,6 +7,7 @@ import type { EventLogWriter } from "../../eventlog/writer.ts";
 import { type Logger, turnFields } from "../log.ts";
 import type { SuspensionTimers } from "../recipeHost/suspensionTimers.ts";
 import type { SessionSnapshot } from "../sessionStore.ts";
+import type { Admission } from "./admission.ts";
 import type { SessionHost } from "./sessionHost.ts";
 import { type TurnSettlement, turnKey } from "./settlement.ts";
 import type { TurnOrder } from "./turnOrder.ts";
@@ -30,6 +31,8 @@ export class TurnEnds {
       checkpointEvery: number;
       /** Where suspensions with a timeout are kept, for every runner's timers. */
       timers: SuspensionTimers;
+      /** Admission control: a turn's place frees as it ends, not once its end is stored (the next one starts meanwhile). */
+      admission: Pick<Admission, "release">;
     },
   ) {}
 
@@ -64,6 +67,7 @@ export class TurnEnds {
 
   async finished(sessionId: string, output: TurnOutput, snapshot: SessionSnapshot): Promise<void> {
     const turnId = output.turn_id;
+    this.deps.admission.release(sessionId, turnId);
     // The session is free for `on_busy: reject` as soon as the turn is over, not once its log is flushed.
     const markedDone = this.deps.settlement.markDone(sessionId, turnId);
     try {
@@ -101,6 +105,7 @@ export class TurnEnds {
    */
   async suspended(sessionId: string, output: RecipeRunOutput, snapshot: SessionSnapshot): Promise<void> {
     const turnId = output.turn_id;
+    this.deps.admission.release(sessionId, turnId);
     const suspended = output.suspended!;
     try {
       await this.deps.writer.finish(sessionId, turnId);
