@@ -1,6 +1,6 @@
 import { ConclaveError } from "../errors.ts";
-import type { Usage } from "./model.ts";
 import { MissingDependencyError } from "../optionalPackages.ts";
+import type { Usage } from "./model.ts";
 import { loadedOpenAI } from "./openaiPackage.ts";
 
 /** What went wrong in a call to the model (the `code` of an LlmError, one of Conclave's error codes). */
