@@ -37,6 +37,8 @@ export interface BenchCluster {
   control(process: ConclaveProcess, message: Record<string, unknown>, timeoutMs?: number): Promise<HookReply>;
   /** How far a process's event clock (timeOrigin + now) is ahead of this one's, in ms. */
   clockOffset(process: ConclaveProcess): Promise<number>;
+  /** Starts one more process (e.g. a second runner) with the deployment's environment; `stop` stops it too. */
+  spawn(name: string, args: string[]): Promise<ConclaveProcess>;
   stop(): Promise<void>;
 }
 
@@ -139,6 +141,12 @@ export async function startBenchCluster(options: ClusterOptions = {}): Promise<B
     ],
     control,
     clockOffset,
+    spawn: async (name, args) => {
+      const added = spawnConclave(name, args, env);
+      processes.push(added);
+      await added.ready;
+      return added;
+    },
     stop,
   };
 }

@@ -20,13 +20,57 @@ export interface BenchPlan {
   profileMs: number;
   /** New sessions per step of the idle-session memory measurement (two steps). */
   idleSessionsPerStep: number;
+  /** "A busy day": overload, idle sessions and takeovers (bench/busyDay.ts). */
+  busyDay: BusyDayPlan;
   /** The user messages, round-robin: each runs all nine stages (two waves, the council speaks). */
   texts: string[];
+}
+
+/** How big and how long the busy-day phases are. Sizes can be set from the environment to try them small. */
+export interface BusyDayPlan {
+  /** Sessions of the overload phase (`BENCH_BUSY_SESSIONS`, default 1000), against `baselineSessions` (100). */
+  sessions: number;
+  baselineSessions: number;
+  /** Measured time of the unloaded (c=1), baseline and overload levels. */
+  unloadedMs: number;
+  baselineMs: number;
+  overloadMs: number;
+  /** Idle sessions at each step (`BENCH_IDLE_SESSIONS` = the last, default 10 000; the first is a tenth of it). */
+  idleSteps: number[];
+  /** Sessions created at once while opening the idle ones. */
+  idleConcurrency: number;
+  /** The runner's idle-session TTL for the idle phase (its eviction), and how long each idle reading samples. */
+  idleTtlMs: number;
+  idleSampleMs: number;
+  /** Runners killed mid-turn (`BENCH_KILLS`, default 10). */
+  kills: number;
+}
+
+const positive = (raw: string | undefined, fallback: number): number => {
+  const value = Number(raw);
+  return Number.isInteger(value) && value > 0 ? value : fallback;
+};
+
+export function busyDayPlan(quick: boolean, env = process.env): BusyDayPlan {
+  const idle = positive(env.BENCH_IDLE_SESSIONS, 10_000);
+  return {
+    sessions: positive(env.BENCH_BUSY_SESSIONS, 1_000),
+    baselineSessions: 100,
+    unloadedMs: quick ? 3_000 : 8_000,
+    baselineMs: quick ? 4_000 : 15_000,
+    overloadMs: quick ? 6_000 : 30_000,
+    idleSteps: [Math.max(1, Math.round(idle / 10)), idle],
+    idleConcurrency: 200,
+    idleTtlMs: 5_000,
+    idleSampleMs: quick ? 4_000 : 6_000,
+    kills: positive(env.BENCH_KILLS, 10),
+  };
 }
 
 export function benchPlan(env = process.env): BenchPlan {
   const quick = env.BENCH_QUICK === "1";
   return {
+    busyDay: busyDayPlan(quick, env),
     quick,
     levels: [1, 10, 100],
     warmupTurns: quick ? 100 : 400,

@@ -7,13 +7,17 @@
  * not run, never because of a number.
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { neutralModulators, neutralStance } from "../src/contracts/workspace.ts";
 import { REPO_ROOT } from "../src/nats/server.ts";
+import { runBusyDay } from "./busyDay.ts";
+import { renderBusyDay } from "./busyDayReport.ts";
 import { describeEnvironment } from "./environment.ts";
 import { type InProcessResult, runInProcess } from "./inprocess.ts";
 import { langGraphPipeline } from "./langgraph.ts";
 import { runLatencyHiding } from "./latencyHiding.ts";
+import { targetsTable } from "./markdown.ts";
 import { runMemoryRetrieval } from "./memoryRetrieval.ts";
 import { checkParity } from "./parity.ts";
 import { benchPlan } from "./plan.ts";
@@ -26,15 +30,21 @@ import { benchSummaryJson } from "./summary.ts";
 import { floorModel, judgeTargets } from "./targets.ts";
 import { xstateLocalPipeline } from "./xstateLocal.ts";
 
-const USAGE = `npm run bench [-- --render | --help]   (or: npx tsx bench/run.ts …)
+const USAGE = `npm run bench [-- --render | --only busy-day | --help]   (or: npx tsx bench/run.ts …)
 
   (no flag)   runs every measurement (a few minutes; CPU-sensitive: run it on a quiet machine)
               and writes docs/BENCHMARKS.md, docs/benchmarks-summary.json and docs/benchmarks.json
   --render    rewrites docs/BENCHMARKS.md and docs/benchmarks-summary.json from docs/benchmarks.json
+  --only busy-day   (or BENCH_ONLY=busy-day) runs only the busy-day phases (overload, idle sessions,
+              takeover): prints their section of the report on stdout and writes their results to
+              a temporary file; docs/ is left alone
   --help      prints this
 
   BENCH_QUICK=1          short phases (noisier numbers; the report says so)
   BENCH_QUIET_WAIT_S=N   how long to wait for a quiet machine before starting (default 60)
+  BENCH_BUSY_SESSIONS=N  sessions of the overload phase (default 1000)
+  BENCH_IDLE_SESSIONS=N  idle sessions at the last step (default 10000; the first step is a tenth)
+  BENCH_KILLS=N          runners killed in the takeover phase (default 10)
 `;
 
 const DOCS = join(REPO_ROOT, "docs");
@@ -114,10 +124,12 @@ async function main(): Promise<void> {
   }
   const latencyHiding = await runLatencyHiding(plan, tag);
   const memoryRetrieval = await runMemoryRetrieval(plan);
+  const busyDay = await runBusyDay(plan, tag);
   const main = conclave[0]!;
   const results: BenchResults = {
     latencyHiding,
     memoryRetrieval,
+    busyDay,
     command: "npm run bench",
     environment,
     plan,
@@ -126,7 +138,7 @@ async function main(): Promise<void> {
     conclave,
     inProcess,
     floorModel: floorModel(main),
-    targets: judgeTargets(main, inProcess[0]?.pipelines ?? []),
+    targets: [...judgeTargets(main, inProcess[0]?.pipelines ?? []), ...busyDay.targets],
     benchPeakRssKb: processMemory(process.pid)?.peakRssKb ?? Number.NaN,
   };
   mkdirSync(DOCS, { recursive: true });
@@ -143,6 +155,26 @@ function writeReports(results: BenchResults): void {
   writeFileSync(join(DOCS, "benchmarks-summary.json"), benchSummaryJson(results));
 }
 
+/**
+ * `--only busy-day`: the busy-day phases alone, to try them without the whole bench. Their
+ * section of the report goes to stdout and their results to a temporary file: a partial,
+ * usually noisy run must not replace the committed report.
+ */
+async function busyDayOnly(): Promise<void> {
+  const plan = benchPlan();
+  const startedAt = performance.now();
+  const environment = describeEnvironment();
+  progress(
+    `busy day only: ${environment.cores} cores; ${plan.busyDay.sessions} sessions, ${plan.busyDay.idleSteps.join(" and ")} idle, ${plan.busyDay.kills} kills${plan.quick ? " (BENCH_QUICK: short phases)" : ""}`,
+  );
+  const busyDay = await runBusyDay(plan, `b${Date.now().toString(36)}`);
+  const path = join(tmpdir(), `conclave-bench-busy-day-${Date.now()}.json`);
+  writeFileSync(path, `${JSON.stringify({ environment, plan, busyDay }, null, 2)}\n`);
+  process.stdout.write(`## Targets\n\n${targetsTable(busyDay.targets)}\n\n${renderBusyDay(busyDay, plan)}\n`);
+  progress(`done in ${Math.round((performance.now() - startedAt) / 1000)} s; results in ${path}`);
+  for (const target of busyDay.targets) progress(`target ${target.id}: ${target.verdict}`);
+}
+
 /** `--render`: rewrite the report and its summary from docs/benchmarks.json (the same run), e.g. after editing the report. */
 function renderOnly(): void {
   if (!existsSync(RESULTS_JSON)) throw new Error("no docs/benchmarks.json to render: run `npm run bench` first");
@@ -150,9 +182,17 @@ function renderOnly(): void {
   progress("docs/BENCHMARKS.md and docs/benchmarks-summary.json rendered from docs/benchmarks.json");
 }
 
+/** The phase of `--only <phase>` or BENCH_ONLY, if any. */
+function onlyPhase(): string | undefined {
+  const at = process.argv.indexOf("--only");
+  return at >= 0 ? (process.argv[at + 1] ?? "") : process.env.BENCH_ONLY || undefined;
+}
+
 try {
   if (process.argv.includes("--help") || process.argv.includes("-h")) process.stdout.write(USAGE);
   else if (process.argv.includes("--render")) renderOnly();
+  else if (onlyPhase() === "busy-day") await busyDayOnly();
+  else if (onlyPhase() !== undefined) throw new Error(`unknown --only ${onlyPhase()}: the one phase is busy-day`);
   else await main();
   process.exit(0);
 } catch (error) {

@@ -64,7 +64,7 @@ async function traceHops(cluster: BenchCluster, plan: BenchPlan, tag: string): P
 }
 
 /** Profiles the runner and the workers (V8 sampling profiler, in-process) during a run at `sessions`. */
-async function profileRun(
+export async function profileRun(
   cluster: BenchCluster,
   run: () => Promise<LevelResult>,
   sessions: number,

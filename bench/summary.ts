@@ -1,3 +1,4 @@
+import { type BusyDayRun, failed } from "./busyDay.ts";
 import type { BenchResults } from "./report.ts";
 import type { Summary } from "./stats.ts";
 
@@ -43,6 +44,27 @@ export interface BenchSummary {
     modelLatencyMs: number;
     loneTurnMs: number;
     levels: { sessions: number; turnsPerSec: number; latencyMs: Latency; notComplete: number }[];
+  } | null;
+  /** The busy day's figures (null: not in the run; a phase that could not run is left out). */
+  busyDay: {
+    overload?: {
+      sessions: number;
+      levels: {
+        sessions: number;
+        turnsPerSec: number;
+        admittedLatencyMs: Latency;
+        admitted: number;
+        queued: number;
+        busyAnswers: number;
+        rejected: number;
+        degraded: number;
+      }[];
+    };
+    idle?: {
+      baselineRssMiB: number;
+      steps: { sessions: number; rssMiB: number; runnerCores: number; kvOpsPerSec: number; jsApiPerSec: number }[];
+    };
+    takeover?: { kills: number; resumedMs: Latency | null; completedMs: Latency | null; extraModelCalls: number };
   } | null;
 }
 
@@ -132,5 +154,53 @@ export function benchSummary(results: BenchResults): BenchSummary {
           })),
         }
       : null,
+    busyDay: results.busyDay ? busyDaySummary(results.busyDay) : null,
+  };
+}
+
+function busyDaySummary(run: BusyDayRun): NonNullable<BenchSummary["busyDay"]> {
+  const { overload, idle, takeover } = run;
+  return {
+    ...(failed(overload)
+      ? {}
+      : {
+          overload: {
+            sessions: overload.overload.sessions,
+            levels: [overload.unloaded, overload.baseline, overload.overload].map((level) => ({
+              sessions: level.sessions,
+              turnsPerSec: level.turnsPerSec,
+              admittedLatencyMs: latency(level.admittedLatency),
+              admitted: level.admitted,
+              queued: level.queued,
+              busyAnswers: level.busyAnswers,
+              rejected: level.rejected,
+              degraded: level.degraded,
+            })),
+          },
+        }),
+    ...(failed(idle)
+      ? {}
+      : {
+          idle: {
+            baselineRssMiB: idle.baseline.rssMiB,
+            steps: idle.readings.map((r) => ({
+              sessions: r.sessions,
+              rssMiB: r.rssMiB,
+              runnerCores: r.runnerCores,
+              kvOpsPerSec: r.traffic.kvOpsPerSec,
+              jsApiPerSec: r.traffic.jsApiPerSec,
+            })),
+          },
+        }),
+    ...(failed(takeover)
+      ? {}
+      : {
+          takeover: {
+            kills: takeover.kills.length,
+            resumedMs: takeover.resumed ? latency(takeover.resumed) : null,
+            completedMs: takeover.completed ? latency(takeover.completed) : null,
+            extraModelCalls: takeover.extraModelCalls,
+          },
+        }),
   };
 }

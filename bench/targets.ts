@@ -39,26 +39,36 @@ export interface Target {
   /** "≥" for ratios that must reach the goal, "≤" for ones that must stay under it. */
   direction: "≥" | "≤";
   met: boolean;
-  /** Missed targets: by what factor (1 when met). */
+  /** Missed targets: by what factor (1 when met); for a goal of 0, the excess. */
   shortfall: number;
   /** How far from the goal, e.g. "missed by 4.2x (needs 5x, got 1.19x)". */
   verdict: string;
+  /** The unit of `measured` and `goal` when not a ratio ("x"): " ms", " cores", " turns"… (absent in older runs). */
+  unit?: string;
+  /** The figures behind the measured value, e.g. "p50 180 ms at c=1000 ÷ 95 ms at c=1". */
+  detail?: string;
 }
 
-const judge = (
+/**
+ * Judges a measured value against its goal. A goal of 0 (e.g. "no degraded
+ * turn") cannot be missed by a factor: its shortfall is the excess itself.
+ */
+export const judge = (
   id: string,
   statement: string,
   measured: number,
   goal: number,
   direction: "≥" | "≤",
   unit = "x",
+  detail?: string,
 ): Target => {
   const met = direction === "≥" ? measured >= goal : measured <= goal;
   // How far from the goal, as a factor: needs 5x, got 0.5x → missed by 10x.
-  const factor = direction === "≥" ? goal / measured : measured / goal;
+  const factor = goal === 0 ? measured : direction === "≥" ? goal / measured : measured / goal;
+  const by = goal === 0 ? `${round(factor, 3)}${unit} over` : `${round(factor, 1)}x`;
   const verdict = met
-    ? `met (${round(measured, 2)}${unit}, goal ${direction} ${goal}${unit})`
-    : `missed by ${round(factor, 1)}x (${round(measured, 2)}${unit}, goal ${direction} ${goal}${unit})`;
+    ? `met (${round(measured, 3)}${unit}, goal ${direction} ${goal}${unit})`
+    : `missed by ${by} (${round(measured, 3)}${unit}, goal ${direction} ${goal}${unit})`;
   return {
     id,
     statement,
@@ -68,6 +78,8 @@ const judge = (
     met,
     shortfall: round(met ? 1 : factor, 2),
     verdict,
+    ...(unit === "x" ? {} : { unit }),
+    ...(detail ? { detail } : {}),
   };
 };
 

@@ -1,0 +1,49 @@
+import type { ProfileSummary } from "./profile.ts";
+import { round } from "./stats.ts";
+import type { Target } from "./targets.ts";
+
+/** Markdown tables and cells of the bench's report (docs/BENCHMARKS.md). */
+export const table = (headers: string[], rows: (string | number)[][]): string =>
+  [
+    `| ${headers.join(" | ")} |`,
+    `| ${headers.map((_, i) => (i === 0 ? "---" : "--:")).join(" | ")} |`,
+    ...rows.map((row) => `| ${row.map((cell) => String(cell)).join(" | ")} |`),
+  ].join("\n");
+
+export const ms = (value: number | undefined) =>
+  value === undefined || Number.isNaN(value) ? "–" : round(value, 2).toFixed(2);
+export const x = (value: number) => (Number.isFinite(value) ? `${round(value, 2)}x` : "–");
+export const pct = (share: number) => `${round(share * 100, 1)}%`;
+/** Markdown-safe: a `$` or `|` in a subject must not start maths or split a cell. */
+export const esc = (text: string) => text.replace(/\$/g, "\\$").replace(/\|/g, "\\|");
+
+export function profileTable(
+  summary: ProfileSummary,
+  entries: "topSelf" | "byOrigin" | "topInclusive",
+  limit: number,
+): string {
+  return table(
+    ["", "ms", "share of busy"],
+    summary[entries].slice(0, limit).map((e) => [`\`${e.name.replace(/\|/g, "\\|")}\``, ms(e.ms), pct(e.share)]),
+  );
+}
+
+/** A target's value in its unit: `1.7x`, `840 ms`, `0.013 cores`, `0 turns`. */
+const inUnit = (value: number, unit = "x") => (unit === "x" ? x(value) : `${round(value, 3)}${unit}`);
+
+/** Where a target is missed, by how much: a factor, or the excess over a goal of 0. */
+const missedBy = (t: Target) => (t.goal === 0 ? inUnit(t.shortfall, t.unit) : `${t.shortfall}x`);
+
+/** The targets table: value, goal, value ÷ goal, met or by how much missed. */
+export function targetsTable(targets: Target[]): string {
+  return table(
+    ["target", "measured", "goal", "measured ÷ goal", "verdict"],
+    targets.map((t) => [
+      t.detail ? `${t.statement} (${esc(t.detail)})` : t.statement,
+      inUnit(t.measured, t.unit),
+      `${t.direction} ${inUnit(t.goal, t.unit)}`,
+      t.goal === 0 ? "–" : x(t.measured / t.goal),
+      t.met ? "**met**" : `**missed** by ${missedBy(t)}`,
+    ]),
+  );
+}
