@@ -13,6 +13,7 @@ import { withDeadline } from "../deadline.ts";
 import { decodeJson, encodeJson } from "./codec.ts";
 import { asHandlerError, HandlerError, respondWithError } from "./errors.ts";
 import type { ServiceGroup, ServiceMsg } from "./service.ts";
+import type { StepReplies } from "./stepReplies.ts";
 import type { TurnCancellations } from "./turnCancellations.ts";
 
 /**
@@ -40,6 +41,12 @@ export interface ActorEndpoint<S extends z.ZodType, L extends AnyActorLogic> {
    * `sentinel` strategy).
    */
   stream?: (emitted: EventObject) => unknown;
+  /**
+   * The request's step identity, when asking it again must not do the work again (a takeover
+   * repeats the steps that were under way): with `ServeOptions.steps`, a repeat joins the call
+   * under way or gets its answer. Undefined: every request runs. Not for streaming endpoints.
+   */
+  stepKey?: (request: z.infer<S>) => string | undefined;
   /** A hard stop for actors without a deadline of their own. Default: 30 s. */
   timeoutMs?: (request: z.infer<S>) => number;
   metadata?: Record<string, string>;
@@ -54,6 +61,8 @@ export interface ServeOptions {
   cancellations?: Pick<TurnCancellations, "watch">;
   /** Receives the inspection events of every actor this endpoint creates. */
   inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
+  /** Answers by step, for endpoints with a `stepKey`. Default: none (every request runs). */
+  steps?: StepReplies;
   /** Told about every error reply sent, with the request that caused it: to log it, or keep bad input. */
   onError?: (endpoint: string, error: HandlerError, request: { subject: string; data: Uint8Array }) => void;
 }
@@ -80,45 +89,12 @@ async function answer<S extends z.ZodType, L extends AnyActorLogic>(
   msg: ServiceMsg,
   options: ServeOptions,
 ): Promise<void> {
-  const started = performance.now();
   try {
     const request = decodeJson(msg.data, endpoint.request, `request on ${msg.subject}`);
-    // Generic over any logic, so the options cannot be checked against L here.
-    const actor = createActor(endpoint.logic as AnyActorLogic, {
-      input: endpoint.input ? endpoint.input(request) : request,
-      ...(options.inspect ? { inspect: options.inspect } : {}),
-    });
-    const timeoutMs = endpoint.timeoutMs?.(request) ?? DEFAULT_TIMEOUT_MS;
-    if (endpoint.stream) {
-      const toMessage = endpoint.stream;
-      actor.on("*", (emitted) => safeRespond(msg, encodeJson(toMessage(emitted))));
-    }
-    // A cancelled turn ends the call as its deadline does, with its own error.
-    const cancel = new AbortController();
-    let unwatch = () => {};
-    const turn = turnOf(request);
-    if (turn && options.cancellations) {
-      unwatch = options.cancellations.watch(turn.session_id, turn.turn_id, (reason) => {
-        cancel.abort(new HandlerError("cancelled", `turn ${turn.session_id}/${turn.turn_id} was cancelled: ${reason}`));
-        actor.stop();
-      });
-    }
-    actor.start();
-    if (endpoint.begin) actor.send(endpoint.begin);
-    try {
-      const output = await withDeadline(
-        timeoutMs,
-        () => toPromise(actor),
-        () => new HandlerError("timeout", `${endpoint.name} did not finish within ${timeoutMs} ms`),
-        { signal: cancel.signal },
-      );
-      const elapsedMs = Math.round((performance.now() - started) * 1000) / 1000;
-      safeRespond(msg, encodeJson(endpoint.reply(output as OutputFrom<L>, request, { elapsedMs })));
-      if (endpoint.stream) safeRespond(msg, new Uint8Array());
-    } finally {
-      unwatch();
-      actor.stop();
-    }
+    const key = endpoint.stream ? undefined : endpoint.stepKey?.(request);
+    const run = () => runActor(endpoint, msg, request, options);
+    safeRespond(msg, await (key !== undefined && options.steps ? options.steps.reply(key, run) : run()));
+    if (endpoint.stream) safeRespond(msg, new Uint8Array());
   } catch (error) {
     const failure = asHandlerError(error, `${endpoint.name} failed`);
     try {
@@ -130,6 +106,51 @@ async function answer<S extends z.ZodType, L extends AnyActorLogic>(
       respondWithError(msg, failure);
       if (endpoint.stream) safeRespond(msg, new Uint8Array());
     }
+  }
+}
+
+/** Runs one actor for a request to its end; its reply, encoded (a streaming actor's emitted events go out meanwhile). */
+async function runActor<S extends z.ZodType, L extends AnyActorLogic>(
+  endpoint: ActorEndpoint<S, L>,
+  msg: ServiceMsg,
+  request: z.infer<S>,
+  options: ServeOptions,
+): Promise<Uint8Array> {
+  const started = performance.now();
+  // Generic over any logic, so the options cannot be checked against L here.
+  const actor = createActor(endpoint.logic as AnyActorLogic, {
+    input: endpoint.input ? endpoint.input(request) : request,
+    ...(options.inspect ? { inspect: options.inspect } : {}),
+  });
+  const timeoutMs = endpoint.timeoutMs?.(request) ?? DEFAULT_TIMEOUT_MS;
+  if (endpoint.stream) {
+    const toMessage = endpoint.stream;
+    actor.on("*", (emitted) => safeRespond(msg, encodeJson(toMessage(emitted))));
+  }
+  // A cancelled turn ends the call as its deadline does, with its own error.
+  const cancel = new AbortController();
+  let unwatch = () => {};
+  const turn = turnOf(request);
+  if (turn && options.cancellations) {
+    unwatch = options.cancellations.watch(turn.session_id, turn.turn_id, (reason) => {
+      cancel.abort(new HandlerError("cancelled", `turn ${turn.session_id}/${turn.turn_id} was cancelled: ${reason}`));
+      actor.stop();
+    });
+  }
+  actor.start();
+  if (endpoint.begin) actor.send(endpoint.begin);
+  try {
+    const output = await withDeadline(
+      timeoutMs,
+      () => toPromise(actor),
+      () => new HandlerError("timeout", `${endpoint.name} did not finish within ${timeoutMs} ms`),
+      { signal: cancel.signal },
+    );
+    const elapsedMs = Math.round((performance.now() - started) * 1000) / 1000;
+    return encodeJson(endpoint.reply(output as OutputFrom<L>, request, { elapsedMs }));
+  } finally {
+    unwatch();
+    actor.stop();
   }
 }
 

@@ -62,6 +62,8 @@ export function serveCouncil(group: ServiceGroup, backend: CognitionBackend, opt
       name: "decide",
       subject: subjects.councilDecide,
       request: CouncilRequest,
+      // One decision per turn: a runner that took the turn over joins the one under way.
+      stepKey: (request) => `council.${request.session_id}.${request.turn_id}`,
       logic: councilMachine.provide({
         actors: { decide: fromPromise(({ input, signal }) => backend.decide(input, signal)) },
       }),
@@ -122,6 +124,8 @@ export function serveCritics(
         name: critic,
         subject: subjects.critic(critic),
         request: CriticRequest,
+        // One verdict per critic and rendering of a turn.
+        stepKey: (request) => `critic.${critic}.${request.session_id}.${request.turn_id}.${request.attempt}`,
         logic,
         input: (request) => ({ critic, request }),
         reply: (output) => {

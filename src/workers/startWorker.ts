@@ -8,6 +8,7 @@ import { AgentDirectory } from "../agents/directory.ts";
 import { type BusOptions, busOptions, connectBus } from "../bus/connection.ts";
 import type { ServeOptions } from "../bus/serveActor.ts";
 import { type Service, startService } from "../bus/service.ts";
+import { StepReplies } from "../bus/stepReplies.ts";
 import { TurnCancellations } from "../bus/turnCancellations.ts";
 import { type CognitionBackend, offlineBackend } from "../cognition/backend.ts";
 import { CRITIC_NAMES } from "../cognition/critics.ts";
@@ -164,6 +165,8 @@ async function serveWorker(
   const cancellations = new TurnCancellations(nc);
   const serve: ServeOptions = {
     cancellations,
+    // A step asked again by the runner that took its turn over is answered once, not worked twice.
+    steps: new StepReplies(),
     onError: (endpoint, error, request) => {
       log.warn(`${endpoint}: ${error.code}: ${singleLine(error.message, 1_000)}`);
       // Bad input is kept for inspection; a failure of the actor itself is only logged.

@@ -1,14 +1,21 @@
 import { availableParallelism } from "node:os";
+import { AdaptiveLimit, FixedLimit } from "./runningLimit.ts";
 
 /** How a runner bounds the turns it runs at once, and the turns it keeps waiting. */
 export interface AdmissionLimits {
   /**
    * Turns running at once (each session runs one turn at a time, so this is
-   * also the number of sessions with a turn running). Default: 32 per core
-   * (`os.availableParallelism()`): a turn spends most of its time waiting on
-   * workers and models, not on the runner's CPU.
+   * also the number of sessions with a turn running). Set, it is the limit.
+   * Unset, the limit adapts (`adaptive`) between one per core and this
+   * default, 64 per core (`os.availableParallelism()`), starting at 8 per core.
    */
   maxRunning: number;
+  /**
+   * The limit learns from the turns' run times (`runningLimit.ts`): it grows while running more
+   * does not slow turns down (a model, not the machine, sets their pace) and shrinks once it
+   * does, up to `maxRunning`. Default: true unless `maxRunning` is set.
+   */
+  adaptive: boolean;
   /**
    * Turns waiting for a place, across sessions. A submission beyond it is
    * answered `busy` with a retry-after hint, before it is stored. Default: 64
@@ -24,8 +31,8 @@ export interface AdmissionLimits {
 
 /** The defaults of {@link AdmissionLimits}, from the number of cores. */
 export function defaultAdmissionLimits(cores = availableParallelism()): AdmissionLimits {
-  const maxRunning = 32 * Math.max(1, cores);
-  return { maxRunning, maxQueued: 64 * maxRunning };
+  const maxRunning = 64 * Math.max(1, cores);
+  return { maxRunning, adaptive: true, maxQueued: 32 * maxRunning };
 }
 
 /** The environment variables of {@link AdmissionLimits}, each a positive integer. */
@@ -41,8 +48,8 @@ const LIMIT_VARIABLES = {
  * else the defaults. A value that is not a positive integer throws a RangeError naming it.
  */
 export function admissionLimits(given: Partial<AdmissionLimits> = {}, env = process.env): AdmissionLimits {
-  const limits: Partial<AdmissionLimits> = {};
-  for (const [field, variable] of Object.entries(LIMIT_VARIABLES) as [keyof AdmissionLimits, string][]) {
+  const limits: Partial<Omit<AdmissionLimits, "adaptive">> = {};
+  for (const [field, variable] of Object.entries(LIMIT_VARIABLES) as [keyof typeof LIMIT_VARIABLES, string][]) {
     const raw = given[field] ?? (env[variable] ? Number(env[variable]) : undefined);
     if (raw === undefined) continue;
     if (!Number.isInteger(raw) || raw < 1) {
@@ -55,7 +62,8 @@ export function admissionLimits(given: Partial<AdmissionLimits> = {}, env = proc
   const maxRunning = limits.maxRunning ?? defaults.maxRunning;
   return {
     maxRunning,
-    maxQueued: limits.maxQueued ?? 64 * maxRunning,
+    adaptive: given.adaptive ?? limits.maxRunning === undefined,
+    maxQueued: limits.maxQueued ?? defaults.maxQueued,
     ...(limits.tenantQuota !== undefined ? { tenantQuota: limits.tenantQuota } : {}),
   };
 }
@@ -98,10 +106,20 @@ export class Admission {
   #queued = 0;
   /** Mean time a place is held, for the retry-after hint (exponential average, ms). */
   #meanRunMs = 1_000;
+  /** How many turns may run at once now: fixed, or learnt from their run times. */
+  readonly #limit: AdaptiveLimit | FixedLimit;
   readonly #startedAt = new Map<string, number>();
 
-  constructor(limits: AdmissionLimits) {
+  constructor(limits: AdmissionLimits, cores = availableParallelism()) {
     this.limits = limits;
+    this.#limit = limits.adaptive
+      ? new AdaptiveLimit({ initial: 8 * cores, min: Math.max(2, cores), max: limits.maxRunning })
+      : new FixedLimit(limits.maxRunning);
+  }
+
+  /** How many turns may run at once now (the adaptive limit's current value, or `maxRunning`). */
+  get limit(): number {
+    return this.#limit.value;
   }
 
   /** Sessions with a turn running here. */
@@ -175,7 +193,11 @@ export class Admission {
     if (!turns?.delete(turnId)) return;
     const started = this.#startedAt.get(keyOf(sessionId, turnId));
     this.#startedAt.delete(keyOf(sessionId, turnId));
-    if (started !== undefined) this.#meanRunMs = 0.9 * this.#meanRunMs + 0.1 * (performance.now() - started);
+    if (started !== undefined) {
+      const runMs = performance.now() - started;
+      this.#meanRunMs = 0.9 * this.#meanRunMs + 0.1 * runMs;
+      this.#limit.sample(runMs, this.#running.size);
+    }
     if (turns.size > 0) return;
     this.#running.delete(sessionId);
     const tenant = this.#tenants.get(sessionId);
@@ -186,7 +208,7 @@ export class Admission {
 
   /** How long a refused submitter should wait before trying again: the time the queue takes to move by one place per slot freed. */
   retryAfterMs(): number {
-    const perPlace = this.#meanRunMs / Math.max(1, this.limits.maxRunning);
+    const perPlace = this.#meanRunMs / Math.max(1, this.limit);
     return Math.min(
       30_000,
       Math.max(100, Math.round(perPlace * Math.max(1, this.#queued - this.limits.maxQueued / 2))),
@@ -195,7 +217,7 @@ export class Admission {
 
   #mayStart(sessionId: string, tenant = this.#tenants.get(sessionId)): boolean {
     if (this.#running.has(sessionId)) return false;
-    if (this.#running.size >= this.limits.maxRunning) return false;
+    if (this.#running.size >= this.limit) return false;
     const quota = this.limits.tenantQuota;
     return quota === undefined || tenant === undefined || (this.#runningByTenant.get(tenant) ?? 0) < quota;
   }
@@ -215,7 +237,7 @@ export class Admission {
   /** Fills free places round-robin: the first session in the ring that may start gets one, then goes to the back. */
   #admitNext(): void {
     let tried = 0;
-    while (this.#running.size < this.limits.maxRunning && this.#ring.length > 0 && tried < this.#ring.length) {
+    while (this.#running.size < this.limit && this.#ring.length > 0 && tried < this.#ring.length) {
       const sessionId = this.#ring[0] as string;
       if (!this.#mayStart(sessionId)) {
         // Running already, or its tenant at quota: it keeps its turn in the ring and the next session is tried.
