@@ -34,6 +34,7 @@ export { InvalidRequestError, TurnFailedError, TurnTimeoutError } from "./client
 export type { ErrorCode } from "./contracts/errors.ts";
 export type { TurnPolicy } from "./contracts/turnProtocol.ts";
 export { ConclaveError, type ConclaveErrorCode, isConclaveError, type LocalErrorCode } from "./errors.ts";
+export type { RetentionOptions } from "./eventlog/retention.ts";
 export type { LlmConfig } from "./llm/config.ts";
 export type { LlmErrorCode } from "./llm/errors.ts";
 export {
@@ -48,6 +49,7 @@ export {
 } from "./runtime/interception/interceptors.ts";
 export type { LogFields, Logger } from "./runtime/log.ts";
 export type { LogicContext, LogicHandler } from "./runtime/recipeHost/recipeActors.ts";
+export type { AdmissionLimits } from "./runtime/runner/admission.ts";
 export type { RecipeRunnerOptions, RunnerOptions } from "./runtime/runner/options.ts";
 export { type RunnerHandle, type StartRunnerOptions, startRunner } from "./runtime/startRunner.ts";
 export {

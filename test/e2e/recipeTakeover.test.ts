@@ -10,6 +10,7 @@ import type { EngineEvent } from "../../src/contracts/events.ts";
 import type { JsonObject } from "../../src/contracts/recipeRun.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { useConclaveProcesses } from "../helpers/processes.ts";
+import { waitForEvent } from "../helpers/wait.ts";
 
 const nats = useNatsServer();
 const processes = useConclaveProcesses(() => nats.url);
@@ -43,6 +44,13 @@ describe("a recipe run taken over", () => {
     // `run` follows the run from the log, whichever runner has it; the first runner dies once `hold` is under way.
     const running = client.run("takeover-1", recipe, { inputs: { topic: "Tides" }, timeoutMs: 60_000 });
     for await (const _ of holding) break;
+    // Killed once the log holds `hold`'s start, so what came before it (write's completion) is stored too: the
+    // writer pipelines events, and a node's end that was never stored is rightly run again.
+    await waitForEvent(
+      await nats.connect("client"),
+      "conclave.events.takeover-1.1",
+      (event) => event.kind === "NODE_STARTED" && event.payload.node === "hold",
+    );
     first.child.kill("SIGKILL");
     await new Promise<void>((resolve) => first.child.once("exit", () => resolve()));
     await processes.spawn("runner-2", ["runner"]);
