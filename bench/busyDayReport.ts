@@ -124,7 +124,18 @@ function idleSection(run: IdleSessionsRun, targets: Target[]): string {
       ],
     ),
     ...missedLines(targets, "idle-"),
+    ...memoryExplained(run, targets),
   ].join("\n");
+}
+
+/** Where the runner's memory is when the RSS target is missed: the JS heap against the RSS the allocator keeps. */
+function memoryExplained(run: IdleSessionsRun, targets: Target[]): string[] {
+  const last = run.readings.at(-1);
+  if (!last || targets.find((t) => t.id === "idle-rss-vs-baseline")?.met !== false) return [];
+  const heapAbove = round(last.heapUsedMiB - run.baseline.heapUsedMiB, 1);
+  return [
+    `- Where the memory is: after eviction the runner's JS heap is ${last.heapUsedMiB} MiB, ${heapAbove} MiB above its baseline (${run.baseline.heapUsedMiB} MiB): the evicted sessions' objects are gone. The rest of the RSS is memory the process keeps from its high-water mark while the sessions were opened (${last.rssAfterOpenMiB} MiB RSS right after): V8 and the allocator do not hand freed pages back to the system. Opening the sessions in smaller bursts, or a runner started with a smaller young generation (\`--max-semi-space-size\`), would lower that mark; the heap figure is the cost of the sessions themselves.`,
+  ];
 }
 
 const busiest = (top: { subject: string; perSecond: number }[]) =>

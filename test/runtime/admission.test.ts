@@ -114,16 +114,16 @@ describe("admission control", () => {
 
 describe("admission limits", () => {
   it("come from the options, else the environment, else the number of cores", () => {
-    // A limit set by hand is the limit; unset, it adapts up to 64 per core.
-    expect(admissionLimits({ maxRunning: 3 }, {})).toMatchObject({ maxRunning: 3, adaptive: false });
+    expect(admissionLimits({ maxRunning: 3 }, {})).toEqual({ maxRunning: 3, adaptive: false, maxQueued: 192 });
     expect(
       admissionLimits(
         {},
         { CONCLAVE_MAX_RUNNING_TURNS: "5", CONCLAVE_MAX_QUEUED_TURNS: "7", CONCLAVE_TENANT_QUOTA: "2" },
       ),
     ).toEqual({ maxRunning: 5, adaptive: false, maxQueued: 7, tenantQuota: 2 });
-    expect(admissionLimits({}, {})).toMatchObject({ adaptive: true });
-    expect(admissionLimits({}, {}).maxRunning).toBeGreaterThanOrEqual(64);
+    expect(admissionLimits({}, {})).toMatchObject({ adaptive: false });
+    expect(admissionLimits({ adaptive: true }, {})).toMatchObject({ adaptive: true });
+    expect(admissionLimits({}, {}).maxRunning).toBeGreaterThanOrEqual(32);
     expect(() => admissionLimits({}, { CONCLAVE_MAX_RUNNING_TURNS: "lots" })).toThrow(
       'CONCLAVE_MAX_RUNNING_TURNS="lots" must be a positive integer',
     );

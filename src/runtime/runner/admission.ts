@@ -5,15 +5,17 @@ import { AdaptiveLimit, FixedLimit } from "./runningLimit.ts";
 export interface AdmissionLimits {
   /**
    * Turns running at once (each session runs one turn at a time, so this is
-   * also the number of sessions with a turn running). Set, it is the limit.
-   * Unset, the limit adapts (`adaptive`) between one per core and this
-   * default, 64 per core (`os.availableParallelism()`), starting at 8 per core.
+   * also the number of sessions with a turn running). Default: 32 per core
+   * (`os.availableParallelism()`): a turn spends most of its time waiting on
+   * workers and models, not on the runner's CPU.
    */
   maxRunning: number;
   /**
-   * The limit learns from the turns' run times (`runningLimit.ts`): it grows while running more
-   * does not slow turns down (a model, not the machine, sets their pace) and shrinks once it
-   * does, up to `maxRunning`. Default: true unless `maxRunning` is set.
+   * Opt-in: the limit learns from the turns' run times (`runningLimit.ts`), from 8 per core up to
+   * `maxRunning`: it grows while running more does not slow turns down and shrinks once it makes
+   * them twice as slow as on an idle runner. It keeps admitted turns near their unloaded speed at
+   * the cost of throughput (measured in docs/BENCHMARKS.md's history: a quarter less at 100
+   * sessions with a 50 ms model). Default false.
    */
   adaptive: boolean;
   /**
@@ -31,8 +33,8 @@ export interface AdmissionLimits {
 
 /** The defaults of {@link AdmissionLimits}, from the number of cores. */
 export function defaultAdmissionLimits(cores = availableParallelism()): AdmissionLimits {
-  const maxRunning = 64 * Math.max(1, cores);
-  return { maxRunning, adaptive: true, maxQueued: 32 * maxRunning };
+  const maxRunning = 32 * Math.max(1, cores);
+  return { maxRunning, adaptive: false, maxQueued: 64 * maxRunning };
 }
 
 /** The environment variables of {@link AdmissionLimits}, each a positive integer. */
@@ -62,8 +64,8 @@ export function admissionLimits(given: Partial<AdmissionLimits> = {}, env = proc
   const maxRunning = limits.maxRunning ?? defaults.maxRunning;
   return {
     maxRunning,
-    adaptive: given.adaptive ?? limits.maxRunning === undefined,
-    maxQueued: limits.maxQueued ?? defaults.maxQueued,
+    adaptive: given.adaptive ?? false,
+    maxQueued: limits.maxQueued ?? 64 * maxRunning,
     ...(limits.tenantQuota !== undefined ? { tenantQuota: limits.tenantQuota } : {}),
   };
 }

@@ -40,8 +40,7 @@ export interface RunnerOptions {
   /**
    * Admission control: how many turns run at once and how many may wait. Default: from the
    * environment (`CONCLAVE_MAX_RUNNING_TURNS`, `CONCLAVE_MAX_QUEUED_TURNS`, `CONCLAVE_TENANT_QUOTA`),
-   * else a running limit learnt from the turns' run times (8 to 64 per core), 32 waiting per place
-   * of its ceiling, no tenant quota.
+   * else 32 running turns per core and 64 waiting per running place, no tenant quota.
    */
   admission?: Partial<AdmissionLimits>;
   /**
