@@ -1,15 +1,12 @@
-import { busOptions, connectBus } from "../src/bus/connection.ts";
-import { conclaveModel } from "../test/helpers/conclaveModel.ts";
-import { startOpenAIServer } from "../test/helpers/openaiServer.ts";
-import { startBenchCluster } from "./cluster.ts";
 import { conclaveTurn } from "./conclave.ts";
 import { closedLoop, type LoadResult } from "./load.ts";
 import type { BenchPlan } from "./plan.ts";
 import { progress } from "./progress.ts";
+import { SIMULATED_MODEL_MS, startSimulatedModelCluster } from "./simulatedModel.ts";
 import { round } from "./stats.ts";
 
 /** Every model call in this run waits this long before it answers. */
-export const SIMULATED_MODEL_MS = 50;
+export { SIMULATED_MODEL_MS } from "./simulatedModel.ts";
 export const LATENCY_HIDING_LEVELS = [100, 1_000];
 
 export interface LatencyHidingLevel extends LoadResult {
@@ -34,15 +31,7 @@ export interface LatencyHidingRun {
  * CPU, not the model's latency, is the limit.
  */
 export async function runLatencyHiding(plan: BenchPlan, tag: string): Promise<LatencyHidingRun> {
-  const model = await startOpenAIServer(conclaveModel({ latencyMs: SIMULATED_MODEL_MS }));
-  const cluster = await startBenchCluster({
-    env: {
-      CONCLAVE_LLM_BASE_URL: model.url,
-      CONCLAVE_LLM_MODEL: `simulated-${SIMULATED_MODEL_MS}ms`,
-      CONCLAVE_LLM_MAX_RETRIES: "0",
-    },
-  });
-  const nc = await connectBus(busOptions("client", { servers: cluster.url, name: "bench-latency-hiding" }));
+  const { model, cluster, nc } = await startSimulatedModelCluster("bench-latency-hiding");
   try {
     progress(`latency hiding: LLM mode, every model call answered after ${SIMULATED_MODEL_MS} ms`);
     for (let i = 0; i < 5; i++) await conclaveTurn(nc, `${tag}-lh-warm-${i}`, plan.texts[i % plan.texts.length]!);

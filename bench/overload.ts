@@ -1,17 +1,14 @@
 import type { NatsConnection } from "@nats-io/nats-core";
-import { busOptions, connectBus } from "../src/bus/connection.ts";
 import { isConclaveError } from "../src/errors.ts";
-import { conclaveModel } from "../test/helpers/conclaveModel.ts";
-import { startOpenAIServer } from "../test/helpers/openaiServer.ts";
 import { type AdmittedSample, admittedTurn } from "./admittedTurn.ts";
-import { type BenchCluster, startBenchCluster } from "./cluster.ts";
+import type { BenchCluster } from "./cluster.ts";
 import type { CpuUse } from "./conclave.ts";
-import { SIMULATED_MODEL_MS } from "./latencyHiding.ts";
 import { closedLoop, type LoadResult } from "./load.ts";
 import type { BenchPlan } from "./plan.ts";
 import { cpuTimeMs, machineBusyMs } from "./procfs.ts";
 import { progress } from "./progress.ts";
 import { type ProfileRun, profileRun } from "./runConclave.ts";
+import { SIMULATED_MODEL_MS, startSimulatedModelCluster } from "./simulatedModel.ts";
 import { round, type Summary, summarize } from "./stats.ts";
 
 /** One closed-loop level of the overload phase, split by how each turn was admitted. */
@@ -140,15 +137,7 @@ const describe = (label: string, l: OverloadLevel) =>
  */
 export async function runOverload(plan: BenchPlan, tag: string): Promise<OverloadRun> {
   const day = plan.busyDay;
-  const model = await startOpenAIServer(conclaveModel({ latencyMs: SIMULATED_MODEL_MS }));
-  const cluster = await startBenchCluster({
-    env: {
-      CONCLAVE_LLM_BASE_URL: model.url,
-      CONCLAVE_LLM_MODEL: `simulated-${SIMULATED_MODEL_MS}ms`,
-      CONCLAVE_LLM_MAX_RETRIES: "0",
-    },
-  });
-  const nc = await connectBus(busOptions("client", { servers: cluster.url, name: "bench-overload" }));
+  const { model, cluster, nc } = await startSimulatedModelCluster("bench-overload");
   try {
     progress(`busy day, overload: LLM mode, every model call answered after ${SIMULATED_MODEL_MS} ms; warming up`);
     const warm = await closedLoop({

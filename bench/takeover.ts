@@ -1,16 +1,14 @@
 import { once } from "node:events";
 import type { NatsConnection } from "@nats-io/nats-core";
-import { busOptions, connectBus } from "../src/bus/connection.ts";
 import type { ConclaveProcess } from "../src/cli/childProcess.ts";
 import { submitTurn, watchTurn } from "../src/client/turns.ts";
 import type { EngineEvent } from "../src/contracts/events.ts";
 import { TurnStatusStore } from "../src/runtime/turnStatusStore.ts";
-import { conclaveModel } from "../test/helpers/conclaveModel.ts";
-import { type ChatRequestBody, startOpenAIServer } from "../test/helpers/openaiServer.ts";
-import { type BenchCluster, startBenchCluster } from "./cluster.ts";
-import { SIMULATED_MODEL_MS } from "./latencyHiding.ts";
+import type { ChatRequestBody } from "../test/helpers/openaiServer.ts";
+import type { BenchCluster } from "./cluster.ts";
 import type { BenchPlan } from "./plan.ts";
 import { progress } from "./progress.ts";
+import { SIMULATED_MODEL_MS, startSimulatedModelCluster } from "./simulatedModel.ts";
 import { round, type Summary, summarize } from "./stats.ts";
 
 /** The event after which the runner is killed: wave 0's agents have answered (recorded), wave 1 is next. */
@@ -106,15 +104,7 @@ async function killedTurn(
  * beyond the undisturbed turn's were made again.
  */
 export async function runTakeover(plan: BenchPlan, tag: string): Promise<TakeoverRun> {
-  const model = await startOpenAIServer(conclaveModel({ latencyMs: SIMULATED_MODEL_MS }));
-  const cluster = await startBenchCluster({
-    env: {
-      CONCLAVE_LLM_BASE_URL: model.url,
-      CONCLAVE_LLM_MODEL: `simulated-${SIMULATED_MODEL_MS}ms`,
-      CONCLAVE_LLM_MAX_RETRIES: "0",
-    },
-  });
-  const nc = await connectBus(busOptions("client", { servers: cluster.url, name: "bench-takeover" }));
+  const { model, cluster, nc } = await startSimulatedModelCluster("bench-takeover");
   const observer = await cluster.connectInstrument("bench-takeover-status");
   let spawned = 1;
   try {

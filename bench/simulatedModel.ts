@@ -1,0 +1,25 @@
+import { busOptions, connectBus } from "../src/bus/connection.ts";
+import { conclaveModel } from "../test/helpers/conclaveModel.ts";
+import { startOpenAIServer } from "../test/helpers/openaiServer.ts";
+import { startBenchCluster } from "./cluster.ts";
+
+/** The simulated model's latency: every call (agents, council, voice, critics) is answered after this long. */
+export const SIMULATED_MODEL_MS = 50;
+
+/**
+ * A deployment in LLM mode against the simulated model: the model server,
+ * the cluster (nats-server, workers, a runner) pointed at it without retries,
+ * and a client connection named `name`. The caller closes all three.
+ */
+export async function startSimulatedModelCluster(name: string) {
+  const model = await startOpenAIServer(conclaveModel({ latencyMs: SIMULATED_MODEL_MS }));
+  const cluster = await startBenchCluster({
+    env: {
+      CONCLAVE_LLM_BASE_URL: model.url,
+      CONCLAVE_LLM_MODEL: `simulated-${SIMULATED_MODEL_MS}ms`,
+      CONCLAVE_LLM_MAX_RETRIES: "0",
+    },
+  });
+  const nc = await connectBus(busOptions("client", { servers: cluster.url, name }));
+  return { model, cluster, nc };
+}
