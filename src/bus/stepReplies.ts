@@ -1,7 +1,7 @@
-/** How long an answer is kept for a repeat of its request. */
-const DEFAULT_TTL_MS = 10 * 60_000;
-/** The most answers kept (the oldest go first). */
-const DEFAULT_MAX = 10_000;
+/** How long an answer is kept for a repeat of its request: a takeover asks again within seconds. */
+const DEFAULT_TTL_MS = 60_000;
+/** The most answers kept (the oldest go first): a few megabytes at most, whatever the load. */
+const DEFAULT_MAX = 4_096;
 
 interface Step {
   reply: Promise<Uint8Array>;
