@@ -60,6 +60,23 @@ export interface CpuUse {
   cores: number;
 }
 
+/** Each process's CPU since `before` (its CPU time then, in `pids`' order), over a run of `turns` turns. */
+export function cpuUseSince(
+  pids: { name: string; pid: number }[],
+  before: number[],
+  run: { turns: number; elapsedMs: number },
+): CpuUse[] {
+  return pids.map(({ name, pid }, index) => {
+    const cpuMs = cpuTimeMs(pid) - before[index]!;
+    return {
+      process: name,
+      cpuMs: round(cpuMs, 0),
+      perTurnMs: round(cpuMs / Math.max(1, run.turns), 3),
+      cores: round(cpuMs / run.elapsedMs, 2),
+    };
+  });
+}
+
 export interface LevelResult extends LoadResult {
   cpu: CpuUse[];
   /** CPU used meanwhile by processes outside the bench (other work on the machine), in cores. */
@@ -86,15 +103,7 @@ export async function conclaveLevel(
           progress(`  ${options.label}: ${done} turns, ${((done / elapsed) * 1000).toFixed(0)} turns/s`)
       : undefined,
   });
-  const cpu = pids.map(({ name }, index) => {
-    const cpuMs = cpuTimeMs(pids[index]!.pid) - before[index]!;
-    return {
-      process: name,
-      cpuMs: round(cpuMs, 0),
-      perTurnMs: round(cpuMs / Math.max(1, result.turns), 3),
-      cores: round(cpuMs / result.elapsedMs, 2),
-    };
-  });
+  const cpu = cpuUseSince(pids, before, result);
   const ours = cpu.reduce((sum, use) => sum + use.cpuMs, 0);
   const backgroundCores = round(Math.max(0, machineBusyMs() - machineBefore - ours) / result.elapsedMs, 2);
   return { ...result, cpu, backgroundCores };

@@ -2,7 +2,7 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import { isConclaveError } from "../src/errors.ts";
 import { type AdmittedSample, admittedTurn } from "./admittedTurn.ts";
 import type { BenchCluster } from "./cluster.ts";
-import type { CpuUse } from "./conclave.ts";
+import { type CpuUse, cpuUseSince } from "./conclave.ts";
 import { closedLoop, type LoadResult } from "./load.ts";
 import type { BenchPlan } from "./plan.ts";
 import { cpuTimeMs, machineBusyMs } from "./procfs.ts";
@@ -95,15 +95,7 @@ async function level(
         `  ${options.label}: ${completed} turns in ${round(elapsedMs / 1000, 1)} s, ${samples.filter((s) => s.admission === "queued").length} queued, ${samples.reduce((n, s) => n + s.busyAnswers, 0)} busy answers`,
       ),
   });
-  const cpu = pids.map(({ name, pid }, index) => {
-    const cpuMs = cpuTimeMs(pid) - before[index]!;
-    return {
-      process: name,
-      cpuMs: round(cpuMs, 0),
-      perTurnMs: round(cpuMs / Math.max(1, result.turns), 3),
-      cores: round(cpuMs / result.elapsedMs, 2),
-    };
-  });
+  const cpu = cpuUseSince(pids, before, result);
   const ours = cpu.reduce((sum, use) => sum + use.cpuMs, 0);
   const queued = samples.filter((s) => s.admission === "queued");
   const admitted = samples.filter((s) => s.admission !== "queued");
