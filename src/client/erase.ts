@@ -1,7 +1,7 @@
 import type { NatsConnection } from "@nats-io/nats-core";
 import { requestJson } from "../bus/request.ts";
 import { subjects } from "../bus/subjects.ts";
-import { DEFAULT_ERASE_WAIT_MS_HINT, EraseRecord, type EraseRequest } from "../contracts/erase.ts";
+import { DEFAULT_ERASE_WAIT_MS, EraseRecord, type EraseRequest } from "../contracts/erase.ts";
 import { checkSessionId } from "./turns.ts";
 
 /** What `erase` may say about itself, for the audit record. */
@@ -22,6 +22,6 @@ export function eraseSession(
 ): Promise<EraseRecord> {
   checkSessionId(sessionId);
   // The runner waits for turns to end before it erases: the request outlives that wait.
-  const timeoutMs = Math.max(requestTimeoutMs, (options.wait_ms ?? DEFAULT_ERASE_WAIT_MS_HINT) + 30_000);
+  const timeoutMs = Math.max(requestTimeoutMs, (options.wait_ms ?? DEFAULT_ERASE_WAIT_MS) + 30_000);
   return requestJson(nc, subjects.sessionErase(sessionId), options, EraseRecord, { timeoutMs });
 }

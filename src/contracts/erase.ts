@@ -5,7 +5,7 @@ import { SessionId } from "./ids.ts";
 export const MAX_ERASE_WAIT_MS = 120_000;
 
 /** How long a runner waits for cancelled turns to end when the request does not say, in ms. */
-export const DEFAULT_ERASE_WAIT_MS_HINT = 30_000;
+export const DEFAULT_ERASE_WAIT_MS = 30_000;
 
 /** A request to erase one session (`conclave.session.erase.<session>`, served by the runners). */
 export const EraseRequest = z.object({

@@ -123,7 +123,7 @@ async function attempt<T>(
   if (allowedMs <= 0) return { fallback: { code: "timeout", message: `no time was left in the stage for ${who}` } };
   const bounded = deadlineSignal(allowedMs, signal);
   try {
-    // Not every call stops waiting when told (a voice stream whose worker died waits for its own timeout).
+    // Whatever the service does when told to stop, the stage stops waiting for it here.
     return { value: await unlessAborted(call(bounded), bounded) };
   } catch (error) {
     if (signal.aborted) throw error;

@@ -6,7 +6,7 @@ import { asHandlerError, HandlerError, respondWithError } from "../../bus/errors
 import { isInboxReply } from "../../bus/replies.ts";
 import type { ServiceMsg } from "../../bus/service.ts";
 import { buckets, subjects } from "../../bus/subjects.ts";
-import { DEFAULT_ERASE_WAIT_MS_HINT, EraseRecord, EraseRequest } from "../../contracts/erase.ts";
+import { DEFAULT_ERASE_WAIT_MS, EraseRecord, EraseRequest } from "../../contracts/erase.ts";
 import { TurnStatusRecord } from "../../contracts/wal.ts";
 import { singleLine } from "../../errors.ts";
 import { ensureAuditStream } from "../../eventlog/streams.ts";
@@ -29,9 +29,6 @@ export interface EraseDeps extends EraseStoreDeps {
 
 /** Largest accepted erase request, in bytes. */
 export const MAX_ERASE_BYTES = 4_096;
-
-/** How long an erase waits for its session's cancelled turns to end, unless the request says. */
-export const DEFAULT_ERASE_WAIT_MS = DEFAULT_ERASE_WAIT_MS_HINT;
 
 /** The reason recorded in the `Cancelled` outcome of a turn an erase stopped. */
 export const ERASE_CANCEL_REASON = "the session is being erased";
@@ -152,12 +149,9 @@ async function untilEnded(nc: NatsConnection, sessionId: string, turnIds: number
   return [...open].sort((a, b) => a - b);
 }
 
-const decoder = new TextDecoder();
-
 function safeStatus(value: Uint8Array): TurnStatusRecord | null {
   try {
-    const parsed = TurnStatusRecord.safeParse(JSON.parse(decoder.decode(value)));
-    return parsed.success ? parsed.data : null;
+    return decodeJson(value, TurnStatusRecord, "turn status");
   } catch {
     return null; // unreadable: no turn known to run
   }

@@ -43,7 +43,8 @@ type StoreEraser = () => Promise<number | "skipped">;
  * Erases the session from every store, each independently. The turn
  * counter (`counter.<session>`: two integers) is kept so that turn ids are
  * never given twice (events are deduplicated by `<session>.<turn>.<seq>`);
- * the owner lease (a runner's name, expiring in seconds) is left to lapse:
+ * the ownership record (a runner's name) is left to its runner, which lets
+ * the session go when told of the erase (`conclave.session.erased`):
  * deleting a live lease would let two runners run the session at once.
  */
 export async function eraseStores(deps: EraseStoreDeps, sessionId: string): Promise<StoresErased> {
