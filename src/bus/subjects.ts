@@ -36,6 +36,13 @@ export const subjects = {
   turnEvents: (sessionId: string, turnId: number) => `${SUBJECT_ROOT}.events.${sessionId}.${turnId}`,
   sessionEvents: (sessionId: string) => `${SUBJECT_ROOT}.events.${sessionId}.*`,
   allEvents: `${SUBJECT_ROOT}.events.>`,
+  /**
+   * Public, core NATS (not stored): a turn's stream chunks one by one as they are made (LiveChunk), while the
+   * log stores them coalesced. A tenant gets them through its watch (`conclave.turn.watch.<session>`), relayed by
+   * a runner, so no subject of it is exported to tenant accounts.
+   */
+  liveChunks: (sessionId: string, turnId: number) => `${SUBJECT_ROOT}.live.${sessionId}.${turnId}`,
+  allLiveChunks: `${SUBJECT_ROOT}.live.>`,
 
   agent: (agentId: string) => `${SUBJECT_ROOT}.agent.${agentId}`,
   /** Core NATS: a worker announces the agents it hosts (on start, on a roll call, every heartbeat). */

@@ -34,7 +34,10 @@ export interface TurnResult {
 /**
  * A submitted turn: iterate it for its events as they happen (stored ones
  * first, so starting late misses nothing; the iteration ends after
- * TURN_COMPLETED), or await `result`.
+ * TURN_COMPLETED), or await `result`. Stream chunks come one by one as they
+ * are made, though the log stores them coalesced: each piece of text comes
+ * once, live or from the log, and several live chunks share the `seq` of the
+ * stored STREAM_CHUNK that holds them.
  */
 export interface TurnStream extends AsyncIterable<EngineEvent> {
   /** Resolves once the runtime stored the turn; rejects with the submission's named error (busy, invalid, no runner…). */

@@ -117,7 +117,19 @@ export const EventPayloads = {
      */
     restarted: z.literal(true).optional(),
   }),
-  STREAM_CHUNK: z.object({ stream_id: StreamId, index: z.number().int().min(0), delta: z.string() }),
+  /**
+   * Text of a stream. Live (core NATS, `conclave.live.<session>.<turn>`) each chunk is one event; the log
+   * stores a stream's chunks coalesced: one STREAM_CHUNK holding `chunks` consecutive live chunks from `index`,
+   * `delta` their text joined. The text of a stream is the same either way.
+   */
+  STREAM_CHUNK: z.object({
+    stream_id: StreamId,
+    /** The first (or only) live chunk it holds, counted per stream from 0. */
+    index: z.number().int().min(0),
+    delta: z.string(),
+    /** How many live chunks it holds (`index` to `index + chunks - 1`); absent: one. */
+    chunks: z.number().int().min(1).optional(),
+  }),
   STREAM_END: z.object({ stream_id: StreamId, chunks: z.number().int().min(0) }),
   VOICE_RENDERED: z.object({
     text: z.string(),
@@ -185,3 +197,18 @@ export const EngineEvent = z.discriminatedUnion(
   ) as unknown as [z.ZodObject<{ kind: z.ZodLiteral<EventKind> }>, ...z.ZodObject<{ kind: z.ZodLiteral<EventKind> }>[]],
 );
 export type EngineEvent = z.infer<z.ZodObject<typeof EventEnvelope>> & EventBody;
+
+/**
+ * One stream chunk as published live on core NATS (`conclave.live.<session>.<turn>`), one message per chunk,
+ * before the log stores it coalesced with others. `seq` is the seq of the stored STREAM_CHUNK that will hold it
+ * (several live chunks share it); every stored event up to `after_seq` comes before it. `writer` names the
+ * writer of the turn's log: a turn taken over is written by another, whose live chunks replace the first's.
+ */
+export const LiveChunk = z.object({
+  ...EventEnvelope,
+  kind: z.literal("STREAM_CHUNK"),
+  payload: EventPayloads.STREAM_CHUNK,
+  after_seq: z.number().int().min(-1),
+  writer: z.string().min(1).max(64),
+});
+export type LiveChunk = z.infer<typeof LiveChunk>;

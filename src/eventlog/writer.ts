@@ -1,11 +1,24 @@
+import { randomUUID } from "node:crypto";
 import type { JetStreamClient, PubAck } from "@nats-io/jetstream";
 import { JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/nats-core";
 import { encodeJson } from "../bus/codec.ts";
+import { InboxRequests, jetStreamPublish } from "../bus/inboxRequests.ts";
 import { subjects } from "../bus/subjects.ts";
 import type { EngineEvent } from "../contracts/events.ts";
 import type { TurnRecord } from "../contracts/turnProtocol.ts";
 import { ConclaveError } from "../errors.ts";
+import {
+  ChunkCoalescer,
+  type CoalescedChunk,
+  type Schedule,
+  type StreamChunk,
+  type StreamChunkOptions,
+  streamChunkSettings,
+  timerSchedule,
+} from "./chunkCoalescer.ts";
 import { monotonicNow } from "./clock.ts";
+import { sendLiveChunk } from "./liveChunks.ts";
 
 /** Raised by `finish` when some event of the turn could not be stored, or another writer took the turn. */
 export class EventLogError extends ConclaveError<"event_log"> {
@@ -14,11 +27,26 @@ export class EventLogError extends ConclaveError<"event_log"> {
   }
 }
 
-export interface EventLogWriterOptions {
+/** How long one publish waits for its acknowledgement before it is tried again. */
+const PUBLISH_TIMEOUT_MS = 5_000;
+
+export interface EventLogWriterOptions extends Partial<StreamChunkOptions> {
   /** How long one event may take to be stored, retries included (e.g. across a NATS restart). Default 60 s. */
   storeTimeoutMs: number;
   /** Called once when another writer is found writing the same turn (this one must stop). */
   onFenced?: (sessionId: string, turnId: number) => void;
+  /**
+   * Where every stream chunk also goes out live, one message each, on core NATS
+   * (`conclave.live.<session>.<turn>`, a LiveChunk) as it is appended. Absent: nothing goes out live.
+   */
+  live?: NatsConnection;
+  /**
+   * Publish the events over this connection's own reply inbox (src/bus/inboxRequests.ts) rather than
+   * `js.publish`, which builds an error object after every publish that succeeds. Absent: `js.publish`.
+   */
+  transport?: NatsConnection;
+  /** When a buffered run of chunks is stored for its age (`chunkMs`). A seam for tests; default setTimeout. */
+  schedule?: Schedule;
 }
 
 /** An event appended and not yet settled, with the promise `pending` holds for it. */
@@ -30,6 +58,8 @@ interface Queued {
 }
 
 interface OpenTurn {
+  sessionId: string;
+  turnId: number;
   seq: number;
   startedAt: number;
   /** One promise per appended event: settles once it is stored (or the turn is fenced), rejects when it cannot be. */
@@ -49,6 +79,10 @@ interface OpenTurn {
   broken: unknown;
   /** What earlier attempts stored of the turn (given to `open`); empty for a turn this writer started. */
   stored: readonly EngineEvent[];
+  /** Stream chunks buffered, to be stored coalesced; null when every chunk is stored as it comes (`chunkMs` 0). */
+  chunks: ChunkCoalescer | null;
+  /** Names this writer's hold on the turn in its live chunks (a takeover's writer has another). */
+  writer: string;
 }
 
 /**
@@ -76,17 +110,32 @@ interface OpenTurn {
  * one is stored; a turn that follows another of the same session starts
  * after that one's terminal event is stored. `finish` waits until every event
  * of the turn is stored.
+ *
+ * Stream chunks are stored coalesced (see chunkCoalescer.ts): buffered per
+ * stream and stored as one STREAM_CHUNK per run, when the run is `chunkMs`
+ * old, the buffer holds `chunkBytes`, and always before any other event of the
+ * turn is stored and when the turn is flushed or finished. A run gets its seq
+ * when it is stored, so seqs stay contiguous. Each chunk also goes out live
+ * (`live`) when it is appended, carrying the seq that will hold it.
  */
 export class EventLogWriter {
   readonly #js: JetStreamClient;
+  readonly #requests: InboxRequests | null;
   readonly #options: EventLogWriterOptions;
   readonly #turns = new Map<string, OpenTurn>();
   /** Per session, the terminal event of its last turn, while it is being stored. */
   readonly #sessionTails = new Map<string, Promise<void>>();
+  readonly #chunking: StreamChunkOptions;
+  /** This writer's name in its live chunks, and how many turns it opened (each hold on a turn is named apart). */
+  readonly #id = randomUUID().slice(0, 8);
+  #opened = 0;
 
+  /** Throws a "config" ConclaveError for a bad chunk setting (given, or from the environment). */
   constructor(js: JetStreamClient, options: Partial<EventLogWriterOptions> = {}) {
     this.#js = js;
+    this.#requests = options.transport ? InboxRequests.of(options.transport) : null;
     this.#options = { storeTimeoutMs: 60_000, ...options };
+    this.#chunking = streamChunkSettings({ chunkMs: options.chunkMs, chunkBytes: options.chunkBytes });
   }
 
   /**
@@ -95,7 +144,8 @@ export class EventLogWriter {
    */
   open(sessionId: string, turnId: number, stored: readonly EngineEvent[], lastStreamSeq: number): void {
     const last = stored.at(-1);
-    const turn = this.#newTurn(last ? last.seq + 1 : 0, monotonicNow(), lastStreamSeq);
+    this.#turns.get(`${sessionId}.${turnId}`)?.chunks?.discard();
+    const turn = this.#newTurn(sessionId, turnId, last ? last.seq + 1 : 0, monotonicNow(), lastStreamSeq);
     turn.stored = stored;
     this.#turns.set(`${sessionId}.${turnId}`, turn);
   }
@@ -108,8 +158,10 @@ export class EventLogWriter {
     return this.#turns.get(`${sessionId}.${turnId}`)?.stored ?? [];
   }
 
-  #newTurn(seq: number, startedAt: number, expectLast: number): OpenTurn {
-    return {
+  #newTurn(sessionId: string, turnId: number, seq: number, startedAt: number, expectLast: number): OpenTurn {
+    const turn: OpenTurn = {
+      sessionId,
+      turnId,
       seq,
       startedAt,
       pending: [],
@@ -121,17 +173,84 @@ export class EventLogWriter {
       after: undefined,
       broken: undefined,
       stored: [],
+      chunks: null,
+      writer: `${this.#id}.${++this.#opened}`,
     };
+    if (this.#chunking.chunkMs > 0)
+      turn.chunks = new ChunkCoalescer(
+        this.#chunking,
+        (runs) => this.#storeRuns(turn, runs),
+        this.#options.schedule ?? timerSchedule,
+      );
+    return turn;
   }
 
-  append(sessionId: string, turnId: number, record: TurnRecord): EngineEvent {
+  /**
+   * Appends one of the turn's events: it gets the next seq and is stored in
+   * order. A stream chunk goes out live at once and is buffered, to be stored
+   * coalesced with the chunks after it: then nothing is returned (its seq is
+   * given when its run is stored); anything else returns the event as stored.
+   */
+  append(sessionId: string, turnId: number, record: TurnRecord): EngineEvent | undefined {
     const key = `${sessionId}.${turnId}`;
     const now = monotonicNow();
     let turn = this.#turns.get(key);
     if (!turn) {
-      turn = this.#newTurn(0, now, 0);
+      turn = this.#newTurn(sessionId, turnId, 0, now, 0);
       this.#turns.set(key, turn);
     }
+    if (record.kind === "STREAM_CHUNK" && turn.chunks && record.payload.chunks === undefined) {
+      // Adding may store the runs buffered before (when the chunk does not continue its stream's run): the
+      // buffered runs then get the seqs from `turn.seq` on, in order, and every event before them comes first.
+      const place = turn.chunks.add(record.payload, now);
+      this.#sendLive(turn, record.payload, turn.seq + place, turn.seq - 1, now);
+      if (turn.chunks.full) turn.chunks.flush();
+      return undefined;
+    }
+    turn.chunks?.flush(); // the chunks before this event are stored before it
+    const event = this.#store(turn, record, now);
+    if (event.kind === "STREAM_CHUNK") this.#sendLive(turn, event.payload, event.seq, event.seq - 1, now);
+    return event;
+  }
+
+  /** Stores buffered runs of stream chunks, in order, each one STREAM_CHUNK (`chunks` absent for a single one). */
+  #storeRuns(turn: OpenTurn, runs: readonly CoalescedChunk[]): void {
+    for (const run of runs) {
+      this.#store(
+        turn,
+        {
+          kind: "STREAM_CHUNK",
+          payload: {
+            stream_id: run.stream_id,
+            index: run.index,
+            delta: run.delta,
+            ...(run.chunks > 1 ? { chunks: run.chunks } : {}),
+          },
+        },
+        run.ts,
+      );
+    }
+  }
+
+  /** Sends one chunk live (`live`), with the seq of the stored event that will hold it. */
+  #sendLive(turn: OpenTurn, chunk: StreamChunk, seq: number, afterSeq: number, now: number): void {
+    if (!this.#options.live || turn.fenced) return;
+    const { stream_id, index, delta } = chunk;
+    sendLiveChunk(this.#options.live, {
+      session_id: turn.sessionId,
+      turn_id: turn.turnId,
+      seq,
+      ts_monotonic: now,
+      kind: "STREAM_CHUNK",
+      payload: { stream_id, index, delta },
+      after_seq: afterSeq,
+      writer: turn.writer,
+    });
+  }
+
+  /** Gives the event the turn's next seq and queues it to be stored. */
+  #store(turn: OpenTurn, record: TurnRecord, now: number): EngineEvent {
+    const { sessionId, turnId } = turn;
     const seq = turn.seq++;
     // A turn's time counts from its start, not from the TURN_QUEUED before it (time spent waiting for a place).
     if (record.kind === "TURN_STARTED") turn.startedAt = now;
@@ -248,9 +367,17 @@ export class EventLogWriter {
 
   #publish(queued: Queued, expectLast?: number): Promise<PubAck> {
     const { event } = queued;
-    return this.#js.publish(subjects.turnEvents(event.session_id, event.turn_id), queued.data, {
-      msgID: `${event.session_id}.${event.turn_id}.${event.seq}`,
-      timeout: 5_000,
+    const subject = subjects.turnEvents(event.session_id, event.turn_id);
+    const msgID = `${event.session_id}.${event.turn_id}.${event.seq}`;
+    if (this.#requests)
+      return jetStreamPublish(this.#requests, subject, queued.data, {
+        msgID,
+        timeoutMs: PUBLISH_TIMEOUT_MS,
+        ...(expectLast === undefined ? {} : { expectLastSubjectSequence: expectLast }),
+      });
+    return this.#js.publish(subject, queued.data, {
+      msgID,
+      timeout: PUBLISH_TIMEOUT_MS,
       ...(expectLast === undefined ? {} : { expect: { lastSubjectSequence: expectLast } }),
     });
   }
@@ -283,6 +410,7 @@ export class EventLogWriter {
     const key = `${sessionId}.${turnId}`;
     const turn = this.#turns.get(key);
     if (!turn) return;
+    turn.chunks?.flush();
     await Promise.all([...turn.pending]);
     if (turn.fenced) throw new EventLogError(`turn ${key} is being written by another runner`);
   }
@@ -292,6 +420,7 @@ export class EventLogWriter {
     const key = `${sessionId}.${turnId}`;
     const turn = this.#turns.get(key);
     if (!turn) return 0;
+    turn.chunks?.flush();
     this.#turns.delete(key);
     const results = await Promise.allSettled(turn.pending);
     if (turn.fenced)
@@ -308,7 +437,9 @@ export class EventLogWriter {
 
   /** Forgets a turn without waiting (it was interrupted by a takeover elsewhere). */
   abandon(sessionId: string, turnId: number): void {
-    this.#turns.delete(`${sessionId}.${turnId}`);
+    const key = `${sessionId}.${turnId}`;
+    this.#turns.get(key)?.chunks?.discard();
+    this.#turns.delete(key);
   }
 }
 

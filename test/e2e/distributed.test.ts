@@ -1,11 +1,13 @@
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
-import { jetstream } from "@nats-io/jetstream";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/nats-core";
 import { connect } from "@nats-io/transport-node";
 import { beforeAll, describe, expect, it } from "vitest";
 import { CONCLAVE_BIN, type ConclaveProcess } from "../../src/cli/childProcess.ts";
 import { submitTurn, watchTurn } from "../../src/client/turns.ts";
 import type { EngineEvent } from "../../src/contracts/events.ts";
+import { readEvents } from "../../src/eventlog/reader.ts";
 import { STAGES } from "../../src/contracts/turn.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { useConclaveProcesses } from "../helpers/processes.ts";
@@ -15,8 +17,10 @@ const nats = useNatsServer();
 const processes = useConclaveProcesses(() => nats.url);
 const run = promisify(execFile);
 let runner: ConclaveProcess;
+let reader: NatsConnection;
 
 beforeAll(async () => {
+  reader = await nats.connect("client");
   await Promise.all([
     processes.spawn("agents-a", ["worker", "--agents", "inhibition.*,monitoring.*,reasoning.*"]),
     processes.spawn("agents-b", ["worker", "--agents", "emotion.*,social.*,planning.*"]),
@@ -24,6 +28,15 @@ beforeAll(async () => {
   ]);
   runner = await processes.spawn("runner", ["runner"]);
 });
+
+/** Each stream's text, its chunks joined in order: what a reader of the turn shows. */
+function textByStream(events: EngineEvent[]): Record<string, string> {
+  const text: Record<string, string> = {};
+  for (const event of events)
+    if (event.kind === "STREAM_CHUNK")
+      text[event.payload.stream_id] = (text[event.payload.stream_id] ?? "") + event.payload.delta;
+  return text;
+}
 
 async function turn(session: string, text: string): Promise<EngineEvent[]> {
   const nc = await nats.connect("client");
@@ -51,8 +64,11 @@ describe("a turn across worker processes", () => {
   });
 
   it("stores each turn's events once, in order, seq contiguous from 0", async () => {
-    const events = await turn("e2e-log", "There's a bug in my code and I'm stuck. Can you help?");
+    const live = await turn("e2e-log", "There's a bug in my code and I'm stuck. Can you help?");
+    const events = await readEvents(jetstream(reader), await jetstreamManager(reader), "e2e-log", 1);
     expect(events.map((event) => event.seq)).toEqual(events.map((_, index) => index));
+    // What the watch gave (every chunk live) holds the same text as the log (chunks stored coalesced).
+    expect(textByStream(live)).toEqual(textByStream(events));
     expect(new Set(events.map((event) => event.turn_id))).toEqual(new Set([1]));
     for (let i = 1; i < events.length; i++)
       expect(events[i]!.ts_monotonic).toBeGreaterThanOrEqual(events[i - 1]!.ts_monotonic);
@@ -197,12 +213,15 @@ describe("the conclave CLI", () => {
     expect(streamed.at(-1)?.kind).toBe("TURN_COMPLETED");
     const read = await cli(["events", "--session", "cli", "--turn", "1", "--json"]);
     expect(read.code).toBe(0);
-    expect(
-      read.stdout
-        .trim()
-        .split("\n")
-        .map((line) => JSON.parse(line)),
-    ).toEqual(streamed);
+    const stored = read.stdout
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as EngineEvent);
+    // `send` streams every chunk live; the log stores them coalesced: the same events, and the same text.
+    const notChunks = (events: EngineEvent[]) => events.filter((event) => event.kind !== "STREAM_CHUNK");
+    expect(notChunks(stored)).toEqual(notChunks(streamed));
+    expect(textByStream(stored)).toEqual(textByStream(streamed));
+    expect(stored.map((event) => event.seq)).toEqual(stored.map((_, index) => index));
   });
 
   it("send shows stages and the reply in readable form", async () => {

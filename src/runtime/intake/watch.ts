@@ -1,12 +1,12 @@
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
-import type { NatsConnection } from "@nats-io/nats-core";
+import type { NatsConnection, Subscription } from "@nats-io/nats-core";
 import { z } from "zod";
 import { decodeJson, encodeJson } from "../../bus/codec.ts";
 import { asHandlerError, respondWithError } from "../../bus/errors.ts";
 import { isInboxReply } from "../../bus/replies.ts";
 import type { ServiceMsg } from "../../bus/service.ts";
 import { subjects } from "../../bus/subjects.ts";
-import type { EngineEvent } from "../../contracts/events.ts";
+import { type EngineEvent, LiveChunk } from "../../contracts/events.ts";
 import { TurnId } from "../../contracts/ids.ts";
 import { deadlineSignal } from "../../deadline.ts";
 import { singleLine } from "../../errors.ts";
@@ -24,13 +24,19 @@ export const WatchRequest = z.object({
    * Default true with `turn_id`, false without.
    */
   follow: z.boolean().optional(),
+  /**
+   * Following one turn, send its stream chunks live too, one by one as they are made (LiveChunk, naming a
+   * `writer`), among its stored events, which hold them coalesced: the requester merges the two (the client's
+   * LiveChunkMerger). Default false: stored events only, as older clients expect.
+   */
+  live: z.boolean().optional(),
   /** Longest the exchange may last. Default 60 000, at most 300 000. */
   timeout_ms: z.number().int().min(100).max(300_000).default(60_000),
 });
 export type WatchRequest = z.infer<typeof WatchRequest>;
 
 /**
- * Largest accepted watch request, in bytes: its three fields fit in well
+ * Largest accepted watch request, in bytes: its four fields fit in well
  * under 100; anything near this is not a watch request (the other public
  * subjects stop at 64 KiB or less, see MAX_SUBMISSION_BYTES).
  */
@@ -50,7 +56,8 @@ export interface WatchDeps {
  * exchange — `requestMany` with the sentinel strategy). This is how a tenant,
  * whose account has no JetStream, reads its sessions: only its own, since its
  * account's import puts its name in the subject. Events show the session id
- * as the requester knows it.
+ * as the requester knows it. Following one turn with `live`, its stream
+ * chunks come live too (LiveChunk), among its stored events.
  */
 export async function serveWatch(deps: WatchDeps, msg: ServiceMsg): Promise<void> {
   if (!isInboxReply(msg.reply, "runner")) return; // a stream of events goes nowhere but to a requester
@@ -70,15 +77,24 @@ export async function serveWatch(deps: WatchDeps, msg: ServiceMsg): Promise<void
       for (const event of await readEvents(deps.js, deps.jsm, sessionId, request.turn_id)) send(event);
     } else {
       const abort = deadlineSignal(request.timeout_ms);
-      await followEvents(
-        deps.js,
-        filter,
-        (event) => {
-          send(event);
-          return request.turn_id !== undefined && event.kind === "TURN_COMPLETED";
-        },
-        { signal: abort, ...(deps.nc ? { connection: deps.nc } : {}) },
-      );
+      // A turn's live chunks go along with its stored events (the requester merges them, see LiveChunkMerger).
+      const live =
+        request.live && request.turn_id !== undefined && deps.nc
+          ? relayLiveChunks(deps.nc, sessionId, request.turn_id, view, (data) => msg.respond(data))
+          : null;
+      try {
+        await followEvents(
+          deps.js,
+          filter,
+          (event) => {
+            send(event);
+            return request.turn_id !== undefined && event.kind === "TURN_COMPLETED";
+          },
+          { signal: abort, ...(deps.nc ? { connection: deps.nc } : {}) },
+        );
+      } finally {
+        live?.unsubscribe();
+      }
     }
     msg.respond(new Uint8Array());
   } catch (error) {
@@ -90,5 +106,29 @@ export async function serveWatch(deps: WatchDeps, msg: ServiceMsg): Promise<void
     } catch {
       // The requester is gone.
     }
+  }
+}
+
+/** Sends a turn's live chunks (`conclave.live.<session>.<turn>`) on to a watcher, its session id as it knows it. */
+function relayLiveChunks(
+  nc: NatsConnection,
+  sessionId: string,
+  turnId: number,
+  view: string,
+  send: (data: Uint8Array) => void,
+): Subscription | null {
+  try {
+    return nc.subscribe(subjects.liveChunks(sessionId, turnId), {
+      callback: (error, live) => {
+        if (error) return;
+        try {
+          send(encodeJson({ ...decodeJson(live.data, LiveChunk, "live chunk"), session_id: view }));
+        } catch {
+          // Not a live chunk, or the watcher is gone: the log has the turn's chunks.
+        }
+      },
+    });
+  } catch {
+    return null; // the connection is closing: the follow reports it
   }
 }
