@@ -52,6 +52,8 @@ export type { LogicContext, LogicHandler } from "./runtime/recipeHost/recipeActo
 export type { AdmissionLimits } from "./runtime/runner/admission.ts";
 export type { RecipeRunnerOptions, RunnerOptions } from "./runtime/runner/options.ts";
 export { type RunnerHandle, type StartRunnerOptions, startRunner } from "./runtime/startRunner.ts";
+export { TracingConfigError } from "./telemetry/config.ts";
+export { setupTracing, type TracingHandle, type TracingSetupOptions } from "./telemetry/setup.ts";
 export {
   defineTool,
   type ToolDefinition,

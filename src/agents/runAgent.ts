@@ -8,6 +8,8 @@ import { addUsage } from "../contracts/usage.ts";
 import { ConclaveError } from "../errors.ts";
 import type { ChatModel } from "../llm/model.ts";
 import { OfflineToolModel } from "../llm/offlineModel.ts";
+import { inAgentSpan } from "../telemetry/genAiSpans.ts";
+import { tracingActive } from "../telemetry/tracer.ts";
 import {
   type AgentTools,
   type AskGate,
@@ -49,7 +51,18 @@ export interface RunAgentOptions {
  */
 export type { AgentAnswer };
 
-export async function runAgent(
+export function runAgent(
+  agent: AgentDefinition,
+  request: AgentRequest,
+  options: RunAgentOptions,
+): Promise<AgentAnswer> {
+  // Traced, the run is an `invoke_agent <agent>` span (GenAI conventions); its model calls are its children.
+  if (tracingActive())
+    return inAgentSpan(agent.manifest.id, request, options.model, () => answerAgent(agent, request, options));
+  return answerAgent(agent, request, options);
+}
+
+async function answerAgent(
   agent: AgentDefinition,
   request: AgentRequest,
   options: RunAgentOptions,

@@ -1,8 +1,10 @@
-import type { NatsConnection, QueuedIterator } from "@nats-io/nats-core";
+import type { MsgHdrs, NatsConnection, QueuedIterator } from "@nats-io/nats-core";
 import { NoRespondersError, RequestError, TimeoutError } from "@nats-io/nats-core";
 import type { z } from "zod";
 import { ErrorReply } from "../contracts/errors.ts";
 import { describeIssues } from "../contracts/issues.ts";
+import { tracedRequest } from "../telemetry/requests.ts";
+import { tracingActive } from "../telemetry/tracer.ts";
 import { encodeJson } from "./codec.ts";
 import { isErrorCode, RemoteCallError } from "./errors.ts";
 import { ServiceErrorCodeHeader, ServiceErrorHeader } from "./service.ts";
@@ -10,6 +12,11 @@ import { ServiceErrorCodeHeader, ServiceErrorHeader } from "./service.ts";
 export interface RequestOptions {
   timeoutMs: number;
   signal?: AbortSignal;
+  /**
+   * Headers to send. Without them, while tracing is on, the request is sent in
+   * a client span whose context goes in its headers (src/telemetry/requests.ts).
+   */
+  headers?: MsgHdrs;
 }
 
 /**
@@ -24,10 +31,14 @@ export async function requestJson<S extends z.ZodType>(
   replySchema: S,
   options: RequestOptions,
 ): Promise<z.infer<S>> {
+  if (options.headers === undefined && tracingActive())
+    return tracedRequest(subject, payload, (headers) =>
+      requestJson(nc, subject, payload, replySchema, { ...options, headers }),
+    );
   options.signal?.throwIfAborted();
   let msg: Awaited<ReturnType<NatsConnection["request"]>>;
   try {
-    const pending = nc.request(subject, encodeJson(payload), { timeout: options.timeoutMs });
+    const pending = nc.request(subject, encodeJson(payload), { timeout: options.timeoutMs, headers: options.headers });
     msg = options.signal ? await raceAbort(pending, options.signal) : await pending;
   } catch (error) {
     if (error instanceof TimeoutError)
@@ -106,6 +117,10 @@ export async function requestStream<S extends z.ZodType>(
   onMessage: (message: z.infer<S>) => void,
   options: RequestOptions,
 ): Promise<void> {
+  if (options.headers === undefined && tracingActive())
+    return tracedRequest(subject, payload, (headers) =>
+      requestStream(nc, subject, payload, messageSchema, onMessage, { ...options, headers }),
+    );
   options.signal?.throwIfAborted();
   let finished = false;
   // The caller gives up (a stage left, a turn cancelled): stop waiting at once, not at the stream's maxWait.
@@ -114,6 +129,7 @@ export async function requestStream<S extends z.ZodType>(
     const replies = await nc.requestMany(subject, encodeJson(payload), {
       strategy: "sentinel",
       maxWait: options.timeoutMs,
+      headers: options.headers,
     });
     // The iterator nats-core returns is a QueuedIterator; its stop() ends the iteration.
     stopWaiting = () => (replies as QueuedIterator<unknown>).stop();

@@ -10,6 +10,8 @@ import {
 } from "xstate";
 import type { z } from "zod";
 import { withDeadline } from "../deadline.ts";
+import { failActiveSpan, serveInSpan } from "../telemetry/serverSpans.ts";
+import { tracingActive } from "../telemetry/tracer.ts";
 import { decodeJson, encodeJson } from "./codec.ts";
 import { asHandlerError, HandlerError, respondWithError } from "./errors.ts";
 import type { ServiceGroup, ServiceMsg } from "./service.ts";
@@ -79,7 +81,8 @@ export function serveActor<S extends z.ZodType, L extends AnyActorLogic>(
     ...(endpoint.metadata ? { metadata: endpoint.metadata } : {}),
     // Callbacks must not be async: the work runs detached and always answers.
     handler: (msg) => {
-      void answer(endpoint, msg, options);
+      // Traced, the request is handled in a server span, the child of the requester's (its context is in the headers).
+      void (tracingActive() ? serveInSpan(msg, () => answer(endpoint, msg, options)) : answer(endpoint, msg, options));
     },
   });
 }
@@ -97,6 +100,7 @@ async function answer<S extends z.ZodType, L extends AnyActorLogic>(
     if (endpoint.stream) safeRespond(msg, new Uint8Array());
   } catch (error) {
     const failure = asHandlerError(error, `${endpoint.name} failed`);
+    failActiveSpan(failure);
     try {
       options.onError?.(endpoint.name, failure, { subject: msg.subject, data: msg.data });
     } catch {

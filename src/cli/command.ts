@@ -8,6 +8,7 @@
 import type { ParseArgsConfig } from "node:util";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { connectBus, type Role } from "../bus/connection.ts";
+import { setupTracing, tracingServiceName } from "../telemetry/setup.ts";
 import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFrom, parse, UsageError } from "./args.ts";
 import { EXIT, EXIT_HELP } from "./failures.ts";
 
@@ -85,6 +86,8 @@ export function defineCommand<const F extends Flags>(spec: CommandSpec<F>): Comm
         console.log(help);
         return EXIT.ok;
       }
+      // Traced when the OTEL_* variables ask for it (src/telemetry/setup.ts); spans left are sent on the way out.
+      const tracing = spec.role ? await setupTracing({ serviceName: tracingServiceName(spec.role) }) : undefined;
       const connection = lazyConnection(values as ConnectionValues, spec);
       let done = false;
       try {
@@ -98,6 +101,7 @@ export function defineCommand<const F extends Flags>(spec: CommandSpec<F>): Comm
         return status;
       } finally {
         await connection.close(done);
+        await tracing?.shutdown();
       }
     },
   };

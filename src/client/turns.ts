@@ -1,15 +1,18 @@
 import { jetstream } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
-import type { z } from "zod";
+import { z } from "zod";
 import { RemoteCallError } from "../bus/errors.ts";
 import { requestJson, requestStream } from "../bus/request.ts";
 import { subjects } from "../bus/subjects.ts";
-import { EngineEvent } from "../contracts/events.ts";
+import { EngineEvent, LiveChunk } from "../contracts/events.ts";
 import { SessionId, TurnId } from "../contracts/ids.ts";
 import { TurnAck, type TurnSubmission } from "../contracts/turn.ts";
 import { deadlineSignal } from "../deadline.ts";
 import { ConclaveError } from "../errors.ts";
 import { followEvents } from "../eventlog/reader.ts";
+import { submitInSpan } from "../telemetry/submitSpan.ts";
+import { tracingActive } from "../telemetry/tracer.ts";
+import { LiveChunkMerger, subscribeLiveChunks } from "./liveChunks.ts";
 
 /** Raised when a turn does not complete within the caller's patience. */
 export class TurnTimeoutError extends ConclaveError<"turn_timeout"> {
@@ -61,7 +64,9 @@ export function checkTurnId(turnId: number): void {
  * Submits a user turn and returns its ack. A RemoteCallError with code
  * `no_responders` means no runner is up; `invalid_request`/`bad_json` carry
  * the runner's explanation (the client's `submit` checks the session id
- * first; this sends whatever it is given).
+ * first; this sends whatever it is given). With a tracer provider registered
+ * (`@opentelemetry/api`), it is sent in a `conclave.turn.submit` span whose
+ * context the runner's turn span continues.
  */
 export function submitTurn(
   nc: NatsConnection,
@@ -69,7 +74,10 @@ export function submitTurn(
   submission: z.input<typeof TurnSubmission>,
   timeoutMs = 5_000,
 ): Promise<TurnAck> {
-  return requestJson(nc, subjects.turnSubmit(sessionId), submission, TurnAck, { timeoutMs });
+  const subject = subjects.turnSubmit(sessionId);
+  if (tracingActive())
+    return submitInSpan(sessionId, (headers) => requestJson(nc, subject, submission, TurnAck, { timeoutMs, headers }));
+  return requestJson(nc, subject, submission, TurnAck, { timeoutMs });
 }
 
 /**
@@ -77,8 +85,11 @@ export function submitTurn(
  * TURN_COMPLETED, and returns that final event. Where it reads is the ack's
  * `events_subject`: the JetStream log itself for a client of the runtime's
  * account, a runner's `conclave.turn.watch.<session>` for a tenant (whose
- * account has no JetStream). Throws TurnTimeoutError when the turn does not
- * complete within `timeoutMs`.
+ * account has no JetStream). Stream chunks come one by one as they are made
+ * (the turn's live subject, or relayed by the runner), merged with the log's
+ * coalesced ones so that each piece of text comes once (LiveChunkMerger): a
+ * live chunk has the seq of the stored event that holds it. Throws
+ * TurnTimeoutError when the turn does not complete within `timeoutMs`.
  */
 export async function watchTurn(
   nc: NatsConnection,
@@ -103,21 +114,31 @@ async function followLog(
   timeoutMs: number,
 ): Promise<TurnCompleted | null> {
   let completed: TurnCompleted | null = null;
-  await followEvents(
-    jetstream(nc),
-    ack.events_subject,
-    (event) => {
-      onEvent(event);
-      if (event.kind === "TURN_COMPLETED") {
-        completed = event;
-        return true;
-      }
-      return false;
-    },
-    { signal: deadlineSignal(timeoutMs), connection: nc },
-  );
+  const merger = new LiveChunkMerger(onEvent);
+  // Subscribed before the log is read: a chunk is then either live or stored by the time the log is caught up.
+  const live = subscribeLiveChunks(nc, ack.session_id, ack.turn_id, merger);
+  try {
+    await followEvents(
+      jetstream(nc),
+      ack.events_subject,
+      (event) => {
+        merger.stored(event);
+        if (event.kind === "TURN_COMPLETED") {
+          completed = event;
+          return true;
+        }
+        return false;
+      },
+      { signal: deadlineSignal(timeoutMs), connection: nc },
+    );
+  } finally {
+    live?.unsubscribe();
+  }
   return completed;
 }
+
+/** What a watch through a runner sends: stored events and, following a turn, its live chunks (they name a writer). */
+const WatchedEvent = z.union([LiveChunk, EngineEvent]);
 
 /** Extra time a watch through a runner may take over the runner's own deadline, for the last replies to arrive. */
 const WATCH_SLACK_MS = 2_000;
@@ -129,15 +150,18 @@ async function watchThroughRunner(
   timeoutMs: number,
 ): Promise<TurnCompleted | null> {
   let completed: TurnCompleted | null = null;
+  const merger = new LiveChunkMerger(onEvent);
   await requestStream(
     nc,
     ack.events_subject,
-    { turn_id: ack.turn_id, follow: true, timeout_ms: timeoutMs },
-    EngineEvent,
+    { turn_id: ack.turn_id, follow: true, timeout_ms: timeoutMs, live: true },
+    WatchedEvent,
     (message) => {
+      // The runner relays the turn's live chunks among its stored events.
+      if ("writer" in message) return merger.live(message);
       // The schema's inferred type is wider than EngineEvent's declared union; it validated the same shape.
       const event = message as EngineEvent;
-      onEvent(event);
+      merger.stored(event);
       if (event.kind === "TURN_COMPLETED") completed = event;
     },
     { timeoutMs: timeoutMs + WATCH_SLACK_MS },

@@ -11,6 +11,7 @@ import { describeIssues } from "../contracts/issues.ts";
 import { deadlineSignal, timedOut, unlessAborted } from "../deadline.ts";
 import { MAX_EMBEDDING_DIMENSIONS } from "../memory/graph/types.ts";
 import { OFFLINE_EMBEDDING_DIMS, offlineEmbedding } from "../memory/learn/embedder.ts";
+import { withEmbeddingSpans } from "../telemetry/genAiSpans.ts";
 import { type LlmConfig, LlmConfigError, llmConfigFromEnv } from "./config.ts";
 import { LlmError, type LlmErrorCode, type LlmErrorOptions, llmErrorFromOpenAI } from "./errors.ts";
 import { loadOpenAI } from "./openaiPackage.ts";
@@ -134,7 +135,7 @@ export function embeddingConfigFromEnv(
 /** The embedder for a configuration; `undefined` for `null` (no embeddings). */
 export function createEmbedder(config: EmbeddingConfig | null): Embedder | undefined {
   if (!config) return undefined;
-  return config.kind === "offline" ? offlineEmbedder(config.dims) : openAIEmbedder(config);
+  return withEmbeddingSpans(config.kind === "offline" ? offlineEmbedder(config.dims) : openAIEmbedder(config));
 }
 
 /**

@@ -1,5 +1,8 @@
 import type { z } from "zod";
 import { noUsage } from "../contracts/usage.ts";
+import { PROVIDER_OFFLINE, setUsage } from "../telemetry/attributes.ts";
+import { inChatSpan } from "../telemetry/genAiSpans.ts";
+import { tracingActive } from "../telemetry/tracer.ts";
 import { LlmError } from "./errors.ts";
 import type {
   ChatMessage,
@@ -35,7 +38,16 @@ const QUOTE_CHARS = 200;
 export class OfflineToolModel implements ChatModel {
   readonly model = "offline";
 
-  async complete(request: CompleteRequest): Promise<CompleteResult> {
+  complete(request: CompleteRequest): Promise<CompleteResult> {
+    if (!tracingActive()) return this.#complete(request);
+    return inChatSpan(this.model, PROVIDER_OFFLINE, request, async (span) => {
+      const result = await this.#complete(request);
+      setUsage(span, result.usage);
+      return result;
+    });
+  }
+
+  async #complete(request: CompleteRequest): Promise<CompleteResult> {
     if (request.signal?.aborted) throw new LlmError("aborted", request.caller, "the caller aborted");
     const lastUser = request.messages.findLastIndex((message) => message.role === "user");
     const user = lastUser >= 0 ? (request.messages[lastUser]?.content ?? "") : "";

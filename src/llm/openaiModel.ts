@@ -7,6 +7,9 @@ import type {
 import type { z } from "zod";
 import { addUsage, noUsage } from "../contracts/usage.ts";
 import { deadlineSignal, timedOut, unlessAborted } from "../deadline.ts";
+import { PROVIDER_OPENAI, setUsage } from "../telemetry/attributes.ts";
+import { inChatSpan, inChatStreamSpan } from "../telemetry/genAiSpans.ts";
+import { tracingActive } from "../telemetry/tracer.ts";
 import type { LlmConfig } from "./config.ts";
 import { LlmError, llmErrorFromOpenAI } from "./errors.ts";
 import { checkJsonReply, withCorrection } from "./jsonReply.ts";
@@ -68,7 +71,16 @@ export class OpenAIChatModel implements ChatModel {
     return this.#client;
   }
 
-  async structured<S extends z.ZodType>(request: StructuredRequest<S>): Promise<StructuredResult<z.infer<S>>> {
+  structured<S extends z.ZodType>(request: StructuredRequest<S>): Promise<StructuredResult<z.infer<S>>> {
+    if (!tracingActive()) return this.#structured(request);
+    return inChatSpan(this.model, PROVIDER_OPENAI, request, async (span) => {
+      const result = await this.#structured(request);
+      setUsage(span, result.usage);
+      return result;
+    });
+  }
+
+  async #structured<S extends z.ZodType>(request: StructuredRequest<S>): Promise<StructuredResult<z.infer<S>>> {
     const deadline = this.#deadline(request);
     let usage = noUsage();
     let user = request.user;
@@ -109,7 +121,11 @@ export class OpenAIChatModel implements ChatModel {
   }
 
   stream(request: StreamRequest): TextStream {
-    return new LazyTextStream((sink) => this.#streamParts(request, sink));
+    return new LazyTextStream((sink) =>
+      tracingActive()
+        ? inChatStreamSpan(this.model, PROVIDER_OPENAI, request, sink, () => this.#streamParts(request, sink))
+        : this.#streamParts(request, sink),
+    );
   }
 
   async *#streamParts(request: StreamRequest, sink: UsageSink): AsyncGenerator<StreamPart, void, undefined> {
@@ -144,7 +160,16 @@ export class OpenAIChatModel implements ChatModel {
     }
   }
 
-  async complete(request: CompleteRequest): Promise<CompleteResult> {
+  complete(request: CompleteRequest): Promise<CompleteResult> {
+    if (!tracingActive()) return this.#complete(request);
+    return inChatSpan(this.model, PROVIDER_OPENAI, request, async (span) => {
+      const result = await this.#complete(request);
+      setUsage(span, result.usage);
+      return result;
+    });
+  }
+
+  async #complete(request: CompleteRequest): Promise<CompleteResult> {
     const deadline = this.#deadline(request);
     let usage = noUsage();
     try {

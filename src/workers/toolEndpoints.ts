@@ -6,6 +6,8 @@ import { subjects } from "../bus/subjects.ts";
 import { describeIssues } from "../contracts/issues.ts";
 import { type ToolCallReply, ToolCallRequest } from "../contracts/tool.ts";
 import { messageOf } from "../errors.ts";
+import { inToolSpan } from "../telemetry/genAiSpans.ts";
+import { tracingActive } from "../telemetry/tracer.ts";
 import type { ToolDefinition, ToolRunContext } from "../tools/defineTool.ts";
 import { workerIdentity } from "./agentEndpoints.ts";
 
@@ -74,7 +76,12 @@ export function serveTool(group: ServiceGroup, tool: ToolDefinition, options: Se
       name: `tool_${tool.manifest.name}`,
       subject: subjects.tool(tool.manifest.name),
       request: ToolCallRequest,
-      logic: fromPromise<ToolOutcome, ToolCallRequest>(({ input, signal }) => runTool(tool, input, signal)),
+      // Traced, each call is an `execute_tool <tool>` span (GenAI conventions), the child of the request's server span.
+      logic: fromPromise<ToolOutcome, ToolCallRequest>(({ input, signal }) =>
+        tracingActive()
+          ? inToolSpan(tool.manifest.name, input, () => runTool(tool, input, signal))
+          : runTool(tool, input, signal),
+      ),
       metadata: { tool: tool.manifest.name, risk: tool.manifest.risk, effect: tool.manifest.effect },
       timeoutMs: (request) => request.timeout_ms + 1_000,
       reply: (output, request, { elapsedMs }): ToolCallReply => {

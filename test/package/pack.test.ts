@@ -12,7 +12,18 @@ const ROOT_API = ["defineAgent", "defineTool", "startWorker", "startRunner", "co
 const RECIPES_API = ["loadRecipe", "loadRecipeFile", "parseRecipeText", "runRecipeInProcess", "simulationTrace"];
 
 /** Optional peer dependencies: installed by those who use the feature that needs them, never by default. */
-const OPTIONAL_PEERS = ["openai", "pg", "redis", "ink", "react", "@statelyai/inspect"];
+const OPTIONAL_PEERS = [
+  "openai",
+  "pg",
+  "redis",
+  "ink",
+  "react",
+  "@statelyai/inspect",
+  // the OpenTelemetry SDK: tracing is off unless OTEL_* asks for it (only @opentelemetry/api is a dependency)
+  "@opentelemetry/sdk-trace-base",
+  "@opentelemetry/exporter-trace-otlp-http",
+  "@opentelemetry/exporter-trace-otlp-proto",
+];
 
 /**
  * What the install pulled in besides Conclave itself, in KiB on disk (`du -sk`), when pg, redis,
@@ -131,6 +142,28 @@ describe("the packed package, installed into an empty project", () => {
     expect(failure?.code).toBe(3);
     expect(failure?.stderr).toBe(
       "conclave worker: LLM mode (an OpenAI-compatible model or embedder) needs the optional package openai: npm install openai\n",
+    );
+  });
+
+  it("`conclave send` with tracing asked for but no OpenTelemetry SDK says, in one line, what to install", async () => {
+    const conclave = join(project().dir, "node_modules", ".bin", "conclave");
+    const failure = await promisify(execFile)(conclave, ["send", "--session", "traced", "hello"], {
+      cwd: project().dir,
+      // Never reached: the missing packages are said before anything connects.
+      env: {
+        ...process.env,
+        ...OFFLINE_NATS_ONLY,
+        OTEL_TRACES_EXPORTER: "otlp",
+        OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:9",
+        CONCLAVE_NATS_URL: "nats://127.0.0.1:9",
+      },
+    }).then(
+      () => null,
+      (error: { code?: number; stderr?: string }) => error,
+    );
+    expect(failure?.code).toBe(3);
+    expect(failure?.stderr).toMatch(
+      /^conclave send: Tracing \(asked for by the OTEL_\* variables\) needs the optional packages? [^\n]*@opentelemetry\/sdk-trace-base[^\n]*: npm install [^\n]*@opentelemetry\/exporter-trace-otlp-proto[^\n]*\n$/,
     );
   });
 

@@ -9,6 +9,7 @@ import { type TurnAck, TurnSubmission } from "../../contracts/turn.ts";
 import type { WalEntry } from "../../contracts/wal.ts";
 import { isConclaveError, singleLine } from "../../errors.ts";
 import { deadLetter } from "../../eventlog/deadLetters.ts";
+import { carriedTraceHeaders } from "../../telemetry/natsHeaders.ts";
 import { failpoint } from "../failpoints.ts";
 import { type Logger, turnFields } from "../log.ts";
 import type { AdmissionPreview, Admitted } from "../runner/admission.ts";
@@ -136,7 +137,11 @@ export async function acceptSubmission(deps: IngressDeps, msg: ServiceMsg): Prom
       // Both at once: `pending` only fills an empty slot, so a runner that took the entry first keeps its `inflight`.
       const [, stored] = await Promise.all([
         deps.statuses.pending(sessionId, turnId, entry.submitted_at),
-        deps.js.publish(subjects.wal(sessionId), encodeJson(entry), { msgID: `${sessionId}.${turnId}` }),
+        // The submitter's trace context goes with the entry, for the turn's span on the runner that takes it.
+        deps.js.publish(subjects.wal(sessionId), encodeJson(entry), {
+          msgID: `${sessionId}.${turnId}`,
+          headers: carriedTraceHeaders(msg.headers),
+        }),
       ]);
       alreadyStored = stored.duplicate;
     } catch (error) {

@@ -3,6 +3,7 @@ import type { ErrorCode } from "../../contracts/errors.ts";
 import type { TurnStatusRecord, WalEntry } from "../../contracts/wal.ts";
 import { deadLetter } from "../../eventlog/deadLetters.ts";
 import { WAL_ACK_WAIT_MS } from "../../eventlog/streams.ts";
+import { beginTurnSpan, endTurnSpan } from "../../telemetry/turnSpans.ts";
 import { redactPii } from "../interception/pii.ts";
 import { type Logger, turnFields } from "../log.ts";
 import type { SessionStore } from "../sessionStore.ts";
@@ -68,6 +69,7 @@ export class TurnSettlement {
     const heartbeat = setInterval(() => msg.working(), WAL_ACK_WAIT_MS / 3);
     heartbeat.unref();
     this.#held.set(key, { msg, entry, heartbeat });
+    beginTurnSpan(msg, entry); // traced: the turn's span, the child of its submitter's
   }
 
   holds(sessionId: string, turnId: number): boolean {
@@ -98,6 +100,7 @@ export class TurnSettlement {
   /** Gives an entry back to the WAL unsettled: it is delivered again after `delayMs`. Not an end. */
   handBack(sessionId: string, turnId: number, delayMs = 1_000): void {
     this.#release(turnKey(sessionId, turnId), (msg) => msg.nak(delayMs));
+    endTurnSpan(sessionId, turnId, { status: "handed_back" });
   }
 
   /** Gives back every entry held for a session (its actor is gone, so they must be taken again). */
@@ -139,7 +142,10 @@ export class TurnSettlement {
     if (running) return running;
     const settling = this.#write(sessionId, turnId, end, options)
       .then(() => this.deps.onSettled?.(sessionId, turnId))
-      .finally(() => this.#settling.delete(key));
+      .finally(() => {
+        this.#settling.delete(key);
+        endTurnSpan(sessionId, turnId, end);
+      });
     this.#settling.set(key, settling);
     return settling;
   }

@@ -14,6 +14,8 @@ import {
   type ToolGateReply,
   type ToolGateRequest,
 } from "../../contracts/tool.ts";
+import { inContextOf } from "../../telemetry/natsHeaders.ts";
+import { tracingActive } from "../../telemetry/tracer.ts";
 import { Slots } from "./slots.ts";
 import { type ToolHost, TurnToolCalls, type TurnTools } from "./turnToolCalls.ts";
 
@@ -44,7 +46,8 @@ export class ToolGate {
   openTurn(sessionId: string, turnId: number, tools: TurnTools): () => void {
     this.#subscription ??= this.nc.subscribe(this.subject, {
       callback: (error, msg) => {
-        if (!error) void this.#answer(msg);
+        // Traced, the tool call it makes continues the asking agent's trace.
+        if (!error) void (tracingActive() ? inContextOf(msg.headers, () => this.#answer(msg)) : this.#answer(msg));
       },
     });
     const key = `${sessionId}.${turnId}`;
