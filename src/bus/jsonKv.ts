@@ -44,6 +44,19 @@ export const KV_DEAD_LETTERS = "kv";
 /** Where a quarantined value is reported; the default writes a dead letter. Never throws. */
 export type QuarantineReport = (error: CorruptValueError, raw: Uint8Array) => Promise<void>;
 
+/** How a JsonKv is opened, beside the bucket's own options. */
+export interface JsonKvOptions {
+  /** Where a quarantined value is reported. Default: a dead letter on `conclave.dlq.kv`. */
+  onQuarantine?: QuarantineReport;
+  /**
+   * Remember the value and revision of up to this many keys this instance last read or wrote, so
+   * `update` starts from them and skips its read (one round trip instead of two): for keys one process
+   * writes over and over (a session's turn counter, a turn's status). A stale copy costs nothing wrong:
+   * the write is a compare-and-set, and a conflict reads afresh. Default 0 (off).
+   */
+  cacheRevisions?: number;
+}
+
 /**
  * A JetStream KV bucket of JSON values checked by a zod schema, with
  * compare-and-set updates: the one way every store here talks to KV.
@@ -51,21 +64,24 @@ export type QuarantineReport = (error: CorruptValueError, raw: Uint8Array) => Pr
 export class JsonKv<S extends z.ZodType> {
   /** Revisions already reported, so a key read in a loop makes one dead letter, not one per read. */
   readonly #reported = new Set<string>();
+  /** Last known value and revision per key (`cacheRevisions`), oldest first. */
+  readonly #known = new Map<string, { value: z.infer<S>; revision: number }>();
 
   private constructor(
     readonly kv: KV,
     readonly bucket: string,
     private readonly schema: S,
     private readonly report: QuarantineReport,
+    private readonly cacheSize: number,
   ) {}
 
   static async open<S extends z.ZodType>(
     nc: NatsConnection,
     bucket: string,
     schema: S,
-    options: Partial<KvOptions> & { onQuarantine?: QuarantineReport } = {},
+    options: Partial<KvOptions> & JsonKvOptions = {},
   ): Promise<JsonKv<S>> {
-    const { onQuarantine, ...kvOptions } = options;
+    const { onQuarantine, cacheRevisions = 0, ...kvOptions } = options;
     const js = jetstream(nc);
     const report: QuarantineReport =
       onQuarantine ??
@@ -77,7 +93,8 @@ export class JsonKv<S extends z.ZodType> {
           reason: error.message,
         });
       });
-    return new JsonKv(await new Kvm(nc).create(bucket, { history: 1, ...kvOptions }), bucket, schema, report);
+    const kv = await new Kvm(nc).create(bucket, { history: 1, ...kvOptions });
+    return new JsonKv(kv, bucket, schema, report, cacheRevisions);
   }
 
   /**
@@ -87,8 +104,20 @@ export class JsonKv<S extends z.ZodType> {
    */
   async get(key: string): Promise<{ value: z.infer<S>; revision: number } | null> {
     const entry = await this.kv.get(key);
-    if (entry?.operation !== "PUT") return null;
-    return { value: this.#decode(key, entry.revision, entry.value), revision: entry.revision };
+    if (entry?.operation !== "PUT") {
+      this.#known.delete(key);
+      return null;
+    }
+    const found = { value: this.#decode(key, entry.revision, entry.value), revision: entry.revision };
+    this.#remember(key, found.value, found.revision);
+    return found;
+  }
+
+  #remember(key: string, value: z.infer<S>, revision: number): void {
+    if (this.cacheSize === 0) return;
+    this.#known.delete(key); // re-inserted last: the map stays in age order
+    this.#known.set(key, { value, revision });
+    if (this.#known.size > this.cacheSize) this.#known.delete(this.#known.keys().next().value as string);
   }
 
   #decode(key: string, revision: number, raw: Uint8Array): z.infer<S> {
@@ -111,13 +140,14 @@ export class JsonKv<S extends z.ZodType> {
   }
 
   async put(key: string, value: z.infer<S>): Promise<void> {
-    await this.kv.put(key, encoder.encode(JSON.stringify(value)));
+    this.#known.delete(key); // a put racing an update must not leave the older copy behind
+    this.#remember(key, value, await this.kv.put(key, encoder.encode(JSON.stringify(value))));
   }
 
   /** Creates the key; false when it already exists. */
   async create(key: string, value: z.infer<S>): Promise<boolean> {
     try {
-      await this.kv.create(key, encoder.encode(JSON.stringify(value)));
+      this.#remember(key, value, await this.kv.create(key, encoder.encode(JSON.stringify(value))));
       return true;
     } catch (error) {
       if (isConflict(error)) return false;
@@ -136,14 +166,25 @@ export class JsonKv<S extends z.ZodType> {
     attempts = 50,
   ): Promise<z.infer<S> | null> {
     for (let attempt = 0; attempt < attempts; attempt++) {
-      const current = await this.get(key);
+      // The copy this instance last saw, if any: its compare-and-set checks it is still current.
+      const known = attempt === 0 ? this.#known.get(key) : undefined;
+      const current = known ?? (await this.get(key));
       const next = change(current?.value ?? null);
-      if (next === null) return current?.value ?? null;
+      if (next === null) {
+        if (!known) return current?.value ?? null;
+        this.#known.delete(key); // "nothing to change" decided on a copy: confirm it on what is stored
+        continue;
+      }
       try {
-        if (current) await this.kv.update(key, encoder.encode(JSON.stringify(next)), current.revision);
-        else await this.kv.create(key, encoder.encode(JSON.stringify(next)));
+        const data = encoder.encode(JSON.stringify(next));
+        this.#remember(
+          key,
+          next,
+          current ? await this.kv.update(key, data, current.revision) : await this.kv.create(key, data),
+        );
         return next;
       } catch (error) {
+        this.#known.delete(key);
         // Someone else wrote in between: read again. Anything else is a real failure.
         if (!isConflict(error)) throw error;
       }
@@ -152,6 +193,7 @@ export class JsonKv<S extends z.ZodType> {
   }
 
   async delete(key: string): Promise<void> {
+    this.#known.delete(key);
     await this.kv.delete(key);
   }
 

@@ -6,18 +6,19 @@ import { type RunningNatsServer, startNatsServer } from "../nats/server.ts";
 import { UnavailableError } from "./failures.ts";
 import { type SupervisedProcess, supervise } from "./supervisor.ts";
 
-/** The processes `conclave up` starts, besides nats-server: one runner and three workers. */
+/**
+ * The processes `conclave up` starts, besides nats-server: three workers and one runner. The runner
+ * hosts the scheduler, council and critics itself (`--cognition runner`: four hops fewer a turn);
+ * the memory worker serves memory.
+ */
 export const DEFAULT_LAYOUT: { name: string; args: string[] }[] = [
   {
     name: "worker[inhibition,monitoring,reasoning]",
     args: ["worker", "--agents", "inhibition.*,monitoring.*,reasoning.*"],
   },
   { name: "worker[emotion,social,planning]", args: ["worker", "--agents", "emotion.*,social.*,planning.*"] },
-  {
-    name: "worker[scheduler,council,critics,memory]",
-    args: ["worker", "--services", "scheduler,council,critics,memory"],
-  },
-  { name: "runner", args: ["runner"] },
+  { name: "worker[memory]", args: ["worker", "--services", "memory"] },
+  { name: "runner", args: ["runner", "--cognition", "runner"] },
 ];
 
 export interface LocalClusterOptions {

@@ -1,4 +1,4 @@
-import type { CriticRequest, CriticResult } from "../contracts/critic.ts";
+import type { CriticReply, CriticRequest, CriticResult, CriticsVerdict } from "../contracts/critic.ts";
 
 /** Most characters a reply may have before the length critic objects. */
 export const MAX_REPLY_CHARS = 1_200;
@@ -98,3 +98,38 @@ export const criticFallback = (critic: string) =>
 /** A verdict passes when some critic judged and every critic that judged passed: no results is no pass. */
 export const verdictPassed = (results: readonly CriticResult[]): boolean =>
   results.length > 0 && results.every((result) => result.passed);
+
+/**
+ * Every named critic judges the rendering (`judgeOne`, all at once); a critic that cannot judge is
+ * listed as a failure, and one with a deterministic fallback (safety) is judged by it here: never a
+ * pass by default. The same verdict whether the critics answer over NATS or in the runner's process.
+ */
+export async function collectVerdict(
+  names: readonly string[],
+  request: CriticRequest,
+  judgeOne: (critic: string) => Promise<CriticReply>,
+): Promise<CriticsVerdict> {
+  const settled = await Promise.allSettled(names.map((name) => judgeOne(name)));
+  const verdict: CriticsVerdict = { results: [], failures: [], usage: {} };
+  settled.forEach((result, index) => {
+    const critic = names[index]!;
+    if (result.status === "fulfilled") {
+      verdict.results.push(result.value.result);
+      if (result.value.usage) verdict.usage[`critic:${critic}`] = result.value.usage;
+    } else {
+      const error = result.reason as { code?: string; message?: string };
+      verdict.failures.push({
+        critic,
+        code: error.code ?? "internal",
+        message: error.message ?? String(result.reason),
+      });
+    }
+  });
+  for (const failure of verdict.failures) {
+    const fallback = criticFallback(failure.critic);
+    if (!fallback) continue;
+    verdict.results.push(fallback.judge(request));
+    failure.fallback = fallback.name;
+  }
+  return verdict;
+}

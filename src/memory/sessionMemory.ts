@@ -139,18 +139,20 @@ export class SessionMemory {
         return undefined;
       }
     };
-    // The turn waits for its memory: reads and writes go out together, not one after another.
-    const [stored, state, known] = await Promise.all([
+    // The turn waits for its memory: reads and writes go out together, not one after another. The episode's
+    // write goes out with the graph's writes (nothing learned depends on it), so they take one round trip.
+    const writeEpisode = () =>
       phase("episode_write", async () => {
         await this.episodes.commit(episode);
         return true;
-      }),
+      });
+    const [state, known] = await Promise.all([
       phase("runtime_state_persist", () => this.#runtimeState(sessionId)),
       phase("fact_extraction", () => this.graph.nodes(sessionId, "semantic")),
     ]);
     if (state && state.last_extraction_turn >= episode.turn_id) {
       // Committed before (a turn taken over commits again): its learning is in already.
-      return { summary: `turn ${episode.turn_id} was committed before`, stored: stored === true };
+      return { summary: `turn ${episode.turn_id} was committed before`, stored: (await writeEpisode()) === true };
     }
     const learned = known
       ? await phase("fact_extraction", async () => {
@@ -212,7 +214,7 @@ export class SessionMemory {
           }),
         ),
       );
-    const [learnedStored] = await Promise.all([learnedWrites, ...writes]);
+    const [learnedStored, stored] = await Promise.all([learnedWrites, writeEpisode(), ...writes]);
     const procedural = await procedures;
     if (learned && learnedStored) {
       // The graph's edges: the episode to what it taught, once every node they join is stored.

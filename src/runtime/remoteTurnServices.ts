@@ -7,11 +7,11 @@ import { decodeJson } from "../bus/codec.ts";
 import { RemoteCallError } from "../bus/errors.ts";
 import { requestJson, requestStream } from "../bus/request.ts";
 import { subjects } from "../bus/subjects.ts";
-import { CRITIC_NAMES, criticFallback } from "../cognition/critics.ts";
+import { CRITIC_NAMES, collectVerdict } from "../cognition/critics.ts";
 import { SEED_SENSORS, type SensorOptions } from "../cognition/sensors.ts";
 import { AgentReply, AgentStreamPart } from "../contracts/agent.ts";
 import { CouncilReply, SafetyCouncilReply, VoiceStreamMessage } from "../contracts/council.ts";
-import { CriticReply, type CriticsVerdict } from "../contracts/critic.ts";
+import { CriticReply } from "../contracts/critic.ts";
 import { MemoryCommitReply, MemoryRetrieveReply } from "../contracts/memory.ts";
 import { PlanWavesReply } from "../contracts/scheduler.ts";
 import type { Usage } from "../contracts/usage.ts";
@@ -137,34 +137,8 @@ export function remoteTurnServices(nc: NatsConnection, options: Partial<RemoteOp
         throw new RemoteCallError(subjects.voiceRender, "internal", "the voice closed its stream without a reply");
       return done;
     },
-    runCritics: async (request, signal) => {
-      const settled = await Promise.allSettled(
-        settings.critics.map((name) => call(subjects.critic(name), request, CriticReply, signal)),
-      );
-      const verdict: CriticsVerdict = { results: [], failures: [], usage: {} };
-      settled.forEach((result, index) => {
-        const critic = settings.critics[index]!;
-        if (result.status === "fulfilled") {
-          verdict.results.push(result.value.result);
-          if (result.value.usage) verdict.usage[`critic:${critic}`] = result.value.usage;
-        } else {
-          const error = result.reason as { code?: string; message?: string };
-          verdict.failures.push({
-            critic,
-            code: error.code ?? "internal",
-            message: error.message ?? String(result.reason),
-          });
-        }
-      });
-      // A critic that could not judge and has a deterministic fallback (safety) is judged by it, here: never a pass by default.
-      for (const failure of verdict.failures) {
-        const fallback = criticFallback(failure.critic);
-        if (!fallback) continue;
-        verdict.results.push(fallback.judge(request));
-        failure.fallback = fallback.name;
-      }
-      return verdict;
-    },
+    runCritics: (request, signal) =>
+      collectVerdict(settings.critics, request, (name) => call(subjects.critic(name), request, CriticReply, signal)),
     commitMemory: async (request, signal) => {
       const reply = await settleCommits(request.episode.session_id, request.episode, {
         backlog: await backlog,

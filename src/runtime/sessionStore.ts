@@ -14,6 +14,9 @@ export const SessionSnapshot = z.object({
 });
 export type SessionSnapshot = z.infer<typeof SessionSnapshot>;
 
+/** Sessions whose turn counter a runner remembers (a few hundred bytes each). */
+const COUNTERS_CACHED = 10_000;
+
 const Counter = z.object({
   last_turn_id: z.number().int().min(0),
   last_done_turn_id: z.number().int().min(0).default(0),
@@ -35,8 +38,10 @@ export class SessionStore {
   ) {}
 
   static async open(nc: NatsConnection): Promise<SessionStore> {
-    const open = <S extends z.ZodType>(schema: S) => JsonKv.open(nc, buckets.sessions, schema);
-    return new SessionStore(await open(Counter), await open(SessionSnapshot), await open(Checkpoint));
+    const open = <S extends z.ZodType>(schema: S, cacheRevisions = 0) =>
+      JsonKv.open(nc, buckets.sessions, schema, { cacheRevisions });
+    // The counters are written by the runner hosting the session at each submission and end: it reads them once.
+    return new SessionStore(await open(Counter, COUNTERS_CACHED), await open(SessionSnapshot), await open(Checkpoint));
   }
 
   /** The last turn id given out for the session (0 for a new session). */

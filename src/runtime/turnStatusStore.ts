@@ -5,6 +5,9 @@ import { buckets } from "../bus/subjects.ts";
 import { type TurnStatus, TurnStatusRecord } from "../contracts/wal.ts";
 import { isConclaveError } from "../errors.ts";
 
+/** Turn statuses a runner remembers, most recent ones (a turn's status is rewritten within seconds). */
+const STATUSES_CACHED = 4_096;
+
 /**
  * Where every accepted turn stands (`conclave_turns` KV bucket, key
  * `<session>.<turn>`): pending → inflight → done | failed | expired.
@@ -16,7 +19,11 @@ export class TurnStatusStore {
   ) {}
 
   static async open(nc: NatsConnection): Promise<TurnStatusStore> {
-    const [kv, jsm] = await Promise.all([JsonKv.open(nc, buckets.turns, TurnStatusRecord), jetstreamManager(nc)]);
+    // A turn's status is written three times by the runner that accepts and runs it: it reads it once.
+    const [kv, jsm] = await Promise.all([
+      JsonKv.open(nc, buckets.turns, TurnStatusRecord, { cacheRevisions: STATUSES_CACHED }),
+      jetstreamManager(nc),
+    ]);
     return new TurnStatusStore(kv, jsm);
   }
 

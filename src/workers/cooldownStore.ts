@@ -6,16 +6,35 @@ import type { Cooldowns } from "../cognition/scheduler.ts";
 
 const CooldownRecord = z.record(z.string(), z.number());
 
+/** How a CooldownStore keeps what it reads and writes. */
+export interface CooldownStoreOptions {
+  /**
+   * Keep the cooldowns of up to this many sessions in memory: `load` answers from memory and `save`
+   * writes to KV in the background (a failed write is handed to `onSaveError`). For a scheduler
+   * hosted by the runner that owns the sessions: a plan then costs no round trip. Cooldowns are soft
+   * state: a copy lost in a crash, or stale after a session moved between runners and back, only
+   * changes which agent rests. Default 0: every load reads KV and every save is awaited.
+   */
+  remember?: number;
+  onSaveError?: (sessionId: string, error: unknown) => void;
+}
+
 /**
  * The scheduler's per-session cooldowns, in the `conclave_scheduler` KV
  * bucket, so they survive a worker restart and are shared by every scheduler
  * worker.
  */
 export class CooldownStore {
-  private constructor(private readonly kv: JsonKv<typeof CooldownRecord>) {}
+  /** Sessions' cooldowns held in memory (`remember`), oldest first. */
+  readonly #remembered = new Map<string, Cooldowns>();
 
-  static async open(nc: NatsConnection): Promise<CooldownStore> {
-    return new CooldownStore(await JsonKv.open(nc, buckets.scheduler, CooldownRecord));
+  private constructor(
+    private readonly kv: JsonKv<typeof CooldownRecord>,
+    private readonly options: CooldownStoreOptions,
+  ) {}
+
+  static async open(nc: NatsConnection, options: CooldownStoreOptions = {}): Promise<CooldownStore> {
+    return new CooldownStore(await JsonKv.open(nc, buckets.scheduler, CooldownRecord), options);
   }
 
   /**
@@ -24,6 +43,8 @@ export class CooldownStore {
    * scheduler's next save replaces it, so the session heals itself.
    */
   async load(sessionId: string): Promise<Cooldowns> {
+    const remembered = this.#remembered.get(sessionId);
+    if (remembered) return remembered;
     try {
       return (await this.kv.get(sessionId))?.value ?? {};
     } catch (error) {
@@ -33,6 +54,12 @@ export class CooldownStore {
   }
 
   async save(sessionId: string, cooldowns: Cooldowns): Promise<void> {
-    await this.kv.put(sessionId, cooldowns);
+    const { remember = 0, onSaveError } = this.options;
+    if (remember === 0) return this.kv.put(sessionId, cooldowns);
+    this.#remembered.delete(sessionId); // re-inserted last: the map stays in age order, and bounded
+    this.#remembered.set(sessionId, cooldowns);
+    if (this.#remembered.size > remember) this.#remembered.delete(this.#remembered.keys().next().value as string);
+    // Sent once the turn has gone on (its next requests are out): it overlaps them rather than precede them.
+    setImmediate(() => this.kv.put(sessionId, cooldowns).catch((error: unknown) => onSaveError?.(sessionId, error)));
   }
 }

@@ -64,7 +64,8 @@ const FORBIDDEN_PUBLISH: Record<Role, string[]> = {
   worker: [...DISCOVERY, ...RUNNER_DATA, subjects.turnSubmit("hostile"), AGENT, "_INBOX_client.forged"],
   // The runner answers workers' tool-gate requests (conclave.toolgate.*) and the observer's roster requests
   // (conclave.agents.roster), so it may reply on their inboxes; it announces no agents.
-  runner: [...DISCOVERY, ...WORKER_DATA, subjects.agentsAnnounce],
+  // It may keep the scheduler's cooldowns (`conclave runner --cognition runner` hosts the scheduler); not episodes.
+  runner: [...DISCOVERY, subjects.memoryEpisode("hostile", 1), subjects.agentsAnnounce],
 };
 
 const FORBIDDEN_SUBSCRIBE: Record<Role, string[]> = {

@@ -2,17 +2,24 @@ import { INSPECT_HELP, processInspection } from "../../inspect/enable.ts";
 import { createLogger } from "../../runtime/log.ts";
 import { Runner } from "../../runtime/runner/runner.ts";
 import { toolPolicyFromEnv } from "../../tools/policyFile.ts";
-import { untilInterrupted } from "../args.ts";
+import { UsageError, untilInterrupted } from "../args.ts";
 import { announceReady } from "../childProcess.ts";
 import { defineCommand } from "../command.ts";
 import { logStrayRejections } from "../strayRejections.ts";
 
 const help = `conclave runner: host session and turn actors; accept turns on conclave.turn.submit.<session_id>
 
-Usage: conclave runner [--inspect] [options]
+Usage: conclave runner [--cognition runner|workers] [--inspect] [options]
 
 Runs until interrupted (Ctrl-C); on SIGINT/SIGTERM it stops accepting turns and
 lets running ones finish. Start several for more capacity: they share a queue group.
+
+--cognition runner   run the scheduler, the council (with the voice) and the
+                     critics in this process, with the model the environment
+                     configures (CONCLAVE_LLM_*, else offline): four hops fewer
+                     per turn. Agents and memory stay on workers.
+--cognition workers  ask workers for them (the default; CONCLAVE_RUNNER_COGNITION
+                     sets the default too).
 
 Tool policy: CONCLAVE_TOOL_POLICY names a JSON or YAML file with the runner's
 policy for agents' tool calls (docs/tools.md); a recipe's policy.tools applies
@@ -20,20 +27,27 @@ too, and for each call the stricter wins.
 
 ${INSPECT_HELP}`;
 
+function cognitionFlag(value: string): boolean {
+  if (value === "runner" || value === "workers") return value === "runner";
+  throw new UsageError(`--cognition must be 'runner' or 'workers', not '${value}'`);
+}
+
 export default defineCommand({
   help,
-  flags: { inspect: { type: "boolean" } },
+  flags: { inspect: { type: "boolean" }, cognition: { type: "string" } },
   role: "runner",
   longLived: true,
   async run({ values, bus, connectionOptions }) {
     const log = createLogger("runner");
     const toolPolicy = toolPolicyFromEnv(); // a bad policy file stops here, before anything connects
+    const hostCognition = values.cognition === undefined ? undefined : cognitionFlag(values.cognition);
     logStrayRejections(log);
     const options = connectionOptions();
     const nc = await bus();
     const inspection = processInspection(nc, "runner", values.inspect);
     const runner = await Runner.start(nc, {
       log,
+      ...(hostCognition !== undefined ? { hostCognition } : {}),
       ...(toolPolicy ? { recipes: { toolPolicy } } : {}),
       ...(inspection ? { inspect: inspection.observer } : {}),
     });

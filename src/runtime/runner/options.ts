@@ -18,6 +18,14 @@ export interface RunnerOptions {
    * @internal tests and benchmarks run the stages in-process
    */
   services?: TurnServices;
+  /**
+   * Run the scheduler, the council (with the voice) and the critics in this process instead of asking
+   * workers for them: four hops fewer per turn (docs/BENCHMARKS.md). Agents and memory stay on
+   * workers. They think with the model the environment configures, as a worker does
+   * (`CONCLAVE_LLM_*`, else the offline model). Default: true when `CONCLAVE_RUNNER_COGNITION=runner`
+   * (what `conclave up` starts), else false (workers serve them).
+   */
+  hostCognition?: boolean;
   /** Request and response interceptors. Default: prompt-injection guard and PII redaction. */
   interceptors?: InterceptorChains;
   /** Turns that waited longer than this before a runner took them are expired, not run. Default 10 min. */

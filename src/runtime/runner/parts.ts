@@ -5,14 +5,17 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import { AgentDirectory } from "../../agents/directory.ts";
 import type { Service } from "../../bus/service.ts";
 import { RUNNER_CONSUMER, streams } from "../../bus/subjects.ts";
-import { singleLine } from "../../errors.ts";
+import { ConclaveError, singleLine } from "../../errors.ts";
 import { applyRetention, retentionSettings } from "../../eventlog/retention.ts";
 import { SessionTrim } from "../../eventlog/sessionTrim.ts";
 import { ensureDeadLetterStream, ensureEventStream, ensureTurnWal } from "../../eventlog/streams.ts";
 import { LedgerStore } from "../../ledgers/ledgerStore.ts";
+import { backendFromEnv, loadBackendPackages } from "../../workers/backendFromEnv.ts";
+import { CooldownStore } from "../../workers/cooldownStore.ts";
+import type { HostedCognition } from "../hostedCognition.ts";
 import { IdempotencyStore } from "../intake/idempotency.ts";
 import { serveIntake } from "../intake/service.ts";
-import { silentLogger } from "../log.ts";
+import { type Logger, silentLogger } from "../log.ts";
 import { RecipeHost } from "../recipeHost/recipeHost.ts";
 import { SessionStore } from "../sessionStore.ts";
 import { TurnStatusStore } from "../turnStatusStore.ts";
@@ -39,6 +42,8 @@ export interface RunnerParts {
   admission: Admission;
   /** Retention by count (`retention.turnsPerSession`), when set: trims a session's oldest turn as each ends. */
   trim: SessionTrim | null;
+  /** The scheduler, council, voice and critics this runner hosts (`hostCognition`); null: workers serve them. */
+  cognition: HostedCognition | null;
 }
 
 /**
@@ -112,5 +117,51 @@ export async function openRunnerParts(nc: NatsConnection, options: RunnerOptions
           },
           retention.turnsPerSession,
         );
-  return { js, jsm, store, statuses, leases, ledgers, directory, recipes, intake, messages, admission, trim };
+  const cognition = await hostedCognition(nc, options, directory, log);
+  return {
+    js,
+    jsm,
+    store,
+    statuses,
+    leases,
+    ledgers,
+    directory,
+    recipes,
+    intake,
+    messages,
+    admission,
+    trim,
+    cognition,
+  };
+}
+
+/** Sessions whose scheduler cooldowns a runner hosting the scheduler keeps in memory. */
+const COOLDOWNS_REMEMBERED = 10_000;
+
+/** Whether the runner hosts the cognition actors (`hostCognition`, else `CONCLAVE_RUNNER_COGNITION`). */
+export function hostsCognition(option: RunnerOptions["hostCognition"], env = process.env): boolean {
+  if (option !== undefined) return option;
+  const value = env.CONCLAVE_RUNNER_COGNITION;
+  if (value === undefined || value === "" || value === "workers") return false;
+  if (value === "runner") return true;
+  throw new ConclaveError(
+    "config",
+    `CONCLAVE_RUNNER_COGNITION must be 'runner' or 'workers', not '${singleLine(value)}'`,
+  );
+}
+
+async function hostedCognition(
+  nc: NatsConnection,
+  options: RunnerOptions,
+  directory: Promise<AgentDirectory>,
+  log: Logger,
+): Promise<HostedCognition | null> {
+  if (options.services || !hostsCognition(options.hostCognition)) return null;
+  const backend = backendFromEnv();
+  await loadBackendPackages(backend);
+  const cooldowns = await CooldownStore.open(nc, {
+    remember: COOLDOWNS_REMEMBERED,
+    onSaveError: (sessionId, error) => log.warn(`cooldowns of ${sessionId} not saved: ${String(error)}`),
+  });
+  return { backend, cooldowns, directory, log };
 }

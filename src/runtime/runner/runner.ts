@@ -87,6 +87,8 @@ export class Runner {
     this.#log = options.log ?? silentLogger;
     this.#options = { turnTtlMs: options.turnTtlMs ?? 600_000, checkpointEvery: options.checkpointEvery ?? 10 };
     this.#writer = new EventLogWriter(parts.js, {
+      live: nc, // stream chunks go out live as they come; the log stores them coalesced
+      transport: nc,
       onFenced: (sessionId, turnId) =>
         this.#log.warn(
           `turn ${turnKey(sessionId, turnId)}: another runner is writing it; this one stops writing`,
@@ -111,9 +113,9 @@ export class Runner {
       finished: (sessionId, output, snapshot) => this.#ends.finished(sessionId, output, snapshot),
       crashed: (sessionId, turnId, error) => this.#ends.crashed(sessionId, turnId, error),
     };
-    const { directory, ledgers, recipes } = parts;
+    const { directory, ledgers, recipes, cognition } = parts;
     const actors = sessionActors(
-      { nc, directory, ledgers, log: this.#log, writer: this.#writer, recipes, ends },
+      { nc, directory, ledgers, log: this.#log, writer: this.#writer, recipes, ends, cognition },
       options,
     );
     this.#sessions = new SessionHost(actors, parts.store, this.#log, {
@@ -248,7 +250,8 @@ export class Runner {
         void this.#admitted(entry)
           .then(async (admitted) => {
             if (!admitted) return; // handed back or ended while it waited
-            // First delivery: record it inflight meanwhile rather than before (one round trip off the turn's start).
+            // First delivery: the turn starts, then is recorded inflight meanwhile (no round trip before its start).
+            await this.#enqueue(entry, undefined, stored?.events);
             this.#statuses
               .take(sessionId, turnId, this.#leases.runner, entry.submitted_at, MAX_TURN_ATTEMPTS, entry.suspension_seq)
               .catch((error: unknown) =>
@@ -257,7 +260,6 @@ export class Runner {
                   turnFields(sessionId, turnId),
                 ),
               );
-            await this.#enqueue(entry, undefined, stored?.events);
           })
           .catch((error: unknown) => this.#deliveryFailed(msg, error));
         return;

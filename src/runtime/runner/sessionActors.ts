@@ -5,7 +5,9 @@ import { defaultTurnPolicy } from "../../../machines/turn/index.ts";
 import type { AgentDirectory } from "../../agents/directory.ts";
 import type { EventLogWriter } from "../../eventlog/writer.ts";
 import type { LedgerStore } from "../../ledgers/ledgerStore.ts";
+import { withTracing } from "../../telemetry/tracedServices.ts";
 import { type Failpoint, failpoint, failpointArmed } from "../failpoints.ts";
+import { type HostedCognition, withHostedCognition } from "../hostedCognition.ts";
 import { storedRecordScreen, withInterceptors } from "../interception/intercepted.ts";
 import { defaultInterceptors } from "../interception/interceptors.ts";
 import { withLedgerDigest } from "../ledgerContext.ts";
@@ -34,6 +36,8 @@ export interface SessionActorDeps {
   recipes: RecipeHost;
   /** Where the sessions report their turns' ends. */
   ends: Pick<TurnEnds, "suspended" | "finished" | "crashed">;
+  /** The scheduler, council, voice and critics, when this runner hosts them; else workers are asked. */
+  cognition?: HostedCognition | null;
 }
 
 /**
@@ -50,12 +54,15 @@ export function sessionActors(
   const chains = options.interceptors ?? defaultInterceptors();
   const policy = options.policy ?? defaultTurnPolicy;
   // The workers' council and voice, with the deterministic ones answering when they cannot.
+  const workers = () => remoteTurnServices(deps.nc, { directory: deps.directory });
   const remote = () =>
-    withReplyFallback(remoteTurnServices(deps.nc, { directory: deps.directory }), {
+    withReplyFallback(deps.cognition ? withHostedCognition(workers(), deps.cognition) : workers(), {
       stageTimeoutMs: policy.stage_timeout_ms,
       log: deps.log,
     });
-  const services = withInterceptors(withLedgerDigest(options.services ?? remote(), deps.ledgers, deps.log), chains);
+  const services = withTracing(
+    withInterceptors(withLedgerDigest(options.services ?? remote(), deps.ledgers, deps.log), chains),
+  );
   const stored = storedRecordScreen(chains);
   const record = (context: { session_id: string; turn_id: number }, event: Parameters<typeof stored>[1]) =>
     writer.append(context.session_id, context.turn_id, stored(context, event));

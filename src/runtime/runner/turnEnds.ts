@@ -68,10 +68,12 @@ export class TurnEnds {
   async finished(sessionId: string, output: TurnOutput, snapshot: SessionSnapshot): Promise<void> {
     const turnId = output.turn_id;
     this.deps.admission.release(sessionId, turnId);
-    // The session is free for `on_busy: reject` as soon as the turn is over, not once its log is flushed.
-    const markedDone = this.deps.settlement.markDone(sessionId, turnId);
+    let markedDone: Promise<void> | undefined;
     try {
       const count = await this.deps.writer.finish(sessionId, turnId);
+      // The session is free for `on_busy: reject` once its end is recorded (TURN_COMPLETED stored: what a client
+      // can see first), ahead of the snapshot and the settling; not before, on the turn's own path.
+      markedDone = this.deps.settlement.markDone(sessionId, turnId);
       const checkpoint =
         snapshot.turns_completed % this.deps.checkpointEvery === 0 ? { through_turn_id: turnId, snapshot } : undefined;
       await this.deps.sessions.save(sessionId, snapshot, checkpoint);
