@@ -45,6 +45,8 @@ export interface BenchCluster {
 export interface ClusterOptions {
   /** Extra environment for the runner and workers (e.g. a model endpoint for a latency scenario). */
   env?: NodeJS.ProcessEnv;
+  /** Extra environment for one process, by its name in the layout (e.g. its OTEL_SERVICE_NAME). */
+  processEnv?: (name: string) => NodeJS.ProcessEnv;
 }
 
 let nextId = 0;
@@ -84,7 +86,8 @@ export async function startBenchCluster(options: ClusterOptions = {}): Promise<B
     CONCLAVE_LOG: "quiet",
     NODE_OPTIONS: [process.env.NODE_OPTIONS, `--import=${HOOKS}`].filter(Boolean).join(" "),
   };
-  const processes = DEFAULT_LAYOUT.map(({ name, args }) => spawnConclave(name, args, env));
+  const envOf = (name: string) => (options.processEnv ? { ...env, ...options.processEnv(name) } : env);
+  const processes = DEFAULT_LAYOUT.map(({ name, args }) => spawnConclave(name, args, envOf(name)));
   const stop = async () => {
     await Promise.all(processes.filter((p) => p.name === "runner").map((p) => p.stop()));
     await Promise.all(processes.filter((p) => p.name !== "runner").map((p) => p.stop()));
@@ -142,7 +145,7 @@ export async function startBenchCluster(options: ClusterOptions = {}): Promise<B
     control,
     clockOffset,
     spawn: async (name, args) => {
-      const added = spawnConclave(name, args, env);
+      const added = spawnConclave(name, args, envOf(name));
       processes.push(added);
       await added.ready;
       return added;

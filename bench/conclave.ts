@@ -83,6 +83,27 @@ export interface LevelResult extends LoadResult {
   backgroundCores: number;
 }
 
+/** The process name of the bench's own client in `LevelResult.cpu`. */
+export const BENCH_CLIENT = "bench client";
+
+/**
+ * CPU per turn of the deployment: every Conclave process and nats-server, the
+ * bench client excluded (ms). The one figure behind the CPU table's total row,
+ * the CPU target and the summary, so they always agree.
+ */
+export const clusterCpuPerTurnMs = (level: Pick<LevelResult, "cpu">): number =>
+  round(
+    level.cpu.filter((use) => use.process !== BENCH_CLIENT).reduce((sum, use) => sum + use.perTurnMs, 0),
+    3,
+  );
+
+/** The same deployment's CPU in cores (share of one core over the level's wall time). */
+export const clusterCores = (level: Pick<LevelResult, "cpu">): number =>
+  round(
+    level.cpu.filter((use) => use.process !== BENCH_CLIENT).reduce((sum, use) => sum + use.cores, 0),
+    2,
+  );
+
 /** Runs `sessions` concurrent sessions of back-to-back turns and measures the CPU of every process meanwhile. */
 export async function conclaveLevel(
   cluster: BenchCluster,
@@ -90,7 +111,7 @@ export async function conclaveLevel(
   plan: BenchPlan,
   options: { prefix: string; sessions: number; durationMs: number; traces?: TurnTrace[]; label?: string },
 ): Promise<LevelResult> {
-  const pids = [...cluster.pids(), { name: "bench client", pid: process.pid }];
+  const pids = [...cluster.pids(), { name: BENCH_CLIENT, pid: process.pid }];
   const before = pids.map(({ pid }) => cpuTimeMs(pid));
   const machineBefore = machineBusyMs();
   const result = await closedLoop({

@@ -3,6 +3,7 @@ import { readFileSync } from "node:fs";
 import { cpus, release, totalmem } from "node:os";
 import { join } from "node:path";
 import { findNatsServer, REPO_ROOT } from "../src/nats/server.ts";
+import { findPostgresBin } from "../test/helpers/postgresServer.ts";
 
 /** The machine and the versions a run was measured with. */
 export interface Environment {
@@ -36,6 +37,17 @@ const run = (command: string, args: string[]): string => {
   }
 };
 
+/** `postgres --version`'s number, or why there is none (LangGraph.js + PostgresSaver then is not measured). */
+export function postgresVersion(): string {
+  let bin: string;
+  try {
+    bin = findPostgresBin();
+  } catch {
+    return "not found";
+  }
+  return run(join(bin, "postgres"), ["--version"]).replace(/^postgres \(PostgreSQL\)\s*/, "");
+}
+
 function cpuModel(): string {
   const fromOs = cpus()[0]?.model?.trim();
   if (fromOs && fromOs !== "unknown") return fromOs;
@@ -61,6 +73,10 @@ export function describeEnvironment(): Environment {
       xstate: packageVersion("xstate"),
       "@langchain/langgraph": packageVersion("@langchain/langgraph"),
       "@langchain/core": packageVersion("@langchain/core"),
+      "@langchain/langgraph-checkpoint-postgres": packageVersion("@langchain/langgraph-checkpoint-postgres"),
+      pg: packageVersion("pg"),
+      postgresql: postgresVersion(),
+      "@opentelemetry/api": packageVersion("@opentelemetry/api"),
       "@nats-io/nats-core": packageVersion("@nats-io/nats-core"),
       "@nats-io/jetstream": packageVersion("@nats-io/jetstream"),
       zod: packageVersion("zod"),

@@ -8,11 +8,20 @@ import { round } from "./stats.ts";
 export interface InProcessPipeline {
   name: string;
   runTurn(sessionId: string, text: string): Promise<{ response: string; ok: boolean; events?: number }>;
+  /**
+   * CPU time used so far by the pipeline's processes outside the bench's own (a database
+   * server and its backends), in ms; counted in the pipeline's CPU per turn.
+   */
+  serverCpuMs?: () => number;
+  /** Releases what the pipeline holds (a database pool). */
+  close?: () => Promise<void>;
 }
 
 export interface InProcessLevel extends LoadResult {
-  /** CPU the bench process used per turn, ms. */
+  /** CPU per turn, ms: the bench process's, plus its server's when it has one (`serverCpuPerTurnMs`). */
   cpuPerTurnMs: number;
+  /** Of `cpuPerTurnMs`, what the pipeline's server processes used (e.g. PostgreSQL's backends); absent without one. */
+  serverCpuPerTurnMs?: number;
   /** CPU used meanwhile by processes outside the bench, in cores. */
   backgroundCores: number;
 }
@@ -45,6 +54,7 @@ export async function runInProcess(
     await closedLoop({ sessions, durationMs: plan.levelWarmupMs, runTurn: turn(prefix) });
     const measure = async (): Promise<InProcessLevel> => {
       const ownBefore = cpuTimeMs(process.pid);
+      const serverBefore = pipeline.serverCpuMs?.() ?? 0;
       const machineBefore = machineBusyMs();
       const load = await closedLoop({
         sessions,
@@ -53,10 +63,13 @@ export async function runInProcess(
         onTick: (done, elapsed) =>
           progress(`  ${pipeline.name} c=${sessions}: ${done} turns, ${((done / elapsed) * 1000).toFixed(0)} turns/s`),
       });
-      const own = cpuTimeMs(process.pid) - ownBefore;
+      const server = (pipeline.serverCpuMs?.() ?? 0) - serverBefore;
+      const own = cpuTimeMs(process.pid) - ownBefore + server;
+      const turns = Math.max(1, load.turns);
       return {
         ...load,
-        cpuPerTurnMs: round(own / Math.max(1, load.turns), 3),
+        cpuPerTurnMs: round(own / turns, 3),
+        ...(pipeline.serverCpuMs ? { serverCpuPerTurnMs: round(server / turns, 3) } : {}),
         backgroundCores: round(Math.max(0, machineBusyMs() - machineBefore - own) / load.elapsedMs, 2),
       };
     };

@@ -1,4 +1,4 @@
-import { Annotation, END, MemorySaver, Send, START, StateGraph } from "@langchain/langgraph";
+import { Annotation, type BaseCheckpointSaver, END, MemorySaver, Send, START, StateGraph } from "@langchain/langgraph";
 import { defaultTurnPolicy, zeroSensors } from "../machines/turn/index.ts";
 import { CONSENSUS_THRESHOLD } from "../src/cognition/deliberation.ts";
 import { SAFETY_INTERRUPT_THRESHOLD } from "../src/cognition/sensors.ts";
@@ -78,8 +78,13 @@ const agentContext = (state: State): AgentContext => ({
 });
 
 export interface LangGraphOptions {
-  /** Compile with a MemorySaver checkpointer (a checkpoint per super-step, per session thread). */
-  checkpointer: boolean;
+  /**
+   * Compile with a checkpointer (a checkpoint per super-step, per session thread): `true` for a
+   * MemorySaver, or a saver of its own (e.g. a PostgresSaver, with `name` set); `false` for none.
+   */
+  checkpointer: boolean | BaseCheckpointSaver;
+  /** The pipeline's name in the report; by default from `checkpointer` ("LangGraph.js", "LangGraph.js + MemorySaver"). */
+  name?: string;
 }
 
 function buildLangGraphTurn(services: TurnServices, options: LangGraphOptions) {
@@ -284,7 +289,8 @@ function buildLangGraphTurn(services: TurnServices, options: LangGraphOptions) {
     ])
     .addEdge("memory_commit", END);
 
-  return graph.compile(options.checkpointer ? { checkpointer: new MemorySaver() } : {});
+  if (options.checkpointer === false) return graph.compile();
+  return graph.compile({ checkpointer: options.checkpointer === true ? new MemorySaver() : options.checkpointer });
 }
 
 /** A session's carry-over between turns, as the session statechart keeps it. */
@@ -302,7 +308,7 @@ export function langGraphPipeline(
   const graph = buildLangGraphTurn(services, options);
   const sessions = new Map<string, Carry>();
   return {
-    name: options.checkpointer ? "LangGraph.js + MemorySaver" : "LangGraph.js",
+    name: options.name ?? (options.checkpointer ? "LangGraph.js + MemorySaver" : "LangGraph.js"),
     runTurn: async (sessionId, text) => {
       const carry = sessions.get(sessionId) ?? { turn_id: 0, ...start };
       const turnId = carry.turn_id + 1;

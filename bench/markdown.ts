@@ -28,22 +28,27 @@ export function profileTable(
   );
 }
 
-/** A target's value in its unit: `1.7x`, `840 ms`, `0.013 cores`, `0 turns`. */
-const inUnit = (value: number, unit = "x") => (unit === "x" ? x(value) : `${round(value, 3)}${unit}`);
+/** A target's value in its unit: `1.7x`, `840 ms`, `0.013 cores`, `0 turns`; `–` when unknown (NaN, or null read back from JSON). */
+const inUnit = (value: number | null, unit = "x") =>
+  value === null || !Number.isFinite(value) ? "–" : unit === "x" ? x(value) : `${round(value, 3)}${unit}`;
 
 /** Where a target is missed, by how much: a factor, or the excess over a goal of 0. */
 const missedBy = (t: Target) => (t.goal === 0 ? inUnit(t.shortfall, t.unit) : `${t.shortfall}x`);
 
-/** The targets table: value, goal, value ÷ goal, met or by how much missed. */
+/** The targets table: value, goal, value ÷ goal, met or by how much missed, or not measured and why. */
 export function targetsTable(targets: Target[]): string {
   return table(
     ["target", "measured", "goal", "measured ÷ goal", "verdict"],
     targets.map((t) => [
       t.detail ? `${t.statement} (${esc(t.detail)})` : t.statement,
       inUnit(t.measured, t.unit),
-      `${t.direction} ${inUnit(t.goal, t.unit)}`,
-      t.goal === 0 ? "–" : x(t.measured / t.goal),
-      t.met ? "**met**" : `**missed** by ${missedBy(t)}`,
+      inUnit(t.goal, t.unit) === "–" ? "–" : `${t.direction} ${inUnit(t.goal, t.unit)}`,
+      t.notMeasured !== undefined || t.goal === 0 ? "–" : x(t.measured / t.goal),
+      t.notMeasured !== undefined
+        ? `**not measured**: ${esc(t.notMeasured)}`
+        : t.met
+          ? "**met**"
+          : `**missed** by ${missedBy(t)}`,
     ]),
   );
 }

@@ -1,5 +1,6 @@
 import type { BusyDayRun } from "./busyDay.ts";
 import { renderBusyDay } from "./busyDayReport.ts";
+import { clusterCores, clusterCpuPerTurnMs } from "./conclave.ts";
 import type { Environment } from "./environment.ts";
 import type { InProcessLevel, InProcessResult } from "./inprocess.ts";
 import type { LatencyHidingRun } from "./latencyHiding.ts";
@@ -8,10 +9,13 @@ import { esc, ms, pct, profileTable, table, targetsTable, x } from "./markdown.t
 import type { MemoryRetrievalRun } from "./memoryRetrieval.ts";
 import type { Parity } from "./parity.ts";
 import type { BenchPlan } from "./plan.ts";
+import { POSTGRES_SAVER_PIPELINE, type PostgresSaverSetup } from "./postgresSaver.ts";
 import { readingOfTheNumbers } from "./reading.ts";
 import type { ConclaveRun } from "./runConclave.ts";
 import { round, type Summary } from "./stats.ts";
-import type { FloorModel, Target } from "./targets.ts";
+import { FAST_PATH_GOALS, type FloorModel, type Target } from "./targets.ts";
+import type { TracingCostRun } from "./tracingCost.ts";
+import { renderTracingCost } from "./tracingReport.ts";
 
 export interface BenchResults {
   command: string;
@@ -31,6 +35,10 @@ export interface BenchResults {
   memoryRetrieval?: MemoryRetrievalRun;
   /** "A busy day": overload, idle sessions, takeovers (absent in older runs); its targets are in `targets` too. */
   busyDay?: BusyDayRun;
+  /** The PostgreSQL behind LangGraph.js + PostgresSaver, or why there was none (absent in older runs). */
+  postgresSaver?: PostgresSaverSetup;
+  /** Tracing off and on at c=1, or why the phase failed (absent in older runs). */
+  tracing?: TracingCostRun | { error: string };
 }
 
 const mib = (kb: number) => (Number.isNaN(kb) ? "–" : `${round(kb / 1024, 1)}`);
@@ -41,7 +49,8 @@ function machineSection(env: Environment, results: BenchResults): string {
   const inProcessBackgrounds = results.inProcess.flatMap((s) =>
     s.pipelines.flatMap((p) => p.levels.map((l) => l.backgroundCores)),
   );
-  const worst = Math.max(0, ...backgrounds, ...inProcessBackgrounds);
+  const tracingBackground = results.tracing && !("error" in results.tracing) ? results.tracing.backgroundCores : 0;
+  const worst = Math.max(0, ...backgrounds, ...inProcessBackgrounds, tracingBackground);
   return [
     "## Machine and versions",
     "",
@@ -71,7 +80,28 @@ function machineSection(env: Environment, results: BenchResults): string {
   ].join("\n");
 }
 
-function setupSection(run: ConclaveRun, plan: BenchPlan, inProcess: InProcessResult[], parity?: Parity): string {
+/** What the report says about LangGraph.js + PostgresSaver's database, or why it is missing. */
+function postgresSaverLine(inProcess: InProcessResult[], setup: PostgresSaverSetup | undefined): string {
+  if (inProcess.some((p) => p.name === POSTGRES_SAVER_PIPELINE) && setup?.available)
+    return ` With a \`PostgresSaver\` (@langchain/langgraph-checkpoint-postgres) too: a PostgreSQL the bench starts on a free loopback port with a temporary data directory (PostgreSQL ${esc(setup.version ?? "of unknown version")}; ${Object.entries(
+      setup.settings ?? {},
+    )
+      .map(([name, value]) => `\`${name}=${value}\``)
+      .join(
+        ", ",
+      )}, as in the test suite: JetStream does not fsync each write either, so neither side pays a disk flush per checkpoint or event), a node-postgres pool of ${setup.poolMax} connections (the default \`PostgresSaver.fromConnString\` gets); its CPU per turn adds the PostgreSQL processes' (the postmaster and its backends, from /proc) to the bench process's.`;
+  if (setup && !setup.available)
+    return ` **LangGraph.js + PostgresSaver was not measured**: ${esc(setup.reason ?? "PostgreSQL could not be started")}; its targets are "not measured".`;
+  return " LangGraph.js + PostgresSaver is not in this run (made before the bench measured it).";
+}
+
+function setupSection(
+  run: ConclaveRun,
+  plan: BenchPlan,
+  inProcess: InProcessResult[],
+  parity?: Parity,
+  postgres?: PostgresSaverSetup,
+): string {
   const conclave1 = run.levels.find((l) => l.sessions === 1);
   return [
     "## What runs",
@@ -82,9 +112,9 @@ function setupSection(run: ConclaveRun, plan: BenchPlan, inProcess: InProcessRes
         ", ",
       )}). The offline model (zero model latency). The durable event log is on (it always is): every event of every turn is stored in the \`CONCLAVE_EVENTS\` stream. The client uses the public protocol: a request on \`conclave.turn.submit.<session>\`, then \`watchTurn\` follows the turn's events in JetStream until \`TURN_COMPLETED\`. Latency is submit → \`TURN_COMPLETED\` seen by the client; the runner's own \`total_time_ms\` (TURN_STARTED → TURN_COMPLETED on the runner's clock) is shown beside it to separate the client's observation cost.`,
     `- **The turn**: all nine stages (ingest, sensing_fast, context, agents in ${run.breakdown.shape.agentsPerWave.length} waves of ${run.breakdown.shape.agentsPerWave.join(" and ")} agents, deliberation (${run.breakdown.shape.rounds} round${run.breakdown.shape.rounds === 1 ? "" : "s"}), council + voice, critics (${run.breakdown.shape.criticVerdicts} verdict${run.breakdown.shape.criticVerdicts === 1 ? "" : "s"}), memory_commit), ${run.breakdown.shape.events} events per turn (medians over the traced turns; ${conclave1 ? round(conclave1.events / Math.max(1, conclave1.turns), 1) : "?"} seen per turn by the client on average). Messages, round-robin: ${plan.texts.map((t) => `"${t}"`).join(", ")}.`,
-    `- **LangGraph.js (in-process)**: the same stages as a \`StateGraph\` (bench/langgraph.ts): ingest → sensing_fast → context → plan → wave 0 and wave 1 as \`Send\` fan-outs of one \`agent\` node, each followed by \`merge_wave\` → deliberation (a loop, ≤ 3 rounds, later rounds asking the stakeholder agents to revise) → council → voice → critics (looping back to the voice with the critics' feedback while retries remain) → memory_commit, every node calling the same stage logic (\`localTurnServices()\`: src/cognition and agents/). Run with and without a \`MemorySaver\` checkpointer, in the bench process, after the cluster has been stopped.${
+    `- **LangGraph.js (in-process)**: the same stages as a \`StateGraph\` (bench/langgraph.ts): ingest → sensing_fast → context → plan → wave 0 and wave 1 as \`Send\` fan-outs of one \`agent\` node, each followed by \`merge_wave\` → deliberation (a loop, ≤ 3 rounds, later rounds asking the stakeholder agents to revise) → council → voice → critics (looping back to the voice with the critics' feedback while retries remain) → memory_commit, every node calling the same stage logic (\`localTurnServices()\`: src/cognition and agents/). Run with and without a \`MemorySaver\` checkpointer (in memory), in the bench process, after the cluster has been stopped.${postgresSaverLine(inProcess, postgres)}${
       parity
-        ? ` Same computation: with the same messages in the same order, LangGraph.js (both variants) and the turn statechart gave the same reply in ${parity.identical} of ${parity.turns} turns${parity.firstDifference ? ` (first difference at turn ${parity.firstDifference.turn}: ${parity.firstDifference.replies.map((r) => JSON.stringify(r)).join(" vs ")})` : ""}.`
+        ? ` Same computation: with the same messages in the same order, every LangGraph.js variant and the turn statechart gave the same reply in ${parity.identical} of ${parity.turns} turns${parity.firstDifference ? ` (first difference at turn ${parity.firstDifference.turn}: ${parity.firstDifference.replies.map((r) => JSON.stringify(r)).join(" vs ")})` : ""}.`
         : ""
     }`,
     `- **Reference, not a target**: ${inProcess.find((p) => !p.name.startsWith("LangGraph"))?.name ?? "the turn statechart in-process"}: \`provideTurn(localTurnServices(), …)\` in the bench process, events kept in memory. It shows what the statechart itself costs, without NATS.`,
@@ -93,10 +123,11 @@ function setupSection(run: ConclaveRun, plan: BenchPlan, inProcess: InProcessRes
 }
 
 function targetsSection(targets: Target[]): string {
+  const g = FAST_PATH_GOALS;
   return [
     "## Targets",
     "",
-    `On a 2-core machine, in the same run: Conclave's distributed turn has at least 5x lower p50 latency than the LangGraph.js in-process pipeline and at least 5x its throughput at 100 concurrent sessions; its turn overhead is within 2x of the floor.${
+    `On a 2-core machine, in the same run ("the fast path"): Conclave's distributed turn, durable event log on, has a p50 at one session (client: submit → \`TURN_COMPLETED\`) no higher than LangGraph.js's in memory without a checkpointer, at most a third of LangGraph.js + MemorySaver's, and within ${g.p50VsFloor}x of the floor; it takes at most ${g.clientRoundTrips} sequential round trips from submit to \`TURN_COMPLETED\`; at 100 sessions it completes at least ${g.throughputVsInMemory}x the turns/s of the faster in-memory LangGraph.js variant, using at most ${g.cpuPerTurnMs} ms of CPU per turn across all its processes and nats-server. Against LangGraph.js + PostgresSaver (a durable checkpointer, like Conclave's event log): at least ${g.p50VsPostgresSaver}x lower p50 at one session and ${g.throughputVsPostgresSaver}x the throughput at 100. Tracing costs nothing measurable when off (under ${g.tracingOffSharePct}% of p50) and adds under ${g.tracingOnAddedPct}% to p50 when on. A target a run could not measure (no PostgreSQL, tracing not on) says so.${
       targets.some((t) => /^(busy|idle|takeover)-/.test(t.id))
         ? " The busy-day targets (overload, idle sessions, takeover) follow; their measurements are in [A busy day](#a-busy-day)."
         : ""
@@ -189,18 +220,10 @@ function cpuSection(run: ConclaveRun, inProcess: InProcessResult[]): string {
       return [ms(use?.perTurnMs), use ? round(use.cores, 2) : "–"];
     }),
   ]);
+  // The same figure as the CPU target and the summary (clusterCpuPerTurnMs).
   rows.push([
     "**all Conclave processes + nats-server (without the client)**",
-    ...run.levels.flatMap((level) => {
-      const own = level.cpu.filter((c) => c.process !== "bench client");
-      return [
-        ms(own.reduce((s, c) => s + c.perTurnMs, 0)),
-        round(
-          own.reduce((s, c) => s + c.cores, 0),
-          2,
-        ),
-      ];
-    }),
+    ...run.levels.flatMap((level) => [`**${ms(clusterCpuPerTurnMs(level))}**`, clusterCores(level)]),
   ]);
   rows.push([
     "other processes on the machine",
@@ -208,7 +231,12 @@ function cpuSection(run: ConclaveRun, inProcess: InProcessResult[]): string {
   ]);
   const lgRows = inProcess.map((p) => [
     p.name,
-    ...p.levels.flatMap((level: InProcessLevel) => [ms(level.cpuPerTurnMs), round(level.backgroundCores, 2)]),
+    ...p.levels.flatMap((level: InProcessLevel) => [
+      level.serverCpuPerTurnMs === undefined
+        ? ms(level.cpuPerTurnMs)
+        : `${ms(level.cpuPerTurnMs)} (PostgreSQL ${ms(level.serverCpuPerTurnMs)})`,
+      round(level.backgroundCores, 2),
+    ]),
   ]);
   return [
     "## CPU per turn, by process",
@@ -217,7 +245,7 @@ function cpuSection(run: ConclaveRun, inProcess: InProcessResult[]): string {
     "",
     table(["process", ...run.levels.flatMap((l) => [`ms/turn c=${l.sessions}`, `cores c=${l.sessions}`])], rows),
     "",
-    "In-process pipelines (the bench process; `other` = CPU of everything else on the machine meanwhile, in cores):",
+    "In-process pipelines (the bench process, plus PostgreSQL's processes for PostgresSaver, shown in brackets; `other` = CPU of everything else on the machine meanwhile, in cores):",
     "",
     table(
       [
@@ -486,17 +514,25 @@ export function renderReport(results: BenchResults): string {
     "",
     `Generated by \`${results.command}\` (bench/run.ts); every number below is from one run. Regenerate rather than edit. Its main figures are in [benchmarks-summary.json](benchmarks-summary.json); every result of the run is written to \`docs/benchmarks.json\` (not committed).`,
     "",
+    targetsSection(results.targets),
+    "",
     machineSection(results.environment, results),
     "",
-    setupSection(run, results.plan, inProcess, results.inProcess.find((s) => s.scenario === run.scenario)?.parity),
-    "",
-    targetsSection(results.targets),
+    setupSection(
+      run,
+      results.plan,
+      inProcess,
+      results.inProcess.find((s) => s.scenario === run.scenario)?.parity,
+      results.postgresSaver,
+    ),
     "",
     latencySection(run, inProcess),
     "",
     throughputSection(run, inProcess),
     "",
     cpuSection(run, inProcess),
+    "",
+    renderTracingCost(results.tracing),
     "",
     memorySection(run, results.benchPeakRssKb),
     "",

@@ -14,23 +14,26 @@ import { REPO_ROOT } from "../src/nats/server.ts";
 import { runBusyDay } from "./busyDay.ts";
 import { renderBusyDay } from "./busyDayReport.ts";
 import { describeEnvironment } from "./environment.ts";
-import { type InProcessResult, runInProcess } from "./inprocess.ts";
+import { type InProcessPipeline, type InProcessResult, runInProcess } from "./inprocess.ts";
 import { langGraphPipeline } from "./langgraph.ts";
 import { runLatencyHiding } from "./latencyHiding.ts";
 import { targetsTable } from "./markdown.ts";
 import { runMemoryRetrieval } from "./memoryRetrieval.ts";
 import { checkParity } from "./parity.ts";
-import { benchPlan } from "./plan.ts";
+import { type BenchPlan, benchPlan } from "./plan.ts";
+import { type BenchPostgres, type PostgresSaverSetup, postgresStarted, startBenchPostgres } from "./postgresSaver.ts";
 import { cpuTimeMs, machineBusyMs, processMemory } from "./procfs.ts";
 import { progress } from "./progress.ts";
 import { type BenchResults, renderReport } from "./report.ts";
 import { type ConclaveRun, runConclaveScenario } from "./runConclave.ts";
 import { SCENARIOS, type Scenario } from "./scenarios.ts";
 import { benchSummaryJson } from "./summary.ts";
-import { floorModel, judgeTargets } from "./targets.ts";
+import { floorModel, judgeTargets, type Target, tracingTargets } from "./targets.ts";
+import { runTracingCost, type TracingCostRun } from "./tracingCost.ts";
+import { renderTracingCost } from "./tracingReport.ts";
 import { xstateLocalPipeline } from "./xstateLocal.ts";
 
-const USAGE = `npm run bench [-- --render | --only busy-day | --help]   (or: npx tsx bench/run.ts …)
+const USAGE = `npm run bench [-- --render | --only busy-day | --only tracing | --help]   (or: npx tsx bench/run.ts …)
 
   (no flag)   runs every measurement (a few minutes; CPU-sensitive: run it on a quiet machine)
               and writes docs/BENCHMARKS.md, docs/benchmarks-summary.json and docs/benchmarks.json
@@ -38,6 +41,8 @@ const USAGE = `npm run bench [-- --render | --only busy-day | --help]   (or: npx
   --only busy-day   (or BENCH_ONLY=busy-day) runs only the busy-day phases (overload, idle sessions,
               takeover): prints their section of the report on stdout and writes their results to
               a temporary file; docs/ is left alone
+  --only tracing    (or BENCH_ONLY=tracing) runs only the tracing-cost phase (two deployments, tracing
+              off and on, c=1): prints its section and targets on stdout, results to a temporary file
   --help      prints this
 
   BENCH_QUICK=1          short phases (noisier numbers; the report says so)
@@ -62,14 +67,77 @@ async function backgroundLoad(): Promise<number> {
   return Math.round(Math.max(0, machineBusyMs() - machine - (cpuTimeMs(process.pid) - own)) / 10) / 100;
 }
 
-/** The same turn, in the bench's own process: LangGraph.js without and with a checkpointer, and the statechart. */
-function inProcessPipelines(scenario: Scenario) {
+/**
+ * The same turn, in the bench's own process: LangGraph.js without a checkpointer, with a
+ * MemorySaver and (when PostgreSQL could be started) with a PostgresSaver, and the statechart.
+ */
+async function inProcessPipelines(scenario: Scenario, postgres: BenchPostgres | null): Promise<InProcessPipeline[]> {
   const start = { modulators: neutralModulators(), stance: neutralStance() };
   return [
     langGraphPipeline(scenario.services(), { checkpointer: false }, start),
     langGraphPipeline(scenario.services(), { checkpointer: true }, start),
+    ...(postgres ? [await postgres.pipeline(scenario.services(), start)] : []),
     xstateLocalPipeline(scenario.services(), start),
   ];
+}
+
+const closeAll = (pipelines: InProcessPipeline[]) => Promise.all(pipelines.map((p) => p.close?.()));
+
+/** The in-process pipelines of one scenario, PostgreSQL started for PostgresSaver and stopped after. */
+async function runInProcessPipelines(
+  scenario: Scenario,
+  plan: BenchPlan,
+  tag: string,
+): Promise<{ entry: BenchResults["inProcess"][number]; postgres: PostgresSaverSetup }> {
+  const started = await startBenchPostgres();
+  const postgres = postgresStarted(started) ? started : null;
+  try {
+    const forParity = await inProcessPipelines(scenario, postgres);
+    const parity = await checkParity(forParity, plan.texts).finally(() => closeAll(forParity));
+    progress(
+      `parity: ${forParity
+        .filter((p) => p.name.startsWith("LangGraph"))
+        .map((p) => p.name)
+        .join(", ")} and the turn statechart gave the same reply in ${parity.identical} of ${parity.turns} turns`,
+    );
+    const results: InProcessResult[] = [];
+    for (const pipeline of await inProcessPipelines(scenario, postgres)) {
+      try {
+        results.push(await runInProcess(pipeline, plan, `${tag}-${scenario.id}-inproc`));
+      } finally {
+        await pipeline.close?.();
+      }
+    }
+    return { entry: { scenario: scenario.id, parity, pipelines: results }, postgres: started.setup };
+  } finally {
+    await postgres?.stop();
+  }
+}
+
+/**
+ * Every target of a run, judged on its results: the fast path's, then the busy day's. `--render`
+ * judges again, so an older results file shows the current targets ("not measured" where it lacks a figure).
+ */
+function judgeAll(results: Omit<BenchResults, "targets"> & { targets?: Target[] }): Target[] {
+  const main = results.conclave[0]!;
+  const inProcess = results.inProcess.find((s) => s.scenario === main.scenario)?.pipelines ?? [];
+  const busyDay =
+    results.busyDay?.targets ?? (results.targets ?? []).filter((t) => /^(busy|idle|takeover)-/.test(t.id));
+  return [
+    ...judgeTargets(main, inProcess, { postgresSaver: results.postgresSaver, tracing: results.tracing }),
+    ...busyDay,
+  ];
+}
+
+/** The tracing phase; a failure is reported, not fatal. */
+async function tracingPhase(plan: BenchPlan, tag: string): Promise<TracingCostRun | { error: string }> {
+  try {
+    return await runTracingCost(plan, tag);
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    progress(`tracing cost: the phase failed: ${message}`);
+    return { error: message };
+  }
 }
 
 /** One line per level: Conclave's turns/s and p50 against each LangGraph.js variant's. */
@@ -110,23 +178,19 @@ async function main(): Promise<void> {
     progress(`warning: other processes use ${backgroundAtStartCores} cores; the report will say so`);
   const conclave: ConclaveRun[] = [];
   const inProcess: BenchResults["inProcess"] = [];
+  let postgresSaver: PostgresSaverSetup | undefined;
   for (const scenario of SCENARIOS) {
     conclave.push(await runConclaveScenario(scenario, plan, tag));
-    const parity = await checkParity(inProcessPipelines(scenario), plan.texts);
-    progress(
-      `parity: LangGraph.js (with and without MemorySaver) and the turn statechart gave the same reply in ${parity.identical} of ${parity.turns} turns`,
-    );
-    const results: InProcessResult[] = [];
-    for (const pipeline of inProcessPipelines(scenario)) {
-      results.push(await runInProcess(pipeline, plan, `${tag}-${scenario.id}-inproc`));
-    }
-    inProcess.push({ scenario: scenario.id, parity, pipelines: results });
+    const { entry, postgres } = await runInProcessPipelines(scenario, plan, tag);
+    inProcess.push(entry);
+    postgresSaver ??= postgres;
   }
+  const tracing = await tracingPhase(plan, tag);
   const latencyHiding = await runLatencyHiding(plan, tag);
   const memoryRetrieval = await runMemoryRetrieval(plan);
   const busyDay = await runBusyDay(plan, tag);
   const main = conclave[0]!;
-  const results: BenchResults = {
+  const measured = {
     latencyHiding,
     memoryRetrieval,
     busyDay,
@@ -138,9 +202,11 @@ async function main(): Promise<void> {
     conclave,
     inProcess,
     floorModel: floorModel(main),
-    targets: [...judgeTargets(main, inProcess[0]?.pipelines ?? []), ...busyDay.targets],
     benchPeakRssKb: processMemory(process.pid)?.peakRssKb ?? Number.NaN,
+    ...(postgresSaver ? { postgresSaver } : {}),
+    tracing,
   };
+  const results: BenchResults = { ...measured, targets: judgeAll(measured) };
   mkdirSync(DOCS, { recursive: true });
   writeFileSync(RESULTS_JSON, `${JSON.stringify(results, null, 2)}\n`);
   writeReports(results);
@@ -175,10 +241,31 @@ async function busyDayOnly(): Promise<void> {
   for (const target of busyDay.targets) progress(`target ${target.id}: ${target.verdict}`);
 }
 
-/** `--render`: rewrite the report and its summary from docs/benchmarks.json (the same run), e.g. after editing the report. */
+/**
+ * `--only tracing`: the tracing-cost phase alone (about a minute), its section and targets on
+ * stdout, its results in a temporary file; docs/ is left alone.
+ */
+async function tracingOnly(): Promise<void> {
+  const plan = benchPlan();
+  const startedAt = performance.now();
+  progress(`tracing cost only${plan.quick ? " (BENCH_QUICK: short phases)" : ""}`);
+  const tracing = await tracingPhase(plan, `b${Date.now().toString(36)}`);
+  const path = join(tmpdir(), `conclave-bench-tracing-${Date.now()}.json`);
+  writeFileSync(path, `${JSON.stringify({ environment: describeEnvironment(), plan, tracing }, null, 2)}\n`);
+  const targets = tracingTargets(tracing);
+  process.stdout.write(`## Targets\n\n${targetsTable(targets)}\n\n${renderTracingCost(tracing)}\n`);
+  progress(`done in ${Math.round((performance.now() - startedAt) / 1000)} s; results in ${path}`);
+  for (const target of targets) progress(`target ${target.id}: ${target.verdict}`);
+}
+
+/**
+ * `--render`: rewrite the report and its summary from docs/benchmarks.json (the same run), e.g. after
+ * editing the report. The targets are judged again on the file's results.
+ */
 function renderOnly(): void {
   if (!existsSync(RESULTS_JSON)) throw new Error("no docs/benchmarks.json to render: run `npm run bench` first");
-  writeReports(JSON.parse(readFileSync(RESULTS_JSON, "utf8")) as BenchResults);
+  const results = JSON.parse(readFileSync(RESULTS_JSON, "utf8")) as BenchResults;
+  writeReports({ ...results, targets: judgeAll(results) });
   progress("docs/BENCHMARKS.md and docs/benchmarks-summary.json rendered from docs/benchmarks.json");
 }
 
@@ -192,7 +279,9 @@ try {
   if (process.argv.includes("--help") || process.argv.includes("-h")) process.stdout.write(USAGE);
   else if (process.argv.includes("--render")) renderOnly();
   else if (onlyPhase() === "busy-day") await busyDayOnly();
-  else if (onlyPhase() !== undefined) throw new Error(`unknown --only ${onlyPhase()}: the one phase is busy-day`);
+  else if (onlyPhase() === "tracing") await tracingOnly();
+  else if (onlyPhase() !== undefined)
+    throw new Error(`unknown --only ${onlyPhase()}: the phases are busy-day and tracing`);
   else await main();
   process.exit(0);
 } catch (error) {

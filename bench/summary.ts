@@ -1,6 +1,8 @@
 import { type BusyDayRun, failed } from "./busyDay.ts";
+import { clusterCpuPerTurnMs } from "./conclave.ts";
 import type { BenchResults } from "./report.ts";
 import type { Summary } from "./stats.ts";
+import { type TracingCostRun, tracingOffShare } from "./tracingCost.ts";
 
 /**
  * The figures of a run worth keeping in the repository beside docs/BENCHMARKS.md
@@ -16,7 +18,8 @@ export interface BenchSummary {
   quick: boolean;
   durationS: number;
   backgroundAtStartCores: number;
-  targets: { id: string; measured: number; goal: number; direction: string; met: boolean }[];
+  /** `measured` is null for a target the run could not measure; `notMeasured` says why. */
+  targets: { id: string; measured: number; goal: number; direction: string; met: boolean; notMeasured?: string }[];
   /** Closed-loop levels of the distributed turn and of each in-process pipeline. */
   levels: {
     system: string;
@@ -28,6 +31,8 @@ export interface BenchSummary {
     runnerLatencyMs?: Latency;
     /** CPU per turn: every Conclave process and nats-server without the bench client, or the in-process pipeline's. */
     cpuPerTurnMs: number;
+    /** Of `cpuPerTurnMs`, the pipeline's database server's (LangGraph.js + PostgresSaver: PostgreSQL's processes). */
+    serverCpuPerTurnMs?: number;
     notComplete: number;
   }[];
   floor: {
@@ -39,6 +44,17 @@ export interface BenchSummary {
     eventAppends: number;
   } | null;
   idleSessionBytes: { heap: number; rss: number } | null;
+  /** The PostgreSQL behind LangGraph.js + PostgresSaver (null: not in the run). */
+  postgresSaver: { available: boolean; version?: string; reason?: string } | null;
+  /** Tracing off and on at c=1 (null: not in the run, or the phase failed). */
+  tracing: {
+    p50OffMs: number;
+    p50OnMs: number;
+    p50Ratio: number;
+    spansPerTurn: number;
+    offNsPerSpan: number | null;
+    offUsPerTurn: number | null;
+  } | null;
   memoryRetrieval: { nodes: number; latencyMs: Latency; goalMs: number } | null;
   latencyHiding: {
     modelLatencyMs: number;
@@ -70,7 +86,6 @@ export interface BenchSummary {
 
 type Latency = Pick<Summary, "p50" | "p95" | "p99">;
 const latency = ({ p50, p95, p99 }: Summary): Latency => ({ p50, p95, p99 });
-const sum = (values: number[]) => Math.round(values.reduce((a, b) => a + b, 0) * 1000) / 1000;
 
 /** JSON laid out to be read and diffed: one line per level, target or group of fields. */
 function layOut(value: unknown, depth = 0): string {
@@ -100,7 +115,14 @@ export function benchSummary(results: BenchResults): BenchSummary {
     quick: results.plan.quick,
     durationS: results.durationS,
     backgroundAtStartCores: results.backgroundAtStartCores,
-    targets: results.targets.map(({ id, measured, goal, direction, met }) => ({ id, measured, goal, direction, met })),
+    targets: results.targets.map(({ id, measured, goal, direction, met, notMeasured }) => ({
+      id,
+      measured,
+      goal,
+      direction,
+      met,
+      ...(notMeasured === undefined ? {} : { notMeasured }),
+    })),
     levels: [
       ...run.levels.map((level) => ({
         system: "Conclave distributed",
@@ -109,7 +131,7 @@ export function benchSummary(results: BenchResults): BenchSummary {
         eventsPerSec: level.eventsPerSec,
         latencyMs: latency(level.latency),
         ...(level.runtime ? { runnerLatencyMs: latency(level.runtime) } : {}),
-        cpuPerTurnMs: sum(level.cpu.filter((c) => c.process !== "bench client").map((c) => c.perTurnMs)),
+        cpuPerTurnMs: clusterCpuPerTurnMs(level),
         notComplete: level.failed,
       })),
       ...inProcess.flatMap((pipeline) =>
@@ -120,6 +142,7 @@ export function benchSummary(results: BenchResults): BenchSummary {
           eventsPerSec: level.eventsPerSec,
           latencyMs: latency(level.latency),
           cpuPerTurnMs: level.cpuPerTurnMs,
+          ...(level.serverCpuPerTurnMs === undefined ? {} : { serverCpuPerTurnMs: level.serverCpuPerTurnMs }),
           notComplete: level.failed,
         })),
       ),
@@ -135,6 +158,14 @@ export function benchSummary(results: BenchResults): BenchSummary {
         }
       : null,
     idleSessionBytes: run.idle ? { heap: run.idle.heapPerSessionBytes, rss: run.idle.rssPerSessionBytes } : null,
+    postgresSaver: results.postgresSaver
+      ? {
+          available: results.postgresSaver.available,
+          ...(results.postgresSaver.version ? { version: results.postgresSaver.version } : {}),
+          ...(results.postgresSaver.reason ? { reason: results.postgresSaver.reason } : {}),
+        }
+      : null,
+    tracing: results.tracing && !("error" in results.tracing) ? tracingSummary(results.tracing) : null,
     memoryRetrieval: results.memoryRetrieval
       ? {
           nodes: results.memoryRetrieval.nodes,
@@ -155,6 +186,18 @@ export function benchSummary(results: BenchResults): BenchSummary {
         }
       : null,
     busyDay: results.busyDay ? busyDaySummary(results.busyDay) : null,
+  };
+}
+
+function tracingSummary(run: TracingCostRun): NonNullable<BenchSummary["tracing"]> {
+  const micro = "error" in run.offMicro ? null : run.offMicro;
+  return {
+    p50OffMs: run.off.latency.p50,
+    p50OnMs: run.on.latency.p50,
+    p50Ratio: run.p50Ratio,
+    spansPerTurn: run.spansPerTurn,
+    offNsPerSpan: micro?.nsPerSpan ?? null,
+    offUsPerTurn: tracingOffShare(run)?.usPerTurn ?? null,
   };
 }
 

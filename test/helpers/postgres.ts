@@ -1,55 +1,8 @@
-import { execFile, execFileSync } from "node:child_process";
-import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { delimiter, join } from "node:path";
-import { promisify } from "node:util";
 import { afterAll, beforeAll } from "vitest";
-import { freePort } from "../../src/nats/server.ts";
+import { type PostgresServer, startPostgresServer } from "./postgresServer.ts";
 
-const run = promisify(execFile);
-
-/** The user name the test cluster is created with (trust authentication, no password). */
-export const POSTGRES_TEST_USER = "conclave";
-
-/**
- * The directory holding both initdb and pg_ctl: PATH first, then
- * /usr/lib/postgresql/<version>/bin, newest version first (where Debian puts
- * them, off PATH). A one-line error naming `npm run setup` when there is none.
- */
-export function findPostgresBin(env = process.env): string {
-  const debian = "/usr/lib/postgresql";
-  const versions = existsSync(debian)
-    ? readdirSync(debian)
-        .filter((name) => /^\d+(\.\d+)?$/.test(name))
-        .sort((a, b) => Number(b) - Number(a))
-        .map((version) => join(debian, version, "bin"))
-    : [];
-  for (const dir of [...(env.PATH ?? "").split(delimiter), ...versions, "/usr/local/bin"]) {
-    if (dir && existsSync(join(dir, "initdb")) && existsSync(join(dir, "pg_ctl"))) return dir;
-  }
-  throw new Error(
-    "PostgreSQL's initdb and pg_ctl were not found on PATH nor in /usr/lib/postgresql/*/bin: run `npm run setup`",
-  );
-}
-
-/**
- * Who runs the server: PostgreSQL refuses to run as root, so as root it is an
- * unprivileged account (`postgres` when the package created it, else `nobody`)
- * through runuser; otherwise the current user.
- */
-function serverAccount(): { uid: number; gid: number; prefix: string[] } | null {
-  if (process.getuid?.() !== 0) return null;
-  for (const name of ["postgres", "nobody"]) {
-    try {
-      const uid = Number(execFileSync("id", ["-u", name]).toString().trim());
-      const gid = Number(execFileSync("id", ["-g", name]).toString().trim());
-      return { uid, gid, prefix: ["runuser", "-u", name, "--"] };
-    } catch {
-      // no such account: try the next
-    }
-  }
-  throw new Error("running as root, and neither a postgres nor a nobody account exists to run PostgreSQL as");
-}
+// The server itself (find the binaries, initdb, start, stop) lives in postgresServer.ts, shared with the bench.
+export { findPostgresBin, POSTGRES_TEST_USER } from "./postgresServer.ts";
 
 /**
  * Starts a private PostgreSQL for the current test file: a new cluster
@@ -58,79 +11,33 @@ function serverAccount(): { uid: number; gid: number; prefix: string[] } | null 
  * it and deletes the directory after.
  */
 export function usePostgresServer() {
-  let port = 0;
-  let dir = "";
-  let bin = "";
-  let account: ReturnType<typeof serverAccount> = null;
-  let running = false;
-  const dataDir = () => join(dir, "data");
-  const logFile = () => join(dir, "postgres.log");
-
-  /** Runs a PostgreSQL program as the server's account, from the cluster's directory (which that account can read). */
-  async function pg(program: string, args: string[]): Promise<void> {
-    const [command, ...rest] = [...(account?.prefix ?? []), join(bin, program), ...args];
-    try {
-      await run(command!, rest, { cwd: dir, timeout: 60_000 });
-    } catch (error) {
-      const output = error instanceof Error && "stderr" in error ? String(error.stderr) : String(error);
-      const log = existsSync(logFile()) ? readFileSync(logFile(), "utf8").slice(-2_000) : "";
-      throw new Error(`${program} ${args.at(-1)} failed: ${output.trim()}${log ? `\nserver log:\n${log}` : ""}`);
-    }
-  }
-
-  async function start(): Promise<void> {
-    // fsync off: the cluster only has to outlive a clean restart, not a power cut.
-    const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off`;
-    // -w: pg_ctl returns once the server accepts connections.
-    await pg("pg_ctl", ["-D", dataDir(), "-l", logFile(), "-o", options, "-w", "-t", "30", "start"]);
-    running = true;
-  }
-
-  async function stop(): Promise<void> {
-    if (!running) return;
-    running = false;
-    await pg("pg_ctl", ["-D", dataDir(), "-m", "fast", "-w", "-t", "30", "stop"]);
-  }
+  let server: PostgresServer | undefined;
 
   beforeAll(async () => {
-    bin = findPostgresBin();
-    account = serverAccount();
-    port = await freePort();
-    dir = mkdtempSync(join(tmpdir(), "conclave-test-postgres-"));
-    if (account) chownSync(dir, account.uid, account.gid);
-    await pg("initdb", [
-      "-D",
-      dataDir(),
-      "-U",
-      POSTGRES_TEST_USER,
-      "--auth=trust",
-      "--encoding=UTF8",
-      "--locale=C",
-      "--no-sync",
-      "--no-instructions",
-    ]);
-    await start();
+    server = await startPostgresServer();
   });
   afterAll(async () => {
-    await stop().catch(() => {});
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    await server?.destroy();
   });
 
+  const started = (): PostgresServer => {
+    if (!server) throw new Error("PostgreSQL not started yet");
+    return server;
+  };
   return {
     /** `postgres://conclave@127.0.0.1:<port>/postgres` */
     get url(): string {
-      if (!port) throw new Error("PostgreSQL not started yet");
-      return `postgres://${POSTGRES_TEST_USER}@127.0.0.1:${port}/postgres`;
+      return started().url;
     },
     get port(): number {
-      return port;
+      return server?.port ?? 0;
     },
     /** Stops the server (fast shutdown); its data stays for `restart()`. */
-    stop,
+    stop: () => started().stop(),
     /** Stops the server and starts it again on the same port with the same data. */
     async restart(): Promise<void> {
-      await stop();
-      await start();
+      await started().stop();
+      await started().start();
     },
   };
 }
