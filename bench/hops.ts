@@ -163,6 +163,9 @@ const PHASES: Exclude<Phase, "submission">[] = ["before TURN_STARTED", "turn", "
 /** Reply subjects: `_INBOX.…`, or a role's own prefix (`_INBOX_runner.…`). */
 const INBOX = /^_INBOX[^.]*\./;
 
+/** A reply subject's inbox prefix: each role has its own (`_INBOX_runner`, `_INBOX_worker`…; src/bus/connection.ts). */
+const roleOf = (reply: string) => reply.split(".")[0] ?? reply;
+
 /** `_INBOX.<connection>`: the requests of one connection share it (nats.js multiplexes replies on one inbox). */
 const inboxOf = (reply: string) => reply.split(".").slice(0, 2).join(".");
 
@@ -182,7 +185,9 @@ function analyseTurn(messages: WireMessage[]): TurnShape | null {
   const lastEvent = appends.at(-1)?.t;
   const submitEnd = replyAt.get(submitMsg.reply);
   if (firstEvent === undefined || lastEvent === undefined || submitEnd === undefined) return null;
-  const runner = inboxOf(appends[0]!.reply);
+  // The runner's requests go out on more than one inbox of its connection (nats-core's, and the event log's
+  // own: src/bus/inboxRequests.ts), all under its role's prefix (`_INBOX_runner`): that prefix is the runner.
+  const runner = roleOf(appends[0]!.reply);
   const client = inboxOf(submitMsg.reply);
   const intervals = (from: WireMessage[]): Interval[] =>
     from.flatMap((m) => {
@@ -194,9 +199,9 @@ function analyseTurn(messages: WireMessage[]): TurnShape | null {
   // of its KV and JetStream calls, only those about the traced session count.
   const aboutThisTurn = (m: WireMessage) =>
     !(m.subject.startsWith("$JS.") || m.subject.startsWith("$KV.")) || m.subject.split(".").includes(session);
-  const runnerWork = intervals(work.filter((m) => inboxOf(m.reply) === runner && aboutThisTurn(m)));
+  const runnerWork = intervals(work.filter((m) => roleOf(m.reply) === runner && aboutThisTurn(m)));
   // Requests of other connections (workers) made while a runner request waits are nested in it.
-  const workerWork = intervals(work.filter((m) => inboxOf(m.reply) !== runner));
+  const workerWork = intervals(work.filter((m) => roleOf(m.reply) !== runner));
   const submit: Interval = { name: "turn.submit", start: submitMsg.t, end: submitEnd };
   const within = (list: Interval[], start: number, end: number) =>
     overlapGroups(list.filter((i) => i.start >= start && i.end <= end));

@@ -12,7 +12,7 @@ export interface HostedCognition {
   /** The model they think with: the worker's (`backendFromEnv`), offline or an LLM. */
   backend: CognitionBackend;
   /** Where the scheduler's cooldowns are kept (a store that remembers its sessions': no round trip). */
-  cooldowns: Pick<CooldownStore, "load" | "save">;
+  cooldowns: Pick<CooldownStore, "load" | "save"> & Partial<Pick<CooldownStore, "flush">>;
   /** The live roster the scheduler plans from: the agents running workers announce. */
   directory: Promise<Pick<AgentDirectory, "roster">>;
   /** The critics every reply goes to. Default: the built-in ones. */
@@ -57,5 +57,12 @@ export function withHostedCognition(services: TurnServices, hosted: HostedCognit
     safetyCouncil: async () => safetyCouncil(),
     renderVoice: (request, signal, onStream) => backend.render(request, onStream, signal),
     runCritics: (request, signal) => collectVerdict(critics, request, (name) => backend.judge(name, request, signal)),
+    // The plan's cooldowns are written alongside the memory commit: one round trip for both. The commit's
+    // request goes out within this tick's promise jobs; the write right after them.
+    commitMemory: (request, signal) => {
+      const committed = services.commitMemory(request, signal);
+      setImmediate(() => cooldowns.flush?.(request.episode.session_id));
+      return committed;
+    },
   };
 }

@@ -14,14 +14,16 @@ export function withLedgerDigest(services: TurnServices, ledgers: LedgerStore, l
   return {
     ...services,
     retrieveMemory: async (request, signal) => {
+      // The memory request first, then the ledgers' read: both out before either answers (one round trip).
+      const memory = services.retrieveMemory(request, signal);
       const digest = ledgers.digest(request.session_id).catch((error: unknown) => {
         log.warn(
           `turn ${request.session_id}.${request.turn_id}: ledgers left out of its context: ${singleLine(messageOf(error))}`,
         );
         return null;
       });
-      const [memory, ledgerDigest] = await Promise.all([services.retrieveMemory(request, signal), digest]);
-      return ledgerDigest ? { ...memory, ledgers: ledgerDigest } : memory;
+      const [retrieved, ledgerDigest] = await Promise.all([memory, digest]);
+      return ledgerDigest ? { ...retrieved, ledgers: ledgerDigest } : retrieved;
     },
   };
 }

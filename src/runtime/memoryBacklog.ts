@@ -44,10 +44,15 @@ export class MemoryBacklog {
     return new MemoryBacklog(await JsonKv.open(nc, buckets.sessions, Backlog), trustClearMs);
   }
 
+  /** True while the session was read with nothing owed, recently enough to trust it (no read needed). */
+  knownClear(sessionId: string): boolean {
+    const clearUntil = this.#clear.get(sessionId);
+    return clearUntil !== undefined && clearUntil > Date.now();
+  }
+
   /** The session's owed commits, oldest turn first. */
   async owed(sessionId: string): Promise<Episode[]> {
-    const clearUntil = this.#clear.get(sessionId);
-    if (clearUntil !== undefined && clearUntil > Date.now()) return [];
+    if (this.knownClear(sessionId)) return [];
     const episodes = (await this.kv.get(keyOf(sessionId)))?.value.episodes ?? [];
     this.#markClear(sessionId, episodes.length === 0);
     return episodes;

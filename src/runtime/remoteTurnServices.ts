@@ -61,6 +61,11 @@ export function remoteTurnServices(nc: NatsConnection, options: Partial<RemoteOp
   const streams = agentStreams(nc);
   // Opened once; without it (no rights to the bucket) a commit that gets no answer is not kept.
   const backlog = (settings.memoryBacklog ?? MemoryBacklog.open(nc)).catch(() => null);
+  // Once open, held here: a session known to owe nothing asks for its memory without waiting on anything.
+  let openBacklog: MemoryBacklog | null | undefined;
+  void backlog.then((opened) => {
+    openBacklog = opened;
+  });
   const call = <S extends z.ZodType>(
     subject: string,
     payload: unknown,
@@ -110,6 +115,8 @@ export function remoteTurnServices(nc: NatsConnection, options: Partial<RemoteOp
     callAgent,
     deliberate: (input, signal) => deliberateRound(input, callAgent, signal),
     retrieveMemory: async (request, signal) => {
+      if (openBacklog?.knownClear(request.session_id))
+        return call(subjects.memoryRetrieve, request, MemoryRetrieveReply, signal);
       // The commits the session still owes go in before its memory is read; if they cannot, it is read as it is.
       const owed = { backlog: await backlog, commit: commitEpisode, signal, retryMs: 0 };
       await settleCommits(request.session_id, null, owed).catch(() => {});

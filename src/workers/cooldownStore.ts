@@ -6,6 +6,9 @@ import type { Cooldowns } from "../cognition/scheduler.ts";
 
 const CooldownRecord = z.record(z.string(), z.number());
 
+/** The longest a remembered session's changed cooldowns wait to be written. */
+const UNSAVED_MAX_MS = 1_000;
+
 /** How a CooldownStore keeps what it reads and writes. */
 export interface CooldownStoreOptions {
   /**
@@ -27,6 +30,8 @@ export interface CooldownStoreOptions {
 export class CooldownStore {
   /** Sessions' cooldowns held in memory (`remember`), oldest first. */
   readonly #remembered = new Map<string, Cooldowns>();
+  /** Sessions whose cooldowns changed since they were last written, with the timer that writes them anyway. */
+  readonly #unsaved = new Map<string, ReturnType<typeof setTimeout>>();
 
   private constructor(
     private readonly kv: JsonKv<typeof CooldownRecord>,
@@ -54,12 +59,28 @@ export class CooldownStore {
   }
 
   async save(sessionId: string, cooldowns: Cooldowns): Promise<void> {
-    const { remember = 0, onSaveError } = this.options;
+    const { remember = 0 } = this.options;
     if (remember === 0) return this.kv.put(sessionId, cooldowns);
     this.#remembered.delete(sessionId); // re-inserted last: the map stays in age order, and bounded
     this.#remembered.set(sessionId, cooldowns);
     if (this.#remembered.size > remember) this.#remembered.delete(this.#remembered.keys().next().value as string);
-    // Sent once the turn has gone on (its next requests are out): it overlaps them rather than precede them.
-    setImmediate(() => this.kv.put(sessionId, cooldowns).catch((error: unknown) => onSaveError?.(sessionId, error)));
+    // Written with the turn's next request (`flush`), so it costs the turn no round trip of its own; at the
+    // latest a second later.
+    if (!this.#unsaved.has(sessionId)) {
+      const timer = setTimeout(() => this.flush(sessionId), UNSAVED_MAX_MS);
+      timer.unref();
+      this.#unsaved.set(sessionId, timer);
+    }
+  }
+
+  /** Writes the session's cooldowns saved since the last write, if any (`remember` mode), without waiting. */
+  flush(sessionId: string): void {
+    const timer = this.#unsaved.get(sessionId);
+    if (!timer) return;
+    clearTimeout(timer);
+    this.#unsaved.delete(sessionId);
+    const cooldowns = this.#remembered.get(sessionId);
+    if (cooldowns)
+      this.kv.put(sessionId, cooldowns).catch((error: unknown) => this.options.onSaveError?.(sessionId, error));
   }
 }

@@ -65,6 +65,8 @@ describe("a turn's round trips on the wire", () => {
       ),
     ];
     expect(hops.turns, "every turn seen on the wire").toBe(TURNS);
+    // The analysis found the runner's requests (an analysis that finds none would count nothing and pass).
+    expect(hops.hops, `the turn's hops: ${shape.join("; ")}`).toBeGreaterThanOrEqual(3);
     expect(clientRoundTrips, `round trips: ${shape.join("; ")}`).toBeLessThanOrEqual(MAX_CLIENT_ROUND_TRIPS);
   });
 });

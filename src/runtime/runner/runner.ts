@@ -9,7 +9,6 @@ import type { EngineEvent } from "../../contracts/events.ts";
 import type { TurnCancelled } from "../../contracts/turn.ts";
 import type { WalEntry } from "../../contracts/wal.ts";
 import { ConclaveError, isConclaveError, messageOf } from "../../errors.ts";
-import { MAX_TURN_ATTEMPTS } from "../../eventlog/streams.ts";
 import { EventLogWriter } from "../../eventlog/writer.ts";
 import { type Logger, silentLogger, turnFields } from "../log.ts";
 import type { RecipeHost } from "../recipeHost/recipeHost.ts";
@@ -24,7 +23,7 @@ import { type SessionActorDeps, sessionActors } from "./sessionActors.ts";
 import { followErasures } from "./sessionErasures.ts";
 import { type SessionActor, SessionHost } from "./sessionHost.ts";
 import { TurnSettlement, turnKey } from "./settlement.ts";
-import { readForTakeover, takeRedelivered } from "./takeover.ts";
+import { readForTakeover, recordTaken, takeRedelivered } from "./takeover.ts";
 import { TurnEnds } from "./turnEnds.ts";
 import { TurnOrder } from "./turnOrder.ts";
 
@@ -250,16 +249,9 @@ export class Runner {
         void this.#admitted(entry)
           .then(async (admitted) => {
             if (!admitted) return; // handed back or ended while it waited
-            // First delivery: the turn starts, then is recorded inflight meanwhile (no round trip before its start).
+            // First delivery: the turn starts, and is recorded inflight meanwhile (`recordTaken`).
             await this.#enqueue(entry, undefined, stored?.events);
-            this.#statuses
-              .take(sessionId, turnId, this.#leases.runner, entry.submitted_at, MAX_TURN_ATTEMPTS, entry.suspension_seq)
-              .catch((error: unknown) =>
-                this.#log.warn(
-                  `turn ${turnKey(sessionId, turnId)}: status not recorded: ${messageOf(error)}`,
-                  turnFields(sessionId, turnId),
-                ),
-              );
+            recordTaken({ statuses: this.#statuses, runner: this.#leases.runner, log: this.#log }, entry);
           })
           .catch((error: unknown) => this.#deliveryFailed(msg, error));
         return;

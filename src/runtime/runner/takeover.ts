@@ -1,6 +1,7 @@
 import type { JetStreamClient, JetStreamManager, JsMsg } from "@nats-io/jetstream";
 import type { EngineEvent } from "../../contracts/events.ts";
 import type { WalEntry } from "../../contracts/wal.ts";
+import { messageOf } from "../../errors.ts";
 import { readEvents } from "../../eventlog/reader.ts";
 import { MAX_TURN_ATTEMPTS } from "../../eventlog/streams.ts";
 import type { EventLogWriter } from "../../eventlog/writer.ts";
@@ -124,4 +125,25 @@ export async function takeRedelivered(deps: RedeliveryDeps, msg: JsMsg, entry: W
   }
   const cancelReason = take.before?.cancel_reason;
   return { ...(cancelReason !== undefined ? { cancelReason } : {}), events: stored.events };
+}
+
+/**
+ * A first delivery's turn, started, recorded inflight (one more attempt) without the turn waiting: the
+ * write goes out just after the turn's first requests (they leave within this tick's promise jobs), so
+ * it takes no round trip of its own. A takeover reads the attempts it counts.
+ */
+export function recordTaken(
+  deps: Pick<RedeliveryDeps, "statuses" | "runner" | "log">,
+  { session_id: sessionId, turn_id: turnId, submitted_at, suspension_seq }: WalEntry,
+): void {
+  setImmediate(() =>
+    deps.statuses
+      .take(sessionId, turnId, deps.runner, submitted_at, MAX_TURN_ATTEMPTS, suspension_seq)
+      .catch((error: unknown) =>
+        deps.log.warn(
+          `turn ${turnKey(sessionId, turnId)}: status not recorded: ${messageOf(error)}`,
+          turnFields(sessionId, turnId),
+        ),
+      ),
+  );
 }
