@@ -6,7 +6,7 @@ import { pathToFileURL } from "node:url";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { busOptions, connectBus } from "../src/bus/connection.ts";
 import { type ConclaveProcess, spawnConclave } from "../src/cli/childProcess.ts";
-import { DEFAULT_LAYOUT } from "../src/cli/localCluster.ts";
+import { layoutFor } from "../src/cli/localCluster.ts";
 import { DEFAULT_NATS_CONFIG, startNatsServer } from "../src/nats/server.ts";
 
 const HOOKS = pathToFileURL(join(import.meta.dirname, "processHooks.mjs")).href;
@@ -87,7 +87,7 @@ export async function startBenchCluster(options: ClusterOptions = {}): Promise<B
     NODE_OPTIONS: [process.env.NODE_OPTIONS, `--import=${HOOKS}`].filter(Boolean).join(" "),
   };
   const envOf = (name: string) => (options.processEnv ? { ...env, ...options.processEnv(name) } : env);
-  const processes = DEFAULT_LAYOUT.map(({ name, args }) => spawnConclave(name, args, envOf(name)));
+  const processes = layoutFor(env).map(({ name, args }) => spawnConclave(name, args, envOf(name)));
   const stop = async () => {
     await Promise.all(processes.filter((p) => p.name === "runner").map((p) => p.stop()));
     await Promise.all(processes.filter((p) => p.name !== "runner").map((p) => p.stop()));

@@ -7,9 +7,9 @@ import { UnavailableError } from "./failures.ts";
 import { type SupervisedProcess, supervise } from "./supervisor.ts";
 
 /**
- * The processes `conclave up` starts, besides nats-server: three workers and one runner. The runner
- * hosts the scheduler, council and critics itself (`--cognition runner`: four hops fewer a turn);
- * the memory worker serves memory.
+ * The processes `conclave up` starts, besides nats-server, with the offline model: three workers and
+ * one runner that hosts the scheduler, council and critics itself (`--cognition runner`: four hops
+ * fewer a turn); the third worker serves memory.
  */
 export const DEFAULT_LAYOUT: { name: string; args: string[] }[] = [
   {
@@ -20,6 +20,24 @@ export const DEFAULT_LAYOUT: { name: string; args: string[] }[] = [
   { name: "worker[memory]", args: ["worker", "--services", "memory"] },
   { name: "runner", args: ["runner", "--cognition", "runner"] },
 ];
+
+/**
+ * In LLM mode the scheduler, council and critics stay on a worker: a model call under way there
+ * survives the runner's death (a takeover joins it), where one made in the runner would be made
+ * again; against a model's latency the hops they save are noise.
+ */
+export const LLM_LAYOUT: { name: string; args: string[] }[] = [
+  ...DEFAULT_LAYOUT.slice(0, 2),
+  {
+    name: "worker[scheduler,council,critics,memory]",
+    args: ["worker", "--services", "scheduler,council,critics,memory"],
+  },
+  { name: "runner", args: ["runner"] },
+];
+
+/** The layout `conclave up` starts in this environment: LLM_LAYOUT when a model is configured. */
+export const layoutFor = (env: NodeJS.ProcessEnv = process.env) =>
+  env.CONCLAVE_LLM_BASE_URL ? LLM_LAYOUT : DEFAULT_LAYOUT;
 
 export interface LocalClusterOptions {
   url: string;
@@ -96,8 +114,8 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
   ];
   const layout =
     extra.length > 0
-      ? [{ name: "worker[your agents]", args: ["worker", ...extra] }, ...DEFAULT_LAYOUT]
-      : DEFAULT_LAYOUT;
+      ? [{ name: "worker[your agents]", args: ["worker", ...extra] }, ...layoutFor(env)]
+      : layoutFor(env);
   const processes = layout.map(({ name, args }) =>
     supervise(name, options.inspect ? [...args, "--inspect"] : args, env, { log: options.log }),
   );

@@ -3,7 +3,7 @@ import { DEFAULT_NATS_URL } from "../../bus/connection.ts";
 import { inspectionWanted } from "../../inspect/enable.ts";
 import { untilInterrupted } from "../args.ts";
 import { defineCommand } from "../command.ts";
-import { DEFAULT_LAYOUT, startLocalCluster } from "../localCluster.ts";
+import { DEFAULT_LAYOUT, LLM_LAYOUT, startLocalCluster } from "../localCluster.ts";
 
 const help = `conclave up: start nats-server, a runner and the workers, until interrupted
 
@@ -20,6 +20,8 @@ Usage: conclave up [--nats-url URL] [--data-dir DIR] [--agents LIST] [--tools LI
 
 Starts, each as its own process:
 ${DEFAULT_LAYOUT.map(({ name, args }) => `  ${name.padEnd(42)} conclave ${args.join(" ")}`).join("\n")}
+In LLM mode (CONCLAVE_LLM_BASE_URL set) the scheduler, council and critics stay on a worker
+(${LLM_LAYOUT[2]!.name}) and the runner asks it: a model call under way survives a runner's death.
 nats-server is started with nats.conf unless a server already answers at the URL.
 A process that dies is restarted after a backoff (250 ms, doubling with each recent
 restart, at most 30 s), as often as it takes; the log says each restart.
