@@ -1,15 +1,18 @@
 import { describe, expect, it } from "vitest";
 import type { TurnStatusRecord } from "../../src/contracts/wal.ts";
 import {
+  attemptedBefore,
   type DeliveryFacts,
   decideDelivery,
   decideRedelivery,
   decideTakeover,
+  FIRST_DELIVERY_WINDOW_MS,
 } from "../../src/runtime/runner/delivery.ts";
 
 const facts = (overrides: Partial<DeliveryFacts> = {}): DeliveryFacts => ({
   turnId: 7,
   deliveryCount: 1,
+  storedAgoMs: 5,
   heldHere: false,
   ownsSession: true,
   expired: false,
@@ -64,6 +67,20 @@ describe("a WAL delivery", () => {
     // and would drop it as "not a new turn", leaving it inflight with nobody working on it.
     expect(decideDelivery(facts({ deliveryCount: 2, finishedHere: true }))).toEqual({ kind: "reset_session" });
     expect(decideDelivery(facts({ deliveryCount: 1, finishedHere: true }))).toEqual({ kind: "reset_session" });
+  });
+
+  it("takes the status of a first delivery stored too long ago to be sure it is one", () => {
+    // nats-server has handed an abandoned entry to the runner taking it over with a delivery count of 1.
+    expect(decideDelivery(facts({ storedAgoMs: FIRST_DELIVERY_WINDOW_MS - 1 }))).toEqual({ kind: "start" });
+    expect(decideDelivery(facts({ storedAgoMs: FIRST_DELIVERY_WINDOW_MS }))).toEqual({ kind: "start_if_unattempted" });
+    const pending = status({ status: "pending", attempts: 0 });
+    expect(attemptedBefore({ before: pending, taken: true, poison: false, stale: false })).toBe(false);
+    expect(attemptedBefore({ before: null, taken: true, poison: false, stale: false })).toBe(false);
+    // Another runner's attempt is recorded: a takeover, not a start.
+    expect(attemptedBefore({ before: status(), taken: true, poison: false, stale: false })).toBe(true);
+    expect(attemptedBefore({ before: status({ status: "done" }), taken: false, poison: false, stale: false })).toBe(
+      true,
+    );
   });
 
   it("reads the status of any later delivery", () => {

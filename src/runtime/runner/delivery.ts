@@ -12,12 +12,19 @@
  */
 import { type TurnStatusRecord, WalEntry } from "../../contracts/wal.ts";
 import { messageOf } from "../../errors.ts";
+import { WAL_ACK_WAIT_MS } from "../../eventlog/streams.ts";
 
 export interface DeliveryFacts {
   /** The entry's turn id (a record that is not a valid WAL entry never gets this far). */
   turnId: number;
   /** How many times JetStream has delivered this entry (1 the first time). */
   deliveryCount: number;
+  /**
+   * How long ago the entry was stored (the stream's timestamp). A first delivery is trusted as one only while
+   * younger than a redelivery can be: nats-server has been seen handing back an abandoned entry with a delivery
+   * count of 1 (none of its pull requests waiting when it fell due), to the runner that took it over.
+   */
+  storedAgoMs: number;
   /** This runner holds a WAL handle for the turn: it is queued or running here. */
   heldHere: boolean;
   /**
@@ -57,8 +64,19 @@ export type DeliveryAction =
   | { kind: "reset_session" }
   /** First delivery: no runner has had it, so it is no takeover. Run it. */
   | { kind: "start" }
+  /**
+   * Delivered once by its count, but stored long enough ago to be an entry some runner took and lost: take
+   * its status first; run it as new only when no attempt is recorded, else take it over (`decideRedelivery`).
+   */
+  | { kind: "start_if_unattempted" }
   /** A delivery after the first: read the turn's status first (`decideRedelivery`). */
   | { kind: "check_status" };
+
+/**
+ * How old a first delivery may be and still be trusted as one: half the WAL's ack wait, the least time
+ * before an entry taken and abandoned can come back (the half leaves room for clocks that disagree).
+ */
+export const FIRST_DELIVERY_WINDOW_MS = WAL_ACK_WAIT_MS / 2;
 
 /** Step 1: what to do with a delivery, from the record and this runner's own state. */
 export function decideDelivery(facts: DeliveryFacts): DeliveryAction {
@@ -66,7 +84,8 @@ export function decideDelivery(facts: DeliveryFacts): DeliveryAction {
   if (!facts.ownsSession) return { kind: "defer_to_owner" };
   if (facts.expired) return { kind: "expire" };
   if (facts.finishedHere) return { kind: "reset_session" };
-  if (facts.deliveryCount === 1) return { kind: "start" };
+  if (facts.deliveryCount === 1)
+    return facts.storedAgoMs < FIRST_DELIVERY_WINDOW_MS ? { kind: "start" } : { kind: "start_if_unattempted" };
   return { kind: "check_status" };
 }
 
@@ -105,6 +124,14 @@ export function decideRedelivery(take: TakeResult): RedeliveryAction {
     attempt,
     ...(take.before?.runner ? { previousRunner: take.before.runner } : {}),
   };
+}
+
+/**
+ * For a `start_if_unattempted` delivery, once its status is taken: some runner started the turn before (or it
+ * ended, or is poison or stale), so it is handled as a delivery after the first, with this take.
+ */
+export function attemptedBefore(take: TakeResult): boolean {
+  return !take.taken || (take.before?.attempts ?? 0) > 0;
 }
 
 /** What is stored of a turn taken over. */

@@ -15,7 +15,7 @@ import type { RecipeHost } from "../recipeHost/recipeHost.ts";
 import { recipeStartOf } from "../recipeHost/recipeStart.ts";
 import type { TurnStatusStore } from "../turnStatusStore.ts";
 import type { Admission } from "./admission.ts";
-import { decideDelivery, parseEntry } from "./delivery.ts";
+import { attemptedBefore, decideDelivery, parseEntry, type TakeResult } from "./delivery.ts";
 import type { SessionLeases } from "./leases.ts";
 import type { RunnerOptions } from "./options.ts";
 import { openRunnerParts, type RunnerParts } from "./parts.ts";
@@ -23,7 +23,7 @@ import { type SessionActorDeps, sessionActors } from "./sessionActors.ts";
 import { followErasures } from "./sessionErasures.ts";
 import { type SessionActor, SessionHost } from "./sessionHost.ts";
 import { TurnSettlement, turnKey } from "./settlement.ts";
-import { readForTakeover, recordTaken, takeRedelivered } from "./takeover.ts";
+import { readForTakeover, recordTaken, takeRedelivered, takeStatus } from "./takeover.ts";
 import { TurnEnds } from "./turnEnds.ts";
 import { TurnOrder } from "./turnOrder.ts";
 
@@ -201,6 +201,7 @@ export class Runner {
     const action = decideDelivery({
       turnId,
       deliveryCount: msg.info.deliveryCount,
+      storedAgoMs: Date.now() - Number(msg.timestampNanos / 1_000_000n),
       heldHere,
       heldOtherEntry: heldHere && this.#settlement.heldSeq(sessionId, turnId) !== msg.seq,
       ownsSession: heldHere || (await this.#leases.acquire(sessionId)),
@@ -237,8 +238,11 @@ export class Runner {
         msg.nak(0);
         return;
       }
-      case "start": {
+      case "start":
+      case "start_if_unattempted": {
         if (!(await this.#order.mayRun(sessionId, turnId))) return this.#waitForEarlierTurn(msg);
+        const checked = action.kind === "start_if_unattempted" ? await takeStatus(this.#takers, entry) : undefined;
+        if (checked && attemptedBefore(checked)) return this.#redelivered(msg, entry, checked);
         this.#settlement.hold(msg, entry);
         // A suspended recipe run answered: it goes on after what its log holds.
         const stored = entry.resume ? await readForTakeover(this.#js, this.#jsm, sessionId, turnId) : undefined;
@@ -251,7 +255,7 @@ export class Runner {
             if (!admitted) return; // handed back or ended while it waited
             // First delivery: the turn starts, and is recorded inflight meanwhile (`recordTaken`).
             await this.#enqueue(entry, undefined, stored?.events);
-            recordTaken({ statuses: this.#statuses, runner: this.#leases.runner, log: this.#log }, entry);
+            if (!checked) recordTaken(this.#takers, entry);
           })
           .catch((error: unknown) => this.#deliveryFailed(msg, error));
         return;
@@ -262,21 +266,15 @@ export class Runner {
     }
   }
 
+  /** What recording this runner's attempt at a turn needs. */
+  get #takers() {
+    return { statuses: this.#statuses, runner: this.#leases.runner, log: this.#log };
+  }
+
   /** A delivery after the first: poison, a late duplicate, or a takeover (`takeover.ts`); a turn taken runs here. */
-  async #redelivered(msg: JsMsg, entry: WalEntry): Promise<void> {
-    const taken = await takeRedelivered(
-      {
-        js: this.#js,
-        jsm: this.#jsm,
-        statuses: this.#statuses,
-        runner: this.#leases.runner,
-        settlement: this.#settlement,
-        writer: this.#writer,
-        log: this.#log,
-      },
-      msg,
-      entry,
-    );
+  async #redelivered(msg: JsMsg, entry: WalEntry, take?: TakeResult): Promise<void> {
+    const deps = { ...this.#takers, js: this.#js, jsm: this.#jsm, settlement: this.#settlement, writer: this.#writer };
+    const taken = await takeRedelivered(deps, msg, entry, take);
     if (!taken) return;
     // Taken over from a dead runner: late already, it starts at once rather than queue again.
     this.#admission.admitNow(entry.session_id, entry.turn_id, entry.tenant);

@@ -7,7 +7,7 @@ import { MAX_TURN_ATTEMPTS } from "../../eventlog/streams.ts";
 import type { EventLogWriter } from "../../eventlog/writer.ts";
 import { type Logger, turnFields } from "../log.ts";
 import type { TurnStatusStore } from "../turnStatusStore.ts";
-import { decideRedelivery, decideTakeover, type StoredTurn } from "./delivery.ts";
+import { decideRedelivery, decideTakeover, type StoredTurn, type TakeResult } from "./delivery.ts";
 import { type TurnSettlement, turnKey } from "./settlement.ts";
 
 /** What an earlier attempt stored of a turn, and where its subject stands in the stream (to fence on). */
@@ -67,16 +67,15 @@ export interface TakenTurn {
  * run here — returned, held, with its log reopened after what is stored
  * (and TURN_RESUMED recorded when it goes on from there). Null: it is settled.
  */
-export async function takeRedelivered(deps: RedeliveryDeps, msg: JsMsg, entry: WalEntry): Promise<TakenTurn | null> {
+export async function takeRedelivered(
+  deps: RedeliveryDeps,
+  msg: JsMsg,
+  entry: WalEntry,
+  /** The status take already made for this delivery (a `start_if_unattempted` one), else made here. */
+  taken?: TakeResult,
+): Promise<TakenTurn | null> {
   const { session_id: sessionId, turn_id: turnId } = entry;
-  const take = await deps.statuses.take(
-    sessionId,
-    turnId,
-    deps.runner,
-    entry.submitted_at,
-    MAX_TURN_ATTEMPTS,
-    entry.suspension_seq,
-  );
+  const take = taken ?? (await takeStatus(deps, entry));
   const action = decideRedelivery(take);
   if (action.kind === "poison") {
     const reason = `poison: started ${MAX_TURN_ATTEMPTS} times without finishing`;
@@ -127,23 +126,25 @@ export async function takeRedelivered(deps: RedeliveryDeps, msg: JsMsg, entry: W
   return { ...(cancelReason !== undefined ? { cancelReason } : {}), events: stored.events };
 }
 
+/** Records this runner's attempt at the turn in its status (`TurnStatusStore.take`): the record as it was. */
+export function takeStatus(deps: Pick<RedeliveryDeps, "statuses" | "runner">, entry: WalEntry): Promise<TakeResult> {
+  const { session_id: sessionId, turn_id: turnId, submitted_at, suspension_seq } = entry;
+  return deps.statuses.take(sessionId, turnId, deps.runner, submitted_at, MAX_TURN_ATTEMPTS, suspension_seq);
+}
+
 /**
  * A first delivery's turn, started, recorded inflight (one more attempt) without the turn waiting: the
  * write goes out just after the turn's first requests (they leave within this tick's promise jobs), so
  * it takes no round trip of its own. A takeover reads the attempts it counts.
  */
-export function recordTaken(
-  deps: Pick<RedeliveryDeps, "statuses" | "runner" | "log">,
-  { session_id: sessionId, turn_id: turnId, submitted_at, suspension_seq }: WalEntry,
-): void {
+export function recordTaken(deps: Pick<RedeliveryDeps, "statuses" | "runner" | "log">, entry: WalEntry): void {
+  const { session_id: sessionId, turn_id: turnId } = entry;
   setImmediate(() =>
-    deps.statuses
-      .take(sessionId, turnId, deps.runner, submitted_at, MAX_TURN_ATTEMPTS, suspension_seq)
-      .catch((error: unknown) =>
-        deps.log.warn(
-          `turn ${turnKey(sessionId, turnId)}: status not recorded: ${messageOf(error)}`,
-          turnFields(sessionId, turnId),
-        ),
+    takeStatus(deps, entry).catch((error: unknown) =>
+      deps.log.warn(
+        `turn ${turnKey(sessionId, turnId)}: status not recorded: ${messageOf(error)}`,
+        turnFields(sessionId, turnId),
       ),
+    ),
   );
 }
