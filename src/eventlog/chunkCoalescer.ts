@@ -73,6 +73,14 @@ export interface CoalescedChunk {
   ts: number;
 }
 
+/** A run as its stored STREAM_CHUNK's payload (`chunks` absent for a single chunk). */
+export const runPayload = ({ stream_id, index, delta, chunks }: CoalescedChunk) => ({
+  stream_id,
+  index,
+  delta,
+  ...(chunks > 1 ? { chunks } : {}),
+});
+
 /** Runs `run` after `delayMs`; the function returned cancels it. A seam: tests drive time themselves. */
 export type Schedule = (run: () => void, delayMs: number) => () => void;
 

@@ -1,16 +1,15 @@
 import { randomUUID } from "node:crypto";
 import type { JetStreamClient, PubAck } from "@nats-io/jetstream";
-import { JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { encodeJson } from "../bus/codec.ts";
-import { InboxRequests, jetStreamPublish } from "../bus/inboxRequests.ts";
-import { subjects } from "../bus/subjects.ts";
+import { InboxRequests } from "../bus/inboxRequests.ts";
 import type { EngineEvent } from "../contracts/events.ts";
 import type { TurnRecord } from "../contracts/turnProtocol.ts";
 import { ConclaveError } from "../errors.ts";
 import {
   ChunkCoalescer,
   type CoalescedChunk,
+  runPayload,
   type Schedule,
   type StreamChunk,
   type StreamChunkOptions,
@@ -18,6 +17,7 @@ import {
   timerSchedule,
 } from "./chunkCoalescer.ts";
 import { monotonicNow } from "./clock.ts";
+import { EventPublisher, isWrongLastSequence } from "./eventPublisher.ts";
 import { sendLiveChunk } from "./liveChunks.ts";
 
 /** Raised by `finish` when some event of the turn could not be stored, or another writer took the turn. */
@@ -26,9 +26,6 @@ export class EventLogError extends ConclaveError<"event_log"> {
     super("event_log", message, options);
   }
 }
-
-/** How long one publish waits for its acknowledgement before it is tried again. */
-const PUBLISH_TIMEOUT_MS = 5_000;
 
 export interface EventLogWriterOptions extends Partial<StreamChunkOptions> {
   /** How long one event may take to be stored, retries included (e.g. across a NATS restart). Default 60 s. */
@@ -119,8 +116,7 @@ interface OpenTurn {
  * (`live`) when it is appended, carrying the seq that will hold it.
  */
 export class EventLogWriter {
-  readonly #js: JetStreamClient;
-  readonly #requests: InboxRequests | null;
+  readonly #publisher: EventPublisher;
   readonly #options: EventLogWriterOptions;
   readonly #turns = new Map<string, OpenTurn>();
   /** Per session, the terminal event of its last turn, while it is being stored. */
@@ -132,9 +128,9 @@ export class EventLogWriter {
 
   /** Throws a "config" ConclaveError for a bad chunk setting (given, or from the environment). */
   constructor(js: JetStreamClient, options: Partial<EventLogWriterOptions> = {}) {
-    this.#js = js;
-    this.#requests = options.transport ? InboxRequests.of(options.transport) : null;
     this.#options = { storeTimeoutMs: 60_000, ...options };
+    const requests = options.transport ? InboxRequests.of(options.transport) : null;
+    this.#publisher = new EventPublisher(js, requests, this.#options.storeTimeoutMs);
     this.#chunking = streamChunkSettings({ chunkMs: options.chunkMs, chunkBytes: options.chunkBytes });
   }
 
@@ -215,21 +211,7 @@ export class EventLogWriter {
 
   /** Stores buffered runs of stream chunks, in order, each one STREAM_CHUNK (`chunks` absent for a single one). */
   #storeRuns(turn: OpenTurn, runs: readonly CoalescedChunk[]): void {
-    for (const run of runs) {
-      this.#store(
-        turn,
-        {
-          kind: "STREAM_CHUNK",
-          payload: {
-            stream_id: run.stream_id,
-            index: run.index,
-            delta: run.delta,
-            ...(run.chunks > 1 ? { chunks: run.chunks } : {}),
-          },
-        },
-        run.ts,
-      );
-    }
+    for (const run of runs) this.#store(turn, { kind: "STREAM_CHUNK", payload: runPayload(run) }, run.ts);
   }
 
   /** Sends one chunk live (`live`), with the seq of the stored event that will hold it. */
@@ -321,7 +303,7 @@ export class EventLogWriter {
   async #publishBatch(turn: OpenTurn, batch: Queued[]): Promise<void> {
     const first = !turn.opened;
     const results = await Promise.allSettled(
-      batch.map((queued) => this.#publish(queued, first ? turn.expectLast : undefined)),
+      batch.map((queued) => this.#publisher.publish(queued.event, queued.data, first ? turn.expectLast : undefined)),
     );
     for (let i = 0; i < batch.length; i++) {
       const result = results[i]!;
@@ -348,7 +330,11 @@ export class EventLogWriter {
           continue;
         }
         try {
-          const ack = await this.#storeWithRetry(again, first ? turn.expectLast : undefined);
+          const ack = await this.#publisher.storeWithRetry(
+            again.event,
+            again.data,
+            first ? turn.expectLast : undefined,
+          );
           turn.opened = true;
           again.settle(ack);
         } catch (error) {
@@ -362,36 +348,6 @@ export class EventLogWriter {
         }
       }
       return;
-    }
-  }
-
-  #publish(queued: Queued, expectLast?: number): Promise<PubAck> {
-    const { event } = queued;
-    const subject = subjects.turnEvents(event.session_id, event.turn_id);
-    const msgID = `${event.session_id}.${event.turn_id}.${event.seq}`;
-    if (this.#requests)
-      return jetStreamPublish(this.#requests, subject, queued.data, {
-        msgID,
-        timeoutMs: PUBLISH_TIMEOUT_MS,
-        ...(expectLast === undefined ? {} : { expectLastSubjectSequence: expectLast }),
-      });
-    return this.#js.publish(subject, queued.data, {
-      msgID,
-      timeout: PUBLISH_TIMEOUT_MS,
-      ...(expectLast === undefined ? {} : { expect: { lastSubjectSequence: expectLast } }),
-    });
-  }
-
-  /** Publishes one event again until it is stored (a duplicate is stored), or the store timeout passes. */
-  async #storeWithRetry(queued: Queued, expectLast?: number): Promise<PubAck> {
-    const deadline = Date.now() + this.#options.storeTimeoutMs;
-    for (let attempt = 0; ; attempt++) {
-      try {
-        return await this.#publish(queued, expectLast);
-      } catch (error) {
-        if (isWrongLastSequence(error) || Date.now() >= deadline) throw error;
-        await new Promise((resolve) => setTimeout(resolve, Math.min(100 * 2 ** attempt, 2_000)));
-      }
     }
   }
 
@@ -442,6 +398,3 @@ export class EventLogWriter {
     this.#turns.delete(key);
   }
 }
-
-const isWrongLastSequence = (error: unknown): boolean =>
-  error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamWrongLastSequence;

@@ -1,0 +1,57 @@
+import type { JetStreamClient, PubAck } from "@nats-io/jetstream";
+import { JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
+import { type InboxRequests, jetStreamPublish } from "../bus/inboxRequests.ts";
+import { subjects } from "../bus/subjects.ts";
+import type { EngineEvent } from "../contracts/events.ts";
+
+/** How long one publish waits for its acknowledgement before it is tried again. */
+const PUBLISH_TIMEOUT_MS = 5_000;
+
+/** Another writer stored the turn's subject past what this one expected: it holds the turn. */
+export const isWrongLastSequence = (error: unknown): boolean =>
+  error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamWrongLastSequence;
+
+/**
+ * Stores one event of a turn in the event stream, under the message id
+ * `<session>.<turn>.<seq>` (a retry is stored once), over the connection's own
+ * reply inbox when given one (`requests`), else with `js.publish`. The order of
+ * a turn's events and its fencing are the writer's (`writer.ts`).
+ */
+export class EventPublisher {
+  constructor(
+    private readonly js: JetStreamClient,
+    private readonly requests: InboxRequests | null,
+    /** How long `storeWithRetry` keeps trying, across a NATS restart. */
+    private readonly storeTimeoutMs: number,
+  ) {}
+
+  /** One publish; `expectLast` fences on the subject's last stream sequence. */
+  publish(event: EngineEvent, data: Uint8Array, expectLast?: number): Promise<PubAck> {
+    const subject = subjects.turnEvents(event.session_id, event.turn_id);
+    const msgID = `${event.session_id}.${event.turn_id}.${event.seq}`;
+    if (this.requests)
+      return jetStreamPublish(this.requests, subject, data, {
+        msgID,
+        timeoutMs: PUBLISH_TIMEOUT_MS,
+        ...(expectLast === undefined ? {} : { expectLastSubjectSequence: expectLast }),
+      });
+    return this.js.publish(subject, data, {
+      msgID,
+      timeout: PUBLISH_TIMEOUT_MS,
+      ...(expectLast === undefined ? {} : { expect: { lastSubjectSequence: expectLast } }),
+    });
+  }
+
+  /** Publishes one event again until it is stored (a duplicate is stored), fenced, or the store timeout passes. */
+  async storeWithRetry(event: EngineEvent, data: Uint8Array, expectLast?: number): Promise<PubAck> {
+    const deadline = Date.now() + this.storeTimeoutMs;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.publish(event, data, expectLast);
+      } catch (error) {
+        if (isWrongLastSequence(error) || Date.now() >= deadline) throw error;
+        await new Promise((resolve) => setTimeout(resolve, Math.min(100 * 2 ** attempt, 2_000)));
+      }
+    }
+  }
+}
