@@ -76,28 +76,82 @@ export function serveActor<S extends z.ZodType, L extends AnyActorLogic>(
   endpoint: ActorEndpoint<S, L>,
   options: ServeOptions = {},
 ): void {
+  serveWith(group, endpoint, options, endpoint.stream !== undefined, (request, msg) =>
+    runActor(endpoint, msg, request, options),
+  );
+}
+
+/**
+ * A stateless endpoint: one function call per request, no actor (nothing of
+ * it to watch in the inspector, nothing to allocate but the call). Its reply
+ * is sent as returned, unchecked: our own code built it, typed.
+ */
+export interface FunctionEndpoint<S extends z.ZodType, R> {
+  /** Endpoint name, a single subject token (shown by the services ping/info/stats). */
+  name: string;
+  subject: string;
+  request: S;
+  /** The work; its signal aborts when the turn is cancelled or the deadline passes. */
+  handle: (request: z.infer<S>, signal: AbortSignal) => Promise<R>;
+  /** As `ActorEndpoint.stepKey`. */
+  stepKey?: (request: z.infer<S>) => string | undefined;
+  /** A hard stop. Default: 30 s. */
+  timeoutMs?: (request: z.infer<S>) => number;
+  metadata?: Record<string, string>;
+}
+
+/** Puts a function behind a NATS subject: the stateless sibling of `serveActor`, with the same errors, steps and cancellation. */
+export function serveFunction<S extends z.ZodType, R>(
+  group: ServiceGroup,
+  endpoint: FunctionEndpoint<S, R>,
+  options: ServeOptions = {},
+): void {
+  serveWith(group, endpoint, options, false, (request) =>
+    underDeadline(endpoint, request, options, async (signal) => encodeJson(await endpoint.handle(request, signal))),
+  );
+}
+
+/** What both kinds of endpoint share: the subject, the request's schema, its step and its name. */
+interface Served<S extends z.ZodType> {
+  name: string;
+  subject: string;
+  request: S;
+  stepKey?: (request: z.infer<S>) => string | undefined;
+  metadata?: Record<string, string>;
+}
+
+function serveWith<S extends z.ZodType>(
+  group: ServiceGroup,
+  endpoint: Served<S>,
+  options: ServeOptions,
+  stream: boolean,
+  run: (request: z.infer<S>, msg: ServiceMsg) => Promise<Uint8Array>,
+): void {
   group.addEndpoint(endpoint.name, {
     subject: endpoint.subject,
     ...(endpoint.metadata ? { metadata: endpoint.metadata } : {}),
     // Callbacks must not be async: the work runs detached and always answers.
     handler: (msg) => {
+      const answering = () => answer(endpoint, msg, options, stream, run);
       // Traced, the request is handled in a server span, the child of the requester's (its context is in the headers).
-      void (tracingActive() ? serveInSpan(msg, () => answer(endpoint, msg, options)) : answer(endpoint, msg, options));
+      void (tracingActive() ? serveInSpan(msg, answering) : answering());
     },
   });
 }
 
-async function answer<S extends z.ZodType, L extends AnyActorLogic>(
-  endpoint: ActorEndpoint<S, L>,
+async function answer<S extends z.ZodType>(
+  endpoint: Served<S>,
   msg: ServiceMsg,
   options: ServeOptions,
+  stream: boolean,
+  run: (request: z.infer<S>, msg: ServiceMsg) => Promise<Uint8Array>,
 ): Promise<void> {
   try {
     const request = decodeJson(msg.data, endpoint.request, `request on ${msg.subject}`);
-    const key = endpoint.stream ? undefined : endpoint.stepKey?.(request);
-    const run = () => runActor(endpoint, msg, request, options);
-    safeRespond(msg, await (key !== undefined && options.steps ? options.steps.reply(key, run) : run()));
-    if (endpoint.stream) safeRespond(msg, new Uint8Array());
+    const key = stream ? undefined : endpoint.stepKey?.(request);
+    const work = () => run(request, msg);
+    safeRespond(msg, await (key !== undefined && options.steps ? options.steps.reply(key, work) : work()));
+    if (stream) safeRespond(msg, new Uint8Array());
   } catch (error) {
     const failure = asHandlerError(error, `${endpoint.name} failed`);
     failActiveSpan(failure);
@@ -108,8 +162,43 @@ async function answer<S extends z.ZodType, L extends AnyActorLogic>(
     }
     if (msg.reply) {
       respondWithError(msg, failure);
-      if (endpoint.stream) safeRespond(msg, new Uint8Array());
+      if (stream) safeRespond(msg, new Uint8Array());
     }
+  }
+}
+
+/**
+ * Runs `work` with a signal that aborts when the request's turn is cancelled (answered with a `cancelled`
+ * error) or its deadline passes (a `timeout` error); `onCancel` is told of a cancellation first.
+ */
+async function underDeadline<S extends z.ZodType, T>(
+  endpoint: { name: string; timeoutMs?: (request: z.infer<S>) => number },
+  request: z.infer<S>,
+  options: ServeOptions,
+  work: (signal: AbortSignal) => Promise<T>,
+  onCancel?: () => void,
+): Promise<T> {
+  const timeoutMs = endpoint.timeoutMs?.(request) ?? DEFAULT_TIMEOUT_MS;
+  const cancel = new AbortController();
+  const turn = turnOf(request);
+  const unwatch =
+    turn && options.cancellations
+      ? options.cancellations.watch(turn.session_id, turn.turn_id, (reason) => {
+          cancel.abort(
+            new HandlerError("cancelled", `turn ${turn.session_id}/${turn.turn_id} was cancelled: ${reason}`),
+          );
+          onCancel?.();
+        })
+      : () => {};
+  try {
+    return await withDeadline(
+      timeoutMs,
+      (signal) => work(signal),
+      () => new HandlerError("timeout", `${endpoint.name} did not finish within ${timeoutMs} ms`),
+      { signal: cancel.signal },
+    );
+  } finally {
+    unwatch();
   }
 }
 
@@ -126,34 +215,24 @@ async function runActor<S extends z.ZodType, L extends AnyActorLogic>(
     input: endpoint.input ? endpoint.input(request) : request,
     ...(options.inspect ? { inspect: options.inspect } : {}),
   });
-  const timeoutMs = endpoint.timeoutMs?.(request) ?? DEFAULT_TIMEOUT_MS;
   if (endpoint.stream) {
     const toMessage = endpoint.stream;
     actor.on("*", (emitted) => safeRespond(msg, encodeJson(toMessage(emitted))));
   }
-  // A cancelled turn ends the call as its deadline does, with its own error.
-  const cancel = new AbortController();
-  let unwatch = () => {};
-  const turn = turnOf(request);
-  if (turn && options.cancellations) {
-    unwatch = options.cancellations.watch(turn.session_id, turn.turn_id, (reason) => {
-      cancel.abort(new HandlerError("cancelled", `turn ${turn.session_id}/${turn.turn_id} was cancelled: ${reason}`));
-      actor.stop();
-    });
-  }
   actor.start();
   if (endpoint.begin) actor.send(endpoint.begin);
   try {
-    const output = await withDeadline(
-      timeoutMs,
+    // A cancelled turn ends the call as its deadline does, with its own error, and stops the actor.
+    const output = await underDeadline(
+      endpoint,
+      request,
+      options,
       () => toPromise(actor),
-      () => new HandlerError("timeout", `${endpoint.name} did not finish within ${timeoutMs} ms`),
-      { signal: cancel.signal },
+      () => actor.stop(),
     );
     const elapsedMs = Math.round((performance.now() - started) * 1000) / 1000;
     return encodeJson(endpoint.reply(output as OutputFrom<L>, request, { elapsedMs }));
   } finally {
-    unwatch();
     actor.stop();
   }
 }

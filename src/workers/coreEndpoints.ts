@@ -4,7 +4,7 @@ import { criticMachine } from "../../machines/critic.ts";
 import { schedulerMachine } from "../../machines/scheduler.ts";
 import type { AgentDirectory } from "../agents/directory.ts";
 import { HandlerError } from "../bus/errors.ts";
-import { type ServeOptions, serveActor } from "../bus/serveActor.ts";
+import { type ServeOptions, serveActor, serveFunction } from "../bus/serveActor.ts";
 import type { ServiceGroup } from "../bus/service.ts";
 import { subjects } from "../bus/subjects.ts";
 import type { CognitionBackend } from "../cognition/backend.ts";
@@ -13,7 +13,6 @@ import type { VoiceStreamPart } from "../cognition/voice.ts";
 import {
   CouncilReply,
   CouncilRequest,
-  SafetyCouncilReply,
   SafetyCouncilRequest,
   VoiceReply,
   VoiceRequest,
@@ -75,14 +74,13 @@ export function serveCouncil(group: ServiceGroup, backend: CognitionBackend, opt
     },
     options,
   );
-  serveActor(
+  serveFunction(
     group,
     {
       name: "safety",
       subject: subjects.councilSafety,
       request: SafetyCouncilRequest,
-      logic: fromPromise<SafetyCouncilReply, SafetyCouncilRequest>(async () => safetyCouncil()),
-      reply: (output) => SafetyCouncilReply.parse(output),
+      handle: async () => safetyCouncil(),
     },
     options,
   );
