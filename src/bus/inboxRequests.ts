@@ -7,6 +7,7 @@ import {
   type MsgHdrs,
   type NatsConnection,
   NoRespondersError,
+  PermissionViolationError,
   type Subscription,
   TimeoutError,
 } from "@nats-io/nats-core";
@@ -35,14 +36,16 @@ export interface InboxRequestOptions {
  * is made. A timeout rejects with nats-core's TimeoutError and a reply with the
  * no-responders status with its NoRespondersError, as `nc.request` does.
  *
- * Unlike `nc.request`, a publish the server refuses (permissions) is not
- * matched to its request: it times out. Use it only for subjects the process is
- * known to be allowed to publish.
+ * A publish the server refuses (a permissions violation, reported on the
+ * connection's status) fails the oldest request waiting on that subject with
+ * nats-core's PermissionViolationError, as `nc.request` matches it; a refused
+ * subscription to the inbox fails every request waiting.
  */
 export class InboxRequests {
   readonly #pending = new Map<string, Pending>();
   readonly #inbox: string;
   #sub: Subscription | null = null;
+  #watching = false;
   #next = 0;
 
   private constructor(private readonly nc: NatsConnection) {
@@ -80,8 +83,31 @@ export class InboxRequests {
     });
   }
 
+  /** Fails the request a refused publish was for (the oldest on its subject), or all when the inbox was refused. */
+  #refused(error: PermissionViolationError): void {
+    const inboxRefused = error.operation === "subscription" && error.subject === `${this.#inbox}.*`;
+    for (const [token, pending] of this.#pending) {
+      if (!inboxRefused && (error.operation !== "publish" || pending.subject !== error.subject)) continue;
+      this.#pending.delete(token);
+      clearTimeout(pending.timer);
+      pending.reject(error);
+      if (!inboxRefused) return;
+    }
+  }
+
+  #watchRefusals(): void {
+    void (async () => {
+      for await (const status of this.nc.status())
+        if (status.type === "error" && status.error instanceof PermissionViolationError) this.#refused(status.error);
+    })().catch(() => {}); // the connection closed: nothing more to watch
+  }
+
   #subscribe(): void {
     if (this.#sub) return;
+    if (!this.#watching) {
+      this.#watching = true;
+      this.#watchRefusals();
+    }
     const prefixLength = this.#inbox.length + 1;
     this.#sub = this.nc.subscribe(`${this.#inbox}.*`, {
       callback: (error, msg) => {

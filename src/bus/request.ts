@@ -1,4 +1,4 @@
-import type { MsgHdrs, NatsConnection, QueuedIterator } from "@nats-io/nats-core";
+import type { Msg, MsgHdrs, NatsConnection, QueuedIterator } from "@nats-io/nats-core";
 import { NoRespondersError, RequestError, TimeoutError } from "@nats-io/nats-core";
 import type { z } from "zod";
 import { ErrorReply } from "../contracts/errors.ts";
@@ -7,6 +7,7 @@ import { tracedRequest } from "../telemetry/requests.ts";
 import { tracingActive } from "../telemetry/tracer.ts";
 import { encodeJson } from "./codec.ts";
 import { isErrorCode, RemoteCallError } from "./errors.ts";
+import { InboxRequests } from "./inboxRequests.ts";
 import { ServiceErrorCodeHeader, ServiceErrorHeader } from "./service.ts";
 
 export interface RequestOptions {
@@ -36,14 +37,18 @@ export async function requestJson<S extends z.ZodType>(
       requestJson(nc, subject, payload, replySchema, { ...options, headers }),
     );
   options.signal?.throwIfAborted();
-  let msg: Awaited<ReturnType<NatsConnection["request"]>>;
+  let msg: Msg;
   try {
-    const pending = nc.request(subject, encodeJson(payload), { timeout: options.timeoutMs, headers: options.headers });
+    // Over the connection's own inbox (inboxRequests.ts): no error object built for a request that succeeds.
+    const pending = InboxRequests.of(nc).request(subject, encodeJson(payload), {
+      timeoutMs: options.timeoutMs,
+      ...(options.headers ? { headers: options.headers } : {}),
+    });
     msg = options.signal ? await raceAbort(pending, options.signal) : await pending;
   } catch (error) {
     if (error instanceof TimeoutError)
       throw new RemoteCallError(subject, "timeout", `${subject} did not answer within ${options.timeoutMs} ms`);
-    if (error instanceof RequestError && error.isNoResponders()) {
+    if (error instanceof NoRespondersError || (error instanceof RequestError && error.isNoResponders())) {
       throw new RemoteCallError(subject, "no_responders", `no worker is serving ${subject}`);
     }
     throw error;
