@@ -23,7 +23,9 @@ describe("requests over the connection's own inbox", () => {
   it("get their replies, and no_responders when nobody serves the subject", async () => {
     const server = await nats.connect("runner");
     const sub = server.subscribe(subjects.memorySearch("served"), {
-      callback: (_, msg) => msg.respond(encodeJson({ echo: new TextDecoder().decode(msg.data) })),
+      callback: (_, msg) => {
+        msg.respond(encodeJson({ echo: new TextDecoder().decode(msg.data) }));
+      },
     });
     await server.flush();
     const client = await nats.connect("client");
