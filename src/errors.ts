@@ -37,6 +37,8 @@ export type LocalErrorCode =
   | "invalid_recipe"
   /** A recipe run's final blackboard does not match its `interface.outputs`. */
   | "invalid_output"
+  /** A skill definition that cannot be used (its file and field named). */
+  | "invalid_skill"
   /** A memory graph (node, edge or exported artifact) that cannot be stored: the message names each problem. */
   | "invalid_memory_graph"
   /** An optional package a feature needs (pg, redis, ink and react, @statelyai/inspect) is not installed: the message says what to install. */

@@ -36,7 +36,8 @@ export type { TurnPolicy } from "./contracts/turnProtocol.ts";
 export { ConclaveError, type ConclaveErrorCode, isConclaveError, type LocalErrorCode } from "./errors.ts";
 export type { RetentionOptions } from "./eventlog/retention.ts";
 export type { LlmConfig } from "./llm/config.ts";
-export type { LlmErrorCode } from "./llm/errors.ts";
+export { type Embedder, EmbeddingError } from "./llm/embeddings.ts";
+export { LlmError, type LlmErrorCode, type LlmErrorOptions } from "./llm/errors.ts";
 export {
   defaultInterceptors,
   type InterceptorChains,
@@ -52,6 +53,15 @@ export type { LogicContext, LogicHandler } from "./runtime/recipeHost/recipeActo
 export type { AdmissionLimits } from "./runtime/runner/admission.ts";
 export type { RecipeRunnerOptions, RunnerOptions } from "./runtime/runner/options.ts";
 export { type RunnerHandle, type StartRunnerOptions, startRunner } from "./runtime/startRunner.ts";
+export { LoadStrategy, SkillDefinition, SkillDefinitionError } from "./skills/definition.ts";
+export { instructionsOf, loadSkills, type Skill } from "./skills/load.ts";
+export {
+  SKILL_ROUTER_DEFAULTS,
+  type SkillRank,
+  SkillRouter,
+  type SkillRouterOptions,
+  type SkillSelection,
+} from "./skills/router.ts";
 export { TracingConfigError } from "./telemetry/config.ts";
 export { setupTracing, type TracingHandle, type TracingSetupOptions } from "./telemetry/setup.ts";
 export {

@@ -24,6 +24,10 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<{ default:
     load: () => import("./commands/worker.ts"),
   },
   agents: { summary: "list the agents live workers host", load: () => import("./commands/agents.ts") },
+  skills: {
+    summary: "list a directory's skills; show which a message loads, and why",
+    load: () => import("./commands/skills.ts"),
+  },
   send: { summary: "publish a user turn and stream its events", load: () => import("./commands/send.ts") },
   chat: { summary: "talk in a terminal UI, watching each turn run live", load: () => import("./commands/chat.ts") },
   events: { summary: "read a session's event log back", load: () => import("./commands/events.ts") },

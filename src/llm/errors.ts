@@ -13,6 +13,7 @@ export type LlmErrorCode =
   | "bad_request"
   | "connection";
 
+/** What an {@link LlmError} may carry besides its code, caller and message. */
 export interface LlmErrorOptions {
   /** HTTP status, when the server answered with an error. */
   status?: number;

@@ -1,0 +1,96 @@
+import { createEmbedder, type Embedder, embeddingConfigFromEnv, offlineEmbedder } from "../../llm/embeddings.ts";
+import { loadSkills } from "../../skills/load.ts";
+import { SKILL_ROUTER_DEFAULTS, SkillRouter } from "../../skills/router.ts";
+import { UsageError } from "../args.ts";
+import { defineCommand } from "../command.ts";
+import { EXIT } from "../failures.ts";
+import { printable } from "../printable.ts";
+
+const help = `conclave skills: the skills of a directory, and which a message loads
+
+Usage: conclave skills list [--dir DIR] [--json]
+       conclave skills select "MESSAGE" [--dir DIR] [--threshold X] [--max N] [--json]
+
+Skills are read from DIR (default: CONCLAVE_SKILLS_DIR, else ./skills): YAML or
+JSON files of one SkillDefinition each, and markdown files whose YAML front
+matter is the definition and whose body its instructions (and of
+subdirectories: their SKILL.md, e.g. skills/pdf/SKILL.md).
+
+list     every skill: id, load strategy, name, and a lazy one's trigger intent.
+select   which skills MESSAGE loads, with the ranking that explains it: eager
+         skills always; lazy ones whose trigger intent is within --threshold
+         cosine similarity of the message (default ${SKILL_ROUTER_DEFAULTS.threshold}), at most --max
+         (default ${SKILL_ROUTER_DEFAULTS.maxLazy}); user ones the message names (/id, or the name).
+         Embeddings: CONCLAVE_EMBEDDING_MODEL's model on the LLM's server when
+         set (not 'offline'), else the offline embedder (hashed topics: it
+         matches shared words, not meaning).`;
+
+export default defineCommand({
+  help,
+  positionals: true,
+  flags: {
+    dir: { type: "string" },
+    json: { type: "boolean" },
+    threshold: { type: "string" },
+    max: { type: "string" },
+  },
+  async run({ values, positionals }) {
+    const [action, ...rest] = positionals;
+    const dir = values.dir ?? process.env.CONCLAVE_SKILLS_DIR ?? "skills";
+    if (action === "list") {
+      if (rest.length > 0) throw new UsageError("skills list takes no message");
+      const skills = loadSkills(dir);
+      for (const { definition } of skills) {
+        if (values.json) console.log(JSON.stringify(definition));
+        else
+          console.log(
+            printable(
+              `${definition.id.padEnd(28)} ${definition.load_strategy.padEnd(6)} ${definition.name}${definition.trigger_intent ? `  (when: ${definition.trigger_intent})` : ""}`,
+              { newlines: false },
+            ),
+          );
+      }
+      if (skills.length === 0 && !values.json) console.error(`no skills in ${dir}`);
+      return EXIT.ok;
+    }
+    if (action !== "select") throw new UsageError("give 'list' or 'select \"MESSAGE\"'");
+    const message = rest.join(" ").trim();
+    if (!message) throw new UsageError('skills select needs a message: conclave skills select "…"');
+    const options = {
+      threshold: numberFlag("--threshold", values.threshold, 0, 1) ?? SKILL_ROUTER_DEFAULTS.threshold,
+      maxLazy: numberFlag("--max", values.max, 0, 100) ?? SKILL_ROUTER_DEFAULTS.maxLazy,
+    };
+    const router = await SkillRouter.index(loadSkills(dir), skillsEmbedder(), options);
+    const selection = await router.select(message);
+    if (values.json) {
+      console.log(
+        JSON.stringify({
+          loaded: selection.loaded.map((skill) => skill.definition.id),
+          threshold: selection.threshold,
+          embedder: selection.embedder,
+          ranking: selection.ranking,
+        }),
+      );
+      return EXIT.ok;
+    }
+    const loaded = selection.loaded.map((skill) => skill.definition.id);
+    console.log(`loaded: ${loaded.length > 0 ? loaded.join(", ") : "none"}  (embedder ${selection.embedder})`);
+    for (const rank of selection.ranking)
+      console.log(printable(`${rank.loaded ? "+" : " "} ${rank.id.padEnd(28)} ${rank.why}`, { newlines: false }));
+    return EXIT.ok;
+  },
+});
+
+/** The configured embedding model, else the offline embedder (wider than memory's: many skills, few collisions). */
+function skillsEmbedder(): Embedder {
+  const config = embeddingConfigFromEnv();
+  return (config?.kind === "openai" ? createEmbedder(config) : undefined) ?? offlineEmbedder(256);
+}
+
+function numberFlag(name: string, value: string | undefined, min: number, max: number): number | undefined {
+  if (value === undefined) return undefined;
+  const number = Number(value);
+  if (!Number.isFinite(number) || number < min || number > max)
+    throw new UsageError(`${name} must be a number from ${min} to ${max}, not '${value}'`);
+  return number;
+}

@@ -1,0 +1,58 @@
+/** `conclave skills list|select`, run as a user would: readable lines, JSON with --json, one-line errors. */
+import { describe, expect, it } from "vitest";
+import { runConclave } from "../helpers/cli.ts";
+import { fiftySkillsDir, skillsDir } from "../skills/fixtures.ts";
+
+// These commands connect to nothing: the URL is never dialled.
+const NO_NATS = "nats://127.0.0.1:9";
+const dir = fiftySkillsDir();
+
+describe("conclave skills", () => {
+  it("lists every skill, and says which a message loads and why", async () => {
+    const listed = await runConclave(NO_NATS, ["skills", "list", "--dir", dir]);
+    expect(listed.code).toBe(0);
+    const lines = listed.stdout.trim().split("\n");
+    expect(lines).toHaveLength(52);
+    expect(lines.find((line) => line.startsWith("fx.convert"))).toMatch(
+      /lazy .*\(when: convert currency exchange rates\)/,
+    );
+
+    const selected = await runConclave(NO_NATS, [
+      "skills",
+      "select",
+      "convert currency at the exchange rates",
+      "--dir",
+      dir,
+    ]);
+    expect(selected.code).toBe(0);
+    expect(selected.stdout).toMatch(/^loaded: house-style, fx\.convert {2}\(embedder offline:256\)/);
+    expect(selected.stdout).toMatch(/\+ fx\.convert +[\d.]+ >= 0\.35: close to its trigger intent/);
+
+    const json = await runConclave(NO_NATS, ["skills", "select", "my cat broke a vase", "--dir", dir, "--json"]);
+    expect(json.code).toBe(0);
+    const parsed = JSON.parse(json.stdout) as { loaded: string[]; ranking: { id: string; why: string }[] };
+    expect(parsed.loaded).toEqual(["house-style"]);
+    expect(parsed.ranking).toHaveLength(52);
+  });
+
+  it.each([
+    [["skills", "select", "--dir", "."], /needs a message/],
+    [["skills", "select", "hi", "--threshold", "2", "--dir", "."], /--threshold must be a number from 0 to 1/],
+    [["skills", "dance"], /give 'list' or 'select/],
+  ])("refuses %j with one line", async (args, message) => {
+    const result = await runConclave(NO_NATS, args);
+    expect(result.code).toBe(2);
+    expect(result.stderr.trim().split("\n")).toHaveLength(1);
+    expect(result.stderr).toMatch(message);
+  });
+
+  it("names the bad file of a directory in one line", async () => {
+    const bad = skillsDir({
+      "broken.yaml": "id: broken\nname: B\ndescription: x\nload_strategy: lazy\ninstructions: y\n",
+    });
+    const result = await runConclave(NO_NATS, ["skills", "list", "--dir", bad]);
+    expect(result.code).not.toBe(0);
+    expect(result.stderr.trim().split("\n")).toHaveLength(1);
+    expect(result.stderr).toMatch(/broken\.yaml: .*needs a trigger_intent/);
+  });
+});
