@@ -3,6 +3,7 @@
  * configured: its NATS connection, and Redis and PostgreSQL URLs if any.
  */
 import type { NatsConnection } from "@nats-io/nats-core";
+import { setting } from "../config/load.ts";
 import { ConclaveError } from "../errors.ts";
 import { importOptional } from "../optionalPackages.ts";
 import { NatsBlackboardStore } from "./natsStore.ts";
@@ -23,13 +24,16 @@ export interface BlackboardOptions {
 /** The environment variables a runner reads its blackboard URLs from. */
 export const BLACKBOARD_ENV = { redisUrl: "CONCLAVE_REDIS_URL", postgresUrl: "CONCLAVE_POSTGRES_URL" } as const;
 
-/** The blackboard URLs in the environment: `CONCLAVE_REDIS_URL`, `CONCLAVE_POSTGRES_URL` (an empty one counts as unset). */
+/**
+ * The blackboard URLs in the environment: `CONCLAVE_REDIS_URL`, `CONCLAVE_POSTGRES_URL` (an empty one
+ * counts as unset; one of another scheme is a "config" ConclaveError naming it).
+ */
 export function blackboardOptionsFromEnv(
   env: NodeJS.ProcessEnv = process.env,
 ): Pick<BlackboardOptions, "redisUrl" | "postgresUrl"> {
   const options: Pick<BlackboardOptions, "redisUrl" | "postgresUrl"> = {};
-  const redisUrl = env[BLACKBOARD_ENV.redisUrl];
-  const postgresUrl = env[BLACKBOARD_ENV.postgresUrl];
+  const redisUrl = setting(env, BLACKBOARD_ENV.redisUrl);
+  const postgresUrl = setting(env, BLACKBOARD_ENV.postgresUrl);
   if (redisUrl) options.redisUrl = redisUrl;
   if (postgresUrl) options.postgresUrl = postgresUrl;
   return options;

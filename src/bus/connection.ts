@@ -7,6 +7,8 @@ import {
   nkeys,
 } from "@nats-io/nats-core";
 import { connect } from "@nats-io/transport-node";
+import { setting as configSetting, type Env } from "../config/load.ts";
+import { CONFIG_SCHEMA } from "../config/schema.ts";
 import { ConclaveError, messageOf, singleLine } from "../errors.ts";
 
 /** Who a process is on the bus: nats.conf gives each role its own user and permissions. */
@@ -39,7 +41,7 @@ export const INBOX_PREFIXES: Record<Role, string> = {
   observer: "_INBOX_observer",
 };
 
-export const DEFAULT_NATS_URL = "nats://127.0.0.1:4222";
+export const DEFAULT_NATS_URL = CONFIG_SCHEMA.CONCLAVE_NATS_URL.default;
 
 /**
  * Raised, with CONCLAVE_ENV=production, when a process would connect with no
@@ -60,7 +62,7 @@ export class BusConfigError extends ConclaveError<"config"> {
 }
 
 /** The values CONCLAVE_ENV may take (any case); unset means development. */
-export const CONCLAVE_ENVS = ["development", "production"] as const;
+export const CONCLAVE_ENVS = CONFIG_SCHEMA.CONCLAVE_ENV.schema.out.options;
 export type ConclaveEnv = (typeof CONCLAVE_ENVS)[number];
 
 /**
@@ -69,14 +71,10 @@ export type ConclaveEnv = (typeof CONCLAVE_ENVS)[number];
  * such as `prod` never silently means development.
  */
 export function conclaveEnv(env: NodeJS.ProcessEnv = process.env): ConclaveEnv {
-  const raw = (env.CONCLAVE_ENV ?? "").trim().toLowerCase();
-  if (raw === "") return "development";
-  const known = CONCLAVE_ENVS.find((name) => name === raw);
-  if (known) return known;
-  throw new BusConfigError(
-    `CONCLAVE_ENV=${singleLine(JSON.stringify(env.CONCLAVE_ENV), 64)} is not a known environment; use one of ${CONCLAVE_ENVS.join(", ")} (any case; unset means development)`,
-  );
+  return configSetting(env, "CONCLAVE_ENV", { error: busConfigError });
 }
+
+const busConfigError = (message: string) => new BusConfigError(message);
 
 /** CONCLAVE_ENV=production (any case): development credentials are refused. Throws on an unknown value. */
 export const isProduction = (env: NodeJS.ProcessEnv = process.env): boolean => conclaveEnv(env) === "production";
@@ -95,7 +93,7 @@ export interface TlsFiles {
  * and password, an nkey seed file, or a creds file.
  */
 export interface BusAccess {
-  /** Server URL(s): a list, or comma-separated. Default: $CONCLAVE_NATS_URL, else nats://127.0.0.1:4222. */
+  /** Server URL(s): a list, or comma-separated. Default: $CONCLAVE_NATS_URL, else $NATS_URL, else nats://127.0.0.1:4222. */
   servers?: string | string[];
   /** The user, when the role logs in with a password (not with an nkey or a creds file). */
   user?: string;
@@ -103,7 +101,10 @@ export interface BusAccess {
   password?: string;
   /** A file holding the role's nkey seed (`SU…`): the server knows the role by its public key. */
   nkeySeedFile?: string;
-  /** A `.creds` file (user JWT and seed), for servers run in operator/JWT mode. */
+  /**
+   * A `.creds` file (user JWT and seed), for servers run in operator/JWT mode. Default:
+   * CONCLAVE_NATS_(<ROLE>_)CREDS_FILE, else NATS_CREDS when no other way to log in is given.
+   */
   credsFile?: string;
   /**
    * TLS, required by this side: set when a URL is `tls://` or a CA, certificate
@@ -115,7 +116,7 @@ export interface BusAccess {
 
 /** How a process connects to NATS, in one of the roles of nats.conf (see docs/protocol.md, "Credentials"). */
 export interface BusOptions extends BusAccess {
-  /** Server URL(s): a list, or comma-separated. Default: $CONCLAVE_NATS_URL, else nats://127.0.0.1:4222. */
+  /** Server URL(s): a list, or comma-separated. Default: $CONCLAVE_NATS_URL, else $NATS_URL, else nats://127.0.0.1:4222. */
   servers: string | string[];
   /** Connection name shown by the server's monitoring, e.g. `conclave-runner:1234`. */
   name: string;
@@ -139,13 +140,25 @@ export interface BusOptions extends BusAccess {
 const given = (...values: (string | undefined)[]): string | undefined =>
   values.find((value) => value !== undefined && value !== "");
 
+/** The per-role NATS variables, by the part of their name after CONCLAVE_NATS_. */
+type RoleSetting =
+  | "USER"
+  | "PASSWORD"
+  | "PASSWORD_FILE"
+  | "NKEY_SEED_FILE"
+  | "CREDS_FILE"
+  | "TLS_CA"
+  | "TLS_CERT"
+  | "TLS_KEY";
+
 /**
- * A connection setting from the environment: `CONCLAVE_NATS_<ROLE>_<NAME>`
+ * A connection setting from the environment (src/config/schema.ts): `CONCLAVE_NATS_<ROLE>_<NAME>`
  * (e.g. CONCLAVE_NATS_RUNNER_NKEY_SEED_FILE) wins over `CONCLAVE_NATS_<NAME>`,
- * so one environment (that of `conclave up`) can give every role its own.
+ * so one environment (that of `conclave up`) can give every role its own. The
+ * standard fallback (NATS_CREDS) is read apart: see busOptions.
  */
-const setting = (env: NodeJS.ProcessEnv, role: Role, name: string): string | undefined =>
-  given(env[`CONCLAVE_NATS_${role.toUpperCase()}_${name}`], env[`CONCLAVE_NATS_${name}`]);
+const setting = (env: Env, role: Role, name: RoleSetting): string | undefined =>
+  configSetting(env, `CONCLAVE_NATS_${name}`, { role, fallbacks: false, error: busConfigError });
 
 /** A secret file's text without its trailing newline; BusConfigError if it cannot be read or is empty. */
 export function readSecretFile(path: string, what: string): string {
@@ -206,7 +219,7 @@ export const serverUrls = (servers: string | readonly string[]): string[] =>
     .filter((part) => part !== "");
 
 /** TLS as given (it wins over the environment, as a whole), else from the environment; undefined when not wanted. */
-function tlsFrom(env: NodeJS.ProcessEnv, role: Role, urls: string[], chosen?: TlsFiles): TlsFiles | undefined {
+function tlsFrom(env: Env, role: Role, urls: string[], chosen?: TlsFiles): TlsFiles | undefined {
   const caFile = chosen ? given(chosen.caFile) : setting(env, role, "TLS_CA");
   const certFile = chosen ? given(chosen.certFile) : setting(env, role, "TLS_CERT");
   const keyFile = chosen ? given(chosen.keyFile) : setting(env, role, "TLS_KEY");
@@ -229,6 +242,9 @@ const HOW_TO_AUTHENTICATE =
  * development defaults. Each CONCLAVE_NATS_* credential or TLS setting may be
  * given for one role as CONCLAVE_NATS_<ROLE>_*, which wins.
  *
+ * The standard NATS_URL and NATS_CREDS are read after the CONCLAVE_NATS_* names
+ * (NATS_CREDS only when the role is given no other way to log in).
+ *
  * A role logs in one way: a creds file, an nkey seed file, or a user and a
  * password (CONCLAVE_NATS_PASSWORD or, better, CONCLAVE_NATS_PASSWORD_FILE);
  * two at once is a BusConfigError. TLS is required by the client when a URL is
@@ -249,7 +265,8 @@ export function busOptions(
     throw new BusConfigError("the connection option `url` is now `servers` (a list, or comma-separated)");
   const production = isProduction(env);
   const listed = serverUrls(overrides.servers ?? "");
-  const urls = listed.length > 0 ? listed : serverUrls(given(env.CONCLAVE_NATS_URL) ?? DEFAULT_NATS_URL);
+  const urls =
+    listed.length > 0 ? listed : serverUrls(configSetting(env, "CONCLAVE_NATS_URL", { error: busConfigError }));
   const passwordVariable = setting(env, role, "PASSWORD");
   const passwordFile = setting(env, role, "PASSWORD_FILE");
   if (passwordVariable && passwordFile && !overrides.password) {
@@ -264,7 +281,10 @@ export function busOptions(
     passwordFile === undefined ? undefined : readSecretFile(passwordFile, "password"),
   );
   const nkeySeedFile = given(overrides.nkeySeedFile, setting(env, role, "NKEY_SEED_FILE"));
-  const credsFile = given(overrides.credsFile, setting(env, role, "CREDS_FILE"));
+  let credsFile = given(overrides.credsFile, setting(env, role, "CREDS_FILE"));
+  // NATS_CREDS (the nats CLI's) only when nothing of Conclave's own says how to log in.
+  if (!(user || password || nkeySeedFile || credsFile))
+    credsFile = configSetting(env, "CONCLAVE_NATS_CREDS_FILE", { role, error: busConfigError });
   const chosen = [
     user || password ? "a user and password" : null,
     nkeySeedFile ? "an nkey seed file" : null,

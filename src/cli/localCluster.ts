@@ -1,6 +1,7 @@
 import { join, resolve } from "node:path";
 import { AuthorizationError } from "@nats-io/nats-core";
 import { busOptions, connectBus, isProduction } from "../bus/connection.ts";
+import { isSet } from "../config/load.ts";
 import { ConclaveError } from "../errors.ts";
 import { type RunningNatsServer, startNatsServer } from "../nats/server.ts";
 import { UnavailableError } from "./failures.ts";
@@ -35,9 +36,9 @@ export const LLM_LAYOUT: { name: string; args: string[] }[] = [
   { name: "runner", args: ["runner"] },
 ];
 
-/** The layout `conclave up` starts in this environment: LLM_LAYOUT when a model is configured. */
+/** The layout `conclave up` starts in this environment: LLM_LAYOUT when a model is configured (CONCLAVE_LLM_BASE_URL or OPENAI_BASE_URL). */
 export const layoutFor = (env: NodeJS.ProcessEnv = process.env) =>
-  env.CONCLAVE_LLM_BASE_URL ? LLM_LAYOUT : DEFAULT_LAYOUT;
+  isSet(env, "CONCLAVE_LLM_BASE_URL") ? LLM_LAYOUT : DEFAULT_LAYOUT;
 
 export interface LocalClusterOptions {
   url: string;
@@ -59,6 +60,8 @@ export interface LocalCluster {
   /** Null when a server was already running at the URL. */
   server: RunningNatsServer | null;
   processes: SupervisedProcess[];
+  /** The environment the children run with: what a process joining them (conclave demo's client, up --exec) takes. */
+  env: NodeJS.ProcessEnv;
   stop(): Promise<void>;
 }
 
@@ -86,7 +89,7 @@ async function reachable(url: string, env: NodeJS.ProcessEnv): Promise<boolean> 
  */
 export async function startLocalCluster(options: LocalClusterOptions): Promise<LocalCluster> {
   let server: RunningNatsServer | null = null;
-  const env = { ...process.env, ...options.env, CONCLAVE_NATS_URL: options.url };
+  const env: NodeJS.ProcessEnv = { ...process.env, ...options.env, CONCLAVE_NATS_URL: options.url };
   if (await reachable(options.url, env)) {
     options.log(`using the NATS server at ${options.url}`);
   } else {
@@ -107,6 +110,8 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
       storeDir: join(resolve(options.dataDir), "nats"),
     });
     options.log(`started nats-server on ${server.url} (JetStream store ${server.storeDir})`);
+    // The server started here runs the repo's nats.conf: the nats CLI's creds (NATS_CREDS), meant for another server, would be refused.
+    delete env.NATS_CREDS;
   }
   const extra = [
     ...(options.agents ? ["--agents", options.agents] : []),
@@ -132,5 +137,5 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
     throw error;
   }
   for (const p of processes) options.log(`${p.name} ready (pid ${p.current.child.pid})`);
-  return { url: options.url, server, processes, stop: stopAll };
+  return { url: options.url, server, processes, env, stop: stopAll };
 }

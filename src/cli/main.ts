@@ -78,6 +78,10 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<{ default:
     summary: "rebuild a session's state from its event log and check it",
     load: () => import("./commands/replay.ts"),
   },
+  config: {
+    summary: "the effective configuration: each variable, its value (secrets masked), where it came from",
+    load: () => import("./commands/config.ts"),
+  },
   schemas: { summary: "write the JSON Schemas of the wire messages", load: () => import("./commands/schemas.ts") },
   graph: { summary: "draw a statechart as Mermaid, DOT or JSON", load: () => import("./commands/graph.ts") },
   recipe: {
@@ -106,7 +110,7 @@ ${Object.entries(COMMANDS)
 
 Global options:
   --debug        print the stack of a failure   [$CONCLAVE_DEBUG=1]
-  --json         (send, run, resume, trace, events, turns, replay, cancel) output and failures as JSON
+  --json         (send, run, resume, trace, events, turns, replay, cancel, config) output and failures as JSON
   -V, --version  print the version
 
 ${EXIT_HELP}`;

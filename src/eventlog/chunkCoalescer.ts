@@ -6,6 +6,8 @@
  * it holds), while every chunk still goes out live on core NATS. See
  * EventLogWriter.
  */
+import { setting } from "../config/load.ts";
+import { CONFIG_SCHEMA } from "../config/schema.ts";
 import { ConclaveError } from "../errors.ts";
 
 /** How a turn's stream chunks are coalesced before they are stored. */
@@ -19,8 +21,8 @@ export interface StreamChunkOptions {
   chunkBytes: number;
 }
 
-export const DEFAULT_STREAM_CHUNK_MS = 25;
-export const DEFAULT_STREAM_CHUNK_BYTES = 4_096;
+export const DEFAULT_STREAM_CHUNK_MS = CONFIG_SCHEMA.CONCLAVE_STREAM_CHUNK_MS.default;
+export const DEFAULT_STREAM_CHUNK_BYTES = CONFIG_SCHEMA.CONCLAVE_STREAM_CHUNK_BYTES.default;
 /** The most either setting accepts: a minute, and 64 KiB (a stored event stays well under NATS's max_payload). */
 export const MAX_STREAM_CHUNK_MS = 60_000;
 export const MAX_STREAM_CHUNK_BYTES = 65_536;
@@ -33,23 +35,19 @@ export const STREAM_CHUNK_ENV = {
 
 /**
  * The coalescing in force: each field from `given`, else its environment
- * variable, else its default. A value that is not a whole number in range is a
- * "config" ConclaveError naming it.
+ * variable (src/config/schema.ts), else its default. A value that is not a
+ * whole number in range is a "config" ConclaveError naming it.
  */
 export function streamChunkSettings(given: Partial<StreamChunkOptions> = {}, env = process.env): StreamChunkOptions {
-  const read = (field: keyof StreamChunkOptions, fallback: number, min: number, max: number): number => {
-    const variable = STREAM_CHUNK_ENV[field];
-    const raw = env[variable]?.trim();
-    const value = given[field] ?? (raw ? Number(raw) : fallback);
-    if (!Number.isInteger(value) || value < min || value > max) {
-      const where = given[field] !== undefined ? field : `${variable}=${JSON.stringify(raw)}`;
-      throw new ConclaveError("config", `${where}: expected a whole number from ${min} to ${max}`);
-    }
+  const read = (field: keyof StreamChunkOptions, min: number, max: number): number => {
+    const value = given[field] ?? setting(env, STREAM_CHUNK_ENV[field]);
+    if (!Number.isInteger(value) || value < min || value > max)
+      throw new ConclaveError("config", `${field}: expected a whole number from ${min} to ${max}`);
     return value;
   };
   return {
-    chunkMs: read("chunkMs", DEFAULT_STREAM_CHUNK_MS, 0, MAX_STREAM_CHUNK_MS),
-    chunkBytes: read("chunkBytes", DEFAULT_STREAM_CHUNK_BYTES, 1, MAX_STREAM_CHUNK_BYTES),
+    chunkMs: read("chunkMs", 0, MAX_STREAM_CHUNK_MS),
+    chunkBytes: read("chunkBytes", 1, MAX_STREAM_CHUNK_BYTES),
   };
 }
 

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import type { JetStreamClient } from "@nats-io/jetstream";
 import { encodeJson } from "../bus/codec.ts";
 import { subjects } from "../bus/subjects.ts";
+import { lenientSetting } from "../config/load.ts";
 import { singleLine } from "../errors.ts";
 
 const decoder = new TextDecoder();
@@ -21,9 +22,13 @@ const OWN_SOURCES = new Set(["poison", "turn", "wal"]);
 /** What a dead letter keeps of a payload: `redacted` (hash and length only) or an `excerpt` (bounded). */
 export type PayloadPolicy = "redacted" | "excerpt";
 
-/** The operator's choice for peer payloads: `CONCLAVE_DLQ_PAYLOADS=excerpt` keeps excerpts; anything else redacts. */
+/**
+ * The operator's choice for peer payloads: `CONCLAVE_DLQ_PAYLOADS=excerpt` keeps excerpts; anything else
+ * redacts. Lenient (read while a bad message is being handled, it must not throw): `conclave config`
+ * shows a bad value refused.
+ */
 export const peerPayloadPolicy = (env: NodeJS.ProcessEnv = process.env): PayloadPolicy =>
-  env.CONCLAVE_DLQ_PAYLOADS === "excerpt" ? "excerpt" : "redacted";
+  lenientSetting(env, "CONCLAVE_DLQ_PAYLOADS");
 
 export interface DeadLetter {
   /** Where the message arrived. */

@@ -6,6 +6,8 @@
  */
 import type { JetStreamManager } from "@nats-io/jetstream";
 import { buckets, streams } from "../bus/subjects.ts";
+import { setting } from "../config/load.ts";
+import { parseDuration } from "../config/variable.ts";
 import { ConclaveError } from "../errors.ts";
 import { ensureEventStream, ensureMemoryStream, isStreamNotFound } from "./streams.ts";
 
@@ -42,45 +44,36 @@ export const TURNS_PER_SESSION_ENV = "CONCLAVE_RETAIN_TURNS_PER_SESSION";
  */
 export const MIN_RETENTION_MS = 3_600_000;
 
-const UNIT_MS: Record<string, number> = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
-
 /** `30d`, `12h`, `90m`, `3600s` (or `0`) in ms; null when it is none of those. */
-export function parseRetention(text: string): number | null {
-  const match = /^\s*(\d+)\s*([smhd]?)\s*$/.exec(text);
-  if (!match) return null;
-  const count = Number(match[1]);
-  if (count === 0) return 0;
-  return match[2] ? count * UNIT_MS[match[2]]! : null;
-}
+export const parseRetention = (text: string): number | null => parseDuration(text);
 
 /**
  * The retention in force: each field from `given`, else its environment
- * variable, else unset. A bad value is a "config" ConclaveError; so is a
- * maximum age under MIN_RETENTION_MS (0, for ever, is fine).
+ * variable (src/config/schema.ts), else unset. A bad value is a "config"
+ * ConclaveError naming it; so is a maximum age under MIN_RETENTION_MS (0, for
+ * ever, is fine).
  */
 export function retentionSettings(given: RetentionOptions = {}, env = process.env): RetentionOptions {
   const settings: RetentionOptions = {};
-  for (const [field, variable] of Object.entries(RETENTION_ENV) as [keyof RetentionOptions, string][]) {
-    const raw = env[variable];
-    const value = given[field] ?? (raw ? parseRetention(raw) : undefined);
-    const where = given[field] !== undefined ? `retention.${field}` : `${variable}=${JSON.stringify(raw)}`;
+  for (const [field, variable] of Object.entries(RETENTION_ENV) as [
+    keyof typeof RETENTION_ENV,
+    (typeof RETENTION_ENV)[keyof typeof RETENTION_ENV],
+  ][]) {
+    const value = given[field] ?? setting(env, variable);
+    const where = given[field] !== undefined ? `retention.${field}` : `${variable}=${JSON.stringify(env[variable])}`;
     if (value === undefined) continue;
-    if (value === null) throw new ConclaveError("config", `${where}: expected a duration such as 30d, 12h or 0`);
     if (!Number.isInteger(value) || value < 0 || (value > 0 && value < MIN_RETENTION_MS)) {
       throw new ConclaveError("config", `${where}: a maximum age is 0 (for ever) or at least 1 hour`);
     }
     settings[field] = value;
   }
-  const rawTurns = env[TURNS_PER_SESSION_ENV];
-  const turns = given.turnsPerSession ?? (rawTurns ? Number(rawTurns) : undefined);
+  const turns = given.turnsPerSession ?? setting(env, TURNS_PER_SESSION_ENV);
   if (turns !== undefined) {
-    if (!Number.isInteger(turns) || turns < 1) {
-      const where =
-        given.turnsPerSession !== undefined
-          ? "retention.turnsPerSession"
-          : `${TURNS_PER_SESSION_ENV}=${JSON.stringify(rawTurns)}`;
-      throw new ConclaveError("config", `${where}: the turns a session keeps is a whole number from 1`);
-    }
+    if (!Number.isInteger(turns) || turns < 1)
+      throw new ConclaveError(
+        "config",
+        "retention.turnsPerSession: the turns a session keeps is a whole number from 1",
+      );
     settings.turnsPerSession = turns;
   }
   return settings;

@@ -1,4 +1,5 @@
 import type { NatsConnection } from "@nats-io/nats-core";
+import { lenientSetting } from "../config/load.ts";
 import { createInspectionPublisher, type InspectionPublisher } from "./publisher.ts";
 import { inspectSubject, processName } from "./record.ts";
 
@@ -7,7 +8,7 @@ export const INSPECT_HELP = `  --inspect          stream this process's actor in
 
 /** On with `--inspect`, or with CONCLAVE_INSPECT set to 1/true/yes. */
 export const inspectionWanted = (flag: boolean | undefined, env = process.env): boolean =>
-  flag === true || ["1", "true", "yes"].includes((env.CONCLAVE_INSPECT ?? "").trim().toLowerCase());
+  flag === true || lenientSetting(env, "CONCLAVE_INSPECT");
 
 /** The inspection observer for this process when inspection is wanted, else undefined. */
 export function processInspection(

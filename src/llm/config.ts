@@ -1,5 +1,6 @@
-import { z } from "zod";
-import { describeIssues } from "../contracts/issues.ts";
+import { readSetting, setting } from "../config/load.ts";
+import { maskUrl } from "../config/mask.ts";
+import { CONFIG_SCHEMA } from "../config/schema.ts";
 import { ConclaveError } from "../errors.ts";
 
 /**
@@ -9,12 +10,13 @@ import { ConclaveError } from "../errors.ts";
 export interface LlmConfig {
   /**
    * Base URL of the API, ending where `/chat/completions` is appended, e.g. `http://127.0.0.1:11434/v1`.
-   * Env `CONCLAVE_LLM_BASE_URL`. No default: when unset or empty, no LLM is used (the offline model runs).
+   * Env `CONCLAVE_LLM_BASE_URL`, else `OPENAI_BASE_URL`. No default: when unset or empty, no LLM is used (the
+   * offline model runs).
    */
   baseURL: string;
   /**
-   * Bearer token sent to the server. Env `CONCLAVE_LLM_API_KEY`.
-   * Default `"not-needed"`: local servers (Ollama, vLLM, llama.cpp) accept any value.
+   * Bearer token sent to the server. Env `CONCLAVE_LLM_API_KEY`, else `OPENAI_API_KEY`. No default: required
+   * for a server elsewhere; a server on loopback without one gets a placeholder (local servers take any).
    */
   apiKey: string;
   /** Model id sent with every request. Env `CONCLAVE_LLM_MODEL`. Required when a base URL is set. */
@@ -32,7 +34,17 @@ export interface LlmConfig {
   maxRetries: number;
 }
 
-export const LLM_CONFIG_DEFAULTS = { apiKey: "not-needed", timeoutMs: 30_000, maxRetries: 2 } as const;
+/** The defaults of {@link LlmConfig} (src/config/schema.ts). No API key: see {@link llmConfigFromEnv}. */
+export const LLM_CONFIG_DEFAULTS = {
+  timeoutMs: CONFIG_SCHEMA.CONCLAVE_LLM_TIMEOUT_MS.default,
+  maxRetries: CONFIG_SCHEMA.CONCLAVE_LLM_MAX_RETRIES.default,
+} as const;
+
+/**
+ * The API key sent to a server on this machine when none is set: the openai client refuses to be
+ * made without one, and local servers (Ollama, vLLM, llama.cpp) take any. Never sent elsewhere.
+ */
+export const LOCAL_SERVER_API_KEY = "no-key-local-server";
 
 /** The LLM settings in the environment are unusable; the message names the variable. */
 export class LlmConfigError extends ConclaveError<"config"> {
@@ -41,38 +53,39 @@ export class LlmConfigError extends ConclaveError<"config"> {
   }
 }
 
-const baseUrlSchema = z.url({ protocol: /^https?$/, error: "must be an http(s) URL" });
-const timeoutSchema = z.coerce.number().int("must be a whole number").positive("must be > 0");
-const retriesSchema = z.coerce.number().int("must be a whole number").min(0, "must be >= 0").max(10, "must be <= 10");
+const LOOPBACK_HOST = /^(localhost|.+\.localhost|127(\.\d{1,3}){3}|\[::1\])$/i;
 
-/** Reads the LLM settings; `null` when `CONCLAVE_LLM_BASE_URL` is unset or empty (offline model). */
+/** True when the URL's host is this machine (a name or address of loopback). */
+export const isLoopbackUrl = (url: string): boolean => LOOPBACK_HOST.test(new URL(url).hostname);
+
+/**
+ * Reads the LLM settings; `null` when no base URL is set (offline model). Each setting is its
+ * `CONCLAVE_LLM_*` variable, else for the base URL and key the standard `OPENAI_BASE_URL` and
+ * `OPENAI_API_KEY`, else its default. With no key anywhere, a server on loopback gets a
+ * placeholder ({@link LOCAL_SERVER_API_KEY}); any other server is a LlmConfigError naming the
+ * variables, as is a bad value.
+ */
 export function llmConfigFromEnv(env: NodeJS.ProcessEnv = process.env): LlmConfig | null {
-  const read = (name: string): string | undefined => {
-    const value = env[name]?.trim();
-    return value ? value : undefined;
-  };
-  const baseURL = read("CONCLAVE_LLM_BASE_URL");
-  if (baseURL === undefined) return null;
-  const model = read("CONCLAVE_LLM_MODEL");
-  if (model === undefined) {
-    throw new LlmConfigError("CONCLAVE_LLM_MODEL is required when CONCLAVE_LLM_BASE_URL is set");
-  }
+  const error = (message: string) => new LlmConfigError(message);
+  const base = readSetting(env, "CONCLAVE_LLM_BASE_URL", { error });
+  if (base.value === undefined) return null;
+  const from = base.origin.kind === "fallback" ? base.origin.variable : "CONCLAVE_LLM_BASE_URL";
+  const model = setting(env, "CONCLAVE_LLM_MODEL", { error });
+  if (model === undefined) throw new LlmConfigError(`CONCLAVE_LLM_MODEL is required when ${from} is set`);
+  const apiKey = setting(env, "CONCLAVE_LLM_API_KEY", { error }) ?? localKeyFor(base.value, from);
   return {
-    baseURL: parseVar("CONCLAVE_LLM_BASE_URL", baseURL, baseUrlSchema),
-    apiKey: read("CONCLAVE_LLM_API_KEY") ?? LLM_CONFIG_DEFAULTS.apiKey,
+    baseURL: base.value,
+    apiKey,
     model,
-    timeoutMs:
-      parseVar("CONCLAVE_LLM_TIMEOUT_MS", read("CONCLAVE_LLM_TIMEOUT_MS"), timeoutSchema.optional()) ??
-      LLM_CONFIG_DEFAULTS.timeoutMs,
-    maxRetries:
-      parseVar("CONCLAVE_LLM_MAX_RETRIES", read("CONCLAVE_LLM_MAX_RETRIES"), retriesSchema.optional()) ??
-      LLM_CONFIG_DEFAULTS.maxRetries,
+    timeoutMs: setting(env, "CONCLAVE_LLM_TIMEOUT_MS", { error }),
+    maxRetries: setting(env, "CONCLAVE_LLM_MAX_RETRIES", { error }),
   };
 }
 
-function parseVar<S extends z.ZodType>(name: string, value: string | undefined, schema: S): z.infer<S> {
-  const result = schema.safeParse(value);
-  if (result.success) return result.data;
-  const problem = describeIssues(result.error, { root: "", join: "; " });
-  throw new LlmConfigError(`${name}=${JSON.stringify(value)} is invalid: ${problem}`);
+/** The placeholder key for a server on loopback; for any other, the error saying which key to set. */
+function localKeyFor(baseURL: string, from: string): string {
+  if (isLoopbackUrl(baseURL)) return LOCAL_SERVER_API_KEY;
+  throw new LlmConfigError(
+    `${from}=${JSON.stringify(maskUrl(baseURL))} is not on this machine and no API key is set: set CONCLAVE_LLM_API_KEY or OPENAI_API_KEY (any value if the server takes none)`,
+  );
 }

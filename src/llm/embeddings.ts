@@ -6,10 +6,9 @@
  */
 import type OpenAI from "openai";
 import type { CreateEmbeddingResponse } from "openai/resources/embeddings";
-import { z } from "zod";
-import { describeIssues } from "../contracts/issues.ts";
+import { setting } from "../config/load.ts";
+import { CONFIG_SCHEMA } from "../config/schema.ts";
 import { deadlineSignal, timedOut, unlessAborted } from "../deadline.ts";
-import { MAX_EMBEDDING_DIMENSIONS } from "../memory/graph/types.ts";
 import { OFFLINE_EMBEDDING_DIMS, offlineEmbedding } from "../memory/learn/embedder.ts";
 import { withEmbeddingSpans } from "../telemetry/genAiSpans.ts";
 import { type LlmConfig, LlmConfigError, llmConfigFromEnv } from "./config.ts";
@@ -38,9 +37,9 @@ export type EmbeddingConfig = { kind: "offline"; dims: number } | OpenAIEmbeddin
 /** A model on an OpenAI-compatible `/embeddings` endpoint (OpenAI, Ollama, vLLM, llama.cpp…). */
 export interface OpenAIEmbeddingConfig {
   kind: "openai";
-  /** Base URL of the API, where `/embeddings` is appended: the LLM's (`CONCLAVE_LLM_BASE_URL`). */
+  /** Base URL of the API, where `/embeddings` is appended: the LLM's (`CONCLAVE_LLM_BASE_URL`, else `OPENAI_BASE_URL`). */
   baseURL: string;
-  /** Bearer token: the LLM's (`CONCLAVE_LLM_API_KEY`). */
+  /** Bearer token: the LLM's (`CONCLAVE_LLM_API_KEY`, else `OPENAI_API_KEY`). */
   apiKey: string;
   /** The embedding model. Env `CONCLAVE_EMBEDDING_MODEL`. */
   model: string;
@@ -60,7 +59,7 @@ export interface OpenAIEmbeddingConfig {
 }
 
 /** The defaults of {@link OpenAIEmbeddingConfig}. */
-export const EMBEDDING_CONFIG_DEFAULTS = { timeoutMs: 2_000 } as const;
+export const EMBEDDING_CONFIG_DEFAULTS = { timeoutMs: CONFIG_SCHEMA.CONCLAVE_EMBEDDING_TIMEOUT_MS.default } as const;
 
 /** The value of `CONCLAVE_EMBEDDING_MODEL` that selects {@link offlineEmbedder}. */
 export const OFFLINE_EMBEDDING_MODEL = "offline";
@@ -74,17 +73,6 @@ export class EmbeddingError extends LlmError {
     super(code, "embeddings", message, options);
   }
 }
-
-const modelSchema = z
-  .string()
-  .max(256, "must be at most 256 characters")
-  .regex(/^[^\s\p{Cc}]+$/u, "must not contain spaces or control characters");
-const timeoutSchema = z.coerce.number().int("must be a whole number").positive("must be > 0");
-const dimensionsSchema = z.coerce
-  .number()
-  .int("must be a whole number")
-  .min(1, "must be >= 1")
-  .max(MAX_EMBEDDING_DIMENSIONS, `must be <= ${MAX_EMBEDDING_DIMENSIONS} (the most a memory node keeps)`);
 
 /**
  * Reads the embedding settings: `null` when `CONCLAVE_EMBEDDING_MODEL` is unset or empty (memory
@@ -100,33 +88,23 @@ export function embeddingConfigFromEnv(
   env: NodeJS.ProcessEnv = process.env,
   llm?: LlmConfig | null,
 ): EmbeddingConfig | null {
-  const read = (name: string): string | undefined => {
-    const value = env[name]?.trim();
-    return value ? value : undefined;
-  };
-  const model = read("CONCLAVE_EMBEDDING_MODEL");
+  const error = (message: string) => new EmbeddingConfigError(message);
+  const model = setting(env, "CONCLAVE_EMBEDDING_MODEL", { error });
   if (model === undefined) return null;
   if (model === OFFLINE_EMBEDDING_MODEL) return { kind: "offline", dims: OFFLINE_EMBEDDING_DIMS };
   const server = llm === undefined ? llmConfigFromEnv(env) : llm;
   if (!server) {
     throw new EmbeddingConfigError(
-      `CONCLAVE_EMBEDDING_MODEL=${JSON.stringify(model)} needs CONCLAVE_LLM_BASE_URL (embeddings go to its /embeddings): set it, or set CONCLAVE_EMBEDDING_MODEL=offline, or unset it`,
+      `CONCLAVE_EMBEDDING_MODEL=${JSON.stringify(model)} needs CONCLAVE_LLM_BASE_URL or OPENAI_BASE_URL (embeddings go to its /embeddings): set it, or set CONCLAVE_EMBEDDING_MODEL=offline, or unset it`,
     );
   }
-  const checkedModel = parseVar("CONCLAVE_EMBEDDING_MODEL", model, modelSchema);
-  const dimensions = parseVar(
-    "CONCLAVE_EMBEDDING_DIMENSIONS",
-    read("CONCLAVE_EMBEDDING_DIMENSIONS"),
-    dimensionsSchema.optional(),
-  );
+  const dimensions = setting(env, "CONCLAVE_EMBEDDING_DIMENSIONS", { error });
   return {
     kind: "openai",
     baseURL: server.baseURL,
     apiKey: server.apiKey,
-    model: checkedModel,
-    timeoutMs:
-      parseVar("CONCLAVE_EMBEDDING_TIMEOUT_MS", read("CONCLAVE_EMBEDDING_TIMEOUT_MS"), timeoutSchema.optional()) ??
-      EMBEDDING_CONFIG_DEFAULTS.timeoutMs,
+    model,
+    timeoutMs: setting(env, "CONCLAVE_EMBEDDING_TIMEOUT_MS", { error }),
     maxRetries: server.maxRetries,
     ...(dimensions === undefined ? {} : { dimensions }),
   };
@@ -250,11 +228,4 @@ function failure(error: unknown, timeoutMs: number, deadline: AbortSignal): Embe
     ...(mapped.status === undefined ? {} : { status: mapped.status }),
     cause: error,
   });
-}
-
-function parseVar<S extends z.ZodType>(name: string, value: string | undefined, schema: S): z.infer<S> {
-  const result = schema.safeParse(value);
-  if (result.success) return result.data;
-  const problem = describeIssues(result.error, { root: "", join: "; " });
-  throw new EmbeddingConfigError(`${name}=${JSON.stringify(value)} is invalid: ${problem}`);
 }

@@ -9,12 +9,9 @@
  *
  *   CONCLAVE_FAILPOINTS=ingress.after_reserve   the process kills itself (SIGKILL) there
  */
-const armed = new Set(
-  (process.env.CONCLAVE_FAILPOINTS ?? "")
-    .split(",")
-    .map((name) => name.trim())
-    .filter(Boolean),
-);
+import { setting } from "../config/load.ts";
+
+const armed = new Set(setting(process.env, "CONCLAVE_FAILPOINTS") ?? []);
 
 /** Every failpoint the code has, so a test naming a wrong one fails loudly. */
 export const FAILPOINTS = [

@@ -9,6 +9,7 @@
  */
 import { type DestinationStream, type Level, type Logger as PinoLogger, pino } from "pino";
 import pretty from "pino-pretty";
+import { lenientSetting } from "../config/load.ts";
 
 /** Structured fields of a log line, beside its message. */
 export type LogFields = Record<string, unknown>;
@@ -29,13 +30,13 @@ export interface Logger {
 
 export type LogLevel = Extract<Level, "debug" | "info" | "warn" | "error">;
 
-const LEVELS: readonly LogLevel[] = ["debug", "info", "warn", "error"];
-
-/** The level CONCLAVE_LOG asks for: `quiet` is warn; unset or unknown is info. */
+/**
+ * The level CONCLAVE_LOG asks for: `quiet` is warn; unset or unknown is info (a logger must not stop
+ * a process: `conclave config` shows an unknown level refused).
+ */
 export function logLevelFrom(env: NodeJS.ProcessEnv = process.env): LogLevel {
-  const wanted = (env.CONCLAVE_LOG ?? "").trim().toLowerCase();
-  if (wanted === "quiet") return "warn";
-  return (LEVELS as readonly string[]).includes(wanted) ? (wanted as LogLevel) : "info";
+  const wanted = lenientSetting(env, "CONCLAVE_LOG");
+  return wanted === "quiet" ? "warn" : wanted;
 }
 
 export interface LoggerOptions {

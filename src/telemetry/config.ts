@@ -2,7 +2,9 @@
  * Whether a Conclave process traces, read from the standard OpenTelemetry
  * variables (https://opentelemetry.io/docs/specs/otel/configuration/sdk-environment-variables/).
  * Pure: the environment in, a decision out, so every case is unit-tested.
+ * The variables' types are in src/config/schema.ts.
  */
+import { isSet, setting } from "../config/load.ts";
 import { ConclaveError } from "../errors.ts";
 
 /** A tracing variable Conclave cannot honour (an OTLP protocol other than OTLP/HTTP). */
@@ -24,7 +26,6 @@ export type TracingConfig =
   | { on: true; exporters: TracesExporter[]; protocol: OtlpProtocol; warnings: string[] };
 
 const KNOWN_EXPORTERS: readonly string[] = ["otlp", "console"];
-const PROTOCOLS: readonly string[] = ["http/protobuf", "http/json"];
 
 /**
  * What the environment asks for. On when `OTEL_TRACES_EXPORTER` names
@@ -36,9 +37,10 @@ const PROTOCOLS: readonly string[] = ["http/protobuf", "http/json"];
  */
 export function tracingConfigFromEnv(env: NodeJS.ProcessEnv = process.env): TracingConfig {
   const warnings: string[] = [];
-  if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === "true")
-    return { on: false, reason: "OTEL_SDK_DISABLED=true", warnings };
-  const listed = listOf(env.OTEL_TRACES_EXPORTER);
+  const read = <N extends "OTEL_SDK_DISABLED" | "OTEL_TRACES_EXPORTER">(name: N) =>
+    setting(env, name, { error: tracingConfigError });
+  if (read("OTEL_SDK_DISABLED")) return { on: false, reason: "OTEL_SDK_DISABLED=true", warnings };
+  const listed = read("OTEL_TRACES_EXPORTER") ?? [];
   let exporters: TracesExporter[];
   if (listed.length > 0) {
     if (listed.includes("none")) return { on: false, reason: "OTEL_TRACES_EXPORTER=none", warnings };
@@ -52,7 +54,7 @@ export function tracingConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Trac
         reason: `OTEL_TRACES_EXPORTER=${env.OTEL_TRACES_EXPORTER} names no supported exporter`,
         warnings,
       };
-  } else if (env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim() || env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim()) {
+  } else if (isSet(env, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") || isSet(env, "OTEL_EXPORTER_OTLP_ENDPOINT")) {
     exporters = ["otlp"];
   } else {
     return { on: false, reason: "no OTEL_TRACES_EXPORTER or OTLP endpoint set", warnings };
@@ -60,24 +62,12 @@ export function tracingConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Trac
   return { on: true, exporters, protocol: protocolOf(env), warnings };
 }
 
+const tracingConfigError = (message: string) => new TracingConfigError(message);
+
 /** `OTEL_EXPORTER_OTLP_TRACES_PROTOCOL`, else `OTEL_EXPORTER_OTLP_PROTOCOL`, else http/protobuf. */
 function protocolOf(env: NodeJS.ProcessEnv): OtlpProtocol {
-  const variable = env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL?.trim()
-    ? "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"
-    : "OTEL_EXPORTER_OTLP_PROTOCOL";
-  const value = env[variable]?.trim().toLowerCase();
-  if (!value) return "http/protobuf";
-  if (!PROTOCOLS.includes(value))
-    throw new TracingConfigError(
-      `${variable}=${JSON.stringify(env[variable])}: Conclave exports over OTLP/HTTP only: use http/protobuf or http/json`,
-    );
-  return value as OtlpProtocol;
-}
-
-/** A comma-separated variable's values, trimmed and lower-cased, blanks left out. */
-function listOf(value: string | undefined): string[] {
-  return (value ?? "")
-    .split(",")
-    .map((part) => part.trim().toLowerCase())
-    .filter(Boolean);
+  return (
+    setting(env, "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", { error: tracingConfigError }) ??
+    setting(env, "OTEL_EXPORTER_OTLP_PROTOCOL", { error: tracingConfigError })
+  );
 }

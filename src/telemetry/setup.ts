@@ -21,6 +21,7 @@ import {
   propagation,
   trace,
 } from "@opentelemetry/api";
+import { isSet, lenientSetting } from "../config/load.ts";
 import { type OtlpProtocol, type TracesExporter, tracingConfigFromEnv } from "./config.ts";
 import { loadTracingSdk } from "./sdkPackages.ts";
 import { tracingActive } from "./tracer.ts";
@@ -103,7 +104,10 @@ async function startProvider(
   env: NodeJS.ProcessEnv,
 ): Promise<TracingHandle> {
   const { sdk, resources, hooks, core, exporter } = await loadTracingSdk(exporters.includes("otlp") ? protocol : null);
-  const logLevel = env.OTEL_LOG_LEVEL ? core.diagLogLevelFromString(env.OTEL_LOG_LEVEL) : undefined;
+  // Unset or unknown: errors only (a logger setting must not stop a process; `conclave config` shows it refused).
+  const logLevel = isSet(env, "OTEL_LOG_LEVEL")
+    ? core.diagLogLevelFromString(lenientSetting(env, "OTEL_LOG_LEVEL"))
+    : undefined;
   // The SDK reports a failed export through diag: errors on stderr unless OTEL_LOG_LEVEL says otherwise.
   diag.setLogger(new DiagConsoleLogger(), logLevel ?? DiagLogLevel.ERROR);
   const resource = resources

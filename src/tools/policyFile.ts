@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
+import { setting } from "../config/load.ts";
 import { describeIssues } from "../contracts/issues.ts";
 import { ConclaveError } from "../errors.ts";
 import { ToolPolicy, type ToolPolicyInput } from "./policy.ts";
@@ -11,7 +12,7 @@ import { ToolPolicy, type ToolPolicyInput } from "./policy.ts";
  * fit is a `config` error naming the field, before the runner serves.
  */
 export function toolPolicyFromEnv(env: NodeJS.ProcessEnv = process.env): ToolPolicyInput | undefined {
-  const file = env.CONCLAVE_TOOL_POLICY;
+  const file = setting(env, "CONCLAVE_TOOL_POLICY");
   if (!file) return undefined;
   let raw: unknown;
   try {

@@ -140,7 +140,7 @@ describe("stream chunk settings", () => {
       throw new Error("accepted");
     };
     expect(refusal(() => streamChunkSettings({}, { CONCLAVE_STREAM_CHUNK_MS: "soon" }))).toMatch(
-      /^CONCLAVE_STREAM_CHUNK_MS="soon": expected a whole number from 0 to 60000/,
+      /^CONCLAVE_STREAM_CHUNK_MS="soon" is invalid: must be a whole number from 0 to 60000/,
     );
     expect(refusal(() => streamChunkSettings({ chunkBytes: 0 }, {}))).toMatch(/^chunkBytes: expected a whole number/);
     expect(refusal(() => streamChunkSettings({ chunkMs: -1 }, {}))).toMatch(/^chunkMs:/);

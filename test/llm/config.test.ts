@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { LlmConfigError, llmConfigFromEnv } from "../../src/llm/config.ts";
+import { LlmConfigError, LOCAL_SERVER_API_KEY, llmConfigFromEnv } from "../../src/llm/config.ts";
 import { createChatModel } from "../../src/llm/index.ts";
 
 const base = { CONCLAVE_LLM_BASE_URL: "http://127.0.0.1:11434/v1", CONCLAVE_LLM_MODEL: "qwen3:4b" };
@@ -11,10 +11,10 @@ describe("llmConfigFromEnv", () => {
     expect(llmConfigFromEnv({ CONCLAVE_LLM_BASE_URL: "  " })).toBeNull();
   });
 
-  it("fills the defaults", () => {
+  it("fills the defaults; a server on loopback without a key gets a placeholder", () => {
     expect(llmConfigFromEnv(base)).toEqual({
       baseURL: "http://127.0.0.1:11434/v1",
-      apiKey: "not-needed",
+      apiKey: LOCAL_SERVER_API_KEY,
       model: "qwen3:4b",
       timeoutMs: 30_000,
       maxRetries: 2,

@@ -379,7 +379,9 @@ describe("openMemoryGraph", () => {
     const fromEnv = await openMemoryGraph({ env: { CONCLAVE_MEMORY_BACKEND: "postgres" } }).catch((c: unknown) => c);
     expect(isConclaveError(fromEnv, "config")).toBe(true);
     const unknown = await openMemoryGraph({ env: { CONCLAVE_MEMORY_BACKEND: "redis" } }).catch((c: unknown) => c);
-    expect((unknown as Error).message).toMatch(/unknown memory graph backend "redis"/);
+    expect((unknown as Error).message).toMatch(
+      /CONCLAVE_MEMORY_BACKEND="redis" is invalid: must be one of nats, postgres/,
+    );
   });
 
   it("opens the backend the environment names", async () => {

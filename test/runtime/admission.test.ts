@@ -125,7 +125,7 @@ describe("admission limits", () => {
     expect(admissionLimits({ adaptive: true }, {})).toMatchObject({ adaptive: true });
     expect(admissionLimits({}, {}).maxRunning).toBeGreaterThanOrEqual(32);
     expect(() => admissionLimits({}, { CONCLAVE_MAX_RUNNING_TURNS: "lots" })).toThrow(
-      'CONCLAVE_MAX_RUNNING_TURNS="lots" must be a positive integer',
+      'CONCLAVE_MAX_RUNNING_TURNS="lots" is invalid: must be a whole number from 1',
     );
   });
 });

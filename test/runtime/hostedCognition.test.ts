@@ -68,7 +68,7 @@ describe("CONCLAVE_RUNNER_COGNITION", () => {
     expect(hostsCognition(undefined, { CONCLAVE_RUNNER_COGNITION: "runner" })).toBe(true);
     expect(hostsCognition(false, { CONCLAVE_RUNNER_COGNITION: "runner" })).toBe(false);
     expect(() => hostsCognition(undefined, { CONCLAVE_RUNNER_COGNITION: "both" })).toThrow(
-      "CONCLAVE_RUNNER_COGNITION must be 'runner' or 'workers', not 'both'",
+      'CONCLAVE_RUNNER_COGNITION="both" is invalid: must be one of workers, runner',
     );
   });
 });

@@ -42,7 +42,7 @@ describe("retention by count", () => {
   it("is read from CONCLAVE_RETAIN_TURNS_PER_SESSION, a whole number from 1", () => {
     expect(retentionSettings({}, { CONCLAVE_RETAIN_TURNS_PER_SESSION: "50" })).toEqual({ turnsPerSession: 50 });
     expect(() => retentionSettings({}, { CONCLAVE_RETAIN_TURNS_PER_SESSION: "0" })).toThrow(
-      'CONCLAVE_RETAIN_TURNS_PER_SESSION="0": the turns a session keeps is a whole number from 1',
+      'CONCLAVE_RETAIN_TURNS_PER_SESSION="0" is invalid: must be a whole number from 1',
     );
   });
 });

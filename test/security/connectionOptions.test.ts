@@ -35,7 +35,9 @@ describe("CONCLAVE_ENV", () => {
   it.each(["prod", "production2", "dev", "staging"])("refuses %s, naming the accepted values", (value) => {
     const attempt = () => busOptions("client", {}, { CONCLAVE_ENV: value });
     expect(attempt).toThrow(BusConfigError);
-    expect(attempt).toThrow(`CONCLAVE_ENV="${value}" is not a known environment; use one of development, production`);
+    expect(attempt).toThrow(
+      `CONCLAVE_ENV="${value}" is invalid: not a known environment; use one of development, production`,
+    );
     expect(() => isProduction({ CONCLAVE_ENV: value })).toThrow(BusConfigError);
   });
 

@@ -1,5 +1,6 @@
-import { busOptions, connectBus, DEFAULT_NATS_URL } from "../../bus/connection.ts";
+import { busOptions, connectBus } from "../../bus/connection.ts";
 import { connect } from "../../client/client.ts";
+import { isSet, setting } from "../../config/load.ts";
 import { defineCommand } from "../command.ts";
 import { startLocalCluster } from "../localCluster.ts";
 import { createEventPrinter } from "../render.ts";
@@ -29,20 +30,20 @@ export default defineCommand({
   help,
   flags: { "nats-url": { type: "string" }, "data-dir": { type: "string" }, session: { type: "string" } },
   async run({ values }) {
-    const url = values["nats-url"] ?? process.env.CONCLAVE_NATS_URL ?? DEFAULT_NATS_URL;
+    const url = values["nats-url"] ?? setting(process.env, "CONCLAVE_NATS_URL");
     const log = (line: string) => console.log(`[demo] ${line}`);
     // The processes' own info lines would interleave with the conversation: keep only warnings.
     const cluster = await startLocalCluster({
       url,
-      dataDir: values["data-dir"] ?? process.env.CONCLAVE_DATA_DIR ?? ".conclave",
+      dataDir: values["data-dir"] ?? setting(process.env, "CONCLAVE_DATA_DIR"),
       log,
-      env: { CONCLAVE_LOG: process.env.CONCLAVE_LOG ?? "quiet" },
+      env: { CONCLAVE_LOG: isSet(process.env, "CONCLAVE_LOG") ? setting(process.env, "CONCLAVE_LOG") : "quiet" },
     });
     const sessionId = values.session ?? `demo-${Date.now().toString(36)}`;
     let failures = 0;
     try {
       // No role of the command's: this connection is to the cluster started here, and closes before it stops.
-      const nc = await connectBus(busOptions("client", { servers: url }));
+      const nc = await connectBus(busOptions("client", { servers: url }, cluster.env));
       try {
         const print = createEventPrinter(false);
         const client = await connect({ nc });

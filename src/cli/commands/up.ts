@@ -1,5 +1,6 @@
 import { spawn } from "node:child_process";
 import { DEFAULT_NATS_URL } from "../../bus/connection.ts";
+import { setting } from "../../config/load.ts";
 import { inspectionWanted } from "../../inspect/enable.ts";
 import { untilInterrupted } from "../args.ts";
 import { defineCommand } from "../command.ts";
@@ -9,7 +10,7 @@ const help = `conclave up: start nats-server, a runner and the workers, until in
 
 Usage: conclave up [--nats-url URL] [--data-dir DIR] [--agents LIST] [--tools LIST] [--exec CMD] [--inspect]
 
-  --nats-url URL   where NATS is, or where to start it (loopback only)  [$CONCLAVE_NATS_URL, ${DEFAULT_NATS_URL}]
+  --nats-url URL   where NATS is, or where to start it (loopback only)  [$CONCLAVE_NATS_URL, $NATS_URL, ${DEFAULT_NATS_URL}]
   --data-dir DIR   JetStream data when conclave starts nats-server     [$CONCLAVE_DATA_DIR, .conclave]
   --agents LIST    also start a worker hosting these agents: your modules (./my-agents.js,
                    exporting agents made with defineAgent) and/or built-in patterns
@@ -40,8 +41,8 @@ export default defineCommand({
   async run({ values }) {
     const log = (line: string) => console.log(`[up] ${line}`);
     const cluster = await startLocalCluster({
-      url: values["nats-url"] ?? process.env.CONCLAVE_NATS_URL ?? DEFAULT_NATS_URL,
-      dataDir: values["data-dir"] ?? process.env.CONCLAVE_DATA_DIR ?? ".conclave",
+      url: values["nats-url"] ?? setting(process.env, "CONCLAVE_NATS_URL"),
+      dataDir: values["data-dir"] ?? setting(process.env, "CONCLAVE_DATA_DIR"),
       log,
       inspect: inspectionWanted(values.inspect),
       ...(values.agents ? { agents: values.agents } : {}),
@@ -62,14 +63,14 @@ export default defineCommand({
 /** `--exec`: the command runs against the cluster, which stops when it exits (or on Ctrl-C). */
 async function runThenStop(
   command: string,
-  cluster: { url: string; stop(): Promise<void> },
+  cluster: { url: string; env: NodeJS.ProcessEnv; stop(): Promise<void> },
   log: (line: string) => void,
 ): Promise<number> {
   log(`running: ${command}`);
   const child = spawn(command, {
     shell: true,
     stdio: "inherit",
-    env: { ...process.env, CONCLAVE_NATS_URL: cluster.url },
+    env: { ...cluster.env, CONCLAVE_NATS_URL: cluster.url },
   });
   const interrupted = () => child.kill("SIGINT");
   process.once("SIGINT", interrupted);

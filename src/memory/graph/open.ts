@@ -3,6 +3,7 @@
  * default, PostgreSQL when asked (by option or by the environment).
  */
 import type { NatsConnection } from "@nats-io/nats-core";
+import { setting } from "../../config/load.ts";
 import { ConclaveError } from "../../errors.ts";
 import { importOptional } from "../../optionalPackages.ts";
 import { NatsMemoryGraphStore } from "./natsGraphStore.ts";
@@ -40,7 +41,7 @@ const BACKENDS: readonly MemoryGraphBackend[] = ["nats", "postgres"];
  */
 export async function openMemoryGraph(options: MemoryGraphOptions = {}): Promise<MemoryGraphStore> {
   const env = options.env ?? process.env;
-  const named = options.backend ?? (env[MEMORY_GRAPH_ENV.backend] || "nats");
+  const named = options.backend ?? setting(env, MEMORY_GRAPH_ENV.backend);
   if (!BACKENDS.includes(named as MemoryGraphBackend)) {
     throw new ConclaveError(
       "config",
@@ -50,7 +51,7 @@ export async function openMemoryGraph(options: MemoryGraphOptions = {}): Promise
   const backend = named as MemoryGraphBackend;
   const timing = options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs };
   if (backend === "postgres") {
-    const url = options.postgresUrl ?? (env[MEMORY_GRAPH_ENV.postgresUrl] || undefined);
+    const url = options.postgresUrl ?? setting(env, MEMORY_GRAPH_ENV.postgresUrl);
     if (!url) {
       throw new ConclaveError(
         "config",

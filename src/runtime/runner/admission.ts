@@ -1,4 +1,5 @@
 import { availableParallelism } from "node:os";
+import { setting } from "../../config/load.ts";
 import { AdaptiveLimit, FixedLimit } from "./runningLimit.ts";
 
 /** How a runner bounds the turns it runs at once, and the turns it keeps waiting. */
@@ -47,17 +48,18 @@ const LIMIT_VARIABLES = {
 /**
  * A runner's limits: those given, else the environment's
  * (`CONCLAVE_MAX_RUNNING_TURNS`, `CONCLAVE_MAX_QUEUED_TURNS`, `CONCLAVE_TENANT_QUOTA`),
- * else the defaults. A value that is not a positive integer throws a RangeError naming it.
+ * else the defaults. A given value that is not a positive integer throws a RangeError naming it; a bad
+ * variable, a "config" ConclaveError naming it (src/config/schema.ts).
  */
 export function admissionLimits(given: Partial<AdmissionLimits> = {}, env = process.env): AdmissionLimits {
   const limits: Partial<Omit<AdmissionLimits, "adaptive">> = {};
-  for (const [field, variable] of Object.entries(LIMIT_VARIABLES) as [keyof typeof LIMIT_VARIABLES, string][]) {
-    const raw = given[field] ?? (env[variable] ? Number(env[variable]) : undefined);
+  for (const [field, variable] of Object.entries(LIMIT_VARIABLES) as [
+    keyof typeof LIMIT_VARIABLES,
+    (typeof LIMIT_VARIABLES)[keyof typeof LIMIT_VARIABLES],
+  ][]) {
+    const raw = given[field] ?? setting(env, variable);
     if (raw === undefined) continue;
-    if (!Number.isInteger(raw) || raw < 1) {
-      const where = given[field] !== undefined ? `admission.${field}` : `${variable}=${JSON.stringify(env[variable])}`;
-      throw new RangeError(`${where} must be a positive integer`);
-    }
+    if (!Number.isInteger(raw) || raw < 1) throw new RangeError(`admission.${field} must be a positive integer`);
     limits[field] = raw;
   }
   const defaults = defaultAdmissionLimits();

@@ -5,7 +5,8 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import { AgentDirectory } from "../../agents/directory.ts";
 import type { Service } from "../../bus/service.ts";
 import { RUNNER_CONSUMER, streams } from "../../bus/subjects.ts";
-import { ConclaveError, singleLine } from "../../errors.ts";
+import { setting } from "../../config/load.ts";
+import { singleLine } from "../../errors.ts";
 import { applyRetention, retentionSettings } from "../../eventlog/retention.ts";
 import { SessionTrim } from "../../eventlog/sessionTrim.ts";
 import { ensureDeadLetterStream, ensureEventStream, ensureTurnWal } from "../../eventlog/streams.ts";
@@ -141,13 +142,7 @@ const COOLDOWNS_REMEMBERED = 10_000;
 /** Whether the runner hosts the cognition actors (`hostCognition`, else `CONCLAVE_RUNNER_COGNITION`). */
 export function hostsCognition(option: RunnerOptions["hostCognition"], env = process.env): boolean {
   if (option !== undefined) return option;
-  const value = env.CONCLAVE_RUNNER_COGNITION;
-  if (value === undefined || value === "" || value === "workers") return false;
-  if (value === "runner") return true;
-  throw new ConclaveError(
-    "config",
-    `CONCLAVE_RUNNER_COGNITION must be 'runner' or 'workers', not '${singleLine(value)}'`,
-  );
+  return setting(env, "CONCLAVE_RUNNER_COGNITION") === "runner";
 }
 
 async function hostedCognition(

@@ -1,5 +1,7 @@
 import type { Actor } from "xstate";
 import type { sessionMachine } from "../../../machines/session.ts";
+import { setting } from "../../config/load.ts";
+import { CONFIG_SCHEMA } from "../../config/schema.ts";
 import { isConclaveError, messageOf } from "../../errors.ts";
 import type { Logger } from "../log.ts";
 import type { Checkpoint, SessionSnapshot, SessionStore } from "../sessionStore.ts";
@@ -11,22 +13,18 @@ const SNAPSHOT_READ_ATTEMPTS = 4;
 const SNAPSHOT_RETRY_MS = 100;
 
 /** How long a session stays in a runner's memory without a turn, by default: 10 minutes. */
-export const DEFAULT_IDLE_SESSION_TTL_MS = 600_000;
-/** The environment variable of RunnerOptions.idleSessionTtlMs. */
-const IDLE_VARIABLE = "CONCLAVE_IDLE_SESSION_TTL_MS";
+export const DEFAULT_IDLE_SESSION_TTL_MS = CONFIG_SCHEMA.CONCLAVE_IDLE_SESSION_TTL_MS.default;
 
 /**
  * How long an idle session stays in memory: `given`, else `CONCLAVE_IDLE_SESSION_TTL_MS`, else
- * DEFAULT_IDLE_SESSION_TTL_MS. A value that is not a positive integer throws a RangeError naming it.
+ * DEFAULT_IDLE_SESSION_TTL_MS. A given value that is not a positive integer throws a RangeError; a
+ * bad variable, a "config" ConclaveError naming it.
  */
 export function idleSessionTtlMs(given?: number, env = process.env): number {
-  const raw = given ?? (env[IDLE_VARIABLE] ? Number(env[IDLE_VARIABLE]) : undefined);
-  if (raw === undefined) return DEFAULT_IDLE_SESSION_TTL_MS;
-  if (!Number.isInteger(raw) || raw < 1) {
-    const where = given !== undefined ? "idleSessionTtlMs" : `${IDLE_VARIABLE}=${JSON.stringify(env[IDLE_VARIABLE])}`;
-    throw new RangeError(`${where} must be a positive integer (milliseconds)`);
-  }
-  return raw;
+  if (given === undefined) return setting(env, "CONCLAVE_IDLE_SESSION_TTL_MS");
+  if (!Number.isInteger(given) || given < 1)
+    throw new RangeError("idleSessionTtlMs must be a positive integer (milliseconds)");
+  return given;
 }
 
 /** How the host lets idle sessions go. */

@@ -1,0 +1,410 @@
+/**
+ * Every environment variable Conclave reads: its type, default, documentation
+ * and masking, in one table. Modules read their variables through load.ts
+ * (`setting(env, "CONCLAVE_LLM_TIMEOUT_MS")`), so a bad value is the same
+ * one-line "config" error wherever it is read, and `conclave config` prints
+ * the whole table with each value's origin.
+ *
+ * Precedence of one variable: its `CONCLAVE_*` name, then its standard
+ * fallbacks in order (OPENAI_API_KEY, OPENAI_BASE_URL, NATS_URL, NATS_CREDS),
+ * then its default. An empty value counts as unset.
+ */
+import { z } from "zod";
+import {
+  type ConfigVariable,
+  commaList,
+  duration,
+  flag,
+  httpUrl,
+  oneOf,
+  text,
+  urlOf,
+  wholeNumber,
+} from "./variable.ts";
+
+/** Most dimensions a stored vector may have (memory/graph/types.ts MAX_EMBEDDING_DIMENSIONS; a test keeps them equal). */
+const MAX_EMBEDDING_DIMENSIONS = 1_536;
+const modelName = z
+  .string()
+  .max(256, "must be at most 256 characters")
+  .regex(/^[^\s\p{Cc}]+$/u, "must not contain spaces or control characters");
+const path = text;
+
+/** Defines one variable, keeping its schema's and default's types. */
+const variable = <S extends z.ZodType, const D extends Omit<ConfigVariable<S>, "schema">>(
+  definition: D & { schema: S },
+): D & { schema: S } => definition;
+
+/** The variables, by name, in the order `conclave config` lists them. */
+export const CONFIG_SCHEMA = {
+  CONCLAVE_ENV: variable({
+    group: "environment",
+    schema: oneOf(
+      ["development", "production"],
+      "not a known environment; use one of development, production (any case; unset means development)",
+    ),
+    default: "development",
+    doc: "production refuses the development NATS credentials, clear-text NATS off loopback, and requires credentials (docs/production.md).",
+  }),
+
+  CONCLAVE_NATS_URL: variable({
+    group: "nats",
+    schema: text,
+    fallbacks: ["NATS_URL"],
+    default: "nats://127.0.0.1:4222",
+    mask: "url",
+    doc: "NATS server URL(s), comma-separated; tls:// requires TLS.",
+  }),
+  CONCLAVE_NATS_USER: variable({
+    group: "nats",
+    schema: text,
+    perRole: true,
+    defaultText: "the role's development user (not in production)",
+    doc: "NATS user of the process's role.",
+  }),
+  CONCLAVE_NATS_PASSWORD: variable({
+    group: "nats",
+    schema: z.string(),
+    perRole: true,
+    keepSpaces: true,
+    mask: "secret",
+    defaultText: "the role's development password (not in production)",
+    doc: "NATS password; prefer CONCLAVE_NATS_PASSWORD_FILE.",
+  }),
+  CONCLAVE_NATS_PASSWORD_FILE: variable({
+    group: "nats",
+    schema: path,
+    perRole: true,
+    doc: "A file holding the NATS password (its trailing newline dropped).",
+  }),
+  CONCLAVE_NATS_NKEY_SEED_FILE: variable({
+    group: "nats",
+    schema: path,
+    perRole: true,
+    doc: "A file holding the role's nkey user seed (SU…), instead of a user and password.",
+  }),
+  CONCLAVE_NATS_CREDS_FILE: variable({
+    group: "nats",
+    schema: path,
+    perRole: true,
+    fallbacks: ["NATS_CREDS"],
+    doc: "A .creds file (user JWT and seed) for servers in operator/JWT mode. NATS_CREDS is used only when no CONCLAVE_NATS_* login (user, password, nkey seed, creds) is set for the role.",
+  }),
+  CONCLAVE_NATS_TLS_CA: variable({
+    group: "nats",
+    schema: path,
+    perRole: true,
+    doc: "PEM file of the CA that signed the NATS server's certificate; requires TLS.",
+  }),
+  CONCLAVE_NATS_TLS_CERT: variable({
+    group: "nats",
+    schema: path,
+    perRole: true,
+    doc: "PEM client certificate (with CONCLAVE_NATS_TLS_KEY); requires TLS.",
+  }),
+  CONCLAVE_NATS_TLS_KEY: variable({
+    group: "nats",
+    schema: path,
+    perRole: true,
+    doc: "PEM key of the client certificate.",
+  }),
+
+  CONCLAVE_LLM_BASE_URL: variable({
+    group: "llm",
+    schema: httpUrl,
+    fallbacks: ["OPENAI_BASE_URL"],
+    mask: "url",
+    defaultText: "none: the deterministic offline model",
+    doc: "OpenAI-compatible API (OpenAI, Ollama, vLLM, llama.cpp), where /chat/completions is appended. Set: LLM mode.",
+  }),
+  CONCLAVE_LLM_API_KEY: variable({
+    group: "llm",
+    schema: text,
+    fallbacks: ["OPENAI_API_KEY"],
+    mask: "secret",
+    defaultText: "none; a placeholder for a server on loopback, else required",
+    doc: "Bearer token sent to the LLM server (and its /embeddings).",
+  }),
+  CONCLAVE_LLM_MODEL: variable({
+    group: "llm",
+    schema: modelName,
+    defaultText: "none: required with a base URL",
+    doc: "Model id sent with every request.",
+  }),
+  CONCLAVE_LLM_TIMEOUT_MS: variable({
+    group: "llm",
+    schema: wholeNumber(1, Number.MAX_SAFE_INTEGER, " (milliseconds)"),
+    default: 30_000,
+    doc: "Deadline of one model call, retries and the streamed body included.",
+  }),
+  CONCLAVE_LLM_MAX_RETRIES: variable({
+    group: "llm",
+    schema: wholeNumber(0, 10),
+    default: 2,
+    doc: "Retries of a call failed with 408, 409, 429, 5xx or a connection error.",
+  }),
+
+  CONCLAVE_EMBEDDING_MODEL: variable({
+    group: "embeddings",
+    schema: modelName,
+    defaultText: "none: memory ranks without embeddings",
+    doc: "Embedding model on the LLM server (/embeddings), or `offline` (hashed topics, not semantic).",
+  }),
+  CONCLAVE_EMBEDDING_TIMEOUT_MS: variable({
+    group: "embeddings",
+    schema: wholeNumber(1, Number.MAX_SAFE_INTEGER, " (milliseconds)"),
+    default: 2_000,
+    doc: "Deadline of one embeddings call, retries included.",
+  }),
+  CONCLAVE_EMBEDDING_DIMENSIONS: variable({
+    group: "embeddings",
+    schema: wholeNumber(1, MAX_EMBEDDING_DIMENSIONS, " (the most a memory node keeps)"),
+    defaultText: "the model's own size",
+    doc: "Vector size to ask for (models that can shorten vectors); vectors of another size are refused.",
+  }),
+
+  CONCLAVE_RUNNER_COGNITION: variable({
+    group: "runner",
+    schema: oneOf(["workers", "runner"]),
+    default: "workers",
+    doc: "runner: the runner hosts the scheduler, council, critics and memory itself; workers: it asks workers.",
+  }),
+  CONCLAVE_MAX_RUNNING_TURNS: variable({
+    group: "runner",
+    schema: wholeNumber(1),
+    defaultText: "32 × the number of cores",
+    doc: "Turns a runner runs at once.",
+  }),
+  CONCLAVE_MAX_QUEUED_TURNS: variable({
+    group: "runner",
+    schema: wholeNumber(1),
+    defaultText: "64 × the running limit",
+    doc: "Turns a runner keeps waiting before it answers busy.",
+  }),
+  CONCLAVE_TENANT_QUOTA: variable({
+    group: "runner",
+    schema: wholeNumber(1),
+    defaultText: "no quota",
+    doc: "Most turns one tenant may have running or waiting on a runner.",
+  }),
+  CONCLAVE_IDLE_SESSION_TTL_MS: variable({
+    group: "runner",
+    schema: wholeNumber(1, Number.MAX_SAFE_INTEGER, " (milliseconds)"),
+    default: 600_000,
+    doc: "How long a session without a turn stays in a runner's memory.",
+  }),
+  CONCLAVE_STREAM_CHUNK_MS: variable({
+    group: "runner",
+    schema: wholeNumber(0, 60_000),
+    default: 25,
+    doc: "How long a stream chunk may wait to be stored with the next ones (0: each stored alone).",
+  }),
+  CONCLAVE_STREAM_CHUNK_BYTES: variable({
+    group: "runner",
+    schema: wholeNumber(1, 65_536),
+    default: 4_096,
+    doc: "Buffered stream text (UTF-8 bytes) that stores the buffered chunks at once.",
+  }),
+  CONCLAVE_TOOL_POLICY: variable({
+    group: "runner",
+    schema: path,
+    doc: "A JSON or YAML file holding the runner's tool policy.",
+  }),
+  CONCLAVE_DLQ_PAYLOADS: variable({
+    group: "runner",
+    schema: oneOf(["redacted", "excerpt"]),
+    default: "redacted",
+    doc: "excerpt: dead letters keep a bounded excerpt of a peer's payload; redacted: only its hash and length.",
+  }),
+  CONCLAVE_PERSONA_EVERY: variable({
+    group: "runner",
+    schema: wholeNumber(1),
+    default: 5,
+    readElsewhere: "src/workers/startWorker.ts",
+    doc: "The persona evolves every this many turns.",
+  }),
+  CONCLAVE_SANDBOX_DIR: variable({
+    group: "runner",
+    schema: path,
+    defaultText: "<tmpdir>/conclave-sandbox",
+    readElsewhere: "src/tools/builtins/sandbox_write.ts",
+    doc: "Directory the built-in sandbox_write tool writes in.",
+  }),
+
+  CONCLAVE_SKILLS_DIR: variable({
+    group: "runner",
+    schema: path,
+    defaultText: "./skills",
+    readElsewhere: "src/cli/commands/skills.ts",
+    doc: "The skills directory `conclave skills` reads.",
+  }),
+
+  CONCLAVE_RETAIN_EVENTS: variable({
+    group: "storage",
+    schema: duration,
+    defaultText: "left as the stream is",
+    doc: "Maximum age of the event log's events (30d, 12h, 0 for ever; at least 1h).",
+  }),
+  CONCLAVE_RETAIN_TURN_STATUSES: variable({
+    group: "storage",
+    schema: duration,
+    defaultText: "left as the bucket is",
+    doc: "Maximum age of turn statuses, from their last change.",
+  }),
+  CONCLAVE_RETAIN_EPISODES: variable({
+    group: "storage",
+    schema: duration,
+    defaultText: "left as the stream is",
+    doc: "Maximum age of memory episodes.",
+  }),
+  CONCLAVE_RETAIN_TURNS_PER_SESSION: variable({
+    group: "storage",
+    schema: wholeNumber(1),
+    defaultText: "no limit",
+    doc: "Most turns a session keeps; older ones lose their events, status and episode.",
+  }),
+  CONCLAVE_MEMORY_BACKEND: variable({
+    group: "storage",
+    // Exact (not any case): runtime/intake/eraseStores.ts compares it as written, to erase a session's graph.
+    schema: z.enum(["nats", "postgres"], { error: "must be one of nats, postgres" }),
+    default: "nats",
+    doc: "Where the memory graph is kept.",
+  }),
+  CONCLAVE_POSTGRES_URL: variable({
+    group: "storage",
+    schema: urlOf("postgres", "postgresql"),
+    mask: "url",
+    doc: "PostgreSQL for the postgres memory backend and postgres blackboards.",
+  }),
+  CONCLAVE_REDIS_URL: variable({
+    group: "storage",
+    schema: urlOf("redis", "rediss"),
+    mask: "url",
+    doc: "Redis for redis blackboards.",
+  }),
+  CONCLAVE_DATA_DIR: variable({
+    group: "storage",
+    schema: path,
+    default: ".conclave",
+    doc: "JetStream data of the nats-server `conclave up` and `conclave demo` start.",
+  }),
+
+  OTEL_SDK_DISABLED: variable({
+    group: "tracing",
+    schema: z.string().transform((value) => value.toLowerCase() === "true"),
+    default: false,
+    doc: "true turns tracing off, whatever else is set.",
+  }),
+  OTEL_TRACES_EXPORTER: variable({
+    group: "tracing",
+    schema: commaList.transform((names) => names.map((name) => name.toLowerCase())),
+    defaultText: "otlp when an OTLP endpoint is set, else none",
+    doc: "otlp and/or console (others are left out with a warning), or none.",
+  }),
+  OTEL_EXPORTER_OTLP_ENDPOINT: variable({
+    group: "tracing",
+    schema: text,
+    mask: "url",
+    doc: "OTLP/HTTP collector; setting it turns tracing on. Read by the SDK.",
+  }),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: variable({
+    group: "tracing",
+    schema: text,
+    mask: "url",
+    doc: "OTLP/HTTP traces endpoint, over the general one. Read by the SDK.",
+  }),
+  OTEL_EXPORTER_OTLP_PROTOCOL: variable({
+    group: "tracing",
+    schema: z
+      .string()
+      .transform((value) => value.toLowerCase())
+      .pipe(
+        z.enum(["http/protobuf", "http/json"], {
+          error: "Conclave exports over OTLP/HTTP only: use http/protobuf or http/json",
+        }),
+      ),
+    default: "http/protobuf",
+    doc: "OTLP body encoding: http/protobuf or http/json (grpc is not supported).",
+  }),
+  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: variable({
+    group: "tracing",
+    schema: z
+      .string()
+      .transform((value) => value.toLowerCase())
+      .pipe(
+        z.enum(["http/protobuf", "http/json"], {
+          error: "Conclave exports over OTLP/HTTP only: use http/protobuf or http/json",
+        }),
+      ),
+    defaultText: "OTEL_EXPORTER_OTLP_PROTOCOL",
+    doc: "The traces' OTLP encoding, over the general one.",
+  }),
+  OTEL_EXPORTER_OTLP_HEADERS: variable({
+    group: "tracing",
+    schema: z.string(),
+    mask: "secret",
+    readElsewhere: "the OpenTelemetry SDK",
+    doc: "Headers sent to the collector (often a token). Read by the SDK.",
+  }),
+  OTEL_EXPORTER_OTLP_TRACES_HEADERS: variable({
+    group: "tracing",
+    schema: z.string(),
+    mask: "secret",
+    readElsewhere: "the OpenTelemetry SDK",
+    doc: "Headers sent with traces, over the general ones. Read by the SDK.",
+  }),
+  OTEL_SERVICE_NAME: variable({
+    group: "tracing",
+    schema: text,
+    defaultText: "conclave-runner, conclave-worker or conclave-client",
+    readElsewhere: "the OpenTelemetry SDK",
+    doc: "The process's service.name. Read by the SDK.",
+  }),
+  OTEL_RESOURCE_ATTRIBUTES: variable({
+    group: "tracing",
+    schema: text,
+    readElsewhere: "the OpenTelemetry SDK",
+    doc: "key=value,… added to every span's resource. Read by the SDK.",
+  }),
+  OTEL_LOG_LEVEL: variable({
+    group: "tracing",
+    schema: oneOf(["none", "error", "warn", "info", "debug", "verbose", "all"]),
+    default: "error",
+    doc: "What the SDK itself reports on stderr (a failed export is an error).",
+  }),
+
+  CONCLAVE_LOG: variable({
+    group: "process",
+    schema: oneOf(["debug", "info", "warn", "error", "quiet"]),
+    default: "info",
+    doc: "Log level of the runner, workers and CLI (quiet: warnings and errors).",
+  }),
+  CONCLAVE_DEBUG: variable({
+    group: "process",
+    schema: z.string().transform((value) => ["1", "true"].includes(value.toLowerCase())),
+    default: false,
+    readElsewhere: "src/cli/main.ts",
+    doc: "1: a failing command prints its stack (as --debug).",
+  }),
+  CONCLAVE_INSPECT: variable({
+    group: "process",
+    schema: flag,
+    default: false,
+    doc: "1: processes publish their actors' inspection events (as --inspect), for conclave viewer.",
+  }),
+  CONCLAVE_FAILPOINTS: variable({
+    group: "process",
+    schema: commaList,
+    defaultText: "none armed",
+    doc: "Tests only: named places where the process kills itself (src/runtime/failpoints.ts).",
+  }),
+} as const satisfies Record<string, ConfigVariable>;
+
+/** The name of a variable in the table. */
+export type ConfigName = keyof typeof CONFIG_SCHEMA;
+
+/** The value a variable's text parses to. */
+export type ConfigValue<N extends ConfigName> = z.output<(typeof CONFIG_SCHEMA)[N]["schema"]>;
+
+/** The roles a per-role NATS variable may name (bus/connection.ts Role). */
+export const CONFIG_ROLES = ["client", "runner", "worker", "observer"] as const;
