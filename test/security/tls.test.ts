@@ -199,7 +199,9 @@ describe("CONCLAVE_ENV", () => {
     );
     expect(result.code).toBe(2);
     expect(result.stderr.trim().split("\n")).toHaveLength(1);
-    expect(result.stderr).toMatch(/CONCLAVE_ENV="prod" is invalid: not a known environment; use one of development, production/);
+    expect(result.stderr).toMatch(
+      /CONCLAVE_ENV="prod" is invalid: not a known environment; use one of development, production/,
+    );
   });
 });
 
