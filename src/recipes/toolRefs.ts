@@ -1,11 +1,28 @@
 import { ToolName, type ToolRisk } from "../contracts/tool.ts";
+import { messageOf } from "../errors.ts";
+import { isMcpUri, toolNameOfMcpUri } from "../tools/mcp/names.ts";
 import type { WorkflowRecipeDocument } from "./schema.ts";
 
 type Definitions = WorkflowRecipeDocument["definitions"];
 
-/** The Conclave tool a workflow tool definition names: its `name` when that is a tool name, else its `id`. */
-export function toolNameOf(definition: { name: string; id: string }): string | undefined {
+/**
+ * The Conclave tool a workflow tool definition names: with a `uri` of the form
+ * `mcp://<server>/<tool>`, that MCP server's tool as a worker given the server
+ * (`--mcp`) serves it (see mcpToolName); else its `name` when that is a tool
+ * name, else its `id`.
+ */
+export function toolNameOf(definition: { name: string; id: string; uri?: string | undefined }): string | undefined {
+  if (definition.uri !== undefined && isMcpUri(definition.uri)) return mcpToolNameOf(definition.uri).name;
   return [definition.name, definition.id].find((candidate) => ToolName.safeParse(candidate).success);
+}
+
+/** The Conclave name an `mcp://` uri binds to, or why it binds to none. */
+function mcpToolNameOf(uri: string): { name?: string; problem?: string } {
+  try {
+    return { name: toolNameOfMcpUri(uri) };
+  } catch (error) {
+    return { problem: messageOf(error) };
+  }
 }
 
 /**
@@ -28,6 +45,8 @@ export function agentToolsOf(
     if (tool?.type !== "tool")
       issue(`definitions.${name}.tools.${index}`, `'${ref}' is not a tool definition (used by ${usedBy})`);
     else if (toolName) tools.push(toolName);
+    else if (tool.uri !== undefined && isMcpUri(tool.uri))
+      issue(`definitions.${ref}.uri`, mcpToolNameOf(tool.uri).problem ?? "not an MCP tool uri");
     else
       issue(
         `definitions.${ref}.name`,

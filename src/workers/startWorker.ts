@@ -24,6 +24,9 @@ import { defaultPatchAdapters, type PatchAdapter } from "../memory/procedural/in
 import { SessionMemory } from "../memory/sessionMemory.ts";
 import { type Logger, silentLogger } from "../runtime/log.ts";
 import type { ToolDefinition } from "../tools/defineTool.ts";
+import { parseMcpConfig } from "../tools/mcp/config.ts";
+import { openMcpTools } from "../tools/mcp/open.ts";
+import type { McpToolSource } from "../tools/mcp/source.ts";
 import { serveAgent, workerIdentity } from "./agentEndpoints.ts";
 import { backendFromEnv, loadBackendPackages } from "./backendFromEnv.ts";
 import { CooldownStore } from "./cooldownStore.ts";
@@ -70,6 +73,16 @@ export interface WorkerOptions {
   agents: readonly AgentDefinition[];
   /** Tools to host (made with `defineTool`), each on `conclave.tool.<name>`, announced with the agents. Default: none. */
   tools?: readonly ToolDefinition[];
+  /**
+   * MCP servers whose tools to host beside `tools`: the `mcpServers` object of
+   * the format MCP clients share, `{ "<name>": { "command": "…", "args": […],
+   * "env": {…} } }` (started over stdio) or `{ "<name>": { "url": "http://…" } }`
+   * (Streamable HTTP). Each tool is served on `conclave.tool.mcp_<server>_<tool>`
+   * (see `mcpToolName`); the worker announces the tools the servers list now,
+   * again whenever that changes, and reconnects a lost server. Needs the
+   * optional package `@modelcontextprotocol/sdk`. Default: none.
+   */
+  mcpServers?: Record<string, unknown>;
   /** Core actors to host beside them: the scheduler, council (+ voice), critics, memory. Default: none. */
   services?: readonly CoreService[];
   /**
@@ -114,7 +127,7 @@ export interface WorkerOptions {
 export interface WorkerHandle {
   /** Ids of the agents it hosts. */
   readonly agents: string[];
-  /** Names of the tools it hosts. */
+  /** Names of the tools it hosts now (its MCP servers' tools included). */
   readonly tools: string[];
   readonly services: readonly CoreService[];
   /** Withdraws its agents and stops answering; requests in progress still get their reply. */
@@ -143,12 +156,26 @@ export async function startWorker(options: WorkerOptions): Promise<WorkerHandle>
         ? llmBackend(createChatModel(options.llm))
         : backendFromEnv());
   await loadBackendPackages(backend);
-  const owned = options.nc ? null : await connectBus(busOptions("worker", { persistent: true, ...options.connection }));
-  const nc = options.nc ?? owned!;
+  const log = options.log ?? silentLogger;
+  const mcp = options.mcpServers
+    ? await openMcpTools(parseMcpConfig({ mcpServers: options.mcpServers }, "mcpServers"), {
+        onWarning: (message) => log.warn(message),
+        onInfo: (message) => log.info(message),
+      })
+    : null;
   try {
-    return await serveWorker(nc, { ...options, backend }, owned);
+    const owned = options.nc
+      ? null
+      : await connectBus(busOptions("worker", { persistent: true, ...options.connection }));
+    const nc = options.nc ?? owned!;
+    try {
+      return await serveWorker(nc, { ...options, backend }, owned, mcp);
+    } catch (error) {
+      await owned?.close();
+      throw error;
+    }
   } catch (error) {
-    await owned?.close();
+    await mcp?.close();
     throw error;
   }
 }
@@ -157,6 +184,7 @@ async function serveWorker(
   nc: NatsConnection,
   options: WorkerOptions & { backend: CognitionBackend },
   owned: NatsConnection | null,
+  mcp: McpToolSource | null,
 ): Promise<WorkerHandle> {
   const log = options.log ?? silentLogger;
   const js = jetstream(nc);
@@ -193,15 +221,63 @@ async function serveWorker(
   if (twiceTool) throw new UnknownAgentError(`tool '${twiceTool}' is given twice`);
   let announcer: Announcer | null = null;
   let directory: AgentDirectory | null = null;
-  if (tools.length > 0) {
+  /** What the services opened, closed when the worker stops. */
+  const closers: (() => Promise<void>)[] = [];
+  if (mcp) closers.push(() => mcp.close());
+  const shadowed = new Set<string>();
+  /** The tools hosted now: the given ones, and the MCP servers' (one named like a given tool is left out). */
+  const hostedTools = (): ToolDefinition[] => [
+    ...tools,
+    ...(mcp?.tools() ?? []).filter((tool) => {
+      const name = tool.manifest.name;
+      if (!toolNames.includes(name)) return true;
+      if (!shadowed.has(name)) log.warn(`MCP tool ${name} is left out: a tool given to the worker has that name`);
+      shadowed.add(name);
+      return false;
+    }),
+  ];
+  /** Announces agents and the tools hosted now, under a new worker id, then withdraws the previous announcement. */
+  const announce = async () => {
+    const next = await announceAgents(
+      nc,
+      // Unique per worker, not per process: a process may run several workers.
+      `${workerIdentity()}/${randomUUID().slice(0, 8)}`,
+      options.agents.map((agent) => agent.manifest),
+      undefined,
+      hostedTools().map((tool) => tool.manifest),
+    );
+    const previous = announcer;
+    announcer = next;
+    await previous?.stop();
+  };
+  let stopping = false;
+  let announcing: Promise<void> = Promise.resolve();
+  if (tools.length > 0 || mcp) {
     const service = startService(nc, "worker", {
       name: "conclave-tools",
       version: "0.1.0",
       description: "Conclave tools",
-      metadata: { tools: toolNames.join(",") },
+      metadata: { tools: toolNames.join(","), ...(mcp ? { mcp_servers: mcp.servers.join(",") } : {}) },
     });
-    for (const tool of tools) serveTool(requestsOnly(service, ignored), tool, serve);
+    const group = requestsOnly(service, ignored);
+    // An endpoint is never taken back: a tool an MCP server stops listing answers that it is no longer offered.
+    const served = new Set<string>();
+    const serveNew = () => {
+      for (const tool of hostedTools()) {
+        if (served.has(tool.manifest.name)) continue;
+        served.add(tool.manifest.name);
+        serveTool(group, tool, serve);
+      }
+    };
+    serveNew();
     running.push(service);
+    mcp?.onChange(() => {
+      if (stopping) return;
+      serveNew();
+      announcing = announcing
+        .then(() => (stopping ? undefined : announce()))
+        .catch((error) => log.warn(`tools not announced again: ${singleLine(messageOf(error), 500)}`));
+    });
   }
   if (options.agents.length > 0) {
     const service = startService(nc, "worker", {
@@ -214,19 +290,13 @@ async function serveWorker(
     for (const agent of options.agents) serveAgent(requestsOnly(service, ignored), agent, host, serve);
     running.push(service);
   }
-  if (options.agents.length > 0 || tools.length > 0) {
-    announcer = await announceAgents(
-      nc,
-      // Unique per worker, not per process: a process may run several workers.
-      `${workerIdentity()}/${randomUUID().slice(0, 8)}`,
-      options.agents.map((agent) => agent.manifest),
-      undefined,
-      tools.map((tool) => tool.manifest),
-    );
+  if (options.agents.length > 0 || tools.length > 0 || mcp) {
+    // In the same queue as the announcements of list changes, which may already have begun.
+    const first = announcing.then(announce);
+    announcing = first.catch(() => {});
+    await first;
   }
   const services = options.services ?? [];
-  /** What the services opened, closed when the worker stops. */
-  const closers: (() => Promise<void>)[] = [];
   for (const name of services) {
     const service = startService(nc, "worker", {
       name: `conclave-${name}`,
@@ -276,9 +346,13 @@ async function serveWorker(
   }
   return {
     agents: ids,
-    tools: toolNames,
+    get tools() {
+      return hostedTools().map((tool) => tool.manifest.name);
+    },
     services,
     stop: async () => {
+      stopping = true;
+      await announcing;
       await announcer?.stop();
       cancellations.close();
       directory?.close();

@@ -2,6 +2,7 @@ import { resolveAgents } from "../../agents/loadAgents.ts";
 import { INSPECT_HELP, processInspection } from "../../inspect/enable.ts";
 import { createLogger } from "../../runtime/log.ts";
 import { resolveTools } from "../../tools/loadTools.ts";
+import { loadMcpConfigFile, McpConfigError } from "../../tools/mcp/config.ts";
 import { backendFromEnv, loadBackendPackages } from "../../workers/backendFromEnv.ts";
 import { CORE_SERVICES, type CoreService, startWorker } from "../../workers/startWorker.ts";
 import { UsageError, untilInterrupted } from "../args.ts";
@@ -11,7 +12,7 @@ import { logStrayRejections } from "../strayRejections.ts";
 
 const help = `conclave worker: spawn a worker process hosting agents and/or core services
 
-Usage: conclave worker --agents <list> [--tools <list>] [--services <list>] [--inspect] [options]
+Usage: conclave worker --agents <list> [--tools <list>] [--mcp <file>] [--services <list>] [--inspect] [options]
 
   --agents LIST      agents to host, comma-separated: built-in ones by pattern,
                      '*' matching anything ('emotion.*', 'inhibition.censor,monitoring.*',
@@ -21,6 +22,12 @@ Usage: conclave worker --agents <list> [--tools <list>] [--services <list>] [--i
                      process_list, sandbox_write) and modules of your own
                      (./my-tools.js) whose exports are tools made with defineTool;
                      each is served on conclave.tool.<name>
+  --mcp FILE         MCP servers whose tools to host too: a JSON file in the
+                     common format, {"mcpServers": {"<name>": {"command": "...",
+                     "args": [...], "env": {...}} or {"url": "http://..."}}};
+                     each tool is served on conclave.tool.mcp_<server>_<tool>,
+                     a lost server is reconnected, a changed list announced
+                     (needs the optional package @modelcontextprotocol/sdk)
   --services LIST    core actors to host: ${CORE_SERVICES.join(", ")} (comma-separated)
 
 Each agent is served on conclave.agent.<agent_id>, announced to the runners and
@@ -39,16 +46,18 @@ export default defineCommand({
   flags: {
     agents: { type: "string" },
     tools: { type: "string" },
+    mcp: { type: "string" },
     services: { type: "string" },
     inspect: { type: "boolean" },
   },
   role: "worker",
   longLived: true,
   async run({ values, bus }) {
-    if (!values.agents && !values.services && !values.tools)
-      throw new UsageError("give --agents, --tools, --services, or several of them");
+    if (!values.agents && !values.services && !values.tools && !values.mcp)
+      throw new UsageError("give --agents, --tools, --mcp, --services, or several of them");
     const agents = values.agents ? await resolveAgents(values.agents) : [];
     const tools = values.tools ? await resolveTools(values.tools) : [];
+    const mcpServers = values.mcp ? await mcpServersOf(values.mcp) : undefined;
     const services = (values.services ?? "")
       .split(",")
       .map((name) => name.trim())
@@ -67,6 +76,7 @@ export default defineCommand({
       nc,
       agents,
       tools,
+      ...(mcpServers ? { mcpServers } : {}),
       services: services as CoreService[],
       log,
       backend,
@@ -81,3 +91,13 @@ export default defineCommand({
     return 0;
   },
 });
+
+/** The servers of a `--mcp` file, or a usage error saying what is wrong with it. */
+async function mcpServersOf(file: string): Promise<Record<string, unknown>> {
+  try {
+    return Object.fromEntries(await loadMcpConfigFile(file));
+  } catch (error) {
+    if (error instanceof McpConfigError) throw new UsageError(`--mcp: ${error.message}`);
+    throw error;
+  }
+}
