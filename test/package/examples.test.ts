@@ -14,10 +14,21 @@ const dataDir = mkdtempSync(join(tmpdir(), "conclave-examples-"));
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
 beforeAll(async () => {
-  // What the TypeScript example builds with, from the npm cache.
+  // What the TypeScript example builds with, from the npm cache…
   await project().run(
     "npm",
-    ["install", "--no-save", "--prefer-offline", "--no-audit", "--no-fund", "typescript@~5.9", "@types/node@^20"],
+    // …and the MCP example's server and the SDK the worker loads for it (an optional peer).
+    [
+      "install",
+      "--no-save",
+      "--prefer-offline",
+      "--no-audit",
+      "--no-fund",
+      "typescript@~5.9",
+      "@types/node@^20",
+      "@modelcontextprotocol/sdk@^1.32.2",
+      "@modelcontextprotocol/server-filesystem@^2026.8.31",
+    ],
     {
       timeoutMs: 120_000,
     },
@@ -72,6 +83,15 @@ describe("the examples, against the packed package", () => {
     expect(read[0]).toMatch(/turn 2\s+#0\s+TURN_STARTED$/);
     expect(read.at(-1)).toMatch(/turn 2\s+#\d+\s+TURN_COMPLETED$/);
     expect(read.every((line) => /turn 2/.test(line))).toBe(true);
+  }, 180_000);
+
+  it("mcp-tools: a worker hosts an MCP server's tools, and a recipe's agent reads a note through one", async () => {
+    const out = await runExample("mcp-tools");
+    expect(out).toMatch(/worker: agents notes\.reader; tools .*mcp_files_read_text_file/);
+    expect(out).toContain("tool mcp_files_read_text_file: finished");
+    expect(out).toMatch(
+      /output: \{"note":"Trip to Lisbon, Tuesday: .*Pack the umbrella\.","answer":"Take the umbrella\."\}/,
+    );
   }, 180_000);
 
   it("task-ledger: a client and an agent write the ledgers, the agent reads them in its context", async () => {
