@@ -88,6 +88,10 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<{ default:
     summary: "check or draw a recipe file, or print the recipe JSON Schema",
     load: () => import("./commands/recipe.ts"),
   },
+  serve: {
+    summary: "a gateway speaking MCP (HTTP or stdio) for callers without NATS",
+    load: () => import("./commands/serve.ts"),
+  },
   viewer: {
     summary: "watch the statecharts light up as turns run, in a browser (offline)",
     load: () => import("./commands/viewer.ts"),

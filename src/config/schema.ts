@@ -398,6 +398,12 @@ export const CONFIG_SCHEMA = {
     defaultText: "none armed",
     doc: "Tests only: named places where the process kills itself (src/runtime/failpoints.ts).",
   }),
+  CONCLAVE_GATEWAY_TOKEN: variable({
+    group: "process",
+    schema: text,
+    mask: "secret",
+    doc: "The bearer token `conclave serve` requires of every request (as --token-file gives it); required when it listens beyond loopback (docs/gateway.md).",
+  }),
 } as const satisfies Record<string, ConfigVariable>;
 
 /** The name of a variable in the table. */

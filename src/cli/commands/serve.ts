@@ -1,0 +1,109 @@
+import { existsSync, readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { connect } from "../../client/client.ts";
+import { messageOf } from "../../errors.ts";
+import { checkExposure, readGatewayToken } from "../../gateway/access.ts";
+import { converseTool } from "../../gateway/converse.ts";
+import { loadRecipeDir, recipeTool } from "../../gateway/recipeTools.ts";
+import type { GatewayTool } from "../../gateway/tools.ts";
+import { importOptional } from "../../optionalPackages.ts";
+import { createLogger } from "../../runtime/log.ts";
+import { portArg } from "../../viewer/localHttp.ts";
+import { UsageError, untilInterrupted } from "../args.ts";
+import { announceReady } from "../childProcess.ts";
+import { defineCommand } from "../command.ts";
+import { logStrayRejections } from "../strayRejections.ts";
+
+const DEFAULT_PORT = 7430;
+
+const help = `conclave serve: a gateway for callers that do not speak NATS: MCP (Model Context Protocol)
+
+Usage: conclave serve [--recipes DIR] [--host H] [--port N] [--token-file F] [options]
+       conclave serve --stdio [--recipes DIR] [options]
+
+  --recipes DIR     offer each recipe file of DIR (.yaml, .yml, .json) as a tool, named from the
+                    recipe's name, taking its interface.inputs as arguments   [none]
+  --host H          the address to listen on   [127.0.0.1]
+  --port N          the port   [${DEFAULT_PORT}; 0 picks a free port]
+  --token-file F    every request must carry Authorization: Bearer <the file's first line>
+                    (or set CONCLAVE_GATEWAY_TOKEN); required to listen beyond loopback
+  --stdio           speak MCP on stdin/stdout instead (for a client that starts the gateway itself)
+  --timeout MS      patience for one call (a turn, or a run until it completes or suspends)  [120000]
+
+MCP over Streamable HTTP is served on /mcp (and GET /healthz). Tools: converse (one turn in
+a session: session_id optional, text) and one per recipe. A call's events come as progress
+notifications when the client asks for progress; cancelling a call cancels its turn or run;
+a run waiting at a human node or for an approval is a result saying so, with the
+conclave resume/approve command that answers it. See docs/gateway.md.
+
+It is a client of Conclave (the client role, or a tenant's login): start several side by
+side if you like. Runs until interrupted, or with --stdio until stdin closes.`;
+
+const FLAGS = {
+  recipes: { type: "string" },
+  host: { type: "string" },
+  port: { type: "string" },
+  "token-file": { type: "string" },
+  stdio: { type: "boolean" },
+  timeout: { type: "string" },
+} as const;
+
+export default defineCommand({
+  help,
+  flags: FLAGS,
+  role: "client",
+  longLived: true,
+  async run({ values, bus }) {
+    const timeoutMs = Number(values.timeout ?? 120_000);
+    if (!Number.isFinite(timeoutMs) || timeoutMs <= 0)
+      throw new UsageError("--timeout must be a positive number of milliseconds");
+    if (values.stdio)
+      for (const flag of ["host", "port", "token-file"] as const)
+        if (values[flag] !== undefined) throw new UsageError(`--${flag} is for HTTP: not with --stdio`);
+    const host = values.host ?? "127.0.0.1";
+    const port = portArg(values.port, DEFAULT_PORT);
+    if (port === null) throw new UsageError("--port must be a whole number from 0 to 65535");
+    // Checked before anything connects: a gateway open to the network without a token never starts.
+    const token = values.stdio ? null : readGatewayToken(values["token-file"]);
+    if (!values.stdio) checkExposure(host, token);
+    const limits = { timeoutMs };
+    const tools: GatewayTool[] = [
+      converseTool(limits),
+      ...(values.recipes ? loadRecipeDir(values.recipes).map((loaded) => recipeTool(loaded, limits)) : []),
+    ];
+    const gateway = await importOptional(
+      "conclave serve (MCP)",
+      ["@modelcontextprotocol/sdk"],
+      () => import("../../gateway/mcpGateway.ts"),
+    );
+    const log = createLogger("gateway");
+    logStrayRejections(log);
+    const client = await connect({ nc: await bus() });
+    const onError = (error: unknown) => log.debug(`gateway: ${messageOf(error)}`);
+    const options = { client, tools, version: packageVersion(), onError };
+    if (values.stdio) {
+      const stop = new AbortController();
+      void untilInterrupted().then(() => stop.abort());
+      announceReady();
+      log.info(`serving MCP on stdio: tools ${tools.map((tool) => tool.name).join(", ")}`);
+      await gateway.serveMcpStdio({ ...options, signal: stop.signal });
+      return 0;
+    }
+    const http = await gateway.startMcpHttpGateway({ ...options, host, port, token });
+    console.log(`Conclave gateway: MCP on ${http.mcpUrl}${token ? " (bearer token required)" : ""}`);
+    log.info(`tools: ${tools.map((tool) => tool.name).join(", ")}`);
+    announceReady();
+    await untilInterrupted();
+    await http.close();
+    return 0;
+  },
+});
+
+/** The version in the nearest package.json above this module (as `conclave --version`). */
+function packageVersion(): string {
+  for (let dir = import.meta.dirname; dirname(dir) !== dir; dir = dirname(dir)) {
+    const manifest = join(dir, "package.json");
+    if (existsSync(manifest)) return (JSON.parse(readFileSync(manifest, "utf8")) as { version: string }).version;
+  }
+  return "0.0.0";
+}

@@ -1,0 +1,175 @@
+/**
+ * The gateway's HTTP plumbing, free of MCP: JSON answers, JSON-RPC errors,
+ * bodies read with a ceiling, and the listening server, which checks access
+ * (access.ts) before any route and turns every failure into an answer, never
+ * a crash.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { ConclaveError, messageOf, singleLine } from "../errors.ts";
+import { PortInUseError } from "../viewer/localHttp.ts";
+import { bearerMatches, fromThisMachine } from "./access.ts";
+
+/** Largest request body read, in bytes (the MCP SDK's own ceiling). */
+export const MAX_BODY_BYTES = 4 * 1024 * 1024;
+
+/** A request the gateway refuses: its HTTP status and one line saying why. */
+export class GatewayRequestError extends ConclaveError<"invalid_request" | "payload_too_large"> {
+  readonly status: number;
+  constructor(status: number, message: string, code: "invalid_request" | "payload_too_large" = "invalid_request") {
+    super(code, message);
+    this.status = status;
+  }
+}
+
+/** A JSON answer. */
+export function sendJson(
+  response: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+) {
+  if (response.headersSent) {
+    response.end();
+    return;
+  }
+  response.writeHead(status, {
+    "content-type": "application/json; charset=utf-8",
+    "cache-control": "no-store",
+    "x-content-type-options": "nosniff",
+    ...headers,
+  });
+  response.end(`${JSON.stringify(body)}\n`);
+}
+
+/** A plain HTTP error, for routes that are not JSON-RPC: `{"error": {"code", "message"}}`. */
+export function sendError(response: ServerResponse, status: number, code: string, message: string) {
+  sendJson(response, status, { error: { code, message: singleLine(message, 300) } });
+}
+
+/** JSON-RPC error codes the gateway answers with itself (the rest come from the MCP SDK). */
+export const JSON_RPC = { parseError: -32700, invalidRequest: -32600, serverError: -32000 } as const;
+
+/** A JSON-RPC error answer (id null: the request's id, if any, could not be trusted). */
+export function sendJsonRpcError(response: ServerResponse, status: number, code: number, message: string) {
+  sendJson(response, status, { jsonrpc: "2.0", error: { code, message: singleLine(message, 300) }, id: null });
+}
+
+/** Most bytes of a body too large read (and dropped) so that its sender can read the 413; past it, the connection is cut. */
+const MAX_DRAINED_BYTES = 64 * 1024 * 1024;
+
+/**
+ * The request's body as text, or a GatewayRequestError (413) past `limit`
+ * bytes: the rest of such a body is read and dropped (up to 64 MiB), so the
+ * sender, still writing, gets the answer rather than a broken pipe.
+ */
+export function readBody(request: IncomingMessage, limit = MAX_BODY_BYTES): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    request.on("data", (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= limit) chunks.push(chunk);
+      else if (size > limit + MAX_DRAINED_BYTES) request.destroy();
+      else chunks.length = 0;
+    });
+    request.on("end", () => {
+      if (size > limit)
+        reject(new GatewayRequestError(413, `the body is larger than ${limit} bytes`, "payload_too_large"));
+      else resolve(Buffer.concat(chunks).toString("utf8"));
+    });
+    request.on("error", reject);
+    request.on("close", () => reject(new GatewayRequestError(400, "the request was cut off before its body ended")));
+  });
+}
+
+/** A route: answers one request, or throws (a GatewayRequestError is answered with its status). */
+export type Route = (request: IncomingMessage, response: ServerResponse) => Promise<void>;
+
+/** Where the gateway listens and who it lets in. */
+export interface ListenOptions {
+  host: string;
+  port: number;
+  /** The bearer token every request must carry; null: only requests from this machine (Host and Origin). */
+  token: string | null;
+  /** Routes by path (no query string); any other path is a 404. */
+  routes: Record<string, Route>;
+  /** Failures no answer could say (the client went away mid-answer…). */
+  onError?: (error: unknown) => void;
+}
+
+/** The listening gateway. */
+export interface ListeningGateway {
+  server: Server;
+  /** Its base URL, e.g. `http://127.0.0.1:7430`. */
+  url: string;
+  close(): Promise<void>;
+}
+
+/** Listens; every request is checked for access, routed, and answered even when its route throws. */
+export async function listenGateway(options: ListenOptions): Promise<ListeningGateway> {
+  const server = createServer((request, response) => {
+    void handle(request, response).catch((error: unknown) => {
+      options.onError?.(error);
+      if (!response.headersSent) sendError(response, 500, "internal", `internal error: ${messageOf(error)}`);
+      else response.end();
+    });
+  });
+  const handle = async (request: IncomingMessage, response: ServerResponse) => {
+    if (options.token !== null) {
+      if (!bearerMatches(request.headers.authorization, options.token)) {
+        request.resume();
+        return sendError(response, 401, "unauthorized", "give the gateway's token: Authorization: Bearer <token>");
+      }
+    } else if (!fromThisMachine(request.headers.host, request.headers.origin)) {
+      request.resume();
+      return sendError(
+        response,
+        403,
+        "forbidden",
+        "without a token this gateway serves only this machine (Host and Origin must be loopback)",
+      );
+    }
+    const path = new URL(request.url ?? "/", "http://gateway").pathname;
+    const route = Object.hasOwn(options.routes, path) ? options.routes[path] : undefined;
+    if (!route) {
+      request.resume();
+      return sendError(
+        response,
+        404,
+        "not_found",
+        `no route ${path}: MCP is served on /mcp (${Object.keys(options.routes).join(", ")})`,
+      );
+    }
+    try {
+      await route(request, response);
+    } catch (error) {
+      if (!(error instanceof GatewayRequestError)) throw error;
+      sendError(response, error.status, error.code, error.message);
+    }
+  };
+  // A request Node cannot even parse as HTTP is answered 400 by Node; the socket error must not end the process.
+  server.on("clientError", (error, socket) => {
+    options.onError?.(error);
+    if (socket.writable) socket.end("HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n");
+    else socket.destroy();
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", (error: NodeJS.ErrnoException) =>
+      reject(error.code === "EADDRINUSE" ? new PortInUseError(options.port) : error),
+    );
+    server.listen(options.port, options.host, () => resolve());
+  });
+  server.on("error", (error) => options.onError?.(error));
+  const address = server.address();
+  const port = typeof address === "object" && address ? address.port : options.port;
+  const shownHost = options.host.includes(":") ? `[${options.host}]` : options.host;
+  return {
+    server,
+    url: `http://${shownHost}:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}

@@ -1,0 +1,117 @@
+/**
+ * One tool per recipe of a directory (`conclave serve --recipes DIR`): each
+ * recipe file is loaded and checked as `conclave run` checks it, named from
+ * the recipe's name, and takes the recipe's `interface.inputs` as its
+ * arguments. A call runs the recipe in a new session and follows it until it
+ * completes or suspends (at a human node, or waiting for an approval).
+ */
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { followRun } from "../client/recipeRun.ts";
+import { submitTurn } from "../client/turns.ts";
+import { ConfigError } from "../config/variable.ts";
+import type { JsonObject } from "../contracts/recipeRun.ts";
+import { loadRecipe, parseRecipeText, RecipeValidationError } from "../recipes/load.ts";
+import type { Recipe } from "../recipes/recipe.ts";
+import { newSessionId } from "./converse.ts";
+import { runResult } from "./results.ts";
+import type { GatewayTool, ToolLimits } from "./tools.ts";
+
+/** The file names read as recipes. */
+const RECIPE_FILE = /\.(ya?ml|json)$/i;
+
+/** A recipe's tool name: its name with anything but A-Z a-z 0-9 _ - made `_`, up to 64 characters. */
+export function toolNameOf(recipeName: string): string {
+  const name = recipeName.replace(/[^A-Za-z0-9_-]/g, "_").slice(0, 64);
+  return name === "" ? "recipe" : name;
+}
+
+/** A recipe file loaded for the gateway. */
+export interface LoadedRecipe {
+  file: string;
+  document: JsonObject;
+  recipe: Recipe;
+}
+
+/**
+ * The recipes of `dir`, each checked (a RecipeValidationError naming the file
+ * and each issue's path, exit 2); two that would have the same tool name, or
+ * one named `converse`, are a ConfigError naming both.
+ */
+export function loadRecipeDir(dir: string, taken: readonly string[] = ["converse"]): LoadedRecipe[] {
+  let names: string[];
+  try {
+    names = readdirSync(dir).filter((name) => RECIPE_FILE.test(name));
+  } catch (error) {
+    throw new ConfigError(`cannot read --recipes ${dir}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`);
+  }
+  const byTool = new Map<string, string>(taken.map((name) => [name, "a tool of the gateway's own"]));
+  return names.sort().map((name) => {
+    const file = join(dir, name);
+    let text: string;
+    try {
+      text = readFileSync(file, "utf8");
+    } catch (error) {
+      throw new ConfigError(`cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`);
+    }
+    const document = parseRecipeText(text, file) as JsonObject;
+    let recipe: Recipe;
+    try {
+      recipe = loadRecipe(document, { logicHandlers: logicStepsOf(document) });
+    } catch (error) {
+      if (error instanceof RecipeValidationError) throw new RecipeValidationError(error.issues, file);
+      throw error;
+    }
+    const tool = toolNameOf(recipe.name);
+    const other = byTool.get(tool);
+    if (other !== undefined)
+      throw new ConfigError(`${file}: its tool name '${tool}' is taken by ${other}; rename the recipe`);
+    byTool.set(tool, file);
+    return { file, document, recipe };
+  });
+}
+
+/** The workflow's logic steps: whether the runner has their handlers is the runner's to say (as conclave run). */
+function logicStepsOf(document: JsonObject): string[] {
+  const steps = (document.workflow as { steps?: Record<string, { type?: unknown }> } | undefined)?.steps ?? {};
+  return Object.entries(steps).flatMap(([id, step]) => (step?.type === "logic" ? [id] : []));
+}
+
+/** The recipe's inputs as a tool's input schema: `interface.inputs`, or any object when it declares none. */
+function inputSchemaOf(recipe: Recipe): GatewayTool["inputSchema"] {
+  const schema = recipe.inputs_schema ?? {};
+  return { ...schema, type: "object" };
+}
+
+/** The tool that runs `loaded`. */
+export function recipeTool(loaded: LoadedRecipe, limits: ToolLimits): GatewayTool {
+  const { recipe, document } = loaded;
+  const human = recipe.nodes.some((node) => node.kind === "human");
+  return {
+    name: toolNameOf(recipe.name),
+    description:
+      `Run the recipe '${recipe.name}'${recipe.description ? `: ${recipe.description}` : ""}. ` +
+      "Returns the run's final blackboard" +
+      (human ? ", or, when it waits at a human node, where it waits and the command that answers it." : "."),
+    inputSchema: inputSchemaOf(recipe),
+    async call(client, args, { signal, progress }) {
+      signal.throwIfAborted();
+      const sessionId = newSessionId("run");
+      const ack = await submitTurn(client.nc, sessionId, { recipe: { document, inputs: args as JsonObject } });
+      const cancel = () => {
+        client.cancel(ack.session_id, ack.turn_id, "cancelled by the MCP client").catch(() => {});
+      };
+      if (signal.aborted) cancel();
+      else signal.addEventListener("abort", cancel, { once: true });
+      try {
+        const run = await followRun(client.nc, ack.session_id, ack.turn_id, {
+          onEvent: (event) => progress.event(event),
+          timeoutMs: limits.timeoutMs,
+        });
+        return runResult(run);
+      } finally {
+        signal.removeEventListener("abort", cancel);
+      }
+    },
+  };
+}
