@@ -52,7 +52,7 @@ export {
   type ProposedClaim,
 } from "./contracts/agent.ts";
 export type { ToolEffect, ToolManifest, ToolRefusal, ToolRisk } from "./contracts/tool.ts";
-export { LOCAL_SERVER_API_KEY, type LlmConfig, llmConfigFromEnv } from "./llm/config.ts";
+export { type LlmConfig, LOCAL_SERVER_API_KEY, llmConfigFromEnv } from "./llm/config.ts";
 export {
   definePatchAdapter,
   type PatchAdapter,
