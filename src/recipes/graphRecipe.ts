@@ -152,6 +152,7 @@ export function graphRecipe(
       execution_mode: policy?.execution_mode ?? "sequential",
       max_steps: policy?.max_steps ?? DEFAULT_POLICY.max_steps,
       human_in_the_loop: policy?.human_in_the_loop ?? false,
+      ...(policy?.memory ? { memory: policy.memory } : {}),
     },
     entry: topology.entry_point ?? topology.nodes[0]?.id ?? "",
     nodes,

@@ -41,6 +41,12 @@ export interface RecipePolicy {
   human_in_the_loop: boolean;
   /** How the run's tool calls are governed (a Conclave field, `policy.tools`); the runner's policy applies too, the stricter wins. */
   tools?: ToolPolicy;
+  /**
+   * The session's memory in the run (a Conclave field, `policy.memory`): `retrieve` gives every agent call
+   * the memory retrieved once at the run's start, `commit` stores the run's episode at its successful end.
+   * Absent: both on.
+   */
+  memory?: { retrieve: boolean; commit: boolean };
 }
 
 /** Why the recipe exists, when a model wrote it (generative provenance). */

@@ -55,6 +55,25 @@ const uiHints = {
   collaboration: z.unknown().optional(),
 };
 
+/**
+ * Conclave extension `policy.memory`: whether the run's agents are given the
+ * session's memory (retrieved once per run) and whether the run commits what
+ * it learned at its successful end. Both default to true; an unknown key is
+ * refused (a misspelt switch would otherwise be silently on).
+ */
+export const RecipeMemoryPolicySchema = z.strictObject(
+  {
+    retrieve: z.boolean({ error: "must be true or false" }).default(true),
+    commit: z.boolean({ error: "must be true or false" }).default(true),
+  },
+  {
+    error: (issue) =>
+      issue.code === "unrecognized_keys"
+        ? `takes only retrieve and commit (not ${issue.keys.join(", ")})`
+        : "must be {retrieve: boolean, commit: boolean} (either may be left out)",
+  },
+);
+
 /** An agent id, or an abstract reference to be resolved before the recipe runs. */
 const AgentRef = z.union(
   [
@@ -193,6 +212,8 @@ export const GraphRecipeDocument = z.looseObject({
       /** Conclave extension (the workflow shape has it): most node visits in one run. */
       max_steps: z.number().int().min(1).max(10_000).optional(),
       human_in_the_loop: z.boolean().default(false),
+      /** Conclave extension: the session's memory for the run's agents, and the run's episode committed. */
+      memory: RecipeMemoryPolicySchema.optional(),
     })
     .optional(),
   topology: Topology,
@@ -277,6 +298,8 @@ export const WorkflowRecipeDocument = z.looseObject({
       execution_mode: z.enum(["sequential", "parallel"]).default("sequential"),
       /** Conclave: how the run's tool calls are governed (see ToolPolicy). */
       tools: ToolPolicy.optional(),
+      /** Conclave: the session's memory for the run's agents, and the run's episode committed. */
+      memory: RecipeMemoryPolicySchema.optional(),
     })
     .optional(),
   definitions: z.record(z.string(), Definition).default({}),

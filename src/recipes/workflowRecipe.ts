@@ -137,6 +137,7 @@ export function workflowRecipe(
       max_steps: policy?.max_steps ?? DEFAULT_POLICY.max_steps,
       human_in_the_loop: policy?.human_in_the_loop ?? false,
       ...(policy?.tools ? { tools: policy.tools } : {}),
+      ...(policy?.memory ? { memory: policy.memory } : {}),
     },
     entry: doc.workflow.start ?? nodes[0]?.id ?? "",
     nodes,

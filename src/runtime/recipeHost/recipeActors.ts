@@ -2,8 +2,9 @@ import { fromCallback, fromPromise } from "xstate";
 import { zeroSensors } from "../../../machines/turn/index.ts";
 import type { AgentDirectory } from "../../agents/directory.ts";
 import type { BlackboardStores } from "../../blackboard/open.ts";
-import type { AgentReply, AgentRequest, AgentStreamEvent } from "../../contracts/agent.ts";
+import type { AgentContext, AgentReply, AgentRequest, AgentStreamEvent } from "../../contracts/agent.ts";
 import { describeIssues } from "../../contracts/issues.ts";
+import type { MemoryRetrieveReply } from "../../contracts/memory.ts";
 import type {
   RecipeAgentCall,
   RecipeAgentEvent,
@@ -22,6 +23,7 @@ import type { ToolPolicy } from "../../tools/policy.ts";
 import { stricterRisk } from "../../tools/risk.ts";
 import type { ToolGate } from "../toolCalls/toolGate.ts";
 import type { TurnServices } from "../turnServices.ts";
+import { NO_RUN_MEMORY, type RunMemory, type RunMemoryServices } from "./runMemory.ts";
 
 /** What an operator's handler for a workflow `logic` step is given. */
 export interface LogicContext {
@@ -43,8 +45,11 @@ export type LogicHandler = (context: LogicContext) => unknown;
 
 /** What the runner gives the recipe machines it hosts. */
 export interface RecipeMachineDeps {
-  /** How agents are asked, and inputs screened (the same calls, interceptors and streams as the pipeline's). */
-  services: Pick<TurnServices, "callAgent" | "screen" | "senseFast">;
+  /**
+   * How agents are asked, and inputs screened (the same calls, interceptors and streams as the
+   * pipeline's), and the session's memory retrieved and committed (absent: runs have no memory).
+   */
+  services: Pick<TurnServices, "callAgent" | "screen" | "senseFast"> & RunMemoryServices;
   stores: Pick<BlackboardStores, "get">;
   logicHandlers: Readonly<Record<string, LogicHandler>>;
   /** Budget of one agent call of a node (capped by the run's deadline). */
@@ -75,8 +80,33 @@ async function offeredTools(recipe: Recipe, call: RecipeAgentCall, tools: Recipe
   });
 }
 
-/** The agent request a recipe node sends: the recipe's inputs as the message, no workspace. */
-export function agentRequest(recipe: Recipe, call: RecipeAgentCall, timeoutMs: number): AgentRequest {
+/**
+ * What an agent's context holds of the session's memory, as a pipeline turn's agents get it:
+ * its episodes always, the rest when there is any.
+ */
+export function memoryContext(
+  memory: MemoryRetrieveReply | undefined,
+): Pick<AgentContext, "episodes" | "user_facts" | "open_threads" | "procedures" | "ledgers"> {
+  if (!memory) return { episodes: [] };
+  return {
+    episodes: memory.episodes,
+    ...(memory.user_facts.length > 0 ? { user_facts: memory.user_facts } : {}),
+    ...(memory.open_threads.length > 0 ? { open_threads: memory.open_threads } : {}),
+    ...(memory.procedures?.length ? { procedures: memory.procedures } : {}),
+    ...(memory.ledgers ? { ledgers: memory.ledgers } : {}),
+  };
+}
+
+/**
+ * The agent request a recipe node sends: the recipe's inputs as the message, no workspace, and the
+ * session's memory the run retrieved (none: no memory).
+ */
+export function agentRequest(
+  recipe: Recipe,
+  call: RecipeAgentCall,
+  timeoutMs: number,
+  memory?: MemoryRetrieveReply,
+): AgentRequest {
   return {
     session_id: call.session_id,
     turn_id: call.turn_id,
@@ -91,7 +121,7 @@ export function agentRequest(recipe: Recipe, call: RecipeAgentCall, timeoutMs: n
       modulators: neutralModulators(),
       stance: neutralStance(),
       claims: [],
-      episodes: [],
+      ...memoryContext(memory),
     },
     recipe: {
       recipe: recipe.name,
@@ -103,12 +133,16 @@ export function agentRequest(recipe: Recipe, call: RecipeAgentCall, timeoutMs: n
   };
 }
 
-/** The request of a delegated call (`ctx.delegate`): the delegating agent's message, no recipe inputs. */
+/**
+ * The request of a delegated call (`ctx.delegate`): the delegating agent's message, no recipe inputs,
+ * and the session's memory the run retrieved (none: no memory).
+ */
 export function delegatedRequest(
   turn: { session_id: string; turn_id: number },
   agentId: string,
   message: string,
   timeoutMs: number,
+  memory?: MemoryRetrieveReply,
 ): AgentRequest {
   return {
     session_id: turn.session_id,
@@ -124,7 +158,7 @@ export function delegatedRequest(
       modulators: neutralModulators(),
       stance: neutralStance(),
       claims: [],
-      episodes: [],
+      ...memoryContext(memory),
     },
   };
 }
@@ -197,18 +231,22 @@ export function tally(
   return count * 2 > voters ? best : null;
 }
 
-/** The recipe machine's actors, done by the runner: agents over NATS, logic handlers, the blackboard store. */
 /** Per agent call (`call_key`), who learns that one of its tool calls waits for approval. */
 export type ApprovalListeners = Map<
   string,
   (request: { approval: ToolApproval; prompt: string; required_role: string }) => void
 >;
 
+/**
+ * The recipe machine's actors, done by the runner: agents over NATS (given the run's memory), logic
+ * handlers, the blackboard store (and, at the run's successful end, the commit of its episode).
+ */
 export function recipeImplementations(
   host: RecipeMachineDeps,
   recipe: Recipe,
   runSignal: AbortSignal,
   approvals: ApprovalListeners = new Map(),
+  memory: RunMemory = NO_RUN_MEMORY,
 ) {
   const outputs = recipe.outputs_schema ? fromRecipeJsonSchema(recipe.outputs_schema) : null;
   const store = () => host.stores.get(recipe.persistence);
@@ -228,7 +266,7 @@ export function recipeImplementations(
         const node = input.node;
         let listening: string | null = null;
         const asked = async (): Promise<AgentRequest> => {
-          const request = agentRequest(recipe, input, host.nodeTimeoutMs);
+          const request = agentRequest(recipe, input, host.nodeTimeoutMs, await memory.context());
           const tools = host.tools ? await offeredTools(recipe, input, host.tools) : [];
           const agentNode = recipe.nodes.find((candidate) => candidate.id === node);
           const delegates = agentNode?.kind === "agent" ? (agentNode.delegates ?? []) : [];
@@ -265,6 +303,7 @@ export function recipeImplementations(
       }),
       runCouncil: fromPromise<RecipeCouncilResult, RecipeCouncilCall>(async ({ input, signal: own }) => {
         const signal = AbortSignal.any([own, runSignal]);
+        const remembered = await memory.context();
         const settled = await Promise.allSettled(
           input.voters.map((voter) =>
             host.services.callAgent(
@@ -272,6 +311,7 @@ export function recipeImplementations(
                 recipe,
                 { ...input, agent: voter, attempt: 1, inputs: input.inputs, prompt: input.prompt },
                 host.nodeTimeoutMs,
+                remembered,
               ),
               signal,
             ),
@@ -302,12 +342,14 @@ export function recipeImplementations(
       }),
       persist: fromPromise<void, RecipePersistCall>(async ({ input }) => {
         await (await store()).save(input.session_id, input.blackboard);
-        if (!input.checkOutputs || !outputs) return;
-        const checked = outputs.safeParse(input.blackboard);
-        if (!checked.success) {
+        if (!input.checkOutputs) return;
+        const checked = outputs?.safeParse(input.blackboard);
+        if (checked && !checked.success) {
           const issues = describeIssues(checked.error, { limit: 5, join: "; " });
           throw new ConclaveError("invalid_output", `the final blackboard does not match interface.outputs: ${issues}`);
         }
+        // The run's successful end: what it learned goes to the session's memory before its TURN_COMPLETED.
+        await memory.commit(input.blackboard);
       }),
     },
   };

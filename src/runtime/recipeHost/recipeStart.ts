@@ -3,6 +3,17 @@ import type { EngineEvent, EventPayload } from "../../contracts/events.ts";
 import type { HumanAnswer, JsonObject, RecipeCheckpoint } from "../../contracts/recipeRun.ts";
 import type { WalEntry } from "../../contracts/wal.ts";
 import type { Recipe } from "../../recipes/recipe.ts";
+import type { RecordedRunMemory } from "./runMemory.ts";
+
+/**
+ * How a recipe run starts, with what its log holds of its memory steps
+ * (MEMORY_RETRIEVED, MEMORY_COMMITTED): a run that goes on from its log
+ * takes them from there, and does not retrieve or commit again.
+ */
+export type RecipeRunStart = RecipeStart & { memory?: RecordedRunMemory };
+
+/** What an earlier attempt of the run recorded of its memory (nothing, for a fresh run). */
+export const recordedMemoryOf = (start: RecipeStart): RecordedRunMemory => (start as RecipeRunStart).memory ?? {};
 
 /**
  * RECIPE_STARTED's payload for a run of `recipe` (distributed or in-process): its document, its
@@ -33,7 +44,8 @@ export function recipeStartedPayload(
  * after its runner died, or a suspension answered) goes on from its last
  * checkpoint (the last NODE_STARTED that carries one) with the blackboard
  * recorded there, and the answer to its human node: the new one in the
- * entry, or one already recorded after its last suspension.
+ * entry, or one already recorded after its last suspension; and the
+ * memory it retrieved and committed, if recorded (not asked again).
  *
  * Returns null when the entry is no recipe run.
  */
@@ -41,7 +53,7 @@ export function recipeStartOf(
   entry: WalEntry,
   stored: readonly EngineEvent[] = [],
   now = Date.now(),
-): RecipeStart | null {
+): RecipeRunStart | null {
   let started: Extract<EngineEvent, { kind: "RECIPE_STARTED" }> | undefined;
   let checkpoint: { at: string; checkpoint: RecipeCheckpoint } | undefined;
   let received: HumanAnswer | undefined;
@@ -51,6 +63,7 @@ export function recipeStartOf(
   const modelSteps: Record<string, { method: string; result: unknown }[]> = {};
   const approvals: NonNullable<RecipeStart["tool_approvals"]> = {};
   const delegations: NonNullable<RecipeStart["delegations"]> = {};
+  const memory: RecordedRunMemory = {};
   const approve = (answer: HumanAnswer) => {
     const given = answer.answer as { approved?: unknown; call_id?: unknown; reason?: unknown } | null;
     if (typeof given?.call_id !== "string" || typeof given.approved !== "boolean") return;
@@ -80,6 +93,14 @@ export function recipeStartOf(
           ...(error ? { error } : {}),
           ...(simulated ? { simulated } : {}),
         };
+        break;
+      }
+      case "MEMORY_RETRIEVED":
+        memory.retrieved = event.payload;
+        break;
+      case "MEMORY_COMMITTED": {
+        const { summary, stored, warnings } = event.payload;
+        memory.committed = { summary, stored, ...(warnings ? { warnings } : {}) };
         break;
       }
       case "RECIPE_STARTED":
@@ -125,5 +146,6 @@ export function recipeStartOf(
     ...(Object.keys(modelSteps).length > 0 ? { model_steps: modelSteps } : {}),
     ...(Object.keys(approvals).length > 0 ? { tool_approvals: approvals } : {}),
     ...(Object.keys(delegations).length > 0 ? { delegations } : {}),
+    ...(memory.retrieved || memory.committed ? { memory } : {}),
   };
 }

@@ -15,7 +15,8 @@ import {
   type RecipeMachineDeps,
   recipeImplementations,
 } from "./recipeActors.ts";
-import { recipeStartedPayload } from "./recipeStart.ts";
+import { recipeStartedPayload, recordedMemoryOf } from "./recipeStart.ts";
+import { NO_RUN_MEMORY, type RunMemory, runMemory } from "./runMemory.ts";
 import { screenInputs } from "./screenInputs.ts";
 
 /** Compiled machines by document, so a recipe run many times is compiled once per runner. */
@@ -92,6 +93,8 @@ export function recipeTurnLogic(
     const approvals: ApprovalListeners = new Map();
     /** Cancellations and interrupts that came before the machine started: it gets them as soon as it starts. */
     const early: Parameters<Parameters<typeof receive>[0]>[0][] = [];
+    /** The session's memory in the run: set once its inputs are screened. */
+    let memory: RunMemory = NO_RUN_MEMORY;
     receive((event) => {
       if (actor) actor.send(event);
       else early.push(event);
@@ -130,13 +133,24 @@ export function recipeTurnLogic(
       // A new answer is recorded once: one recorded before a takeover is in the log already.
       if (start.resume?.answer && start.new_answer)
         record({ kind: "HUMAN_INPUT_RECEIVED", payload: start.resume.answer });
+      // Retrieved once per run: a run going on from its log takes what its log holds.
+      memory = runMemory({
+        services: host.services,
+        recipe,
+        turn,
+        inputs,
+        recorded: recordedMemoryOf(start),
+        record,
+        signal: calls.signal,
+        dryRun: start.dry_run === true,
+      });
       actor = startRun(inputs, deadlineAt);
     };
     const startRun = (inputs: JsonObject, deadlineAt: number | undefined) => {
       let expiresAt: number | undefined;
       let suspension: Suspension | undefined;
       const provided = machine.provide({
-        ...recipeImplementations(host, recipe, calls.signal, approvals),
+        ...recipeImplementations(host, recipe, calls.signal, approvals, memory),
         actions: {
           // The clock-derived fields are the host's: when a human node expires, what is left of the deadline.
           record: ({ context }, body) => {
@@ -158,6 +172,9 @@ export function recipeTurnLogic(
               };
             }
             const stored = host.record(context, enriched);
+            memory.begun();
+            // The run has ended (or waits for a person): a memory reply that comes later is not recorded after it.
+            if (enriched.kind === "TURN_COMPLETED" || enriched.kind === "TURN_SUSPENDED") memory.end();
             if (enriched.kind === "TURN_SUSPENDED" && stored)
               suspension = { seq: stored.seq, ...(expiresAt !== undefined ? { expires_at: expiresAt } : {}) };
           },
@@ -195,10 +212,12 @@ export function recipeTurnLogic(
       flushed: () => host.flush?.(turn) ?? Promise.resolve(),
       signal: calls.signal,
       approvals,
+      memory: () => memory,
     });
     begin().catch((error: unknown) => sendBack({ type: "recipe.crashed", error }));
     return () => {
       stopped = true;
+      memory.end();
       calls.abort();
       actor?.stop();
       closeTools();
@@ -222,6 +241,8 @@ function openTools(
     flushed: () => Promise<void>;
     signal: AbortSignal;
     approvals: ApprovalListeners;
+    /** The run's memory (delegated agents are given it too). */
+    memory: () => RunMemory;
   },
 ): () => void {
   const allowed = new Set(recipe.nodes.flatMap((node) => (node.kind === "agent" ? (node.tools ?? []) : [])));
@@ -237,10 +258,10 @@ function openTools(
     delegates: new Set(delegates),
     ...(start.delegations ? { delegated: start.delegations } : {}),
     // A delegated agent answers as a node's agent does, one level deeper, with the same agents to delegate to.
-    delegateTo: ({ to, message, depth, callKey }) =>
+    delegateTo: async ({ to, message, depth, callKey }) =>
       host.services.callAgent(
         {
-          ...delegatedRequest(turn, to, message, host.nodeTimeoutMs),
+          ...delegatedRequest(turn, to, message, host.nodeTimeoutMs, await run.memory().context()),
           tool_subject: tools.gate.subject,
           call_key: callKey,
           delegation_depth: depth,
