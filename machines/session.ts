@@ -1,4 +1,5 @@
 import { assign, fromCallback, sendTo, setup } from "xstate";
+import { type ContextArenaState, emptyArenaState } from "../src/contracts/context.ts";
 import type { RecipeRunOutput } from "../src/contracts/recipeProtocol.ts";
 import type { HumanAnswer, JsonObject, RecipeCheckpoint } from "../src/contracts/recipeRun.ts";
 import type { TurnOutput, TurnPolicy } from "../src/contracts/turnProtocol.ts";
@@ -79,6 +80,7 @@ export interface SessionInput {
   /** Restored from the session's snapshot, after a restart or a takeover. */
   modulators?: Modulators;
   stance?: Stance;
+  context_arena?: ContextArenaState;
   turns_completed?: number;
   last_turn_id?: number;
 }
@@ -90,6 +92,8 @@ export interface SessionContext {
   current: QueuedTurn | null;
   modulators: Modulators;
   stance: Stance;
+  /** The context arena's carry-over: the compaction summary, the model's last count (docs/context.md). */
+  context_arena: ContextArenaState;
   turns_completed: number;
   /** The highest turn id finished (what the session's snapshot records). */
   last_turn_id: number;
@@ -180,6 +184,7 @@ export const sessionMachine = setup({
     current: null,
     modulators: input.modulators ?? neutralModulators(),
     stance: input.stance ?? neutralStance(),
+    context_arena: input.context_arena ?? emptyArenaState(),
     turns_completed: input.turns_completed ?? 0,
     last_turn_id: input.last_turn_id ?? 0,
     finished: [],
@@ -285,6 +290,7 @@ export const sessionMachine = setup({
           policy: context.policy,
           modulators: context.modulators,
           stance: context.stance,
+          context_arena: context.context_arena,
         }),
         onDone: {
           target: "idle",
@@ -292,6 +298,7 @@ export const sessionMachine = setup({
             assign(({ context, event }) => ({
               modulators: event.output.modulators,
               stance: event.output.stance,
+              context_arena: event.output.context_arena ?? context.context_arena,
               turns_completed: context.turns_completed + 1,
               last_turn_id: Math.max(context.last_turn_id, event.output.turn_id),
               finished: [...context.finished, event.output.turn_id].slice(-FINISHED_KEPT),

@@ -12,6 +12,7 @@
  * @packageDocumentation
  */
 
+export type { AgentModelChoice, AgentModelSpec } from "./agents/agentModelChoice.ts";
 export { DelegationDepthError, ToolCallRefusedError } from "./agents/agentTools.ts";
 export {
   type AgentDefinition,

@@ -18,6 +18,7 @@
  * @packageDocumentation
  */
 
+export type { AgentModelChoice, AgentModelSpec } from "./agents/agentModelChoice.ts";
 export {
   type AgentTools,
   DelegationDepthError,

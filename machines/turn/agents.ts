@@ -1,5 +1,6 @@
 import { assign } from "xstate";
 import { applyAgentOutput } from "../../src/cognition/workspace.ts";
+import { observeUsage } from "../../src/context/arena.ts";
 import { agentContext, mergeUsage, zeroSensors } from "./context.ts";
 import { turnSetup } from "./setup.ts";
 import { failed, overran } from "./warnings.ts";
@@ -7,7 +8,7 @@ import { failed, overran } from "./warnings.ts";
 /** The agents stage: the scheduler plans waves, and each wave of agents answers in turn. */
 
 export const agents = turnSetup.createStateConfig({
-  entry: { type: "enterStage", params: { stage: "agents" } },
+  entry: [{ type: "enterStage", params: { stage: "agents" } }, "planContext"],
   initial: "planning",
   states: {
     planning: {
@@ -87,6 +88,7 @@ export const agents = turnSetup.createStateConfig({
                 context.usage,
                 event.reply.usage ? { [`agent:${event.reply.agent_id}`]: event.reply.usage } : {},
               ),
+              context_arena: observeUsage(context.context_arena, event.reply.usage),
             })),
             {
               type: "record",
@@ -100,6 +102,7 @@ export const agents = turnSetup.createStateConfig({
                   elapsed_ms: event.reply.elapsed_ms,
                   worker: event.reply.worker,
                   ...(event.reply.usage ? { usage: event.reply.usage } : {}),
+                  ...(event.reply.skills ? { skills: event.reply.skills } : {}),
                 },
               }),
             },

@@ -1,6 +1,7 @@
 import { MAX_DELIBERATION_ROUNDS } from "../../src/cognition/deliberation.ts";
 import type { Workspace } from "../../src/cognition/workspace.ts";
 import type { AgentContext } from "../../src/contracts/agent.ts";
+import { type ContextArenaState, emptyArenaState } from "../../src/contracts/context.ts";
 import type { CouncilDecision, StreamId, VoiceRequest } from "../../src/contracts/council.ts";
 import type { CriticResult } from "../../src/contracts/critic.ts";
 import type { EventPayload } from "../../src/contracts/events.ts";
@@ -31,6 +32,8 @@ export interface TurnInput {
   /** Carried over from the session's previous turn. */
   modulators: Modulators;
   stance: Stance;
+  /** The session's context arena (its compaction summary, the model's last count), carried over. */
+  context_arena?: ContextArenaState;
   /** Set when the turn was cancelled before it started (or, later, by `turn.cancel`): why. */
   cancelled?: string;
 }
@@ -47,6 +50,9 @@ export interface TurnContext extends TurnInput {
   procedures: string[];
   /** The session's truth and task ledgers in short; null when both are empty. */
   ledgers: LedgerDigest | null;
+  context_arena: ContextArenaState;
+  /** The memory agents are told of, as the context arena planned it (null before the agents stage). */
+  planned_memory: PlannedMemory | null;
   waves: string[][];
   wave: number;
   /** Agents of the current wave that have neither replied nor failed yet. */
@@ -77,9 +83,17 @@ export interface TurnContext extends TurnInput {
   warnings: TurnWarning[];
 }
 
+/** The part of an agent's context the context arena plans: what memory and the ledgers bring. */
+export type PlannedMemory = Pick<
+  AgentContext,
+  "episodes" | "user_facts" | "open_threads" | "procedures" | "ledgers" | "summary" | "tool_failures"
+>;
+
 /** A turn's context before its first stage. */
 export const initialContext = ({ input }: { input: TurnInput }): TurnContext => ({
   ...input,
+  context_arena: input.context_arena ?? emptyArenaState(),
+  planned_memory: null,
   sensors: null,
   workspace: {
     claims: [],
@@ -145,13 +159,18 @@ export const voiceRequest = (context: TurnContext): VoiceRequest => ({
   ...(context.procedures.length > 0 ? { procedures: context.procedures } : {}),
 });
 
-/** What an agent is told of the turn so far. */
+/** What an agent is told of the turn so far: its memory part as the context arena planned it (contextArena.ts). */
 export const agentContext = (context: TurnContext): AgentContext => ({
   user_message: context.text,
   sensors: context.sensors ?? zeroSensors(),
   modulators: context.workspace.modulators,
   stance: context.workspace.stance,
   claims: context.workspace.claims,
+  ...(context.planned_memory ?? retrievedMemory(context)),
+});
+
+/** The memory part of an agent's context as retrieved, before the context arena plans it. */
+export const retrievedMemory = (context: TurnContext): PlannedMemory => ({
   episodes: context.episodes,
   ...(context.user_facts.length > 0 ? { user_facts: context.user_facts } : {}),
   ...(context.open_threads.length > 0 ? { open_threads: context.open_threads } : {}),

@@ -88,5 +88,6 @@ export const turnMachine = turnSetup.createMachine({
     outcome: outcomeOf(context),
     modulators: context.workspace.modulators,
     stance: context.workspace.stance,
+    context_arena: context.context_arena,
   }),
 });

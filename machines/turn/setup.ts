@@ -3,6 +3,7 @@ import type { TurnEvent, TurnOutput, TurnRecord } from "../../src/contracts/turn
 import { turnActions } from "./actions.ts";
 import { turnActors } from "./actors.ts";
 import type { TurnContext, TurnInput } from "./context.ts";
+import { arenaActions } from "./contextArena.ts";
 import { turnDelays, turnGuards } from "./guards.ts";
 
 /**
@@ -24,4 +25,4 @@ export const turnSetup = setup({
   },
   delays: turnDelays,
   guards: turnGuards,
-}).extend({ actions: turnActions });
+}).extend({ actions: { ...turnActions, ...arenaActions } });

@@ -33,14 +33,28 @@ export interface CouncilAnswers {
  * ```
  */
 export function councilAnswers(answers: CouncilAnswers): CouncilAnswering {
-  const ask = (ctx: AgentRunContext, mode: "respond" | "revise", round: number) =>
-    ctx.model!.structured({
-      ...agentPrompt({ id: ctx.agentId, prompt: answers.prompt }, { mode, round, context: ctx.input }),
-      schema: ContributionSchema,
-    });
+  const ask = (ctx: AgentRunContext, mode: "respond" | "revise", round: number) => {
+    // Planned with the encoding of the model that answers (docs/context.md).
+    const { system, user } = agentPrompt(
+      { id: ctx.agentId, prompt: answers.prompt },
+      { mode, round, context: ctx.input },
+      { model: ctx.model!.name },
+    );
+    return ctx.model!.structured({ system: withSkills(system, ctx.skills), user, schema: ContributionSchema });
+  };
   return {
     run: async (ctx) => (ctx.model ? ask(ctx, "respond", 0) : answers.rules(ctx.input)),
     revise: async (ctx) =>
       ctx.model ? ask(ctx, "revise", ctx.round) : (answers.reviseRules ?? reviseByMajority)(ctx.input, ctx.agentId),
   };
+}
+
+/**
+ * The system prompt with the loaded skills' instructions under a "Skills"
+ * heading, each under its name; unchanged when none is loaded.
+ */
+export function withSkills(system: string, skills: AgentRunContext["skills"]): string {
+  if (skills.length === 0) return system;
+  const sections = skills.map((skill) => `### ${skill.name.replace(/\s+/g, " ")}\n${skill.instructions.trim()}`);
+  return `${system}\n\n## Skills\nFollow these instructions where they apply to this turn.\n\n${sections.join("\n\n")}`;
 }

@@ -11,6 +11,7 @@ import { describeIssues } from "../contracts/issues.ts";
 import type { LedgerDigest } from "../contracts/ledger.ts";
 import type { Episode } from "../contracts/workspace.ts";
 import { ConclaveError } from "../errors.ts";
+import { type AgentModelChoice, type AgentModelSpec, parseAgentModel } from "./agentModelChoice.ts";
 import type { AgentTools } from "./agentTools.ts";
 
 /** Marks a value as an agent definition, across copies of the package (a user's module may import another). */
@@ -74,7 +75,10 @@ export interface AgentRunContext {
   /** The turn as the agent sees it: the user's message, sensors, modulators, stance, claims so far. */
   readonly input: AgentContext;
   readonly memory: AgentMemoryView;
-  /** The configured model; `undefined` in the deterministic offline mode, where the agent answers on its own. */
+  /**
+   * The agent's model (its own, when its definition names one, else the worker's); `undefined` in the
+   * deterministic offline mode, where the agent answers on its own.
+   */
   readonly model: AgentModel | undefined;
   /**
    * Streams a piece of text on the agent's stream `name` (opened on first
@@ -88,6 +92,13 @@ export interface AgentRunContext {
   stream(delta: string): void;
   /** Fires when the turn no longer wants the answer: deadline, cancellation, interrupt. */
   readonly signal: AbortSignal;
+  /**
+   * The skills the user's message loads, from the worker's skills directory (`conclave worker
+   * --skills DIR`; docs/skills.md): eager ones, lazy ones whose trigger intent is close to the
+   * message, user ones it names. Empty on a worker without skills. The reply names them
+   * (`AGENT_COMPLETED.payload.skills`).
+   */
+  readonly skills: readonly { readonly id: string; readonly name: string; readonly instructions: string }[];
   /** The tools this call may use, under the runner's policy (none unless a recipe offers some). */
   readonly tools: AgentTools;
   /**
@@ -152,6 +163,12 @@ export interface AgentSpec<S extends z.ZodType> extends AgentScheduling {
   /** The zod schema of the agent's answer: checked on the worker and again on the runner. */
   output: S;
   /**
+   * The model this agent thinks with (`ctx.model`), when not the worker's: a model name on the
+   * worker's LLM server, or `{ name, baseUrl, apiKeyEnv }` for another server (see
+   * {@link AgentModelChoice}). Announced in its manifest (`model`). Default: the worker's model.
+   */
+  model?: AgentModelChoice;
+  /**
    * Answers one turn with a value `output` accepts (defaults are filled in by
    * `output`). Throwing, or an answer `output` rejects, fails this agent
    * only: the turn goes on and names it in its warnings.
@@ -174,6 +191,8 @@ export interface AgentDefinition<S extends z.ZodType = z.ZodType> {
   readonly manifest: AgentManifest;
   /** The schema its answers must satisfy. */
   readonly output: S;
+  /** The model it asks for (AgentSpec.model); absent: the worker's. */
+  readonly model?: AgentModelSpec;
   /** Answers one turn (see AgentSpec.run). */
   run(ctx: AgentRunContext): Promise<z.input<S>> | z.input<S>;
   /** What the council takes from an answer. */
@@ -247,6 +266,8 @@ export function defineAgent<S extends z.ZodType>(spec: AgentSpec<S>): AgentDefin
   // `role` was renamed `agency`: refused, since ignoring it would silently change how the agent is scheduled.
   if ("role" in spec)
     throw new AgentDefinitionError(`agent '${String(spec.name)}': \`role\` is now \`agency\` (as in its manifest)`);
+  const model = spec.model === undefined ? undefined : parseAgentModel(spec.model);
+  if (model && "problem" in model) throw new AgentDefinitionError(`agent '${String(spec.name)}': ${model.problem}`);
   const tokens = typeof spec.name === "string" ? spec.name.split(".") : [];
   const agency = spec.agency ?? (tokens.length > 1 ? tokens[0] : "custom");
   let outputSchema: Record<string, unknown> | undefined;
@@ -267,6 +288,7 @@ export function defineAgent<S extends z.ZodType>(spec: AgentSpec<S>): AgentDefin
     token_budget: spec.tokenBudget ?? 600,
     description: spec.description,
     ...(outputSchema ? { output_schema: outputSchema } : {}),
+    ...(model ? { model: model.spec.name } : {}),
   });
   if (!manifest.success)
     throw new AgentDefinitionError(
@@ -277,6 +299,7 @@ export function defineAgent<S extends z.ZodType>(spec: AgentSpec<S>): AgentDefin
   const definition: AgentDefinition<S> = {
     manifest: manifest.data,
     output: spec.output,
+    ...(model ? { model: Object.freeze(model.spec) } : {}),
     run: (ctx) => spec.run(ctx),
     contribute: (output) => (contribute ? Contribution.parse(contribute(output)) : contributionOf(output)),
     revise: async (ctx) =>

@@ -18,7 +18,7 @@ import {
   callRefOf,
   type DelegationDepthError,
 } from "./agentTools.ts";
-import type { AgentDefinition, AgentModel, AgentReviseContext } from "./defineAgent.ts";
+import type { AgentDefinition, AgentModel, AgentReviseContext, AgentRunContext } from "./defineAgent.ts";
 import { durableModel, type RecordStep } from "./durableModel.ts";
 
 /** An agent answered with something its own output schema, or the council contract, rejects. */
@@ -41,6 +41,11 @@ export interface RunAgentOptions {
   askGate?: AskGate;
   /** The session's ledgers for `ctx.ledgers`, made on first use (absent: every call rejects with `unavailable`). */
   ledgers?: () => SessionLedgers;
+  /**
+   * The skills a user message loads (the worker's skills directory), for `ctx.skills`; the answer
+   * then names them. Absent: the agent gets none and the answer names none.
+   */
+  skills?: (message: string) => Promise<AgentRunContext["skills"]>;
 }
 
 /**
@@ -97,6 +102,8 @@ async function answerAgent(
     }
     if (delta !== "") emit({ stream: name, type: "chunk", delta });
   };
+  const skills = options.skills ? await options.skills(request.context.user_message) : undefined;
+  const loaded = skills ? { skills: skills.map((skill) => skill.id) } : {};
   const ctx: AgentReviseContext = {
     agentId: id,
     sessionId: request.session_id,
@@ -115,6 +122,7 @@ async function answerAgent(
     model: options.model && steps.model ? agentModel(steps.model, agent, request, signal, count) : undefined,
     stream,
     signal,
+    skills: skills ?? [],
     delegate: (to, message) => {
       delegate ??= agentDelegation(request, steps.ask, hard);
       return delegate(to, message);
@@ -137,7 +145,8 @@ async function answerAgent(
     ...(request.recipe ? { recipe: request.recipe } : {}),
   };
   try {
-    if (request.mode === "revise") return { contribution: await agent.revise(ctx), ...(usage ? { usage } : {}) };
+    if (request.mode === "revise")
+      return { contribution: await agent.revise(ctx), ...(usage ? { usage } : {}), ...loaded };
     const answer = await agent.run(ctx);
     if (hard.error) throw hard.error;
     const output = agent.output.safeParse(answer);
@@ -155,7 +164,7 @@ async function answerAgent(
       ? { output: output.data, contribution }
       : { contribution };
     if (usage) answered.usage = usage;
-    return answered;
+    return { ...answered, ...loaded };
   } finally {
     for (const name of open) emit({ stream: name, type: "end" });
   }

@@ -10,6 +10,7 @@
  * then its default. An empty value counts as unset.
  */
 import { z } from "zod";
+import { CONTEXT_VARIABLES } from "./schema/context.ts";
 import {
   type ConfigVariable,
   commaList,
@@ -234,10 +235,11 @@ export const CONFIG_SCHEMA = {
   CONCLAVE_SKILLS_DIR: variable({
     group: "runner",
     schema: path,
-    defaultText: "./skills",
-    readElsewhere: "src/cli/commands/skills.ts",
-    doc: "The skills directory `conclave skills` reads.",
+    defaultText: "./skills for `conclave skills`; none for `conclave worker`",
+    doc: "The skills directory `conclave skills` reads and `conclave worker` loads into its agents' context (as --skills gives it).",
   }),
+
+  ...CONTEXT_VARIABLES,
 
   CONCLAVE_RETAIN_EVENTS: variable({
     group: "storage",

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { ContextSummarySchema } from "./context.ts";
 import { AgentId, MAX_CALL_TIMEOUT_MS, SessionId, TurnId } from "./ids.ts";
 import { LedgerDigest } from "./ledger.ts";
 import { ToolManifest } from "./tool.ts";
@@ -83,6 +84,11 @@ export const AgentManifest = z.object({
   description: z.string().max(500),
   /** The JSON Schema of the agent's output; absent: the output is a Contribution. */
   output_schema: OutputJsonSchema.optional(),
+  /**
+   * The model the agent asks for (`defineAgent`'s `model`); absent: its worker's. The model it
+   * runs on is its endpoint's `model` metadata (`offline` when the worker has no LLM server).
+   */
+  model: z.string().min(1).max(256).optional(),
 });
 export type AgentManifest = z.infer<typeof AgentManifest>;
 
@@ -101,6 +107,10 @@ export const AgentContext = z.object({
   procedures: z.array(z.string()).max(20).optional(),
   /** The session's truth and task ledgers in short (absent when both are empty). */
   ledgers: LedgerDigest.optional(),
+  /** The session's older turns in short, once the context arena compacted them (docs/context.md): `episodes` holds only later turns. */
+  summary: ContextSummarySchema.optional(),
+  /** Tool calls that failed earlier in the turn (`<tool>: <message>`), newest first. */
+  tool_failures: z.array(z.string().max(2_000)).max(20).optional(),
 });
 export type AgentContext = z.infer<typeof AgentContext>;
 
@@ -172,6 +182,8 @@ export const AgentReply = z.object({
   /** Which worker process served it (`<host>:<pid>`), for provenance. */
   worker: z.string(),
   usage: Usage.optional(),
+  /** Ids of the skills loaded into the agent's context for this request (a worker with skills only). */
+  skills: z.array(z.string().max(64)).max(1_000).optional(),
 });
 export type AgentReply = z.infer<typeof AgentReply>;
 
@@ -214,4 +226,6 @@ export interface AgentAnswer {
   output?: unknown;
   contribution: Contribution;
   usage?: Usage;
+  /** Ids of the skills the agent was given (a worker with skills only). */
+  skills?: string[];
 }

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { Contribution } from "./agent.ts";
+import { ContextCompactedPayload, ContextPlannedPayload } from "./context.ts";
 import { ReplyFallback, StreamId } from "./council.ts";
 import { CriticResult, CriticsVerdict } from "./critic.ts";
 import { ErrorCode } from "./errors.ts";
@@ -50,6 +51,10 @@ export const EventPayloads = {
   /** What the context stage retrieved: episodes, user facts, open threads, the ledgers' digest. */
   MEMORY_RETRIEVED: MemoryRetrieveReply,
   WORKSPACE_PATCHED: z.object({ patch: z.record(z.string(), z.unknown()) }),
+  /** The session's older turns folded into its summary, at the configured pressure (docs/context.md). */
+  CONTEXT_COMPACTED: ContextCompactedPayload,
+  /** What the turn's agents are shown, zone by zone, what was dropped, and the pressure on the budget. */
+  CONTEXT_PLANNED: ContextPlannedPayload,
   /** The scheduler's plan: the waves, every candidate's score, who was left out and why, the token budget. */
   SCHEDULE_PLANNED: PlanWavesReply,
   WAVE_STARTED: z.object({ wave: z.number().int(), agent_count: z.number().int(), agents: z.array(z.string()) }),
@@ -64,6 +69,8 @@ export const EventPayloads = {
     worker: z.string(),
     /** Tokens the answer used (a takeover counts them without asking the agent again). */
     usage: Usage.optional(),
+    /** Ids of the skills loaded into the agent's context (its worker has a skills directory). */
+    skills: z.array(z.string()).optional(),
   }),
   AGENT_FAILED: z.object({
     wave: z.number().int(),

@@ -6,7 +6,9 @@
  * depends on the other's module for the shapes they exchange.
  */
 import type { Workspace } from "../cognition/workspace.ts";
+import type { ArenaPolicy } from "../context/arena.ts";
 import type { AgentContext, AgentReply } from "./agent.ts";
+import type { ContextArenaState } from "./context.ts";
 import type { ReplyFallback, StreamId } from "./council.ts";
 import type { ErrorCode } from "./errors.ts";
 import type { EventBody, EventPayload } from "./events.ts";
@@ -30,6 +32,8 @@ export interface TurnPolicy {
   max_voice_retries: number;
   /** Tokens the turn's agents may use in all (the scheduler plans within it). */
   token_budget: number;
+  /** The context arena: the session's context budget and the model counting it (docs/context.md). Default: DEFAULT_ARENA_POLICY. */
+  context?: ArenaPolicy;
 }
 
 /** What a finished turn returns to the session that ran it. */
@@ -40,6 +44,8 @@ export interface TurnOutput {
   outcome: TurnOutcome;
   modulators: Modulators;
   stance: Stance;
+  /** The session's context arena after the turn (absent: a recipe turn, which does not plan one). */
+  context_arena?: ContextArenaState;
 }
 
 /** What a turn asks its host to append to the event log (the host adds the clock-derived fields). */

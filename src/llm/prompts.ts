@@ -1,11 +1,15 @@
+import { type ContextBudget, contextBudgetFromEnv, DEFAULT_CONTEXT_BUDGET } from "../context/budget.ts";
+import { planContext } from "../context/planner.ts";
+import { tokenizerFor } from "../context/tokenizer.ts";
 import type { AgentContext } from "../contracts/agent.ts";
 import type { CouncilRequest, VoiceRequest } from "../contracts/council.ts";
 import type { CriticRequest } from "../contracts/critic.ts";
 
 /**
  * The prompts of LLM mode. Each role's system prompt says what it is for and
- * what to answer with; the user message carries the workspace as JSON, so the
- * model sees exactly what the offline rules see.
+ * what to answer with; the user message carries what the role works on: a
+ * council agent's planned context (zone sections, src/context/), the
+ * council's and critics' workspace as JSON.
  */
 const OUTPUT_CONTRACT = `Answer with one JSON object and nothing else:
 {"claims":[{"id":"short_snake_case_id","text":"one sentence","confidence":0.0-1.0}],
@@ -15,34 +19,53 @@ const OUTPUT_CONTRACT = `Answer with one JSON object and nothing else:
  "stance_delta":{"valence":-1..1,"warmth":-1..1,"caution":-1..1,"curiosity":-1..1}}
 Use empty arrays when you have nothing to add. Keep every text short.`;
 
-/** A council agent's prompt: its instructions, the task of this call, the council contract, the workspace. */
+/** What an agent's prompt is planned against: the session budget, and the model whose encoding counts it. */
+export interface AgentPromptOptions {
+  /** Default: the worker's CONCLAVE_CONTEXT_* (their defaults when a value is bad: a worker never stops on it). */
+  budget?: ContextBudget;
+  /** The model answering; absent: tokens are counted with the approximation (docs/context.md). */
+  model?: string;
+}
+
+let workerBudget: ContextBudget | undefined;
+const budgetOfWorker = (): ContextBudget => {
+  if (workerBudget === undefined) {
+    try {
+      workerBudget = contextBudgetFromEnv();
+    } catch {
+      workerBudget = DEFAULT_CONTEXT_BUDGET;
+    }
+  }
+  return workerBudget;
+};
+
+/**
+ * A council agent's prompt: its instructions, the task of this call and the
+ * council contract (system), then its context as the context arena plans it
+ * (user): one section per zone, in zone order, within the session's budget
+ * less the system prompt (docs/context.md).
+ */
 export function agentPrompt(
   agent: { id: string; prompt: string },
   request: { mode: "respond" | "revise"; round: number; context: AgentContext },
+  options: AgentPromptOptions = {},
 ): { system: string; user: string } {
   const task =
     request.mode === "revise"
       ? `Deliberation round ${request.round}: some claims are contested. Reconsider: withdraw your own claims if the opposition is right, concede where the support is strong, or keep your position.`
       : "Give your view of this turn.";
-  return {
-    system: `You are ${agent.id}, one agent in a council of minds answering a user. ${agent.prompt}\n${task}\n${OUTPUT_CONTRACT}`,
-    user: JSON.stringify({
-      user_message: request.context.user_message,
-      sensors: request.context.sensors,
-      modulators: request.context.modulators,
-      stance: request.context.stance,
-      claims: request.context.claims,
-      recent_episodes: request.context.episodes.map((episode) => ({
-        user: episode.user_text,
-        reply: episode.response,
-      })),
-      // What memory knows of the user, and the session's ledgers: only what there is.
-      ...(request.context.user_facts?.length ? { user_facts: request.context.user_facts } : {}),
-      ...(request.context.open_threads?.length ? { open_threads: request.context.open_threads } : {}),
-      ...(request.context.procedures?.length ? { how_to_answer: request.context.procedures } : {}),
-      ...(request.context.ledgers ? { ledgers: request.context.ledgers.text } : {}),
-    }),
-  };
+  const system = `You are ${agent.id}, one agent in a council of minds answering a user. ${agent.prompt}\n${task}\n${OUTPUT_CONTRACT}`;
+  const tokenizer = tokenizerFor(options.model);
+  const { context } = request;
+  const plan = planContext(
+    {
+      context,
+      summary: context.summary ?? null,
+      ...(context.tool_failures ? { tool_failures: context.tool_failures } : {}),
+    },
+    { budget: options.budget ?? budgetOfWorker(), tokenizer, reserve_tokens: tokenizer.count(system) },
+  );
+  return { system, user: plan.text };
 }
 
 export function councilPrompt(request: CouncilRequest): { system: string; user: string } {

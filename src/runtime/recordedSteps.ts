@@ -55,6 +55,8 @@ function stepKey(record: { kind: string; payload: unknown }): string | null {
     case "SENSORS_FAST_UPDATED":
     case "SAFETY_INTERRUPT":
     case "MEMORY_RETRIEVED":
+    case "CONTEXT_COMPACTED":
+    case "CONTEXT_PLANNED":
     case "SCHEDULE_PLANNED":
     case "COUNCIL_DECISION_MADE":
     case "MEMORY_COMMITTED":
@@ -169,6 +171,7 @@ export class RecordedSteps {
         elapsed_ms: recorded.elapsed_ms,
         worker: recorded.worker,
         ...(recorded.usage ? { usage: recorded.usage } : {}),
+        ...(recorded.skills ? { skills: recorded.skills } : {}),
       },
     };
   }

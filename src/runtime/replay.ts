@@ -1,5 +1,7 @@
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import { modulatorsFromSensors } from "../cognition/workspace.ts";
+import { observeUsage } from "../context/arena.ts";
+import { emptyArenaState } from "../contracts/context.ts";
 import type { EngineEvent } from "../contracts/events.ts";
 import { neutralModulators, neutralStance } from "../contracts/workspace.ts";
 import { readEvents } from "../eventlog/reader.ts";
@@ -25,16 +27,26 @@ export function foldTurn(state: SessionSnapshot, events: readonly EngineEvent[])
   );
   const attempt = events.slice(resumedAt + 1);
   if (!attempt.some((event) => event.kind === "TURN_COMPLETED")) return state;
-  let { modulators, stance } = state;
+  let { modulators, stance, context_arena: arena } = state;
   for (const event of attempt) {
     if (event.kind === "SENSORS_FAST_UPDATED") modulators = modulatorsFromSensors(event.payload.sensors, modulators);
     if (event.kind === "STANCE_UPDATED") stance = event.payload.current;
+    // The context arena, as the turn changed it (machines/turn/contextArena.ts, agents.ts).
+    if (event.kind === "CONTEXT_PLANNED") arena = { ...(arena ?? emptyArenaState()), observed_tokens: 0 };
+    if (event.kind === "CONTEXT_COMPACTED")
+      arena = {
+        summary: { through_turn: event.payload.through_turn, text: event.payload.summary },
+        observed_tokens: 0,
+        compactions: (arena?.compactions ?? 0) + 1,
+      };
+    if (event.kind === "AGENT_COMPLETED" && arena) arena = observeUsage(arena, event.payload.usage);
   }
   return {
     turns_completed: state.turns_completed + 1,
     last_turn_id: Math.max(state.last_turn_id, attempt[0]?.turn_id ?? 0),
     modulators,
     stance,
+    ...(arena ? { context_arena: arena } : {}),
   };
 }
 

@@ -2,6 +2,7 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import { z } from "zod";
 import { JsonKv } from "../bus/jsonKv.ts";
 import { buckets } from "../bus/subjects.ts";
+import { ContextArenaState } from "../contracts/context.ts";
 import { Modulators, Stance } from "../contracts/workspace.ts";
 
 /** What a session carries from one turn to the next, as persisted after each turn. */
@@ -11,6 +12,8 @@ export const SessionSnapshot = z.object({
   last_turn_id: z.number().int().min(0),
   modulators: Modulators,
   stance: Stance,
+  /** The context arena's carry-over (its compaction summary); absent in snapshots written before it existed. */
+  context_arena: ContextArenaState.optional(),
 });
 export type SessionSnapshot = z.infer<typeof SessionSnapshot>;
 

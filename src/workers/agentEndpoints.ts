@@ -13,6 +13,7 @@ import { agentLedgerClients, sessionLedgers } from "../client/ledgers.ts";
 import { type AgentReply, AgentRequest } from "../contracts/agent.ts";
 import { type GateRequest, ToolGateReply } from "../contracts/tool.ts";
 import type { ChatModel } from "../llm/model.ts";
+import type { WorkerSkills } from "../skills/agentSkills.ts";
 
 /** Deadline of one ledger request an agent makes (a runner answers it). */
 const LEDGER_TIMEOUT_MS = 5_000;
@@ -28,6 +29,8 @@ export interface AgentHost {
   model?: ChatModel | undefined;
   /** The model's name, or "offline", for the endpoint's metadata. */
   modelName: string;
+  /** The worker's skills (`--skills DIR`): each request's user message picks the agent's `ctx.skills`. */
+  skills?: WorkerSkills | undefined;
 }
 
 /**
@@ -47,6 +50,7 @@ export function serveAgent(
         runAgent(agent, input, {
           model: host.model,
           signal,
+          ...(host.skills ? { skills: (message: string) => host.skills!.forMessage(message) } : {}),
           // On the worker role's own subject: the runner records the changes as this agent's.
           ledgers: () =>
             sessionLedgers(agentLedgerClients(host.nc, LEDGER_TIMEOUT_MS, agent.manifest.id), input.session_id),
@@ -112,6 +116,7 @@ export function serveAgent(
           elapsed_ms: elapsedMs,
           worker,
           ...(answer.usage ? { usage: answer.usage } : {}),
+          ...(answer.skills ? { skills: answer.skills } : {}),
         };
       },
     },

@@ -16,19 +16,21 @@ import { ConclaveError, messageOf, singleLine } from "../errors.ts";
 import { deadLetter } from "../eventlog/deadLetters.ts";
 import { ensureDeadLetterStream, ensureMemoryStream } from "../eventlog/streams.ts";
 import { createEmbedder, embeddingConfigFromEnv } from "../llm/embeddings.ts";
-import { createChatModel, type LlmConfig } from "../llm/index.ts";
+import { createChatModel, type LlmConfig, llmConfigFromEnv } from "../llm/index.ts";
 import { llmBackend } from "../llm/llmBackend.ts";
 import { EpisodeStore } from "../memory/episodeStore.ts";
 import { openMemoryGraph } from "../memory/graph/open.ts";
 import { defaultPatchAdapters, type PatchAdapter } from "../memory/procedural/index.ts";
 import { SessionMemory } from "../memory/sessionMemory.ts";
 import { type Logger, silentLogger } from "../runtime/log.ts";
+import { skillsEmbedder, WorkerSkills } from "../skills/agentSkills.ts";
 import type { ToolDefinition } from "../tools/defineTool.ts";
 import { parseMcpConfig } from "../tools/mcp/config.ts";
 import { openMcpTools } from "../tools/mcp/open.ts";
 import type { McpToolSource } from "../tools/mcp/source.ts";
 import { serveAgent, workerIdentity } from "./agentEndpoints.ts";
-import { backendFromEnv, loadBackendPackages } from "./backendFromEnv.ts";
+import { type AgentModelBinding, AgentModels } from "./agentModels.ts";
+import { loadBackendPackages } from "./backendFromEnv.ts";
 import { CooldownStore } from "./cooldownStore.ts";
 import { serveCouncil, serveCritics, serveScheduler, serveVoice } from "./coreEndpoints.ts";
 import { serveMemory } from "./memoryEndpoints.ts";
@@ -106,7 +108,8 @@ export interface WorkerOptions {
   /**
    * The OpenAI-compatible model agents (`ctx.model`), council, voice and
    * critics use; `false` for the deterministic offline mode. Default: from
-   * `CONCLAVE_LLM_BASE_URL`/`CONCLAVE_LLM_MODEL`, else offline.
+   * `CONCLAVE_LLM_BASE_URL`/`CONCLAVE_LLM_MODEL`, else offline. An agent
+   * whose definition names a model gets that one (see `AgentSpec.model`).
    */
   llm?: LlmConfig | false;
   /**
@@ -114,6 +117,15 @@ export interface WorkerOptions {
    * @internal tests
    */
   backend?: CognitionBackend;
+  /**
+   * A skills directory (docs/skills.md), loaded and indexed once when the worker starts: for each
+   * agent request, the skills its user message loads are the agent's `ctx.skills` (built-in agents
+   * in LLM mode put their instructions in their system prompt) and are named in its reply.
+   * Embeddings: the configured embedding model (`CONCLAVE_EMBEDDING_MODEL`), else the offline
+   * embedder. `threshold` and `maxLazy` pick lazy skills as `conclave skills select` does
+   * (defaults 0.35 and 3). Default: none.
+   */
+  skills?: { dir: string; threshold?: number; maxLazy?: number };
   /** Where the worker logs. Default: nothing. */
   log?: Logger;
   /**
@@ -148,15 +160,21 @@ export interface WorkerHandle {
  * ```
  */
 export async function startWorker(options: WorkerOptions): Promise<WorkerHandle> {
-  const backend =
-    options.backend ??
-    (options.llm === false
-      ? offlineBackend
-      : options.llm
-        ? llmBackend(createChatModel(options.llm))
-        : backendFromEnv());
+  // The worker's LLM server: given, else the environment's; none offline (a given offline backend included).
+  const llm =
+    options.llm === false
+      ? null
+      : (options.llm ?? (options.backend && !options.backend.model ? null : llmConfigFromEnv()));
+  const backend = options.backend ?? (llm ? llmBackend(createChatModel(llm)) : offlineBackend);
   await loadBackendPackages(backend);
+  const models = new AgentModels({ config: llm, model: backend.model, name: backend.name });
+  // Made now: a model an agent names but cannot have (no key for its server) stops the worker at start.
+  const agentModels = new Map(options.agents.map((agent) => [agent, models.for(agent)]));
+  await models.loadPackages();
   const log = options.log ?? silentLogger;
+  const skills = options.skills
+    ? await WorkerSkills.open(options.skills, skillsEmbedder(process.env, llm), (message) => log.warn(message))
+    : undefined;
   const mcp = options.mcpServers
     ? await openMcpTools(parseMcpConfig({ mcpServers: options.mcpServers }, "mcpServers"), {
         onWarning: (message) => log.warn(message),
@@ -169,7 +187,7 @@ export async function startWorker(options: WorkerOptions): Promise<WorkerHandle>
       : await connectBus(busOptions("worker", { persistent: true, ...options.connection }));
     const nc = options.nc ?? owned!;
     try {
-      return await serveWorker(nc, { ...options, backend }, owned, mcp);
+      return await serveWorker(nc, { ...options, backend, agentModels, agentSkills: skills }, owned, mcp);
     } catch (error) {
       await owned?.close();
       throw error;
@@ -182,7 +200,11 @@ export async function startWorker(options: WorkerOptions): Promise<WorkerHandle>
 
 async function serveWorker(
   nc: NatsConnection,
-  options: WorkerOptions & { backend: CognitionBackend },
+  options: WorkerOptions & {
+    backend: CognitionBackend;
+    agentModels: ReadonlyMap<AgentDefinition, AgentModelBinding>;
+    agentSkills: WorkerSkills | undefined;
+  },
   owned: NatsConnection | null,
   mcp: McpToolSource | null,
 ): Promise<WorkerHandle> {
@@ -286,8 +308,10 @@ async function serveWorker(
       description: "Conclave agent actors",
       metadata: { agents: ids.join(",") },
     });
-    const host = { nc, model: backend.model, modelName: backend.name };
-    for (const agent of options.agents) serveAgent(requestsOnly(service, ignored), agent, host, serve);
+    for (const agent of options.agents) {
+      const model = options.agentModels.get(agent) ?? { model: backend.model, modelName: backend.name };
+      serveAgent(requestsOnly(service, ignored), agent, { nc, ...model, skills: options.agentSkills }, serve);
+    }
     running.push(service);
   }
   if (options.agents.length > 0 || tools.length > 0 || mcp) {

@@ -25,7 +25,7 @@ describe("turn machine: stage order", () => {
     expect(between("stage:sensing_fast", "stage:context")).toEqual(["SENSORS_FAST_UPDATED"]);
     expect(between("stage:context", "stage:agents")).toEqual(["MEMORY_RETRIEVED", "WORKSPACE_PATCHED"]);
     const agents = between("stage:agents", "stage:deliberation");
-    expect(agents.slice(0, 2)).toEqual(["SCHEDULE_PLANNED", "WAVE_STARTED"]);
+    expect(agents.slice(0, 3)).toEqual(["CONTEXT_PLANNED", "SCHEDULE_PLANNED", "WAVE_STARTED"]);
     expect(agents.at(-1)).toBe("WAVE_COMPLETED");
     expect(agents.filter((kind) => kind === "WAVE_STARTED")).toHaveLength(
       agents.filter((kind) => kind === "WAVE_COMPLETED").length,

@@ -17,7 +17,8 @@ const ENTRY: Record<string, string> = {
   "turn.sensing_fast": "stage:sensing_fast ",
   "turn.safety": "SAFETY_INTERRUPT ",
   "turn.context": "stage:context ",
-  "turn.agents": "stage:agents ",
+  // The context arena plans the agents' context (compacting first at the configured pressure).
+  "turn.agents": "stage:agents (?:CONTEXT_COMPACTED )?CONTEXT_PLANNED ",
   "turn.agents.wave": "WAVE_STARTED ",
   "turn.deliberation": "stage:deliberation ",
   "turn.deliberation.round": "DELIB_ROUND_STARTED ",

@@ -1,4 +1,5 @@
-import { createEmbedder, type Embedder, embeddingConfigFromEnv, offlineEmbedder } from "../../llm/embeddings.ts";
+import { setting } from "../../config/load.ts";
+import { skillsEmbedder } from "../../skills/agentSkills.ts";
 import { loadSkills } from "../../skills/load.ts";
 import { SKILL_ROUTER_DEFAULTS, SkillRouter } from "../../skills/router.ts";
 import { UsageError } from "../args.ts";
@@ -36,7 +37,7 @@ export default defineCommand({
   },
   async run({ values, positionals }) {
     const [action, ...rest] = positionals;
-    const dir = values.dir ?? process.env.CONCLAVE_SKILLS_DIR ?? "skills";
+    const dir = values.dir ?? setting(process.env, "CONCLAVE_SKILLS_DIR") ?? "skills";
     if (action === "list") {
       if (rest.length > 0) throw new UsageError("skills list takes no message");
       const skills = loadSkills(dir);
@@ -80,12 +81,6 @@ export default defineCommand({
     return EXIT.ok;
   },
 });
-
-/** The configured embedding model, else the offline embedder (wider than memory's: many skills, few collisions). */
-function skillsEmbedder(): Embedder {
-  const config = embeddingConfigFromEnv();
-  return (config?.kind === "openai" ? createEmbedder(config) : undefined) ?? offlineEmbedder(256);
-}
 
 function numberFlag(name: string, value: string | undefined, min: number, max: number): number | undefined {
   if (value === undefined) return undefined;

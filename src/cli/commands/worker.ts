@@ -1,6 +1,8 @@
 import { resolveAgents } from "../../agents/loadAgents.ts";
+import { setting } from "../../config/load.ts";
 import { INSPECT_HELP, processInspection } from "../../inspect/enable.ts";
 import { createLogger } from "../../runtime/log.ts";
+import { loadSkills } from "../../skills/load.ts";
 import { resolveTools } from "../../tools/loadTools.ts";
 import { loadMcpConfigFile, McpConfigError } from "../../tools/mcp/config.ts";
 import { backendFromEnv, loadBackendPackages } from "../../workers/backendFromEnv.ts";
@@ -12,7 +14,7 @@ import { logStrayRejections } from "../strayRejections.ts";
 
 const help = `conclave worker: spawn a worker process hosting agents and/or core services
 
-Usage: conclave worker --agents <list> [--tools <list>] [--mcp <file>] [--services <list>] [--inspect] [options]
+Usage: conclave worker --agents <list> [--tools <list>] [--mcp <file>] [--services <list>] [--skills <dir>] [--inspect] [options]
 
   --agents LIST      agents to host, comma-separated: built-in ones by pattern,
                      '*' matching anything ('emotion.*', 'inhibition.censor,monitoring.*',
@@ -29,6 +31,11 @@ Usage: conclave worker --agents <list> [--tools <list>] [--mcp <file>] [--servic
                      a lost server is reconnected, a changed list announced
                      (needs the optional package @modelcontextprotocol/sdk)
   --services LIST    core actors to host: ${CORE_SERVICES.join(", ")} (comma-separated)
+  --skills DIR       a skills directory (default: CONCLAVE_SKILLS_DIR when set, else
+                     none), loaded once: each agent request gets the skills its
+                     user message loads (ctx.skills; built-in agents in LLM mode
+                     follow their instructions), named in AGENT_COMPLETED
+                     (see docs/skills.md; conclave skills select shows the choice)
 
 Each agent is served on conclave.agent.<agent_id>, announced to the runners and
 the scheduler (conclave.agents.announce), and as a NATS service (ping/info/stats). Several workers may host the same agent: requests
@@ -48,6 +55,7 @@ export default defineCommand({
     tools: { type: "string" },
     mcp: { type: "string" },
     services: { type: "string" },
+    skills: { type: "string" },
     inspect: { type: "boolean" },
   },
   role: "worker",
@@ -66,6 +74,9 @@ export default defineCommand({
       if (!(CORE_SERVICES as readonly string[]).includes(name))
         throw new UsageError(`unknown service '${name}'; choose from ${CORE_SERVICES.join(", ")}`);
     }
+    const skillsDir = values.skills ?? setting(process.env, "CONCLAVE_SKILLS_DIR");
+    // Checked before connecting, which waits for the server: a bad skill fails at once (the worker loads them again).
+    if (skillsDir) loadSkills(skillsDir);
     const backend = backendFromEnv();
     await loadBackendPackages(backend);
     const log = createLogger("worker");
@@ -78,6 +89,7 @@ export default defineCommand({
       tools,
       ...(mcpServers ? { mcpServers } : {}),
       services: services as CoreService[],
+      ...(skillsDir ? { skills: { dir: skillsDir } } : {}),
       log,
       backend,
       ...(inspection ? { serve: { inspect: inspection.observer } } : {}),

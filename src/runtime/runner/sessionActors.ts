@@ -3,6 +3,8 @@ import { createActor } from "xstate";
 import { sessionMachine } from "../../../machines/session.ts";
 import { defaultTurnPolicy } from "../../../machines/turn/index.ts";
 import type { AgentDirectory } from "../../agents/directory.ts";
+import { arenaPolicyFromEnv } from "../../context/arena.ts";
+import { tokenizerFor } from "../../context/tokenizer.ts";
 import type { EventLogWriter } from "../../eventlog/writer.ts";
 import type { LedgerStore } from "../../ledgers/ledgerStore.ts";
 import { withTracing } from "../../telemetry/tracedServices.ts";
@@ -52,7 +54,12 @@ export function sessionActors(
 ): (sessionId: string, snapshot: SessionSnapshot | null) => SessionActor {
   const { writer, ends } = deps;
   const chains = options.interceptors ?? defaultInterceptors();
-  const policy = options.policy ?? defaultTurnPolicy;
+  const given = options.policy ?? defaultTurnPolicy;
+  // The context arena's budget from CONCLAVE_CONTEXT_*: a bad value stops the runner here, at its start.
+  const arena = given.context ?? arenaPolicyFromEnv();
+  const policy = { ...given, context: arena };
+  // The encoding's table takes a moment to load: now, rather than in the first turn.
+  tokenizerFor(arena.model).warm();
   // The workers' council and voice, with the deterministic ones answering when they cannot.
   const workers = () => remoteTurnServices(deps.nc, { directory: deps.directory });
   const remote = () =>
@@ -85,6 +92,7 @@ export function sessionActors(
           last_turn_id: context.last_turn_id,
           modulators: context.modulators,
           stance: context.stance,
+          context_arena: context.context_arena,
         }),
       // Runs after the session's assign: its context already counts this turn, so the snapshot is taken now,
       // in turn order, not after the awaits that follow.
@@ -94,6 +102,7 @@ export function sessionActors(
           last_turn_id: context.last_turn_id,
           modulators: output.modulators,
           stance: output.stance,
+          context_arena: output.context_arena ?? context.context_arena,
         }),
       turnCrashed: ({ context }, failure) => void ends.crashed(context.session_id, failure.turn_id, failure.error),
     },

@@ -1,0 +1,43 @@
+import { enqueueActions } from "xstate";
+import { DEFAULT_ARENA_POLICY, planTurnContext } from "../../src/context/arena.ts";
+import type { TurnEvent, TurnRecord } from "../../src/contracts/turnProtocol.ts";
+import { agentContext, type PlannedMemory, type TurnContext } from "./context.ts";
+
+/**
+ * The context arena in the turn (docs/context.md): entering the agents stage,
+ * the agents' context is planned against the session's budget, the older
+ * turns compacted first when the pressure calls for it. Pure CPU, no request.
+ */
+
+type RecordAction = { type: "record"; params: TurnRecord };
+
+/** The memory part of a planned agent context. */
+const memoryOf = (context: PlannedMemory): PlannedMemory => {
+  const { episodes, user_facts, open_threads, procedures, ledgers, summary, tool_failures } = context;
+  return {
+    episodes,
+    ...(user_facts ? { user_facts } : {}),
+    ...(open_threads ? { open_threads } : {}),
+    ...(procedures ? { procedures } : {}),
+    ...(ledgers ? { ledgers } : {}),
+    ...(summary ? { summary } : {}),
+    ...(tool_failures ? { tool_failures } : {}),
+  };
+};
+
+export const arenaActions = {
+  /** Plans what the agents are told; records CONTEXT_COMPACTED (when compaction ran) and CONTEXT_PLANNED. */
+  planContext: enqueueActions<TurnContext, TurnEvent, undefined, TurnEvent, never, RecordAction, never>(
+    ({ context, enqueue }) => {
+      const planned = planTurnContext(
+        context.context_arena,
+        agentContext({ ...context, planned_memory: null }),
+        context.policy.context ?? DEFAULT_ARENA_POLICY,
+      );
+      enqueue.assign({ context_arena: planned.state, planned_memory: memoryOf(planned.context) });
+      if (planned.compacted)
+        enqueue({ type: "record", params: { kind: "CONTEXT_COMPACTED", payload: planned.compacted } });
+      enqueue({ type: "record", params: { kind: "CONTEXT_PLANNED", payload: planned.planned } });
+    },
+  ),
+};

@@ -1,0 +1,46 @@
+/**
+ * The context arena's variables (docs/context.md): a session's token budget,
+ * the pressure ratios, and the cap on one tool output. Spread into
+ * CONFIG_SCHEMA by schema.ts.
+ */
+import { z } from "zod";
+import { type ConfigVariable, wholeNumber } from "../variable.ts";
+
+/** A ratio in (0, 1], from its decimal text ("0.8"). */
+const ratio = z
+  .string()
+  .regex(/^(0(\.\d+)?|1(\.0+)?|\.\d+)$/, "must be a decimal ratio above 0 and at most 1 (e.g. 0.8)")
+  .transform(Number)
+  .pipe(z.number().gt(0, "must be a decimal ratio above 0 and at most 1 (e.g. 0.8)").max(1));
+
+const variable = <S extends z.ZodType, const D extends Omit<ConfigVariable<S>, "schema">>(
+  definition: D & { schema: S },
+): D & { schema: S } => definition;
+
+/** The context arena's variables, in the order `conclave config` lists them. */
+export const CONTEXT_VARIABLES = {
+  CONCLAVE_CONTEXT_BUDGET_TOKENS: variable({
+    group: "runner",
+    schema: wholeNumber(256, 10_000_000, " (tokens)"),
+    default: 16_000,
+    doc: "A session's context budget: the most tokens the context planned for an agent may take (docs/context.md).",
+  }),
+  CONCLAVE_CONTEXT_COMPACT_RATIO: variable({
+    group: "runner",
+    schema: ratio,
+    default: 0.8,
+    doc: "Context pressure (demand / budget) at which a session's older turns are compacted into a summary.",
+  }),
+  CONCLAVE_CONTEXT_CRITICAL_RATIO: variable({
+    group: "runner",
+    schema: ratio,
+    default: 0.95,
+    doc: "Context pressure at which heavy tool calls are refused until compaction has run; above the compact ratio.",
+  }),
+  CONCLAVE_CONTEXT_TOOL_OUTPUT_TOKENS: variable({
+    group: "runner",
+    schema: wholeNumber(16, 1_000_000, " (tokens)"),
+    default: 1_000,
+    doc: "A tool output longer than this many tokens is truncated, with a note, before it enters a context.",
+  }),
+} as const satisfies Record<string, ConfigVariable>;

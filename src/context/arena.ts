@@ -1,0 +1,139 @@
+/**
+ * One turn of a session's context arena: plan the agents' context against
+ * the session's budget, compact the older turns first when the pressure has
+ * reached the compaction ratio, and say what was done (CONTEXT_PLANNED,
+ * CONTEXT_COMPACTED). Pure CPU: no request leaves the process, so the
+ * runner's turn runs it in a machine action.
+ *
+ * The agents are then given the planned context: the memory items the plan
+ * dropped (episodes, recalled facts, threads, procedures, ledger lines) are
+ * left out of their AgentContext, and the summary is added. The turn's own
+ * items (the message, sensors, claims) always reach them.
+ */
+import type { z } from "zod";
+import { setting } from "../config/load.ts";
+import type { AgentContext } from "../contracts/agent.ts";
+import {
+  type ContextArenaState,
+  type ContextCompactedPayload,
+  type ContextPlannedPayload,
+  emptyArenaState,
+} from "../contracts/context.ts";
+import type { Usage } from "../contracts/usage.ts";
+import { type ContextBudget, contextBudgetFromEnv, DEFAULT_CONTEXT_BUDGET } from "./budget.ts";
+import { type CompactionOptions, compactOffline, DEFAULT_KEEP_RECENT_TURNS, SUMMARY_SHARE } from "./compaction.ts";
+import { type ContextPlan, planContext } from "./planner.ts";
+import { tokenizerFor } from "./tokenizer.ts";
+import type { ContextSummary } from "./zones.ts";
+
+/** How a runner plans its sessions' contexts (TurnPolicy's `context`). */
+export interface ArenaPolicy {
+  budget: ContextBudget;
+  /** The model whose encoding counts tokens; absent: the approximation (tokenizer.ts). */
+  model?: string;
+  compaction?: Partial<Omit<CompactionOptions, "tokenizer">>;
+}
+
+/** The arena when nothing is configured. */
+export const DEFAULT_ARENA_POLICY: ArenaPolicy = { budget: DEFAULT_CONTEXT_BUDGET };
+
+/** What a turn's planning produced. */
+export interface ArenaTurn {
+  /** The session's arena after it (carried to the next turn). */
+  state: ContextArenaState;
+  /** What the turn's agents are given. */
+  context: AgentContext;
+  plan: ContextPlan;
+  planned: z.infer<typeof ContextPlannedPayload>;
+  /** Set when compaction ran. */
+  compacted: z.infer<typeof ContextCompactedPayload> | null;
+}
+
+/** Plans a turn's context for its agents, compacting first at the compaction ratio. */
+export function planTurnContext(
+  previous: ContextArenaState | undefined,
+  context: AgentContext,
+  policy: ArenaPolicy = DEFAULT_ARENA_POLICY,
+): ArenaTurn {
+  const tokenizer = tokenizerFor(policy.model);
+  let state = previous ?? emptyArenaState();
+  const plan = (summary: ContextSummary | null, observed: number) =>
+    planContext(
+      { context, summary, ...(context.tool_failures ? { tool_failures: context.tool_failures } : {}) },
+      { budget: policy.budget, tokenizer, observed_tokens: observed },
+    );
+  let planned = plan(state.summary, state.observed_tokens);
+  let compacted: ArenaTurn["compacted"] = null;
+  if (planned.report.pressure.level !== "normal") {
+    const compaction = compactOffline(context.episodes, state.summary, {
+      keep_recent_turns: policy.compaction?.keep_recent_turns ?? DEFAULT_KEEP_RECENT_TURNS,
+      max_tokens: policy.compaction?.max_tokens ?? Math.floor(SUMMARY_SHARE * policy.budget.total_tokens),
+      tokenizer,
+    });
+    if (compaction !== null) {
+      // The model's last count measured the context before compaction: stale now.
+      state = { summary: compaction.summary, observed_tokens: 0, compactions: state.compactions + 1 };
+      compacted = {
+        summariser: compaction.summariser,
+        pressure: planned.report.pressure,
+        through_turn: compaction.summary.through_turn,
+        turns_compacted: compaction.turns_compacted,
+        tokens_before: compaction.tokens_before,
+        tokens_after: compaction.tokens_after,
+        summary: compaction.summary.text,
+      };
+      planned = plan(state.summary, 0);
+    }
+  }
+  return {
+    // The model's last count has served this plan: the replies of this turn report it anew (observeUsage).
+    state: { ...state, observed_tokens: 0 },
+    context: plannedContext(context, planned, state.summary),
+    plan: planned,
+    planned: { encoding: tokenizer.encoding, encoding_exact: tokenizer.exact, ...planned.report },
+    compacted,
+  };
+}
+
+/** The session's arena after an agent replied: the largest prompt a model of this turn reported it was sent. */
+export function observeUsage(state: ContextArenaState, usage: Usage | undefined): ContextArenaState {
+  if (usage === undefined || usage.prompt_tokens <= state.observed_tokens) return state;
+  return { ...state, observed_tokens: usage.prompt_tokens };
+}
+
+/** The agent context without the memory items the plan dropped, with the summary. */
+function plannedContext(context: AgentContext, plan: ContextPlan, summary: ContextSummary | null): AgentContext {
+  const kept = new Set(Object.values(plan.report.zones).flatMap((zone) => zone.kept));
+  const keep = <T>(items: T[] | undefined, id: (item: T, index: number) => string) =>
+    items?.filter((item, index) => kept.has(id(item, index)));
+  const planned: AgentContext = {
+    ...context,
+    episodes: context.episodes.filter((episode) => kept.has(`episode:${episode.turn_id}`)),
+    ...(summary && kept.has("summary") ? { summary } : {}),
+  };
+  if (context.user_facts) planned.user_facts = keep(context.user_facts, (_, index) => `user_fact:${index}`)!;
+  if (context.open_threads) planned.open_threads = keep(context.open_threads, (_, index) => `thread:${index}`)!;
+  if (context.procedures) planned.procedures = keep(context.procedures, (_, index) => `procedure:${index}`)!;
+  if (context.ledgers) {
+    const { goal, ...task } = context.ledgers.task;
+    planned.ledgers = {
+      ...context.ledgers,
+      facts: context.ledgers.facts.filter((_, index) => kept.has(`fact:${index}`)),
+      task: {
+        ...task,
+        ...(goal !== undefined && kept.has("goal") ? { goal } : {}),
+        open_items: task.open_items.filter((_, index) => kept.has(`item:${index}`)),
+        open_blockers: task.open_blockers.filter((_, index) => kept.has(`blocker:${index}`)),
+      },
+    };
+  }
+  if (context.tool_failures)
+    planned.tool_failures = keep(context.tool_failures, (_, index) => `tool_failure:${index}`)!;
+  return planned;
+}
+
+/** The arena the environment configures: CONCLAVE_CONTEXT_* and, to count tokens, CONCLAVE_LLM_MODEL. */
+export function arenaPolicyFromEnv(env: NodeJS.ProcessEnv = process.env): ArenaPolicy {
+  const model = setting(env, "CONCLAVE_LLM_MODEL");
+  return { budget: contextBudgetFromEnv(env), ...(model ? { model } : {}) };
+}

@@ -1,0 +1,159 @@
+/**
+ * Compaction: a session's older turns summarised, so the summary stands in
+ * for them in what the planner sees (zones.ts shows it first in working
+ * memory and hides the episodes it covers).
+ *
+ * Two summarisers: the offline one is extractive and deterministic (the first
+ * sentence of each side of each older turn, bounded), the model one asks the
+ * session's ChatModel. Both fold the previous summary in, and both keep the
+ * summary under `max_tokens` by giving up its oldest lines first.
+ */
+import type { Episode } from "../contracts/workspace.ts";
+import type { ChatModel } from "../llm/model.ts";
+import type { Tokenizer } from "./tokenizer.ts";
+import type { ContextSummary } from "./zones.ts";
+
+/** How compaction runs. */
+export interface CompactionOptions {
+  tokenizer: Tokenizer;
+  /** The newest turns kept as they are (not summarised). */
+  keep_recent_turns: number;
+  /** The most tokens the summary may take. */
+  max_tokens: number;
+}
+
+/** The default: the last 2 turns kept as they are. */
+export const DEFAULT_KEEP_RECENT_TURNS = 2;
+
+/** The default bound of a summary: a tenth of the session's budget. */
+export const SUMMARY_SHARE = 0.1;
+
+/** What one compaction did: the CONTEXT_COMPACTED event's payload (with the summary). */
+export interface Compaction {
+  summary: ContextSummary;
+  summariser: "offline" | "model";
+  /** The turns newly folded into the summary. */
+  turns_compacted: number[];
+  /** What the compacted turns and the old summary took, and what the new summary takes. */
+  tokens_before: number;
+  tokens_after: number;
+}
+
+/** The episodes compaction would fold in now: newer than the summary, older than the recent turns kept. */
+export function compactableEpisodes(
+  episodes: readonly Episode[],
+  summary: ContextSummary | null,
+  keepRecentTurns: number,
+): Episode[] {
+  const fresh = episodes
+    .filter((episode) => summary === null || episode.turn_id > summary.through_turn)
+    .sort((a, b) => a.turn_id - b.turn_id);
+  return fresh.slice(0, Math.max(0, fresh.length - keepRecentTurns));
+}
+
+/** The first sentence of a text, on one line, at most `maxTokens` tokens. */
+function firstSentence(text: string, maxTokens: number, tokenizer: Tokenizer): string {
+  const line = text.replace(/\s+/g, " ").trim();
+  const sentence = /^.*?[.!?](?=\s|$)/.exec(line)?.[0] ?? line;
+  const short = tokenizer.truncate(sentence, maxTokens);
+  return short === sentence ? sentence : `${short}…`;
+}
+
+/** A summary's lines cut to `maxTokens`, oldest lines given up first. */
+function bounded(lines: string[], maxTokens: number, tokenizer: Tokenizer): string {
+  const kept = [...lines];
+  while (kept.length > 1 && tokenizer.count(kept.join("\n")) > maxTokens) kept.shift();
+  const text = kept.join("\n");
+  return tokenizer.count(text) > maxTokens ? tokenizer.truncate(text, maxTokens) : text;
+}
+
+/** The offline summariser: extractive and deterministic. */
+export function summariseOffline(
+  episodes: readonly Episode[],
+  previous: ContextSummary | null,
+  options: CompactionOptions,
+): ContextSummary {
+  const { tokenizer } = options;
+  const lines = [
+    ...(previous ? previous.text.split("\n") : []),
+    ...episodes.map(
+      (episode) =>
+        `T${episode.turn_id}: user: ${firstSentence(episode.user_text, 40, tokenizer)} / reply: ${firstSentence(episode.response, 40, tokenizer)}`,
+    ),
+  ];
+  return {
+    through_turn: Math.max(previous?.through_turn ?? 0, ...episodes.map((episode) => episode.turn_id)),
+    text: bounded(lines, options.max_tokens, tokenizer),
+  };
+}
+
+/** The model summariser: the session's model writes the summary (one call; its usage is returned). */
+export async function summariseWithModel(
+  model: ChatModel,
+  episodes: readonly Episode[],
+  previous: ContextSummary | null,
+  options: CompactionOptions & { signal?: AbortSignal },
+): Promise<ContextSummary> {
+  const stream = model.stream({
+    caller: "context:compaction",
+    system: `Summarise the conversation so far for an assistant who will continue it. Keep facts about the user, decisions, promises and open questions; drop pleasantries. Plain text, at most ${options.max_tokens} tokens.`,
+    user: [
+      ...(previous ? [`Summary so far:\n${previous.text}`] : []),
+      "Turns to fold in:",
+      ...episodes.map(
+        (episode) => `T${episode.turn_id} user: ${episode.user_text}\nT${episode.turn_id} reply: ${episode.response}`,
+      ),
+    ].join("\n"),
+    maxTokens: options.max_tokens,
+    ...(options.signal ? { signal: options.signal } : {}),
+  });
+  let text = "";
+  for await (const part of stream) if (part.type === "content") text += part.delta;
+  return {
+    through_turn: Math.max(previous?.through_turn ?? 0, ...episodes.map((episode) => episode.turn_id)),
+    text: bounded(text.trim().split("\n"), options.max_tokens, options.tokenizer),
+  };
+}
+
+/** Folds the older of `episodes` into the summary, offline; null when there is nothing to fold. */
+export function compactOffline(
+  episodes: readonly Episode[],
+  previous: ContextSummary | null,
+  options: CompactionOptions,
+): Compaction | null {
+  const older = compactableEpisodes(episodes, previous, options.keep_recent_turns);
+  if (older.length === 0) return null;
+  return describe(older, previous, summariseOffline(older, previous, options), "offline", options.tokenizer);
+}
+
+/** Folds the older of `episodes` into the summary through a model; null when there is nothing to fold. */
+export async function compactWithModel(
+  model: ChatModel,
+  episodes: readonly Episode[],
+  previous: ContextSummary | null,
+  options: CompactionOptions & { signal?: AbortSignal },
+): Promise<Compaction | null> {
+  const older = compactableEpisodes(episodes, previous, options.keep_recent_turns);
+  if (older.length === 0) return null;
+  const summary = await summariseWithModel(model, older, previous, options);
+  return describe(older, previous, summary, "model", options.tokenizer);
+}
+
+function describe(
+  older: Episode[],
+  previous: ContextSummary | null,
+  summary: ContextSummary,
+  summariser: Compaction["summariser"],
+  tokenizer: Tokenizer,
+): Compaction {
+  const before =
+    (previous ? tokenizer.count(previous.text) : 0) +
+    older.reduce((sum, episode) => sum + tokenizer.count(`${episode.user_text} ${episode.response}`), 0);
+  return {
+    summary,
+    summariser,
+    turns_compacted: older.map((episode) => episode.turn_id),
+    tokens_before: before,
+    tokens_after: tokenizer.count(summary.text),
+  };
+}

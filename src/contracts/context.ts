@@ -1,0 +1,92 @@
+import { z } from "zod";
+
+/**
+ * The context arena's wire shapes (docs/context.md): what a session keeps of
+ * its context from turn to turn, and the payloads of CONTEXT_PLANNED and
+ * CONTEXT_COMPACTED.
+ */
+
+/** The zones of a planned context, in their fixed order. */
+export const ContextZone = z.enum([
+  "identity_persona",
+  "truth",
+  "task_state",
+  "tool_failures",
+  "working_memory",
+  "recall",
+]);
+export type ContextZone = z.infer<typeof ContextZone>;
+
+/** A compaction summary: the session's turns up to `through_turn`, in short. */
+export const ContextSummarySchema = z.object({
+  through_turn: z.number().int().min(0),
+  text: z.string().max(64_000),
+});
+
+/** What a session carries of its context from one turn to the next (in its snapshot). */
+export const ContextArenaState = z.object({
+  /** The compaction summary of the session's older turns; null before the first compaction. */
+  summary: ContextSummarySchema.nullable(),
+  /** The largest prompt_tokens an agent reply of the session's last turn reported (0: none reported). */
+  observed_tokens: z.number().int().min(0),
+  /** Compactions run in the session so far. */
+  compactions: z.number().int().min(0),
+});
+export type ContextArenaState = z.infer<typeof ContextArenaState>;
+
+/** A session's arena before its first turn. */
+export const emptyArenaState = (): ContextArenaState => ({ summary: null, observed_tokens: 0, compactions: 0 });
+
+const Tokens = z.number().int().min(0);
+
+export const ContextPressure = z.object({
+  level: z.enum(["normal", "compact", "critical"]),
+  ratio: z.number().min(0),
+  usage_tokens: Tokens,
+  total_tokens: Tokens,
+});
+
+/** CONTEXT_PLANNED: what the turn's agents are shown, zone by zone, and what was left out. */
+export const ContextPlannedPayload = z.object({
+  /** The encoding tokens were counted with, and whether it is the model's own (else an approximation). */
+  encoding: z.string(),
+  encoding_exact: z.boolean(),
+  pressure: ContextPressure,
+  target_tokens: Tokens,
+  planned_tokens: Tokens,
+  zones: z.record(
+    ContextZone,
+    z.object({
+      floor: Tokens,
+      cap: Tokens,
+      demand_tokens: Tokens,
+      tokens: Tokens,
+      kept: z.array(z.string()).max(1_000),
+      dropped: z.array(z.string()).max(1_000),
+    }),
+  ),
+  dropped: z
+    .array(
+      z.object({
+        zone: ContextZone,
+        id: z.string(),
+        tokens: Tokens,
+        reason: z.enum(["zone_cap", "budget", "budget_below_floor"]),
+      }),
+    )
+    .max(1_000),
+  truncated: z.array(z.string()).max(1_000),
+  floors_relaxed: z.boolean(),
+});
+
+/** CONTEXT_COMPACTED: older turns folded into the session's summary. */
+export const ContextCompactedPayload = z.object({
+  summariser: z.enum(["offline", "model"]),
+  /** The pressure that set it off. */
+  pressure: ContextPressure,
+  through_turn: z.number().int().min(0),
+  turns_compacted: z.array(z.number().int()).max(1_000),
+  tokens_before: Tokens,
+  tokens_after: Tokens,
+  summary: z.string().max(64_000),
+});

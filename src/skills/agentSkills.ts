@@ -1,0 +1,118 @@
+/**
+ * Skills in a worker: the directory loaded and indexed once, and for each
+ * agent request the skills its user message loads, instructions read, for
+ * `ctx.skills`.
+ */
+import { messageOf, singleLine } from "../errors.ts";
+import { createEmbedder, type Embedder, embeddingConfigFromEnv, offlineEmbedder } from "../llm/embeddings.ts";
+import type { LlmConfig } from "../llm/index.ts";
+import { SkillDefinitionError } from "./definition.ts";
+import { instructionsOf, loadSkills, type Skill } from "./load.ts";
+import { SkillRouter, type SkillRouterOptions } from "./router.ts";
+
+/** A loaded skill as an agent is given it (`ctx.skills`). */
+export interface AgentSkill {
+  readonly id: string;
+  readonly name: string;
+  /** Its instructions (markdown or plain text), read from its file or `instructions_uri`. */
+  readonly instructions: string;
+}
+
+/** What a worker's skills are: a directory, and how its lazy skills are picked. */
+export interface WorkerSkillsOptions extends SkillRouterOptions {
+  /** The skills directory (see docs/skills.md for its files). */
+  dir: string;
+}
+
+/** Messages whose selection is kept: the agents of one turn on one worker share the message's. */
+const SELECTIONS_KEPT = 64;
+
+/**
+ * The embedder skills are routed with: the configured embedding model
+ * (`CONCLAVE_EMBEDDING_MODEL` on the LLM's server) when there is one, else the
+ * offline embedder, wider than memory's (many skills, few collisions).
+ *
+ * @param llm The LLM server, as for `embeddingConfigFromEnv`; default: read from `env`.
+ */
+export function skillsEmbedder(env: NodeJS.ProcessEnv = process.env, llm?: LlmConfig | null): Embedder {
+  const config = embeddingConfigFromEnv(env, llm);
+  return (config?.kind === "openai" ? createEmbedder(config) : undefined) ?? offlineEmbedder(256);
+}
+
+/**
+ * A worker's skills: loaded and indexed once ({@link WorkerSkills.open}), then
+ * asked per request ({@link WorkerSkills.forMessage}). An embeddings failure or
+ * an instructions file gone missing is warned about, never fatal: the agent
+ * then gets the eager skills, or the others.
+ */
+export class WorkerSkills {
+  readonly #skills: readonly Skill[];
+  readonly #router: SkillRouter;
+  readonly #dir: string;
+  readonly #warn: (message: string) => void;
+  readonly #selections = new Map<string, Promise<AgentSkill[]>>();
+
+  private constructor(skills: readonly Skill[], router: SkillRouter, dir: string, warn: (message: string) => void) {
+    this.#skills = skills;
+    this.#router = router;
+    this.#dir = dir;
+    this.#warn = warn;
+  }
+
+  /**
+   * Loads the directory (a SkillDefinitionError naming the file and field for a bad one) and
+   * embeds the lazy skills' trigger intents.
+   */
+  static async open(
+    options: WorkerSkillsOptions,
+    embedder: Embedder,
+    warn: (message: string) => void = () => {},
+  ): Promise<WorkerSkills> {
+    const { threshold, maxLazy } = options;
+    if (threshold !== undefined && !(threshold >= 0 && threshold <= 1))
+      throw new SkillDefinitionError(`skills threshold must be a number from 0 to 1, not ${threshold}`);
+    if (maxLazy !== undefined && !(Number.isInteger(maxLazy) && maxLazy >= 0 && maxLazy <= 100))
+      throw new SkillDefinitionError(`skills maxLazy must be a whole number from 0 to 100, not ${maxLazy}`);
+    const skills = loadSkills(options.dir);
+    const { dir: _dir, ...routing } = options;
+    const router = await SkillRouter.index(skills, embedder, routing);
+    return new WorkerSkills(skills, router, options.dir, warn);
+  }
+
+  /** How many skills were loaded from the directory. */
+  get size(): number {
+    return this.#skills.length;
+  }
+
+  /** The skills `message` loads, with their instructions (eager ones first, then lazy ones by closeness). */
+  forMessage(message: string): Promise<AgentSkill[]> {
+    const kept = this.#selections.get(message);
+    if (kept) return kept;
+    const selection = this.#select(message);
+    this.#selections.set(message, selection);
+    if (this.#selections.size > SELECTIONS_KEPT) this.#selections.delete(this.#selections.keys().next().value!);
+    return selection;
+  }
+
+  async #select(message: string): Promise<AgentSkill[]> {
+    let loaded: readonly Skill[];
+    try {
+      loaded = (await this.#router.select(message)).loaded;
+    } catch (error) {
+      // Not kept: the next request with this message tries the embedder again.
+      this.#selections.delete(message);
+      this.#warn(`skills: routing failed, only eager skills are loaded: ${singleLine(messageOf(error), 500)}`);
+      loaded = this.#skills.filter((skill) => skill.definition.load_strategy === "eager");
+    }
+    const skills: AgentSkill[] = [];
+    for (const skill of loaded) {
+      try {
+        const instructions = await instructionsOf(skill, this.#dir);
+        skills.push({ id: skill.definition.id, name: skill.definition.name, instructions });
+      } catch (error) {
+        this.#warn(`skills: ${skill.definition.id} left out: ${singleLine(messageOf(error), 500)}`);
+      }
+    }
+    return skills;
+  }
+}

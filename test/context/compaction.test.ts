@@ -1,0 +1,73 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { compactableEpisodes, compactOffline, compactWithModel } from "../../src/context/compaction.ts";
+import { tokenizerFor } from "../../src/context/tokenizer.ts";
+import { OpenAIChatModel } from "../../src/llm/openaiModel.ts";
+import { type OpenAIServer, startOpenAIServer } from "../helpers/openaiServer.ts";
+import { episode } from "./contexts.ts";
+
+const tokenizer = tokenizerFor("gpt-4o");
+const options = { tokenizer, keep_recent_turns: 2, max_tokens: 120 };
+
+describe("compaction", () => {
+  it("folds the turns older than the recent ones into an extractive summary, deterministically", () => {
+    const episodes = [1, 2, 3, 4, 5].map((turn) => episode(turn, 60));
+    const roomy = { ...options, max_tokens: 600 };
+    const compaction = compactOffline(episodes, null, roomy)!;
+    expect(compaction.turns_compacted).toEqual([1, 2, 3]);
+    expect(compaction.summary.through_turn).toBe(3);
+    expect(compaction.summary.text.split("\n")).toHaveLength(3);
+    expect(compaction.summary.text).toMatch(/^T1: user: Turn 1 message: about the garden project/);
+    // First sentences only.
+    expect(compaction.summary.text).not.toContain("Second sentence");
+    expect(compaction.tokens_after).toBeLessThan(compaction.tokens_before);
+    expect(compactOffline(episodes, null, roomy)).toEqual(compaction);
+    // Nothing new to fold: only the recent turns are left after the summary.
+    expect(compactOffline(episodes, compaction.summary, roomy)).toBeNull();
+    expect(compactableEpisodes(episodes, compaction.summary, 2)).toEqual([]);
+  });
+
+  it("keeps the summary under its token bound, giving up its oldest lines first", () => {
+    let summary = null;
+    for (let turn = 1; turn <= 60; turn += 1) {
+      const compaction = compactOffline([episode(turn), episode(turn + 1), episode(turn + 2)], summary, options);
+      summary = compaction?.summary ?? summary;
+    }
+    expect(tokenizer.count(summary!.text)).toBeLessThanOrEqual(120);
+    expect(summary!.through_turn).toBe(60);
+    expect(summary!.text.split("\n").at(-1)).toMatch(/^T60: /);
+  });
+});
+
+describe("compaction through the model", () => {
+  let server: OpenAIServer;
+  beforeAll(async () => {
+    server = await startOpenAIServer(() => ({ content: "The user is planning a garden.\nRoses were chosen." }));
+  });
+  afterAll(() => server.stop());
+
+  it("asks the model for the summary, the previous summary and the older turns in the request", async () => {
+    const model = new OpenAIChatModel({
+      baseURL: server.url,
+      apiKey: "test",
+      model: "gpt-4o-mini",
+      timeoutMs: 10_000,
+      maxRetries: 0,
+    });
+    const previous = { through_turn: 1, text: "T1: the user wants a garden." };
+    const compaction = await compactWithModel(
+      model,
+      [2, 3, 4, 5].map((turn) => episode(turn)),
+      previous,
+      options,
+    );
+    expect(compaction).toMatchObject({
+      summariser: "model",
+      turns_compacted: [2, 3],
+      summary: { through_turn: 3, text: "The user is planning a garden.\nRoses were chosen." },
+    });
+    const user = String(server.requests[0]?.messages.at(-1)?.content);
+    expect(user).toContain("Summary so far:\nT1: the user wants a garden.");
+    expect(user).toContain("T3 user: Turn 3 message");
+    expect(user).not.toContain("T4 user");
+  });
+});
