@@ -32,6 +32,10 @@ export {
 } from "./bus/connection.ts";
 export { type ConclaveClient, type ConnectOptions, connect } from "./client/client.ts";
 export { InvalidRequestError, TurnFailedError, TurnTimeoutError } from "./client/turns.ts";
+export type { ArenaPolicy } from "./context/arena.ts";
+export type { ContextBudget } from "./context/budget.ts";
+export type { CompactionOptions } from "./context/compaction.ts";
+export type { EncodingName, Tokenizer } from "./context/tokenizer.ts";
 export type { ErrorCode } from "./contracts/errors.ts";
 export type { TurnPolicy } from "./contracts/turnProtocol.ts";
 export { ConclaveError, type ConclaveErrorCode, isConclaveError, type LocalErrorCode } from "./errors.ts";

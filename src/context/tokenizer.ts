@@ -35,6 +35,7 @@ export interface Tokenizer {
   readonly encoding: EncodingName;
   /** True when the encoding is the model's own; false when it approximates an unknown model. */
   readonly exact: boolean;
+  /** How many tokens the text is in this encoding (special-token text counted as ordinary text). */
   count(text: string): number;
   /** The text cut to its first `maxTokens` tokens (the text itself when it has no more). */
   truncate(text: string, maxTokens: number): string;
