@@ -6,6 +6,7 @@ import type { z } from "zod";
 import { describeIssues } from "../contracts/issues.ts";
 import { ConclaveError, messageOf, singleLine } from "../errors.ts";
 import { deadLetter } from "../eventlog/deadLetters.ts";
+import { checkBucketReplicas, configuredReplicas } from "../nats/replicas.ts";
 
 const decoder = new TextDecoder();
 
@@ -93,7 +94,10 @@ export class JsonKv<S extends z.ZodType> {
           reason: error.message,
         });
       });
-    const kv = await new Kvm(nc).create(bucket, { history: 1, ...kvOptions });
+    const replicas = kvOptions.replicas ?? configuredReplicas();
+    const kv = await new Kvm(nc).create(bucket, { history: 1, ...kvOptions, replicas });
+    // An existing bucket is opened as it is: its replicas are checked, never changed.
+    await checkBucketReplicas(kv, bucket, replicas);
     return new JsonKv(kv, bucket, schema, report, cacheRevisions);
   }
 

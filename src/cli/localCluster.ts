@@ -3,6 +3,7 @@ import { AuthorizationError } from "@nats-io/nats-core";
 import { busOptions, connectBus, isProduction } from "../bus/connection.ts";
 import { isSet } from "../config/load.ts";
 import { ConclaveError } from "../errors.ts";
+import { type RunningNatsCluster, startNatsCluster } from "../nats/cluster.ts";
 import { type RunningNatsServer, startNatsServer } from "../nats/server.ts";
 import { UnavailableError } from "./failures.ts";
 import { type SupervisedProcess, supervise } from "./supervisor.ts";
@@ -53,12 +54,21 @@ export interface LocalClusterOptions {
   agents?: string;
   /** Tools, in that worker: `conclave worker --tools` items (`builtin`, module paths). */
   tools?: string;
+  /**
+   * Start a cluster of this many nats-server nodes instead of one (`conclave up --cluster 3`):
+   * client ports from the URL's on (4222, 4223, 4224), route ports 2000 above them, stores in
+   * `<dataDir>/nats-cluster/<node>`. The processes get every node's URL and CONCLAVE_REPLICAS set
+   * to the node count.
+   */
+  clusterNodes?: number;
 }
 
 export interface LocalCluster {
   url: string;
-  /** Null when a server was already running at the URL. */
+  /** Null when a server was already running at the URL, or with `clusterNodes`. */
   server: RunningNatsServer | null;
+  /** The nodes started with `clusterNodes`, else null. */
+  natsCluster: RunningNatsCluster | null;
   processes: SupervisedProcess[];
   /** The environment the children run with: what a process joining them (conclave demo's client, up --exec) takes. */
   env: NodeJS.ProcessEnv;
@@ -89,8 +99,15 @@ async function reachable(url: string, env: NodeJS.ProcessEnv): Promise<boolean> 
  */
 export async function startLocalCluster(options: LocalClusterOptions): Promise<LocalCluster> {
   let server: RunningNatsServer | null = null;
+  let natsCluster: RunningNatsCluster | null = null;
   const env: NodeJS.ProcessEnv = { ...process.env, ...options.env, CONCLAVE_NATS_URL: options.url };
+  const clustered = options.clusterNodes !== undefined;
   if (await reachable(options.url, env)) {
+    if (clustered) {
+      throw new UnavailableError(
+        `a NATS server already answers at ${options.url}; conclave up --cluster starts its own nodes there: stop it, or run conclave up without --cluster`,
+      );
+    }
     options.log(`using the NATS server at ${options.url}`);
   } else {
     if (isProduction(env)) {
@@ -99,17 +116,29 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
         `CONCLAVE_ENV=production: no NATS server answers at ${options.url}; conclave up starts one only in development (run yours, e.g. with deploy/nats.production.conf)`,
       );
     }
-    const parsed = new URL(options.url.replace(/^nats:/, "http:"));
+    const parsed = new URL(
+      options.url
+        .split(",")[0]!
+        .trim()
+        .replace(/^nats:/, "http:"),
+    );
     if (!["127.0.0.1", "localhost", "[::1]"].includes(parsed.hostname)) {
       throw new UnavailableError(
         `no NATS server answers at ${options.url}, and conclave only starts one on this machine`,
       );
     }
-    server = await startNatsServer({
-      port: Number(parsed.port || 4222),
-      storeDir: join(resolve(options.dataDir), "nats"),
-    });
-    options.log(`started nats-server on ${server.url} (JetStream store ${server.storeDir})`);
+    const port = Number(parsed.port || 4222);
+    if (options.clusterNodes !== undefined) {
+      natsCluster = await startClusterNodes(options.clusterNodes, port, options.dataDir);
+      options.log(
+        `started a ${natsCluster.nodes.length}-node NATS cluster: ${natsCluster.nodes.map((node) => `${node.name} ${node.url}`).join(", ")} (JetStream stores in ${natsCluster.storeRoot})`,
+      );
+      env.CONCLAVE_NATS_URL = natsCluster.url;
+      env.CONCLAVE_REPLICAS = String(natsCluster.nodes.length);
+    } else {
+      server = await startNatsServer({ port, storeDir: join(resolve(options.dataDir), "nats") });
+      options.log(`started nats-server on ${server.url} (JetStream store ${server.storeDir})`);
+    }
     // The server started here runs the repo's nats.conf: the nats CLI's creds (NATS_CREDS), meant for another server, would be refused.
     delete env.NATS_CREDS;
   }
@@ -129,6 +158,7 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
     await Promise.all(processes.filter((p) => p.name === "runner").map((p) => p.stop()));
     await Promise.all(processes.filter((p) => p.name !== "runner").map((p) => p.stop()));
     await server?.stop();
+    await natsCluster?.stop();
   };
   try {
     await Promise.all(processes.map((p) => p.current.ready));
@@ -137,5 +167,19 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
     throw error;
   }
   for (const p of processes) options.log(`${p.name} ready (pid ${p.current.child.pid})`);
-  return { url: options.url, server, processes, env, stop: stopAll };
+  return { url: env.CONCLAVE_NATS_URL ?? options.url, server, natsCluster, processes, env, stop: stopAll };
+}
+
+/** Most nodes `conclave up --cluster` starts: JetStream keeps at most five replicas. */
+export const MAX_CLUSTER_NODES = 5;
+
+/** The nodes of `conclave up --cluster N`: client ports `port`…`port+N-1`, route ports 2000 above, stores kept in the data directory. */
+function startClusterNodes(count: number, port: number, dataDir: string): Promise<RunningNatsCluster> {
+  const ports = Array.from({ length: count }, (_, index) => port + index);
+  return startNatsCluster({
+    nodes: count,
+    ports,
+    routePorts: ports.map((clientPort) => clientPort + 2_000),
+    storeRoot: join(resolve(dataDir), "nats-cluster"),
+  });
 }

@@ -24,6 +24,10 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<{ default:
     load: () => import("./commands/worker.ts"),
   },
   agents: { summary: "list the agents live workers host", load: () => import("./commands/agents.ts") },
+  status: {
+    summary: "the NATS cluster's nodes, and each stream's replicas and health",
+    load: () => import("./commands/status.ts"),
+  },
   skills: {
     summary: "list a directory's skills; show which a message loads, and why",
     load: () => import("./commands/skills.ts"),

@@ -10,6 +10,7 @@
  * then its default. An empty value counts as unset.
  */
 import { z } from "zod";
+import { CLUSTER_VARIABLES } from "./schema/cluster.ts";
 import { CONTEXT_VARIABLES } from "./schema/context.ts";
 import {
   type ConfigVariable,
@@ -56,6 +57,7 @@ export const CONFIG_SCHEMA = {
     mask: "url",
     doc: "NATS server URL(s), comma-separated; tls:// requires TLS.",
   }),
+  ...CLUSTER_VARIABLES,
   CONCLAVE_NATS_USER: variable({
     group: "nats",
     schema: text,

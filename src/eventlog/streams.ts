@@ -1,4 +1,4 @@
-import type { JetStreamManager, StreamConfig } from "@nats-io/jetstream";
+import type { JetStreamManager, StreamConfig, StreamInfo } from "@nats-io/jetstream";
 import {
   AckPolicy,
   DiscardPolicy,
@@ -8,27 +8,35 @@ import {
   StorageType,
 } from "@nats-io/jetstream";
 import { RUNNER_CONSUMER, streams, subjects } from "../bus/subjects.ts";
+import { checkReplicas, configuredReplicas } from "../nats/replicas.ts";
 
 /** True when JetStream says the stream (or KV bucket) does not exist: nothing has been stored in it yet. */
 export const isStreamNotFound = (error: unknown): boolean =>
   error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound;
 
-/** Creates a stream, or leaves an existing one as it is (so operators may tune limits by hand). */
+/**
+ * Creates a stream with the configured replicas (CONCLAVE_REPLICAS, src/nats/replicas.ts), or
+ * leaves an existing one as it is (so operators may tune limits by hand) once its replicas are
+ * checked: other replicas than configured is a ReplicasMismatchError, never a silent change.
+ */
 export async function ensureStream(
   jsm: JetStreamManager,
   config: Partial<StreamConfig> & { name: string },
 ): Promise<void> {
+  const replicas = config.num_replicas ?? configuredReplicas();
+  let existing: StreamInfo | null = null;
   try {
-    await jsm.streams.info(config.name);
+    existing = await jsm.streams.info(config.name);
   } catch (error) {
     if (!isStreamNotFound(error)) throw error;
     try {
-      await jsm.streams.add(config);
+      await jsm.streams.add({ ...config, num_replicas: replicas });
     } catch (addError) {
       // Another process created it between our info and add: that is fine.
       if (!(addError instanceof JetStreamApiError) || !/already in use/.test(addError.message)) throw addError;
     }
   }
+  if (existing) checkReplicas(existing, replicas);
 }
 
 /** The event log: every turn's events, file-backed; `msgID` dedup over two minutes. */

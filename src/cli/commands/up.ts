@@ -2,16 +2,19 @@ import { spawn } from "node:child_process";
 import { DEFAULT_NATS_URL } from "../../bus/connection.ts";
 import { setting } from "../../config/load.ts";
 import { inspectionWanted } from "../../inspect/enable.ts";
-import { untilInterrupted } from "../args.ts";
+import { UsageError, untilInterrupted } from "../args.ts";
 import { defineCommand } from "../command.ts";
-import { DEFAULT_LAYOUT, LLM_LAYOUT, startLocalCluster } from "../localCluster.ts";
+import { DEFAULT_LAYOUT, LLM_LAYOUT, MAX_CLUSTER_NODES, startLocalCluster } from "../localCluster.ts";
 
 const help = `conclave up: start nats-server, a runner and the workers, until interrupted
 
-Usage: conclave up [--nats-url URL] [--data-dir DIR] [--agents LIST] [--tools LIST] [--exec CMD] [--inspect]
+Usage: conclave up [--nats-url URL] [--data-dir DIR] [--cluster N] [--agents LIST] [--tools LIST] [--exec CMD] [--inspect]
 
   --nats-url URL   where NATS is, or where to start it (loopback only)  [$CONCLAVE_NATS_URL, $NATS_URL, ${DEFAULT_NATS_URL}]
   --data-dir DIR   JetStream data when conclave starts nats-server     [$CONCLAVE_DATA_DIR, .conclave]
+  --cluster N      start a cluster of N nats-server nodes (3: one may fail) on the URL's port and
+                   the next ones (routes 2000 above), stores in DIR/nats-cluster; streams and KV
+                   buckets get N replicas (CONCLAVE_REPLICAS=N); see \`conclave status\`
   --agents LIST    also start a worker hosting these agents: your modules (./my-agents.js,
                    exporting agents made with defineAgent) and/or built-in patterns
   --tools LIST     and these tools ('builtin', your modules exporting tools made with defineTool)
@@ -37,9 +40,11 @@ export default defineCommand({
     agents: { type: "string" },
     tools: { type: "string" },
     exec: { type: "string" },
+    cluster: { type: "string" },
   },
   async run({ values }) {
     const log = (line: string) => console.log(`[up] ${line}`);
+    const clusterNodes = values.cluster === undefined ? undefined : clusterSize(values.cluster);
     const cluster = await startLocalCluster({
       url: values["nats-url"] ?? setting(process.env, "CONCLAVE_NATS_URL"),
       dataDir: values["data-dir"] ?? setting(process.env, "CONCLAVE_DATA_DIR"),
@@ -47,6 +52,7 @@ export default defineCommand({
       inspect: inspectionWanted(values.inspect),
       ...(values.agents ? { agents: values.agents } : {}),
       ...(values.tools ? { tools: values.tools } : {}),
+      ...(clusterNodes !== undefined ? { clusterNodes } : {}),
     });
     if (values.exec) return runThenStop(values.exec, cluster, log);
     log(`Conclave is up on ${cluster.url}. Try: npx conclave send --session demo "hello"   (Ctrl-C to stop)`);
@@ -59,6 +65,15 @@ export default defineCommand({
     return 0;
   },
 });
+
+/** `--cluster N`: a whole number of nodes, 1 to MAX_CLUSTER_NODES. */
+function clusterSize(text: string): number {
+  const nodes = /^\d+$/.test(text.trim()) ? Number(text.trim()) : Number.NaN;
+  if (!(nodes >= 1 && nodes <= MAX_CLUSTER_NODES)) {
+    throw new UsageError(`--cluster must be a whole number of nodes from 1 to ${MAX_CLUSTER_NODES}, e.g. --cluster 3`);
+  }
+  return nodes;
+}
 
 /** `--exec`: the command runs against the cluster, which stops when it exits (or on Ctrl-C). */
 async function runThenStop(

@@ -9,6 +9,7 @@ import { type KV, Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { type CorruptValueError, KV_DEAD_LETTERS } from "../../bus/jsonKv.ts";
 import { deadLetter } from "../../eventlog/deadLetters.ts";
+import { checkBucketReplicas, configuredReplicas } from "../../nats/replicas.ts";
 import { FollowedSession } from "./natsFollowedSession.ts";
 import { GraphEntryReader } from "./natsGraphEntries.ts";
 import { edgeKey, MEMORY_GRAPH_BUCKET, nodeKey } from "./natsGraphKeys.ts";
@@ -99,10 +100,13 @@ export class NatsMemoryGraphStore implements MemoryGraphStore {
   static async open(nc: NatsConnection, options: NatsMemoryGraphStoreOptions = {}): Promise<NatsMemoryGraphStore> {
     const timeoutMs = options.timeoutMs ?? DEFAULT_MEMORY_GRAPH_TIMEOUT_MS;
     const what = `nats memory graph: cannot open KV bucket ${MEMORY_GRAPH_BUCKET}`;
+    const replicas = configuredReplicas();
     const kv = await graphStoreCall("nats", what, timeoutMs, undefined, () =>
       // history 1: a node or an edge is replaced whole, earlier versions are of no use.
-      new Kvm(nc).create(MEMORY_GRAPH_BUCKET, { history: 1, maxValueSize: MAX_VALUE_BYTES }),
+      new Kvm(nc).create(MEMORY_GRAPH_BUCKET, { history: 1, maxValueSize: MAX_VALUE_BYTES, replicas }),
     );
+    // An existing bucket is opened as it is: its replicas are checked, never changed.
+    await checkBucketReplicas(kv, MEMORY_GRAPH_BUCKET, replicas);
     return new NatsMemoryGraphStore(kv, jetstream(nc), `KV_${MEMORY_GRAPH_BUCKET}`, timeoutMs, options);
   }
 

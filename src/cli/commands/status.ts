@@ -1,0 +1,62 @@
+import { type ClusterStatus, readClusterStatus, type StoreStatus } from "../../nats/clusterStatus.ts";
+import { defineCommand } from "../command.ts";
+import { EXIT } from "../failures.ts";
+import { printable } from "../printable.ts";
+
+const help = `conclave status: the NATS server or cluster, and each Conclave stream's replicas and health
+
+Usage: conclave status [--json]
+
+Shows the server this connection reached, the cluster's nodes (as the streams' replicas name
+them: online or offline, how many streams each leads), the node leading the event log, and
+for each Conclave stream and KV bucket its replicas (R1, R3…), its leader and each copy:
+current, behind (lag) or offline. Health: healthy · degraded (a copy offline or behind:
+writes go on while a majority is up) · no_leader (writes wait for an election) · absent (not
+created yet) · unreadable. With --json, one JSON object.`;
+
+export default defineCommand({
+  help,
+  flags: { json: { type: "boolean" } },
+  role: "observer",
+  async run({ values, bus }) {
+    const status = await readClusterStatus(await bus());
+    if (values.json) console.log(JSON.stringify(status));
+    else for (const line of describe(status)) console.log(printable(line, { newlines: false }));
+    return EXIT.ok;
+  },
+});
+
+/** The status as lines for a person. */
+function describe(status: ClusterStatus): string[] {
+  const { server } = status;
+  const lines = [
+    `connected to ${server.name} at ${server.url} (nats-server ${server.version}${server.cluster ? `, cluster ${server.cluster}` : ", no cluster"})`,
+    `nodes: ${status.nodes.length}`,
+    ...status.nodes.map(
+      (node) =>
+        `  ${node.name.padEnd(12)} ${node.online ? "online " : "offline"}  leads ${node.leads}${node.connected ? "  (this connection)" : ""}`,
+    ),
+  ];
+  if (status.eventLogLeader) lines.push(`event log leader: ${status.eventLogLeader}`);
+  lines.push("streams and KV buckets:");
+  const width = Math.max(...status.stores.map((store) => store.stream.length));
+  for (const store of status.stores) lines.push(`  ${store.stream.padEnd(width)}  ${storeLine(store)}`);
+  return lines;
+}
+
+function storeLine(store: StoreStatus): string {
+  const kind = store.kind.padEnd(9);
+  if (store.health === "absent") return `${kind}  --  absent (not created yet)`;
+  if (store.health === "unreadable") return `${kind}  --  unreadable: ${store.problem ?? "no answer"}`;
+  const copies = store.copies
+    .filter((copy) => !copy.leader)
+    .map((copy) => `${copy.node} ${copy.offline ? "offline" : copy.current ? "current" : `lag ${copy.lag}`}`);
+  return [
+    kind,
+    `R${store.replicas}`,
+    store.health.padEnd(9),
+    ...(store.leader ? [`leader ${store.leader}`] : []),
+    ...(copies.length > 0 ? [`replicas ${copies.join(", ")}`] : []),
+    `${store.messages} messages`,
+  ].join("  ");
+}

@@ -1,0 +1,20 @@
+/**
+ * Clustered JetStream's variables (docs/operations.md, "A three-node cluster").
+ * Spread into CONFIG_SCHEMA by schema.ts.
+ */
+import type { z } from "zod";
+import { type ConfigVariable, wholeNumber } from "../variable.ts";
+
+const variable = <S extends z.ZodType, const D extends Omit<ConfigVariable<S>, "schema">>(
+  definition: D & { schema: S },
+): D & { schema: S } => definition;
+
+/** The cluster's variables, in the order `conclave config` lists them. */
+export const CLUSTER_VARIABLES = {
+  CONCLAVE_REPLICAS: variable({
+    group: "nats",
+    schema: wholeNumber(1, 5, " (JetStream replicas)"),
+    default: 1,
+    doc: "Replicas of every Conclave stream and KV bucket: 3 on a three-node cluster (`conclave up --cluster 3` sets it), 1 on a single server. An existing one with other replicas is refused, never changed.",
+  }),
+} as const satisfies Record<string, ConfigVariable>;

@@ -1,0 +1,71 @@
+import type { NatsConnection } from "@nats-io/nats-core";
+import { afterAll, beforeAll } from "vitest";
+import { busOptions, connectBus, type Role } from "../../src/bus/connection.ts";
+import { type NatsClusterNode, type RunningNatsCluster, startNatsCluster } from "../../src/nats/cluster.ts";
+import { type ClusterStatus, readClusterStatus } from "../../src/nats/clusterStatus.ts";
+
+/**
+ * Starts a real three-node NATS cluster (the repo's nats.conf, loopback, free
+ * ports, a temporary store per node) for the current test file, and stops it
+ * after. Nodes may be killed and started again (`node(i).kill()`, `.start()`).
+ */
+export function useNatsCluster(nodes = 3) {
+  let cluster: RunningNatsCluster | undefined;
+  const connections: NatsConnection[] = [];
+  beforeAll(async () => {
+    cluster = await startNatsCluster({ nodes });
+  }, 60_000);
+  afterAll(async () => {
+    await Promise.allSettled(connections.map((nc) => nc.close()));
+    await cluster?.stop();
+  });
+  const running = (): RunningNatsCluster => {
+    if (!cluster) throw new Error("the NATS cluster is not started yet");
+    return cluster;
+  };
+  return {
+    /** Every node's URL, comma-separated. */
+    get url(): string {
+      return running().url;
+    },
+    get cluster(): RunningNatsCluster {
+      return running();
+    },
+    node(index: number): NatsClusterNode {
+      const node = running().nodes[index];
+      if (!node) throw new Error(`no node ${index}`);
+      return node;
+    },
+    /**
+     * A connection as one of nats.conf's roles, closed after the file's tests: to one node (it
+     * learns the others from the server), or to any of them; it reconnects for ever.
+     */
+    async connect(role: Role, node?: number): Promise<NatsConnection> {
+      const servers = node === undefined ? running().url : this.node(node).url;
+      const nc = await connectBus(busOptions(role, { servers, persistent: false, reconnectAttempts: -1 }));
+      connections.push(nc);
+      return nc;
+    },
+    /**
+     * Resolves with the cluster's status once every Conclave stream and bucket that exists has a
+     * leader and all its copies current (a bounded poll: JetStream has no event for it).
+     */
+    async healthy(observer: NatsConnection, timeoutMs = 30_000): Promise<ClusterStatus> {
+      const deadline = Date.now() + timeoutMs;
+      let last: ClusterStatus | null = null;
+      let problem = "";
+      while (Date.now() < deadline) {
+        try {
+          last = await readClusterStatus(observer);
+          const unwell = last.stores.filter((store) => store.health !== "healthy" && store.health !== "absent");
+          if (unwell.length === 0) return last;
+          problem = unwell.map((store) => `${store.stream} ${store.health}`).join(", ");
+        } catch (error) {
+          problem = String(error);
+        }
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+      throw new Error(`the cluster is not healthy after ${timeoutMs} ms: ${problem}`);
+    },
+  };
+}
