@@ -11,7 +11,7 @@ import { RollbackReply } from "../contracts/tool.ts";
 import { CancelReply, type TurnAck } from "../contracts/turn.ts";
 import type { TurnStatusRecord } from "../contracts/wal.ts";
 import { ConclaveError } from "../errors.ts";
-import { isStreamNotFound } from "../eventlog/streams.ts";
+import { isStreamNotFound, PULL_EXPIRES_MS } from "../eventlog/streams.ts";
 import { type SimulationTrace, simulationTrace } from "../recipes/trace.ts";
 import { TurnStatusStore } from "../runtime/turnStatusStore.ts";
 import { type ApprovalOptions, answerApproval, listApprovals, type PendingApproval } from "./approvals.ts";
@@ -296,7 +296,7 @@ async function* readSessionEvents(
     await consumer.delete().catch(() => {}); // it would expire anyway
     return;
   }
-  const messages = await consumer.consume();
+  const messages = await consumer.consume({ expires: PULL_EXPIRES_MS });
   const stop = () => void messages.stop();
   options.signal?.addEventListener("abort", stop, { once: true });
   if (options.signal?.aborted) stop();

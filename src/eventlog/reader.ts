@@ -4,6 +4,7 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import { streams, subjects } from "../bus/subjects.ts";
 import { EngineEvent } from "../contracts/events.ts";
 import { pause } from "../deadline.ts";
+import { PULL_EXPIRES_MS } from "./streams.ts";
 
 const decoder = new TextDecoder();
 
@@ -128,7 +129,7 @@ async function followOnce(
       ? { filter_subjects: filter, deliver_policy: DeliverPolicy.All }
       : { filter_subjects: filter, deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: afterStreamSeq + 1 },
   );
-  const messages = await consumer.consume();
+  const messages = await consumer.consume({ expires: PULL_EXPIRES_MS });
   let stopped = false;
   const stop = () => {
     stopped = true;

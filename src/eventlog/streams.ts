@@ -65,6 +65,14 @@ export const ensureMemoryStream = (jsm: JetStreamManager) =>
  * work in flight, not the sessions.
  */
 export const WAL_ACK_WAIT_MS = 1_500;
+
+/**
+ * How long one pull of a long-lived consumer (the runners' WAL, a follow of the event log) waits
+ * before it is made again; its heartbeats come every half of it. A consumer whose leader node
+ * died is pulled again, from the new leader, within seconds: with nats.js's default (30 s, 15 s
+ * heartbeats) a cluster that lost a node left runners waiting some 40 s for the next turn.
+ */
+export const PULL_EXPIRES_MS = 5_000;
 /**
  * Times runners may start a turn (each crash mid-turn is one) before it is
  * declared poison and moved to the dead-letter stream. Counted in the turn's

@@ -9,7 +9,7 @@ import { setting } from "../../config/load.ts";
 import { singleLine } from "../../errors.ts";
 import { applyRetention, retentionSettings } from "../../eventlog/retention.ts";
 import { SessionTrim } from "../../eventlog/sessionTrim.ts";
-import { ensureDeadLetterStream, ensureEventStream, ensureTurnWal } from "../../eventlog/streams.ts";
+import { ensureDeadLetterStream, ensureEventStream, ensureTurnWal, PULL_EXPIRES_MS } from "../../eventlog/streams.ts";
 import { LedgerStore } from "../../ledgers/ledgerStore.ts";
 import { backendFromEnv, loadBackendPackages } from "../../workers/backendFromEnv.ts";
 import { CooldownStore } from "../../workers/cooldownStore.ts";
@@ -106,7 +106,7 @@ export async function openRunnerParts(nc: NatsConnection, options: RunnerOptions
     erase: { runner: id, ...(options.recipes?.blackboard ? { blackboard: options.recipes.blackboard } : {}) },
   });
   const consumer = await js.consumers.get(streams.turns, RUNNER_CONSUMER);
-  const messages = await consumer.consume({ max_messages: 256 });
+  const messages = await consumer.consume({ max_messages: 256, expires: PULL_EXPIRES_MS });
   const trim =
     retention.turnsPerSession === undefined
       ? null
