@@ -4,9 +4,9 @@ import { connect } from "../../client/client.ts";
 import { messageOf } from "../../errors.ts";
 import { checkExposure, readGatewayToken } from "../../gateway/access.ts";
 import { converseTool } from "../../gateway/converse.ts";
+import { loadMcpGateway } from "../../gateway/open.ts";
 import { loadRecipeDir, recipeTool } from "../../gateway/recipeTools.ts";
 import type { GatewayTool } from "../../gateway/tools.ts";
-import { importOptional } from "../../optionalPackages.ts";
 import { createLogger } from "../../runtime/log.ts";
 import { portArg } from "../../viewer/localHttp.ts";
 import { UsageError, untilInterrupted } from "../args.ts";
@@ -71,11 +71,7 @@ export default defineCommand({
       converseTool(limits),
       ...(values.recipes ? loadRecipeDir(values.recipes).map((loaded) => recipeTool(loaded, limits)) : []),
     ];
-    const gateway = await importOptional(
-      "conclave serve (MCP)",
-      ["@modelcontextprotocol/sdk"],
-      () => import("../../gateway/mcpGateway.ts"),
-    );
+    const gateway = await loadMcpGateway();
     const log = createLogger("gateway");
     logStrayRejections(log);
     const client = await connect({ nc: await bus() });
