@@ -6,7 +6,7 @@ import type { z } from "zod";
 import { describeIssues } from "../contracts/issues.ts";
 import { ConclaveError, messageOf, singleLine } from "../errors.ts";
 import { deadLetter } from "../eventlog/deadLetters.ts";
-import { checkBucketReplicas, configuredReplicas } from "../nats/replicas.ts";
+import { checkBucketReplicas, configuredReplicas, patientlySetUp } from "../nats/replicas.ts";
 
 const decoder = new TextDecoder();
 
@@ -95,7 +95,7 @@ export class JsonKv<S extends z.ZodType> {
         });
       });
     const replicas = kvOptions.replicas ?? configuredReplicas();
-    const kv = await new Kvm(nc).create(bucket, { history: 1, ...kvOptions, replicas });
+    const kv = await patientlySetUp(() => new Kvm(nc).create(bucket, { history: 1, ...kvOptions, replicas }));
     // An existing bucket is opened as it is: its replicas are checked, never changed.
     await checkBucketReplicas(kv, bucket, replicas);
     return new JsonKv(kv, bucket, schema, report, cacheRevisions);

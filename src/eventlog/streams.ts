@@ -8,7 +8,7 @@ import {
   StorageType,
 } from "@nats-io/jetstream";
 import { RUNNER_CONSUMER, streams, subjects } from "../bus/subjects.ts";
-import { checkReplicas, configuredReplicas } from "../nats/replicas.ts";
+import { checkReplicas, configuredReplicas, patientlySetUp } from "../nats/replicas.ts";
 
 /** True when JetStream says the stream (or KV bucket) does not exist: nothing has been stored in it yet. */
 export const isStreamNotFound = (error: unknown): boolean =>
@@ -26,13 +26,13 @@ export async function ensureStream(
   const replicas = config.num_replicas ?? configuredReplicas();
   let existing: StreamInfo | null = null;
   try {
-    existing = await jsm.streams.info(config.name);
+    existing = await patientlySetUp(() => jsm.streams.info(config.name));
   } catch (error) {
     if (!isStreamNotFound(error)) throw error;
     try {
-      await jsm.streams.add({ ...config, num_replicas: replicas });
+      await patientlySetUp(() => jsm.streams.add({ ...config, num_replicas: replicas }));
     } catch (addError) {
-      // Another process created it between our info and add: that is fine.
+      // Another process created it between our info and add (or a retried add landed): that is fine.
       if (!(addError instanceof JetStreamApiError) || !/already in use/.test(addError.message)) throw addError;
     }
   }
@@ -101,11 +101,13 @@ export async function ensureTurnWal(jsm: JetStreamManager): Promise<void> {
     max_deliver: -1,
     max_ack_pending: 10_000,
   };
-  const existing = await jsm.consumers.info(streams.turns, RUNNER_CONSUMER).catch(() => null);
-  if (!existing) await jsm.consumers.add(streams.turns, config);
+  const existing = await patientlySetUp(() => jsm.consumers.info(streams.turns, RUNNER_CONSUMER)).catch(() => null);
+  if (!existing) await patientlySetUp(() => jsm.consumers.add(streams.turns, config));
   else if (existing.config.max_deliver !== -1 || existing.config.ack_wait !== config.ack_wait) {
     // A store made by an earlier version: bring the shared consumer to today's settings.
-    await jsm.consumers.update(streams.turns, RUNNER_CONSUMER, { ack_wait: config.ack_wait, max_deliver: -1 });
+    await patientlySetUp(() =>
+      jsm.consumers.update(streams.turns, RUNNER_CONSUMER, { ack_wait: config.ack_wait, max_deliver: -1 }),
+    );
   }
 }
 

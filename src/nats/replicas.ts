@@ -64,3 +64,25 @@ export async function checkBucketReplicas(
   const existing = (await kv.status()).replicas || 1;
   if (existing !== configured) throw new ReplicasMismatchError("KV bucket", bucket, existing, configured);
 }
+
+/** How long a store's creation keeps trying while JetStream does not answer in time. */
+export const STORE_SETUP_PATIENCE_MS = 30_000;
+
+/**
+ * Runs a JetStream set-up call (a stream's or bucket's creation or info), again while it times out,
+ * for up to {@link STORE_SETUP_PATIENCE_MS}: on a cluster, creating a replicated store waits for
+ * its group to elect a leader, which takes seconds on a busy machine, and a process starting then
+ * must not give up on its first request.
+ */
+export async function patientlySetUp<T>(call: () => Promise<T>, patienceMs = STORE_SETUP_PATIENCE_MS): Promise<T> {
+  const deadline = Date.now() + patienceMs;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await call();
+    } catch (error) {
+      const timedOut = error instanceof Error && error.name === "TimeoutError";
+      if (!timedOut || Date.now() >= deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(250 * 2 ** attempt, 2_000)));
+    }
+  }
+}
