@@ -14,7 +14,10 @@
  * count is.
  *
  * An encoding's rank table is a few megabytes: it is loaded the first time a
- * count needs it, once per process.
+ * count needs it, once per process. gpt-tokenizer is an optional peer (it
+ * installs some 30 MB): without it every model is counted with the
+ * {@link BYTES_PER_TOKEN} approximation (UTF-8 bytes ÷ 4, within some twenty
+ * per cent of a BPE count on English text), and `exact` is false.
  */
 import { createRequire } from "node:module";
 
@@ -32,7 +35,8 @@ const MODEL_ENCODINGS: ReadonlyArray<readonly [RegExp, EncodingName]> = [
 
 /** Counts the tokens of a text in one encoding. */
 export interface Tokenizer {
-  readonly encoding: EncodingName;
+  /** The model's encoding, or {@link BYTES_PER_TOKEN} without gpt-tokenizer. */
+  readonly encoding: EncodingName | typeof BYTES_PER_TOKEN;
   /** True when the encoding is the model's own; false when it approximates an unknown model. */
   readonly exact: boolean;
   /** How many tokens the text is in this encoding (special-token text counted as ordinary text). */
@@ -60,6 +64,9 @@ interface Encoder {
 
 const loaded = new Map<EncodingName, Encoder>();
 
+/** The encoding named when gpt-tokenizer is not installed: see the module's note. */
+export const BYTES_PER_TOKEN = "utf8_bytes/4";
+
 /** The encoder of an encoding, loaded (synchronously, once) on first use. */
 function encoder(encoding: EncodingName): Encoder {
   let found = loaded.get(encoding);
@@ -70,24 +77,55 @@ function encoder(encoding: EncodingName): Encoder {
   return found;
 }
 
+/** The approximation without gpt-tokenizer: a token per four bytes of UTF-8. */
+export const approximateTokenizer: Tokenizer = {
+  encoding: BYTES_PER_TOKEN,
+  exact: false,
+  warm: () => {},
+  count: (text) => Math.ceil(Buffer.byteLength(text) / 4),
+  truncate: (text, maxTokens) => {
+    if (Buffer.byteLength(text) <= maxTokens * 4) return text;
+    return Buffer.from(text)
+      .subarray(0, Math.max(0, maxTokens * 4))
+      .toString("utf8")
+      .replace(/\uFFFD+$/, "");
+  },
+};
+
 /** Special-token text ("<|endoftext|>") in user content is ordinary text: never refused. */
 const AS_TEXT = { disallowedSpecial: new Set<string>() };
 
 /** The tokenizer of a model (see the module's note for models it does not know). */
 export function tokenizerFor(model?: string): Tokenizer {
   const { encoding, exact } = encodingFor(model);
+  if (!installed()) return approximateTokenizer;
+  const bpe = () => encoder(encoding) as Encoder;
   return {
     encoding,
     exact,
-    count: (text) => (text.length === 0 ? 0 : encoder(encoding).encode(text, AS_TEXT).length),
+    count: (text) => (text.length === 0 ? 0 : bpe().encode(text, AS_TEXT).length),
     truncate: (text, maxTokens) => {
-      const tokens = encoder(encoding).encode(text, AS_TEXT);
+      const tokens = bpe().encode(text, AS_TEXT);
       if (tokens.length <= maxTokens) return text;
       // A cut inside a multi-byte character leaves a replacement character: dropped.
-      return encoder(encoding)
+      return bpe()
         .decode(tokens.slice(0, Math.max(0, maxTokens)))
         .replace(/\uFFFD+$/, "");
     },
-    warm: () => void encoder(encoding),
+    warm: () => void bpe(),
   };
+}
+
+let isInstalled: boolean | undefined;
+/** gpt-tokenizer can be loaded (looked up once; its tables are loaded only when a count needs them). */
+function installed(): boolean {
+  if (isInstalled === undefined) {
+    try {
+      require.resolve("gpt-tokenizer/encoding/cl100k_base");
+      isInstalled = true;
+    } catch {
+      isInstalled = false;
+    }
+  }
+  return isInstalled;
 }

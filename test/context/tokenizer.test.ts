@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { APPROXIMATE_ENCODING, encodingFor, tokenizerFor } from "../../src/context/tokenizer.ts";
+import { APPROXIMATE_ENCODING, approximateTokenizer, encodingFor, tokenizerFor } from "../../src/context/tokenizer.ts";
 
 describe("context tokenizer", () => {
   it("counts with the model's own encoding: known tiktoken values", () => {
@@ -31,5 +31,14 @@ describe("context tokenizer", () => {
     expect(tokenizer.count(short)).toBeLessThanOrEqual(3);
     expect(long.startsWith(short)).toBe(true);
     expect(tokenizer.truncate("short", 10)).toBe("short");
+  });
+
+  it("without gpt-tokenizer (an optional peer), counts a token per four UTF-8 bytes and cuts on a character", () => {
+    expect(approximateTokenizer).toMatchObject({ encoding: "utf8_bytes/4", exact: false });
+    expect(approximateTokenizer.count("hello world!")).toBe(3);
+    expect(approximateTokenizer.count("é")).toBe(1);
+    expect(approximateTokenizer.truncate("abcdefgh", 1)).toBe("abcd");
+    expect(approximateTokenizer.truncate("ééé", 1)).toBe("éé");
+    expect(approximateTokenizer.truncate("short", 10)).toBe("short");
   });
 });

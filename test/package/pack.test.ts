@@ -14,6 +14,7 @@ const RECIPES_API = ["loadRecipe", "loadRecipeFile", "parseRecipeText", "runReci
 /** Optional peer dependencies: installed by those who use the feature that needs them, never by default. */
 const OPTIONAL_PEERS = [
   "openai",
+  "gpt-tokenizer",
   "pg",
   "redis",
   "ink",
