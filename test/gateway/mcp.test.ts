@@ -95,7 +95,10 @@ describe("conclave serve over Streamable HTTP", () => {
       arguments: { session_id: result.session_id, text: "thanks, that helps" },
     });
     expect(second.structuredContent).toMatchObject({ session_id: result.session_id, turn_id: 2 });
-    expect((await conclave.turns(result.session_id)).map((turn) => turn.status)).toEqual(["done", "done"]);
+    // A turn's status is marked done just after its TURN_COMPLETED is stored, which the reply waited for.
+    await expect
+      .poll(async () => (await conclave.turns(result.session_id)).map((turn) => turn.status))
+      .toEqual(["done", "done"]);
   });
 
   it("a recipe tool runs the recipe and returns its outputs", async () => {
