@@ -12,6 +12,8 @@ export interface ActorUpdate {
   value: unknown;
   status: string;
   ts: number;
+  /** The type of the event that led to this state (the diagram lights the transition it took). */
+  event?: string;
   /** A recipe run's diagram: the path of the node state the run waits at (a human node), once suspended. */
   waiting?: string;
 }
@@ -85,7 +87,7 @@ export class LiveActors {
       JSON.stringify(previous.value) === JSON.stringify(value)
     )
       return null;
-    const update = this.#record({ ...actor, value, status, ts: record.ts, ...more });
+    const update = this.#record({ ...actor, value, status, ts: record.ts, event: record.event.type, ...more });
     if (status !== "active") this.#forget(record.session);
     return update;
   }

@@ -1,7 +1,12 @@
 import type { MachineGraph } from "../graph/machineGraph.ts";
+import { CONVERSATION_PANEL } from "./conversationPanel.ts";
+import { DIAGRAM_SCRIPT, DIAGRAM_STYLE } from "./diagramScript.ts";
 import { VIEWER_SCRIPT } from "./pageScript.ts";
 
-/** The viewer's one page: styles, the machines' graphs as JSON and the script, all inline (works offline). */
+/**
+ * The viewer's one page: styles, the machines' graphs as JSON and the scripts
+ * inline, plus the layout library from the viewer itself (`elk.js`): works offline.
+ */
 export function viewerPage(machines: { key: string; graph: MachineGraph }[]): string {
   // `<` escaped so no machine name can close the script element.
   const data = JSON.stringify(machines).replace(/</g, "\\u003c");
@@ -11,7 +16,7 @@ export function viewerPage(machines: { key: string; graph: MachineGraph }[]): st
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Conclave viewer</title>
-<style>${STYLE}</style>
+<style>${STYLE}${DIAGRAM_STYLE}</style>
 </head>
 <body>
 <header>
@@ -31,7 +36,10 @@ export function viewerPage(machines: { key: string; graph: MachineGraph }[]): st
   </section>
 </div>
 <script type="application/json" id="machine-data">${data}</script>
+<script src="elk.js"></script>
+<script>${DIAGRAM_SCRIPT}</script>
 <script>${VIEWER_SCRIPT}</script>
+${CONVERSATION_PANEL}
 </body>
 </html>
 `;
@@ -58,7 +66,7 @@ const STYLE = `
   .live-count { color: #1a7f37; font-size: 12px; }
   .root-edges { font-size: 11px; color: #57606a; }
   .machine-body { display: flex; gap: 12px; align-items: flex-start; }
-  .diagram { flex: 1; min-width: 0; }
+  .cards-body { min-width: 0; }
   .children { display: flex; flex-wrap: wrap; align-items: flex-start; gap: 6px; }
   .state { border: 1.5px solid #8c959f; border-radius: 8px; background: #fff; padding: 4px 7px; min-width: 110px; }
   .state > .children { margin-top: 5px; padding: 4px; background: #f6f8fa; border-radius: 6px; }

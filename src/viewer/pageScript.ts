@@ -1,10 +1,12 @@
 /**
  * The viewer page's script, inlined in the page (no bundler, no CDN). It draws
  * each machine from its graph JSON as nested boxes, then applies the server's
- * Server-Sent Events: `recipe` adds the diagram of a recipe seen running
+ * Server-Sent Events (the laid-out SVG diagram comes from diagramScript.ts;
+ * the boxes built here are the cards of the detail view): `recipe` adds the diagram of a recipe seen running
  * (`recipe-gone` removes one), `actor` updates light up the states live actors
  * are in (a state that was just left fades out, so a fast turn still shows its
- * path; the node a suspended recipe run waits at is marked), `turn-event`s fill
+ * path; the node a suspended recipe run waits at is marked; the transition the
+ * followed actor just took is lit on the diagram), `turn-event`s fill
  * the event list. Written without template literals so it
  * can live in a TypeScript string. DOM is built with textContent only.
  */
@@ -14,7 +16,7 @@ export const VIEWER_SCRIPT = String.raw`
   var machines = JSON.parse(document.getElementById("machine-data").textContent);
   var views = new Map();
   // What the page has shown, for whoever inspects it (the browser test does).
-  var recorded = { highlighted: [], waiting: [], recipes: [], sessions: {}, actorUpdates: 0, turnEvents: 0 };
+  var recorded = { highlighted: [], lit: [], taken: [], waiting: [], recipes: [], sessions: {}, actorUpdates: 0, turnEvents: 0 };
   window.conclaveViewer = recorded;
 
   function el(tag, className, text) {
@@ -32,9 +34,10 @@ export const VIEWER_SCRIPT = String.raw`
     var graph = entry.graph;
     var nodes = entry.nodes || {};
     var view = { key: entry.key, graph: graph, boxes: new Map(), actors: new Map(), followed: null,
-      trail: [], trailKey: null, last: null, section: null };
+      trail: [], trailKey: null, last: null, section: null, svgNodes: new Map(), svgEdges: [], lastActive: null,
+      taken: new Set(), pathOfId: new Map() };
     var byId = new Map();
-    (function index(state) { byId.set(state.id, state); state.children.forEach(index); })(graph.root);
+    (function index(state) { byId.set(state.id, state); view.pathOfId.set(state.id, pathOf(state)); state.children.forEach(index); })(graph.root);
     var edgesBySource = new Map();
     graph.edges.forEach(function (edge) {
       if (!edgesBySource.has(edge.source)) edgesBySource.set(edge.source, []);
@@ -94,15 +97,8 @@ export const VIEWER_SCRIPT = String.raw`
     }
     title.appendChild(el("span", "live-count", ""));
     section.appendChild(title);
-    if (edgesBySource.has(graph.root.id)) {
-      var rootEdges = el("div", "root-edges", "in any state: ");
-      rootEdges.appendChild(transitions(graph.root.id));
-      section.appendChild(rootEdges);
-    }
     var body = el("div", "machine-body");
-    var diagram = el("div", "diagram children");
-    graph.root.children.forEach(function (child) { diagram.appendChild(renderState(child, graph.root)); });
-    body.appendChild(diagram);
+    var drawing = body.appendChild(el("div", "graph", "laying out…"));
     var side = el("aside", "side");
     side.appendChild(el("h3", null, "live actors"));
     view.actorList = side.appendChild(el("ul", "actors"));
@@ -111,6 +107,32 @@ export const VIEWER_SCRIPT = String.raw`
     view.trailList.dataset.machine = entry.key;
     body.appendChild(side);
     section.appendChild(body);
+    // The detail view: every state as a card listing its transitions as text.
+    var cards = section.appendChild(el("details", "cards"));
+    cards.appendChild(el("summary", null, "states and transitions as cards"));
+    if (edgesBySource.has(graph.root.id)) {
+      var rootEdges = el("div", "root-edges", "in any state: ");
+      rootEdges.appendChild(transitions(graph.root.id));
+      cards.appendChild(rootEdges);
+    }
+    var cardList = cards.appendChild(el("div", "cards-body children"));
+    graph.root.children.forEach(function (child) { cardList.appendChild(renderState(child, graph.root)); });
+    section.dataset.diagram = "pending";
+    var drawn = window.conclaveDiagram
+      ? window.conclaveDiagram.draw(graph, drawing)
+      : Promise.reject(new Error("the diagram script did not load"));
+    drawn.then(function (result) {
+      view.graphBox = drawing;
+      view.svgNodes = result.nodes;
+      view.svgEdges = result.edges;
+      section.dataset.diagram = "drawn";
+      paint(view);
+    }, function (error) {
+      drawing.textContent = "";
+      drawing.appendChild(el("p", "note", "no diagram (" + (error && error.message) + "): the cards below show the machine"));
+      cards.open = true;
+      section.dataset.diagram = "failed";
+    });
     view.section = section;
     view.liveCount = title.querySelector(".live-count");
     return view;
@@ -147,7 +169,10 @@ export const VIEWER_SCRIPT = String.raw`
       view.trail = [];
       view.trailKey = null;
       view.trailList.textContent = "";
+      view.lastActive = null;
+      view.taken = new Set();
     }
+    if (update.session === view.followed && update.value !== null && update.value !== undefined) noteTaken(view, update.value, update.event);
     if (live) view.actors.set(update.session, update);
     else {
       view.actors.delete(update.session);
@@ -155,6 +180,43 @@ export const VIEWER_SCRIPT = String.raw`
     }
     if (update.session === view.followed && update.value !== null) addToTrail(view, update);
     paint(view);
+  }
+
+  // The transitions the followed actor just took: from a state it was in to one it has just entered,
+  // those of the event that moved it if any (else eventless ones did), the innermost source first
+  // (a machine-wide transition counts only when no state's own explains the move).
+  function noteTaken(view, value, event) {
+    var now = activePaths(value);
+    var before = view.lastActive;
+    view.lastActive = now;
+    if (!before) return;
+    var was = new Set(before.concat([""]));
+    var is = new Set(now);
+    if (!now.some(function (path) { return !was.has(path); })) return;
+    var moves = view.graph.edges.filter(function (edge) {
+      var source = view.pathOfId.get(edge.source), target = view.pathOfId.get(edge.target);
+      return was.has(source) && is.has(target) && !was.has(target);
+    });
+    if (moves.some(function (edge) { return edge.event === event; }))
+      moves = moves.filter(function (edge) { return edge.event === event; });
+    var best = -1, taken = [];
+    view.graph.edges.forEach(function (edge, index) {
+      if (moves.indexOf(edge) < 0) return;
+      var source = view.pathOfId.get(edge.source);
+      var depth = source === "" ? 0 : source.split(".").length;
+      if (depth > best) { best = depth; taken = []; }
+      if (depth === best) taken.push(index);
+    });
+    view.taken = new Set(taken);
+    taken.forEach(function (index) { recorded.taken.push(view.key + ":" + view.graph.edges[index].label); });
+  }
+
+  // A big diagram scrolls in its own box: bring the state just lit into it (the page itself does not move).
+  function reveal(box, node) {
+    if (!box || (box.scrollHeight <= box.clientHeight && box.scrollWidth <= box.clientWidth)) return;
+    var at = node.getBoundingClientRect(), frame = box.getBoundingClientRect();
+    if (at.top < frame.top || at.bottom > frame.bottom) box.scrollTop += at.top - frame.top - frame.height / 3;
+    if (at.left < frame.left || at.right > frame.right) box.scrollLeft += at.left - frame.left - frame.width / 3;
   }
 
   function addToTrail(view, update) {
@@ -177,6 +239,7 @@ export const VIEWER_SCRIPT = String.raw`
       activePaths(actor.value).forEach(function (path) { counts.set(path, (counts.get(path) || 0) + 1); });
     });
     var last = view.last && view.actors.size === 0 ? new Set(activePaths(view.last.value)) : new Set();
+    var newlyLit = null;
     // A recipe run suspended at a human node: that node is marked until a run of this recipe goes on.
     var waiting = new Set();
     view.actors.forEach(function (actor) { if (actor.waiting) waiting.add(actor.waiting); });
@@ -193,7 +256,28 @@ export const VIEWER_SCRIPT = String.raw`
       if (was && n === 0 && box.animate)
         box.animate([{ backgroundColor: "#9be9a8" }, { backgroundColor: "transparent" }], { duration: 2000, easing: "ease-out" });
       box.querySelector(":scope > .state-head > .count").textContent = n > 1 ? "\u00d7" + n : "";
+      var node = view.svgNodes.get(path);
+      if (node) {
+        if (n > 0 && !node.classList.contains("active")) {
+          recorded.lit.push(view.key + ":" + path);
+          newlyLit = node;
+        }
+        node.classList.toggle("active", n > 0);
+        if (last.has(path) && !node.classList.contains("last")) newlyLit = node;
+        node.classList.toggle("last", last.has(path));
+        node.classList.toggle("waiting", waiting.has(path));
+        var title = node.querySelector(":scope > title") || node.insertBefore(document.createElementNS("http://www.w3.org/2000/svg", "title"), node.firstChild);
+        title.textContent = n > 0 ? n + " live" : path;
+      }
     });
+    view.svgEdges.forEach(function (drawn, index) {
+      var taken = view.taken.has(index);
+      drawn.group.classList.toggle("taken", taken);
+      drawn.path.setAttribute("marker-end", "url(#" + drawn.path.dataset.marker + (taken ? "-taken" : "") + ")");
+      // Drawn last, so it shows above the lines it crosses.
+      if (taken && drawn.group.nextSibling) drawn.group.parentNode.appendChild(drawn.group);
+    });
+    if (newlyLit) reveal(view.graphBox, newlyLit);
     view.liveCount.textContent = view.actors.size ? " \u00b7 " + view.actors.size + " live" : "";
     view.actorList.textContent = "";
     var shown = 0;

@@ -6,6 +6,7 @@ import { machineGraph } from "../graph/machineGraph.ts";
 import { collectInspection } from "../inspect/collector.ts";
 import type { InspectionRecord } from "../inspect/record.ts";
 import type { Logger } from "../runtime/log.ts";
+import { readElkBundle } from "./elkBundle.ts";
 import { LiveActors } from "./liveActors.ts";
 import { closeServer, listenLocal, sendText } from "./localHttp.ts";
 import { viewerPage } from "./page.ts";
@@ -20,7 +21,8 @@ import { followTurnEvents, type TurnEventLike } from "./turnEventFeed.ts";
  * drawn once it is seen running: the recipe comes from its turn's
  * RECIPE_STARTED, is compiled as the runner compiled it, and sent to the page.
  *
- *   GET /               the page (everything inline: no CDN, works offline)
+ *   GET /               the page (styles and script inline: no CDN, works offline)
+ *   GET /elk.js         the layout library the page draws with, elkjs's bundle from node_modules
  *   GET /events         the event stream: hello, process, recipe, recipe-gone, actor, turn-event
  *   GET /machines.json  the machines' graphs
  *   GET /recipes.json   the diagrams of the recipes seen running
@@ -41,6 +43,9 @@ export interface ViewerOptions {
 export async function startViewer(nc: NatsConnection, options: ViewerOptions): Promise<Viewer> {
   const graphs = Object.entries(options.machines).map(([key, machine]) => ({ key, graph: machineGraph(machine) }));
   const page = viewerPage(graphs);
+  const elk = readElkBundle();
+  // Without it the page still shows every machine, as cards.
+  if (!elk.ok) options.log.warn(`the viewer draws no diagrams: ${elk.reason}`);
   const hub = new SseHub();
   const warn = warnSparingly(options.log);
   const js = jetstream(nc);
@@ -108,6 +113,10 @@ export async function startViewer(nc: NatsConnection, options: ViewerOptions): P
     const path = new URL(request.url ?? "/", "http://127.0.0.1").pathname;
     if (request.method !== "GET") return sendText(response, 405, "text/plain", "GET only\n");
     if (path === "/") return sendText(response, 200, "text/html", page);
+    if (path === "/elk.js")
+      return elk.ok
+        ? sendText(response, 200, "text/javascript", elk.script)
+        : sendText(response, 404, "text/plain", `${elk.reason}\n`);
     if (path === "/machines.json") return sendText(response, 200, "application/json", JSON.stringify(graphs));
     if (path === "/recipes.json")
       return sendText(response, 200, "application/json", JSON.stringify(recipes.diagrams()));

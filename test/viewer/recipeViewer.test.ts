@@ -83,15 +83,20 @@ describe("conclave viewer and recipes", () => {
     turnId = result.turnId;
 
     // The page learns of the recipe from the server and draws it: every state of its compiled machine.
-    const approve = page.locator(`${SECTION} [data-state-path="run.approve"]`);
-    await page.locator(`${SECTION} [data-state-path="run.approve"].waiting`).waitFor({ timeout: 15_000 });
-    await page.locator(`${SECTION} [data-state-path="suspended"].last`).waitFor({ timeout: 5_000 });
+    // Marked on the diagram (SVG) and on its card alike.
+    const approve = page.locator(`${SECTION} .state[data-state-path="run.approve"]`);
+    await page.locator(`${SECTION} svg .dnode[data-state-path="run.approve"].waiting`).waitFor({ timeout: 15_000 });
+    await page
+      .locator(`${SECTION} .state[data-state-path="run.approve"].waiting`)
+      .waitFor({ state: "attached", timeout: 5_000 });
+    await page.locator(`${SECTION} svg .dnode[data-state-path="suspended"].last`).waitFor({ timeout: 5_000 });
     await expect(page.locator(`${SECTION} > h2`).textContent()).resolves.toMatch(/^recipe approval/);
     const graph = machineGraph(compileRecipe(loadRecipe(approval)));
     const states = allStates(graph.root)
       .filter((state) => state.path.length > 0)
       .map((state) => state.path.join("."));
     expect((await dataOf(page, `${SECTION} .state`, "statePath")).sort()).toEqual(states.sort());
+    expect(await page.locator(`${SECTION} svg .dedge`).count()).toBe(graph.edges.length);
     await expect(approve.locator(":scope > .state-head .node-kind").textContent()).resolves.toBe("human");
 
     // Its actor's path, as the page saw it: the draft node while the writer worked, then suspended.
@@ -122,7 +127,7 @@ describe("conclave viewer and recipes", () => {
 
     // A page opened now is brought up to date: the diagram and the mark.
     const late = await openPage(viewerUrl);
-    await late.locator(`${SECTION} [data-state-path="run.approve"].waiting`).waitFor({ timeout: 10_000 });
+    await late.locator(`${SECTION} svg .dnode[data-state-path="run.approve"].waiting`).waitFor({ timeout: 10_000 });
     await late.close();
     await page.close();
   });

@@ -37,6 +37,8 @@ const freePort = () =>
 
 interface Recorded {
   highlighted: string[];
+  lit: string[];
+  taken: string[];
   sessions: Record<string, string[]>;
 }
 const recorded = () => page.evaluate(() => (globalThis as unknown as { conclaveViewer: Recorded }).conclaveViewer);
@@ -88,10 +90,16 @@ describe("conclave viewer", () => {
     await worker.flush();
 
     const client = await nats.connect("client");
+    // Waited on from before the turn starts: a state of the turn's diagram lit while the turn runs.
+    const litDuringTurn = page.waitForSelector('section[data-machine="turn"] svg .dnode.active', { timeout: 20_000 });
     const ack = await submitTurn(client, "viewer", {
       text: "I'm stressed about my deadline tomorrow, can you help me plan?",
     });
-    await watchTurn(client, ack, () => {}, 20_000);
+    const watching = watchTurn(client, ack, () => {}, 20_000);
+    const lit = await litDuringTurn;
+    expect(await lit.getAttribute("data-state-path")).toBeTruthy();
+    await page.screenshot({ path: join(tmpdir(), `conclave-viewer-midturn-${process.pid}.png`), fullPage: true });
+    await watching;
 
     const turn = `[data-turn="viewer/${ack.turn_id}"]`;
     await page.waitForSelector(`${turn} [data-kind="TURN_COMPLETED"]`, { timeout: 10_000 });
@@ -118,6 +126,14 @@ describe("conclave viewer", () => {
     ).toBe(true);
     expect([...firstSeen].sort((a, b) => a - b)).toEqual(firstSeen);
     expect(turnStates).toContain("agents.wave");
+    // The diagram too: its boxes lit as the turn went, the transition just taken drawn lit, the final state marked.
+    const { lit: litStates, taken } = await recorded();
+    expect(litStates).toEqual(expect.arrayContaining(["turn:agents", "turn:council", "turn:agents.wave"]));
+    expect(taken.filter((entry) => entry.startsWith("turn:")).length).toBeGreaterThan(0);
+    await page.waitForSelector('section[data-machine="turn"] svg .dnode.last[data-state-path="completed"]', {
+      timeout: 10_000,
+    });
+    await expect(page.locator('section[data-machine="turn"] svg .dedge.taken').count()).resolves.toBeGreaterThan(0);
 
     // The page's own record of the turn actor's path, stage by stage.
     const trail = await dataOf('section[data-machine="turn"] .trail li', "leaves");
