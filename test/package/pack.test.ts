@@ -20,6 +20,10 @@ const OPTIONAL_PEERS = [
   "ink",
   "react",
   "@statelyai/inspect",
+  "elkjs",
+  "@modelcontextprotocol/sdk",
+  "@ag-ui/core",
+  "@ag-ui/encoder",
   // the OpenTelemetry SDK: tracing is off unless OTEL_* asks for it (only @opentelemetry/api is a dependency)
   "@opentelemetry/sdk-trace-base",
   "@opentelemetry/exporter-trace-otlp-http",
