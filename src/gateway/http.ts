@@ -91,7 +91,7 @@ export interface ListenOptions {
   port: number;
   /** The bearer token every request must carry; null: only requests from this machine (Host and Origin). */
   token: string | null;
-  /** Routes by path (no query string); any other path is a 404. */
+  /** Routes by path (no query string); a path ending `/*` serves every path under it; any other path is a 404. */
   routes: Record<string, Route>;
   /** Failures no answer could say (the client went away mid-answer…). */
   onError?: (error: unknown) => void;
@@ -103,6 +103,13 @@ export interface ListeningGateway {
   /** Its base URL, e.g. `http://127.0.0.1:7430`. */
   url: string;
   close(): Promise<void>;
+}
+
+/** The route of a `/*` path that `path` is under, if any. */
+function routeUnder(routes: Record<string, Route>, path: string): Route | undefined {
+  for (const [key, route] of Object.entries(routes))
+    if (key.endsWith("/*") && path.startsWith(key.slice(0, -1))) return route;
+  return undefined;
 }
 
 /** Listens; every request is checked for access, routed, and answered even when its route throws. */
@@ -130,7 +137,7 @@ export async function listenGateway(options: ListenOptions): Promise<ListeningGa
       );
     }
     const path = new URL(request.url ?? "/", "http://gateway").pathname;
-    const route = Object.hasOwn(options.routes, path) ? options.routes[path] : undefined;
+    const route = Object.hasOwn(options.routes, path) ? options.routes[path] : routeUnder(options.routes, path);
     if (!route) {
       request.resume();
       return sendError(

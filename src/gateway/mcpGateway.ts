@@ -6,6 +6,8 @@
  */
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import type { ConclaveClient } from "../client/client.ts";
+import type { A2aGateway } from "./a2a/gateway.ts";
+import { loadAguiRoute } from "./agui/open.ts";
 import { type ListeningGateway, listenGateway, sendJson } from "./http.ts";
 import { McpHttpSessions } from "./mcpHttp.ts";
 import { createMcpServer } from "./mcpServer.ts";
@@ -24,16 +26,32 @@ export interface GatewayOptions {
 export interface HttpGateway extends ListeningGateway {
   /** The MCP endpoint, e.g. `http://127.0.0.1:7430/mcp`. */
   mcpUrl: string;
+  /** The AG-UI endpoint (docs/gateway.md#ag-ui), e.g. `http://127.0.0.1:7430/ag-ui`. */
+  aguiUrl: string;
   sessions: McpHttpSessions;
 }
 
-/** Serves MCP over Streamable HTTP on `/mcp`, and `/healthz`. */
+/** Serves MCP over Streamable HTTP on `/mcp`, AG-UI on `/ag-ui`, and `/healthz`. */
 export async function startMcpHttpGateway(
-  options: GatewayOptions & { host: string; port: number; token: string | null; idleMs?: number },
+  options: GatewayOptions & {
+    host: string;
+    port: number;
+    token: string | null;
+    idleMs?: number;
+    /** Patience for one AG-UI run's turn, in ms (default agui/route.ts AGUI_TURN_TIMEOUT_MS). */
+    timeoutMs?: number;
+    /** A2A's routes (a2a/gateway.ts), when `@a2a-js/sdk` is installed. */
+    a2a?: A2aGateway | null;
+  },
 ): Promise<HttpGateway> {
   const sessions = new McpHttpSessions({
     createServer: () => createMcpServer(options),
     ...(options.idleMs !== undefined ? { idleMs: options.idleMs } : {}),
+    ...(options.onError ? { onError: options.onError } : {}),
+  });
+  const agui = await loadAguiRoute({
+    client: options.client,
+    ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
     ...(options.onError ? { onError: options.onError } : {}),
   });
   const listening = await listenGateway({
@@ -42,6 +60,8 @@ export async function startMcpHttpGateway(
     token: options.token,
     routes: {
       "/mcp": sessions.route,
+      "/ag-ui": agui,
+      ...options.a2a?.routes,
       "/healthz": async (request, response) => {
         request.resume();
         sendJson(response, 200, { status: "ok", tools: options.tools.map((tool) => tool.name) });
@@ -49,11 +69,14 @@ export async function startMcpHttpGateway(
     },
     ...(options.onError ? { onError: options.onError } : {}),
   });
+  options.a2a?.listening(listening.url);
   return {
     ...listening,
     mcpUrl: `${listening.url}/mcp`,
+    aguiUrl: `${listening.url}/ag-ui`,
     sessions,
     close: async () => {
+      options.a2a?.close();
       await sessions.close();
       await listening.close();
     },

@@ -4,9 +4,10 @@ import { connect } from "../../client/client.ts";
 import { messageOf } from "../../errors.ts";
 import { checkExposure, readGatewayToken } from "../../gateway/access.ts";
 import { converseTool } from "../../gateway/converse.ts";
-import { loadMcpGateway } from "../../gateway/open.ts";
+import { loadA2aGateway, loadMcpGateway } from "../../gateway/open.ts";
 import { loadRecipeDir, recipeTool } from "../../gateway/recipeTools.ts";
 import type { GatewayTool } from "../../gateway/tools.ts";
+import { MissingDependencyError } from "../../optionalPackages.ts";
 import { createLogger } from "../../runtime/log.ts";
 import { portArg } from "../../viewer/localHttp.ts";
 import { UsageError, untilInterrupted } from "../args.ts";
@@ -16,7 +17,7 @@ import { logStrayRejections } from "../strayRejections.ts";
 
 const DEFAULT_PORT = 7430;
 
-const help = `conclave serve: a gateway for callers that do not speak NATS: MCP (Model Context Protocol)
+const help = `conclave serve: a gateway for callers that do not speak NATS: MCP (Model Context Protocol) and A2A
 
 Usage: conclave serve [--recipes DIR] [--host H] [--port N] [--token-file F] [options]
        conclave serve --stdio [--recipes DIR] [options]
@@ -34,7 +35,11 @@ MCP over Streamable HTTP is served on /mcp (and GET /healthz). Tools: converse (
 a session: session_id optional, text) and one per recipe. A call's events come as progress
 notifications when the client asks for progress; cancelling a call cancels its turn or run;
 a run waiting at a human node or for an approval is a result saying so, with the
-conclave resume/approve command that answers it. See docs/gateway.md.
+conclave resume/approve command that answers it. A2A (Agent2Agent, with
+@a2a-js/sdk installed): the agent card on /.well-known/agent-card.json, JSON-RPC on /a2a,
+HTTP+JSON on /a2a/rest; a message is a converse turn (its contextId the session) or, with
+metadata {"skill": "<recipe>"}, a run; a run waiting for a person is an input-required task,
+answered by the next message in it. See docs/gateway.md.
 
 It is a client of Conclave (the client role, or a tenant's login): start several side by
 side if you like. Runs until interrupted, or with --stdio until stdin closes.`;
@@ -85,8 +90,18 @@ export default defineCommand({
       await gateway.serveMcpStdio({ ...options, signal: stop.signal });
       return 0;
     }
-    const http = await gateway.startMcpHttpGateway({ ...options, host, port, token });
+    // A2A is served when its SDK is installed; without it the gateway still serves MCP, and says what to install.
+    const a2a = await loadA2aGateway().then(
+      ({ createA2aGateway }) => createA2aGateway({ ...options, token: token !== null, timeoutMs }),
+      (error: unknown) => {
+        if (!(error instanceof MissingDependencyError)) throw error;
+        log.warn(`A2A is off: ${error.message}`);
+        return null;
+      },
+    );
+    const http = await gateway.startMcpHttpGateway({ ...options, host, port, token, a2a });
     console.log(`Conclave gateway: MCP on ${http.mcpUrl}${token ? " (bearer token required)" : ""}`);
+    if (a2a) console.log(`Conclave gateway: A2A agent card on ${http.url}/.well-known/agent-card.json`);
     log.info(`tools: ${tools.map((tool) => tool.name).join(", ")}`);
     announceReady();
     await untilInterrupted();

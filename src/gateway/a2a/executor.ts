@@ -1,0 +1,151 @@
+/**
+ * The A2A side of the gateway's tools (the SDK's AgentExecutor): a message
+ * is one call of a tool, its task the call. Without a skill it is a
+ * `converse` turn in the session named by the task's contextId; with
+ * `metadata.skill` naming a recipe it is a run of that recipe, its inputs
+ * the message's data part. The call's events are `working` status updates
+ * (progress.ts's lines), its result the task's end (outcome.ts). A run that
+ * waits for a person leaves the task input-required; the next message in
+ * the task answers it (answer.ts). tasks/cancel aborts the call (its turn or
+ * run is cancelled in Conclave); a task whose run waits is not cancelable
+ * (Conclave cannot cancel a suspended run).
+ */
+import { createHash } from "node:crypto";
+import { TaskState } from "@a2a-js/sdk";
+import { TaskNotCancelableError } from "@a2a-js/sdk/errors";
+import type { AgentExecutor, ExecutionEventBus, RequestContext } from "@a2a-js/sdk/server";
+import type { ConclaveClient } from "../../client/client.ts";
+import { messageOf } from "../../errors.ts";
+import { progressReporter } from "../progress.ts";
+import { errorResult, type ToolResult } from "../results.ts";
+import { callTool, describeCallFailure, type GatewayTool } from "../tools.ts";
+import { answerWaitingRun } from "./answer.ts";
+import { howToAnswerInA2a, taskEnd, type WaitingRun } from "./outcome.ts";
+import { dataOf, metadataString, statusUpdate, submittedTask, type TaskIds, textOf, textPart } from "./parts.ts";
+
+/** What the executor serves. */
+export interface ExecutorOptions {
+  client: ConclaveClient;
+  tools: readonly GatewayTool[];
+  /** Patience for answering a waiting run, in ms (the tools have their own). */
+  timeoutMs: number;
+  onError?: (error: unknown) => void;
+}
+
+/** A conversation's session id: the contextId itself when it is one (so a client may name it), else a digest of it. */
+export function sessionIdOf(contextId: string): string {
+  if (/^[A-Za-z0-9_-]{1,64}$/.test(contextId)) return contextId;
+  return `a2a-${createHash("sha256").update(contextId).digest("hex").slice(0, 24)}`;
+}
+
+/** Conclave's tools as an A2A agent. */
+export class ConclaveAgentExecutor implements AgentExecutor {
+  private readonly byName: Map<string, GatewayTool>;
+  /** Calls running, by task: aborting one cancels its turn or run. */
+  private readonly running = new Map<string, AbortController>();
+  /** Tasks whose run waits for a person, by task. */
+  private readonly waiting = new Map<string, WaitingRun & { contextId: string }>();
+
+  constructor(private readonly options: ExecutorOptions) {
+    this.byName = new Map(options.tools.map((tool) => [tool.name, tool]));
+  }
+
+  readonly execute = async (context: RequestContext, bus: ExecutionEventBus): Promise<void> => {
+    const ids: TaskIds = { taskId: context.taskId, contextId: context.contextId };
+    const message = context.userMessage;
+    const waiting = this.waiting.get(ids.taskId);
+    const skill =
+      metadataString("skill", message.metadata, context.request.metadata) ??
+      (context.task?.metadata?.skill as string | undefined) ??
+      "converse";
+    bus.publish(context.task ? { kind: "task", data: context.task } : submittedTask(ids, message, { skill }));
+    const controller = new AbortController();
+    this.running.set(ids.taskId, controller);
+    const progress = progressReporter(({ message: line }) => {
+      if (!controller.signal.aborted) bus.publish(statusUpdate(ids, TaskState.TASK_STATE_WORKING, [textPart(line)]));
+    });
+    try {
+      bus.publish(statusUpdate(ids, TaskState.TASK_STATE_WORKING));
+      let result: ToolResult;
+      if (waiting) {
+        this.waiting.delete(ids.taskId);
+        // Answered, the run runs again: a cancel now cancels it in Conclave.
+        const cancelRun = () => {
+          this.options.client
+            .cancel(waiting.sessionId, waiting.turnId, "cancelled by the A2A client")
+            .catch((error: unknown) => this.options.onError?.(error));
+        };
+        controller.signal.addEventListener("abort", cancelRun, { once: true });
+        try {
+          result = await answerWaitingRun(this.options.client, waiting, message, {
+            progress,
+            timeoutMs: this.options.timeoutMs,
+          });
+        } catch (error) {
+          // The answer was refused (a wrong role, a malformed answer): the run still waits, and so does the task.
+          this.waiting.set(ids.taskId, { ...waiting, contextId: ids.contextId });
+          const why = `the answer was not taken: ${describeCallFailure(error)}; ${howToAnswerInA2a(ids, waiting)}`;
+          bus.publish(statusUpdate(ids, TaskState.TASK_STATE_INPUT_REQUIRED, [textPart(why)]));
+          return;
+        } finally {
+          controller.signal.removeEventListener("abort", cancelRun);
+          progress.flush();
+        }
+      } else result = await this.call(skill, context, controller.signal, progress);
+      const end = taskEnd(ids, skill, result, controller.signal.aborted);
+      if (end.waiting) this.waiting.set(ids.taskId, { ...end.waiting, contextId: ids.contextId });
+      for (const event of end.events) bus.publish(event);
+    } catch (error) {
+      this.options.onError?.(error);
+      bus.publish(statusUpdate(ids, TaskState.TASK_STATE_FAILED, [textPart(`${skill}: ${messageOf(error)}`)]));
+    } finally {
+      this.running.delete(ids.taskId);
+      bus.finished();
+    }
+  };
+
+  /** Calls the tool the message names, with the message as its arguments. */
+  private call(
+    skill: string,
+    context: RequestContext,
+    signal: AbortSignal,
+    progress: ReturnType<typeof progressReporter>,
+  ): Promise<ToolResult> {
+    const tool = this.byName.get(skill);
+    if (!tool)
+      return Promise.resolve(
+        errorResult(`unknown skill '${skill}'; the skills are: ${[...this.byName.keys()].join(", ")}`),
+      );
+    const message = context.userMessage;
+    let args: Record<string, unknown>;
+    if (skill === "converse") args = { session_id: sessionIdOf(context.contextId), text: textOf(message) };
+    else {
+      const data = dataOf(message)?.value;
+      if (data !== undefined && (typeof data !== "object" || data === null || Array.isArray(data)))
+        return Promise.resolve(errorResult(`${skill}: the data part must be an object of the recipe's inputs`));
+      args = (data as Record<string, unknown> | undefined) ?? {};
+    }
+    return callTool(tool, this.options.client, args, { signal, progress });
+  }
+
+  readonly cancelTask = async (taskId: string, _bus: ExecutionEventBus): Promise<void> => {
+    const running = this.running.get(taskId);
+    if (running) {
+      // The call ends Cancelled in Conclave, then execute publishes the task's canceled state.
+      running.abort("cancelled by the A2A client");
+      return;
+    }
+    const waiting = this.waiting.get(taskId);
+    // Conclave cannot cancel a suspended run (docs/recipes.md): saying so beats a task canceled over a run that waits on.
+    if (waiting)
+      throw new TaskNotCancelableError(
+        `run ${waiting.sessionId}/${waiting.turnId} waits for a person, and Conclave cannot cancel a suspended run: ` +
+          "answer it (a message in this task), or let its timeout end it",
+      );
+  };
+
+  /** Cancels every call running (the gateway closes). */
+  abortAll(): void {
+    for (const controller of this.running.values()) controller.abort("the gateway closed");
+  }
+}

@@ -1,0 +1,64 @@
+/**
+ * `conclave serve`'s A2A side, put together: the agent card, the SDK's
+ * request handler (tasks kept in memory) over Conclave's tools, and its
+ * routes, which the HTTP gateway serves beside `/mcp` under the same access
+ * rules. This module imports `@a2a-js/sdk`, an optional package: load it
+ * through loadA2aGateway (open.ts).
+ */
+import { DefaultRequestHandler, InMemoryTaskStore, JsonRpcTransportHandler } from "@a2a-js/sdk/server";
+import type { ConclaveClient } from "../../client/client.ts";
+import type { Route } from "../http.ts";
+import type { GatewayTool } from "../tools.ts";
+import { A2A_JSONRPC_PATH, A2A_REST_PATH, AGENT_CARD_ROUTE, agentCard, agentCardRoute, listenAt } from "./card.ts";
+import { ConclaveAgentExecutor } from "./executor.ts";
+import { jsonRpcRoute } from "./jsonRpcRoute.ts";
+import { restRoute } from "./restRoute.ts";
+
+/** The A2A routes of a gateway, to serve once it listens. */
+export interface A2aGateway {
+  /** `/.well-known/agent-card.json`, `/a2a` (JSON-RPC) and `/a2a/rest/*` (HTTP+JSON). */
+  routes: Record<string, Route>;
+  /** Points the card at where the gateway listens (its base URL). */
+  listening(baseUrl: string): void;
+  /** Cancels the calls running. */
+  close(): void;
+}
+
+/** A2A over Conclave's tools. */
+export function createA2aGateway(options: {
+  client: ConclaveClient;
+  tools: readonly GatewayTool[];
+  version: string;
+  /** Whether requests need the gateway's token (the card says so). */
+  token: boolean;
+  timeoutMs: number;
+  onError?: (error: unknown) => void;
+}): A2aGateway {
+  const card = agentCard(options);
+  const executor = new ConclaveAgentExecutor({
+    client: options.client,
+    tools: options.tools,
+    timeoutMs: options.timeoutMs,
+    ...(options.onError ? { onError: options.onError } : {}),
+  });
+  const handler = new DefaultRequestHandler(card, new InMemoryTaskStore(), executor);
+  const transport = new JsonRpcTransportHandler(handler);
+  return {
+    routes: {
+      [AGENT_CARD_ROUTE]: agentCardRoute(card),
+      [A2A_JSONRPC_PATH]: jsonRpcRoute({
+        transport,
+        card,
+        mapError: (error) => JsonRpcTransportHandler.mapToJSONRPCError(error),
+        ...(options.onError ? { onError: options.onError } : {}),
+      }),
+      [`${A2A_REST_PATH}/*`]: restRoute({
+        handler,
+        card,
+        ...(options.onError ? { onError: options.onError } : {}),
+      }),
+    },
+    listening: (baseUrl) => listenAt(card, baseUrl),
+    close: () => executor.abortAll(),
+  };
+}
