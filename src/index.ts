@@ -35,7 +35,7 @@ export { InvalidRequestError, TurnFailedError, TurnTimeoutError } from "./client
 export type { ArenaPolicy } from "./context/arena.ts";
 export type { ContextBudget } from "./context/budget.ts";
 export type { CompactionOptions } from "./context/compaction.ts";
-export type { EncodingName, Tokenizer } from "./context/tokenizer.ts";
+export { BYTES_PER_TOKEN, type EncodingName, type Tokenizer } from "./context/tokenizer.ts";
 export type { ErrorCode } from "./contracts/errors.ts";
 export type { TurnPolicy } from "./contracts/turnProtocol.ts";
 export { ConclaveError, type ConclaveErrorCode, isConclaveError, type LocalErrorCode } from "./errors.ts";

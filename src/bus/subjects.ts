@@ -108,6 +108,11 @@ export const subjects = {
   /** JetStream (CONCLAVE_AUDIT): one content-free record per erase; never erased itself. */
   /** Core NATS, runners only: a session was erased (`{ session_id }`); every runner forgets what it holds of it. */
   sessionErased: `${SUBJECT_ROOT}.session.erased`,
+  /** Public: create, update, cancel or list schedules (ScheduleRequest), served by runners (docs/schedules.md). */
+  scheduleManage: `${SUBJECT_ROOT}.schedules.manage`,
+  /** JetStream (CONCLAVE_SCHEDULES): the schedule log, one subject per intent. */
+  scheduleLog: (intentId: string) => `${SUBJECT_ROOT}.schedules.log.${intentId}`,
+  allScheduleLog: `${SUBJECT_ROOT}.schedules.log.>`,
   auditErase: (sessionId: string) => `${SUBJECT_ROOT}.audit.erase.${sessionId}`,
   allAudit: `${SUBJECT_ROOT}.audit.>`,
 } as const;
@@ -120,6 +125,8 @@ export const streams = {
   deadLetters: "CONCLAVE_DEAD_LETTERS",
   /** Erase audit records (content-free), kept apart so that erasing a session never removes them. */
   audit: "CONCLAVE_AUDIT",
+  /** The schedule log: intents created, updated, cancelled, fired, deferred, converged (docs/schedules.md). */
+  schedules: "CONCLAVE_SCHEDULES",
 } as const;
 
 /** The durable consumer all runners share on the turn WAL. */
@@ -138,4 +145,6 @@ export const buckets = {
   memoryGraph: "conclave_memory_graph",
   /** The ledgers' projection (src/ledgers): key `<session>`, both ledgers folded from the log, for fast reads. */
   ledgers: "conclave_ledgers",
+  /** One key per schedule fire, `<intent>.<due ms>`, created if absent: exactly one runner fires each due time. */
+  scheduleFires: "conclave_schedule_fires",
 } as const;

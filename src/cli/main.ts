@@ -62,6 +62,10 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<{ default:
     summary: "undo a finished turn's executed write tool calls, last first",
     load: () => import("./commands/rollback.ts"),
   },
+  schedule: {
+    summary: "create, update, cancel and list schedules (turns or recipe runs at times, intervals, cron)",
+    load: () => import("./commands/schedule.ts"),
+  },
   approvals: {
     summary: "the tool calls waiting for a person's approval",
     load: () => import("./commands/approvals.ts"),

@@ -18,6 +18,7 @@ import { type ApprovalOptions, answerApproval, listApprovals, type PendingApprov
 import { type EraseOptions, eraseSession } from "./erase.ts";
 import { type LedgersClient, ledgerClients, type TaskLedgerClient, type TruthLedgerClient } from "./ledgers.ts";
 import { type RecipeRunResult, type ResumeOptions, type RunOptions, resumeRun, runRecipe } from "./recipeRun.ts";
+import { type SchedulesClient, schedulesClient } from "./schedules.ts";
 import { type SubmitOptions, streamTurn, type TurnStream } from "./turnStream.ts";
 import { checkSessionId, checkTurnId, InvalidRequestError } from "./turns.ts";
 
@@ -133,6 +134,8 @@ export interface ConclaveClient {
   readonly task: TaskLedgerClient;
   /** Both ledgers at once, and their replay from the log. */
   readonly ledgers: LedgersClient;
+  /** Schedules: turns or recipe runs fired at a time, at an interval or on a cron expression (docs/schedules.md). */
+  readonly schedules: SchedulesClient;
   /** Tool calls waiting for a person's approval (of one session, or all), oldest first. */
   approvals(sessionId?: string): Promise<PendingApproval[]>;
   /**
@@ -240,6 +243,7 @@ export async function connect(options: ConnectOptions = {}): Promise<ConclaveCli
       },
     },
     ...ledgerClients(nc, timeoutMs),
+    schedules: schedulesClient(nc, timeoutMs),
     rollback: (sessionId, turnId) => {
       checkSessionId(sessionId);
       checkTurnId(turnId);

@@ -50,6 +50,14 @@ export {
   simulationTrace,
   simulationTraceJsonSchema,
 } from "../recipes/trace.ts";
+export {
+  IntentAction,
+  IntentPatch,
+  IntentSpec,
+  IntentWhen,
+  ScheduleCondition,
+  SchedulePredicate,
+} from "../schedules/intent.ts";
 export type { ApprovalOptions, PendingApproval } from "./approvals.ts";
 export {
   type CancelResult,
@@ -70,5 +78,6 @@ export type {
   TruthLedgerClient,
 } from "./ledgers.ts";
 export type { RecipeRunResult, ResumeOptions, RunOptions } from "./recipeRun.ts";
+export type { ScheduleChanges, ScheduleSpec, SchedulesClient, ScheduleView } from "./schedules.ts";
 export type { SubmitOptions, TurnResult, TurnStream } from "./turnStream.ts";
 export { InvalidRequestError, TurnFailedError, TurnTimeoutError } from "./turns.ts";

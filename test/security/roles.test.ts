@@ -48,20 +48,38 @@ const RUNNER_DATA = [
   subjects.deadLetter("submit"),
 ];
 const WORKER_DATA = [subjects.memoryEpisode("hostile", 1), `$KV.${buckets.scheduler}.hostile`];
+/** The schedule log and its fire claims: runners write them; a schedule is changed only through a runner's checks. */
+const SCHEDULE_DATA = [subjects.scheduleLog("hostile"), `$KV.${buckets.scheduleFires}.hostile.1`];
 
 const FORBIDDEN_PUBLISH: Record<Role, string[]> = {
-  client: [...DISCOVERY, ...RUNNER_DATA, ...WORKER_DATA, AGENT, "_INBOX_runner.forged", "_INBOX_observer.forged"],
+  client: [
+    ...DISCOVERY,
+    ...RUNNER_DATA,
+    ...WORKER_DATA,
+    ...SCHEDULE_DATA,
+    AGENT,
+    "_INBOX_runner.forged",
+    "_INBOX_observer.forged",
+  ],
   observer: [
     ...DISCOVERY,
     ...RUNNER_DATA,
     ...WORKER_DATA,
+    ...SCHEDULE_DATA,
     AGENT,
     subjects.turnSubmit("hostile"),
     subjects.sessionErrors("hostile"),
     "_INBOX_runner.forged",
     "_INBOX_client.forged",
   ],
-  worker: [...DISCOVERY, ...RUNNER_DATA, subjects.turnSubmit("hostile"), AGENT, "_INBOX_client.forged"],
+  worker: [
+    ...DISCOVERY,
+    ...RUNNER_DATA,
+    ...SCHEDULE_DATA,
+    subjects.turnSubmit("hostile"),
+    AGENT,
+    "_INBOX_client.forged",
+  ],
   // The runner answers workers' tool-gate requests (conclave.toolgate.*) and the observer's roster requests
   // (conclave.agents.roster), so it may reply on their inboxes; it announces no agents.
   // It may keep the scheduler's cooldowns (`conclave runner --cognition runner` hosts the scheduler); not episodes.
@@ -69,7 +87,16 @@ const FORBIDDEN_PUBLISH: Record<Role, string[]> = {
 };
 
 const FORBIDDEN_SUBSCRIBE: Record<Role, string[]> = {
-  client: ["_INBOX_runner.>", "_INBOX_worker.>", "_INBOX_observer.>", "$SRV.>", AGENT, subjects.turnSubmitAll, ">"],
+  client: [
+    "_INBOX_runner.>",
+    "_INBOX_worker.>",
+    "_INBOX_observer.>",
+    "$SRV.>",
+    AGENT,
+    subjects.turnSubmitAll,
+    subjects.scheduleManage,
+    ">",
+  ],
   observer: ["_INBOX_runner.>", "_INBOX_client.>", "$SRV.>", AGENT, subjects.turnSubmitAll, subjects.allEvents],
   worker: ["_INBOX_runner.>", "_INBOX_client.>", subjects.turnSubmitAll, subjects.allEvents, subjects.allWal],
   runner: ["_INBOX_worker.>", "_INBOX_client.>", "_INBOX_observer.>", AGENT, subjects.allEpisodes],

@@ -11,6 +11,8 @@ import { applyRetention, retentionSettings } from "../../eventlog/retention.ts";
 import { SessionTrim } from "../../eventlog/sessionTrim.ts";
 import { ensureDeadLetterStream, ensureEventStream, ensureTurnWal, PULL_EXPIRES_MS } from "../../eventlog/streams.ts";
 import { LedgerStore } from "../../ledgers/ledgerStore.ts";
+import { hostSchedules } from "../../schedules/firingLoop.ts";
+import { localSubmit } from "../../schedules/localSubmit.ts";
 import { backendFromEnv, loadBackendPackages } from "../../workers/backendFromEnv.ts";
 import { CooldownStore } from "../../workers/cooldownStore.ts";
 import type { HostedCognition } from "../hostedCognition.ts";
@@ -87,7 +89,7 @@ export async function openRunnerParts(nc: NatsConnection, options: RunnerOptions
   // Agents run on workers unless the runner was given in-process services: then recipes' agents are not checked,
   // and it answers no roster request (`conclave agents` falls back to calling the workers' roll).
   const checked = options.services ? undefined : directory;
-  const intake = await serveIntake(nc, {
+  const intakeDeps = {
     nc,
     js,
     jsm,
@@ -104,7 +106,13 @@ export async function openRunnerParts(nc: NatsConnection, options: RunnerOptions
     },
     ...(checked ? { roster: { directory: checked, runner: leases.runner, log } } : {}),
     erase: { runner: id, ...(options.recipes?.blackboard ? { blackboard: options.recipes.blackboard } : {}) },
-  });
+  };
+  // Schedules (docs/schedules.md) are fired through the intake and managed beside it, and stop with it.
+  const intake = await hostSchedules(
+    nc,
+    { runner: id, log, submit: localSubmit(intakeDeps) },
+    await serveIntake(nc, intakeDeps),
+  );
   const consumer = await js.consumers.get(streams.turns, RUNNER_CONSUMER);
   const messages = await consumer.consume({ max_messages: 256, expires: PULL_EXPIRES_MS });
   const trim =
