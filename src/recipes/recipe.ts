@@ -174,6 +174,8 @@ export interface Recipe {
   policy: RecipePolicy;
   /** The risk the document's tool definitions declare, by tool name (a workflow's `definitions`). */
   tool_risks?: Record<string, "safe" | "standard" | "critical">;
+  /** Remote A2A agents the document defines, by agent id (a workflow's `definitions`): delegating to one asks it over A2A. */
+  remote_agents?: Record<string, { card_url: string }>;
   entry: string;
   /** In document order. */
   nodes: RecipeNode[];

@@ -279,6 +279,10 @@ const Definition = z.discriminatedUnion("type", [
     /** Conclave: agents (ids or agent definitions) this one may delegate to. */
     delegates: z.array(z.string()).optional(),
     knowledge: z.array(z.unknown()).optional(),
+    /** A remote A2A agent: `a2a+https://host/.well-known/agent-card.json` (or see `a2a`). */
+    uri: z.string().max(2_000).optional(),
+    /** Conclave: a remote A2A agent, by its card's URL. */
+    a2a: z.looseObject({ card_url: z.string().min(1).max(2_000) }).optional(),
   }),
 ]);
 

@@ -2,6 +2,7 @@ import { AgentId } from "../contracts/ids.ts";
 import { PERSISTENCE, provenanceOf } from "./documentFields.ts";
 import { type LoadIssues, zodIssues } from "./loadIssues.ts";
 import { DEFAULT_POLICY, type Recipe, type RecipeNode } from "./recipe.ts";
+import { remoteAgentsOf } from "./remoteAgentRefs.ts";
 import { WorkflowRecipeDocument } from "./schema.ts";
 import { agentToolsOf, toolRisksOf } from "./toolRefs.ts";
 
@@ -122,6 +123,7 @@ export function workflowRecipe(
     ...(doc.metadata.version ? { version: doc.metadata.version } : {}),
     shape: "workflow",
     ...toolRisksOf(doc.definitions),
+    ...remoteAgentsOf(doc.definitions, (at, message) => issues.issue(at, message)),
     status: "published",
     ...(doc.metadata.description ? { description: doc.metadata.description } : {}),
     provenance: provenanceOf(doc.metadata),

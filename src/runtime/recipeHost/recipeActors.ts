@@ -1,5 +1,6 @@
 import { fromCallback, fromPromise } from "xstate";
 import { zeroSensors } from "../../../machines/turn/index.ts";
+import { type RemoteAgents, remoteAgents } from "../../a2a/remoteAgents.ts";
 import type { AgentDirectory } from "../../agents/directory.ts";
 import type { BlackboardStores } from "../../blackboard/open.ts";
 import type { AgentContext, AgentReply, AgentRequest, AgentStreamEvent } from "../../contracts/agent.ts";
@@ -247,6 +248,8 @@ export function recipeImplementations(
   runSignal: AbortSignal,
   approvals: ApprovalListeners = new Map(),
   memory: RunMemory = NO_RUN_MEMORY,
+  /** The run's remote A2A agents (a node whose agent is one asks it over A2A). */
+  remote: RemoteAgents = remoteAgents(recipe.remote_agents ?? {}),
 ) {
   const outputs = recipe.outputs_schema ? fromRecipeJsonSchema(recipe.outputs_schema) : null;
   const store = () => host.stores.get(recipe.persistence);
@@ -287,14 +290,15 @@ export function recipeImplementations(
             ...(replay.length > 0 ? { replay: { model: replay } } : {}),
           };
         };
-        asked()
-          .then((request) =>
-            host.services.callAgent(request, abort.signal, 1, (part) => send(nodeStreamEvent(node, part))),
-          )
-          .then(
-            (reply) => send(nodeAnswered(node, reply)),
-            (error: unknown) => send(nodeFailed(node, error)),
-          );
+        const answered = remote.has(input.agent)
+          ? remote.reply(input.agent, input.prompt, abort.signal)
+          : asked().then((request) =>
+              host.services.callAgent(request, abort.signal, 1, (part) => send(nodeStreamEvent(node, part))),
+            );
+        answered.then(
+          (reply) => send(nodeAnswered(node, reply)),
+          (error: unknown) => send(nodeFailed(node, error)),
+        );
         return () => {
           runSignal.removeEventListener("abort", stop);
           abort.abort();

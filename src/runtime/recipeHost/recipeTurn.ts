@@ -1,6 +1,7 @@
 import { type Actor, createActor, fromCallback, type InspectionEvent, type Observer } from "xstate";
 import { compileRecipe, type RecipeMachine } from "../../../machines/recipe/index.ts";
 import type { RecipeStart, RecipeTurnEvent, RecipeTurnInput } from "../../../machines/session.ts";
+import { type RemoteAgents, remoteAgents } from "../../a2a/remoteAgents.ts";
 import type { EngineEvent } from "../../contracts/events.ts";
 import type { JsonObject } from "../../contracts/recipeRun.ts";
 import type { TurnOutcome } from "../../contracts/turn.ts";
@@ -95,6 +96,8 @@ export function recipeTurnLogic(
     const early: Parameters<Parameters<typeof receive>[0]>[0][] = [];
     /** The session's memory in the run: set once its inputs are screened. */
     let memory: RunMemory = NO_RUN_MEMORY;
+    /** The run's remote A2A agents: each card is fetched once in the run. */
+    const remote = remoteAgents(recipe.remote_agents ?? {});
     receive((event) => {
       if (actor) actor.send(event);
       else early.push(event);
@@ -150,7 +153,7 @@ export function recipeTurnLogic(
       let expiresAt: number | undefined;
       let suspension: Suspension | undefined;
       const provided = machine.provide({
-        ...recipeImplementations(host, recipe, calls.signal, approvals, memory),
+        ...recipeImplementations(host, recipe, calls.signal, approvals, memory, remote),
         actions: {
           // The clock-derived fields are the host's: when a human node expires, what is left of the deadline.
           record: ({ context }, body) => {
@@ -213,6 +216,7 @@ export function recipeTurnLogic(
       signal: calls.signal,
       approvals,
       memory: () => memory,
+      remote,
     });
     begin().catch((error: unknown) => sendBack({ type: "recipe.crashed", error }));
     return () => {
@@ -243,6 +247,8 @@ function openTools(
     approvals: ApprovalListeners;
     /** The run's memory (delegated agents are given it too). */
     memory: () => RunMemory;
+    /** The run's remote A2A agents: a delegation to one asks it over A2A. */
+    remote: RemoteAgents;
   },
 ): () => void {
   const allowed = new Set(recipe.nodes.flatMap((node) => (node.kind === "agent" ? (node.tools ?? []) : [])));
@@ -259,16 +265,18 @@ function openTools(
     ...(start.delegations ? { delegated: start.delegations } : {}),
     // A delegated agent answers as a node's agent does, one level deeper, with the same agents to delegate to.
     delegateTo: async ({ to, message, depth, callKey }) =>
-      host.services.callAgent(
-        {
-          ...delegatedRequest(turn, to, message, host.nodeTimeoutMs, await run.memory().context()),
-          tool_subject: tools.gate.subject,
-          call_key: callKey,
-          delegation_depth: depth,
-          delegates,
-        },
-        run.signal,
-      ),
+      run.remote.has(to)
+        ? run.remote.reply(to, message, run.signal)
+        : host.services.callAgent(
+            {
+              ...delegatedRequest(turn, to, message, host.nodeTimeoutMs, await run.memory().context()),
+              tool_subject: tools.gate.subject,
+              call_key: callKey,
+              delegation_depth: depth,
+              delegates,
+            },
+            run.signal,
+          ),
     allowed,
     ...(recipe.tool_risks ? { risks: recipe.tool_risks } : {}),
     record: run.record,

@@ -1,0 +1,99 @@
+/**
+ * Remote A2A agents a recipe names (an agent definition with an `a2a+https:`
+ * uri or an `a2a: { card_url }` block): what the runner asks when a node's
+ * agent delegates to one (`ctx.delegate`). This module does not import
+ * `@a2a-js/sdk` (an optional package): the client side (a2aClient.ts) is
+ * loaded the first time a run asks a remote agent.
+ */
+import { type AgentReply, Contribution } from "../contracts/agent.ts";
+import { ConclaveError, messageOf, singleLine } from "../errors.ts";
+import { importOptional } from "../optionalPackages.ts";
+
+/** Where a remote agent's card is: what a recipe's agent definition says. */
+export interface RemoteAgentRef {
+  /** The agent card's URL (`https://host/.well-known/agent-card.json`). */
+  card_url: string;
+}
+
+/** A remote A2A agent could not be asked (its card, the call, or its answer): the message names the card's url. */
+export class A2aAgentError extends ConclaveError<"agent_failed"> {
+  /** The card's url. */
+  readonly cardUrl: string;
+  constructor(cardUrl: string, message: string, options?: ErrorOptions) {
+    super("agent_failed", singleLine(`A2A agent ${cardUrl}: ${message}`, 1_000), options);
+    this.cardUrl = cardUrl;
+  }
+}
+
+/**
+ * The card url a definition's `uri` names (`a2a+https://…` → `https://…`),
+ * or null when the uri is not an A2A one; `problem` says what is wrong with one that is.
+ */
+export function cardUrlOf(uri: string): { url: string } | { problem: string } | null {
+  if (!uri.startsWith("a2a+")) return null;
+  return checkedCardUrl(uri.slice("a2a+".length));
+}
+
+/** A card url as an absolute http(s) URL, or the problem with it. */
+export function checkedCardUrl(url: string): { url: string } | { problem: string } {
+  try {
+    const parsed = new URL(url);
+    if (parsed.protocol === "https:" || parsed.protocol === "http:") return { url: parsed.href };
+    return { problem: `an A2A agent card url must be http(s), not ${parsed.protocol}` };
+  } catch {
+    return { problem: `'${url}' is not a URL` };
+  }
+}
+
+/** The A2A client side; a MissingDependencyError (one line: what to install) without `@a2a-js/sdk`. */
+export function loadA2aClient(): Promise<typeof import("./a2aClient.ts")> {
+  return importOptional("A2A delegation", ["@a2a-js/sdk"], () => import("./a2aClient.ts"));
+}
+
+/** A run's remote agents: each one's card is fetched (and checked) once, on the first call to it. */
+export interface RemoteAgents {
+  /** Whether `agentId` is a remote agent of the run. */
+  has(agentId: string): boolean;
+  /** Asks the remote agent; resolves with its answer (its data part's value, else its text). */
+  ask(agentId: string, message: string, signal: AbortSignal): Promise<unknown>;
+  /** Asks the remote agent, its answer as a local agent's reply (its output; `worker` is the card's url). */
+  reply(agentId: string, message: string, signal: AbortSignal): Promise<AgentReply>;
+}
+
+/** The remote agents of one run, by agent id. */
+export function remoteAgents(refs: Readonly<Record<string, RemoteAgentRef>>): RemoteAgents {
+  const opened = new Map<string, ReturnType<typeof open>>();
+  const open = async (ref: RemoteAgentRef, signal: AbortSignal) =>
+    (await loadA2aClient()).openA2aAgent(ref.card_url, signal);
+  return {
+    has: (agentId) => Object.hasOwn(refs, agentId),
+    async ask(agentId, message, signal) {
+      const ref = refs[agentId];
+      if (!ref) throw new ConclaveError("unknown_agent", `${agentId} is not a remote agent of this recipe`);
+      let agent = opened.get(agentId);
+      if (!agent) {
+        agent = open(ref, signal);
+        opened.set(agentId, agent);
+        // A failed fetch is not kept: a later call (a retry) fetches again.
+        agent.catch(() => opened.delete(agentId));
+      }
+      try {
+        return await (await agent).ask(message, signal);
+      } catch (error) {
+        if (error instanceof ConclaveError) throw error;
+        throw new A2aAgentError(ref.card_url, messageOf(error), { cause: error });
+      }
+    },
+    async reply(agentId, message, signal) {
+      const started = performance.now();
+      const output = await this.ask(agentId, message, signal);
+      return {
+        agent_id: agentId,
+        output,
+        contribution: Contribution.parse({}),
+        elapsed_ms: Math.max(0, performance.now() - started),
+        worker: refs[agentId]?.card_url ?? "a2a",
+      };
+    },
+  };
+}
