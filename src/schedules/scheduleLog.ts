@@ -3,7 +3,7 @@ import { type KV, Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { buckets, streams, subjects } from "../bus/subjects.ts";
 import { ensureStream, PULL_EXPIRES_MS } from "../eventlog/streams.ts";
-import { configuredReplicas } from "../nats/replicas.ts";
+import { configuredReplicas, patientlySetUp } from "../nats/replicas.ts";
 import { ScheduleEvent } from "./intent.ts";
 
 const encoder = new TextEncoder();
@@ -27,11 +27,9 @@ export class ScheduleLog {
       subjects: [subjects.allScheduleLog],
       storage: StorageType.File,
     });
-    const claims = await new Kvm(nc).create(buckets.scheduleFires, {
-      ttl: CLAIM_TTL_MS,
-      history: 1,
-      replicas: configuredReplicas(),
-    });
+    const claims = await patientlySetUp(() =>
+      new Kvm(nc).create(buckets.scheduleFires, { ttl: CLAIM_TTL_MS, history: 1, replicas: configuredReplicas() }),
+    );
     return new ScheduleLog(js, jsm, claims);
   }
 
