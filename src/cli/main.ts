@@ -86,6 +86,14 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<{ default:
     summary: "rebuild a session's state from its event log and check it",
     load: () => import("./commands/replay.ts"),
   },
+  cost: {
+    summary: "what a session's turns cost: tokens and dollars per actor, model, skill and turn",
+    load: () => import("./commands/cost.ts"),
+  },
+  verify: {
+    summary: "run a session's checks (log contiguity, outputs, ledgers, replay) with evidence",
+    load: () => import("./commands/verify.ts"),
+  },
   config: {
     summary: "the effective configuration: each variable, its value (secrets masked), where it came from",
     load: () => import("./commands/config.ts"),
@@ -122,7 +130,7 @@ ${Object.entries(COMMANDS)
 
 Global options:
   --debug        print the stack of a failure   [$CONCLAVE_DEBUG=1]
-  --json         (send, run, resume, trace, events, turns, replay, cancel, config) output and failures as JSON
+  --json         (send, run, resume, trace, events, turns, replay, cost, verify, cancel, config) output and failures as JSON
   -V, --version  print the version
 
 ${EXIT_HELP}`;

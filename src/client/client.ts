@@ -10,10 +10,14 @@ import type { JsonObject } from "../contracts/recipeRun.ts";
 import { RollbackReply } from "../contracts/tool.ts";
 import { CancelReply, type TurnAck } from "../contracts/turn.ts";
 import type { TurnStatusRecord } from "../contracts/wal.ts";
+import { type PriceTable, priceTableFromEnv, readPriceTable } from "../cost/prices.ts";
+import { type CostSummary, summarizeCost } from "../cost/summary.ts";
 import { ConclaveError } from "../errors.ts";
 import { isStreamNotFound, PULL_EXPIRES_MS } from "../eventlog/streams.ts";
 import { type SimulationTrace, simulationTrace } from "../recipes/trace.ts";
 import { TurnStatusStore } from "../runtime/turnStatusStore.ts";
+import { readLoggedMessages } from "../verify/logReader.ts";
+import { VERIFY_LEVELS, type VerifyLevel, type VerifyReport, verifySession } from "../verify/verify.ts";
 import { type ApprovalOptions, answerApproval, listApprovals, type PendingApproval } from "./approvals.ts";
 import { type EraseOptions, eraseSession } from "./erase.ts";
 import { type LedgersClient, ledgerClients, type TaskLedgerClient, type TruthLedgerClient } from "./ledgers.ts";
@@ -67,6 +71,14 @@ export interface CancelResult {
   turn_id: number;
   status: "cancelling" | "finished";
   outcome?: string;
+}
+
+/** What `cost` prices with. */
+export interface CostOptions {
+  /** A price table, or the path of a JSON/YAML price file. Default: the file CONCLAVE_PRICES names, else none (tokens only). */
+  prices?: PriceTable | string;
+  /** The model of each actor (`agent:<id>` or bare agent id), when you know it: it wins over the table's `actors`. */
+  models?: Readonly<Record<string, string>>;
 }
 
 /**
@@ -153,6 +165,20 @@ export interface ConclaveClient {
    * with the content-free audit record kept of it.
    */
   erase(sessionId: string, options?: EraseOptions): Promise<EraseRecord>;
+  /**
+   * A session's cost, from the tokens its turns recorded (TURN_COMPLETED's
+   * `usage`): in total and per turn, actor, model and skill, priced with the
+   * price table (docs/cost.md). Unpriced models show tokens only.
+   */
+  cost(sessionId: string, options?: CostOptions): Promise<CostSummary>;
+  /**
+   * Runs the session's checks and reports each with its evidence (docs/cost.md):
+   * `quick` checks the event log's contiguity; `full` adds the recipe output
+   * schemas and the ledgers' replay. The session state's replay needs the
+   * runner's store, which a client may not read: it is reported skipped
+   * (`conclave verify` runs it).
+   */
+  verify(sessionId: string, level?: VerifyLevel): Promise<VerifyReport>;
   /** Closes the connection the client opened (not one it was given). */
   close(): Promise<void>;
 }
@@ -261,6 +287,28 @@ export async function connect(options: ConnectOptions = {}): Promise<ConclaveCli
     resume: (sessionId, turnId, resumeOptions) =>
       resumeRun(nc, sessionId, turnId, { requestTimeoutMs: timeoutMs, ...resumeOptions }),
     erase: (sessionId, eraseOptions = {}) => eraseSession(nc, sessionId, eraseOptions, timeoutMs),
+    cost: async (sessionId, costOptions = {}) => {
+      checkSessionId(sessionId);
+      const { prices } = costOptions;
+      const table =
+        prices === undefined ? priceTableFromEnv() : typeof prices === "string" ? readPriceTable(prices) : prices;
+      const events: EngineEvent[] = [];
+      for await (const { event } of readSessionEvents(nc, sessionId)) events.push(event);
+      return summarizeCost(sessionId, events, table, {
+        ...(costOptions.models ? { models: costOptions.models } : {}),
+      });
+    },
+    verify: async (sessionId, level = "full") => {
+      checkSessionId(sessionId);
+      if (!VERIFY_LEVELS.includes(level))
+        throw new InvalidRequestError(`bad verify level ${String(level)}: one of ${VERIFY_LEVELS.join(", ")}`);
+      const ledgers = ledgerClients(nc, timeoutMs).ledgers;
+      return verifySession(sessionId, level, {
+        messages: () => readLoggedMessages(nc, sessionId),
+        replayLedgers: () => ledgers.replay(sessionId),
+        skipReason: "the session state's replay needs the runner's store: run `conclave verify` for it",
+      });
+    },
     close: async () => {
       if (!options.nc) await nc.close();
     },

@@ -43,6 +43,8 @@ export type { RollbackReply } from "../contracts/tool.ts";
 export type { Stage, TurnAck, TurnOutcome, TurnWarning } from "../contracts/turn.ts";
 export type { TurnUsage, Usage } from "../contracts/usage.ts";
 export type { TurnStatus, TurnStatusRecord } from "../contracts/wal.ts";
+export type { ModelPrice, PriceTable } from "../cost/prices.ts";
+export type { CostAmount, CostRow, CostSummary } from "../cost/summary.ts";
 export {
   describeStep,
   SimulationStep,
@@ -58,11 +60,14 @@ export {
   ScheduleCondition,
   SchedulePredicate,
 } from "../schedules/intent.ts";
+export type { VerifyCheck } from "../verify/checks.ts";
+export type { VerifyLevel, VerifyReport } from "../verify/verify.ts";
 export type { ApprovalOptions, PendingApproval } from "./approvals.ts";
 export {
   type CancelResult,
   type ConclaveClient,
   type ConnectOptions,
+  type CostOptions,
   connect,
   type EventsOptions,
   type SessionEvent,

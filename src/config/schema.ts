@@ -12,6 +12,7 @@
 import { z } from "zod";
 import { CLUSTER_VARIABLES } from "./schema/cluster.ts";
 import { CONTEXT_VARIABLES } from "./schema/context.ts";
+import { COST_VARIABLES } from "./schema/cost.ts";
 import {
   type ConfigVariable,
   commaList,
@@ -242,6 +243,7 @@ export const CONFIG_SCHEMA = {
   }),
 
   ...CONTEXT_VARIABLES,
+  ...COST_VARIABLES,
 
   CONCLAVE_RETAIN_EVENTS: variable({
     group: "storage",

@@ -7,6 +7,7 @@ import type { ServiceMsg } from "../../bus/service.ts";
 import { subjects } from "../../bus/subjects.ts";
 import { type TurnAck, TurnSubmission } from "../../contracts/turn.ts";
 import type { WalEntry } from "../../contracts/wal.ts";
+import { BudgetExceededError, type BudgetGuard, budgetGuardFromEnv } from "../../cost/budget.ts";
 import { isConclaveError, singleLine } from "../../errors.ts";
 import { deadLetter } from "../../eventlog/deadLetters.ts";
 import { carriedTraceHeaders } from "../../telemetry/natsHeaders.ts";
@@ -33,6 +34,36 @@ export interface IngressDeps {
   recipes: RecipeIntake;
   /** This runner's admission control: what a new turn would get (start, wait, or `busy`). Default: always start. */
   admission?: { preview(sessionId: string, tenant?: string): AdmissionPreview };
+  /** Budgets (src/cost/budget.ts): null for none. Default: from the environment, made at the first submission. */
+  budget?: BudgetGuard | null;
+}
+
+const budgetsFromEnv = new WeakMap<IngressDeps, BudgetGuard | null>();
+
+/** Refuses the turn when the session has spent its budget; nothing is read when no budget is set. */
+async function checkBudget(deps: IngressDeps, address: Addressed): Promise<void> {
+  let guard = deps.budget;
+  if (guard === undefined) {
+    guard = budgetsFromEnv.get(deps);
+    if (guard === undefined) {
+      guard = budgetGuardFromEnv();
+      budgetsFromEnv.set(deps, guard);
+    }
+  }
+  await guard?.check(
+    {
+      nc: deps.nc,
+      js: deps.js,
+      lastTurnId: (sessionId) => deps.sessions.lastTurnId(sessionId),
+      stage: async (sessionId, turnId) => {
+        const status = (await deps.statuses.get(sessionId, turnId))?.status;
+        if (status === "pending" || status === "suspended") return "waiting";
+        return status === "inflight" ? "running" : "over";
+      },
+    },
+    address.sessionId,
+    address.tenant ?? undefined,
+  );
 }
 
 const ackOf = (address: Addressed, turnId: number, duplicate: boolean, admitted?: Admitted): TurnAck => ({
@@ -99,6 +130,7 @@ export async function acceptSubmission(deps: IngressDeps, msg: ServiceMsg): Prom
       if (submission.on_busy === "reject" && (await deps.sessions.busy(sessionId))) {
         throw new HandlerError("busy", `session ${sessionId} already has a turn pending or running (on_busy: reject)`);
       }
+      await checkBudget(deps, address);
       admitted = deps.admission?.preview(sessionId, address.tenant ?? undefined);
       if (admitted?.state === "busy") {
         // Refused before a turn id is taken or anything stored: a retry after the hint loses nothing.
@@ -166,7 +198,9 @@ export async function acceptSubmission(deps: IngressDeps, msg: ServiceMsg): Prom
     // A stored value of the session failing its schema is reported on conclave.dlq.kv already; the submission
     // is not bad input, so it is answered but not kept as a dead letter.
     const unreadable = isConclaveError(error, "corrupt_value");
-    await refuse(deps, msg, address, reply, asHandlerError(error), !unreadable);
+    // A spent budget is a policy answer, like `busy`: not kept as a dead letter.
+    const keep = !unreadable && !(error instanceof BudgetExceededError);
+    await refuse(deps, msg, address, reply, asHandlerError(error), keep);
   }
 }
 

@@ -1,0 +1,51 @@
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { LedgerStore } from "../../ledgers/ledgerStore.ts";
+import { replaySession } from "../../runtime/replay.ts";
+import { SessionStore } from "../../runtime/sessionStore.ts";
+import { readLoggedMessages } from "../../verify/logReader.ts";
+import { describeVerify, VERIFY_LEVELS, type VerifyLevel, verifySession } from "../../verify/verify.ts";
+import { sessionArg, UsageError } from "../args.ts";
+import { defineCommand } from "../command.ts";
+import { EXIT } from "../failures.ts";
+import { printable } from "../printable.ts";
+
+const help = `conclave verify: run a session's checks and show each with its evidence
+
+Usage: conclave verify SESSION [--level quick|full] [--json]
+
+quick: the event log's contiguity (every stored message a valid event, each
+turn's seq 0..n without gap or repeat, at most one TURN_COMPLETED, nothing
+after it but rollbacks).
+full (the default): also each recipe run's output against its declared
+interface.outputs, the ledgers folded again from the log against their stored
+projection, and the session state replayed from the log against the stored
+state (what \`conclave replay\` checks). Exit status 1 when a check fails.`;
+
+export default defineCommand({
+  help,
+  flags: {
+    session: { type: "string", short: "s" },
+    level: { type: "string" },
+    json: { type: "boolean" },
+  },
+  positionals: true,
+  role: "runner",
+  async run({ values, positionals, bus }) {
+    if (positionals.length > 1 || (positionals.length === 1 && values.session))
+      throw new UsageError("give the session once, e.g. conclave verify demo");
+    const session = sessionArg(values.session ?? positionals[0]);
+    const level = (values.level ?? "full") as VerifyLevel;
+    if (!VERIFY_LEVELS.includes(level))
+      throw new UsageError(`--level must be one of ${VERIFY_LEVELS.join(", ")}, not ${values.level}`);
+    const nc = await bus();
+    const report = await verifySession(session, level, {
+      messages: () => readLoggedMessages(nc, session),
+      replayLedgers: async () => (await LedgerStore.open(nc)).replay(session),
+      replayState: async () =>
+        replaySession(jetstream(nc), await jetstreamManager(nc), await SessionStore.open(nc), session),
+    });
+    if (values.json) console.log(JSON.stringify(report, null, 2));
+    else for (const line of describeVerify(report)) console.log(printable(line, { newlines: false }));
+    return report.ok ? EXIT.ok : EXIT.turnFailed;
+  },
+});
