@@ -58,6 +58,36 @@ export function sendJsonRpcError(response: ServerResponse, status: number, code:
 const MAX_DRAINED_BYTES = 64 * 1024 * 1024;
 
 /**
+ * A JSON-RPC request's body (MCP, A2A): its content type checked against `accepted`, read and
+ * parsed. When it is not acceptable the JSON-RPC error is already answered and `undefined` comes
+ * back.
+ */
+export async function jsonRpcBody(
+  request: IncomingMessage,
+  response: ServerResponse,
+  accepted = /^application\/json\s*(;|$)/i,
+): Promise<{ body: unknown } | undefined> {
+  const type = request.headers["content-type"] ?? "";
+  if (!accepted.test(type)) {
+    request.resume();
+    sendJsonRpcError(
+      response,
+      415,
+      JSON_RPC.invalidRequest,
+      `Content-Type must be application/json (got ${type === "" ? "none" : JSON.stringify(type)})`,
+    );
+    return undefined;
+  }
+  const text = await readBody(request);
+  try {
+    return { body: JSON.parse(text) };
+  } catch (error) {
+    sendJsonRpcError(response, 400, JSON_RPC.parseError, `the body is not JSON: ${messageOf(error)}`);
+    return undefined;
+  }
+}
+
+/**
  * The request's body as text, or a GatewayRequestError (413) past `limit`
  * bytes: the rest of such a body is read and dropped (up to 64 MiB), so the
  * sender, still writing, gets the answer rather than a broken pipe.

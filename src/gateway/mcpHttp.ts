@@ -16,8 +16,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
-import { messageOf } from "../errors.ts";
-import { JSON_RPC, readBody, sendJsonRpcError } from "./http.ts";
+import { JSON_RPC, jsonRpcBody, sendJsonRpcError } from "./http.ts";
 
 /** How the sessions are kept. */
 export interface McpHttpOptions {
@@ -88,23 +87,9 @@ export class McpHttpSessions {
         );
       return this.handle(session, request, response);
     }
-    const type = request.headers["content-type"] ?? "";
-    if (!/^application\/json\s*(;|$)/i.test(type)) {
-      request.resume();
-      return sendJsonRpcError(
-        response,
-        415,
-        JSON_RPC.invalidRequest,
-        `Content-Type must be application/json (got ${type === "" ? "none" : JSON.stringify(type)})`,
-      );
-    }
-    const text = await readBody(request);
-    let body: unknown;
-    try {
-      body = JSON.parse(text);
-    } catch (error) {
-      return sendJsonRpcError(response, 400, JSON_RPC.parseError, `the body is not JSON: ${messageOf(error)}`);
-    }
+    const read = await jsonRpcBody(request, response);
+    if (!read) return;
+    const { body } = read;
     if (session) return this.handle(session, request, response, body);
     if (!isInitializeRequest(body))
       return sendJsonRpcError(

@@ -8,8 +8,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { AgentCard } from "@a2a-js/sdk";
 import type { JsonRpcTransportHandler } from "@a2a-js/sdk/server";
-import { messageOf } from "../../errors.ts";
-import { JSON_RPC, readBody, sendJson, sendJsonRpcError } from "../http.ts";
+import { JSON_RPC, jsonRpcBody, sendJson, sendJsonRpcError } from "../http.ts";
 import { callContext } from "./callContext.ts";
 import { writeSse } from "./sse.ts";
 
@@ -33,23 +32,9 @@ export function jsonRpcRoute(options: {
       request.resume();
       return sendJsonRpcError(response, 405, JSON_RPC.serverError, `method ${request.method} not allowed: POST`);
     }
-    const type = request.headers["content-type"] ?? "";
-    if (!/^application\/(a2a\+)?json\s*(;|$)/i.test(type)) {
-      request.resume();
-      return sendJsonRpcError(
-        response,
-        415,
-        JSON_RPC.invalidRequest,
-        `Content-Type must be application/json (got ${type === "" ? "none" : JSON.stringify(type)})`,
-      );
-    }
-    const text = await readBody(request);
-    let body: unknown;
-    try {
-      body = JSON.parse(text);
-    } catch (error) {
-      return sendJsonRpcError(response, 400, JSON_RPC.parseError, `the body is not JSON: ${messageOf(error)}`);
-    }
+    const read = await jsonRpcBody(request, response, /^application\/(a2a\+)?json\s*(;|$)/i);
+    if (!read) return;
+    const { body } = read;
     if (typeof body !== "object" || body === null || Array.isArray(body))
       return sendJsonRpcError(
         response,
