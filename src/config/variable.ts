@@ -47,6 +47,11 @@ export interface ConfigVariable<S extends z.ZodType = z.ZodType> {
   readonly readElsewhere?: string;
 }
 
+/** Defines one variable of the table, keeping its schema's and default's types. */
+export const variable = <S extends z.ZodType, const D extends Omit<ConfigVariable<S>, "schema">>(
+  definition: D & { schema: S },
+): D & { schema: S } => definition;
+
 /** A whole number from `min` (and up to `max`), from its decimal text. */
 export const wholeNumber = (min: number, max = Number.MAX_SAFE_INTEGER, unit = "") => {
   const problem = `must be a whole number from ${min}${max === Number.MAX_SAFE_INTEGER ? "" : ` to ${max}`}${unit}`;

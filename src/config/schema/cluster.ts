@@ -2,12 +2,7 @@
  * Clustered JetStream's variables (docs/operations.md, "A three-node cluster").
  * Spread into CONFIG_SCHEMA by schema.ts.
  */
-import type { z } from "zod";
-import { type ConfigVariable, wholeNumber } from "../variable.ts";
-
-const variable = <S extends z.ZodType, const D extends Omit<ConfigVariable<S>, "schema">>(
-  definition: D & { schema: S },
-): D & { schema: S } => definition;
+import { type ConfigVariable, variable, wholeNumber } from "../variable.ts";
 
 /** The cluster's variables, in the order `conclave config` lists them. */
 export const CLUSTER_VARIABLES = {

@@ -4,7 +4,7 @@
  * CONFIG_SCHEMA by schema.ts.
  */
 import { z } from "zod";
-import { type ConfigVariable, wholeNumber } from "../variable.ts";
+import { type ConfigVariable, variable, wholeNumber } from "../variable.ts";
 
 /** A ratio in (0, 1], from its decimal text ("0.8"). */
 const ratio = z
@@ -12,10 +12,6 @@ const ratio = z
   .regex(/^(0(\.\d+)?|1(\.0+)?|\.\d+)$/, "must be a decimal ratio above 0 and at most 1 (e.g. 0.8)")
   .transform(Number)
   .pipe(z.number().gt(0, "must be a decimal ratio above 0 and at most 1 (e.g. 0.8)").max(1));
-
-const variable = <S extends z.ZodType, const D extends Omit<ConfigVariable<S>, "schema">>(
-  definition: D & { schema: S },
-): D & { schema: S } => definition;
 
 /** The context arena's variables, in the order `conclave config` lists them. */
 export const CONTEXT_VARIABLES = {

@@ -3,7 +3,7 @@
  * budget. Spread into CONFIG_SCHEMA by schema.ts.
  */
 import { z } from "zod";
-import { type ConfigVariable, text } from "../variable.ts";
+import { type ConfigVariable, text, variable } from "../variable.ts";
 
 /** A positive amount of US dollars, from its decimal text ("2.50"). */
 const dollars = z
@@ -11,10 +11,6 @@ const dollars = z
   .regex(/^(\d+(\.\d*)?|\.\d+)$/, "must be an amount of US dollars above 0 (e.g. 2.50)")
   .transform(Number)
   .pipe(z.number().gt(0, "must be an amount of US dollars above 0 (e.g. 2.50)"));
-
-const variable = <S extends z.ZodType, const D extends Omit<ConfigVariable<S>, "schema">>(
-  definition: D & { schema: S },
-): D & { schema: S } => definition;
 
 /** The cost variables, in the order `conclave config` lists them. */
 export const COST_VARIABLES = {
