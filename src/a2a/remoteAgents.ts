@@ -45,8 +45,19 @@ export function checkedCardUrl(url: string): { url: string } | { problem: string
   }
 }
 
+/**
+ * What this module needs of the client side (a2aClient.ts), typed here so that no declaration of
+ * ours names the optional SDK: a project without it still type-checks against our .d.ts files.
+ */
+export interface A2aClientSide {
+  openA2aAgent(
+    cardUrl: string,
+    signal: AbortSignal,
+  ): Promise<{ ask(text: string, signal: AbortSignal): Promise<unknown> }>;
+}
+
 /** The A2A client side; a MissingDependencyError (one line: what to install) without `@a2a-js/sdk`. */
-export function loadA2aClient(): Promise<typeof import("./a2aClient.ts")> {
+export function loadA2aClient(): Promise<A2aClientSide> {
   return importOptional("A2A delegation", ["@a2a-js/sdk"], () => import("./a2aClient.ts"));
 }
 

@@ -85,7 +85,10 @@ describe("conclave serve over AG-UI", () => {
 
     const second = await run(agent, "thanks, that helps");
     expect(second.result.result).toMatchObject({ session_id: "agui-thread", turn_id: 2 });
-    expect((await conclave.turns("agui-thread")).map((record) => record.status)).toEqual(["done", "done"]);
+    // A turn's status is marked done just after its TURN_COMPLETED is stored, which the run already waited for.
+    await expect
+      .poll(async () => (await conclave.turns("agui-thread")).map((record) => record.status))
+      .toEqual(["done", "done"]);
     expect(ofType(second.events, EventType.TEXT_MESSAGE_CONTENT).length).toBeGreaterThan(0);
   });
 

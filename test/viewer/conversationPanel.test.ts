@@ -72,7 +72,10 @@ describe("the viewer's conversation panel", () => {
     const second = await page.locator(".conv-assistant").allTextContents();
     expect(second).toHaveLength(2);
     expect(second[1]).toBe(await responseOf("viewer-chat", 2));
-    expect((await conclave.turns("viewer-chat")).map((turn) => turn.status)).toEqual(["done", "done"]);
+    // A turn's status is marked done just after its TURN_COMPLETED is stored, which the reply already waited for.
+    await expect
+      .poll(async () => (await conclave.turns("viewer-chat")).map((turn) => turn.status))
+      .toEqual(["done", "done"]);
   });
 
   it("says so in one line when the gateway cannot be reached", async () => {
