@@ -5,13 +5,13 @@
  * arguments. A call runs the recipe in a new session and follows it until it
  * completes or suspends (at a human node, or waiting for an approval).
  */
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { followRun } from "../client/recipeRun.ts";
 import { submitTurn } from "../client/turns.ts";
 import { ConfigError } from "../config/variable.ts";
 import type { JsonObject } from "../contracts/recipeRun.ts";
-import { loadRecipe, parseRecipeText, RecipeValidationError } from "../recipes/load.ts";
+import { readRecipeForRunner } from "../recipes/load.ts";
 import type { Recipe } from "../recipes/recipe.ts";
 import { newSessionId } from "./converse.ts";
 import { runResult } from "./results.ts";
@@ -48,33 +48,14 @@ export function loadRecipeDir(dir: string, taken: readonly string[] = ["converse
   const byTool = new Map<string, string>(taken.map((name) => [name, "a tool of the gateway's own"]));
   return names.sort().map((name) => {
     const file = join(dir, name);
-    let text: string;
-    try {
-      text = readFileSync(file, "utf8");
-    } catch (error) {
-      throw new ConfigError(`cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`);
-    }
-    const document = parseRecipeText(text, file) as JsonObject;
-    let recipe: Recipe;
-    try {
-      recipe = loadRecipe(document, { logicHandlers: logicStepsOf(document) });
-    } catch (error) {
-      if (error instanceof RecipeValidationError) throw new RecipeValidationError(error.issues, file);
-      throw error;
-    }
+    const { document, recipe } = readRecipeForRunner(file, (message) => new ConfigError(message));
     const tool = toolNameOf(recipe.name);
     const other = byTool.get(tool);
     if (other !== undefined)
       throw new ConfigError(`${file}: its tool name '${tool}' is taken by ${other}; rename the recipe`);
     byTool.set(tool, file);
-    return { file, document, recipe };
+    return { file, document: document as JsonObject, recipe };
   });
-}
-
-/** The workflow's logic steps: whether the runner has their handlers is the runner's to say (as conclave run). */
-function logicStepsOf(document: JsonObject): string[] {
-  const steps = (document.workflow as { steps?: Record<string, { type?: unknown }> } | undefined)?.steps ?? {};
-  return Object.entries(steps).flatMap(([id, step]) => (step?.type === "logic" ? [id] : []));
 }
 
 /** The recipe's inputs as a tool's input schema: `interface.inputs`, or any object when it declares none. */

@@ -47,6 +47,33 @@ export function loadRecipeFile(path: string, options: LoadOptions = {}): Recipe 
 }
 
 /**
+ * A recipe file as a client sends it to a runner: its parsed document and the Recipe it loads to,
+ * checked here for a fast, local answer, its workflow's logic steps taken as handled (whether the
+ * runner has their handlers is the runner's to say). An unreadable file is `unreadable`'s error;
+ * an invalid one a RecipeValidationError naming the file.
+ */
+export function readRecipeForRunner(
+  path: string,
+  unreadable: (message: string) => Error,
+): { document: Record<string, unknown>; recipe: Recipe } {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (error) {
+    throw unreadable(`cannot read ${path}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`);
+  }
+  const document = parseRecipeText(text, path) as Record<string, unknown>;
+  const steps = (document.workflow as { steps?: Record<string, { type?: unknown }> } | undefined)?.steps ?? {};
+  const logicHandlers = Object.entries(steps).flatMap(([id, step]) => (step?.type === "logic" ? [id] : []));
+  try {
+    return { document, recipe: loadRecipe(document, { logicHandlers }) };
+  } catch (error) {
+    if (error instanceof RecipeValidationError) throw new RecipeValidationError(error.issues, path);
+    throw error;
+  }
+}
+
+/**
  * Loads a recipe document (either shape, already parsed) into the `Recipe`
  * Conclave runs: checks it against the format's schema, then the rules the
  * format adds (ids, routes, edges, published recipes, logic steps, agent

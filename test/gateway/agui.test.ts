@@ -67,11 +67,11 @@ describe("conclave serve over AG-UI", () => {
     expect(deltas.every((delta) => delta.messageId === starts[0]?.messageId)).toBe(true);
     expect(ofType(events, EventType.TEXT_MESSAGE_END)).toHaveLength(1);
     const reply = deltas.map((delta) => delta.delta).join("");
-    const [turn] = await conclave.turns("agui-thread");
     const completed = (await collect(conclave.events("agui-thread"))).find(
       ({ event }) => event.kind === "TURN_COMPLETED",
     )?.event as { payload: { response: string } } | undefined;
-    expect(turn?.status).toBe("done");
+    // Its status is marked done just after TURN_COMPLETED is stored, which the run already waited for.
+    await expect.poll(async () => (await conclave.turns("agui-thread"))[0]?.status).toBe("done");
     expect(reply).toBe(completed?.payload.response);
     // The agent's messages: the user's, then the reply.
     expect(agent.messages.at(-1)).toMatchObject({ role: "assistant", content: reply });

@@ -1,10 +1,9 @@
 import { randomBytes } from "node:crypto";
-import { readFileSync } from "node:fs";
 import { resolveAgents } from "../../agents/loadAgents.ts";
 import { connect } from "../../client/client.ts";
 import type { EngineEvent } from "../../contracts/events.ts";
 import type { JsonObject } from "../../contracts/recipeRun.ts";
-import { loadRecipe, parseRecipeText, RecipeValidationError } from "../../recipes/load.ts";
+import { readRecipeForRunner } from "../../recipes/load.ts";
 import type { Recipe } from "../../recipes/recipe.ts";
 import { runRecipeInProcess } from "../../runtime/inProcess/runRecipeInProcess.ts";
 import { resolveTools } from "../../tools/loadTools.ts";
@@ -93,21 +92,9 @@ export default defineCommand({
     if (!Number.isFinite(timeoutMs) || timeoutMs <= 0)
       throw new UsageError("--timeout must be a positive number of milliseconds");
     const session = values.session ? sessionArg(values.session) : `run-${randomBytes(4).toString("hex")}`;
-    let text: string;
-    try {
-      text = readFileSync(file, "utf8");
-    } catch (error) {
-      throw new UsageError(`cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? error}`);
-    }
-    const document = parseRecipeText(text, file) as JsonObject;
     // Checked here first for a fast, local answer (the runner checks it again, with its agents and handlers).
-    let recipe: Recipe;
-    try {
-      recipe = loadRecipe(document, { logicHandlers: logicStepsOf(document) });
-    } catch (error) {
-      if (error instanceof RecipeValidationError) throw new RecipeValidationError(error.issues, file);
-      throw error;
-    }
+    const { document: parsed, recipe } = readRecipeForRunner(file, (message) => new UsageError(message));
+    const document = parsed as JsonObject;
     if (values["in-process"])
       return runInProcess(document, recipe, { inputs, timeoutMs, session: values.session ? session : "local", values });
     if (!values.json) console.log(`running recipe '${recipe.name}' in session ${session}`);
@@ -186,12 +173,6 @@ export function createRunPrinter(
         return print(event);
     }
   };
-}
-
-/** The workflow's logic steps: whether the runner has their handlers is the runner's to say. */
-function logicStepsOf(document: JsonObject): string[] {
-  const steps = (document.workflow as { steps?: Record<string, { type?: unknown }> } | undefined)?.steps ?? {};
-  return Object.entries(steps).flatMap(([id, step]) => (step?.type === "logic" ? [id] : []));
 }
 
 // ---- conclave run --in-process: the recipe runs in this process (runRecipeInProcess), no NATS at all ----

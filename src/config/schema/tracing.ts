@@ -5,6 +5,16 @@
 import { z } from "zod";
 import { type ConfigVariable, commaList, oneOf, text, variable } from "../variable.ts";
 
+/** An OTLP protocol Conclave exports with: over HTTP only, in any case. */
+const otlpProtocol = z
+  .string()
+  .transform((value) => value.toLowerCase())
+  .pipe(
+    z.enum(["http/protobuf", "http/json"], {
+      error: "Conclave exports over OTLP/HTTP only: use http/protobuf or http/json",
+    }),
+  );
+
 /** The tracing variables, in the order `conclave config` lists them. */
 export const TRACING_VARIABLES = {
   OTEL_SDK_DISABLED: variable({
@@ -33,27 +43,13 @@ export const TRACING_VARIABLES = {
   }),
   OTEL_EXPORTER_OTLP_PROTOCOL: variable({
     group: "tracing",
-    schema: z
-      .string()
-      .transform((value) => value.toLowerCase())
-      .pipe(
-        z.enum(["http/protobuf", "http/json"], {
-          error: "Conclave exports over OTLP/HTTP only: use http/protobuf or http/json",
-        }),
-      ),
+    schema: otlpProtocol,
     default: "http/protobuf",
     doc: "OTLP body encoding: http/protobuf or http/json (grpc is not supported).",
   }),
   OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: variable({
     group: "tracing",
-    schema: z
-      .string()
-      .transform((value) => value.toLowerCase())
-      .pipe(
-        z.enum(["http/protobuf", "http/json"], {
-          error: "Conclave exports over OTLP/HTTP only: use http/protobuf or http/json",
-        }),
-      ),
+    schema: otlpProtocol,
     defaultText: "OTEL_EXPORTER_OTLP_PROTOCOL",
     doc: "The traces' OTLP encoding, over the general one.",
   }),
