@@ -2,7 +2,7 @@ import { assign, fromCallback, sendTo, setup } from "xstate";
 import { type ContextArenaState, emptyArenaState } from "../src/contracts/context.ts";
 import type { RecipeRunOutput } from "../src/contracts/recipeProtocol.ts";
 import type { HumanAnswer, JsonObject, RecipeCheckpoint } from "../src/contracts/recipeRun.ts";
-import type { TurnOutput, TurnPolicy } from "../src/contracts/turnProtocol.ts";
+import type { TurnOutput, TurnPolicy, TurnSuspension } from "../src/contracts/turnProtocol.ts";
 import { type Modulators, neutralModulators, neutralStance, type Stance } from "../src/contracts/workspace.ts";
 import { MissingActorError } from "./errors.ts";
 import { defaultTurnPolicy, turnMachine } from "./turn/index.ts";
@@ -137,8 +137,11 @@ export const sessionMachine = setup({
   actions: {
     /** Told to the host when a turn ends, whatever its outcome. */
     turnFinished: (_, _output: TurnOutput) => {},
-    /** Told to the host when a recipe run suspends at a human node (it is not finished: it will be resumed). */
-    turnSuspended: (_, _output: RecipeRunOutput) => {},
+    /**
+     * Told to the host when a turn suspends (not finished: it will be resumed): a recipe run at a
+     * human node, or a pipeline turn whose agent's tool call waits for approval.
+     */
+    turnSuspended: (_, _output: { turn_id: number; suspended?: TurnSuspension }) => {},
     /** Told to the host when a turn actor itself crashed (a bug, never a stage failure). */
     turnCrashed: (_, _failure: { turn_id: number; error: unknown }) => {},
     /** The next queued turn becomes the current one. */
@@ -292,21 +295,35 @@ export const sessionMachine = setup({
           stance: context.stance,
           context_arena: context.context_arena,
         }),
-        onDone: {
-          target: "idle",
-          actions: [
-            assign(({ context, event }) => ({
-              modulators: event.output.modulators,
-              stance: event.output.stance,
-              context_arena: event.output.context_arena ?? context.context_arena,
-              turns_completed: context.turns_completed + 1,
-              last_turn_id: Math.max(context.last_turn_id, event.output.turn_id),
-              finished: [...context.finished, event.output.turn_id].slice(-FINISHED_KEPT),
-              current: null,
-            })),
-            { type: "turnFinished", params: ({ event }) => event.output },
-          ],
-        },
+        onDone: [
+          {
+            guard: ({ event }) => event.output.suspended !== undefined,
+            target: "idle",
+            actions: [
+              // Not finished: the same turn id comes back when its approval is answered.
+              assign(({ context, event }) => ({
+                last_turn_id: Math.max(context.last_turn_id, event.output.turn_id),
+                current: null,
+              })),
+              { type: "turnSuspended", params: ({ event }) => event.output },
+            ],
+          },
+          {
+            target: "idle",
+            actions: [
+              assign(({ context, event }) => ({
+                modulators: event.output.modulators,
+                stance: event.output.stance,
+                context_arena: event.output.context_arena ?? context.context_arena,
+                turns_completed: context.turns_completed + 1,
+                last_turn_id: Math.max(context.last_turn_id, event.output.turn_id),
+                finished: [...context.finished, event.output.turn_id].slice(-FINISHED_KEPT),
+                current: null,
+              })),
+              { type: "turnFinished", params: ({ event }) => event.output },
+            ],
+          },
+        ],
         onError: {
           target: "idle",
           actions: [

@@ -26,6 +26,7 @@ export type LocalErrorCode =
   | "unavailable"
   | "turn_timeout"
   | "turn_failed"
+  | "turn_suspended"
   | "event_log"
   | "nats_server_not_found"
   | "unknown_agent"

@@ -31,7 +31,7 @@ export {
   type TlsFiles,
 } from "./bus/connection.ts";
 export { type ConclaveClient, type ConnectOptions, connect } from "./client/client.ts";
-export { InvalidRequestError, TurnFailedError, TurnTimeoutError } from "./client/turns.ts";
+export { InvalidRequestError, TurnFailedError, TurnSuspendedError, TurnTimeoutError } from "./client/turns.ts";
 export type { ArenaPolicy } from "./context/arena.ts";
 export type { ContextBudget } from "./context/budget.ts";
 export type { CompactionOptions } from "./context/compaction.ts";

@@ -137,6 +137,32 @@ export const agents = turnSetup.createStateConfig({
             },
           ],
         },
+        // A tool call waits for a person: the turn suspends, durably, and runs again from its log once answered.
+        "agent.approval_required": {
+          target: "#turn.suspended",
+          actions: [
+            assign({
+              suspended: ({ event }) => ({
+                node: `agent:${event.agent_id}`,
+                prompt: event.prompt,
+                required_role: event.required_role,
+                approval: event.approval,
+              }),
+            }),
+            {
+              type: "record",
+              params: ({ event }) => ({
+                kind: "HUMAN_INPUT_REQUESTED",
+                payload: {
+                  node: `agent:${event.agent_id}`,
+                  prompt: event.prompt,
+                  required_role: event.required_role,
+                  approval: event.approval,
+                },
+              }),
+            },
+          ],
+        },
         "agent.stream.start": { actions: "openStream" },
         "agent.stream.chunk": { actions: "streamChunk" },
         "agent.stream.end": { actions: "closeStream" },

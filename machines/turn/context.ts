@@ -8,7 +8,7 @@ import type { EventPayload } from "../../src/contracts/events.ts";
 import type { LedgerDigest } from "../../src/contracts/ledger.ts";
 import type { Stage, TurnWarning } from "../../src/contracts/turn.ts";
 import { type TurnOutcome, turnOutcome } from "../../src/contracts/turn.ts";
-import type { TurnPolicy } from "../../src/contracts/turnProtocol.ts";
+import type { TurnPolicy, TurnSuspension } from "../../src/contracts/turnProtocol.ts";
 import { addUsage, noUsage, type Usage } from "../../src/contracts/usage.ts";
 import type { Episode, Modulators, Sensors, Stance } from "../../src/contracts/workspace.ts";
 
@@ -81,6 +81,8 @@ export interface TurnContext extends TurnInput {
   /** Tokens used, per actor ("agent:<id>", "council", "voice", "critic:<name>"). */
   usage: Record<string, Usage>;
   warnings: TurnWarning[];
+  /** An agent's tool call waits for a person's approval: the turn suspends (null: it does not). */
+  suspended: TurnSuspension | null;
 }
 
 /** The part of an agent's context the context arena plans: what memory and the ledgers bring. */
@@ -94,6 +96,7 @@ export const initialContext = ({ input }: { input: TurnInput }): TurnContext => 
   ...input,
   context_arena: input.context_arena ?? emptyArenaState(),
   planned_memory: null,
+  suspended: null,
   sensors: null,
   workspace: {
     claims: [],

@@ -11,6 +11,7 @@ import { safety } from "./safety.ts";
 import { screened, screening } from "./screening.ts";
 import { sensed, sensingFast } from "./sensing.ts";
 import { turnSetup } from "./setup.ts";
+import { suspended } from "./suspended.ts";
 
 /**
  * The turn statechart: one user turn through the pipeline
@@ -18,6 +19,7 @@ import { turnSetup } from "./setup.ts";
  *   ingest → sensing_fast → (safety → completed)
  *          → context → agents (waves) → deliberation (≤ N rounds)
  *          → council (+ voice) → critics → memory_commit → completed
+ *   agents → suspended   (an agent's tool call waits for a person's approval)
  *
  * The machine is pure. Every piece of work is an invoked actor and every
  * event of the log is a `record` action; the process hosting the machine
@@ -80,6 +82,7 @@ export const turnMachine = turnSetup.createMachine({
     critics,
     memory_commit: memoryCommit,
     completed,
+    suspended,
   },
   output: ({ context }) => ({
     session_id: context.session_id,
@@ -89,5 +92,6 @@ export const turnMachine = turnSetup.createMachine({
     modulators: context.workspace.modulators,
     stance: context.workspace.stance,
     context_arena: context.context_arena,
+    ...(context.suspended ? { suspended: context.suspended } : {}),
   }),
 });

@@ -147,6 +147,8 @@ export function agentTools(
           parameters: tool.input_schema,
         })),
         callTool: ({ name, args }) => call(name, args, confidence !== undefined ? { confidence } : {}),
+        // A call waiting for approval suspends the turn: the model is not told of a refusal that is not one.
+        halts: (error) => error instanceof ToolCallRefusedError && error.refusal === "approval_required",
         ...(maxRounds !== undefined ? { maxRounds } : {}),
         signal: options.signal,
         timeoutMs: request.timeout_ms,

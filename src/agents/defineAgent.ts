@@ -99,7 +99,7 @@ export interface AgentRunContext {
    * (`AGENT_COMPLETED.payload.skills`).
    */
   readonly skills: readonly { readonly id: string; readonly name: string; readonly instructions: string }[];
-  /** The tools this call may use, under the runner's policy (none unless a recipe offers some). */
+  /** The tools this call may use, under the runner's policy: its definition's `tools` in the pipeline, a node's in a recipe. */
   readonly tools: AgentTools;
   /**
    * Hands part of the work to another agent (one its recipe definition lists
@@ -168,6 +168,15 @@ export interface AgentSpec<S extends z.ZodType> extends AgentScheduling {
    * {@link AgentModelChoice}). Announced in its manifest (`model`). Default: the worker's model.
    */
   model?: AgentModelChoice;
+  /**
+   * The tools it may call (`ctx.tools`) when the built-in pipeline schedules it: names of tools
+   * a worker hosts (its own, or an MCP server's). Each call goes through the runner, under its
+   * tool policy: a write of high risk waits for a person's approval, the turn suspended meanwhile.
+   * Default: none. A recipe node offers its own list instead.
+   */
+  tools?: readonly string[];
+  /** The agents it may hand work to (`ctx.delegate`) in the pipeline. Default: none. */
+  delegates?: readonly string[];
   /**
    * Answers one turn with a value `output` accepts (defaults are filled in by
    * `output`). Throwing, or an answer `output` rejects, fails this agent
@@ -289,6 +298,8 @@ export function defineAgent<S extends z.ZodType>(spec: AgentSpec<S>): AgentDefin
     description: spec.description,
     ...(outputSchema ? { output_schema: outputSchema } : {}),
     ...(model ? { model: model.spec.name } : {}),
+    ...(spec.tools?.length ? { tools: [...new Set(spec.tools)] } : {}),
+    ...(spec.delegates?.length ? { delegates: [...new Set(spec.delegates)] } : {}),
   });
   if (!manifest.success)
     throw new AgentDefinitionError(

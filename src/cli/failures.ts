@@ -28,7 +28,7 @@ export const EXIT = {
   unavailable: 3,
   /** Anything else: a bug or an unexpected answer; `--debug` shows the stack. */
   internal: 4,
-  /** (`run`, `resume`) The recipe run is suspended at a human node, waiting for an answer. */
+  /** (`run`, `resume`, `send`) The run or turn is suspended, waiting for an answer (a human node, an approval). */
   suspended: 5,
 } as const;
 
@@ -65,6 +65,7 @@ const EXIT_BY_CODE: Partial<Record<ConclaveErrorCode, ExitStatus>> = {
   port_in_use: EXIT.usage,
   turn_timeout: EXIT.turnFailed,
   turn_failed: EXIT.turnFailed,
+  turn_suspended: EXIT.suspended,
   unavailable: EXIT.unavailable,
   nats_server_not_found: EXIT.unavailable,
   missing_dependency: EXIT.unavailable,

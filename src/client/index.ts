@@ -85,4 +85,4 @@ export type {
 export type { RecipeRunResult, ResumeOptions, RunOptions } from "./recipeRun.ts";
 export type { ScheduleChanges, ScheduleSpec, SchedulesClient, ScheduleView } from "./schedules.ts";
 export type { SubmitOptions, TurnResult, TurnStream } from "./turnStream.ts";
-export { InvalidRequestError, TurnFailedError, TurnTimeoutError } from "./turns.ts";
+export { InvalidRequestError, TurnFailedError, TurnSuspendedError, TurnTimeoutError } from "./turns.ts";

@@ -39,6 +39,26 @@ export class TurnFailedError extends ConclaveError<"turn_failed"> {
   }
 }
 
+/**
+ * Raised for a turn that suspended instead of completing: one of its agents' tool calls waits for
+ * a person's approval. It goes on once answered (`client.approve` / `conclave approve <session>/<turn>`).
+ */
+export class TurnSuspendedError extends ConclaveError<"turn_suspended"> {
+  readonly sessionId: string;
+  readonly turnId: number;
+  /** Where it waits (`agent:<id>` in the pipeline). */
+  readonly node: string;
+  constructor(sessionId: string, turnId: number, node: string, prompt?: string) {
+    super(
+      "turn_suspended",
+      `turn ${sessionId}/${turnId} waits at ${node}${prompt ? `: ${prompt}` : ""}; answer it with conclave approve|deny ${sessionId}/${turnId}`,
+    );
+    this.sessionId = sessionId;
+    this.turnId = turnId;
+    this.node = node;
+  }
+}
+
 /** An argument the client refuses before sending anything: a session id or turn id that cannot be one. */
 export class InvalidRequestError extends ConclaveError<"invalid_request"> {
   constructor(message: string) {
@@ -89,7 +109,8 @@ export function submitTurn(
  * (the turn's live subject, or relayed by the runner), merged with the log's
  * coalesced ones so that each piece of text comes once (LiveChunkMerger): a
  * live chunk has the seq of the stored event that holds it. Throws
- * TurnTimeoutError when the turn does not complete within `timeoutMs`.
+ * TurnTimeoutError when the turn does not complete within `timeoutMs`, and
+ * TurnSuspendedError when it suspends for an approval instead.
  */
 export async function watchTurn(
   nc: NatsConnection,
@@ -114,6 +135,8 @@ async function followLog(
   timeoutMs: number,
 ): Promise<TurnCompleted | null> {
   let completed: TurnCompleted | null = null;
+  let suspended: string | null = null;
+  let prompt: string | undefined;
   const merger = new LiveChunkMerger(onEvent);
   // Subscribed before the log is read: a chunk is then either live or stored by the time the log is caught up.
   const live = subscribeLiveChunks(nc, ack.session_id, ack.turn_id, merger);
@@ -123,6 +146,11 @@ async function followLog(
       ack.events_subject,
       (event) => {
         merger.stored(event);
+        if (event.kind === "HUMAN_INPUT_REQUESTED") prompt = event.payload.prompt;
+        if (event.kind === "TURN_SUSPENDED") {
+          suspended = event.payload.node;
+          return true;
+        }
         if (event.kind === "TURN_COMPLETED") {
           completed = event;
           return true;
@@ -134,6 +162,7 @@ async function followLog(
   } finally {
     live?.unsubscribe();
   }
+  if (suspended !== null) throw new TurnSuspendedError(ack.session_id, ack.turn_id, suspended, prompt);
   return completed;
 }
 

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { ContextSummarySchema } from "./context.ts";
 import { AgentId, MAX_CALL_TIMEOUT_MS, SessionId, TurnId } from "./ids.ts";
 import { LedgerDigest } from "./ledger.ts";
-import { ToolManifest } from "./tool.ts";
+import { ToolManifest, ToolName } from "./tool.ts";
 import { Usage } from "./usage.ts";
 import { WireJsonSchema } from "./wireJsonSchema.ts";
 import { Claim, Episode, Modulators, Sensors, Stance, StanceDelta } from "./workspace.ts";
@@ -89,6 +89,13 @@ export const AgentManifest = z.object({
    * runs on is its endpoint's `model` metadata (`offline` when the worker has no LLM server).
    */
   model: z.string().min(1).max(256).optional(),
+  /**
+   * The tools the agent may call when the built-in pipeline schedules it (`defineAgent`'s `tools`):
+   * the runner offers those a live worker hosts, under its tool policy. Recipe nodes name their own.
+   */
+  tools: z.array(ToolName).max(32).optional(),
+  /** The agents it may delegate to in the pipeline (`defineAgent`'s `delegates`). */
+  delegates: z.array(AgentId).max(16).optional(),
 });
 export type AgentManifest = z.infer<typeof AgentManifest>;
 

@@ -12,6 +12,8 @@ import type { ContextArenaState } from "./context.ts";
 import type { ReplyFallback, StreamId } from "./council.ts";
 import type { ErrorCode } from "./errors.ts";
 import type { EventBody, EventPayload } from "./events.ts";
+import type { RecipeRunOutput } from "./recipeProtocol.ts";
+import type { ToolApproval } from "./recipeRun.ts";
 import type { TurnOutcome } from "./turn.ts";
 import { addUsage, noUsage, type TurnUsage, type Usage } from "./usage.ts";
 import type { Modulators, Sensors, Stance } from "./workspace.ts";
@@ -46,7 +48,15 @@ export interface TurnOutput {
   stance: Stance;
   /** The session's context arena after the turn (absent: a recipe turn, which does not plan one). */
   context_arena?: ContextArenaState;
+  /**
+   * The turn waits for a person's approval of an agent's tool call: it is not finished, and runs
+   * again from its log once answered (`outcome` is then meaningless). The host adds `seq`.
+   */
+  suspended?: TurnSuspension;
 }
+
+/** Where a suspended turn or run waits: its node (a recipe's, or `agent:<id>` in the pipeline) and what for. */
+export type TurnSuspension = NonNullable<RecipeRunOutput["suspended"]>;
 
 /** What a turn asks its host to append to the event log (the host adds the clock-derived fields). */
 export type TurnRecord =
@@ -81,6 +91,14 @@ export type WaveEvent =
       interceptor: string;
       action: "redact" | "block";
       reason: string;
+    }
+  /** One of the agent's tool calls waits for a person's approval: the turn suspends (durably) until it is answered. */
+  | {
+      type: "agent.approval_required";
+      agent_id: string;
+      approval: ToolApproval;
+      prompt: string;
+      required_role: string;
     }
   | { type: "wave.done" };
 

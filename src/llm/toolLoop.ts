@@ -30,6 +30,11 @@ export interface ToolLoopOptions {
    * `{"error": message}` and the loop goes on, so the model can react (retry, apologise, give up).
    */
   callTool(call: { id: string; name: string; args: unknown }): Promise<unknown>;
+  /**
+   * True for a `callTool` error that ends the loop, thrown as it is, instead of going back to the
+   * model (a call waiting for a person's approval: the turn suspends). Default: none does.
+   */
+  halts?(error: unknown): boolean;
   /** Model calls at most, each of which may ask for tools; default 4. */
   maxRounds?: number;
   /** Stops the loop: the model call under way (or the next one) fails with LlmError `aborted`. */
@@ -104,7 +109,7 @@ export async function runToolLoop(options: ToolLoopOptions): Promise<ToolLoopRes
     for (const toolCall of reply.toolCalls) {
       // Aborted: run no more tools; the next model call rejects with the abort.
       if (options.signal?.aborted) break;
-      const call = await runCall(toolCall, options.callTool);
+      const call = await runCall(toolCall, options.callTool, options.halts);
       calls.push(call);
       messages.push({ role: "tool", tool_call_id: call.id, content: toolMessageContent(call) });
     }
@@ -112,7 +117,11 @@ export async function runToolLoop(options: ToolLoopOptions): Promise<ToolLoopRes
   throw new ToolLoopExhaustedError(options.caller, maxRounds, calls, usage);
 }
 
-async function runCall(toolCall: ModelToolCall, callTool: ToolLoopOptions["callTool"]): Promise<ToolLoopCall> {
+async function runCall(
+  toolCall: ModelToolCall,
+  callTool: ToolLoopOptions["callTool"],
+  halts: ToolLoopOptions["halts"],
+): Promise<ToolLoopCall> {
   const { id, name } = toolCall;
   let args: unknown;
   try {
@@ -123,6 +132,7 @@ async function runCall(toolCall: ModelToolCall, callTool: ToolLoopOptions["callT
   try {
     return { id, name, args, result: await callTool({ id, name, args }) };
   } catch (error) {
+    if (halts?.(error)) throw error;
     return { id, name, args, error: messageOf(error) };
   }
 }

@@ -50,6 +50,9 @@ const runWave = (services: TurnServices) =>
               sendBack({ type: "agent.stream.intercepted", stream_id, interceptor, action, reason });
             } else sendBack({ type: "agent.stream.end", stream_id });
           },
+          (asked) => {
+            if (!abort.signal.aborted) sendBack({ type: "agent.approval_required", agent_id: agentId, ...asked });
+          },
         )
         .then(
           (reply) => settle({ type: "agent.replied", reply }),

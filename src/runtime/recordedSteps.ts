@@ -314,7 +314,7 @@ export function withRecordedSteps(
       await live("schedule", request);
       return services.planWaves(request, signal);
     },
-    callAgent: async (request, signal, attempts, onStream) => {
+    callAgent: async (request, signal, attempts, onStream, onApproval) => {
       // Waves only: revisions are recorded by round (deliberate), recipe nodes by their own steps.
       const recorded =
         request.mode === "respond" && request.recipe === undefined
@@ -323,7 +323,7 @@ export function withRecordedSteps(
       if (recorded && "failure" in recorded) throw recorded.failure;
       if (recorded) return recorded.reply;
       await live("agent", request);
-      return services.callAgent(request, signal, attempts, onStream);
+      return services.callAgent(request, signal, attempts, onStream, onApproval);
     },
     deliberate: async (input, signal) => {
       const recorded = stepsOf(input.session_id, input.turn_id)?.round(input);

@@ -15,6 +15,7 @@ import type {
   MemoryRetrieveReply,
   MemoryRetrieveRequest,
 } from "../contracts/memory.ts";
+import type { ToolApproval } from "../contracts/recipeRun.ts";
 import type { PlanWavesReply, PlanWavesRequest } from "../contracts/scheduler.ts";
 import type { DeliberateInput, DeliberateOutput, ScreenInput } from "../contracts/turnProtocol.ts";
 import type { Sensors } from "../contracts/workspace.ts";
@@ -30,6 +31,13 @@ export type ScreenRequest = ScreenInput;
  * (`localTurnServices`: the same logic in-process). The machine cannot tell.
  * Every call takes an AbortSignal that fires when the stage is left.
  */
+/** A tool call of an agent waits for a person's approval: the turn suspends until it is answered. */
+export interface ApprovalAsked {
+  approval: ToolApproval;
+  prompt: string;
+  required_role: string;
+}
+
 export interface TurnServices {
   senseFast(text: string): Promise<Sensors>;
   /** The request interceptors, on the message and the sensors' scores. */
@@ -40,12 +48,15 @@ export interface TurnServices {
    * Asks one agent; `attempts` (default 1) tries of `request.timeout_ms` each
    * when an answer is lost. `onStream` receives the agent's named stream
    * parts (as the response interceptors left them), all before the reply.
+   * `onApproval` learns that one of the agent's tool calls waits for a
+   * person's approval (a pipeline agent with tools): the turn suspends.
    */
   callAgent(
     request: AgentRequest,
     signal: AbortSignal,
     attempts?: number,
     onStream?: (part: AgentStreamEvent) => void,
+    onApproval?: (asked: ApprovalAsked) => void,
   ): Promise<AgentReply>;
   deliberate(input: DeliberateInput, signal: AbortSignal): Promise<DeliberateOutput>;
   decide(request: CouncilRequest, signal: AbortSignal): Promise<CouncilReply>;

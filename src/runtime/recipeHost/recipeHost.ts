@@ -6,6 +6,7 @@ import { BlackboardStores, blackboardOptionsFromEnv } from "../../blackboard/ope
 import { ToolPolicy } from "../../tools/policy.ts";
 import type { Logger } from "../log.ts";
 import type { RecipeRunnerOptions } from "../runner/options.ts";
+import { PipelineTools } from "../toolCalls/pipelineTools.ts";
 import { ToolGate } from "../toolCalls/toolGate.ts";
 import type { TurnStatusStore } from "../turnStatusStore.ts";
 import type { RecipeMachineDeps } from "./recipeActors.ts";
@@ -34,6 +35,8 @@ export interface RecipeHostDeps {
 export class RecipeHost {
   /** Every runner's timeouts of suspended runs: a suspension is added here, an answer forgets it. */
   readonly timers: SuspensionTimers;
+  /** Tools and delegation for the pipeline's agents, through the same gate and policy as recipe runs'. */
+  readonly pipelineTools: PipelineTools;
   readonly #blackboards: BlackboardStores;
   /** Where workers ask for their agents' tool calls. */
   readonly #gate: ToolGate;
@@ -50,6 +53,12 @@ export class RecipeHost {
     this.#inspect = deps.inspect;
     this.#blackboards = new BlackboardStores({ nc, ...blackboardOptionsFromEnv(), ...this.#recipes.blackboard });
     this.#gate = new ToolGate(nc, deps.directory);
+    this.pipelineTools = new PipelineTools({
+      gate: this.#gate,
+      directory: deps.directory,
+      policy: deps.policy,
+      ...(this.#recipes.toolTimeoutMs !== undefined ? { timeoutMs: this.#recipes.toolTimeoutMs } : {}),
+    });
   }
 
   /** Starts hosting: a tool policy that does not parse is refused before anything is opened. */

@@ -1,8 +1,9 @@
-import type { FinishedToolCall, RecipeStart } from "../../../machines/session.ts";
+import type { RecipeStart } from "../../../machines/session.ts";
 import type { EngineEvent, EventPayload } from "../../contracts/events.ts";
 import type { HumanAnswer, JsonObject, RecipeCheckpoint } from "../../contracts/recipeRun.ts";
 import type { WalEntry } from "../../contracts/wal.ts";
 import type { Recipe } from "../../recipes/recipe.ts";
+import { approvalOf, recordedToolSteps } from "../toolCalls/recordedToolSteps.ts";
 import type { RecordedRunMemory } from "./runMemory.ts";
 
 /**
@@ -59,42 +60,9 @@ export function recipeStartOf(
   let received: HumanAnswer | undefined;
   let deadlineAt: number | undefined;
   let remainingMs: number | undefined;
-  const toolCalls: Record<string, FinishedToolCall> = {};
-  const modelSteps: Record<string, { method: string; result: unknown }[]> = {};
-  const approvals: NonNullable<RecipeStart["tool_approvals"]> = {};
-  const delegations: NonNullable<RecipeStart["delegations"]> = {};
   const memory: RecordedRunMemory = {};
-  const approve = (answer: HumanAnswer) => {
-    const given = answer.answer as { approved?: unknown; call_id?: unknown; reason?: unknown } | null;
-    if (typeof given?.call_id !== "string" || typeof given.approved !== "boolean") return;
-    approvals[given.call_id] = {
-      approved: given.approved,
-      ...(answer.user_id ? { user_id: answer.user_id } : {}),
-      ...(typeof given.reason === "string" ? { reason: given.reason } : {}),
-    };
-  };
   for (const event of stored) {
     switch (event.kind) {
-      case "AGENT_DELEGATED":
-        if (event.payload.ok) delegations[event.payload.call_id] = { output: event.payload.output };
-        break;
-      case "MODEL_CALL_COMPLETED": {
-        const { call_key, index, method, result } = event.payload;
-        const steps = modelSteps[call_key] ?? [];
-        steps[index] = { method, result };
-        modelSteps[call_key] = steps;
-        break;
-      }
-      case "TOOL_CALL_FINISHED": {
-        const { ok, result, error, simulated } = event.payload;
-        toolCalls[event.payload.call_id] = {
-          ok,
-          ...(result !== undefined ? { result } : {}),
-          ...(error ? { error } : {}),
-          ...(simulated ? { simulated } : {}),
-        };
-        break;
-      }
       case "MEMORY_RETRIEVED":
         memory.retrieved = event.payload;
         break;
@@ -116,14 +84,15 @@ export function recipeStartOf(
         break;
       case "HUMAN_INPUT_RECEIVED":
         received = event.payload;
-        approve(event.payload);
         // Waiting for a person does not count against the run's deadline: the clock restarts with what was left.
         if (remainingMs !== undefined) deadlineAt = event.ts_monotonic + remainingMs;
         break;
     }
   }
   const answer = entry.resume ?? received;
-  if (entry.resume) approve(entry.resume);
+  const { finished: toolCalls, modelSteps, delegations, approvals } = recordedToolSteps(stored);
+  const resumed = entry.resume ? approvalOf(entry.resume) : null;
+  if (resumed) approvals[resumed.callId] = resumed.answer;
   if (entry.resume && remainingMs !== undefined) deadlineAt = now + remainingMs;
   if (!started) {
     if (!entry.recipe) return null;

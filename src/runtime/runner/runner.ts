@@ -320,16 +320,27 @@ export class Runner {
     if (entry.on_busy === "interrupt") this.#interrupt(session, entry.session_id, entry.turn_id);
     const cancelled = cancelReason ?? this.#cancellations.reasonFor(entry.session_id, entry.turn_id);
     const recipe = recipeStartOf(entry, stored);
-    if (entry.resume && !recipe) {
-      const error = new ConclaveError("corrupt_value", "a resumed run whose log holds no RECIPE_STARTED");
+    // A pipeline turn suspended for an approval goes on from its log, with the answer: its message is its TURN_STARTED's.
+    const started = entry.resume && !recipe ? stored.find((event) => event.kind === "TURN_STARTED") : undefined;
+    if (entry.resume && !recipe && started?.kind !== "TURN_STARTED") {
+      const error = new ConclaveError("corrupt_value", "a resumed turn whose log holds no TURN_STARTED");
       return this.#ends.failUnrunnable(entry, error);
     }
+    if (entry.resume && started?.kind === "TURN_STARTED") {
+      // Recorded once: a takeover of the resumed turn finds it after the suspension already.
+      const suspendedAt = stored.findLastIndex((event) => event.kind === "TURN_SUSPENDED");
+      if (!stored.slice(suspendedAt + 1).some((event) => event.kind === "HUMAN_INPUT_RECEIVED"))
+        this.#writer.append(entry.session_id, entry.turn_id, { kind: "HUMAN_INPUT_RECEIVED", payload: entry.resume });
+      this.#recipes.pipelineTools.answered(entry.session_id, entry.turn_id, entry.resume);
+    }
+    const text = started?.kind === "TURN_STARTED" ? started.payload.user_input : entry.text;
+    const userId = started?.kind === "TURN_STARTED" ? started.payload.user_id : entry.user_id;
     session.send({
       type: "turn.enqueue",
       turn: {
         turn_id: entry.turn_id,
-        text: entry.text,
-        ...(entry.user_id ? { user_id: entry.user_id } : {}),
+        text,
+        ...(userId ? { user_id: userId } : {}),
         ...(cancelled !== undefined ? { cancelled } : {}),
         ...(recipe ? { recipe } : {}),
       },

@@ -75,36 +75,58 @@ export function sessionActors(
     writer.append(context.session_id, context.turn_id, stored(context, event));
   // A pipeline turn taken over answers its recorded steps from its log and does not append their events again.
   const stepsOf = (sessionId: string, turnId: number) => recordedStepsOf(writer.storedEvents(sessionId, turnId));
+  /** A pipeline turn suspended for an approval: the seq of its TURN_SUSPENDED, which its answer names. */
+  const suspensions = new Map<string, number>();
   const replayed = (context: { session_id: string; turn_id: number }, event: Parameters<typeof stored>[1]) => {
     const screened = stored(context, event);
     const steps = stepsOf(context.session_id, context.turn_id);
     const admitted = steps ? steps.admit(screened) : screened;
-    if (admitted) writer.append(context.session_id, context.turn_id, admitted);
+    const appended = admitted ? writer.append(context.session_id, context.turn_id, admitted) : undefined;
+    if (appended?.kind === "TURN_SUSPENDED") suspensions.set(`${context.session_id}.${context.turn_id}`, appended.seq);
   };
-  const turn = provideTurn(withRecordedSteps(services, stepsOf, { beforeLive: stopAtFailpoint(writer) }), replayed);
+  // Pipeline agents that name tools or delegates get them through the recipe runs' gate and policy.
+  const pipeline = deps.recipes.pipelineTools;
+  const withTools = pipeline.wrap(services, {
+    record,
+    flushed: (turn) => writer.flushed(turn.session_id, turn.turn_id),
+    stored: (sessionId, turnId) => writer.storedEvents(sessionId, turnId),
+  });
+  const turn = provideTurn(withRecordedSteps(withTools, stepsOf, { beforeLive: stopAtFailpoint(writer) }), replayed);
   const recipeTurn = deps.recipes.logic(services, record, (turn) => writer.flushed(turn.session_id, turn.turn_id));
   const session = sessionMachine.provide({
     actors: { turn, recipeTurn },
     actions: {
-      turnSuspended: ({ context }, output) =>
+      turnSuspended: ({ context }, given) => {
+        pipeline.ended(context.session_id, given.turn_id);
+        const key = `${context.session_id}.${given.turn_id}`;
+        const seq = given.suspended?.seq ?? suspensions.get(key);
+        suspensions.delete(key);
+        const output =
+          given.suspended && seq !== undefined ? { ...given, suspended: { ...given.suspended, seq } } : given;
         void ends.suspended(context.session_id, output, {
           turns_completed: context.turns_completed,
           last_turn_id: context.last_turn_id,
           modulators: context.modulators,
           stance: context.stance,
           context_arena: context.context_arena,
-        }),
+        });
+      },
       // Runs after the session's assign: its context already counts this turn, so the snapshot is taken now,
       // in turn order, not after the awaits that follow.
-      turnFinished: ({ context }, output) =>
+      turnFinished: ({ context }, output) => {
+        pipeline.ended(context.session_id, output.turn_id);
         void ends.finished(context.session_id, output, {
           turns_completed: context.turns_completed,
           last_turn_id: context.last_turn_id,
           modulators: output.modulators,
           stance: output.stance,
           context_arena: output.context_arena ?? context.context_arena,
-        }),
-      turnCrashed: ({ context }, failure) => void ends.crashed(context.session_id, failure.turn_id, failure.error),
+        });
+      },
+      turnCrashed: ({ context }, failure) => {
+        pipeline.ended(context.session_id, failure.turn_id);
+        void ends.crashed(context.session_id, failure.turn_id, failure.error);
+      },
     },
   });
   return (sessionId: string, snapshot: SessionSnapshot | null) =>

@@ -38,9 +38,8 @@ export async function readForTakeover(
  * A recipe run goes on from its own checkpoints.
  */
 export function isPipelineTurn(entry: WalEntry, stored: readonly EngineEvent[]): boolean {
-  return (
-    entry.recipe === undefined && entry.resume === undefined && !stored.some((event) => event.kind === "RECIPE_STARTED")
-  );
+  // A resumed entry is a pipeline turn's too when its log holds no recipe run (an approval answered).
+  return entry.recipe === undefined && !stored.some((event) => event.kind === "RECIPE_STARTED");
 }
 
 /** What taking a redelivered turn needs: the runner's stores, its name, its settlement and its log writer. */

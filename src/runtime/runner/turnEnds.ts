@@ -1,5 +1,5 @@
 import type { RecipeRunOutput } from "../../contracts/recipeProtocol.ts";
-import type { TurnOutput } from "../../contracts/turnProtocol.ts";
+import type { TurnOutput, TurnSuspension } from "../../contracts/turnProtocol.ts";
 import { usageSummary } from "../../contracts/turnProtocol.ts";
 import type { WalEntry } from "../../contracts/wal.ts";
 import { type ConclaveError, messageOf, singleLine } from "../../errors.ts";
@@ -105,7 +105,11 @@ export class TurnEnds {
    * node has a timeout, every runner's timers learn of it. No process holds
    * the run; an answer (or the timeout) writes a new WAL entry.
    */
-  async suspended(sessionId: string, output: RecipeRunOutput, snapshot: SessionSnapshot): Promise<void> {
+  async suspended(
+    sessionId: string,
+    output: { turn_id: number; suspended?: TurnSuspension },
+    snapshot: SessionSnapshot,
+  ): Promise<void> {
     const turnId = output.turn_id;
     this.deps.admission.release(sessionId, turnId);
     const suspended = output.suspended!;

@@ -1,0 +1,212 @@
+import type { AgentDirectory } from "../../agents/directory.ts";
+import type { AgentContext, AgentReply, AgentRequest } from "../../contracts/agent.ts";
+import type { EngineEvent } from "../../contracts/events.ts";
+import type { HumanAnswer, JsonObject } from "../../contracts/recipeRun.ts";
+import type { ToolManifest } from "../../contracts/tool.ts";
+import type { TurnRecord } from "../../contracts/turnProtocol.ts";
+import type { ToolPolicy } from "../../tools/policy.ts";
+import { delegatedRequest } from "../recipeHost/recipeActors.ts";
+import { screenInputs } from "../recipeHost/screenInputs.ts";
+import type { ApprovalAsked, TurnServices } from "../turnServices.ts";
+import { approvalOf, recordedToolSteps } from "./recordedToolSteps.ts";
+import type { ToolGate } from "./toolGate.ts";
+import type { TurnTools } from "./turnToolCalls.ts";
+
+/** Where a pipeline turn's tool calls are recorded: the turn's log, as the runner writes it. */
+export interface PipelineTurnLog {
+  record(turn: { session_id: string; turn_id: number }, body: TurnRecord): void;
+  flushed(turn: { session_id: string; turn_id: number }): Promise<void>;
+  /** What earlier attempts stored of the turn (a takeover, or a suspension answered). */
+  stored(sessionId: string, turnId: number): readonly EngineEvent[];
+}
+
+/** Most failed tool calls an agent is told of (`context.tool_failures`), newest first. */
+const FAILURES_SHOWN = 20;
+
+interface OpenPipelineTurn {
+  allowed: Set<string>;
+  delegates: Set<string>;
+  /** Per agent call: who learns that one of its tool calls waits for approval. */
+  listeners: Map<string, (asked: ApprovalAsked) => void>;
+  /** `<tool>: <message>` of each call that failed or was refused in the turn, oldest first. */
+  failures: string[];
+  /** The context the turn's agents were last given: a delegated agent gets its memory. */
+  context: AgentContext | null;
+  /** The budget of the turn's agent calls: a delegated call gets the same. */
+  timeoutMs: number;
+  abort: AbortController;
+  close: () => void;
+}
+
+/**
+ * Tools and delegation for the agents the built-in pipeline schedules: an
+ * agent whose definition names `tools` or `delegates` is offered them in its
+ * wave, through the runner's tool gate (the recipe runs' gate, policy and
+ * durable steps). A call that needs approval suspends the turn (the wave's
+ * `onApproval`); the turn runs again from its log once it is answered, its
+ * recorded tool calls, model steps and delegations answered from there.
+ */
+export class PipelineTools {
+  readonly #turns = new Map<string, OpenPipelineTurn>();
+  /** Answers to a suspended turn's approval, until it runs again (they are in its log from then on). */
+  readonly #answers = new Map<string, HumanAnswer>();
+  #directory: AgentDirectory | null = null;
+
+  constructor(
+    private readonly deps: {
+      gate: ToolGate;
+      directory: Promise<AgentDirectory>;
+      policy: ToolPolicy;
+      /** Per tool call; default the gate's. */
+      timeoutMs?: number;
+    },
+  ) {
+    void deps.directory.then(
+      (directory) => {
+        this.#directory = directory;
+      },
+      () => {},
+    );
+  }
+
+  /** A suspended pipeline turn was answered: its approval holds when it runs again. */
+  answered(sessionId: string, turnId: number, answer: HumanAnswer): void {
+    this.#answers.set(`${sessionId}.${turnId}`, answer);
+  }
+
+  /** The turn ended (completed, suspended or crashed): calls in flight stop and record nothing more. */
+  ended(sessionId: string, turnId: number): void {
+    const key = `${sessionId}.${turnId}`;
+    this.#answers.delete(key);
+    const turn = this.#turns.get(key);
+    if (!turn) return;
+    this.#turns.delete(key);
+    turn.abort.abort();
+    turn.close();
+  }
+
+  /**
+   * `services` whose wave agent calls are offered their tools and delegates:
+   * the request names the gate, the call's durable key and any model steps
+   * recorded for it. Deliberation rounds (revise mode) get no tools.
+   */
+  wrap(services: TurnServices, log: PipelineTurnLog): TurnServices {
+    const callAgent: TurnServices["callAgent"] = async (request, signal, attempts, onStream, onApproval) => {
+      const manifest =
+        request.mode === "respond" && !request.recipe && !request.tool_subject
+          ? (this.#directory ?? (await this.deps.directory)).manifest(request.agent_id)
+          : undefined;
+      const names = manifest?.tools ?? [];
+      const delegates = manifest?.delegates ?? [];
+      if (names.length === 0 && delegates.length === 0) return services.callAgent(request, signal, attempts, onStream);
+      const directory = this.#directory ?? (await this.deps.directory);
+      const turn = this.#open(services, log, request);
+      for (const name of names) turn.allowed.add(name);
+      for (const name of delegates) turn.delegates.add(name);
+      turn.context = request.context;
+      const offered = names.flatMap((name): ToolManifest[] => {
+        const tool = directory.tool(name);
+        return tool ? [tool] : [];
+      });
+      // The agent and its wave identify the call across a takeover or a resume: its finished steps are not made again.
+      const callKey = `${request.agent_id}.w${request.wave}`;
+      if (onApproval) turn.listeners.set(callKey, onApproval);
+      const replay = this.deps.gate.replayOf(request.session_id, request.turn_id, callKey);
+      const failures = turn.failures.slice(-FAILURES_SHOWN).reverse();
+      try {
+        return await services.callAgent(
+          {
+            ...request,
+            ...(failures.length > 0 ? { context: { ...request.context, tool_failures: failures } } : {}),
+            tools: offered,
+            tool_subject: this.deps.gate.subject,
+            call_key: callKey,
+            ...(delegates.length > 0 ? { delegates: [...delegates] } : {}),
+            ...(replay.length > 0 ? { replay: { model: replay } } : {}),
+          },
+          signal,
+          attempts,
+          onStream,
+        );
+      } finally {
+        if (turn.listeners.get(callKey) === onApproval) turn.listeners.delete(callKey);
+      }
+    };
+    return { ...services, callAgent };
+  }
+
+  /** The turn's tools, opened on the gate by its first agent call that has any. */
+  #open(services: TurnServices, log: PipelineTurnLog, request: AgentRequest): OpenPipelineTurn {
+    const key = `${request.session_id}.${request.turn_id}`;
+    const open = this.#turns.get(key);
+    if (open) return open;
+    const ref = { session_id: request.session_id, turn_id: request.turn_id };
+    const steps = recordedToolSteps(log.stored(ref.session_id, ref.turn_id));
+    const answer = this.#answers.get(key);
+    const answered = answer ? approvalOf(answer) : null;
+    if (answered) steps.approvals[answered.callId] = answered.answer;
+    const abort = new AbortController();
+    const turn: OpenPipelineTurn = {
+      allowed: new Set(),
+      delegates: new Set(),
+      listeners: new Map(),
+      failures: [],
+      context: null,
+      timeoutMs: request.timeout_ms,
+      abort,
+      close: () => {},
+    };
+    const record = (body: TurnRecord) => {
+      if (body.kind === "TOOL_CALL_DENIED" || (body.kind === "TOOL_CALL_FINISHED" && !body.payload.ok)) {
+        const message = body.kind === "TOOL_CALL_DENIED" ? body.payload.message : body.payload.error?.message;
+        turn.failures.push(`${body.payload.tool}: ${message ?? "failed"}`.slice(0, 2_000));
+      }
+      log.record(ref, body);
+    };
+    const tools: TurnTools = {
+      policies: [this.deps.policy],
+      allowed: turn.allowed,
+      delegates: turn.delegates,
+      record,
+      screenArgs: async (args) => (await screenInputs(services, ref, { args: args as JsonObject })).inputs.args,
+      finished: steps.finished,
+      modelSteps: steps.modelSteps,
+      delegated: steps.delegations,
+      approvals: steps.approvals,
+      flushed: () => log.flushed(ref),
+      delegateTo: ({ to, message, depth, callKey }) =>
+        this.#delegate(services, turn, ref, { to, message, depth, callKey }),
+      askApproval: (callKey, asked) => {
+        const listener = turn.listeners.get(callKey);
+        listener?.(asked);
+        return listener !== undefined;
+      },
+      signal: abort.signal,
+      ...(this.deps.timeoutMs !== undefined ? { timeoutMs: this.deps.timeoutMs } : {}),
+    };
+    turn.close = this.deps.gate.openTurn(ref.session_id, ref.turn_id, tools);
+    this.#turns.set(key, turn);
+    return turn;
+  }
+
+  /** A delegated call: the agent asked answers the delegating agent's message, with the turn's memory, one level deeper. */
+  #delegate(
+    services: TurnServices,
+    turn: OpenPipelineTurn,
+    ref: { session_id: string; turn_id: number },
+    asked: { to: string; message: string; depth: number; callKey: string },
+  ): Promise<AgentReply> {
+    const base = delegatedRequest(ref, asked.to, asked.message, turn.timeoutMs);
+    const given = turn.context;
+    const request: AgentRequest = {
+      ...base,
+      // The turn's memory and workspace, as the delegating agent saw them; the message is the delegating agent's.
+      ...(given ? { context: { ...given, user_message: asked.message, claims: [], tool_failures: undefined } } : {}),
+      tool_subject: this.deps.gate.subject,
+      call_key: asked.callKey,
+      delegation_depth: asked.depth,
+      delegates: [...turn.delegates],
+    };
+    return services.callAgent(request, turn.abort.signal);
+  }
+}
