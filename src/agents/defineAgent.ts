@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { checkedCardUrl } from "../a2a/remoteAgents.ts";
 import type { SessionLedgers } from "../client/ledgers.ts";
 import {
   type AgentContext,
@@ -175,8 +176,12 @@ export interface AgentSpec<S extends z.ZodType> extends AgentScheduling {
    * Default: none. A recipe node offers its own list instead.
    */
   tools?: readonly string[];
-  /** The agents it may hand work to (`ctx.delegate`) in the pipeline. Default: none. */
-  delegates?: readonly string[];
+  /**
+   * The agents it may hand work to (`ctx.delegate`) in the pipeline: agent ids, or remote A2A
+   * agents as `{ name, a2a }` (`name` an agent id to delegate to, `a2a` the agent card's
+   * http(s) URL, `a2a+` prefix allowed). Default: none.
+   */
+  delegates?: readonly (string | RemoteDelegate)[];
   /**
    * Answers one turn with a value `output` accepts (defaults are filled in by
    * `output`). Throwing, or an answer `output` rejects, fails this agent
@@ -299,7 +304,7 @@ export function defineAgent<S extends z.ZodType>(spec: AgentSpec<S>): AgentDefin
     ...(outputSchema ? { output_schema: outputSchema } : {}),
     ...(model ? { model: model.spec.name } : {}),
     ...(spec.tools?.length ? { tools: [...new Set(spec.tools)] } : {}),
-    ...(spec.delegates?.length ? { delegates: [...new Set(spec.delegates)] } : {}),
+    ...delegatesOf(spec),
   });
   if (!manifest.success)
     throw new AgentDefinitionError(
@@ -318,6 +323,32 @@ export function defineAgent<S extends z.ZodType>(spec: AgentSpec<S>): AgentDefin
   };
   Object.defineProperty(definition, AGENT_BRAND, { value: true });
   return Object.freeze(definition);
+}
+
+/** A remote A2A agent a pipeline agent may delegate to (`defineAgent`'s `delegates`). */
+export interface RemoteDelegate {
+  /** The agent id it is asked by (`ctx.delegate(name, message)`). */
+  name: string;
+  /** Its agent card's URL: `https://host/.well-known/agent-card.json` (or with the `a2a+` prefix). */
+  a2a: string;
+}
+
+/** The manifest's `delegates` and `remote_delegates` from a definition's list; a bad card URL is refused. */
+function delegatesOf(spec: { name: string; delegates?: readonly (string | RemoteDelegate)[] }) {
+  if (!spec.delegates?.length) return {};
+  const remote: Record<string, { card_url: string }> = {};
+  const names = spec.delegates.map((delegate) => {
+    if (typeof delegate === "string") return delegate;
+    const url = typeof delegate?.a2a === "string" ? delegate.a2a.replace(/^a2a\+/, "") : "";
+    const checked = checkedCardUrl(url);
+    if ("problem" in checked)
+      throw new AgentDefinitionError(
+        `agent '${String(spec.name)}': delegate '${String(delegate?.name)}': ${checked.problem}`,
+      );
+    remote[delegate.name] = { card_url: checked.url };
+    return delegate.name;
+  });
+  return { delegates: [...new Set(names)], ...(Object.keys(remote).length > 0 ? { remote_delegates: remote } : {}) };
 }
 
 /** True for a value made by `defineAgent` (of any copy of the package). */

@@ -94,8 +94,10 @@ export const AgentManifest = z.object({
    * the runner offers those a live worker hosts, under its tool policy. Recipe nodes name their own.
    */
   tools: z.array(ToolName).max(32).optional(),
-  /** The agents it may delegate to in the pipeline (`defineAgent`'s `delegates`). */
+  /** The agents it may delegate to in the pipeline (`defineAgent`'s `delegates`), remote ones included. */
   delegates: z.array(AgentId).max(16).optional(),
+  /** Which of its delegates are remote A2A agents, and where their cards are. */
+  remote_delegates: z.record(AgentId, z.object({ card_url: z.string().url().max(2_048) })).optional(),
 });
 export type AgentManifest = z.infer<typeof AgentManifest>;
 

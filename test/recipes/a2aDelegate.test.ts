@@ -216,6 +216,27 @@ describe("A2A delegation", () => {
     ]);
   });
 
+  it("a pipeline agent delegates to a remote A2A agent its definition names", async () => {
+    await processes.spawn("a2a-pipeline", ["worker", "--agents", "./test/fixtures/a2a/pipeline.ts"], {
+      CONCLAVE_TEST_A2A_CARD: `${baseUrl}/.well-known/agent-card.json`,
+    });
+    await processes.spawn("core", ["worker", "--services", "scheduler,council,critics,memory"]);
+    const session = "a2a-pipeline";
+    const turn = client.submit(session, "hello from the pipeline");
+    const { turn_id: turnId } = await turn.ack;
+    await turn.result;
+    const events = await logOf(session, turnId);
+    const answer = events.find(
+      (event) => event.kind === "AGENT_COMPLETED" && event.payload.agent_id === "tester.relay_out",
+    );
+    expect(answer?.kind === "AGENT_COMPLETED" && answer.payload.output).toEqual({
+      answer: "echo: hello from the pipeline",
+    });
+    expect(delegationsOf(events)).toEqual([
+      expect.objectContaining({ agent_id: "tester.relay_out", to: "remote.echo", depth: 1, ok: true }),
+    ]);
+  }, 60_000);
+
   it("an unreachable card fails the run with one line naming its url", async () => {
     const session = "a2a-unreachable";
     const dead = `http://127.0.0.1:${await freePort()}/.well-known/agent-card.json`;

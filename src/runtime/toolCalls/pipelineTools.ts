@@ -1,3 +1,4 @@
+import { type RemoteAgentRef, type RemoteAgents, remoteAgents } from "../../a2a/remoteAgents.ts";
 import type { AgentDirectory } from "../../agents/directory.ts";
 import type { AgentContext, AgentReply, AgentRequest } from "../../contracts/agent.ts";
 import type { EngineEvent } from "../../contracts/events.ts";
@@ -26,6 +27,9 @@ const FAILURES_SHOWN = 20;
 interface OpenPipelineTurn {
   allowed: Set<string>;
   delegates: Set<string>;
+  /** The remote A2A agents among the delegates (cards fetched once per turn, on the first call to each). */
+  remote: RemoteAgents;
+  remoteRefs: Record<string, RemoteAgentRef>;
   /** Per agent call: who learns that one of its tool calls waits for approval. */
   listeners: Map<string, (asked: ApprovalAsked) => void>;
   /** `<tool>: <message>` of each call that failed or was refused in the turn, oldest first. */
@@ -103,6 +107,7 @@ export class PipelineTools {
       const turn = this.#open(services, log, request);
       for (const name of names) turn.allowed.add(name);
       for (const name of delegates) turn.delegates.add(name);
+      Object.assign(turn.remoteRefs, manifest?.remote_delegates);
       turn.context = request.context;
       const offered = names.flatMap((name): ToolManifest[] => {
         const tool = directory.tool(name);
@@ -146,9 +151,12 @@ export class PipelineTools {
     const answered = answer ? approvalOf(answer) : null;
     if (answered) steps.approvals[answered.callId] = answered.answer;
     const abort = new AbortController();
+    const remoteRefs: Record<string, RemoteAgentRef> = {};
     const turn: OpenPipelineTurn = {
       allowed: new Set(),
       delegates: new Set(),
+      remote: remoteAgents(remoteRefs),
+      remoteRefs,
       listeners: new Map(),
       failures: [],
       context: null,
@@ -196,6 +204,8 @@ export class PipelineTools {
     ref: { session_id: string; turn_id: number },
     asked: { to: string; message: string; depth: number; callKey: string },
   ): Promise<AgentReply> {
+    // A remote A2A agent is asked over A2A, under the same depth guard (the gate checked it).
+    if (turn.remote.has(asked.to)) return turn.remote.reply(asked.to, asked.message, turn.abort.signal);
     const base = delegatedRequest(ref, asked.to, asked.message, turn.timeoutMs);
     const given = turn.context;
     const request: AgentRequest = {
