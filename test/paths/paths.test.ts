@@ -23,7 +23,7 @@ import {
   schedulerUnderTest,
 } from "./machines.model.ts";
 import { type CoverageRow, coverageRow, edgeKeys, writeReport } from "./report.ts";
-import { PIPELINE_TURNS, RECIPE_TURNS, sessionUnderTest } from "./session.model.ts";
+import { APPROVAL_TURN, PIPELINE_TURNS, RECIPE_TURNS, sessionUnderTest } from "./session.model.ts";
 import { privateThinking, type TurnScenario, turnModel } from "./turn.model.ts";
 import { TRANSITION_RECORDS } from "./turn.records.ts";
 import { replayTurn } from "./turn.replay.ts";
@@ -50,6 +50,8 @@ const SESSION_SIMPLE = 60;
 const RECIPE_SESSION_SIMPLE = 30;
 /** The recipe session's turns: a recipe run that ends, a pipeline turn, a recipe run that suspends. */
 const MIXED_TURNS = [RECIPE_TURNS[0]!, PIPELINE_TURNS[0]!, RECIPE_TURNS[1]!];
+/** A pipeline turn that suspends for an approval, then one that runs. */
+const APPROVAL_TURNS = [APPROVAL_TURN, PIPELINE_TURNS[0]!];
 
 const STRESSED = "I'm stressed about my deadline";
 const LONELY = "Do you ever feel lonely?";
@@ -167,6 +169,14 @@ const SUBJECTS: Subject[] = [
     // Simple paths of one recipe turn, the one that suspends (a recipe and a pipeline turn have as many as two turns).
     simple: {
       build: (oracle) => sessionUnderTest(oracle, RECIPE_TURNS.slice(1), "a recipe that suspends"),
+      cap: RECIPE_SESSION_SIMPLE,
+    },
+  },
+  {
+    machine: "session",
+    build: (oracle) => sessionUnderTest(oracle, APPROVAL_TURNS, "a pipeline turn that suspends, then one that runs"),
+    simple: {
+      build: (oracle) => sessionUnderTest(oracle, [APPROVAL_TURN], "a pipeline turn that suspends"),
       cap: RECIPE_SESSION_SIMPLE,
     },
   },

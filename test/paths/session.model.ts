@@ -46,6 +46,9 @@ export const PIPELINE_TURNS: readonly SessionTurn[] = [
   { text: "thanks, that helps" },
 ];
 
+/** A pipeline turn whose agent's tool call waits for a person's approval: the turn suspends. */
+export const APPROVAL_TURN: SessionTurn = { text: "please approve the transfer" };
+
 /** Recipe runs: one that ends (Complete), one that suspends at its human node. */
 export const RECIPE_TURNS: readonly SessionTurn[] = [
   { text: "a draft on solar panels", recipe: recipeStart(DRAFT_RECIPE, "solar panels") },
@@ -74,10 +77,7 @@ export function sessionUnderTest(oracle: Oracle, turns: readonly SessionTurn[], 
   };
   const realTurn = (turnInput: TurnInput): Promise<TurnOutput> => {
     const actor = createActor(
-      provideTurn(
-        localTurnServices(() => NOW),
-        () => {},
-      ),
+      provideTurn(pipelineServices(), () => {}),
       { input: turnInput },
     );
     return new Promise((resolve, reject) => {
@@ -88,10 +88,7 @@ export function sessionUnderTest(oracle: Oracle, turns: readonly SessionTurn[], 
   const model: Model = {
     machine: sessionMachine.provide({
       actors: {
-        turn: provideTurn(
-          localTurnServices(() => NOW),
-          () => {},
-        ),
+        turn: provideTurn(pipelineServices(), () => {}),
         recipeTurn: recipeTurn(recipeServices(), () => undefined),
       },
     }),
@@ -186,10 +183,7 @@ export function sessionUnderTest(oracle: Oracle, turns: readonly SessionTurn[], 
   /** A real turn told to stop (interrupted or cancelled) as soon as it started (held where the replay holds it: memory retrieval). */
   const stoppedTurn = (turnInput: TurnInput, stop: TurnEvent): Promise<TurnOutput> => {
     const gates = new Gates();
-    const services = heldAtRetrieval(
-      localTurnServices(() => NOW),
-      gates,
-    );
+    const services = heldAtRetrieval(pipelineServices(), gates);
     const actor = createActor(
       provideTurn(services, () => {}),
       { input: turnInput },
@@ -223,13 +217,7 @@ export function sessionUnderTest(oracle: Oracle, turns: readonly SessionTurn[], 
       };
       const machine = sessionMachine.provide({
         actors: {
-          turn: provideTurn(
-            heldAtRetrieval(
-              localTurnServices(() => NOW),
-              gates,
-            ),
-            record,
-          ),
+          turn: provideTurn(heldAtRetrieval(pipelineServices(), gates), record),
           recipeTurn: recipeTurn(agentsHeld(recipeServices(), gates), record),
         },
         actions: {
@@ -330,6 +318,16 @@ export function sessionUnderTest(oracle: Oracle, turns: readonly SessionTurn[], 
               return `turnFinished outcome ${JSON.stringify(hook.finished.outcome)}, TURN_COMPLETED's ${JSON.stringify(last.payload.outcome)}`;
             return undefined;
           }
+          if (step.event.type === "xstate.done.actor.turn" && (step.event.output as TurnOutput).suspended) {
+            // Suspended for an approval, not finished: the host is told so, and the log ends with TURN_SUSPENDED.
+            const records = log.of(finishedTurn!);
+            const hook = hooks[0];
+            if (hooks.length !== 1 || !hook || !("suspended" in hook) || hook.suspended.turn_id !== finishedTurn)
+              return `turnSuspended ${JSON.stringify(hooks)} for turn ${finishedTurn}`;
+            if (records.at(-1)?.kind !== "TURN_SUSPENDED")
+              return `turn ${finishedTurn} did not end with TURN_SUSPENDED`;
+            return undefined;
+          }
           if (step.event.type === "xstate.done.actor.turn") {
             const records = log.of(finishedTurn!);
             const finished = hooks.filter((hook) => "finished" in hook);
@@ -349,6 +347,32 @@ export function sessionUnderTest(oracle: Oracle, turns: readonly SessionTurn[], 
           return hooks.length === 0 ? undefined : `unexpected hooks ${JSON.stringify(hooks)}`;
         },
       };
+    },
+  };
+}
+
+/**
+ * The real turn services, where a message that asks to "approve" something has its first agent's
+ * tool call wait for approval: the agent call tells the turn (`onApproval`), which suspends, and never answers.
+ */
+function pipelineServices(): TurnServices {
+  const services = localTurnServices(() => NOW);
+  return {
+    ...services,
+    callAgent: (request, signal, attempts, onStream, onApproval) => {
+      if (!onApproval || !/approve/.test(request.context.user_message) || request.mode !== "respond")
+        return services.callAgent(request, signal, attempts, onStream, onApproval);
+      onApproval({
+        approval: {
+          call_id: `${request.agent_id}.w${request.wave}/0`,
+          tool: "sandbox_write",
+          args: {},
+          reason: "critical",
+        },
+        prompt: "Approve sandbox_write({})? critical",
+        required_role: "operator",
+      });
+      return new Promise((_, reject) => signal.addEventListener("abort", () => reject(signal.reason), { once: true }));
     },
   };
 }

@@ -307,6 +307,19 @@ export function turnModel(scenario: TurnScenario, oracle: Oracle): Model & { top
             message: new SteeredFault(`callAgent:${agent}`).message,
           });
         }
+      } else if (type === "agent.approval_required") {
+        // A tool call of the wave's first agent waits for approval (steered: the built-in agents call no tools).
+        const agent = context.wave_pending[0]!;
+        const first = context.wave_pending.length === (context.waves[context.wave]?.length ?? 0);
+        if (steered && first) {
+          samples.push({
+            type,
+            agent_id: agent,
+            approval: { call_id: `${agent}.w${context.wave}/0`, tool: "sandbox_write", args: {}, reason: "steered" },
+            prompt: "Approve sandbox_write({})? steered",
+            required_role: "operator",
+          });
+        }
       } else if (type === "voice.done") {
         // The rendering's stream parts in the order the voice sends them, then its end.
         const outcome = real("renderVoice", childInput(snapshot, voiceId(snapshot)));

@@ -26,6 +26,7 @@ const ENTRY: Record<string, string> = {
   "turn.critics": "stage:critics ",
   "turn.memory_commit": "stage:memory_commit ",
   "turn.completed": "TURN_COMPLETED ",
+  "turn.suspended": "TURN_SUSPENDED ",
 };
 
 const opt = (tokens: string) => `(?:${tokens})?`;
@@ -94,6 +95,9 @@ export const TRANSITION_RECORDS: Record<string, string | ((before: TurnContext) 
   "turn.agents.planned → turn.agents.done : always": "",
   "turn.agents.wave → turn.agents.wave : agent.replied": "AGENT_COMPLETED ",
   "turn.agents.wave → turn.agents.wave : agent.failed": "AGENT_FAILED warn:agents ",
+  // A tool call waits for approval: the turn suspends; the wave is not closed (the turn runs again from its log).
+  "turn.agents.wave → turn.suspended : agent.approval_required": (before) =>
+    `${openStreamEnds(before)}HUMAN_INPUT_REQUESTED `,
   "turn.agents.wave → turn.agents.wave : agent.stream.start": "STREAM_START ",
   "turn.agents.wave → turn.agents.wave : agent.stream.chunk": "STREAM_CHUNK ",
   "turn.agents.wave → turn.agents.wave : agent.stream.end": "STREAM_END ",

@@ -228,6 +228,11 @@ export function replayTurn(
         }
         const output = actor.getSnapshot().output as TurnOutput | undefined;
         const last = checker.records.at(-1);
+        if (output?.suspended) {
+          if (completed.length > 0 || last?.kind !== "TURN_SUSPENDED")
+            return "a suspended turn's last record is not TURN_SUSPENDED (or it recorded TURN_COMPLETED)";
+          return undefined;
+        }
         if (completed.length !== 1 || last?.kind !== "TURN_COMPLETED")
           return "TURN_COMPLETED is not the one last record";
         if (!output || output.response !== last.payload.response)
