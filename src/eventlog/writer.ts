@@ -1,16 +1,13 @@
 import { randomUUID } from "node:crypto";
 import type { JetStreamClient, PubAck } from "@nats-io/jetstream";
-import type { NatsConnection } from "@nats-io/nats-core";
 import { encodeJson } from "../bus/codec.ts";
 import { InboxRequests } from "../bus/inboxRequests.ts";
 import type { EngineEvent } from "../contracts/events.ts";
 import type { TurnRecord } from "../contracts/turnProtocol.ts";
-import { ConclaveError } from "../errors.ts";
 import {
   ChunkCoalescer,
   type CoalescedChunk,
   runPayload,
-  type Schedule,
   type StreamChunk,
   type StreamChunkOptions,
   streamChunkSettings,
@@ -18,33 +15,11 @@ import {
 } from "./chunkCoalescer.ts";
 import { monotonicNow } from "./clock.ts";
 import { EventPublisher, isWrongLastSequence } from "./eventPublisher.ts";
+import { eventLevelFromEnv, recordedKinds } from "./levels.ts";
 import { sendLiveChunk } from "./liveChunks.ts";
+import { EventLogError, type EventLogWriterOptions } from "./writerOptions.ts";
 
-/** Raised by `finish` when some event of the turn could not be stored, or another writer took the turn. */
-export class EventLogError extends ConclaveError<"event_log"> {
-  constructor(message: string, options?: ErrorOptions) {
-    super("event_log", message, options);
-  }
-}
-
-export interface EventLogWriterOptions extends Partial<StreamChunkOptions> {
-  /** How long one event may take to be stored, retries included (e.g. across a NATS restart). Default 60 s. */
-  storeTimeoutMs: number;
-  /** Called once when another writer is found writing the same turn (this one must stop). */
-  onFenced?: (sessionId: string, turnId: number) => void;
-  /**
-   * Where every stream chunk also goes out live, one message each, on core NATS
-   * (`conclave.live.<session>.<turn>`, a LiveChunk) as it is appended. Absent: nothing goes out live.
-   */
-  live?: NatsConnection;
-  /**
-   * Publish the events over this connection's own reply inbox (src/bus/inboxRequests.ts) rather than
-   * `js.publish`, which builds an error object after every publish that succeeds. Absent: `js.publish`.
-   */
-  transport?: NatsConnection;
-  /** When a buffered run of chunks is stored for its age (`chunkMs`). A seam for tests; default setTimeout. */
-  schedule?: Schedule;
-}
+export { EventLogError, type EventLogWriterOptions } from "./writerOptions.ts";
 
 /** An event appended and not yet settled, with the promise `pending` holds for it. */
 interface Queued {
@@ -122,6 +97,8 @@ export class EventLogWriter {
   /** Per session, the terminal event of its last turn, while it is being stored. */
   readonly #sessionTails = new Map<string, Promise<void>>();
   readonly #chunking: StreamChunkOptions;
+  /** The kinds stored at this writer's level (one Set lookup an event). */
+  readonly #recorded: ReadonlySet<string>;
   /** This writer's name in its live chunks, and how many turns it opened (each hold on a turn is named apart). */
   readonly #id = randomUUID().slice(0, 8);
   #opened = 0;
@@ -132,6 +109,7 @@ export class EventLogWriter {
     const requests = options.transport ? InboxRequests.of(options.transport) : null;
     this.#publisher = new EventPublisher(js, requests, this.#options.storeTimeoutMs);
     this.#chunking = streamChunkSettings({ chunkMs: options.chunkMs, chunkBytes: options.chunkBytes });
+    this.#recorded = recordedKinds(options.level ?? eventLevelFromEnv());
   }
 
   /**
@@ -185,7 +163,9 @@ export class EventLogWriter {
    * Appends one of the turn's events: it gets the next seq and is stored in
    * order. A stream chunk goes out live at once and is buffered, to be stored
    * coalesced with the chunks after it: then nothing is returned (its seq is
-   * given when its run is stored); anything else returns the event as stored.
+   * given when its run is stored); anything else returns the event as stored. A kind above the
+   * writer's level is not stored (nothing is returned); a stream chunk of it still goes out live, with
+   * the seq of the next stored event.
    */
   append(sessionId: string, turnId: number, record: TurnRecord): EngineEvent | undefined {
     const key = `${sessionId}.${turnId}`;
@@ -194,6 +174,10 @@ export class EventLogWriter {
     if (!turn) {
       turn = this.#newTurn(sessionId, turnId, 0, now, 0);
       this.#turns.set(key, turn);
+    }
+    if (!this.#recorded.has(record.kind)) {
+      if (record.kind === "STREAM_CHUNK") this.#sendLive(turn, record.payload, turn.seq, turn.seq - 1, now);
+      return undefined;
     }
     if (record.kind === "STREAM_CHUNK" && turn.chunks && record.payload.chunks === undefined) {
       // Adding may store the runs buffered before (when the chunk does not continue its stream's run): the

@@ -1,0 +1,140 @@
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { subjects } from "../../src/bus/subjects.ts";
+import { type ConclaveClient, connect } from "../../src/client/index.ts";
+import { EVENT_KINDS, type EventKind, EventPayloads, LiveChunk } from "../../src/contracts/events.ts";
+import { usageSummary } from "../../src/contracts/turnProtocol.ts";
+import {
+  EVENT_KIND_LEVELS,
+  EVENT_LEVELS,
+  eventLevelFromEnv,
+  levelOf,
+  recordedKinds,
+} from "../../src/eventlog/levels.ts";
+import { readEvents } from "../../src/eventlog/reader.ts";
+import { EventLogWriter } from "../../src/eventlog/writer.ts";
+import { useNatsServer } from "../helpers/nats.ts";
+import { useInProcessStack } from "../helpers/stack.ts";
+import { waitForMessage } from "../helpers/wait.ts";
+
+describe("event levels", () => {
+  it("gives every event kind a level, and each level records the levels below it", () => {
+    for (const kind of Object.keys(EventPayloads) as EventKind[]) expect(EVENT_LEVELS).toContain(levelOf(kind));
+    expect(Object.keys(EVENT_KIND_LEVELS).sort()).toEqual([...EVENT_KINDS].sort());
+    const [audit, ops, debug] = EVENT_LEVELS.map((level) => recordedKinds(level));
+    expect([...ops!].sort()).toEqual([...EVENT_KINDS].sort()); // ops: everything recorded before levels
+    expect([...debug!].sort()).toEqual([...ops!].sort()); // no debug-only kind yet
+    for (const kind of audit!) expect(ops!.has(kind)).toBe(true);
+    // What takeover, replay and verify read is audit.
+    for (const kind of [
+      "TURN_STARTED",
+      "TURN_RESUMED",
+      "TURN_COMPLETED",
+      "SENSORS_FAST_UPDATED",
+      "STANCE_UPDATED",
+      "AGENT_COMPLETED",
+      "COUNCIL_DECISION_MADE",
+      "VOICE_RENDERED",
+      "CRITICS_UPDATED",
+      "MEMORY_COMMITTED",
+      "MODEL_CALL_COMPLETED",
+      "TOOL_CALL_FINISHED",
+      "NODE_STARTED",
+      "TURN_SUSPENDED",
+      "HUMAN_INPUT_RECEIVED",
+    ] as const)
+      expect(audit!.has(kind)).toBe(true);
+    expect(audit!.has("STREAM_CHUNK")).toBe(false);
+    expect(audit!.has("TURN_STAGE_CHANGED")).toBe(false);
+  });
+
+  it("reads CONCLAVE_EVENT_LEVEL, ops by default, and refuses a bad one in one line", () => {
+    expect(eventLevelFromEnv({})).toBe("ops");
+    expect(eventLevelFromEnv({ CONCLAVE_EVENT_LEVEL: "AUDIT" })).toBe("audit");
+    expect(() => eventLevelFromEnv({ CONCLAVE_EVENT_LEVEL: "verbose" })).toThrow(
+      /CONCLAVE_EVENT_LEVEL.*audit, ops, debug/,
+    );
+  });
+});
+
+// Two stacks, one recording at ops (the default) and one at audit, each on its own nats-server.
+const opsNats = useNatsServer();
+useInProcessStack(opsNats);
+const auditNats = useNatsServer();
+beforeAll(() => {
+  vi.stubEnv("CONCLAVE_EVENT_LEVEL", "audit"); // read by the runner's log writer as it starts
+});
+useInProcessStack(auditNats);
+beforeAll(() => {
+  vi.unstubAllEnvs();
+});
+
+let opsClient: ConclaveClient;
+let auditClient: ConclaveClient;
+beforeAll(async () => {
+  opsClient = await connect({ nc: await opsNats.connect("client") });
+  auditClient = await connect({ nc: await auditNats.connect("client") });
+});
+afterAll(() => vi.unstubAllEnvs());
+
+describe("a runner at level audit", () => {
+  it("completes the same turn with the same response, and stores only audit kinds, seqs contiguous", async () => {
+    const text = "I'm worried about my deadline tomorrow, can you help me plan?";
+    const ops = await opsClient.submit("levels", text).result;
+    const audit = await auditClient.submit("levels", text).result;
+    expect(audit.outcome.status).toBe(ops.outcome.status);
+    expect(audit.response).toBe(ops.response);
+    expect(audit.response.length).toBeGreaterThan(0);
+
+    const kindsOf = async (client: ConclaveClient) => {
+      const kinds: EventKind[] = [];
+      for await (const { event } of client.events("levels")) kinds.push(event.kind);
+      return kinds;
+    };
+    const opsKinds = await kindsOf(opsClient);
+    const auditKinds = await kindsOf(auditClient);
+    expect(opsKinds).toContain("STREAM_CHUNK");
+    expect(opsKinds).toContain("TURN_STAGE_CHANGED");
+    expect(auditKinds.length).toBeLessThan(opsKinds.length);
+    expect(auditKinds.filter((kind) => levelOf(kind) !== "audit")).toEqual([]);
+    // What the audit log keeps is what the ops log has of those kinds, in the same order.
+    expect(auditKinds).toEqual(opsKinds.filter((kind) => levelOf(kind) === "audit"));
+    // The thinner log still verifies: every turn's seqs are contiguous, with its terminal event.
+    const report = await auditClient.verify("levels", "quick");
+    expect(report.checks.find((check) => check.name === "log_contiguity")?.ok).toBe(true);
+  }, 60_000);
+});
+
+describe("a log writer at level audit", () => {
+  it("drops the kinds above it before they get a seq, and still sends stream chunks live", async () => {
+    const nc = await auditNats.connect("runner");
+    const observer = await auditNats.connect("observer");
+    const live = observer.subscribe(subjects.liveChunks("writer-audit", 1));
+    await observer.flush(); // subscribed before the first chunk goes out
+    const writer = new EventLogWriter(jetstream(nc), { level: "audit", live: nc });
+    writer.append("writer-audit", 1, { kind: "TURN_STARTED", payload: { user_input: "hi", turn_id: 1 } });
+    writer.append("writer-audit", 1, { kind: "TURN_STAGE_CHANGED", payload: { stage: "ingest" } });
+    writer.append("writer-audit", 1, {
+      kind: "STREAM_START",
+      payload: { stream_id: "voice", content_type: "text/plain", attempt: 1 },
+    });
+    writer.append("writer-audit", 1, { kind: "STREAM_CHUNK", payload: { stream_id: "voice", index: 0, delta: "hel" } });
+    writer.append("writer-audit", 1, { kind: "STREAM_CHUNK", payload: { stream_id: "voice", index: 1, delta: "lo" } });
+    writer.append("writer-audit", 1, { kind: "STREAM_END", payload: { stream_id: "voice", chunks: 2 } });
+    writer.append("writer-audit", 1, {
+      kind: "TURN_COMPLETED",
+      payload: { response: "hello", outcome: { status: "Complete" }, usage: usageSummary({}) },
+    });
+    expect(await writer.finish("writer-audit", 1)).toBe(4);
+    const stored = await readEvents(jetstream(nc), await jetstreamManager(nc), "writer-audit", 1);
+    expect(stored.map((event) => `${event.seq}:${event.kind}`)).toEqual([
+      "0:TURN_STARTED",
+      "1:STREAM_START",
+      "2:STREAM_END",
+      "3:TURN_COMPLETED",
+    ]);
+    // Live, each chunk names the stored event after it (STREAM_END, seq 2): readers merge it after STREAM_START.
+    const chunk = await waitForMessage(live, (data) => LiveChunk.parse(data), { match: (c) => c.payload.index === 1 });
+    expect(chunk).toMatchObject({ seq: 2, after_seq: 1, payload: { delta: "lo" } });
+  });
+});
