@@ -1,21 +1,13 @@
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { z } from "zod";
 import { JsonKv } from "../bus/jsonKv.ts";
 import { buckets } from "../bus/subjects.ts";
-import { ContextArenaState } from "../contracts/context.ts";
-import { Modulators, Stance } from "../contracts/workspace.ts";
+import { SessionSnapshot } from "./checkpoints/sessionSnapshot.ts";
+import { TapeState } from "./checkpoints/state.ts";
+import { tapeAtTurn } from "./checkpoints/tape.ts";
 
-/** What a session carries from one turn to the next, as persisted after each turn. */
-export const SessionSnapshot = z.object({
-  turns_completed: z.number().int().min(0),
-  /** The last turn this session finished (in turn order). */
-  last_turn_id: z.number().int().min(0),
-  modulators: Modulators,
-  stance: Stance,
-  /** The context arena's carry-over (its compaction summary); absent in snapshots written before it existed. */
-  context_arena: ContextArenaState.optional(),
-});
-export type SessionSnapshot = z.infer<typeof SessionSnapshot>;
+export { SessionSnapshot } from "./checkpoints/sessionSnapshot.ts";
 
 /** Sessions whose turn counter a runner remembers (a few hundred bytes each). */
 const COUNTERS_CACHED = 10_000;
@@ -24,8 +16,19 @@ const Counter = z.object({
   last_turn_id: z.number().int().min(0),
   last_done_turn_id: z.number().int().min(0).default(0),
 });
-const Checkpoint = z.object({ through_turn_id: z.number().int().min(0), snapshot: SessionSnapshot });
+const Checkpoint = z.object({
+  through_turn_id: z.number().int().min(0),
+  snapshot: SessionSnapshot,
+  /** Every domain's state through the turn (src/runtime/checkpoints); absent in checkpoints written before it existed. */
+  domains: TapeState.optional(),
+});
 export type Checkpoint = z.infer<typeof Checkpoint>;
+
+/** What a tape replay reads of the session store. */
+export interface TapeCheckpointStore {
+  checkpoint(sessionId: string): Promise<Checkpoint | null>;
+  lastTurnId(sessionId: string): Promise<number>;
+}
 
 /**
  * Per-session state shared by every runner, in the `conclave_sessions` KV
@@ -35,6 +38,7 @@ export type Checkpoint = z.infer<typeof Checkpoint>;
  */
 export class SessionStore {
   private constructor(
+    private readonly nc: NatsConnection,
     private readonly counters: JsonKv<typeof Counter>,
     private readonly snapshots: JsonKv<typeof SessionSnapshot>,
     private readonly checkpoints: JsonKv<typeof Checkpoint>,
@@ -44,7 +48,12 @@ export class SessionStore {
     const open = <S extends z.ZodType>(schema: S, cacheRevisions = 0) =>
       JsonKv.open(nc, buckets.sessions, schema, { cacheRevisions });
     // The counters are written by the runner hosting the session at each submission and end: it reads them once.
-    return new SessionStore(await open(Counter, COUNTERS_CACHED), await open(SessionSnapshot), await open(Checkpoint));
+    return new SessionStore(
+      nc,
+      await open(Counter, COUNTERS_CACHED),
+      await open(SessionSnapshot),
+      await open(Checkpoint),
+    );
   }
 
   /** The last turn id given out for the session (0 for a new session). */
@@ -85,7 +94,32 @@ export class SessionStore {
     return (await this.checkpoints.get(`checkpoint.${sessionId}`))?.value ?? null;
   }
 
+  /**
+   * Stores the session's replay checkpoint. One given without `domains` gets
+   * them here: every domain folded through its turn from the log (from the
+   * previous checkpoint on). When that fold fails, the checkpoint is stored
+   * without them (a replay then folds the domains from the start): a turn's
+   * end is never held up by it.
+   */
   async saveCheckpoint(sessionId: string, checkpoint: Checkpoint): Promise<void> {
-    await this.checkpoints.put(`checkpoint.${sessionId}`, checkpoint);
+    let domains = checkpoint.domains;
+    if (!domains) {
+      try {
+        const clients = { js: jetstream(this.nc), jsm: await jetstreamManager(this.nc) };
+        domains = await tapeAtTurn(clients, this, sessionId, checkpoint.through_turn_id);
+      } catch {
+        domains = undefined;
+      }
+    }
+    await this.checkpoints.put(`checkpoint.${sessionId}`, { ...checkpoint, ...(domains ? { domains } : {}) });
+  }
+
+  /**
+   * Starts a session at turn `turnId` (a fork): its counter says that turn is
+   * the last given out and done, so its next turn is `turnId + 1`. False when
+   * the session exists already (its counter is there): nothing is changed.
+   */
+  async startAt(sessionId: string, turnId: number): Promise<boolean> {
+    return this.counters.create(`counter.${sessionId}`, { last_turn_id: turnId, last_done_turn_id: turnId });
   }
 }

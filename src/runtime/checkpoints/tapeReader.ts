@@ -1,0 +1,146 @@
+/**
+ * Reading a session's tape: its turns, its ledger events and the schedule
+ * log, after a cut and up to a bound, as the steps fold.ts folds. The only
+ * I/O of the checkpoints.
+ */
+import { DeliverPolicy, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
+import { streams, subjects } from "../../bus/subjects.ts";
+import { EngineEvent } from "../../contracts/events.ts";
+import { LedgerEvent } from "../../contracts/ledger.ts";
+import { isStreamNotFound, PULL_EXPIRES_MS } from "../../eventlog/streams.ts";
+import { ScheduleEvent } from "../../schedules/intent.ts";
+import type { TapeStep } from "./fold.ts";
+import type { TapeCut } from "./state.ts";
+
+const decoder = new TextDecoder();
+
+/** One stored message: its stream sequence, its JSON (undefined when it is not JSON), when the server stored it (ms). */
+interface Stored {
+  seq: number;
+  json: unknown;
+  time: number;
+}
+
+/** The NATS clients a tape read uses. */
+export interface TapeClients {
+  js: JetStreamClient;
+  jsm: JetStreamManager;
+}
+
+/**
+ * The messages of `stream` on `filter` with a sequence after `afterSeq`,
+ * through `lastSeq` (what was stored when the read began), in log order;
+ * `until` stops the read at the first message it refuses (not returned).
+ */
+async function readStored(
+  { js, jsm }: TapeClients,
+  stream: string,
+  filter: string,
+  afterSeq: number,
+  until?: (message: Stored) => boolean,
+): Promise<Stored[]> {
+  let last: number;
+  try {
+    const info = await jsm.streams.info(stream, { subjects_filter: filter });
+    last = info.state.last_seq;
+    const stored = Object.values(info.state.subjects ?? {}).reduce((sum, count) => sum + count, 0);
+    if (stored === 0 || last <= afterSeq) return [];
+  } catch (error) {
+    if (isStreamNotFound(error)) return [];
+    throw error;
+  }
+  const consumer = await js.consumers.get(stream, {
+    filter_subjects: filter,
+    deliver_policy: afterSeq === 0 ? DeliverPolicy.All : DeliverPolicy.StartSequence,
+    ...(afterSeq === 0 ? {} : { opt_start_seq: afterSeq + 1 }),
+  });
+  if ((await consumer.info(true)).num_pending === 0) return [];
+  const found: Stored[] = [];
+  const messages = await consumer.consume({ expires: PULL_EXPIRES_MS });
+  try {
+    for await (const msg of messages) {
+      if (msg.seq > last) break;
+      let json: unknown;
+      try {
+        json = JSON.parse(decoder.decode(msg.data));
+      } catch {
+        json = undefined;
+      }
+      const message = { seq: msg.seq, json, time: Math.floor(Number(msg.info.timestampNanos) / 1_000_000) };
+      if (until && !until(message)) break;
+      found.push(message);
+      if (msg.info.pending === 0 || msg.seq >= last) break;
+    }
+  } finally {
+    void messages.stop();
+  }
+  return found;
+}
+
+/** A turn's events in `seq` order (the valid ones), and the stored message that ends it. */
+export interface StoredTurn {
+  turn_id: number;
+  events: EngineEvent[];
+  /** Stream sequence and time of its TURN_COMPLETED, else of its last message (0 when it has none). */
+  end: { seq: number; time: number };
+}
+
+/** One turn of the session as stored. */
+export async function readTurn(clients: TapeClients, sessionId: string, turnId: number): Promise<StoredTurn> {
+  const stored = await readStored(clients, streams.events, subjects.turnEvents(sessionId, turnId), 0);
+  const events: { event: EngineEvent; seq: number; time: number }[] = [];
+  for (const message of stored) {
+    const parsed = EngineEvent.safeParse(message.json);
+    if (parsed.success) events.push({ event: parsed.data as EngineEvent, seq: message.seq, time: message.time });
+  }
+  events.sort((a, b) => a.event.seq - b.event.seq);
+  // TURN_COMPLETED, not the last message: a rollback stored later must not move the turn's end.
+  const ending = events.find(({ event }) => event.kind === "TURN_COMPLETED") ?? events.at(-1);
+  return {
+    turn_id: turnId,
+    events: events.map(({ event }) => event),
+    end: ending ? { seq: ending.seq, time: ending.time } : { seq: 0, time: 0 },
+  };
+}
+
+/** Where a read of ledger and schedule events stops (absent: everything stored). */
+export interface TapeBound {
+  /** The ledger events through this stream sequence; absent: all stored. */
+  events_seq?: number;
+  /** The schedule events stored up to this time (ms); absent: all stored. */
+  schedules_time?: number;
+}
+
+/** The ledger events, then the schedule log events, after `cut` and through `bound` (turns are read with readTurn). */
+export async function readLogSteps(
+  clients: TapeClients,
+  sessionId: string,
+  cut: TapeCut,
+  bound: TapeBound,
+): Promise<TapeStep[]> {
+  const steps: TapeStep[] = [];
+  const ledger = await readStored(
+    clients,
+    streams.events,
+    subjects.ledgerEvents(sessionId),
+    cut.events_seq,
+    (message) => bound.events_seq === undefined || message.seq <= bound.events_seq,
+  );
+  for (const message of ledger) {
+    const parsed = LedgerEvent.safeParse(message.json);
+    // A stored message that is not a ledger event is skipped by every fold alike (LedgerStore does the same).
+    if (parsed.success) steps.push({ kind: "ledger", seq: message.seq, event: parsed.data });
+  }
+  const schedules = await readStored(
+    clients,
+    streams.schedules,
+    subjects.allScheduleLog,
+    cut.schedules_seq,
+    (message) => bound.schedules_time === undefined || message.time <= bound.schedules_time,
+  );
+  for (const message of schedules) {
+    const parsed = ScheduleEvent.safeParse(message.json);
+    steps.push({ kind: "schedule", seq: message.seq, event: parsed.success ? parsed.data : null });
+  }
+  return steps;
+}
