@@ -12,6 +12,7 @@ import { describeIssues } from "../contracts/issues.ts";
 import type { LedgerDigest } from "../contracts/ledger.ts";
 import type { Episode } from "../contracts/workspace.ts";
 import { ConclaveError } from "../errors.ts";
+import type { AgentSkills } from "../skills/agentSkillsView.ts";
 import { type AgentModelChoice, type AgentModelSpec, parseAgentModel } from "./agentModelChoice.ts";
 import type { AgentTools } from "./agentTools.ts";
 
@@ -97,9 +98,12 @@ export interface AgentRunContext {
    * The skills the user's message loads, from the worker's skills directory (`conclave worker
    * --skills DIR`; docs/skills.md): eager ones, lazy ones whose trigger intent is close to the
    * message, user ones it names. Empty on a worker without skills. The reply names them
-   * (`AGENT_COMPLETED.payload.skills`).
+   * (`AGENT_COMPLETED.payload.skills`). `ctx.skills.activate(id)` activates any skill of the
+   * directory and `ctx.skills.complete(id, output)` completes one, its output checked against
+   * the skill's `output_schema`; the runner records both on the session's log (SKILL_ACTIVATED,
+   * SKILL_COMPLETED).
    */
-  readonly skills: readonly { readonly id: string; readonly name: string; readonly instructions: string }[];
+  readonly skills: AgentSkills;
   /** The tools this call may use, under the runner's policy: its definition's `tools` in the pipeline, a node's in a recipe. */
   readonly tools: AgentTools;
   /**

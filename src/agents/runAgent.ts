@@ -8,6 +8,8 @@ import { addUsage } from "../contracts/usage.ts";
 import { ConclaveError } from "../errors.ts";
 import type { ChatModel } from "../llm/model.ts";
 import { OfflineToolModel } from "../llm/offlineModel.ts";
+import type { AgentSkill, SkillCatalog } from "../skills/agentSkills.ts";
+import { agentSkillsView } from "../skills/agentSkillsView.ts";
 import { inAgentSpan } from "../telemetry/genAiSpans.ts";
 import { tracingActive } from "../telemetry/tracer.ts";
 import {
@@ -18,7 +20,7 @@ import {
   callRefOf,
   type DelegationDepthError,
 } from "./agentTools.ts";
-import type { AgentDefinition, AgentModel, AgentReviseContext, AgentRunContext } from "./defineAgent.ts";
+import type { AgentDefinition, AgentModel, AgentReviseContext } from "./defineAgent.ts";
 import { durableModel, type RecordStep } from "./durableModel.ts";
 
 /** An agent answered with something its own output schema, or the council contract, rejects. */
@@ -45,7 +47,9 @@ export interface RunAgentOptions {
    * The skills a user message loads (the worker's skills directory), for `ctx.skills`; the answer
    * then names them. Absent: the agent gets none and the answer names none.
    */
-  skills?: (message: string) => Promise<AgentRunContext["skills"]>;
+  skills?: (message: string) => Promise<readonly AgentSkill[]>;
+  /** The skills `ctx.skills.activate` and `complete` may name (absent: they reject with `not_found`). */
+  skillCatalog?: SkillCatalog;
 }
 
 /**
@@ -103,7 +107,9 @@ async function answerAgent(
     if (delta !== "") emit({ stream: name, type: "chunk", delta });
   };
   const skills = options.skills ? await options.skills(request.context.user_message) : undefined;
-  const loaded = skills ? { skills: skills.map((skill) => skill.id) } : {};
+  const lifecycle = agentSkillsView(skills ?? [], options.skillCatalog);
+  // What the reply names: the skills loaded, and those the agent activated and completed.
+  const loaded = () => ({ ...(skills ? { skills: skills.map((skill) => skill.id) } : {}), ...lifecycle.report() });
   const ctx: AgentReviseContext = {
     agentId: id,
     sessionId: request.session_id,
@@ -122,7 +128,7 @@ async function answerAgent(
     model: options.model && steps.model ? agentModel(steps.model, agent, request, signal, count) : undefined,
     stream,
     signal,
-    skills: skills ?? [],
+    skills: lifecycle.skills,
     delegate: (to, message) => {
       delegate ??= agentDelegation(request, steps.ask, hard);
       return delegate(to, message);
@@ -146,7 +152,7 @@ async function answerAgent(
   };
   try {
     if (request.mode === "revise")
-      return { contribution: await agent.revise(ctx), ...(usage ? { usage } : {}), ...loaded };
+      return { contribution: await agent.revise(ctx), ...(usage ? { usage } : {}), ...loaded() };
     const answer = await agent.run(ctx);
     if (hard.error) throw hard.error;
     const output = agent.output.safeParse(answer);
@@ -164,7 +170,7 @@ async function answerAgent(
       ? { output: output.data, contribution }
       : { contribution };
     if (usage) answered.usage = usage;
-    return { ...answered, ...loaded };
+    return { ...answered, ...loaded() };
   } finally {
     for (const name of open) emit({ stream: name, type: "end" });
   }

@@ -6,7 +6,7 @@
 import { messageOf, singleLine } from "../errors.ts";
 import { createEmbedder, type Embedder, embeddingConfigFromEnv, offlineEmbedder } from "../llm/embeddings.ts";
 import type { LlmConfig } from "../llm/index.ts";
-import { SkillDefinitionError } from "./definition.ts";
+import { type SkillDefinition, SkillDefinitionError } from "./definition.ts";
 import { instructionsOf, loadSkills, type Skill } from "./load.ts";
 import { SkillRouter, type SkillRouterOptions } from "./router.ts";
 
@@ -16,6 +16,19 @@ export interface AgentSkill {
   readonly name: string;
   /** Its instructions (markdown or plain text), read from its file or `instructions_uri`. */
   readonly instructions: string;
+}
+
+/**
+ * The skills an agent may activate and complete (`ctx.skills.activate`,
+ * `complete`): a worker's skills directory ({@link WorkerSkills}).
+ */
+export interface SkillCatalog {
+  /** The definition of the skill with this id (undefined: no such skill). */
+  definition(id: string): SkillDefinition | undefined;
+  /** Every skill's id, in the directory's order. */
+  ids(): readonly string[];
+  /** The skill with its instructions read (rejects when they cannot be). */
+  load(id: string): Promise<AgentSkill>;
 }
 
 /** What a worker's skills are: a directory, and how its lazy skills are picked. */
@@ -45,7 +58,7 @@ export function skillsEmbedder(env: NodeJS.ProcessEnv = process.env, llm?: LlmCo
  * an instructions file gone missing is warned about, never fatal: the agent
  * then gets the eager skills, or the others.
  */
-export class WorkerSkills {
+export class WorkerSkills implements SkillCatalog {
   readonly #skills: readonly Skill[];
   readonly #router: SkillRouter;
   readonly #dir: string;
@@ -82,6 +95,20 @@ export class WorkerSkills {
   /** How many skills were loaded from the directory. */
   get size(): number {
     return this.#skills.length;
+  }
+
+  definition(id: string): SkillDefinition | undefined {
+    return this.#skills.find((skill) => skill.definition.id === id)?.definition;
+  }
+
+  ids(): readonly string[] {
+    return this.#skills.map((skill) => skill.definition.id);
+  }
+
+  async load(id: string): Promise<AgentSkill> {
+    const skill = this.#skills.find((candidate) => candidate.definition.id === id);
+    if (!skill) throw new SkillDefinitionError(`no skill ${id} in ${this.#dir}`);
+    return { id, name: skill.definition.name, instructions: await instructionsOf(skill, this.#dir) };
   }
 
   /** The skills `message` loads, with their instructions (eager ones first, then lazy ones by closeness). */

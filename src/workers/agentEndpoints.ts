@@ -50,7 +50,9 @@ export function serveAgent(
         runAgent(agent, input, {
           model: host.model,
           signal,
-          ...(host.skills ? { skills: (message: string) => host.skills!.forMessage(message) } : {}),
+          ...(host.skills
+            ? { skills: (message: string) => host.skills!.forMessage(message), skillCatalog: host.skills }
+            : {}),
           // On the worker role's own subject: the runner records the changes as this agent's.
           ledgers: () =>
             sessionLedgers(agentLedgerClients(host.nc, LEDGER_TIMEOUT_MS, agent.manifest.id), input.session_id),
@@ -117,6 +119,8 @@ export function serveAgent(
           worker,
           ...(answer.usage ? { usage: answer.usage } : {}),
           ...(answer.skills ? { skills: answer.skills } : {}),
+          ...(answer.skills_activated ? { skills_activated: answer.skills_activated } : {}),
+          ...(answer.skills_completed ? { skills_completed: answer.skills_completed } : {}),
         };
       },
     },

@@ -1,8 +1,10 @@
+import { connect } from "../../client/client.ts";
+import { consumesOf } from "../../client/skills.ts";
 import { setting } from "../../config/load.ts";
 import { skillsEmbedder } from "../../skills/agentSkills.ts";
 import { loadSkills } from "../../skills/load.ts";
 import { SKILL_ROUTER_DEFAULTS, SkillRouter } from "../../skills/router.ts";
-import { UsageError } from "../args.ts";
+import { sessionArg, UsageError } from "../args.ts";
 import { defineCommand } from "../command.ts";
 import { EXIT } from "../failures.ts";
 import { printable } from "../printable.ts";
@@ -11,6 +13,8 @@ const help = `conclave skills: the skills of a directory, and which a message lo
 
 Usage: conclave skills list [--dir DIR] [--json]
        conclave skills select "MESSAGE" [--dir DIR] [--threshold X] [--max N] [--json]
+       conclave skills outputs --session S SKILL [--consumed] [--dir DIR] [--json]
+       conclave skills active --session S [--json]
 
 Skills are read from DIR (default: CONCLAVE_SKILLS_DIR, else ./skills): YAML or
 JSON files of one SkillDefinition each, and markdown files whose YAML front
@@ -24,7 +28,13 @@ select   which skills MESSAGE loads, with the ranking that explains it: eager
          (default ${SKILL_ROUTER_DEFAULTS.maxLazy}); user ones the message names (/id, or the name).
          Embeddings: CONCLAVE_EMBEDDING_MODEL's model on the LLM's server when
          set (not 'offline'), else the offline embedder (hashed topics: it
-         matches shared words, not meaning).`;
+         matches shared words, not meaning).
+outputs  the outputs SKILL's completions recorded on session S's log
+         (accepted ones, oldest first; refusals are not outputs). With
+         --consumed: the outputs of the skills SKILL consumes (its
+         \`consumes\` field, read from DIR), by skill.
+active   the skills active in session S: activated by an agent and not
+         completed since, or loaded in its latest turn.`;
 
 export default defineCommand({
   help,
@@ -34,8 +44,12 @@ export default defineCommand({
     json: { type: "boolean" },
     threshold: { type: "string" },
     max: { type: "string" },
+    session: { type: "string", short: "s" },
+    consumed: { type: "boolean" },
   },
-  async run({ values, positionals }) {
+  // Only `outputs` and `active` connect (they read a session's log).
+  role: "client",
+  async run({ values, positionals, bus }) {
     const [action, ...rest] = positionals;
     const dir = values.dir ?? setting(process.env, "CONCLAVE_SKILLS_DIR") ?? "skills";
     if (action === "list") {
@@ -54,7 +68,44 @@ export default defineCommand({
       if (skills.length === 0 && !values.json) console.error(`no skills in ${dir}`);
       return EXIT.ok;
     }
-    if (action !== "select") throw new UsageError("give 'list' or 'select \"MESSAGE\"'");
+    if (action === "outputs" || action === "active") {
+      if (!values.session) throw new UsageError(`skills ${action} needs --session S`);
+      const session = sessionArg(values.session);
+      if (action === "active" && rest.length > 0) throw new UsageError("skills active takes no skill");
+      if (action === "outputs" && rest.length !== 1)
+        throw new UsageError("skills outputs needs one skill: conclave skills outputs --session S SKILL");
+      const skill = rest[0] ?? "";
+      // Checked before connecting: a skill the directory lacks is one line, not a wait on NATS.
+      const consumes = values.consumed ? consumesOf(skill, { dir }) : undefined;
+      const client = await connect({ nc: await bus() });
+      if (action === "active") {
+        const active = await client.skills.getActive(session);
+        if (values.json) console.log(JSON.stringify(active));
+        else if (active.length === 0) console.error(`no skill is active in ${session}`);
+        for (const entry of values.json ? [] : active)
+          console.log(printable(`${entry.skill.padEnd(28)} ${entry.via} (turn ${entry.turn_id})`, { newlines: false }));
+        return EXIT.ok;
+      }
+      const outputs = consumes
+        ? await client.skills.getConsumedOutputs(session, skill, { consumes })
+        : { [skill]: await client.skills.getOutputs(session, skill) };
+      if (values.json) {
+        console.log(JSON.stringify(consumes ? outputs : outputs[skill]));
+        return EXIT.ok;
+      }
+      for (const [name, list] of Object.entries(outputs)) {
+        if (list.length === 0) console.log(printable(`${name}: no output recorded`, { newlines: false }));
+        for (const entry of list)
+          console.log(
+            printable(`${name} (turn ${entry.turn_id}, ${entry.agent_id}): ${JSON.stringify(entry.output)}`, {
+              newlines: false,
+            }),
+          );
+      }
+      if (consumes && consumes.length === 0) console.error(`${skill} consumes no skill`);
+      return EXIT.ok;
+    }
+    if (action !== "select") throw new UsageError("give 'list', 'select \"MESSAGE\"', 'outputs' or 'active'");
     const message = rest.join(" ").trim();
     if (!message) throw new UsageError('skills select needs a message: conclave skills select "…"');
     const options = {

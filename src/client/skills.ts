@@ -1,0 +1,63 @@
+/**
+ * Reading a session's skills from its log (docs/skills.md, "Skill
+ * lifecycle"): the active ones, the outputs each recorded, and the outputs a
+ * skill consumes. Every answer is a fold of the session's events
+ * (src/skills/outputs.ts): nothing is kept beside the log.
+ */
+
+import { setting } from "../config/load.ts";
+import type { EngineEvent } from "../contracts/events.ts";
+import { loadSkills } from "../skills/load.ts";
+import { type ActiveSkill, consumedOutputs, foldSkills, type SkillOutput, skillOutputs } from "../skills/outputs.ts";
+import { checkSessionId, InvalidRequestError } from "./turns.ts";
+
+/** Where `getConsumedOutputs` learns which skills a skill consumes. */
+export interface ConsumedOutputsOptions {
+  /** The skills directory holding the target skill. Default: CONCLAVE_SKILLS_DIR, else `./skills`. */
+  dir?: string;
+  /** The skills it consumes, given directly (then no directory is read). */
+  consumes?: readonly string[];
+}
+
+/** A session's skills, read from its log. */
+export interface SkillsClient {
+  /** The skills active in the session: activated and not completed since, or loaded in its latest turn. */
+  getActive(sessionId: string): Promise<ActiveSkill[]>;
+  /** The outputs recorded for `skill` (accepted completions only), oldest first; empty when none. */
+  getOutputs(sessionId: string, skill: string): Promise<SkillOutput[]>;
+  /**
+   * The outputs of the skills `targetSkill` declares it consumes (its `consumes` field), by skill in that
+   * order, each list oldest first. Rejects with `invalid_request` for a skill the directory does not have.
+   */
+  getConsumedOutputs(
+    sessionId: string,
+    targetSkill: string,
+    options?: ConsumedOutputsOptions,
+  ): Promise<Record<string, SkillOutput[]>>;
+}
+
+/** Which skills `target` consumes, from `options` or its directory (one line naming what is wrong). */
+export function consumesOf(target: string, options: ConsumedOutputsOptions = {}): readonly string[] {
+  if (options.consumes) return options.consumes;
+  const dir = options.dir ?? setting(process.env, "CONCLAVE_SKILLS_DIR") ?? "skills";
+  const skill = loadSkills(dir).find((candidate) => candidate.definition.id === target);
+  if (!skill) throw new InvalidRequestError(`no skill ${JSON.stringify(target).slice(0, 80)} in ${dir}`);
+  return skill.definition.consumes ?? [];
+}
+
+/** The skills client over a reader of a session's events. */
+export function skillsClient(events: (sessionId: string) => Promise<EngineEvent[]>): SkillsClient {
+  const read = (sessionId: string) => {
+    checkSessionId(sessionId);
+    return events(sessionId);
+  };
+  return {
+    getActive: async (sessionId) => [...foldSkills(await read(sessionId)).active],
+    getOutputs: async (sessionId, skill) => skillOutputs(await read(sessionId), skill),
+    getConsumedOutputs: async (sessionId, targetSkill, options) => {
+      checkSessionId(sessionId);
+      const consumes = consumesOf(targetSkill, options);
+      return consumedOutputs(await read(sessionId), consumes);
+    },
+  };
+}

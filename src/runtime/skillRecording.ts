@@ -1,0 +1,22 @@
+import type { TurnRecord } from "../contracts/turnProtocol.ts";
+import { skillRecords } from "../skills/skillRecords.ts";
+import type { TurnServices } from "./turnServices.ts";
+
+/**
+ * `services` whose agent replies' skill activations and completions are
+ * recorded on the turn's log (SKILL_ACTIVATED, SKILL_COMPLETED) as each reply
+ * arrives, before its AGENT_COMPLETED (src/skills/skillRecords.ts).
+ */
+export function withSkillRecords(
+  services: TurnServices,
+  record: (turn: { session_id: string; turn_id: number }, body: TurnRecord) => void,
+): TurnServices {
+  return {
+    ...services,
+    callAgent: async (request, ...rest) => {
+      const reply = await services.callAgent(request, ...rest);
+      for (const body of skillRecords(reply)) record(request, body);
+      return reply;
+    },
+  };
+}
