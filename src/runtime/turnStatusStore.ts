@@ -114,6 +114,7 @@ export class TurnStatusStore {
   async resumeSuspended(sessionId: string, turnId: number, seq?: number): Promise<TurnStatusRecord | null> {
     let before: TurnStatusRecord | null = null;
     await this.#update(`${sessionId}.${turnId}`, (current) => {
+      before = null; // a change tried on a copy that lost its compare-and-set did not happen
       if (current?.status !== "suspended" || !current.suspended) return null;
       if (seq !== undefined && current.suspended.seq !== seq) return null;
       before = current;
@@ -140,6 +141,7 @@ export class TurnStatusStore {
     if (seq === undefined) return false;
     let reopened = false;
     await this.#update(`${sessionId}.${turnId}`, (current) => {
+      reopened = false; // as in resumeSuspended: only the change that was stored counts
       if (current?.status !== "pending" || current.answered_through !== seq) return null;
       reopened = true;
       return { ...before, updated_at: Date.now() };

@@ -4,9 +4,6 @@
  * with the built-in agents, the recipe agents and a slow agent (to cancel a
  * task while its turn runs), all processes.
  */
-import { copyFileSync, mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { type Message, type Part, Role, type StreamResponse, type Task, TaskState } from "@a2a-js/sdk";
 import {
   type Client,
@@ -15,39 +12,18 @@ import {
   DefaultAgentCardResolver,
   JsonRpcTransportFactory,
 } from "@a2a-js/sdk/client";
-import type { NatsConnection } from "@nats-io/nats-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type ConclaveClient, connect } from "../../src/client/index.ts";
+import { beforeAll, describe, expect, it } from "vitest";
 import { freePort } from "../../src/nats/server.ts";
-import { useNatsServer } from "../helpers/nats.ts";
-import { useConclaveProcesses } from "../helpers/processes.ts";
+import { useGatewayStack } from "../helpers/stack.ts";
 import { eventually } from "../helpers/wait.ts";
 
-const nats = useNatsServer();
-const processes = useConclaveProcesses(() => nats.url);
-let conclave: ConclaveClient;
-let observer: NatsConnection;
+const stack = useGatewayStack({ recipes: ["triage.yaml", "approval.yaml"] });
 let a2a: Client;
 let baseUrl: string;
 
 beforeAll(async () => {
-  const recipes = mkdtempSync(join(tmpdir(), "conclave-a2a-recipes-"));
-  for (const file of ["triage.yaml", "approval.yaml"]) copyFileSync(join("recipes", file), join(recipes, file));
-  await Promise.all([
-    processes.spawn("builtins", ["worker", "--agents", "*", "--services", "scheduler,council,critics,memory"]),
-    processes.spawn("recipe-agents", ["worker", "--agents", "./agents/recipes/index.ts"]),
-    processes.spawn("slow", ["worker", "--agents", "./test/fixtures/cancel/slowAgent.ts"]),
-  ]);
-  await processes.spawn("runner", ["runner"]);
-  const port = await freePort();
-  await processes.spawn("gateway", ["serve", "--recipes", recipes, "--port", String(port)]);
-  baseUrl = `http://127.0.0.1:${port}`;
-  conclave = await connect({ nc: await nats.connect("client") });
-  observer = await nats.connect("observer");
+  baseUrl = stack.baseUrl;
   a2a = await new ClientFactory().createFromUrl(baseUrl);
-});
-afterAll(async () => {
-  await observer?.close();
 });
 
 const text = (value: string): Part => ({
@@ -81,21 +57,18 @@ function message(parts: Part[], ids: { contextId?: string; taskId?: string; meta
 const textsOf = (parts: Part[] | undefined) =>
   (parts ?? []).flatMap((part) => (part.content?.$case === "text" ? [part.content.value] : []));
 
+/** The Conclave run an input-required task waits for (its status message's data part). */
+function waitingRunOf(task: Task): { session_id: string; turn_id: number } {
+  const parts = task.status?.message?.parts ?? [];
+  const run = parts.flatMap((part) => (part.content?.$case === "data" ? [part.content.value] : []))[0];
+  expect(run).toMatchObject({ status: "suspended", session_id: expect.any(String), turn_id: expect.any(Number) });
+  return run as { session_id: string; turn_id: number };
+}
+
 async function sendForTask(request: ReturnType<typeof message>): Promise<Task> {
   const result = await a2a.sendMessage(request);
   expect("status" in result).toBe(true);
   return result as Task;
-}
-
-/** Resolves when the slow agent reports it runs in the turn; subscribed before the turn is submitted. */
-async function slowAgentStarted(sessionId: string, turnId: number): Promise<{ seen: Promise<void> }> {
-  const sub = observer.subscribe(`conclave.inspect.slow.${sessionId}.${turnId}.started`, { max: 1 });
-  await observer.flush();
-  const seen = (async () => {
-    for await (const _ of sub) return;
-    throw new Error("the slow agent never started");
-  })();
-  return { seen };
 }
 
 describe("conclave serve over A2A (JSON-RPC)", () => {
@@ -129,7 +102,7 @@ describe("conclave serve over A2A (JSON-RPC)", () => {
     expect(next.id).not.toBe(task.id);
     // A turn's status is written just after its TURN_COMPLETED: wait for the second's.
     const turns = await eventually(
-      () => conclave.turns("a2a-talk"),
+      () => stack.conclave.turns("a2a-talk"),
       (all) => all.length === 2 && all.every((turn) => turn.status === "done"),
     );
     expect(turns.map((turn) => turn.status)).toEqual(["done", "done"]);
@@ -184,8 +157,34 @@ describe("conclave serve over A2A (JSON-RPC)", () => {
     });
   });
 
+  it("cancelling an input-required task cancels its waiting run: the task ends canceled, the turn Cancelled", async () => {
+    const waiting = await sendForTask(
+      message([data({ topic: "a draft nobody wants" })], { metadata: { skill: "approval" } }),
+    );
+    expect(waiting.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+    const run = waitingRunOf(waiting);
+    const cancelled = await a2a.cancelTask({ tenant: "", id: waiting.id, metadata: undefined });
+    expect(cancelled.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
+    expect(textsOf(cancelled.status?.message?.parts).join("\n")).toContain(
+      `run ${run.session_id}/${run.turn_id} cancelled`,
+    );
+    expect((await a2a.getTask({ tenant: "", id: waiting.id })).status?.state).toBe(TaskState.TASK_STATE_CANCELED);
+    expect(await stack.conclave.status(run.session_id, run.turn_id)).toMatchObject({
+      status: "done",
+      outcome: "Cancelled",
+    });
+    const ends: unknown[] = [];
+    for await (const { event } of stack.conclave.events(run.session_id, { turnId: run.turn_id }))
+      if (event.kind === "TURN_COMPLETED") ends.push(event.payload.outcome);
+    expect(ends).toEqual([{ status: "Cancelled", reason: "cancelled by the A2A client" }]);
+    // Cancelling it again changes nothing.
+    expect((await a2a.cancelTask({ tenant: "", id: waiting.id, metadata: undefined })).status?.state).toBe(
+      TaskState.TASK_STATE_CANCELED,
+    );
+  });
+
   it("cancelling a streaming task cancels its turn: the task and the turn end canceled", async () => {
-    const started = await slowAgentStarted("a2a-cancel", 1);
+    const started = await stack.slowAgentStarted("a2a-cancel", 1);
     const events: StreamResponse[] = [];
     const stream = (async () => {
       for await (const event of a2a.sendMessageStream(message([text("slow, please")], { contextId: "a2a-cancel" })))
@@ -200,7 +199,7 @@ describe("conclave serve over A2A (JSON-RPC)", () => {
     const last = events.at(-1)?.payload;
     expect(last?.$case === "statusUpdate" && last.value.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
     const status = await eventually(
-      () => conclave.status("a2a-cancel", 1),
+      () => stack.conclave.status("a2a-cancel", 1),
       (record) => record?.status === "done",
       { timeoutMs: 10_000 },
     );
@@ -254,13 +253,13 @@ describe("conclave serve over A2A (JSON-RPC)", () => {
       message([data({ topic: "REST" })], { metadata: { skill: "approval" } }),
     )) as Task;
     expect(waiting.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
-    // Conclave cannot cancel a suspended run: the task is not cancelable, and still waits.
-    await expect(rest.cancelTask({ tenant: "", id: waiting.id, metadata: undefined })).rejects.toThrow(
-      /cannot cancel a suspended run/,
+    // Its waiting run is cancelled in Conclave, and the task ends canceled.
+    const run = waitingRunOf(waiting);
+    expect((await rest.cancelTask({ tenant: "", id: waiting.id, metadata: undefined })).status?.state).toBe(
+      TaskState.TASK_STATE_CANCELED,
     );
-    expect((await rest.getTask({ tenant: "", id: waiting.id })).status?.state).toBe(
-      TaskState.TASK_STATE_INPUT_REQUIRED,
-    );
+    expect((await rest.getTask({ tenant: "", id: waiting.id })).status?.state).toBe(TaskState.TASK_STATE_CANCELED);
+    expect(await stack.conclave.status(run.session_id, run.turn_id)).toMatchObject({ outcome: "Cancelled" });
     const streamed: (string | undefined)[] = [];
     for await (const event of rest.sendMessageStream(message([text("stream over REST")])))
       streamed.push(event.payload?.$case);
@@ -290,7 +289,7 @@ describe("conclave serve over A2A (JSON-RPC)", () => {
   it("with a token, the card and the tasks need it; the card names the bearer scheme", async () => {
     const token = "a2a-test-token-0123456789";
     const port = await freePort();
-    await processes.spawn("gateway-token", ["serve", "--port", String(port)], { CONCLAVE_GATEWAY_TOKEN: token });
+    await stack.processes.spawn("gateway-token", ["serve", "--port", String(port)], { CONCLAVE_GATEWAY_TOKEN: token });
     const url = `http://127.0.0.1:${port}`;
     const refused = await fetch(`${url}/.well-known/agent-card.json`);
     expect(refused.status).toBe(401);

@@ -6,37 +6,20 @@
  */
 import { type BaseEvent, EventType, HttpAgent } from "@ag-ui/client";
 import { EventSchema } from "@ag-ui/core/schemas";
-import type { NatsConnection } from "@nats-io/nats-core";
 import { beforeAll, describe, expect, it } from "vitest";
-import type { ConclaveProcess } from "../../src/cli/childProcess.ts";
-import { type ConclaveClient, connect } from "../../src/client/index.ts";
 import type { EngineEvent } from "../../src/contracts/events.ts";
 import { TurnToAgui } from "../../src/gateway/agui/translate.ts";
 import { freePort } from "../../src/nats/server.ts";
-import { useNatsServer } from "../helpers/nats.ts";
-import { useConclaveProcesses } from "../helpers/processes.ts";
+import { useGatewayStack } from "../helpers/stack.ts";
 import { eventually } from "../helpers/wait.ts";
 
-const nats = useNatsServer();
-const processes = useConclaveProcesses(() => nats.url);
-let conclave: ConclaveClient;
-let observer: NatsConnection;
-let gateway: ConclaveProcess;
+const stack = useGatewayStack();
 let base: string;
 let url: string;
 
-beforeAll(async () => {
-  await Promise.all([
-    processes.spawn("builtins", ["worker", "--agents", "*", "--services", "scheduler,council,critics,memory"]),
-    processes.spawn("slow", ["worker", "--agents", "./test/fixtures/cancel/slowAgent.ts"]),
-  ]);
-  await processes.spawn("runner", ["runner"]);
-  const port = await freePort();
-  gateway = await processes.spawn("gateway", ["serve", "--port", String(port)]);
-  base = `http://127.0.0.1:${port}`;
+beforeAll(() => {
+  base = stack.baseUrl;
   url = `${base}/ag-ui`;
-  conclave = await connect({ nc: await nats.connect("client") });
-  observer = await nats.connect("observer");
 });
 
 /** Runs one turn through `agent`, gathering the events it receives. */
@@ -67,11 +50,11 @@ describe("conclave serve over AG-UI", () => {
     expect(deltas.every((delta) => delta.messageId === starts[0]?.messageId)).toBe(true);
     expect(ofType(events, EventType.TEXT_MESSAGE_END)).toHaveLength(1);
     const reply = deltas.map((delta) => delta.delta).join("");
-    const completed = (await collect(conclave.events("agui-thread"))).find(
+    const completed = (await collect(stack.conclave.events("agui-thread"))).find(
       ({ event }) => event.kind === "TURN_COMPLETED",
     )?.event as { payload: { response: string } } | undefined;
     // Its status is marked done just after TURN_COMPLETED is stored, which the run already waited for.
-    await expect.poll(async () => (await conclave.turns("agui-thread"))[0]?.status).toBe("done");
+    await expect.poll(async () => (await stack.conclave.turns("agui-thread"))[0]?.status).toBe("done");
     expect(reply).toBe(completed?.payload.response);
     // The agent's messages: the user's, then the reply.
     expect(agent.messages.at(-1)).toMatchObject({ role: "assistant", content: reply });
@@ -87,25 +70,24 @@ describe("conclave serve over AG-UI", () => {
     expect(second.result.result).toMatchObject({ session_id: "agui-thread", turn_id: 2 });
     // A turn's status is marked done just after its TURN_COMPLETED is stored, which the run already waited for.
     await expect
-      .poll(async () => (await conclave.turns("agui-thread")).map((record) => record.status))
+      .poll(async () => (await stack.conclave.turns("agui-thread")).map((record) => record.status))
       .toEqual(["done", "done"]);
     expect(ofType(second.events, EventType.TEXT_MESSAGE_CONTENT).length).toBeGreaterThan(0);
   });
 
   it("a client that goes away cancels its turn", async () => {
-    const sub = observer.subscribe("conclave.inspect.slow.agui-gone.1.started", { max: 1 });
-    await observer.flush();
+    const started = await stack.slowAgentStarted("agui-gone", 1);
     const agent = new HttpAgent({ url, threadId: "agui-gone" });
     agent.addMessage({ id: "user-0", role: "user", content: "slow, please" });
     const running = agent.runAgent().then(
       () => "finished",
       () => "aborted",
     );
-    for await (const _ of sub) break;
+    await started.seen;
     agent.abortRun();
     await running;
     const status = await eventually(
-      () => conclave.status("agui-gone", 1),
+      () => stack.conclave.status("agui-gone", 1),
       (record) => record?.status === "done",
       { timeoutMs: 10_000 },
     );
@@ -133,7 +115,7 @@ describe("conclave serve over AG-UI", () => {
       expect(text.trim().split("\n")).toHaveLength(1);
       expect((JSON.parse(text) as { error: { message: string } }).error.message).toMatch(message);
     }
-    expect(gateway.child.exitCode).toBeNull();
+    expect(stack.gateway.child.exitCode).toBeNull();
     expect((await fetch(`${base}/healthz`)).status).toBe(200);
     const { events } = await run(new HttpAgent({ url, threadId: "agui-after" }), "still there?");
     expect(events.at(-1)?.type).toBe(EventType.RUN_FINISHED);
@@ -142,7 +124,7 @@ describe("conclave serve over AG-UI", () => {
   it("with a token, runs only for a client that gives it", async () => {
     const token = "agui-test-token-0123456789";
     const port = await freePort();
-    await processes.spawn("gateway-token", ["serve", "--port", String(port)], { CONCLAVE_GATEWAY_TOKEN: token });
+    await stack.processes.spawn("gateway-token", ["serve", "--port", String(port)], { CONCLAVE_GATEWAY_TOKEN: token });
     const guarded = `http://127.0.0.1:${port}/ag-ui`;
     const refused = await fetch(guarded, {
       method: "POST",

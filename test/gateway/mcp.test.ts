@@ -4,59 +4,24 @@
  * runner, workers with the built-in agents, the recipe agents and a slow
  * agent (to cancel a turn while it runs), all processes.
  */
-import { copyFileSync, mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import type { NatsConnection } from "@nats-io/nats-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CONCLAVE_BIN } from "../../src/cli/childProcess.ts";
-import { type ConclaveClient, connect } from "../../src/client/index.ts";
-import { freePort } from "../../src/nats/server.ts";
-import { useNatsServer } from "../helpers/nats.ts";
-import { useConclaveProcesses } from "../helpers/processes.ts";
+import { useGatewayStack } from "../helpers/stack.ts";
 import { eventually } from "../helpers/wait.ts";
 
-const nats = useNatsServer();
-const processes = useConclaveProcesses(() => nats.url);
-let conclave: ConclaveClient;
-let observer: NatsConnection;
+const stack = useGatewayStack({ recipes: ["triage.yaml", "approval.yaml"] });
 let mcp: Client;
-let mcpUrl: URL;
 
 beforeAll(async () => {
-  const recipes = mkdtempSync(join(tmpdir(), "conclave-gateway-recipes-"));
-  for (const file of ["triage.yaml", "approval.yaml"]) copyFileSync(join("recipes", file), join(recipes, file));
-  await Promise.all([
-    processes.spawn("builtins", ["worker", "--agents", "*", "--services", "scheduler,council,critics,memory"]),
-    processes.spawn("recipe-agents", ["worker", "--agents", "./agents/recipes/index.ts"]),
-    processes.spawn("slow", ["worker", "--agents", "./test/fixtures/cancel/slowAgent.ts"]),
-  ]);
-  await processes.spawn("runner", ["runner"]);
-  const port = await freePort();
-  await processes.spawn("gateway", ["serve", "--recipes", recipes, "--port", String(port)]);
-  mcpUrl = new URL(`http://127.0.0.1:${port}/mcp`);
-  conclave = await connect({ nc: await nats.connect("client") });
-  observer = await nats.connect("observer");
   mcp = new Client({ name: "gateway-test", version: "1.0.0" });
-  await mcp.connect(new StreamableHTTPClientTransport(mcpUrl));
+  await mcp.connect(new StreamableHTTPClientTransport(new URL(`${stack.baseUrl}/mcp`)));
 });
 afterAll(async () => {
   await mcp?.close();
 });
-
-/** Resolves when the slow agent reports it runs in the turn; subscribed before the turn is submitted. */
-async function slowAgentStarted(sessionId: string, turnId: number): Promise<{ seen: Promise<void> }> {
-  const sub = observer.subscribe(`conclave.inspect.slow.${sessionId}.${turnId}.started`, { max: 1 });
-  await observer.flush();
-  const seen = (async () => {
-    for await (const _ of sub) return;
-    throw new Error("the slow agent never started");
-  })();
-  return { seen };
-}
 
 describe("conclave serve over Streamable HTTP", () => {
   it("lists converse and one tool per recipe, with the recipe's inputs as its schema", async () => {
@@ -97,7 +62,7 @@ describe("conclave serve over Streamable HTTP", () => {
     expect(second.structuredContent).toMatchObject({ session_id: result.session_id, turn_id: 2 });
     // A turn's status is marked done just after its TURN_COMPLETED is stored, which the reply waited for.
     await expect
-      .poll(async () => (await conclave.turns(result.session_id)).map((turn) => turn.status))
+      .poll(async () => (await stack.conclave.turns(result.session_id)).map((turn) => turn.status))
       .toEqual(["done", "done"]);
   });
 
@@ -136,11 +101,11 @@ describe("conclave serve over Streamable HTTP", () => {
     );
     // It truly waits (its status is written just after its TURN_SUSPENDED), and the command's answer completes it.
     const status = await eventually(
-      () => conclave.status(suspended.session_id, suspended.turn_id),
+      () => stack.conclave.status(suspended.session_id, suspended.turn_id),
       (record) => record?.status === "suspended",
     );
     expect(status?.status).toBe("suspended");
-    const done = await conclave.resume(suspended.session_id, suspended.turn_id, {
+    const done = await stack.conclave.resume(suspended.session_id, suspended.turn_id, {
       input: { approved: true },
       userId: "ana",
       role: "editor",
@@ -149,7 +114,7 @@ describe("conclave serve over Streamable HTTP", () => {
   });
 
   it("cancelling a call cancels its turn: it ends Cancelled", async () => {
-    const started = await slowAgentStarted("gw-cancel", 1);
+    const started = await stack.slowAgentStarted("gw-cancel", 1);
     const abort = new AbortController();
     const call = mcp.callTool(
       { name: "converse", arguments: { session_id: "gw-cancel", text: "slow, please" } },
@@ -166,7 +131,7 @@ describe("conclave serve over Streamable HTTP", () => {
     abort.abort("changed my mind");
     expect(await settled).not.toBe("resolved");
     const status = await eventually(
-      () => conclave.status("gw-cancel", 1),
+      () => stack.conclave.status("gw-cancel", 1),
       (record) => record?.status === "done",
       { timeoutMs: 10_000 },
     );
@@ -195,7 +160,7 @@ describe("conclave serve --stdio", () => {
     const transport = new StdioClientTransport({
       command: process.execPath,
       args: [CONCLAVE_BIN, "serve", "--stdio"],
-      env: { ...process.env, CONCLAVE_NATS_URL: nats.url, CONCLAVE_LOG: "quiet" } as Record<string, string>,
+      env: { ...process.env, CONCLAVE_NATS_URL: stack.nats.url, CONCLAVE_LOG: "quiet" } as Record<string, string>,
       stderr: "inherit",
     });
     await client.connect(transport);

@@ -7,8 +7,9 @@
  * (progress.ts's lines), its result the task's end (outcome.ts). A run that
  * waits for a person leaves the task input-required; the next message in
  * the task answers it (answer.ts). tasks/cancel aborts the call (its turn or
- * run is cancelled in Conclave); a task whose run waits is not cancelable
- * (Conclave cannot cancel a suspended run).
+ * run is cancelled in Conclave); on a task whose run waits (input-required),
+ * it cancels the suspended run in Conclave (it ends `Cancelled` where it
+ * waits; an answer to it is refused from then on) and the task ends canceled.
  */
 import { createHash } from "node:crypto";
 import { TaskState } from "@a2a-js/sdk";
@@ -22,6 +23,9 @@ import { callTool, describeCallFailure, type GatewayTool } from "../tools.ts";
 import { answerWaitingRun } from "./answer.ts";
 import { howToAnswerInA2a, taskEnd, type WaitingRun } from "./outcome.ts";
 import { dataOf, metadataString, statusUpdate, submittedTask, type TaskIds, textOf, textPart } from "./parts.ts";
+
+/** The reason recorded in a turn or run the A2A client cancels. */
+const CANCEL_REASON = "cancelled by the A2A client";
 
 /** What the executor serves. */
 export interface ExecutorOptions {
@@ -72,7 +76,7 @@ export class ConclaveAgentExecutor implements AgentExecutor {
         // Answered, the run runs again: a cancel now cancels it in Conclave.
         const cancelRun = () => {
           this.options.client
-            .cancel(waiting.sessionId, waiting.turnId, "cancelled by the A2A client")
+            .cancel(waiting.sessionId, waiting.turnId, CANCEL_REASON)
             .catch((error: unknown) => this.options.onError?.(error));
         };
         controller.signal.addEventListener("abort", cancelRun, { once: true });
@@ -128,20 +132,25 @@ export class ConclaveAgentExecutor implements AgentExecutor {
     return callTool(tool, this.options.client, args, { signal, progress });
   }
 
-  readonly cancelTask = async (taskId: string, _bus: ExecutionEventBus): Promise<void> => {
+  readonly cancelTask = async (taskId: string, bus: ExecutionEventBus): Promise<void> => {
     const running = this.running.get(taskId);
     if (running) {
       // The call ends Cancelled in Conclave, then execute publishes the task's canceled state.
-      running.abort("cancelled by the A2A client");
+      running.abort(CANCEL_REASON);
       return;
     }
     const waiting = this.waiting.get(taskId);
-    // Conclave cannot cancel a suspended run (docs/recipes.md): saying so beats a task canceled over a run that waits on.
-    if (waiting)
-      throw new TaskNotCancelableError(
-        `run ${waiting.sessionId}/${waiting.turnId} waits for a person, and Conclave cannot cancel a suspended run: ` +
-          "answer it (a message in this task), or let its timeout end it",
-      );
+    if (!waiting) return;
+    // No process holds a suspended run: Conclave ends it Cancelled where it waits, and the task ends with it.
+    const run = `${waiting.sessionId}/${waiting.turnId}`;
+    const cancelled = await this.options.client.cancel(waiting.sessionId, waiting.turnId, CANCEL_REASON);
+    this.waiting.delete(taskId);
+    // It ended otherwise meanwhile (its node's timeout went on to the end): the task says so, not canceled.
+    if (cancelled.status === "finished" && cancelled.outcome !== "Cancelled")
+      throw new TaskNotCancelableError(`run ${run} had already ended (${cancelled.outcome ?? "finished"})`);
+    const ids: TaskIds = { taskId, contextId: waiting.contextId };
+    bus.publish(statusUpdate(ids, TaskState.TASK_STATE_CANCELED, [textPart(`run ${run} cancelled: ${CANCEL_REASON}`)]));
+    bus.finished();
   };
 
   /** Cancels every call running (the gateway closes). */

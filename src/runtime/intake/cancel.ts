@@ -13,6 +13,7 @@ import { deadLetter } from "../../eventlog/deadLetters.ts";
 import { isStreamNotFound } from "../../eventlog/streams.ts";
 import type { Logger } from "../log.ts";
 import type { TurnStatusStore } from "../turnStatusStore.ts";
+import { cancelSuspended, type SuspendedCancelDeps } from "./cancelSuspended.ts";
 import { addressOf } from "./tenancy.ts";
 
 /** What answering a cancel request needs. */
@@ -30,6 +31,9 @@ export const MAX_CANCEL_BYTES = 4_096;
 /** Refusals that are the requester's bad input, kept in the dead-letter stream (source `cancel`). */
 const BAD_INPUT = new Set(["bad_json", "invalid_request", "payload_too_large"]);
 
+/** How long a cancel waits for a run whose TURN_SUSPENDED is stored to be recorded suspended (its log says so first). */
+const SUSPENSION_SETTLE_MS = 3_000;
+
 /** The reason recorded when a client gives none. */
 export const DEFAULT_CANCEL_REASON = "cancelled by the client";
 
@@ -39,19 +43,32 @@ export const DEFAULT_CANCEL_REASON = "cancelled by the client";
  * runner that takes it later, or takes it over, ends it at once) and every
  * runner and worker is told (`conclave.turn.cancelled`): the one running it
  * stops it, workers stop its calls. It then completes with outcome
- * `Cancelled`. A turn that already ended is reported as finished. Bad input
- * gets an error reply and is kept as a dead letter, as submissions are.
+ * `Cancelled`. A suspended turn (waiting at a human node or for an approval)
+ * is ended `Cancelled` here and now (`cancelSuspended.ts`); one answered
+ * meanwhile runs again, and is cancelled as a running one. Either way the
+ * reply is `cancelling`. A turn that already ended is reported as finished
+ * (so a second cancel changes nothing). Bad input gets an error reply and is
+ * kept as a dead letter, as submissions are.
  */
-export async function serveCancel(deps: CancelDeps, msg: ServiceMsg): Promise<void> {
+export async function serveCancel(
+  deps: CancelDeps & Pick<SuspendedCancelDeps, "sessions" | "timers">,
+  msg: ServiceMsg,
+): Promise<void> {
   try {
     const { sessionId, view, tenant } = addressOf(msg.subject);
     if (tenant) throw new HandlerError("invalid_request", "tenants cannot cancel turns yet");
     const request = decodeJson(msg.data, CancelRequest, `cancel request for session ${view}`, MAX_CANCEL_BYTES);
     const reason = request.reason ?? DEFAULT_CANCEL_REASON;
     // Its end may be stored while its status still says inflight (the status is written after): that is finished.
-    const ended = await completionOf(deps.jsm, sessionId, request.turn_id);
-    if (ended) {
-      const reply: CancelReply = { session_id: view, turn_id: request.turn_id, status: "finished", outcome: ended };
+    const last = await lastEventOf(deps.jsm, sessionId, request.turn_id);
+    if (last?.kind === "TURN_COMPLETED") {
+      const outcome = last.payload.outcome.status;
+      const reply: CancelReply = { session_id: view, turn_id: request.turn_id, status: "finished", outcome };
+      if (isInboxReply(msg.reply, "runner")) msg.respond(encodeJson(reply));
+      return;
+    }
+    if (await endedWhileSuspended(deps, sessionId, request.turn_id, reason, last?.kind === "TURN_SUSPENDED")) {
+      const reply: CancelReply = { session_id: view, turn_id: request.turn_id, status: "cancelling" };
       if (isInboxReply(msg.reply, "runner")) msg.respond(encodeJson(reply));
       return;
     }
@@ -103,14 +120,36 @@ export async function cancelTurn(
   return marked;
 }
 
-/** The outcome of the turn's TURN_COMPLETED when it is stored (its last event), else null. */
-async function completionOf(jsm: JetStreamManager, sessionId: string, turnId: number): Promise<string | null> {
+/**
+ * Ends the turn `Cancelled` if it is suspended (`cancelSuspended`): true when this cancel ended it. A run
+ * whose log ends with TURN_SUSPENDED (`suspending`) while its status still says inflight is waited for a
+ * moment: its runner records it suspended just after, and a cancel sent at once must not be lost meanwhile.
+ */
+async function endedWhileSuspended(
+  deps: CancelDeps & Pick<SuspendedCancelDeps, "sessions" | "timers">,
+  sessionId: string,
+  turnId: number,
+  reason: string,
+  suspending: boolean,
+): Promise<boolean> {
+  const deadline = Date.now() + SUSPENSION_SETTLE_MS;
+  let status = await deps.statuses.get(sessionId, turnId);
+  while (suspending && status?.status === "inflight" && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    status = await deps.statuses.get(sessionId, turnId);
+  }
+  if (status?.status !== "suspended") return false;
+  // Null: answered (or timed out) meanwhile, so it runs again: the caller cancels it as a running turn.
+  return (await cancelSuspended(deps, status, reason)) !== null;
+}
+
+/** The turn's last stored event, else null. */
+async function lastEventOf(jsm: JetStreamManager, sessionId: string, turnId: number): Promise<EngineEvent | null> {
   try {
     const last = await jsm.streams.getMessage(streams.events, { last_by_subj: subjects.turnEvents(sessionId, turnId) });
     if (!last) return null;
     const parsed = EngineEvent.safeParse(last.json());
-    const event = parsed.success ? (parsed.data as EngineEvent) : null;
-    return event?.kind === "TURN_COMPLETED" ? event.payload.outcome.status : null;
+    return parsed.success ? (parsed.data as EngineEvent) : null;
   } catch (error) {
     if (isStreamNotFound(error)) return null;
     throw error;

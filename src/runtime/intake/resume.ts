@@ -5,6 +5,7 @@ import { isInboxReply } from "../../bus/replies.ts";
 import type { ServiceMsg } from "../../bus/service.ts";
 import { subjects } from "../../bus/subjects.ts";
 import { type ResumeReply, ResumeRequest } from "../../contracts/recipeRun.ts";
+import type { TurnStatusRecord } from "../../contracts/wal.ts";
 import { singleLine } from "../../errors.ts";
 import { deadLetter } from "../../eventlog/deadLetters.ts";
 import { resumeSuspended } from "../recipeHost/resume.ts";
@@ -32,6 +33,10 @@ async function settledStatus(deps: Pick<CancelDeps, "statuses">, sessionId: stri
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
+
+/** Cancelled, or being cancelled (`cancelSuspended.ts` claims a suspension, then records its end). */
+const wasCancelled = (status: TurnStatusRecord) =>
+  status.status !== "suspended" && (status.cancel_reason !== undefined || status.outcome === "Cancelled");
 
 /** An answer to a tool call's approval: `{ approved: boolean, reason? }`, tied to the call it answers. */
 const ApprovalInput = z.object({ approved: z.boolean(), reason: z.string().max(1_000).optional() });
@@ -62,6 +67,13 @@ export async function serveResume(deps: CancelDeps & { timers: SuspensionTimers 
     const request = decodeJson(msg.data, ResumeRequest, `resume request for session ${view}`, MAX_RESUME_BYTES);
     const status = await settledStatus(deps, sessionId, request.turn_id);
     if (!status) throw new HandlerError("not_found", `session ${view} has no turn ${request.turn_id}`);
+    if (wasCancelled(status)) {
+      const why = status.cancel_reason ?? status.reason;
+      throw new HandlerError(
+        "conflict",
+        `turn ${request.turn_id} was cancelled${why ? ` (${singleLine(why, 200)})` : ""}: it takes no answer`,
+      );
+    }
     if (status.status !== "suspended" || !status.suspended)
       throw new HandlerError("conflict", `turn ${request.turn_id} is ${status.status}, not waiting for an answer`);
     const required = status.suspended.required_role;
