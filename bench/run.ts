@@ -13,6 +13,8 @@ import { neutralModulators, neutralStance } from "../src/contracts/workspace.ts"
 import { REPO_ROOT } from "../src/nats/server.ts";
 import { runBusyDay } from "./busyDay.ts";
 import { renderBusyDay } from "./busyDayReport.ts";
+import { runClusterScaling } from "./clusterScaling.ts";
+import { clusterScalingFromFile, renderClusterScaling, spliceClusterSection } from "./clusterScalingReport.ts";
 import { describeEnvironment } from "./environment.ts";
 import { type InProcessPipeline, type InProcessResult, runInProcess } from "./inprocess.ts";
 import { langGraphPipeline } from "./langgraph.ts";
@@ -33,7 +35,7 @@ import { runTracingCost, type TracingCostRun } from "./tracingCost.ts";
 import { renderTracingCost } from "./tracingReport.ts";
 import { xstateLocalPipeline } from "./xstateLocal.ts";
 
-const USAGE = `npm run bench [-- --render | --only busy-day | --only tracing | --help]   (or: npx tsx bench/run.ts …)
+const USAGE = `npm run bench [-- --render | --only busy-day | --only tracing | --cluster | --help]   (or: npx tsx bench/run.ts …)
 
   (no flag)   runs every measurement (a few minutes; CPU-sensitive: run it on a quiet machine)
               and writes docs/BENCHMARKS.md, docs/benchmarks-summary.json and docs/benchmarks.json
@@ -43,6 +45,10 @@ const USAGE = `npm run bench [-- --render | --only busy-day | --only tracing | -
               a temporary file; docs/ is left alone
   --only tracing    (or BENCH_ONLY=tracing) runs only the tracing-cost phase (two deployments, tracing
               off and on, c=1): prints its section and targets on stdout, results to a temporary file
+  --cluster   runs only the cluster scaling phase (a three-node cluster, R3: 1, 2, 4 runners and
+              2, 4, 8 workers; R3 against R1; a few minutes): writes docs/benchmarks-cluster.json
+              and its own section of docs/BENCHMARKS.md (the rest is left alone); a smoke run
+              (BENCH_CLUSTER_TURNS below 200) prints the section and leaves docs/ alone
   --help      prints this
 
   BENCH_QUICK=1          short phases (noisier numbers; the report says so)
@@ -50,11 +56,15 @@ const USAGE = `npm run bench [-- --render | --only busy-day | --only tracing | -
   BENCH_BUSY_SESSIONS=N  sessions of the overload phase (default 1000)
   BENCH_IDLE_SESSIONS=N  idle sessions at the last step (default 10000; the first step is a tenth)
   BENCH_KILLS=N          runners killed in the takeover phase (default 10)
+  BENCH_CLUSTER_TURNS=N  measured turns per point of --cluster (default 200; e.g. 20 for a smoke run)
+  BENCH_CLUSTER_SESSIONS=N  concurrent sessions of --cluster (default 8)
 `;
 
 const DOCS = join(REPO_ROOT, "docs");
 /** Every result of a run: the input of --render, not committed. */
 const RESULTS_JSON = join(DOCS, "benchmarks.json");
+/** The cluster scaling phase's results (committed): its section of the report is rendered from it. */
+const CLUSTER_JSON = join(DOCS, "benchmarks-cluster.json");
 
 const QUIET_CORES = 0.25;
 const QUIET_WAIT_S = Number(process.env.BENCH_QUIET_WAIT_S ?? 60);
@@ -218,6 +228,9 @@ async function main(): Promise<void> {
 /** The committed outputs of a run: the report and its summary. */
 function writeReports(results: BenchResults): void {
   writeFileSync(join(DOCS, "BENCHMARKS.md"), renderReport(results));
+  // The cluster scaling phase runs apart (--cluster): its last section is kept.
+  const cluster = clusterScalingFromFile(CLUSTER_JSON);
+  if (cluster) spliceClusterSection(join(DOCS, "BENCHMARKS.md"), cluster);
   writeFileSync(join(DOCS, "benchmarks-summary.json"), benchSummaryJson(results));
 }
 
@@ -259,6 +272,26 @@ async function tracingOnly(): Promise<void> {
 }
 
 /**
+ * `--cluster`: the cluster scaling phase alone. Its results go to docs/benchmarks-cluster.json and
+ * its section replaces only its own in docs/BENCHMARKS.md; a smoke run prints the section only.
+ */
+async function clusterOnly(): Promise<void> {
+  const run = await runClusterScaling(benchPlan(), `b${Date.now().toString(36)}`);
+  const section = renderClusterScaling(run);
+  if (run.plan.smoke) {
+    const path = join(tmpdir(), `conclave-bench-cluster-${Date.now()}.json`);
+    writeFileSync(path, `${JSON.stringify(run, null, 2)}\n`);
+    process.stdout.write(`${section}\n`);
+    progress(`smoke run done in ${run.durationS} s; results in ${path}; docs/ left alone`);
+    return;
+  }
+  mkdirSync(DOCS, { recursive: true });
+  writeFileSync(CLUSTER_JSON, `${JSON.stringify(run, null, 2)}\n`);
+  spliceClusterSection(join(DOCS, "BENCHMARKS.md"), section);
+  progress(`done in ${run.durationS} s: docs/benchmarks-cluster.json and its section of docs/BENCHMARKS.md`);
+}
+
+/**
  * `--render`: rewrite the report and its summary from docs/benchmarks.json (the same run), e.g. after
  * editing the report. The targets are judged again on the file's results.
  */
@@ -278,6 +311,7 @@ function onlyPhase(): string | undefined {
 try {
   if (process.argv.includes("--help") || process.argv.includes("-h")) process.stdout.write(USAGE);
   else if (process.argv.includes("--render")) renderOnly();
+  else if (process.argv.includes("--cluster")) await clusterOnly();
   else if (onlyPhase() === "busy-day") await busyDayOnly();
   else if (onlyPhase() === "tracing") await tracingOnly();
   else if (onlyPhase() !== undefined)

@@ -135,6 +135,8 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
       );
       env.CONCLAVE_NATS_URL = natsCluster.url;
       env.CONCLAVE_REPLICAS = String(natsCluster.nodes.length);
+      env.CONCLAVE_NATS_MONITOR = natsCluster.monitorUrl;
+      options.log(`monitoring endpoints: ${natsCluster.monitorUrl} (conclave status reads the meta leader there)`);
     } else {
       server = await startNatsServer({ port, storeDir: join(resolve(options.dataDir), "nats") });
       options.log(`started nats-server on ${server.url} (JetStream store ${server.storeDir})`);
@@ -173,13 +175,17 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
 /** Most nodes `conclave up --cluster` starts: JetStream keeps at most five replicas. */
 export const MAX_CLUSTER_NODES = 5;
 
-/** The nodes of `conclave up --cluster N`: client ports `port`…`port+N-1`, route ports 2000 above, stores kept in the data directory. */
+/**
+ * The nodes of `conclave up --cluster N`: client ports `port`…`port+N-1`, route ports 2000 above,
+ * HTTP monitoring 4000 above (loopback), stores kept in the data directory.
+ */
 function startClusterNodes(count: number, port: number, dataDir: string): Promise<RunningNatsCluster> {
   const ports = Array.from({ length: count }, (_, index) => port + index);
   return startNatsCluster({
     nodes: count,
     ports,
     routePorts: ports.map((clientPort) => clientPort + 2_000),
+    monitorPorts: ports.map((clientPort) => clientPort + 4_000),
     storeRoot: join(resolve(dataDir), "nats-cluster"),
   });
 }

@@ -28,6 +28,22 @@ export interface NatsClusterOptions {
   ports?: number[];
   /** Route (cluster) ports, one per node. Default: free ones. */
   routePorts?: number[];
+  /**
+   * HTTP monitoring ports, one per node, on the node's address: `/jsz` names the JetStream meta
+   * leader, which no user of a Conclave account may ask NATS for (`conclave status --monitor`).
+   * Default: free ones; `false`: no monitoring port.
+   */
+  monitorPorts?: number[] | false;
+  /**
+   * The address each node listens on and is routed at, one per node. Default: 127.0.0.1 for all.
+   * Other addresses are for nodes in their own network namespace (test/helpers/netns.ts).
+   */
+  hosts?: string[];
+  /**
+   * A command that runs each node's nats-server, by node index: e.g. `["ip", "netns", "exec",
+   * "ns1"]` (the server's path and arguments follow). Default: nats-server itself.
+   */
+  launcher?: (index: number) => string[];
   /** Where the nodes keep JetStream: node `<name>` in `<storeRoot>/<name>`. Default: a temporary directory, removed on stop. */
   storeRoot?: string;
   /** Environment of nats-server. Default: this process's. */
@@ -43,6 +59,8 @@ export interface NatsClusterNode {
   readonly url: string;
   readonly port: number;
   readonly routePort: number;
+  /** Its HTTP monitoring endpoint (`http://host:port`), or undefined without one. */
+  readonly monitorUrl: string | undefined;
   readonly storeDir: string;
   /** The running process, or null while it is down. */
   readonly process: ChildProcess | null;
@@ -59,6 +77,8 @@ export interface RunningNatsCluster {
   readonly urls: readonly string[];
   /** The URLs comma-separated, as CONCLAVE_NATS_URL takes them. */
   readonly url: string;
+  /** Every node's monitoring endpoint, comma-separated (what `conclave status --monitor` takes); empty without them. */
+  readonly monitorUrl: string;
   readonly storeRoot: string;
   /** Stops every node (SIGTERM, then SIGKILL) and removes a temporary store. */
   stop(): Promise<void>;
@@ -76,12 +96,18 @@ export async function startNatsCluster(options: NatsClusterOptions = {}): Promis
   const clusterName = options.name ?? "conclave";
   const ports = options.ports ?? (await freePorts(count));
   const routePorts = options.routePorts ?? (await freePorts(count, ports));
-  if (ports.length !== count || routePorts.length !== count) {
-    throw new RangeError(`a cluster of ${count} nodes needs ${count} client and ${count} route ports`);
+  const monitorPorts =
+    options.monitorPorts === false ? [] : (options.monitorPorts ?? (await freePorts(count, [...ports, ...routePorts])));
+  const hosts = options.hosts ?? ports.map(() => "127.0.0.1");
+  if (ports.length !== count || routePorts.length !== count || hosts.length !== count) {
+    throw new RangeError(`a cluster of ${count} nodes needs ${count} client ports, route ports and hosts`);
+  }
+  if (options.monitorPorts !== false && monitorPorts.length !== count) {
+    throw new RangeError(`a cluster of ${count} nodes needs ${count} monitoring ports`);
   }
   const temporary = options.storeRoot === undefined;
   const storeRoot = options.storeRoot ?? mkdtempSync(join(tmpdir(), "conclave-nats-cluster-"));
-  const routes = routePorts.map((port) => `nats://127.0.0.1:${port}`);
+  const routes = routePorts.map((port, index) => `nats://${hosts[index]}:${port}`);
   const nodes = ports.map(
     (port, index) =>
       new ClusterNode({
@@ -89,8 +115,11 @@ export async function startNatsCluster(options: NatsClusterOptions = {}): Promis
         name: `n${index + 1}`,
         clusterName,
         config: options.config ?? DEFAULT_NATS_CONFIG,
+        host: hosts[index]!,
         port,
         routePort: routePorts[index]!,
+        monitorPort: monitorPorts[index],
+        launcher: options.launcher?.(index) ?? [],
         // Each node solicits the others; a route to itself would only be refused as a duplicate.
         routes: routes.filter((_, other) => other !== index),
         storeDir: join(storeRoot, `n${index + 1}`),
@@ -109,7 +138,8 @@ export async function startNatsCluster(options: NatsClusterOptions = {}): Promis
     throw error;
   }
   const urls = nodes.map((node) => node.url);
-  return { name: clusterName, nodes, urls, url: urls.join(","), storeRoot, stop };
+  const monitorUrl = nodes.flatMap((node) => (node.monitorUrl ? [node.monitorUrl] : [])).join(",");
+  return { name: clusterName, nodes, urls, url: urls.join(","), monitorUrl, storeRoot, stop };
 }
 
 /** `count` distinct free loopback ports, none of them in `taken`. */
@@ -127,8 +157,11 @@ interface NodeSettings {
   name: string;
   clusterName: string;
   config: string;
+  host: string;
   port: number;
   routePort: number;
+  monitorPort: number | undefined;
+  launcher: string[];
   routes: string[];
   storeDir: string;
   env: NodeJS.ProcessEnv;
@@ -145,13 +178,17 @@ class ClusterNode implements NatsClusterNode {
     return this.settings.name;
   }
   get url() {
-    return `nats://127.0.0.1:${this.settings.port}`;
+    return `nats://${this.settings.host}:${this.settings.port}`;
   }
   get port() {
     return this.settings.port;
   }
   get routePort() {
     return this.settings.routePort;
+  }
+  get monitorUrl() {
+    const { host, monitorPort } = this.settings;
+    return monitorPort === undefined ? undefined : `http://${host}:${monitorPort}`;
   }
   get storeDir() {
     return this.settings.storeDir;
@@ -162,12 +199,18 @@ class ClusterNode implements NatsClusterNode {
 
   async start(): Promise<void> {
     if (this.#child) throw new Error(`node ${this.name} is already running`);
-    const { binary, config, port, routePort, routes, storeDir, name, clusterName } = this.settings;
+    const { binary, config, host, port, routePort, monitorPort, routes, storeDir, name, clusterName } = this.settings;
     mkdirSync(storeDir, { recursive: true });
-    const args = ["-c", config, "-a", "127.0.0.1", "-p", String(port), "-sd", storeDir, "--server_name", name];
-    args.push("--cluster_name", clusterName, "--cluster", `nats://127.0.0.1:${routePort}`);
+    const args = ["-c", config, "-a", host, "-p", String(port), "-sd", storeDir, "--server_name", name];
+    args.push("--cluster_name", clusterName, "--cluster", `nats://${host}:${routePort}`);
     if (routes.length > 0) args.push("--routes", routes.join(","));
-    const child = spawn(binary, args, { stdio: ["ignore", "ignore", "pipe"], env: this.settings.env });
+    // The monitoring port listens on the node's address (-a), loopback by default.
+    if (monitorPort !== undefined) args.push("-m", String(monitorPort));
+    const [command, ...prefix] = [...this.settings.launcher, binary];
+    const child = spawn(command!, [...prefix, ...args], {
+      stdio: ["ignore", "ignore", "pipe"],
+      env: this.settings.env,
+    });
     this.#child = child;
     this.#exited = new Promise<void>((done) => child.once("exit", () => done()));
     void this.#exited.then(() => {

@@ -3,7 +3,10 @@
  * cluster's nodes as JetStream sees them, and each Conclave stream's and KV
  * bucket's replicas and health (stream info's `cluster` field: its leader, and
  * each replica's current/lag/offline). Read with stream info requests only,
- * which nats.conf grants the observer role for every Conclave stream.
+ * which nats.conf grants the observer role for every Conclave stream. The
+ * JetStream meta leader (the node that places streams and elects their
+ * leaders) is known only to the system account and to the servers' HTTP
+ * monitoring port: it is read from a node's `/jsz` when one is given.
  */
 import { type JetStreamManager, jetstreamManager, type StreamInfo } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
@@ -66,10 +69,14 @@ export interface ClusterStatus {
   peers: string[];
   nodes: NodeStatus[];
   /**
-   * The node leading the event log (CONCLAVE_EVENTS), where every turn's events are written: the
-   * JetStream leader that matters to Conclave. The meta leader is known only to the system account
-   * (`nats server report jetstream`).
+   * The JetStream meta leader, as a node's monitoring endpoint (`/jsz`) names it. Absent without
+   * a monitoring endpoint (`metaLeaderProblem` says why), on a single server outside any cluster,
+   * or while no node leads.
    */
+  metaLeader?: string;
+  /** Why the meta leader is not known (a single server, no monitoring endpoint given, none answered, no leader). */
+  metaLeaderProblem?: string;
+  /** The node leading the event log (CONCLAVE_EVENTS), where every turn's events are written. */
   eventLogLeader?: string;
   stores: StoreStatus[];
 }
@@ -83,10 +90,29 @@ export const CONCLAVE_STORES: readonly { stream: string; kind: "stream" | "KV bu
   })),
 ];
 
+export interface ClusterStatusOptions {
+  /**
+   * Monitoring endpoints of the nodes (`http://host:8222`; a list, or comma-separated), asked in
+   * turn for the JetStream meta leader until one names it. Default: none (the leader is unknown).
+   */
+  monitor?: string | readonly string[];
+  /** How long to wait for each monitoring endpoint. Default 2 s. */
+  monitorTimeoutMs?: number;
+}
+
 /** Reads the status of the cluster (or single server) `nc` is connected to. */
-export async function readClusterStatus(nc: NatsConnection): Promise<ClusterStatus> {
+export async function readClusterStatus(
+  nc: NatsConnection,
+  options: ClusterStatusOptions = {},
+): Promise<ClusterStatus> {
   const jsm = await jetstreamManager(nc, { checkAPI: false });
-  const stores = await Promise.all(CONCLAVE_STORES.map(({ stream, kind }) => storeStatus(jsm, stream, kind)));
+  const [stores, meta] = await Promise.all([
+    Promise.all(CONCLAVE_STORES.map(({ stream, kind }) => storeStatus(jsm, stream, kind))),
+    // A single server outside any cluster has no meta group to lead.
+    nc.info?.cluster
+      ? readMetaLeader(options.monitor, options.monitorTimeoutMs ?? 2_000)
+      : { leader: undefined, problem: "none: a single server, no cluster" },
+  ]);
   const info = nc.info;
   const serverName = info?.server_name ?? "unknown";
   const nodes = new Map<string, NodeStatus>();
@@ -116,9 +142,49 @@ export async function readClusterStatus(nc: NatsConnection): Promise<ClusterStat
     },
     peers: info?.connect_urls ?? [],
     nodes: [...nodes.values()].sort((a, b) => a.name.localeCompare(b.name)),
+    ...(meta.leader ? { metaLeader: meta.leader } : { metaLeaderProblem: meta.problem }),
     ...(eventLog?.leader ? { eventLogLeader: eventLog.leader } : {}),
     stores,
   };
+}
+
+/** The monitoring endpoints given, as a list. */
+export function monitorUrls(monitor: string | readonly string[] | undefined): string[] {
+  const listed = typeof monitor === "string" ? monitor.split(",") : [...(monitor ?? [])];
+  return listed.map((url) => url.trim().replace(/\/+$/, "")).filter((url) => url !== "");
+}
+
+/**
+ * The meta leader from the first monitoring endpoint whose `/jsz` names it: every node's answer
+ * carries `meta_cluster.leader` (empty while it knows none, e.g. cut off from the others).
+ */
+async function readMetaLeader(
+  monitor: string | readonly string[] | undefined,
+  timeoutMs: number,
+): Promise<{ leader?: string; problem: string }> {
+  const urls = monitorUrls(monitor);
+  if (urls.length === 0) {
+    return {
+      problem:
+        "no monitoring endpoint given (conclave status --monitor http://HOST:8222); NATS tells it only to the system account",
+    };
+  }
+  const problems: string[] = [];
+  for (const url of urls) {
+    try {
+      const response = await fetch(`${url}/jsz`, { signal: AbortSignal.timeout(timeoutMs) });
+      if (!response.ok) throw new Error(`HTTP ${response.status}`);
+      const jsz = (await response.json()) as { meta_cluster?: { leader?: string } };
+      const leader = jsz.meta_cluster?.leader;
+      if (leader) return { leader, problem: "" };
+      problems.push(`${url}: ${jsz.meta_cluster ? "knows no leader" : "not in a cluster"}`);
+    } catch (error) {
+      // fetch says only "fetch failed"; the reason (ECONNREFUSED…) is its cause.
+      const cause = (error as { cause?: { code?: string } }).cause?.code;
+      problems.push(`${url}: ${singleLine(messageOf(error), 80)}${cause ? ` (${cause})` : ""}`);
+    }
+  }
+  return { problem: problems.join("; ") };
 }
 
 async function storeStatus(jsm: JetStreamManager, stream: string, kind: "stream" | "KV bucket"): Promise<StoreStatus> {

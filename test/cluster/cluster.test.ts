@@ -2,7 +2,8 @@
  * Conclave on a three-node NATS cluster (the file's one cluster, shared by its
  * tests): with CONCLAVE_REPLICAS=3 every stream and KV bucket is R3, a turn
  * completes through a runner and workers each connected to a different node,
- * `conclave status` shows the three nodes and the R3 streams, and a process
+ * `conclave status` shows the three nodes, the JetStream meta leader (read from
+ * a node's monitoring port) and the R3 streams, and a process
  * configured for other replicas is refused with one line.
  */
 import { jetstreamManager } from "@nats-io/jetstream";
@@ -14,6 +15,7 @@ import { type ConclaveClient, connect } from "../../src/client/index.ts";
 import { ensureEventStream } from "../../src/eventlog/streams.ts";
 import type { ClusterStatus } from "../../src/nats/clusterStatus.ts";
 import { ReplicasMismatchError } from "../../src/nats/replicas.ts";
+import { freePort } from "../../src/nats/server.ts";
 import { runConclave } from "../helpers/cli.ts";
 import { useNatsCluster } from "../helpers/natsCluster.ts";
 import { useConclaveProcesses } from "../helpers/processes.ts";
@@ -59,15 +61,30 @@ describe("a three-node cluster", () => {
     expect(status.server.name).toBe("n2");
   });
 
-  it("`conclave status` shows the three nodes and the R3 streams", async () => {
-    const { code, stdout, stderr } = await runConclave(nats.node(0).url, ["status", "--json"]);
+  it("`conclave status` shows the three nodes, the JetStream meta leader and the R3 streams", async () => {
+    // A node that does not answer is passed over: the next endpoint names the leader.
+    const monitor = `http://127.0.0.1:${await freePort()},${nats.cluster.monitorUrl}`;
+    const { code, stdout, stderr } = await runConclave(nats.node(0).url, ["status", "--json", "--monitor", monitor]);
     expect(stderr).toBe("");
     expect(code).toBe(0);
-    expectThreeNodesAndR3(JSON.parse(stdout) as ClusterStatus);
-    const text = await runConclave(nats.node(0).url, ["status"]);
+    const status = JSON.parse(stdout) as ClusterStatus;
+    expectThreeNodesAndR3(status);
+    expect(["n1", "n2", "n3"]).toContain(status.metaLeader);
+    const text = await runConclave(nats.node(0).url, ["status", "--monitor", nats.node(2).monitorUrl!]);
     expect(text.code).toBe(0);
     expect(text.stdout).toContain("nodes: 3");
+    expect(text.stdout).toContain(`JetStream meta leader: ${status.metaLeader}\n`);
     expect(text.stdout).toMatch(/CONCLAVE_EVENTS\s+stream\s+R3\s+healthy\s+leader n\d/);
+    // Without a monitoring endpoint NATS does not tell a Conclave role the meta leader: status says so.
+    const unknown = await runConclave(nats.node(0).url, ["status"]);
+    expect(unknown.code).toBe(0);
+    expect(unknown.stdout).toMatch(
+      /JetStream meta leader: unknown: no monitoring endpoint given \(conclave status --monitor/,
+    );
+    const refused = await runConclave(nats.node(0).url, ["status", "--monitor", "nats://127.0.0.1:4222"]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr.trim().split("\n")).toHaveLength(1);
+    expect(refused.stderr).toContain("--monitor takes http://HOST:PORT URLs");
   });
 
   it("refuses a process configured for other replicas with one line, and changes nothing", async () => {

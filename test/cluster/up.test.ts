@@ -62,6 +62,9 @@ describe("conclave up --cluster 3", () => {
     expect(stdout).toMatch(/\[up\] stopped/);
     const status = JSON.parse(readFileSync(statusFile, "utf8")) as ClusterStatus;
     expect(status.nodes.map((node) => node.name)).toEqual(["n1", "n2", "n3"]);
+    // `up` gives its processes the nodes' monitoring endpoints: status names the JetStream meta leader.
+    expect(stdout).toMatch(/monitoring endpoints: http:\/\/127\.0\.0\.1:\d+,/);
+    expect(["n1", "n2", "n3"]).toContain(status.metaLeader);
     const events = status.stores.find((store) => store.stream === "CONCLAVE_EVENTS");
     expect(events).toMatchObject({ replicas: 3, health: "healthy" });
     for (const store of status.stores.filter((candidate) => candidate.health !== "absent")) {

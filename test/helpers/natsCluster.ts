@@ -8,12 +8,17 @@ import { type ClusterStatus, readClusterStatus } from "../../src/nats/clusterSta
  * Starts a real three-node NATS cluster (the repo's nats.conf, loopback, free
  * ports, a temporary store per node) for the current test file, and stops it
  * after. Nodes may be killed and started again (`node(i).kill()`, `.start()`).
+ * `start` starts another kind of cluster instead (its `stop` undoes all of it),
+ * e.g. one node per network namespace (test/helpers/netns.ts).
  */
-export function useNatsCluster(nodes = 3) {
+export function useNatsCluster(
+  nodes = 3,
+  start: () => Promise<RunningNatsCluster> = () => startNatsCluster({ nodes }),
+) {
   let cluster: RunningNatsCluster | undefined;
   const connections: NatsConnection[] = [];
   beforeAll(async () => {
-    cluster = await startNatsCluster({ nodes });
+    cluster = await start();
   }, 60_000);
   afterAll(async () => {
     await Promise.allSettled(connections.map((nc) => nc.close()));

@@ -1,25 +1,37 @@
-import { type ClusterStatus, readClusterStatus, type StoreStatus } from "../../nats/clusterStatus.ts";
+import { setting } from "../../config/load.ts";
+import { type ClusterStatus, monitorUrls, readClusterStatus, type StoreStatus } from "../../nats/clusterStatus.ts";
+import { UsageError } from "../args.ts";
 import { defineCommand } from "../command.ts";
 import { EXIT } from "../failures.ts";
 import { printable } from "../printable.ts";
 
 const help = `conclave status: the NATS server or cluster, and each Conclave stream's replicas and health
 
-Usage: conclave status [--json]
+Usage: conclave status [--monitor URL[,URL…]] [--json]
 
 Shows the server this connection reached, the cluster's nodes (as the streams' replicas name
-them: online or offline, how many streams each leads), the node leading the event log, and
+them: online or offline, how many streams each leads), the JetStream meta leader, the node
+leading the event log, and
 for each Conclave stream and KV bucket its replicas (R1, R3…), its leader and each copy:
 current, behind (lag) or offline. Health: healthy · degraded (a copy offline or behind:
 writes go on while a majority is up) · no_leader (writes wait for an election) · absent (not
-created yet) · unreadable. With --json, one JSON object.`;
+created yet) · unreadable. With --json, one JSON object.
+
+  --monitor URL   the HTTP monitoring endpoint of one or more nodes (nats-server -m; comma-
+                  separated, asked in turn), where the JetStream meta leader is read (/jsz):
+                  NATS tells it only to the system account, which no Conclave role is.
+                  Default: CONCLAVE_NATS_MONITOR (conclave up --cluster sets it)`;
 
 export default defineCommand({
   help,
-  flags: { json: { type: "boolean" } },
+  flags: { json: { type: "boolean" }, monitor: { type: "string" } },
   role: "observer",
   async run({ values, bus }) {
-    const status = await readClusterStatus(await bus());
+    const monitor = monitorUrls(values.monitor ?? setting(process.env, "CONCLAVE_NATS_MONITOR"));
+    const invalid = monitor.find((url) => !/^https?:\/\/[^/\s]+$/.test(url));
+    if (invalid !== undefined)
+      throw new UsageError(`--monitor takes http://HOST:PORT URLs, not ${JSON.stringify(invalid)}`);
+    const status = await readClusterStatus(await bus(), { monitor });
     if (values.json) console.log(JSON.stringify(status));
     else for (const line of describe(status)) console.log(printable(line, { newlines: false }));
     return EXIT.ok;
@@ -37,6 +49,9 @@ function describe(status: ClusterStatus): string[] {
         `  ${node.name.padEnd(12)} ${node.online ? "online " : "offline"}  leads ${node.leads}${node.connected ? "  (this connection)" : ""}`,
     ),
   ];
+  if (status.metaLeader) lines.push(`JetStream meta leader: ${status.metaLeader}`);
+  else if (!server.cluster) lines.push("JetStream meta leader: none (a single server, no cluster)");
+  else lines.push(`JetStream meta leader: unknown: ${status.metaLeaderProblem}`);
   if (status.eventLogLeader) lines.push(`event log leader: ${status.eventLogLeader}`);
   lines.push("streams and KV buckets:");
   const width = Math.max(...status.stores.map((store) => store.stream.length));

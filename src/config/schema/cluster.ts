@@ -2,7 +2,7 @@
  * Clustered JetStream's variables (docs/operations.md, "A three-node cluster").
  * Spread into CONFIG_SCHEMA by schema.ts.
  */
-import { type ConfigVariable, variable, wholeNumber } from "../variable.ts";
+import { type ConfigVariable, text, variable, wholeNumber } from "../variable.ts";
 
 /** The cluster's variables, in the order `conclave config` lists them. */
 export const CLUSTER_VARIABLES = {
@@ -11,5 +11,10 @@ export const CLUSTER_VARIABLES = {
     schema: wholeNumber(1, 5, " (JetStream replicas)"),
     default: 1,
     doc: "Replicas of every Conclave stream and KV bucket: 3 on a three-node cluster (`conclave up --cluster 3` sets it), 1 on a single server. An existing one with other replicas is refused, never changed.",
+  }),
+  CONCLAVE_NATS_MONITOR: variable({
+    group: "nats",
+    schema: text,
+    doc: "The nodes' HTTP monitoring endpoints (`http://host:port`, comma-separated), where `conclave status` reads the JetStream meta leader when `--monitor` is not given. `conclave up --cluster N` sets it for its processes and `--exec`.",
   }),
 } as const satisfies Record<string, ConfigVariable>;
