@@ -135,8 +135,47 @@ export const DelegateRequest = z.object({
 });
 export type DelegateRequest = z.infer<typeof DelegateRequest>;
 
-/** Anything a worker asks on a `tool_subject`: a tool call, a model step to record, or a delegation. */
-export const GateRequest = z.union([ModelStepRecord, DelegateRequest, ToolGateRequest]);
+/**
+ * A tool's result too large to give an agent whole (over `CONCLAVE_TOOL_OUTPUT_MAX_BYTES` of JSON):
+ * what the agent gets, and the turn's log keeps, instead. The whole result is stored by the runner
+ * (KV `conclave_tool_outputs`, 24 h) under `handle`; `ctx.tools.read(handle)` reads it back.
+ */
+export const ToolOutputRef = z.object({
+  truncated: z.literal(true),
+  /** The start of the result's JSON text. */
+  preview: z.string(),
+  /** `<session>.<turn>.<call hash>`: what `ctx.tools.read` takes (only within the same turn). Absent: not stored. */
+  handle: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{1,64}\.[0-9]{1,12}\.[0-9a-f]{16}$/)
+    .optional(),
+  /** The size of the whole result's JSON text, in bytes. */
+  bytes: z.number().int().min(0),
+  /** What was stored when less than the whole (at most 960 KiB are). */
+  stored_bytes: z.number().int().min(0).optional(),
+  /** Why the result could not be stored (then only the preview is left). */
+  not_stored: z.string().optional(),
+});
+export type ToolOutputRef = z.infer<typeof ToolOutputRef>;
+
+/** An agent reads a slice of a large tool result it was given by reference (`ctx.tools.read`). */
+export const ToolOutputRead = z.object({
+  kind: z.literal("read_output"),
+  ...AgentCallRef,
+  handle: ToolOutputRef.shape.handle.unwrap(),
+  /** Where the slice starts, in bytes of the result's JSON text. */
+  offset: z.number().int().min(0).default(0),
+  /** How many bytes at most (default and most: 256 KiB). */
+  length: z.number().int().min(1).max(262_144).default(262_144),
+});
+export type ToolOutputRead = z.infer<typeof ToolOutputRead>;
+
+/** A slice of a stored result: its text, where it starts, and the whole result's size. */
+export const ToolOutputSlice = z.object({ text: z.string(), offset: z.number().int(), bytes: z.number().int() });
+export type ToolOutputSlice = z.infer<typeof ToolOutputSlice>;
+
+/** Anything a worker asks on a `tool_subject`: a tool call, a model step to record, a delegation, or a read of a stored result. */
+export const GateRequest = z.union([ModelStepRecord, DelegateRequest, ToolOutputRead, ToolGateRequest]);
 export type GateRequest = z.infer<typeof GateRequest>;
 
 /** Why a call was not made: the policy refused it, it needs approval, it is over a limit, or it failed. */

@@ -115,6 +115,14 @@ export function openInProcessTools(
       const kind = (request as { kind?: unknown }).kind;
       if (kind === "model_step") return calls.step(request as ModelStepRecord);
       if (kind === "delegate") return calls.delegate(request as DelegateRequest);
+      // In-process results are never stored by reference: there is nothing to read back.
+      if (kind === "read_output")
+        return Promise.resolve({
+          ok: false as const,
+          call_id: "read",
+          refusal: "unknown_tool" as const,
+          message: "no stored tool outputs in-process",
+        });
       return calls.call(request as ToolGateRequest, host);
     },
   };

@@ -73,6 +73,8 @@ export async function eraseStores(deps: EraseStoreDeps, sessionId: string): Prom
     scheduler_cooldowns: kv(buckets.scheduler, [sessionId]),
     // Delete markers first: workers following the session's graph drop their in-memory copy.
     memory_graph: kv(buckets.memoryGraph, [`${sessionId}.>`], true),
+    // Large tool results stored by reference (their turns' logs hold only a preview).
+    tool_outputs: kv(buckets.toolOutputs, [`${sessionId}.>`]),
     blackboard: kv(BLACKBOARD_BUCKET, [sessionId]),
     redis_blackboard: () => eraseBlackboard(deps, "redis", sessionId),
     postgres_blackboard: () => eraseBlackboard(deps, "postgres", sessionId),

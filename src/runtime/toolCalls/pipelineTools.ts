@@ -1,5 +1,6 @@
 import { type RemoteAgentRef, type RemoteAgents, remoteAgents } from "../../a2a/remoteAgents.ts";
 import type { AgentDirectory } from "../../agents/directory.ts";
+import type { GateState } from "../../context/budget.ts";
 import type { AgentContext, AgentReply, AgentRequest } from "../../contracts/agent.ts";
 import type { EngineEvent } from "../../contracts/events.ts";
 import type { HumanAnswer, JsonObject } from "../../contracts/recipeRun.ts";
@@ -54,6 +55,8 @@ export class PipelineTools {
   readonly #turns = new Map<string, OpenPipelineTurn>();
   /** Answers to a suspended turn's approval, until it runs again (they are in its log from then on). */
   readonly #answers = new Map<string, HumanAnswer>();
+  /** Each running turn's context pressure, as its context stage planned it: the compaction gate's input. */
+  readonly #pressure = new Map<string, GateState>();
   #directory: AgentDirectory | null = null;
 
   constructor(
@@ -78,10 +81,27 @@ export class PipelineTools {
     this.#answers.set(`${sessionId}.${turnId}`, answer);
   }
 
+  /**
+   * The turn's context stage planned (CONTEXT_PLANNED: its pressure) or compacted (CONTEXT_COMPACTED):
+   * what the compaction gate of its agents' tool calls goes by.
+   */
+  observe(turn: { session_id: string; turn_id: number }, record: TurnRecord): void {
+    if (record.kind !== "CONTEXT_COMPACTED" && record.kind !== "CONTEXT_PLANNED") return;
+    const key = `${turn.session_id}.${turn.turn_id}`;
+    if (record.kind === "CONTEXT_COMPACTED") {
+      const known = this.#pressure.get(key);
+      this.#pressure.set(key, { pressure: known?.pressure ?? record.payload.pressure, compacted: true });
+    } else {
+      const compacted = this.#pressure.get(key)?.compacted ?? false;
+      this.#pressure.set(key, { pressure: record.payload.pressure, compacted });
+    }
+  }
+
   /** The turn ended (completed, suspended or crashed): calls in flight stop and record nothing more. */
   ended(sessionId: string, turnId: number): void {
     const key = `${sessionId}.${turnId}`;
     this.#answers.delete(key);
+    this.#pressure.delete(key);
     const turn = this.#turns.get(key);
     if (!turn) return;
     this.#turns.delete(key);
@@ -190,6 +210,7 @@ export class PipelineTools {
         return listener !== undefined;
       },
       signal: abort.signal,
+      compactionGate: () => this.#pressure.get(key) ?? null,
       ...(this.deps.timeoutMs !== undefined ? { timeoutMs: this.deps.timeoutMs } : {}),
     };
     turn.close = this.deps.gate.openTurn(ref.session_id, ref.turn_id, tools);

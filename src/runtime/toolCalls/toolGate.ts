@@ -13,10 +13,12 @@ import {
   ToolCallReply,
   type ToolGateReply,
   type ToolGateRequest,
+  type ToolOutputRead,
 } from "../../contracts/tool.ts";
 import { inContextOf } from "../../telemetry/natsHeaders.ts";
 import { tracingActive } from "../../telemetry/tracer.ts";
 import { Slots } from "./slots.ts";
+import { ToolOutputs } from "./toolOutputs.ts";
 import { type ToolHost, TurnToolCalls, type TurnTools } from "./turnToolCalls.ts";
 
 /**
@@ -30,12 +32,16 @@ export class ToolGate {
   readonly subject = subjects.toolGate(randomUUID().replaceAll("-", ""));
   readonly #turns = new Map<string, TurnToolCalls>();
   readonly #slots = new Map<string, Slots>();
+  /** Large results, stored by reference (`conclave_tool_outputs`). */
+  readonly #outputs: ToolOutputs;
   #subscription: Subscription | null = null;
 
   constructor(
     private readonly nc: NatsConnection,
     private readonly directory: Promise<AgentDirectory>,
-  ) {}
+  ) {
+    this.#outputs = new ToolOutputs(nc);
+  }
 
   /** The model steps an earlier attempt of the turn recorded for this agent call (empty: none). */
   replayOf(sessionId: string, turnId: number, callKey: string): unknown[] {
@@ -51,7 +57,11 @@ export class ToolGate {
       },
     });
     const key = `${sessionId}.${turnId}`;
-    const turn = new TurnToolCalls(tools);
+    const outputs = this.#outputs;
+    const turn = new TurnToolCalls({
+      ...tools,
+      storeOutput: tools.storeOutput ?? ((callId, result) => outputs.shrink(sessionId, turnId, callId, result)),
+    });
     this.#turns.set(key, turn);
     return () => {
       turn.close();
@@ -76,7 +86,9 @@ export class ToolGate {
           ? await turn.step(request as ModelStepRecord)
           : kind === "delegate"
             ? await turn.delegate(request as DelegateRequest)
-            : await turn.call(request as ToolGateRequest, this.#host(request.session_id));
+            : kind === "read_output"
+              ? await this.#read(request as ToolOutputRead)
+              : await turn.call(request as ToolGateRequest, this.#host(request.session_id));
       if (isInboxReply(msg.reply, "runner")) msg.respond(encodeJson(reply));
     } catch (error) {
       // An error body without service headers: requestJson reads it as the remote's error.
@@ -84,6 +96,12 @@ export class ToolGate {
       if (isInboxReply(msg.reply, "runner"))
         msg.respond(encodeJson(errorReply(failure.code, failure.message, failure.issues)));
     }
+  }
+
+  /** A slice of a large result stored in this turn (a read is not a step: nothing is recorded). */
+  async #read(request: ToolOutputRead): Promise<ToolGateReply> {
+    const slice = await this.#outputs.read(request, request.handle, request.offset, request.length);
+    return { ok: true, call_id: request.handle, result: slice };
   }
 
   /** Tools as the workers host them, for one session's calls. */

@@ -1,4 +1,5 @@
 import type { FinishedToolCall } from "../../../machines/session.ts";
+import { checkCompactionGate, type GateState } from "../../context/budget.ts";
 import type { AgentReply } from "../../contracts/agent.ts";
 import type { ToolApproval } from "../../contracts/recipeRun.ts";
 import type {
@@ -67,6 +68,16 @@ export interface TurnTools {
   signal: AbortSignal;
   /** Per call. Default 30 s. */
   timeoutMs?: number;
+  /**
+   * What the agent gets (and the log keeps) of a finished call's result: a large one by reference
+   * (toolOutputs.ts). Default: the result as it is.
+   */
+  storeOutput?(callId: string, result: unknown): Promise<unknown>;
+  /**
+   * The session's context pressure, for the compaction gate (docs/context.md): at critical pressure
+   * before compaction has run, a heavy call (a write) is refused. Absent, or null: no gate.
+   */
+  compactionGate?(): GateState | null;
 }
 
 interface OpenTurn extends Omit<TurnTools, "finished"> {
@@ -246,6 +257,14 @@ export class TurnToolCalls {
         mode,
       },
     });
+    const gated = compactionRefusal(turn.compactionGate?.() ?? null, request.tool, manifest.effect);
+    if (gated) {
+      turn.record({
+        kind: "TOOL_CALL_DENIED",
+        payload: { ...ref, refusal: "denied", rule: "compaction_gate", message: gated },
+      });
+      return refuse(callId, "denied", gated);
+    }
     const decision = decideToolCall(turn.policies, {
       tool: manifest,
       ...(request.confidence !== undefined ? { confidence: request.confidence } : {}),
@@ -318,9 +337,10 @@ export class TurnToolCalls {
     };
     try {
       const reply = await where.invoke(call, turn.signal);
+      const result = turn.storeOutput ? await turn.storeOutput(callId, reply.result) : reply.result;
       const finished: FinishedCall = {
         ok: true,
-        result: reply.result,
+        result,
         ...(reply.simulated ? { simulated: true } : {}),
       };
       turn.finished.set(callId, finished);
@@ -330,7 +350,7 @@ export class TurnToolCalls {
       });
       // A finished call is a durable step: the agent learns its result once the log holds it.
       await turn.flushed();
-      return { ok: true, call_id: callId, result: reply.result, ...(reply.simulated ? { simulated: true } : {}) };
+      return { ok: true, call_id: callId, result, ...(reply.simulated ? { simulated: true } : {}) };
     } catch (error) {
       const code = (error as { code?: unknown }).code;
       const failure = { code: typeof code === "string" ? code : "tool_failed", message: messageOf(error) };
@@ -344,6 +364,17 @@ export class TurnToolCalls {
       release();
       where.released?.();
     }
+  }
+}
+
+/** Why the compaction gate refuses this call (null: it does not). */
+function compactionRefusal(gate: GateState | null, tool: string, effect: ToolManifest["effect"]): string | null {
+  if (!gate) return null;
+  try {
+    checkCompactionGate(gate, { name: tool, effect });
+    return null;
+  } catch (error) {
+    return messageOf(error);
   }
 }
 
