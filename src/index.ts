@@ -20,6 +20,7 @@ export {
   type AgentRunContext,
   type AgentSpec,
   defineAgent,
+  type RemoteDelegate,
 } from "./agents/defineAgent.ts";
 export { InvalidAgentOutputError } from "./agents/runAgent.ts";
 export type { BlackboardOptions } from "./blackboard/open.ts";
@@ -37,6 +38,7 @@ export type { ContextBudget } from "./context/budget.ts";
 export type { CompactionOptions } from "./context/compaction.ts";
 export { BYTES_PER_TOKEN, type EncodingName, type Tokenizer } from "./context/tokenizer.ts";
 export type { ErrorCode } from "./contracts/errors.ts";
+export type { SkillCompletion } from "./contracts/skill.ts";
 export type { TurnPolicy } from "./contracts/turnProtocol.ts";
 export { ConclaveError, type ConclaveErrorCode, isConclaveError, type LocalErrorCode } from "./errors.ts";
 export type { RetentionOptions } from "./eventlog/retention.ts";
@@ -58,6 +60,8 @@ export type { LogicContext, LogicHandler } from "./runtime/recipeHost/recipeActo
 export type { AdmissionLimits } from "./runtime/runner/admission.ts";
 export type { RecipeRunnerOptions, RunnerOptions } from "./runtime/runner/options.ts";
 export { type RunnerHandle, type StartRunnerOptions, startRunner } from "./runtime/startRunner.ts";
+export type { AgentSkill } from "./skills/agentSkills.ts";
+export { type AgentSkills, UnknownSkillError } from "./skills/agentSkillsView.ts";
 export { LoadStrategy, SkillDefinition, SkillDefinitionError } from "./skills/definition.ts";
 export { instructionsOf, loadSkills, type Skill } from "./skills/load.ts";
 export {

@@ -42,6 +42,7 @@ export {
   hasClaim,
   isAgentDefinition,
   quietOutput,
+  type RemoteDelegate,
   reviseByMajority,
 } from "./agents/defineAgent.ts";
 export { InvalidAgentOutputError } from "./agents/runAgent.ts";

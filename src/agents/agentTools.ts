@@ -1,5 +1,11 @@
 import type { AgentRequest } from "../contracts/agent.ts";
-import type { GateRequest, ToolGateReply, ToolManifest, ToolRefusal } from "../contracts/tool.ts";
+import {
+  type GateRequest,
+  type ToolGateReply,
+  type ToolManifest,
+  ToolOutputSlice,
+  type ToolRefusal,
+} from "../contracts/tool.ts";
 import type { Usage } from "../contracts/usage.ts";
 import { ConclaveError } from "../errors.ts";
 import type { ChatModel } from "../llm/model.ts";
@@ -43,6 +49,12 @@ export interface AgentTools {
    * when the policy refuses it, it needs an approval, or it failed.
    */
   call(name: string, args: unknown, options?: { confidence?: number }): Promise<unknown>;
+  /**
+   * Reads back a slice of a result too large to be given whole: a call's result `{ truncated: true,
+   * preview, handle, bytes }` (over the runner's `CONCLAVE_TOOL_OUTPUT_MAX_BYTES`) names its `handle`.
+   * `offset` and `length` count bytes of the result's JSON text (default: from 0, up to 256 KiB).
+   */
+  read(handle: string, options?: { offset?: number; length?: number }): Promise<ToolOutputSlice>;
   /**
    * Lets the model call the offered tools (OpenAI tool calling) until it
    * answers without a call, at most `maxRounds` rounds (default 4). In the
@@ -131,9 +143,22 @@ export function agentTools(
     if (!reply.ok) throw new ToolCallRefusedError(name, reply.refusal, reply.message);
     return reply.result;
   };
+  const read: AgentTools["read"] = async (handle, readOptions = {}) => {
+    if (!options.ask) throw new ToolCallRefusedError("read", "unknown_tool", "no tools are offered to this agent call");
+    const reply = await options.ask({
+      kind: "read_output",
+      ...callRefOf(request),
+      handle,
+      offset: readOptions.offset ?? 0,
+      length: readOptions.length ?? 262_144,
+    });
+    if (!reply.ok) throw new ToolCallRefusedError("read", reply.refusal, reply.message);
+    return ToolOutputSlice.parse(reply.result);
+  };
   return {
     available,
     call,
+    read,
     run: async ({ system, user, tools, maxRounds, confidence }) => {
       const offered = available.filter((tool) => !tools || tools.includes(tool.name));
       const result = await runToolLoop({

@@ -105,6 +105,9 @@ export const subjects = {
   sessionErase: (sessionId: string) => `${SUBJECT_ROOT}.session.erase.${sessionId}`,
   sessionEraseAll: `${SUBJECT_ROOT}.session.erase.*`,
   tenantSessionEraseAll: `${SUBJECT_ROOT}.tenant.*.session.erase.*`,
+  /** Public: fork a session at a turn as a new session (ForkRequest), served by runners (docs/tape.md). */
+  sessionFork: (sessionId: string) => `${SUBJECT_ROOT}.session.fork.${sessionId}`,
+  sessionForkAll: `${SUBJECT_ROOT}.session.fork.*`,
   /** JetStream (CONCLAVE_AUDIT): one content-free record per erase; never erased itself. */
   /** Core NATS, runners only: a session was erased (`{ session_id }`); every runner forgets what it holds of it. */
   sessionErased: `${SUBJECT_ROOT}.session.erased`,
@@ -147,4 +150,6 @@ export const buckets = {
   ledgers: "conclave_ledgers",
   /** One key per schedule fire, `<intent>.<due ms>`, created if absent: exactly one runner fires each due time. */
   scheduleFires: "conclave_schedule_fires",
+  /** Tool results too large to give an agent whole, keyed `<session>.<turn>.<n>`, kept 24 h (docs/context.md). */
+  toolOutputs: "conclave_tool_outputs",
 } as const;

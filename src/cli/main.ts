@@ -86,6 +86,7 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<{ default:
     summary: "rebuild a session's state from its event log and check it",
     load: () => import("./commands/replay.ts"),
   },
+  fork: { summary: "start a new session from another's state at a turn", load: () => import("./commands/fork.ts") },
   cost: {
     summary: "what a session's turns cost: tokens and dollars per actor, model, skill and turn",
     load: () => import("./commands/cost.ts"),

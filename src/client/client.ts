@@ -15,14 +15,18 @@ import { type CostSummary, summarizeCost } from "../cost/summary.ts";
 import { ConclaveError } from "../errors.ts";
 import { isStreamNotFound, PULL_EXPIRES_MS } from "../eventlog/streams.ts";
 import { type SimulationTrace, simulationTrace } from "../recipes/trace.ts";
+import type { ForkRecord } from "../runtime/checkpoints/forkContract.ts";
 import { TurnStatusStore } from "../runtime/turnStatusStore.ts";
 import { readLoggedMessages } from "../verify/logReader.ts";
 import { VERIFY_LEVELS, type VerifyLevel, type VerifyReport, verifySession } from "../verify/verify.ts";
 import { type ApprovalOptions, answerApproval, listApprovals, type PendingApproval } from "./approvals.ts";
 import { type EraseOptions, eraseSession } from "./erase.ts";
+import { type ForkOptions, forkSession } from "./fork.ts";
 import { type LedgersClient, ledgerClients, type TaskLedgerClient, type TruthLedgerClient } from "./ledgers.ts";
 import { type RecipeRunResult, type ResumeOptions, type RunOptions, resumeRun, runRecipe } from "./recipeRun.ts";
 import { type SchedulesClient, schedulesClient } from "./schedules.ts";
+import { type SkillsClient, skillsClient } from "./skills.ts";
+import { type TapeClient, tapeClient } from "./tape.ts";
 import { type SubmitOptions, streamTurn, type TurnStream } from "./turnStream.ts";
 import { checkSessionId, checkTurnId, InvalidRequestError } from "./turns.ts";
 
@@ -86,7 +90,7 @@ export interface CostOptions {
  * A session id or turn id that cannot be one is refused with
  * InvalidRequestError (code `invalid_request`) before anything is sent.
  */
-export interface ConclaveClient {
+export interface ConclaveClient extends TapeClient {
   /** The NATS connection underneath. */
   readonly nc: NatsConnection;
   /** Submits a user turn; see TurnStream. */
@@ -148,6 +152,8 @@ export interface ConclaveClient {
   readonly ledgers: LedgersClient;
   /** Schedules: turns or recipe runs fired at a time, at an interval or on a cron expression (docs/schedules.md). */
   readonly schedules: SchedulesClient;
+  /** A session's skills, from its log: the active ones, their recorded outputs, what a skill consumes (docs/skills.md). */
+  readonly skills: SkillsClient;
   /** Tool calls waiting for a person's approval (of one session, or all), oldest first. */
   approvals(sessionId?: string): Promise<PendingApproval[]>;
   /**
@@ -165,6 +171,13 @@ export interface ConclaveClient {
    * with the content-free audit record kept of it.
    */
   erase(sessionId: string, options?: EraseOptions): Promise<EraseRecord>;
+  /**
+   * Forks a session (docs/tape.md, "Fork"): a new session (`as`) whose state
+   * is the source's after the fork turn across every domain (session,
+   * ledgers, memory, cost), recording where it came from; the source is
+   * untouched. Rejects with `conflict` when `as` is in use.
+   */
+  fork(options: ForkOptions): Promise<ForkRecord>;
   /**
    * A session's cost, from the tokens its turns recorded (TURN_COMPLETED's
    * `usage`): in total and per turn, actor, model and skill, priced with the
@@ -237,6 +250,7 @@ export async function connect(options: ConnectOptions = {}): Promise<ConclaveCli
     nc,
     submit: (sessionId, text, submitOptions) => streamTurn(nc, cancel, sessionId, text, submitOptions),
     events: (sessionId, eventsOptions) => readSessionEvents(nc, sessionId, eventsOptions),
+    ...tapeClient(nc),
     status: async (sessionId, turnId) => {
       checkSessionId(sessionId);
       checkTurnId(turnId);
@@ -270,6 +284,11 @@ export async function connect(options: ConnectOptions = {}): Promise<ConclaveCli
     },
     ...ledgerClients(nc, timeoutMs),
     schedules: schedulesClient(nc, timeoutMs),
+    skills: skillsClient(async (sessionId) => {
+      const events: EngineEvent[] = [];
+      for await (const { event } of readSessionEvents(nc, sessionId)) events.push(event);
+      return events;
+    }),
     rollback: (sessionId, turnId) => {
       checkSessionId(sessionId);
       checkTurnId(turnId);
@@ -287,6 +306,7 @@ export async function connect(options: ConnectOptions = {}): Promise<ConclaveCli
     resume: (sessionId, turnId, resumeOptions) =>
       resumeRun(nc, sessionId, turnId, { requestTimeoutMs: timeoutMs, ...resumeOptions }),
     erase: (sessionId, eraseOptions = {}) => eraseSession(nc, sessionId, eraseOptions, timeoutMs),
+    fork: (forkOptions) => forkSession(nc, forkOptions, timeoutMs),
     cost: async (sessionId, costOptions = {}) => {
       checkSessionId(sessionId);
       const { prices } = costOptions;

@@ -45,6 +45,9 @@ export type { TurnUsage, Usage } from "../contracts/usage.ts";
 export type { TurnStatus, TurnStatusRecord } from "../contracts/wal.ts";
 export type { ModelPrice, PriceTable } from "../cost/prices.ts";
 export type { CostAmount, CostRow, CostSummary } from "../cost/summary.ts";
+export type { EventQuery, EventRange, LoggedEvent } from "../eventlog/query.ts";
+export type { SearchHit, SearchOptions } from "../eventlog/search.ts";
+export type { TapeEnd, TapeStatus } from "../eventlog/tapeStatus.ts";
 export {
   describeStep,
   SimulationStep,
@@ -52,6 +55,7 @@ export {
   simulationTrace,
   simulationTraceJsonSchema,
 } from "../recipes/trace.ts";
+export type { ForkPoint, ForkRecord } from "../runtime/checkpoints/forkContract.ts";
 export {
   IntentAction,
   IntentPatch,
@@ -60,6 +64,7 @@ export {
   ScheduleCondition,
   SchedulePredicate,
 } from "../schedules/intent.ts";
+export type { ActiveSkill, SkillOutput } from "../skills/outputs.ts";
 export type { VerifyCheck } from "../verify/checks.ts";
 export type { VerifyLevel, VerifyReport } from "../verify/verify.ts";
 export type { ApprovalOptions, PendingApproval } from "./approvals.ts";
@@ -74,6 +79,7 @@ export {
   type TurnStatusView,
 } from "./client.ts";
 export type { EraseOptions } from "./erase.ts";
+export type { ForkOptions } from "./fork.ts";
 export type {
   BoundToSession,
   LedgersClient,
@@ -84,5 +90,7 @@ export type {
 } from "./ledgers.ts";
 export type { RecipeRunResult, ResumeOptions, RunOptions } from "./recipeRun.ts";
 export type { ScheduleChanges, ScheduleSpec, SchedulesClient, ScheduleView } from "./schedules.ts";
+export type { ConsumedOutputsOptions, SkillsClient } from "./skills.ts";
+export type { TapeClient } from "./tape.ts";
 export type { SubmitOptions, TurnResult, TurnStream } from "./turnStream.ts";
 export { InvalidRequestError, TurnFailedError, TurnSuspendedError, TurnTimeoutError } from "./turns.ts";

@@ -206,6 +206,18 @@ export const CONFIG_SCHEMA = {
     default: 4_096,
     doc: "Buffered stream text (UTF-8 bytes) that stores the buffered chunks at once.",
   }),
+  CONCLAVE_EVENT_LEVEL: variable({
+    group: "runner",
+    schema: oneOf(["audit", "ops", "debug"]),
+    default: "ops",
+    doc: "What the event log records (src/eventlog/levels.ts): audit (what governance, replay and takeover need), ops (everything, the default) or debug (ops and future detail). It never changes what a turn does.",
+  }),
+  CONCLAVE_TOOL_OUTPUT_MAX_BYTES: variable({
+    group: "runner",
+    schema: wholeNumber(256, 1_048_576),
+    default: 16_384,
+    doc: "A tool result whose JSON is larger is given to the agent (and kept in the log) as a preview and a handle; the whole result is stored for 24 h (KV conclave_tool_outputs) and read back with ctx.tools.read (docs/context.md).",
+  }),
   CONCLAVE_TOOL_POLICY: variable({
     group: "runner",
     schema: path,

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { ContextSummarySchema } from "./context.ts";
 import { AgentId, MAX_CALL_TIMEOUT_MS, SessionId, TurnId } from "./ids.ts";
 import { LedgerDigest } from "./ledger.ts";
+import { type SkillCompletion, SkillReplyFields } from "./skill.ts";
 import { ToolManifest, ToolName } from "./tool.ts";
 import { Usage } from "./usage.ts";
 import { WireJsonSchema } from "./wireJsonSchema.ts";
@@ -193,6 +194,7 @@ export const AgentReply = z.object({
   usage: Usage.optional(),
   /** Ids of the skills loaded into the agent's context for this request (a worker with skills only). */
   skills: z.array(z.string().max(64)).max(1_000).optional(),
+  ...SkillReplyFields,
 });
 export type AgentReply = z.infer<typeof AgentReply>;
 
@@ -237,4 +239,8 @@ export interface AgentAnswer {
   usage?: Usage;
   /** Ids of the skills the agent was given (a worker with skills only). */
   skills?: string[];
+  /** Skills the agent activated (`ctx.skills.activate`). */
+  skills_activated?: string[];
+  /** Skills the agent completed (`ctx.skills.complete`), each checked against its output schema. */
+  skills_completed?: SkillCompletion[];
 }

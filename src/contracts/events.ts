@@ -8,6 +8,7 @@ import { SessionId, TurnId } from "./ids.ts";
 import { MemoryRetrieveReply } from "./memory.ts";
 import { RecipeEventPayloads } from "./recipeRun.ts";
 import { PlanWavesReply } from "./scheduler.ts";
+import { SkillEventPayloads } from "./skill.ts";
 import { ToolEventPayloads } from "./tool.ts";
 import { Stage, TurnOutcome, TurnWarning } from "./turn.ts";
 import { TurnUsage, Usage } from "./usage.ts";
@@ -171,8 +172,20 @@ export const EventPayloads = {
     /** A recipe run's result: its final blackboard (absent for the built-in pipeline's turns). */
     output: z.record(z.string(), z.unknown()).optional(),
   }),
+  /**
+   * The first event of a forked session (`conclave fork`, docs/tape.md), stored as its fork turn's only event:
+   * where it came from, and the source's state at the fork point of the domains not copied as events (`state`:
+   * the session snapshot, cost and memory digest; checked where it is folded). `copied`: what was copied, per store.
+   */
+  SESSION_FORKED: z.object({
+    from_session: SessionId,
+    at_turn: TurnId,
+    state: z.record(z.string(), z.unknown()),
+    copied: z.record(z.string(), z.number().int().min(0)),
+  }),
   ...RecipeEventPayloads,
   ...ToolEventPayloads,
+  ...SkillEventPayloads,
 } as const;
 
 /** The name of an event kind: `TURN_STARTED`, `AGENT_COMPLETED`, `TURN_COMPLETED`, … */

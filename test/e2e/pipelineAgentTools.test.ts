@@ -87,8 +87,12 @@ describe("a pipeline agent with memory, an MCP read tool and a write that needs 
     expect(suspended).toBeInstanceOf(TurnSuspendedError);
     expect((suspended as TurnSuspendedError).node).toBe("agent:acme.assistant");
 
-    const pending = await client.approvals(session);
-    expect(pending).toEqual([
+    // The status is marked suspended just after TURN_SUSPENDED is stored (as `done` after TURN_COMPLETED).
+    await until(async () => (await client.approvals(session)).length > 0, {
+      what: "the approval listed",
+      timeoutMs: 10_000,
+    });
+    expect(await client.approvals(session)).toEqual([
       expect.objectContaining({
         id: `${session}/${turnId}`,
         tool: "mcp_fs_write_file",

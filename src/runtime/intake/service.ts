@@ -4,6 +4,7 @@ import { subjects } from "../../bus/subjects.ts";
 import type { SuspensionTimers } from "../recipeHost/suspensionTimers.ts";
 import { serveCancel } from "./cancel.ts";
 import { type EraseDeps, serveErase } from "./erase.ts";
+import { serveFork } from "./fork.ts";
 import { acceptSubmission, type IngressDeps } from "./ingress.ts";
 import { type LedgerDeps, serveAgentLedger, serveLedger } from "./ledgerRequests.ts";
 import { serveMemorySearch } from "./memorySearch.ts";
@@ -58,6 +59,8 @@ export async function serveIntake(
   const erase: EraseDeps = { ...deps, runner: "runner", ...deps.erase };
   endpoint("erase", subjects.sessionEraseAll, (msg) => serveErase(erase, msg));
   endpoint("tenant_erase", subjects.tenantSessionEraseAll, (msg) => serveErase(erase, msg));
+  // A session's fork (docs/tape.md): the mirror image of an erase, with the same reach into every store.
+  endpoint("fork", subjects.sessionForkAll, (msg) => serveFork({ ...erase, sessions: deps.sessions }, msg));
   // The observer's `conclave agents`: the roster this runner's turns are planned with.
   const roster = deps.roster;
   if (roster) endpoint("roster", subjects.agentsRoster, (msg) => serveRoster(roster, msg));

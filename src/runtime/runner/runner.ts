@@ -23,7 +23,7 @@ import { type SessionActorDeps, sessionActors } from "./sessionActors.ts";
 import { followErasures } from "./sessionErasures.ts";
 import { type SessionActor, SessionHost } from "./sessionHost.ts";
 import { TurnSettlement, turnKey } from "./settlement.ts";
-import { readForTakeover, recordTaken, takeRedelivered, takeStatus } from "./takeover.ts";
+import { readForTakeover, recordTaken, resumedPipelineTurn, takeRedelivered, takeStatus } from "./takeover.ts";
 import { TurnEnds } from "./turnEnds.ts";
 import { TurnOrder } from "./turnOrder.ts";
 
@@ -320,21 +320,12 @@ export class Runner {
     if (entry.on_busy === "interrupt") this.#interrupt(session, entry.session_id, entry.turn_id);
     const cancelled = cancelReason ?? this.#cancellations.reasonFor(entry.session_id, entry.turn_id);
     const recipe = recipeStartOf(entry, stored);
-    // A pipeline turn suspended for an approval goes on from its log, with the answer: its message is its TURN_STARTED's.
-    const started = entry.resume && !recipe ? stored.find((event) => event.kind === "TURN_STARTED") : undefined;
-    if (entry.resume && !recipe && started?.kind !== "TURN_STARTED") {
-      const error = new ConclaveError("corrupt_value", "a resumed turn whose log holds no TURN_STARTED");
-      return this.#ends.failUnrunnable(entry, error);
-    }
-    if (entry.resume && started?.kind === "TURN_STARTED") {
-      // Recorded once: a takeover of the resumed turn finds it after the suspension already.
-      const suspendedAt = stored.findLastIndex((event) => event.kind === "TURN_SUSPENDED");
-      if (!stored.slice(suspendedAt + 1).some((event) => event.kind === "HUMAN_INPUT_RECEIVED"))
-        this.#writer.append(entry.session_id, entry.turn_id, { kind: "HUMAN_INPUT_RECEIVED", payload: entry.resume });
-      this.#recipes.pipelineTools.answered(entry.session_id, entry.turn_id, entry.resume);
-    }
-    const text = started?.kind === "TURN_STARTED" ? started.payload.user_input : entry.text;
-    const userId = started?.kind === "TURN_STARTED" ? started.payload.user_id : entry.user_id;
+    // A pipeline turn suspended for an approval goes on from its log, with the answer (resumedPipelineTurn).
+    const resumed = entry.resume && !recipe ? resumedPipelineTurn(entry, stored) : null;
+    if (resumed instanceof ConclaveError) return this.#ends.failUnrunnable(entry, resumed);
+    if (resumed?.record) this.#writer.append(entry.session_id, entry.turn_id, resumed.record);
+    if (resumed && entry.resume) this.#recipes.pipelineTools.answered(entry.session_id, entry.turn_id, entry.resume);
+    const { text, user_id: userId } = resumed ?? entry;
     session.send({
       type: "turn.enqueue",
       turn: {

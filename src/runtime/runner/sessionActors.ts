@@ -20,6 +20,7 @@ import { type RecordedStepsOptions, recordedStepsOf, withRecordedSteps } from ".
 import { remoteTurnServices } from "../remoteTurnServices.ts";
 import { withReplyFallback } from "../replyFallback.ts";
 import type { SessionSnapshot } from "../sessionStore.ts";
+import { withSkillRecords } from "../skillRecording.ts";
 import type { RunnerOptions } from "./options.ts";
 import type { SessionActor } from "./sessionHost.ts";
 import type { TurnEnds } from "./turnEnds.ts";
@@ -79,6 +80,7 @@ export function sessionActors(
   const suspensions = new Map<string, number>();
   const replayed = (context: { session_id: string; turn_id: number }, event: Parameters<typeof stored>[1]) => {
     const screened = stored(context, event);
+    pipeline.observe(context, screened);
     const steps = stepsOf(context.session_id, context.turn_id);
     const admitted = steps ? steps.admit(screened) : screened;
     const appended = admitted ? writer.append(context.session_id, context.turn_id, admitted) : undefined;
@@ -86,7 +88,8 @@ export function sessionActors(
   };
   // Pipeline agents that name tools or delegates get them through the recipe runs' gate and policy.
   const pipeline = deps.recipes.pipelineTools;
-  const withTools = pipeline.wrap(services, {
+  // Agents' skill activations and completions are recorded as their replies arrive.
+  const withTools = pipeline.wrap(withSkillRecords(services, record), {
     record,
     flushed: (turn) => writer.flushed(turn.session_id, turn.turn_id),
     stored: (sessionId, turnId) => writer.storedEvents(sessionId, turnId),

@@ -1,7 +1,8 @@
 import type { JetStreamClient, JetStreamManager, JsMsg } from "@nats-io/jetstream";
 import type { EngineEvent } from "../../contracts/events.ts";
+import type { TurnRecord } from "../../contracts/turnProtocol.ts";
 import type { WalEntry } from "../../contracts/wal.ts";
-import { messageOf } from "../../errors.ts";
+import { ConclaveError, messageOf } from "../../errors.ts";
 import { readEvents } from "../../eventlog/reader.ts";
 import { MAX_TURN_ATTEMPTS } from "../../eventlog/streams.ts";
 import type { EventLogWriter } from "../../eventlog/writer.ts";
@@ -146,4 +147,25 @@ export function recordTaken(deps: Pick<RedeliveryDeps, "statuses" | "runner" | "
       ),
     ),
   );
+}
+
+/**
+ * A suspended pipeline turn answered (its WAL entry resumes a turn whose log holds no recipe run):
+ * its message and user, from its TURN_STARTED, and the answer to record (once: a takeover of the
+ * resumed turn finds it after the suspension already). A ConclaveError when the log holds no TURN_STARTED.
+ */
+export function resumedPipelineTurn(
+  entry: WalEntry,
+  stored: readonly EngineEvent[],
+): { text: string; user_id?: string; record?: TurnRecord } | ConclaveError {
+  const started = stored.find((event) => event.kind === "TURN_STARTED");
+  if (started?.kind !== "TURN_STARTED" || !entry.resume)
+    return new ConclaveError("corrupt_value", "a resumed turn whose log holds no TURN_STARTED");
+  const suspendedAt = stored.findLastIndex((event) => event.kind === "TURN_SUSPENDED");
+  const recorded = stored.slice(suspendedAt + 1).some((event) => event.kind === "HUMAN_INPUT_RECEIVED");
+  return {
+    text: started.payload.user_input,
+    ...(started.payload.user_id ? { user_id: started.payload.user_id } : {}),
+    ...(recorded ? {} : { record: { kind: "HUMAN_INPUT_RECEIVED" as const, payload: entry.resume } }),
+  };
 }

@@ -1,4 +1,3 @@
-import type { RecipeRunOutput } from "../../contracts/recipeProtocol.ts";
 import type { TurnOutput, TurnSuspension } from "../../contracts/turnProtocol.ts";
 import { usageSummary } from "../../contracts/turnProtocol.ts";
 import type { WalEntry } from "../../contracts/wal.ts";
