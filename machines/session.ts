@@ -158,6 +158,11 @@ export const sessionMachine = setup({
           ? context.queue.map((turn) => (turn.turn_id === event.turn_id ? { ...turn, cancelled: event.reason } : turn))
           : context.queue,
     }),
+    /** The current turn suspended: not finished (not counted), the same turn id comes back when it is answered. */
+    setAside: assign(({ context }, output: { turn_id: number }) => ({
+      last_turn_id: Math.max(context.last_turn_id, output.turn_id),
+      current: null,
+    })),
     /** The current turn crashed: it counts as run, so a redelivery does not run it again here. */
     forgetCurrent: assign(({ context }) => ({
       current: null,
@@ -166,6 +171,9 @@ export const sessionMachine = setup({
     })),
   },
   guards: {
+    /** The turn (a recipe run, or a pipeline turn waiting for an approval) ended suspended, not finished. */
+    suspends: ({ event }) =>
+      "output" in event && (event.output as { suspended?: unknown } | undefined)?.suspended !== undefined,
     hasQueuedTurn: ({ context }) => context.queue.length > 0,
     nextIsRecipe: ({ context }) => context.queue[0]?.recipe !== undefined,
     /** A newer turn interrupts the running one (double-texting). */
@@ -216,14 +224,10 @@ export const sessionMachine = setup({
         "turn.cancel": [{ guard: "cancelsCurrent", actions: "forwardCancel" }, { actions: "markQueuedCancelled" }],
         "recipe.finished": [
           {
-            guard: ({ event }) => event.output.suspended !== undefined,
+            guard: "suspends",
             target: "idle",
             actions: [
-              // Not finished: the same turn id comes back when the run is resumed.
-              assign(({ context, event }) => ({
-                last_turn_id: Math.max(context.last_turn_id, event.output.turn_id),
-                current: null,
-              })),
+              { type: "setAside", params: ({ event }) => event.output },
               { type: "turnSuspended", params: ({ event }) => event.output },
             ],
           },
@@ -297,14 +301,10 @@ export const sessionMachine = setup({
         }),
         onDone: [
           {
-            guard: ({ event }) => event.output.suspended !== undefined,
+            guard: "suspends",
             target: "idle",
             actions: [
-              // Not finished: the same turn id comes back when its approval is answered.
-              assign(({ context, event }) => ({
-                last_turn_id: Math.max(context.last_turn_id, event.output.turn_id),
-                current: null,
-              })),
+              { type: "setAside", params: ({ event }) => event.output },
               { type: "turnSuspended", params: ({ event }) => event.output },
             ],
           },

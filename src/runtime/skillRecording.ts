@@ -15,7 +15,9 @@ export function withSkillRecords(
     ...services,
     callAgent: async (request, ...rest) => {
       const reply = await services.callAgent(request, ...rest);
-      for (const body of skillRecords(reply)) record(request, body);
+      // Most replies report no skill work: nothing to build for them.
+      if (reply.skills_activated || reply.skills_completed)
+        for (const body of skillRecords(reply)) record(request, body);
       return reply;
     },
   };
