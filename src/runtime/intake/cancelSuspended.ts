@@ -6,10 +6,10 @@ import type { TurnCancelled } from "../../contracts/turn.ts";
 import { usageSummary } from "../../contracts/turnProtocol.ts";
 import type { TurnStatusRecord } from "../../contracts/wal.ts";
 import { singleLine } from "../../errors.ts";
-import { readEvents } from "../../eventlog/reader.ts";
 import { EventLogWriter } from "../../eventlog/writer.ts";
 import type { Logger } from "../log.ts";
 import type { SuspensionTimers } from "../recipeHost/suspensionTimers.ts";
+import { readForTakeover } from "../runner/takeover.ts";
 import type { SessionStore } from "../sessionStore.ts";
 import type { TurnStatusStore } from "../turnStatusStore.ts";
 
@@ -88,12 +88,7 @@ async function recordCancelled(
   turnId: number,
   reason: string,
 ): Promise<string> {
-  let lastStreamSeq = 0;
-  const stored = await readEvents(deps.js, deps.jsm, sessionId, turnId, {
-    onStreamSeq: (seq) => {
-      lastStreamSeq = Math.max(lastStreamSeq, seq);
-    },
-  });
+  const { events: stored, lastStreamSeq } = await readForTakeover(deps.js, deps.jsm, sessionId, turnId);
   // Its end is stored already (its status written late): a turn has one end.
   const ended = stored.find((event) => event.kind === "TURN_COMPLETED");
   if (ended?.kind === "TURN_COMPLETED") return ended.payload.outcome.status;
