@@ -21,7 +21,8 @@ exits 0, its warnings printed (a reply the deterministic council or voice gave w
 the model or its worker failed is named by a council_fallback or voice_fallback
 warning); one that ends without a reply otherwise, ends Failed or Cancelled, is refused as busy or interrupted, or does not complete
 within --timeout, exits 1;
-a submission the runner finds invalid exits 2; no runner answering exits 3.`;
+a submission the runner finds invalid exits 2; no runner answering exits 3; a turn that
+suspends because an agent's tool call waits for approval exits 5 (answer it with conclave approve).`;
 
 export default defineCommand({
   help,
