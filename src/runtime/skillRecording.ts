@@ -5,7 +5,8 @@ import type { TurnServices } from "./turnServices.ts";
 /**
  * `services` whose agent replies' skill activations and completions are
  * recorded on the turn's log (SKILL_ACTIVATED, SKILL_COMPLETED) as each reply
- * arrives, before its AGENT_COMPLETED (src/skills/skillRecords.ts).
+ * arrives, before its AGENT_COMPLETED (or, in a recipe run, its node's
+ * NODE_COMPLETED, the node named) (src/skills/skillRecords.ts).
  */
 export function withSkillRecords(
   services: TurnServices,
@@ -17,7 +18,7 @@ export function withSkillRecords(
       const reply = await services.callAgent(request, ...rest);
       // Most replies report no skill work: nothing to build for them.
       if (reply.skills_activated || reply.skills_completed)
-        for (const body of skillRecords(reply)) record(request, body);
+        for (const body of skillRecords(reply, request.recipe?.node)) record(request, body);
       return reply;
     },
   };

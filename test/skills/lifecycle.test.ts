@@ -109,6 +109,35 @@ describe("the skill lifecycle on a session's log", () => {
     ]);
   });
 
+  it("records a recipe node's agent's completed skill, with its node", async () => {
+    const session = "skills-recipe";
+    const run = await client.run(
+      session,
+      {
+        apiVersion: "coreason.ai/v2",
+        kind: "Recipe",
+        metadata: { name: "skill-in-recipe" },
+        definitions: { writer: { type: "agent", id: "acme.skill_writer" } },
+        workflow: { start: "write", steps: { write: { type: "agent", agent: "writer" } } },
+      },
+      { inputs: { request: "summarize: a recipe ran" } },
+    );
+    expect(run.status === "completed" && run.outcome).toEqual({ status: "Complete" });
+    const events: EngineEvent[] = [];
+    for await (const { event } of client.events(session, { turnId: run.turnId })) events.push(event);
+    const completed = events.find((event) => event.kind === "SKILL_COMPLETED");
+    expect(completed?.payload).toEqual({
+      skill: "summary",
+      agent_id: "acme.skill_writer",
+      node: "write",
+      ok: true,
+      output: { text: "a recipe ran", words: 3 },
+    });
+    expect((await client.skills.getOutputs(session, "summary")).map((entry) => entry.output)).toEqual([
+      { text: "a recipe ran", words: 3 },
+    ]);
+  });
+
   it("gives a second skill the outputs of the skills it consumes (client API and CLI)", async () => {
     const consumed = await client.skills.getConsumedOutputs(SESSION, "report", { dir });
     expect(Object.keys(consumed)).toEqual(["summary"]);

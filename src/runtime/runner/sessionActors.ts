@@ -95,7 +95,10 @@ export function sessionActors(
     stored: (sessionId, turnId) => writer.storedEvents(sessionId, turnId),
   });
   const turn = provideTurn(withRecordedSteps(withTools, stepsOf, { beforeLive: stopAtFailpoint(writer) }), replayed);
-  const recipeTurn = deps.recipes.logic(services, record, (turn) => writer.flushed(turn.session_id, turn.turn_id));
+  // A recipe node's agent's skill work is recorded as a pipeline agent's is (with its node).
+  const recipeTurn = deps.recipes.logic(withSkillRecords(services, record), record, (turn) =>
+    writer.flushed(turn.session_id, turn.turn_id),
+  );
   const session = sessionMachine.provide({
     actors: { turn, recipeTurn },
     actions: {
