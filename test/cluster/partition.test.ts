@@ -73,7 +73,7 @@ describe("a three-node cluster with a node cut off, then another", () => {
     async () => {
       const result = await runClusterFaults(
         support.available
-          ? { nats, clients, fault: cutLink, label: "partition", spare: [nats.node(CLIENTS_NODE).name] }
+          ? { nats, clients, fault: cutLink, label: "partition", spare: [nats.node(CLIENTS_NODE).name], healMs: 90_000 }
           : { nats, clients, fault: killNode, label: "failover" },
       );
       expectCleanRun(result);

@@ -101,8 +101,13 @@ export async function runClusterFaults(options: {
   /** Names the run in the printed line and the sessions: `failover`, `partition`. */
   label: string;
   spare?: readonly string[];
+  /**
+   * How long the cluster may take to be healthy again after a fault ends. Default 30 s; a healed
+   * partition takes longer than a restart (the cut node's streams hold elections on its return).
+   */
+  healMs?: number;
 }): Promise<ClusterRunResult> {
-  const { nats, clients, fault, label, spare = [] } = options;
+  const { nats, clients, fault, label, spare = [], healMs = 30_000 } = options;
   const started = Date.now();
   const observer = await nats.connect("observer");
   await nats.healthy(observer);
@@ -180,12 +185,12 @@ export async function runClusterFaults(options: {
   const first = await faultLeaderOf("CONCLAVE_TURNS", spare);
   await progress(STEP_TURNS); // turns go on with two nodes of three
   await fault.end(first);
-  await nats.healthy(observer);
+  await nats.healthy(observer, healMs);
   await progress(STEP_TURNS);
   const second = await faultLeaderOf("CONCLAVE_EVENTS", [...spare, first.name]);
   await progress(STEP_TURNS);
   await fault.end(second);
-  await nats.healthy(observer);
+  await nats.healthy(observer, healMs);
   await progress(STEP_TURNS);
   stopping = true;
   await load;
