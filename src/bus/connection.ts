@@ -380,5 +380,12 @@ export async function connectBus(options: BusOptions): Promise<NatsConnection> {
     waitOnFirstConnect: options.persistent,
     reconnectTimeWait: 250,
     timeout: 5_000,
+    // A link that goes silent without closing (a network partition) is noticed after two unanswered
+    // pings, ~10 s, and the process moves to another server of the cluster; the client's default
+    // (2 min × 2) would leave a runner or worker on a cut-off node for minutes.
+    ...(options.persistent ? { pingInterval: PERSISTENT_PING_MS, maxPingOut: 2 } : {}),
   });
 }
+
+/** How often a long-lived process pings its server (a partitioned link is given up after two missed). */
+export const PERSISTENT_PING_MS = 5_000;
