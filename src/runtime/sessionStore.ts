@@ -9,6 +9,9 @@ import { tapeAtTurn } from "./checkpoints/tape.ts";
 
 export { SessionSnapshot } from "./checkpoints/sessionSnapshot.ts";
 
+/** Largest domains part a checkpoint keeps (UTF-16 units of its JSON; a KV value is at most 1 MB). */
+const MAX_DOMAINS_BYTES = 512 * 1_024;
+
 /** Sessions whose turn counter a runner remembers (a few hundred bytes each). */
 const COUNTERS_CACHED = 10_000;
 
@@ -111,6 +114,8 @@ export class SessionStore {
         domains = undefined;
       }
     }
+    // A session's cost rows grow with its turns: a checkpoint too large for a KV value keeps the snapshot alone.
+    if (domains && JSON.stringify(domains).length > MAX_DOMAINS_BYTES) domains = undefined;
     await this.checkpoints.put(`checkpoint.${sessionId}`, { ...checkpoint, ...(domains ? { domains } : {}) });
   }
 

@@ -15,6 +15,24 @@ import type { IntentState, ScheduleEvent } from "../../schedules/intent.ts";
 import { foldTurn } from "../replay.ts";
 import { type TapeMemory, type TapeState, TapeState as TapeStateSchema } from "./state.ts";
 
+/**
+ * The kinds of a turn's events the fold reads (foldTurn, the memory and fork steps below, summarizeCost):
+ * a checkpoint's read parses only these, the rest of a turn (stream chunks, waves, workspace patches,
+ * the council's and critics' steps) being most of its events. A fold that reads another kind adds it here.
+ */
+export const FOLDED_KINDS: ReadonlySet<string> = new Set([
+  "TURN_RESUMED",
+  "TURN_COMPLETED",
+  "SENSORS_FAST_UPDATED",
+  "STANCE_UPDATED",
+  "CONTEXT_PLANNED",
+  "CONTEXT_COMPACTED",
+  "AGENT_COMPLETED",
+  "MEMORY_RETRIEVED",
+  "MEMORY_COMMITTED",
+  "SESSION_FORKED",
+]);
+
 /** One input of the fold: a whole turn, one ledger event, or one schedule log event (with its stream sequence). */
 export type TapeStep =
   | { kind: "turn"; turn_id: number; events: readonly EngineEvent[] }

@@ -21,6 +21,11 @@ export const TapeCut = z.object({
   through_turn_id: z.number().int().min(0),
   events_seq: z.number().int().min(0),
   schedules_seq: z.number().int().min(0),
+  /**
+   * The stream sequence the turns through `through_turn_id` end at (CONCLAVE_EVENTS): the turns after
+   * them are read from there in one pass. 0 (and in checkpoints written before it existed): from the start.
+   */
+  turns_seq: z.number().int().min(0).default(0),
 });
 export type TapeCut = z.infer<typeof TapeCut>;
 
@@ -100,7 +105,7 @@ export const emptyCost = (sessionId: string): CostSummary => ({
 /** Every domain of a session before its first event. */
 export const emptyTape = (sessionId: string): TapeState => ({
   session_id: sessionId,
-  cut: { through_turn_id: 0, events_seq: 0, schedules_seq: 0 },
+  cut: { through_turn_id: 0, events_seq: 0, schedules_seq: 0, turns_seq: 0 },
   session: emptySnapshot(),
   ledgers: emptyLedgers(sessionId),
   cost: emptyCost(sessionId),

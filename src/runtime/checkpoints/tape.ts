@@ -3,9 +3,9 @@
  * the checkpoint a runner stores every `checkpointEvery` turns (docs/tape.md).
  */
 import type { TapeCheckpointStore } from "../sessionStore.ts";
-import { foldTape, type TapeStep } from "./fold.ts";
+import { FOLDED_KINDS, foldTape, type TapeStep } from "./fold.ts";
 import { emptyTape, type TapeState } from "./state.ts";
-import { readLogSteps, readTurn, type TapeClients } from "./tapeReader.ts";
+import { readLogSteps, readTurns, type TapeClients } from "./tapeReader.ts";
 
 /**
  * `from`, with the session's tape after its cut folded on. Through turn
@@ -22,16 +22,20 @@ export async function foldSessionTape(
   if (through.bounded && through.turn <= from.cut.through_turn_id) return from;
   const turns: TapeStep[] = [];
   let end: { seq: number; time: number } | null = null;
-  for (let turnId = from.cut.through_turn_id + 1; turnId <= through.turn; turnId++) {
-    const turn = await readTurn(clients, sessionId, turnId);
-    turns.push({ kind: "turn", turn_id: turnId, events: turn.events });
+  const range = { afterSeq: from.cut.turns_seq, first: from.cut.through_turn_id + 1, last: through.turn };
+  for (const turn of await readTurns(clients, sessionId, range, FOLDED_KINDS)) {
+    turns.push({ kind: "turn", turn_id: turn.turn_id, events: turn.events });
     if (turn.end.seq > 0) end = turn.end;
   }
   // A bounded fold whose turns stored nothing takes no ledger or schedule event beyond its cut.
   const bound = through.bounded ? { events_seq: end?.seq ?? from.cut.events_seq, schedules_time: end?.time ?? 0 } : {};
   const others = await readLogSteps(clients, sessionId, from.cut, bound);
   const state = foldTape(from, [...turns, ...others]);
-  return { ...state, cut: { ...state.cut, through_turn_id: Math.max(state.cut.through_turn_id, through.turn) } };
+  const turnsSeq = Math.max(state.cut.turns_seq, end?.seq ?? 0);
+  return {
+    ...state,
+    cut: { ...state.cut, through_turn_id: Math.max(state.cut.through_turn_id, through.turn), turns_seq: turnsSeq },
+  };
 }
 
 /** Where a tape replay starts. */

@@ -85,14 +85,16 @@ export interface StoredTurn {
   end: { seq: number; time: number };
 }
 
-/** One turn of the session as stored. */
-export async function readTurn(clients: TapeClients, sessionId: string, turnId: number): Promise<StoredTurn> {
-  const stored = await readStored(clients, streams.events, subjects.turnEvents(sessionId, turnId), 0);
-  const events: { event: EngineEvent; seq: number; time: number }[] = [];
-  for (const message of stored) {
-    const parsed = EngineEvent.safeParse(message.json);
-    if (parsed.success) events.push({ event: parsed.data as EngineEvent, seq: message.seq, time: message.time });
-  }
+/** A stored message's event, if it is one of `kinds` (TURN_COMPLETED always is) and valid. */
+function eventOf(message: Stored, kinds: ReadonlySet<string> | undefined): EngineEvent | null {
+  const kind = (message.json as { kind?: unknown } | undefined)?.kind;
+  if (kinds && kind !== "TURN_COMPLETED" && !kinds.has(String(kind))) return null;
+  const parsed = EngineEvent.safeParse(message.json);
+  return parsed.success ? (parsed.data as EngineEvent) : null;
+}
+
+/** A turn from its stored events: in `seq` order, ended by its TURN_COMPLETED (else its last message). */
+function storedTurn(turnId: number, events: { event: EngineEvent; seq: number; time: number }[]): StoredTurn {
   events.sort((a, b) => a.event.seq - b.event.seq);
   // TURN_COMPLETED, not the last message: a rollback stored later must not move the turn's end.
   const ending = events.find(({ event }) => event.kind === "TURN_COMPLETED") ?? events.at(-1);
@@ -101,6 +103,53 @@ export async function readTurn(clients: TapeClients, sessionId: string, turnId: 
     events: events.map(({ event }) => event),
     end: ending ? { seq: ending.seq, time: ending.time } : { seq: 0, time: 0 },
   };
+}
+
+/**
+ * One turn of the session as stored. With `kinds`, only events of those kinds are parsed and kept (a
+ * fold's read: parsing every event of a turn again is most of its cost); TURN_COMPLETED always is.
+ */
+export async function readTurn(
+  clients: TapeClients,
+  sessionId: string,
+  turnId: number,
+  kinds?: ReadonlySet<string>,
+): Promise<StoredTurn> {
+  const stored = await readStored(clients, streams.events, subjects.turnEvents(sessionId, turnId), 0);
+  const events: { event: EngineEvent; seq: number; time: number }[] = [];
+  for (const message of stored) {
+    const event = eventOf(message, kinds);
+    if (event) events.push({ event, seq: message.seq, time: message.time });
+  }
+  return storedTurn(turnId, events);
+}
+
+/**
+ * The session's turns `first`…`last`, read in one pass over its turns' subjects from stream sequence
+ * `afterSeq` on (where the turns before `first` end: a session's turn is stored after the one before
+ * it ended); events of other turns met on the way (a rollback stored later) are left out.
+ */
+export async function readTurns(
+  clients: TapeClients,
+  sessionId: string,
+  range: { afterSeq: number; first: number; last: number },
+  kinds?: ReadonlySet<string>,
+): Promise<StoredTurn[]> {
+  if (range.last < range.first) return [];
+  const stored = await readStored(clients, streams.events, subjects.sessionEvents(sessionId), range.afterSeq);
+  const byTurn = new Map<number, { event: EngineEvent; seq: number; time: number }[]>();
+  for (const message of stored) {
+    const turnId = (message.json as { turn_id?: unknown } | undefined)?.turn_id;
+    if (typeof turnId !== "number" || turnId < range.first || turnId > range.last) continue;
+    const event = eventOf(message, kinds);
+    if (!event) continue;
+    const events = byTurn.get(turnId) ?? [];
+    events.push({ event, seq: message.seq, time: message.time });
+    byTurn.set(turnId, events);
+  }
+  return Array.from({ length: range.last - range.first + 1 }, (_, index) =>
+    storedTurn(range.first + index, byTurn.get(range.first + index) ?? []),
+  );
 }
 
 /** Where a read of ledger and schedule events stops (absent: everything stored). */

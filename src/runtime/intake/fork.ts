@@ -133,7 +133,7 @@ export async function forkSession(deps: ForkDeps, sourceId: string, request: For
   const ledger = await readLogSteps(
     clients,
     sourceId,
-    { through_turn_id: 0, events_seq: 0, schedules_seq: Number.MAX_SAFE_INTEGER },
+    { through_turn_id: 0, events_seq: 0, schedules_seq: Number.MAX_SAFE_INTEGER, turns_seq: 0 },
     { events_seq: end.seq, schedules_time: 0 },
   );
   copied.ledger_events = 0;

@@ -48,6 +48,9 @@ export type { RecipeRunnerOptions, RunnerOptions } from "./options.ts";
  * runner that dies mid-turn leaves its entries unacked: they are delivered
  * again and another runner (or this one, restarted) takes the turn over.
  */
+/** How long an entry of a session another runner owns is handed back for before it is delivered again. */
+const DEFER_TO_OWNER_MS = 25;
+
 export class Runner {
   readonly #nc: NatsConnection;
   readonly #js: JetStreamClient;
@@ -215,7 +218,9 @@ export class Runner {
         msg.ack();
         return;
       case "defer_to_owner":
-        msg.nak(200); // its owner will get it
+        // Its owner will get it: the next pull of any runner may take it again, so the wait is short (at 200 ms,
+        // with two runners a turn waited half a second on average: `npm run bench -- --cluster`).
+        msg.nak(DEFER_TO_OWNER_MS);
         return;
       case "expire":
         return this.#settlement.settle(
