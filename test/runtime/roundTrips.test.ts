@@ -56,14 +56,7 @@ describe("a turn's round trips on the wire", () => {
     const hops = analyseHops(tap.stop());
     statuses.unsubscribe();
 
-    // Counted on the turns' usual shape (the most common): under load, a turn whose agents' cooldowns ran out
-    // at other times gets another wave, and a median over every turn then moves with the machine's load.
-    const usual = (phase: string) =>
-      (hops.phases.find((candidate) => candidate.phase === phase)?.groups ?? []).reduce(
-        (sum, group) => sum + 1 + group.nestedRtts,
-        0,
-      );
-    const clientRoundTrips = hops.submit.rtts + usual("before TURN_STARTED") + usual("turn");
+    const clientRoundTrips = hops.submit.rtts + hops.startRtts + hops.turnRtts;
     const shape = [
       `submission: ${hops.submit.rtts} (${hops.submit.nestedLabel || "nothing nested"})`,
       ...hops.phases.map(

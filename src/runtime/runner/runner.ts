@@ -49,7 +49,7 @@ export type { RecipeRunnerOptions, RunnerOptions } from "./options.ts";
  * again and another runner (or this one, restarted) takes the turn over.
  */
 /** How long an entry of a session another runner owns is handed back for before it is delivered again. */
-const DEFER_TO_OWNER_MS = 25;
+const DEFER_TO_OWNER_MS = 200;
 
 export class Runner {
   readonly #nc: NatsConnection;
@@ -218,8 +218,8 @@ export class Runner {
         msg.ack();
         return;
       case "defer_to_owner":
-        // Its owner will get it: the next pull of any runner may take it again, so the wait is short (at 200 ms,
-        // with two runners a turn waited half a second on average: `npm run bench -- --cluster`).
+        // Its owner will get it. With several runners a turn may land here more than once before it does
+        // (`npm run bench -- --cluster` measures what that costs); a shorter wait was tried and left out.
         msg.nak(DEFER_TO_OWNER_MS);
         return;
       case "expire":
