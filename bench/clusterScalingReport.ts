@@ -77,6 +77,22 @@ const costFigures = (point: ClusterScalingPoint): number[] => {
   return [point.turnsPerSec, point.latency.p50, point.latency.p95, perTurn.nats, everything];
 };
 
+/**
+ * A paragraph for the runner points that left the machine mostly idle: there the turns wait on
+ * something other than CPU, which the CPU-bound reading above does not explain.
+ */
+function idleRunnerPoints(run: ClusterScalingRun): string[] {
+  const idle = run.byRunners.filter((point, index) => index > 0 && point.cores < run.environment.cores * 0.6);
+  if (idle.length === 0) return [];
+  const named = idle.map(
+    (point) => `${point.runners} runners: ${point.cores} cores used, ${point.turnsPerSec} turns/s`,
+  );
+  return [
+    `**More than one runner leaves the machine idle** (${named.join("; ")}): the turns wait, not the CPU. A turn delivered to a runner that does not own its session is handed back to the WAL for 200 ms (src/runtime/runner/runner.ts, \`defer_to_owner\`) and may land on a non-owner again, so with N runners most turns wait one or more hand-backs. A WAL consumer per runner partition, or handing the entry to its owner directly, would remove the wait; neither is built.`,
+    "",
+  ];
+}
+
 /** The section, with its markers. */
 export function renderClusterScaling(run: ClusterScalingRun): string {
   const r3 = run.byRunners[0]!;
@@ -90,6 +106,7 @@ export function renderClusterScaling(run: ClusterScalingRun): string {
     "",
     `**On a ${environment.cores}-core machine this curve is CPU-bound**: every runner, worker and all three nats-server nodes share the same ${environment.cores} cores, so adding processes adds no CPU — throughput stays flat or falls as they compete (\`cores used\` plus \`other processes\` near ${environment.cores}). What scales is read from the CPU each process spends per turn, projected below.`,
     "",
+    ...idleRunnerPoints(run),
     "### More runners (2 workers)",
     "",
     table(POINT_HEADERS, run.byRunners.map(pointRow)),
