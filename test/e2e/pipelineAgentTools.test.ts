@@ -14,10 +14,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ConclaveClient, connect, TurnSuspendedError } from "../../src/client/index.ts";
-import type { EngineEvent } from "../../src/contracts/events.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { type ChatRequestBody, type OpenAIServer, startOpenAIServer } from "../helpers/openaiServer.ts";
 import { useConclaveProcesses } from "../helpers/processes.ts";
+import { turnLog } from "../helpers/turns.ts";
 import { until } from "../helpers/wait.ts";
 import { FILESYSTEM_SERVER } from "../tools/mcp/helpers.ts";
 
@@ -68,11 +68,7 @@ afterAll(async () => {
   await model?.stop();
 });
 
-async function logOf(session: string, turnId: number): Promise<EngineEvent[]> {
-  const events: EngineEvent[] = [];
-  for await (const { event } of client.events(session, { turnId })) events.push(event);
-  return events;
-}
+const logOf = (session: string, turnId: number) => turnLog(client, session, turnId);
 
 describe("a pipeline agent with memory, an MCP read tool and a write that needs approval", () => {
   it("recalls, reads, suspends for the write, and completes once approved after a runner restart", async () => {

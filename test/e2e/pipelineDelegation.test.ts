@@ -7,9 +7,9 @@
  */
 import { beforeAll, describe, expect, it } from "vitest";
 import { type ConclaveClient, connect } from "../../src/client/index.ts";
-import type { EngineEvent } from "../../src/contracts/events.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { useConclaveProcesses } from "../helpers/processes.ts";
+import { turnLog } from "../helpers/turns.ts";
 
 const nats = useNatsServer();
 const processes = useConclaveProcesses(() => nats.url);
@@ -22,11 +22,7 @@ beforeAll(async () => {
   client = await connect({ nc: await nats.connect("client") });
 });
 
-async function logOf(session: string, turnId: number): Promise<EngineEvent[]> {
-  const events: EngineEvent[] = [];
-  for await (const { event } of client.events(session, { turnId })) events.push(event);
-  return events;
-}
+const logOf = (session: string, turnId: number) => turnLog(client, session, turnId);
 
 describe("a pipeline agent with delegates", () => {
   it("hands work to a named agent with the session's memory, and is refused for any other", async () => {

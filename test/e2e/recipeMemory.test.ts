@@ -15,6 +15,7 @@ import type { EngineEvent } from "../../src/contracts/events.ts";
 import type { JsonObject } from "../../src/contracts/recipeRun.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { useConclaveProcesses } from "../helpers/processes.ts";
+import { turnLog } from "../helpers/turns.ts";
 import { waitForEvent } from "../helpers/wait.ts";
 
 const nats = useNatsServer();
@@ -53,11 +54,7 @@ const echoRecipe = (memory?: JsonObject): JsonObject => ({
   topology: [{ type: "agent", id: "echo", agent_ref: "test.memory_echo" }],
 });
 
-async function logOf(session: string, turnId: number): Promise<EngineEvent[]> {
-  const events: EngineEvent[] = [];
-  for await (const { event } of client.events(session, { turnId })) events.push(event);
-  return events;
-}
+const logOf = (session: string, turnId: number) => turnLog(client, session, turnId);
 
 const count = (events: EngineEvent[], kind: EngineEvent["kind"]) =>
   events.filter((event) => event.kind === kind).length;

@@ -19,6 +19,7 @@ import { resumeSuspended } from "../../src/runtime/recipeHost/resume.ts";
 import { TurnStatusStore } from "../../src/runtime/turnStatusStore.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { useConclaveProcesses } from "../helpers/processes.ts";
+import { turnLog } from "../helpers/turns.ts";
 import { until } from "../helpers/wait.ts";
 
 const nats = useNatsServer();
@@ -34,11 +35,7 @@ beforeAll(async () => {
   client = await connect({ nc: await nats.connect("client") });
 });
 
-async function logOf(session: string, turnId: number): Promise<EngineEvent[]> {
-  const events: EngineEvent[] = [];
-  for await (const { event } of client.events(session, { turnId })) events.push(event);
-  return events;
-}
+const logOf = (session: string, turnId: number) => turnLog(client, session, turnId);
 
 describe("a human node", () => {
   it("suspends durably: the runner is killed, another starts, an answer from another process completes the run once", async () => {

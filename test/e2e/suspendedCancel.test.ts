@@ -11,12 +11,12 @@ import { type KV, Kvm } from "@nats-io/kv";
 import { beforeAll, describe, expect, it } from "vitest";
 import { buckets } from "../../src/bus/subjects.ts";
 import { type ConclaveClient, connect } from "../../src/client/index.ts";
-import type { EngineEvent } from "../../src/contracts/events.ts";
 import type { JsonObject } from "../../src/contracts/recipeRun.ts";
 import { parseRecipeText } from "../../src/recipes/load.ts";
 import { runConclave } from "../helpers/cli.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { useConclaveProcesses } from "../helpers/processes.ts";
+import { turnLog } from "../helpers/turns.ts";
 import { eventually, until } from "../helpers/wait.ts";
 
 const nats = useNatsServer();
@@ -31,11 +31,7 @@ beforeAll(async () => {
   client = await connect({ nc: await nats.connect("client") });
 });
 
-async function logOf(session: string, turnId: number): Promise<EngineEvent[]> {
-  const events: EngineEvent[] = [];
-  for await (const { event } of client.events(session, { turnId })) events.push(event);
-  return events;
-}
+const logOf = (session: string, turnId: number) => turnLog(client, session, turnId);
 
 /** What was last done to a key of the human nodes' timeouts (read as a runner reads them: by a consumer). */
 async function lastOperation(kv: KV, key: string): Promise<string | undefined> {

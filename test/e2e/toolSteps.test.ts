@@ -11,11 +11,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ConclaveClient, connect } from "../../src/client/index.ts";
-import type { EngineEvent } from "../../src/contracts/events.ts";
 import type { JsonObject } from "../../src/contracts/recipeRun.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { type ChatRequestBody, type OpenAIServer, startOpenAIServer } from "../helpers/openaiServer.ts";
 import { useConclaveProcesses } from "../helpers/processes.ts";
+import { turnLog } from "../helpers/turns.ts";
 import { until } from "../helpers/wait.ts";
 
 const nats = useNatsServer();
@@ -62,11 +62,7 @@ const recipe: JsonObject = {
   workflow: { start: "act", steps: { act: { type: "agent", agent: "planner" } } },
 };
 
-async function logOf(session: string, turnId: number): Promise<EngineEvent[]> {
-  const events: EngineEvent[] = [];
-  for await (const { event } of client.events(session, { turnId })) events.push(event);
-  return events;
-}
+const logOf = (session: string, turnId: number) => turnLog(client, session, turnId);
 
 const runs = (): Record<string, number> => {
   const file = join(toolDir, "calls.json");

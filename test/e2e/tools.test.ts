@@ -15,6 +15,7 @@ import { Runner } from "../../src/runtime/runner/runner.ts";
 import { runConclave } from "../helpers/cli.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { useConclaveProcesses } from "../helpers/processes.ts";
+import { turnLog } from "../helpers/turns.ts";
 import { until } from "../helpers/wait.ts";
 
 const nats = useNatsServer();
@@ -52,11 +53,7 @@ function recipe(name: string, options: { agent?: string; tools?: string[]; polic
   };
 }
 
-async function logOf(session: string, turnId: number): Promise<EngineEvent[]> {
-  const events: EngineEvent[] = [];
-  for await (const { event } of client.events(session, { turnId })) events.push(event);
-  return events;
-}
+const logOf = (session: string, turnId: number) => turnLog(client, session, turnId);
 
 const conclave = (args: string[]) => runConclave(nats.url, args);
 

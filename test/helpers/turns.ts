@@ -1,5 +1,6 @@
 import { createActor, toPromise } from "xstate";
 import { defaultTurnPolicy } from "../../machines/turn/index.ts";
+import type { ConclaveClient } from "../../src/client/index.ts";
 import type { EngineEvent } from "../../src/contracts/events.ts";
 import type { TurnOutput, TurnPolicy, TurnRecord } from "../../src/contracts/turnProtocol.ts";
 import { neutralModulators, neutralStance } from "../../src/contracts/workspace.ts";
@@ -42,3 +43,10 @@ export const stagesOf = (events: (TurnRecord | EngineEvent)[]): string[] =>
 /** A promise that never settles but stops when aborted: a worker that never answers. */
 export const never = <T>(signal?: AbortSignal): Promise<T> =>
   new Promise<T>((_, reject) => signal?.addEventListener("abort", () => reject(new Error("aborted"))));
+
+/** A turn's stored events, in log order, read through the client (what a test checks a turn's log with). */
+export async function turnLog(client: ConclaveClient, sessionId: string, turnId: number): Promise<EngineEvent[]> {
+  const events: EngineEvent[] = [];
+  for await (const { event } of client.events(sessionId, { turnId })) events.push(event);
+  return events;
+}

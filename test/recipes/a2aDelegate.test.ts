@@ -25,6 +25,7 @@ import { loadRecipe } from "../../src/recipes/load.ts";
 import { Runner } from "../../src/runtime/runner/runner.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { useConclaveProcesses } from "../helpers/processes.ts";
+import { turnLog } from "../helpers/turns.ts";
 
 const nats = useNatsServer();
 const processes = useConclaveProcesses(() => nats.url);
@@ -169,11 +170,7 @@ function recipe(name: string, remote: JsonObject, policy: JsonObject = {}): Json
   };
 }
 
-async function logOf(session: string, turnId: number): Promise<EngineEvent[]> {
-  const events: EngineEvent[] = [];
-  for await (const { event } of client.events(session, { turnId })) events.push(event);
-  return events;
-}
+const logOf = (session: string, turnId: number) => turnLog(client, session, turnId);
 
 /** The one-line error a failed run ended with ("" when it did not fail). */
 const failureOf = (run: Awaited<ReturnType<ConclaveClient["run"]>>): string =>
