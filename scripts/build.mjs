@@ -5,7 +5,8 @@
 //   rewriteRelativeImportExtensions rewrites the JavaScript only); same length, so the
 //   declaration maps stay exact;
 // - copies the files the compiled code reads at run time next to it: dist/src/nats/server.js
-//   starts nats-server with `<two levels up>/nats.conf`, which is dist/nats.conf;
+//   starts nats-server with `<two levels up>/nats.conf`, which is dist/nats.conf; worker-thread
+//   entries in plain JavaScript (src/runtime/runner/heartbeatThread.mjs);
 // - checks that no relative `.ts` specifier is left anywhere in dist/.
 // `--lenient` (the `prepare` script, run by `npm install` / `npm ci` in a checkout) still
 // writes dist/ when the sources have type errors (typecheck and CI report them) and skips
@@ -63,4 +64,6 @@ const left = files
 if (left.length > 0) fail(`relative .ts specifiers left in ${left.join(", ")}`);
 
 copyFileSync(join(root, "nats.conf"), join(dist, "nats.conf"));
+// Worker-thread entries written in plain JavaScript (they load from the sources and from dist/ alike).
+for (const script of ["src/runtime/runner/heartbeatThread.mjs"]) copyFileSync(join(root, script), join(dist, script));
 console.log(`[build] dist/: ${files.length} files`);

@@ -46,9 +46,10 @@ export interface RunnerHandle {
 export async function startRunner(options: StartRunnerOptions = {}): Promise<RunnerHandle> {
   const { nc: given, connection, ...runnerOptions } = options;
   const id = runnerOptions.id ?? `${hostname()}:${process.pid}`;
-  const nc = given ?? (await connectBus(busOptions("runner", { persistent: true, ...connection })));
+  const bus = given ? undefined : busOptions("runner", { persistent: true, ...connection });
+  const nc = given ?? (await connectBus(bus as BusOptions));
   try {
-    const runner = await Runner.start(nc, { ...runnerOptions, id });
+    const runner = await Runner.start(nc, { ...(bus ? { heartbeat: bus } : {}), ...runnerOptions, id });
     return {
       id,
       stop: async (timeoutMs) => {

@@ -60,14 +60,20 @@ export class TurnStatusStore {
     submittedAt: number,
     maxAttempts: number,
     answers = -1,
+    /**
+     * This runner process took the turn before and let it go itself (its lease lapsed, or it handed the turn
+     * back): taking it again is no new attempt, and never makes it poison.
+     */
+    retake = false,
   ): Promise<{ before: TurnStatusRecord | null; taken: boolean; poison: boolean; stale: boolean }> {
     let before: TurnStatusRecord | null = null;
     const staleFor = (record: TurnStatusRecord | null) =>
       record?.answered_through !== undefined && answers < record.answered_through;
+    const ownRetake = (record: TurnStatusRecord | null) => retake && record?.runner === runner;
     await this.#update(`${sessionId}.${turnId}`, (current) => {
       before = current;
       if (current && current.status !== "pending" && current.status !== "inflight") return null;
-      if (current && current.attempts >= maxAttempts) return null;
+      if (current && current.attempts >= maxAttempts && !ownRetake(current)) return null;
       if (staleFor(current)) return null;
       return {
         session_id: sessionId,
@@ -76,7 +82,7 @@ export class TurnStatusStore {
         status: "inflight",
         updated_at: Date.now(),
         runner,
-        attempts: (current?.attempts ?? 0) + 1,
+        attempts: (current?.attempts ?? 0) + (ownRetake(current) ? 0 : 1),
         ...(current?.cancel_reason !== undefined ? { cancel_reason: current.cancel_reason } : {}),
         ...(current?.answered_through !== undefined ? { answered_through: current.answered_through } : {}),
       };
@@ -84,7 +90,7 @@ export class TurnStatusStore {
     const previous = before as TurnStatusRecord | null;
     const open = !previous || previous.status === "pending" || previous.status === "inflight";
     const stale = open && staleFor(previous);
-    const poison = open && !stale && !!previous && previous.attempts >= maxAttempts;
+    const poison = open && !stale && !!previous && previous.attempts >= maxAttempts && !ownRetake(previous);
     return { before: previous, taken: open && !poison && !stale, poison, stale };
   }
 

@@ -47,6 +47,7 @@ export default defineCommand({
     const inspection = processInspection(nc, "runner", values.inspect);
     const runner = await Runner.start(nc, {
       log,
+      heartbeat: options,
       ...(hostCognition !== undefined ? { hostCognition } : {}),
       ...(toolPolicy ? { recipes: { toolPolicy } } : {}),
       ...(inspection ? { inspect: inspection.observer } : {}),

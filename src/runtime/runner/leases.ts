@@ -4,7 +4,7 @@ import { isConflict, JsonKv } from "../../bus/jsonKv.ts";
 import { buckets } from "../../bus/subjects.ts";
 import { isConclaveError } from "../../errors.ts";
 import { type Logger, silentLogger } from "../log.ts";
-import { RunnerLiveness } from "./liveness.ts";
+import { type HeartbeatConnection, RunnerLiveness } from "./liveness.ts";
 
 const Owner = z.object({ runner: z.string() });
 
@@ -40,13 +40,21 @@ export class SessionLeases {
     private readonly log: Logger,
   ) {}
 
-  static async open(nc: NatsConnection, runner: string, options: { log?: Logger } = {}): Promise<SessionLeases> {
+  static async open(
+    nc: NatsConnection,
+    runner: string,
+    options: { log?: Logger; heartbeat?: HeartbeatConnection } = {},
+  ): Promise<SessionLeases> {
     const log = options.log ?? silentLogger;
     // The lease may lapse before the leases exist: nothing is owned yet then, so nothing to let go.
     let lapsed = () => {};
     const [owners, liveness] = await Promise.all([
       JsonKv.open(nc, buckets.owners, Owner),
-      RunnerLiveness.open(nc, runner, { log, events: { onLapsed: () => lapsed() } }),
+      RunnerLiveness.open(nc, runner, {
+        log,
+        events: { onLapsed: () => lapsed() },
+        ...(options.heartbeat ? { heartbeat: options.heartbeat } : {}),
+      }),
     ]);
     const leases = new SessionLeases(owners, liveness, log);
     lapsed = () => leases.#lapsed();

@@ -1,6 +1,8 @@
+import { Worker } from "node:worker_threads";
 import type { KvWatchEntry } from "@nats-io/kv";
 import type { NatsConnection, QueuedIterator } from "@nats-io/nats-core";
 import { z } from "zod";
+import { type BusOptions, serverUrls } from "../../bus/connection.ts";
 import { isConflict, JsonKv } from "../../bus/jsonKv.ts";
 import { buckets } from "../../bus/subjects.ts";
 import { isConclaveError, messageOf } from "../../errors.ts";
@@ -15,6 +17,14 @@ export const HEARTBEAT_EVERY_MS = 500;
  * gone) before it lets its sessions go anyway: long enough for one round trip after a stall of the process.
  */
 const SUSPECT_GRACE_MS = 250;
+/**
+ * With the heartbeat on its own thread: how long the runner's event loop may stop answering that thread
+ * before the lease is let go (a hung process must lose its sessions). A burst that only slows the loop
+ * keeps it: the stalls seen under a 2000-session burst were seconds, not tens of seconds.
+ */
+export const EVENT_LOOP_WATCHDOG_MS = 10_000;
+/** How long the heartbeat thread may take to store its first heartbeat. */
+const THREAD_START_MS = 15_000;
 
 const Heartbeat = z.object({ runner: z.string().min(1), at: z.number() });
 const encoder = new TextEncoder();
@@ -30,6 +40,15 @@ export interface LivenessEvents {
   /** A heartbeat was stored again after a lapse. */
   onRestored?: () => void;
 }
+
+/** What a heartbeat thread says to the runner (`heartbeatThread.mjs`). */
+type ThreadMessage = { type: "stored" } | { type: "lapsed"; why: string } | { type: "closed" };
+
+/** How a runner's heartbeat connects from its own thread: the runner's own connection settings. */
+export type HeartbeatConnection = Pick<
+  BusOptions,
+  "servers" | "user" | "password" | "credsFile" | "nkeySeedFile" | "tls" | "name" | "inboxPrefix"
+>;
 
 /**
  * One liveness lease per runner: a key of the `conclave_runners` bucket (its
@@ -54,6 +73,10 @@ export class RunnerLiveness {
   #reopen = false;
   #timer: NodeJS.Timeout | undefined;
   #watch: QueuedIterator<KvWatchEntry> | null = null;
+  /** The heartbeat thread, when the runner gave its connection settings; else heartbeats go from this loop. */
+  #thread: Worker | undefined;
+  /** With a thread: its lease is held (a heartbeat stored since the last lapse). */
+  #held = false;
 
   private constructor(
     private readonly nc: NatsConnection,
@@ -66,7 +89,7 @@ export class RunnerLiveness {
   static async open(
     nc: NatsConnection,
     runner: string,
-    options: { events?: LivenessEvents; log: Logger },
+    options: { events?: LivenessEvents; log: Logger; heartbeat?: HeartbeatConnection },
   ): Promise<RunnerLiveness> {
     const liveness = new RunnerLiveness(
       nc,
@@ -75,7 +98,8 @@ export class RunnerLiveness {
       options.events ?? {},
       options.log,
     );
-    await liveness.#beat();
+    if (options.heartbeat) await liveness.#startThread(options.heartbeat);
+    else await liveness.#beat();
     liveness.#watch = await liveness.kv.kv.watch();
     const watch = liveness.#watch;
     void (async () => {
@@ -92,7 +116,58 @@ export class RunnerLiveness {
 
   /** True while this runner's own lease is alive. */
   get alive(): boolean {
-    return Date.now() < this.#aliveUntil;
+    return this.#thread ? this.#held : Date.now() < this.#aliveUntil;
+  }
+
+  /** Starts the heartbeat thread and waits for its first stored heartbeat. */
+  async #startThread(connection: HeartbeatConnection): Promise<void> {
+    const thread = new Worker(new URL("./heartbeatThread.mjs", import.meta.url), {
+      workerData: {
+        connection: { ...connection, servers: serverUrls(connection.servers) },
+        bucket: buckets.runners,
+        key: runnerKey(this.runner),
+        runner: this.runner,
+        ttlMs: LIVENESS_TTL_MS,
+        everyMs: HEARTBEAT_EVERY_MS,
+        watchdogMs: EVENT_LOOP_WATCHDOG_MS,
+      },
+    });
+    this.#thread = thread;
+    const started = new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(
+        () => reject(new Error(`no heartbeat stored within ${THREAD_START_MS} ms`)),
+        THREAD_START_MS,
+      );
+      thread.once("error", (error) => {
+        clearTimeout(timer);
+        reject(error);
+      });
+      thread.on("message", (message: ThreadMessage) => {
+        if (message.type === "stored") {
+          clearTimeout(timer);
+          resolve();
+        }
+      });
+    });
+    thread.on("message", (message: ThreadMessage) => this.#fromThread(message));
+    thread.on("error", (error) => this.log.warn(`runner ${this.runner}: heartbeat thread failed: ${messageOf(error)}`));
+    thread.unref();
+    await started;
+  }
+
+  #fromThread(message: ThreadMessage): void {
+    if (message.type === "stored") {
+      const wasLapsed = this.#lapsed;
+      this.#held = true;
+      this.#lapsed = false;
+      if (wasLapsed) {
+        this.log.info(`runner ${this.runner}: liveness lease renewed again`);
+        this.events.onRestored?.();
+      }
+    } else if (message.type === "lapsed") {
+      this.#held = false;
+      this.#declareLapsed(message.why);
+    }
   }
 
   /** True when `runner`'s lease is alive, as far as the watch has told (this runner: its own lease). No I/O. */
@@ -127,11 +202,13 @@ export class RunnerLiveness {
   }
 
   #tick(): void {
-    this.#checkLapse(false);
+    // With a thread, it beats: this loop only says it still turns (the thread's watchdog).
+    if (this.#thread) this.#thread.postMessage("tick");
+    else this.#checkLapse(false);
     // Runners silent past their TTL are dead: forgotten, so the map holds only runners alive of late.
     const now = Date.now();
     for (const [runner, seen] of this.#seen) if (now - seen >= LIVENESS_TTL_MS) this.#seen.delete(runner);
-    void this.#beat();
+    if (!this.#thread) void this.#beat();
   }
 
   async #beat(): Promise<void> {
@@ -185,8 +262,12 @@ export class RunnerLiveness {
     }
     if (!lost && now - this.#suspectSince < SUSPECT_GRACE_MS) return;
     this.#suspectSince = undefined;
+    this.#declareLapsed(`no heartbeat stored for ${LIVENESS_TTL_MS} ms`);
+  }
+
+  #declareLapsed(why: string): void {
     this.#lapsed = true;
-    this.log.warn(`runner ${this.runner}: liveness lease lapsed (no heartbeat stored for ${LIVENESS_TTL_MS} ms)`);
+    this.log.warn(`runner ${this.runner}: liveness lease lapsed (${why})`);
     try {
       this.events.onLapsed?.();
     } catch (error) {
@@ -200,6 +281,20 @@ export class RunnerLiveness {
     clearInterval(this.#timer);
     this.#watch?.stop();
     this.#aliveUntil = 0;
+    const thread = this.#thread;
+    if (thread) {
+      this.#held = false;
+      // The thread deletes the lease and drains its connection; a thread that does not answer is ended.
+      const closed = new Promise<void>((resolve) => {
+        thread.on("message", (message: ThreadMessage) => message.type === "closed" && resolve());
+        thread.once("exit", () => resolve());
+      });
+      thread.postMessage("stop");
+      const timer = setTimeout(() => void thread.terminate(), 2_000);
+      await closed;
+      clearTimeout(timer);
+      await thread.terminate();
+    }
     await this.kv.delete(runnerKey(this.runner)).catch(() => {});
   }
 }

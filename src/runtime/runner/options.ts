@@ -8,6 +8,7 @@ import type { Logger } from "../log.ts";
 import type { LogicHandler } from "../recipeHost/recipeActors.ts";
 import type { TurnServices } from "../turnServices.ts";
 import type { AdmissionLimits } from "./admission.ts";
+import type { HeartbeatConnection } from "./liveness.ts";
 
 /** How a runner runs turns. Every field has a default. */
 export interface RunnerOptions {
@@ -37,6 +38,14 @@ export interface RunnerOptions {
    * stored state). Default: `CONCLAVE_IDLE_SESSION_TTL_MS`, else 10 min.
    */
   idleSessionTtlMs?: number;
+  /**
+   * How the runner's liveness heartbeat connects: given, it beats from a thread of its own with a
+   * connection of its own, so a busy event loop never lets the runner's lease lapse (it lapses when
+   * NATS is out of reach, or when the event loop stops answering for 10 s). `startRunner` and
+   * `conclave runner` give it their own connection settings. Default: heartbeats share the runner's
+   * connection and event loop (a stall past 1.5 s lets the lease lapse).
+   */
+  heartbeat?: HeartbeatConnection;
   /** This runner's name in leases and turn status. Default `<host>:<pid>`. */
   id?: string;
   /** Where the runner logs. Default: nothing. */

@@ -64,7 +64,7 @@ export async function openRunnerParts(nc: NatsConnection, options: RunnerOptions
   const [store, statuses, leases, idempotency, ledgers] = await Promise.all([
     SessionStore.open(nc),
     TurnStatusStore.open(nc),
-    SessionLeases.open(nc, id, { log }),
+    SessionLeases.open(nc, id, { log, ...(options.heartbeat ? { heartbeat: options.heartbeat } : {}) }),
     IdempotencyStore.open(nc, id),
     LedgerStore.open(nc, {
       onInvalid: (subject, seq) => log.warn(`stored message ${subject} (seq ${seq}) is not a ledger event: skipped`),

@@ -23,7 +23,14 @@ import { type SessionActorDeps, sessionActors } from "./sessionActors.ts";
 import { followErasures } from "./sessionErasures.ts";
 import { type SessionActor, SessionHost } from "./sessionHost.ts";
 import { TurnSettlement, turnKey } from "./settlement.ts";
-import { readForTakeover, recordTaken, resumedPipelineTurn, takeRedelivered, takeStatus } from "./takeover.ts";
+import {
+  readForTakeover,
+  recordTaken,
+  resumedPipelineTurn,
+  TurnsTakenHere,
+  takeRedelivered,
+  takeStatus,
+} from "./takeover.ts";
 import { TurnEnds } from "./turnEnds.ts";
 import { TurnOrder } from "./turnOrder.ts";
 
@@ -74,6 +81,7 @@ export class Runner {
   readonly #directory: Promise<AgentDirectory>;
   readonly #messages: ConsumerMessages;
   readonly #admission: Admission;
+  readonly #takenHere = new TurnsTakenHere();
 
   private constructor(nc: NatsConnection, parts: RunnerParts, options: RunnerOptions) {
     this.#nc = nc;
@@ -273,7 +281,7 @@ export class Runner {
 
   /** What recording this runner's attempt at a turn needs. */
   get #takers() {
-    return { statuses: this.#statuses, runner: this.#leases.runner, log: this.#log };
+    return { statuses: this.#statuses, runner: this.#leases.runner, log: this.#log, takenHere: this.#takenHere };
   }
 
   /** A delivery after the first: poison, a late duplicate, or a takeover (`takeover.ts`); a turn taken runs here. */

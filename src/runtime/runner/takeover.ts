@@ -53,6 +53,31 @@ export interface RedeliveryDeps {
   settlement: TurnSettlement;
   writer: EventLogWriter;
   log: Logger;
+  /** The turns this runner process took before: taking one again is no new attempt (`TurnStatusStore.take`). */
+  takenHere?: TurnsTakenHere;
+}
+
+/** How many turns a runner remembers having taken (the most recent): far more than run at once. */
+const TAKEN_REMEMBERED = 16_384;
+
+/**
+ * The turns this runner process has taken, most recent first out last. A turn it let go itself (its
+ * lease lapsed, a delivery failed) and takes again is its own attempt going on, not a takeover: it
+ * must not count towards poison, or a runner that stalls under load would fail its own turns.
+ */
+export class TurnsTakenHere {
+  readonly #keys = new Set<string>();
+
+  add(sessionId: string, turnId: number): void {
+    const key = turnKey(sessionId, turnId);
+    this.#keys.delete(key);
+    this.#keys.add(key);
+    if (this.#keys.size > TAKEN_REMEMBERED) this.#keys.delete(this.#keys.values().next().value as string);
+  }
+
+  has(sessionId: string, turnId: number): boolean {
+    return this.#keys.has(turnKey(sessionId, turnId));
+  }
 }
 
 /** A redelivered turn to run here: why it was cancelled (if it was), and what earlier attempts stored of it. */
@@ -78,6 +103,17 @@ export async function takeRedelivered(
   const take = taken ?? (await takeStatus(deps, entry));
   const action = decideRedelivery(take);
   if (action.kind === "poison") {
+    // A turn whose end is stored completed: it is settled as done, never failed as poison.
+    const stored = await readForTakeover(deps.js, deps.jsm, sessionId, turnId);
+    if (decideTakeover(stored).kind === "settle_done") {
+      await deps.settlement.settle(
+        sessionId,
+        turnId,
+        { status: "done", outcome: "completed before the takeover" },
+        { msg },
+      );
+      return null;
+    }
     const reason = `poison: started ${MAX_TURN_ATTEMPTS} times without finishing`;
     deps.log.warn(
       `turn ${turnKey(sessionId, turnId)} is poison: moved to the dead-letter stream`,
@@ -127,9 +163,14 @@ export async function takeRedelivered(
 }
 
 /** Records this runner's attempt at the turn in its status (`TurnStatusStore.take`): the record as it was. */
-export function takeStatus(deps: Pick<RedeliveryDeps, "statuses" | "runner">, entry: WalEntry): Promise<TakeResult> {
+export function takeStatus(
+  deps: Pick<RedeliveryDeps, "statuses" | "runner" | "takenHere">,
+  entry: WalEntry,
+): Promise<TakeResult> {
   const { session_id: sessionId, turn_id: turnId, submitted_at, suspension_seq } = entry;
-  return deps.statuses.take(sessionId, turnId, deps.runner, submitted_at, MAX_TURN_ATTEMPTS, suspension_seq);
+  const retake = deps.takenHere?.has(sessionId, turnId) ?? false;
+  deps.takenHere?.add(sessionId, turnId);
+  return deps.statuses.take(sessionId, turnId, deps.runner, submitted_at, MAX_TURN_ATTEMPTS, suspension_seq, retake);
 }
 
 /**
@@ -137,7 +178,10 @@ export function takeStatus(deps: Pick<RedeliveryDeps, "statuses" | "runner">, en
  * write goes out just after the turn's first requests (they leave within this tick's promise jobs), so
  * it takes no round trip of its own. A takeover reads the attempts it counts.
  */
-export function recordTaken(deps: Pick<RedeliveryDeps, "statuses" | "runner" | "log">, entry: WalEntry): void {
+export function recordTaken(
+  deps: Pick<RedeliveryDeps, "statuses" | "runner" | "log" | "takenHere">,
+  entry: WalEntry,
+): void {
   const { session_id: sessionId, turn_id: turnId } = entry;
   setImmediate(() =>
     takeStatus(deps, entry).catch((error: unknown) =>
