@@ -13,6 +13,7 @@ import type { TurnStatusRecord } from "../contracts/wal.ts";
 import { type PriceTable, priceTableFromEnv, readPriceTable } from "../cost/prices.ts";
 import { type CostSummary, summarizeCost } from "../cost/summary.ts";
 import { ConclaveError } from "../errors.ts";
+import { orderedConsumer, releaseConsumer } from "../eventlog/consumers.ts";
 import { isStreamNotFound, PULL_EXPIRES_MS } from "../eventlog/streams.ts";
 import { type SimulationTrace, simulationTrace } from "../recipes/trace.ts";
 import type { ForkRecord } from "../runtime/checkpoints/forkContract.ts";
@@ -356,7 +357,7 @@ async function* readSessionEvents(
     if (isStreamNotFound(error) && !options.follow) return;
     throw error;
   }
-  const consumer = await jetstream(nc).consumers.get(streams.events, {
+  const consumer = await orderedConsumer(jetstream(nc), streams.events, {
     filter_subjects: filter,
     ...(options.fromSeq !== undefined
       ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: options.fromSeq }
@@ -365,7 +366,7 @@ async function* readSessionEvents(
   // Without follow, nothing to wait for when no stored event of the filter lies at or after the start
   // (the consumer's pending count, as the server created it: resuming past the last event ends at once).
   if (!options.follow && (await consumer.info(true)).num_pending === 0) {
-    await consumer.delete().catch(() => {}); // it would expire anyway
+    await releaseConsumer(consumer);
     return;
   }
   const messages = await consumer.consume({ expires: PULL_EXPIRES_MS });
@@ -387,5 +388,6 @@ async function* readSessionEvents(
   } finally {
     options.signal?.removeEventListener("abort", stop);
     stop();
+    await releaseConsumer(consumer);
   }
 }

@@ -9,6 +9,7 @@ import { DeliverPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { streams, subjects } from "../bus/subjects.ts";
 import { EngineEvent, type EventKind } from "../contracts/events.ts";
+import { orderedConsumer, releaseConsumer } from "./consumers.ts";
 import { isStreamNotFound, PULL_EXPIRES_MS } from "./streams.ts";
 
 /** Which events of a session to read. Every bound is inclusive; absent bounds do not limit. */
@@ -86,10 +87,10 @@ export async function scanEvents(
       : range.since !== undefined
         ? { deliver_policy: DeliverPolicy.StartTime, opt_start_time: new Date(epochMs(range.since)).toISOString() }
         : { deliver_policy: DeliverPolicy.All };
-  const consumer = await jetstream(nc).consumers.get(streams.events, { filter_subjects: filter, ...start });
+  const consumer = await orderedConsumer(jetstream(nc), streams.events, { filter_subjects: filter, ...start });
   // Nothing at or after the start: the consumer would only wait for new events.
   if ((await consumer.info(true)).num_pending === 0) {
-    await consumer.delete().catch(() => {});
+    await releaseConsumer(consumer);
     return;
   }
   const since = range.since === undefined ? Number.NEGATIVE_INFINITY : epochMs(range.since);
@@ -109,6 +110,7 @@ export async function scanEvents(
   } finally {
     signal?.removeEventListener("abort", stop);
     stop();
+    await releaseConsumer(consumer);
   }
 }
 

@@ -4,6 +4,7 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import { streams, subjects } from "../bus/subjects.ts";
 import { EngineEvent } from "../contracts/events.ts";
 import { pause } from "../deadline.ts";
+import { orderedConsumer, releaseConsumer } from "./consumers.ts";
 import { PULL_EXPIRES_MS } from "./streams.ts";
 
 const decoder = new TextDecoder();
@@ -123,7 +124,8 @@ async function followOnce(
   options: FollowOptions,
   onRead: (streamSeq: number) => void,
 ): Promise<"done" | "lost"> {
-  const consumer = await js.consumers.get(
+  const consumer = await orderedConsumer(
+    js,
     streams.events,
     afterStreamSeq === 0
       ? { filter_subjects: filter, deliver_policy: DeliverPolicy.All }
@@ -190,6 +192,7 @@ async function followOnce(
     options.signal?.removeEventListener("abort", stop);
     (statuses as { stop?: () => void } | undefined)?.stop?.();
     stop();
+    await releaseConsumer(consumer); // awaited: a CLI command closes its connection once the read returns
   }
 }
 

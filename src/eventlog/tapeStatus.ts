@@ -18,6 +18,7 @@ import { DeliverPolicy, JsHeaders, jetstream, jetstreamManager } from "@nats-io/
 import type { NatsConnection } from "@nats-io/nats-core";
 import { streams } from "../bus/subjects.ts";
 import { messageOf } from "../errors.ts";
+import { orderedConsumer, releaseConsumer } from "./consumers.ts";
 import { rangeFilter } from "./query.ts";
 import { isStreamNotFound, PULL_EXPIRES_MS } from "./streams.ts";
 
@@ -100,7 +101,7 @@ async function readTape(nc: NatsConnection, sessionId: string): Promise<Tape> {
   const perTurn = Object.values(counts);
   const events = perTurn.reduce((sum, count) => sum + count, 0);
   if (events === 0) return empty;
-  const consumer = await jetstream(nc).consumers.get(streams.events, {
+  const consumer = await orderedConsumer(jetstream(nc), streams.events, {
     filter_subjects: filter,
     deliver_policy: DeliverPolicy.All,
     headers_only: true,
@@ -108,18 +109,22 @@ async function readTape(nc: NatsConnection, sessionId: string): Promise<Tape> {
   let bytes = 0;
   let first: TapeEnd | null = null;
   let last: TapeEnd | null = null;
-  if ((await consumer.info(true)).num_pending > 0) {
-    const messages = await consumer.consume({ expires: PULL_EXPIRES_MS });
-    try {
-      for await (const msg of messages) {
-        bytes += Number(msg.headers?.get(JsHeaders.MessageSizeHdr) ?? 0);
-        last = { position: msg.seq, time: msg.time.toISOString() };
-        first ??= last;
-        if (msg.info.pending === 0) break;
+  try {
+    if ((await consumer.info(true)).num_pending > 0) {
+      const messages = await consumer.consume({ expires: PULL_EXPIRES_MS });
+      try {
+        for await (const msg of messages) {
+          bytes += Number(msg.headers?.get(JsHeaders.MessageSizeHdr) ?? 0);
+          last = { position: msg.seq, time: msg.time.toISOString() };
+          first ??= last;
+          if (msg.info.pending === 0) break;
+        }
+      } finally {
+        void messages.stop();
       }
-    } finally {
-      void messages.stop();
     }
+  } finally {
+    await releaseConsumer(consumer);
   }
   return { events, turns: perTurn.filter((count) => count > 0).length, bytes, first, last };
 }

@@ -12,6 +12,7 @@ import { encodeJson } from "../bus/codec.ts";
 import { CorruptValueError, JsonKv } from "../bus/jsonKv.ts";
 import { buckets, streams, subjects } from "../bus/subjects.ts";
 import { type LedgerDigest, LedgerEvent, type LedgerReplay, Ledgers } from "../contracts/ledger.ts";
+import { orderedConsumer, releaseConsumer } from "../eventlog/consumers.ts";
 import { ensureEventStream } from "../eventlog/streams.ts";
 import { decideLedger, type LedgerDecision, LedgerError, type LedgerWrite } from "./decide.ts";
 import { isEmptyDigest, ledgerDigest } from "./digest.ts";
@@ -184,7 +185,7 @@ export class LedgerStore {
   async #foldFrom(from: Ledgers, last: number): Promise<Ledgers> {
     if (last <= from.through_seq) return from;
     const subject = subjects.ledgerEvents(from.session_id);
-    const consumer = await this.js.consumers.get(streams.events, {
+    const consumer = await orderedConsumer(this.js, streams.events, {
       filter_subjects: subject,
       deliver_policy: DeliverPolicy.StartSequence,
       opt_start_seq: from.through_seq + 1,
@@ -211,6 +212,7 @@ export class LedgerStore {
       }
     } finally {
       void messages.stop();
+      await releaseConsumer(consumer);
     }
     return state;
   }

@@ -2,6 +2,7 @@ import { DeliverPolicy, type JetStreamClient, type JetStreamManager, StorageType
 import { type KV, Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { buckets, streams, subjects } from "../bus/subjects.ts";
+import { orderedConsumer, releaseConsumer } from "../eventlog/consumers.ts";
 import { ensureStream, PULL_EXPIRES_MS } from "../eventlog/streams.ts";
 import { configuredReplicas, patientlySetUp } from "../nats/replicas.ts";
 import { ScheduleEvent } from "./intent.ts";
@@ -62,21 +63,25 @@ export class ScheduleLog {
 
   /** Reads the whole log, then follows it, until `signal` aborts. */
   async follow(onEvent: (event: ScheduleEvent | null, seq: number) => void, signal: AbortSignal): Promise<void> {
-    const consumer = await this.js.consumers.get(streams.schedules, { deliver_policy: DeliverPolicy.All });
+    const consumer = await orderedConsumer(this.js, streams.schedules, { deliver_policy: DeliverPolicy.All });
     const messages = await consumer.consume({ expires: PULL_EXPIRES_MS });
     const stop = () => void messages.stop();
     signal.addEventListener("abort", stop, { once: true });
     if (signal.aborted) stop();
-    for await (const msg of messages) {
-      const parsed = (() => {
-        try {
-          return ScheduleEvent.safeParse(JSON.parse(decoder.decode(msg.data)));
-        } catch {
-          return null;
-        }
-      })();
-      // A malformed entry is passed as null (skipped, but counted): one bad write must not stop every schedule.
-      onEvent(parsed?.success ? parsed.data : null, msg.seq);
+    try {
+      for await (const msg of messages) {
+        const parsed = (() => {
+          try {
+            return ScheduleEvent.safeParse(JSON.parse(decoder.decode(msg.data)));
+          } catch {
+            return null;
+          }
+        })();
+        // A malformed entry is passed as null (skipped, but counted): one bad write must not stop every schedule.
+        onEvent(parsed?.success ? parsed.data : null, msg.seq);
+      }
+    } finally {
+      await releaseConsumer(consumer);
     }
   }
 }

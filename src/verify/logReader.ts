@@ -8,6 +8,7 @@ import { DeliverPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { streams, subjects } from "../bus/subjects.ts";
 import { EngineEvent } from "../contracts/events.ts";
+import { orderedConsumer, releaseConsumer } from "../eventlog/consumers.ts";
 import { isStreamNotFound, PULL_EXPIRES_MS } from "../eventlog/streams.ts";
 
 /** One stored message of a session's turns: its event, or why it is not one. */
@@ -39,13 +40,13 @@ export async function readLoggedMessages(nc: NatsConnection, sessionId: string):
     if (isStreamNotFound(error)) return [];
     throw error;
   }
-  const consumer = await jetstream(nc).consumers.get(streams.events, {
+  const consumer = await orderedConsumer(jetstream(nc), streams.events, {
     filter_subjects: subjects.sessionEvents(sessionId),
     deliver_policy: DeliverPolicy.All,
   });
   const found: LoggedMessage[] = [];
   if ((await consumer.info(true)).num_pending === 0) {
-    await consumer.delete().catch(() => {});
+    await releaseConsumer(consumer);
     return found;
   }
   const messages = await consumer.consume({ expires: PULL_EXPIRES_MS });
@@ -56,6 +57,7 @@ export async function readLoggedMessages(nc: NatsConnection, sessionId: string):
     }
   } finally {
     void messages.stop();
+    await releaseConsumer(consumer);
   }
   return found;
 }

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { DeliverPolicy, type JetStreamClient } from "@nats-io/jetstream";
 import { streams, subjects } from "../bus/subjects.ts";
+import { orderedConsumer, releaseConsumer } from "../eventlog/consumers.ts";
 
 /** The fields of a stored turn event the viewer shows; the rest of the payload is passed through as it is. */
 export interface TurnEventLike {
@@ -50,7 +51,7 @@ export async function followTurnEvents(
   let lastSeq = 0;
   while (!signal.aborted) {
     try {
-      const consumer = await js.consumers.get(streams.events, {
+      const consumer = await orderedConsumer(js, streams.events, {
         filter_subjects: subjects.allEvents,
         ...(lastSeq > 0
           ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: lastSeq + 1 }
@@ -68,6 +69,7 @@ export async function followTurnEvents(
         }
       } finally {
         signal.removeEventListener("abort", stop);
+        await releaseConsumer(consumer);
       }
     } catch (error) {
       if (signal.aborted) return;

@@ -7,6 +7,7 @@ import { DeliverPolicy, type JetStreamClient, type JetStreamManager } from "@nat
 import { streams, subjects } from "../../bus/subjects.ts";
 import { EngineEvent } from "../../contracts/events.ts";
 import { LedgerEvent } from "../../contracts/ledger.ts";
+import { orderedConsumer, releaseConsumer } from "../../eventlog/consumers.ts";
 import { isStreamNotFound, PULL_EXPIRES_MS } from "../../eventlog/streams.ts";
 import { ScheduleEvent } from "../../schedules/intent.ts";
 import type { TapeStep } from "./fold.ts";
@@ -49,12 +50,15 @@ async function readStored(
     if (isStreamNotFound(error)) return [];
     throw error;
   }
-  const consumer = await js.consumers.get(stream, {
+  const consumer = await orderedConsumer(js, stream, {
     filter_subjects: filter,
     deliver_policy: afterSeq === 0 ? DeliverPolicy.All : DeliverPolicy.StartSequence,
     ...(afterSeq === 0 ? {} : { opt_start_seq: afterSeq + 1 }),
   });
-  if ((await consumer.info(true)).num_pending === 0) return [];
+  if ((await consumer.info(true)).num_pending === 0) {
+    await releaseConsumer(consumer);
+    return [];
+  }
   const found: Stored[] = [];
   const messages = await consumer.consume({ expires: PULL_EXPIRES_MS });
   try {
@@ -73,6 +77,7 @@ async function readStored(
     }
   } finally {
     void messages.stop();
+    await releaseConsumer(consumer);
   }
   return found;
 }

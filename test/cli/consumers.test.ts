@@ -1,0 +1,64 @@
+/**
+ * JetStream consumers a CLI command makes are gone from the server once it
+ * exits (issue 42): ten real `conclave send` processes against a real
+ * nats-server and an in-process runner and worker, and the consumers of every
+ * Conclave stream counted before and after, as an observer (stream info).
+ */
+import { jetstreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/nats-core";
+import { beforeAll, describe, expect, it } from "vitest";
+import { buckets, streams } from "../../src/bus/subjects.ts";
+import { isStreamNotFound } from "../../src/eventlog/streams.ts";
+import { runConclave } from "../helpers/cli.ts";
+import { useNatsServer } from "../helpers/nats.ts";
+import { useInProcessStack } from "../helpers/stack.ts";
+
+const nats = useNatsServer();
+useInProcessStack(nats);
+let observer: NatsConnection;
+
+beforeAll(async () => {
+  observer = await nats.connect("observer");
+});
+
+/** Every Conclave stream the observer may read the info of: the streams, and the KV buckets' streams. */
+const STREAM_NAMES = [
+  ...Object.values(streams).filter((name) => name !== streams.audit),
+  ...Object.values(buckets).map((bucket) => `KV_${bucket}`),
+];
+
+/** The consumers each stream has now (0 for a stream not made yet). */
+async function consumerCounts(): Promise<Record<string, number>> {
+  const jsm = await jetstreamManager(observer);
+  const counts: Record<string, number> = {};
+  for (const name of STREAM_NAMES) {
+    try {
+      counts[name] = (await jsm.streams.info(name)).state.consumer_count;
+    } catch (error) {
+      if (!isStreamNotFound(error)) throw error;
+      counts[name] = 0;
+    }
+  }
+  return counts;
+}
+
+describe("consumers of CLI commands", () => {
+  it("leaves no consumer on the server after ten conclave sends exit", { timeout: 180_000 }, async () => {
+    const session = "consumers-cli";
+    // A first turn sets up what lives on (the session's memory graph, followed by the worker).
+    const first = await runConclave(nats.url, ["send", "--session", session, "hello"]);
+    expect(first.code, first.stderr).toBe(0);
+    const before = await consumerCounts();
+    const sends = await Promise.all(
+      Array.from({ length: 10 }, (_, index) =>
+        runConclave(nats.url, ["send", "--json", "--session", session, `message ${index}`]),
+      ),
+    );
+    for (const sent of sends) {
+      expect(sent.code, sent.stderr).toBe(0);
+      expect(sent.stdout).toContain('"TURN_COMPLETED"');
+    }
+    // Counted as soon as they exit: left to expire, a consumer would outlive its command by seconds.
+    expect(await consumerCounts()).toEqual(before);
+  });
+});
