@@ -285,6 +285,12 @@ export const CONFIG_SCHEMA = {
     default: "nats",
     doc: "Where the memory graph is kept.",
   }),
+  CONCLAVE_MEMORY_GRAPH_SESSIONS: variable({
+    group: "storage",
+    schema: wholeNumber(1),
+    default: 4_096,
+    doc: "Most sessions' memory graphs a process keeps in memory (for NATS, each followed by one consumer); a session unused for 10 minutes is dropped, so it holds the sessions in use up to this bound (docs/operations.md).",
+  }),
   CONCLAVE_POSTGRES_URL: variable({
     group: "storage",
     schema: urlOf("postgres", "postgresql"),

@@ -12,28 +12,28 @@ export class FollowedSession {
   readonly revisions = new Map<string, number>();
   /** The edge each edge key holds (a deletion entry carries only the key). */
   readonly edgeAt = new Map<string, MemoryEdge>();
-  #stop: (() => void) | undefined;
-  #stopped = false;
+  #stop: (() => Promise<void>) | undefined;
+  #stopped: Promise<void> | null = null;
 
   constructor(sessionId: string) {
     this.graph = new SessionGraph(sessionId);
   }
 
-  /** Sets what stops following; runs it at once when the session was dropped meanwhile. */
-  onStop(stop: () => void): void {
+  /** Sets what stops following (and deletes its consumer); runs it at once when the session was dropped meanwhile. */
+  onStop(stop: () => Promise<void>): void {
     this.#stop = stop;
-    if (this.#stopped) stop();
+    if (this.#stopped) this.#stopped = stop();
   }
 
   /** Whether the session was dropped (following it stopped, or is to stop once set up). */
   get stopped(): boolean {
-    return this.#stopped;
+    return this.#stopped !== null;
   }
 
-  /** Stops following the session (at once, or as soon as what stops it is set). */
-  stop(): void {
-    this.#stopped = true;
-    this.#stop?.();
+  /** Stops following the session (at once, or as soon as what stops it is set); resolves once its consumer is deleted. */
+  stop(): Promise<void> {
+    this.#stopped ??= this.#stop?.() ?? Promise.resolve();
+    return this.#stopped;
   }
 
   /** Whether the entry at `revision` is newer than what was applied for `key` (and records it if so). */

@@ -8,6 +8,7 @@ import { DeliverPolicy, type JetStreamClient, type JsMsg, jetstream } from "@nat
 import { type KV, Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { type CorruptValueError, KV_DEAD_LETTERS } from "../../bus/jsonKv.ts";
+import { orderedConsumer, releaseConsumer } from "../../eventlog/consumers.ts";
 import { deadLetter } from "../../eventlog/deadLetters.ts";
 import { checkBucketReplicas, configuredReplicas } from "../../nats/replicas.ts";
 import { FollowedSession } from "./natsFollowedSession.ts";
@@ -195,9 +196,15 @@ export class NatsMemoryGraphStore implements MemoryGraphStore {
     });
   }
 
+  /** Resolves once the sessions dropped from memory so far have stopped following (their consumers deleted). */
+  settled(): Promise<void> {
+    return this.#sessions.settled();
+  }
+
+  /** Stops following every session and deletes their consumers. */
   async close(): Promise<void> {
     this.#closed = true;
-    this.#sessions.clear();
+    await this.#sessions.clear();
   }
 
   // ── the in-memory copy ────────────────────────────────────────────────
@@ -212,7 +219,8 @@ export class NatsMemoryGraphStore implements MemoryGraphStore {
   /**
    * Loads the session: an ordered consumer on its keys, delivering the last
    * value of each (the bulk read), then every later write, whoever makes it.
-   * Resolves once the bulk read is applied.
+   * Resolves once the bulk read is applied. Dropping the session deletes the
+   * consumer; one left by a process that died expires after EPHEMERAL_INACTIVE_MS.
    */
   async #follow(sessionId: string): Promise<FollowedSession> {
     const followed = new FollowedSession(sessionId);
@@ -221,7 +229,7 @@ export class NatsMemoryGraphStore implements MemoryGraphStore {
       await graphStoreCall("nats", `nats memory graph load of session ${sessionId}`, this.timeoutMs, sessionId, () => {
         return new Promise<void>((resolve, reject) => {
           void (async () => {
-            const consumer = await this.js.consumers.getPushConsumer(this.stream, {
+            const consumer = await orderedConsumer(this.js, this.stream, {
               filter_subjects: `${prefix}${sessionId}.>`,
               deliver_policy: DeliverPolicy.LastPerSubject,
             });
@@ -232,7 +240,10 @@ export class NatsMemoryGraphStore implements MemoryGraphStore {
                 if (msg.info.pending === 0) resolve();
               },
             });
-            followed.onStop(() => void messages.stop());
+            followed.onStop(async () => {
+              await messages.close().catch(() => {});
+              await releaseConsumer(consumer);
+            });
             // Following ended without being stopped (the connection closed): the copy would go
             // stale, so it is dropped and the session's next use loads it again.
             void messages.closed().then(() => {
@@ -243,7 +254,7 @@ export class NatsMemoryGraphStore implements MemoryGraphStore {
         });
       });
     } catch (error) {
-      followed.stop();
+      void followed.stop();
       throw error;
     }
     return followed;

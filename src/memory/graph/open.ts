@@ -13,6 +13,7 @@ import type { MemoryGraphBackend, MemoryGraphStore } from "./store.ts";
 export const MEMORY_GRAPH_ENV = {
   backend: "CONCLAVE_MEMORY_BACKEND",
   postgresUrl: "CONCLAVE_POSTGRES_URL",
+  maxSessions: "CONCLAVE_MEMORY_GRAPH_SESSIONS",
 } as const;
 
 /** What a process has for keeping its memory graph. */
@@ -25,6 +26,8 @@ export interface MemoryGraphOptions {
   backend?: MemoryGraphBackend;
   /** Longest one store call may take. Default DEFAULT_MEMORY_GRAPH_TIMEOUT_MS (3 s). */
   timeoutMs?: number;
+  /** Most sessions kept in memory at once. Default: `CONCLAVE_MEMORY_GRAPH_SESSIONS` (DEFAULT_MEMORY_GRAPH_SESSIONS). */
+  maxSessions?: number;
   /** Where the defaults are read from. Default `process.env`. */
   env?: NodeJS.ProcessEnv;
 }
@@ -49,7 +52,10 @@ export async function openMemoryGraph(options: MemoryGraphOptions = {}): Promise
     );
   }
   const backend = named as MemoryGraphBackend;
-  const timing = options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs };
+  const timing = {
+    ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+    maxSessions: options.maxSessions ?? setting(env, MEMORY_GRAPH_ENV.maxSessions),
+  };
   if (backend === "postgres") {
     const url = options.postgresUrl ?? setting(env, MEMORY_GRAPH_ENV.postgresUrl);
     if (!url) {

@@ -267,7 +267,7 @@ export class PostgresMemoryGraphStore implements MemoryGraphStore {
   }
 
   async close(): Promise<void> {
-    this.#sessions.clear();
+    await this.#sessions.clear();
     if (!this.pool.ended && !this.pool.ending) await this.pool.end();
   }
 

@@ -2,6 +2,8 @@
  * The in-memory copy of one session's memory graph that every store answers
  * reads from: nodes by id and by kind, edges by identity and by node.
  */
+
+import { DEFAULT_MEMORY_GRAPH_IDLE_MS } from "./store.ts";
 import {
   edgeIdentity,
   type MemoryEdge,
@@ -147,47 +149,72 @@ export class SessionGraph {
   }
 }
 
+/** How a SessionCache sizes itself beyond its most sessions. */
+export interface SessionCacheOptions {
+  /** A session unused this long (ms) is dropped at the cache's next use. Default DEFAULT_MEMORY_GRAPH_IDLE_MS. */
+  idleMs?: number;
+  /** The clock idleness is measured on. Default `Date.now`. */
+  now?: () => number;
+}
+
 /**
  * The sessions a store holds in memory, loaded on first use (concurrent
  * first uses share one load; a failed load is forgotten, so the next use
- * tries again) and dropped least recently used first past `max`.
+ * tries again). It holds the sessions in use: one unused for `idleMs` is
+ * dropped at the next use of the cache, and past `max` the least recently
+ * used one is, so a store's memory (and, for NATS, its consumers) follows the
+ * sessions it serves rather than every session it ever saw.
  */
 export class SessionCache<T> {
-  readonly #entries = new Map<string, Promise<T>>();
+  /** Least recently used first. */
+  readonly #entries = new Map<string, { value: Promise<T>; usedAt: number }>();
+  readonly #idleMs: number;
+  readonly #now: () => number;
+  /** Drops under way (a NATS follow deleting its consumer). */
+  readonly #dropping = new Set<Promise<void>>();
 
   constructor(
     private readonly max: number,
     private readonly load: (sessionId: string) => Promise<T>,
-    /** Told about a loaded session that is dropped (to stop following it). */
-    private readonly onDrop: (value: T) => void = () => {},
-  ) {}
+    /** Told about a loaded session that is dropped (to stop following it); `clear` waits for what it returns. */
+    private readonly onDrop: (value: T) => void | Promise<void> = () => {},
+    options: SessionCacheOptions = {},
+  ) {
+    this.#idleMs = options.idleMs ?? DEFAULT_MEMORY_GRAPH_IDLE_MS;
+    this.#now = options.now ?? Date.now;
+  }
+
+  /** How many sessions it holds (loaded or loading). */
+  get size(): number {
+    return this.#entries.size;
+  }
 
   get(sessionId: string): Promise<T> {
+    const now = this.#now();
     let entry = this.#entries.get(sessionId);
     if (entry) {
       // Most recently used last.
       this.#entries.delete(sessionId);
-      this.#entries.set(sessionId, entry);
-      return entry;
+      this.#entries.set(sessionId, { value: entry.value, usedAt: now });
+      this.#dropIdle(now);
+      return entry.value;
     }
-    entry = this.load(sessionId);
+    const value = this.load(sessionId);
+    entry = { value, usedAt: now };
     this.#entries.set(sessionId, entry);
-    entry.catch(() => {
-      if (this.#entries.get(sessionId) === entry) this.#entries.delete(sessionId);
+    value.catch(() => {
+      if (this.#entries.get(sessionId)?.value === value) this.#entries.delete(sessionId);
     });
-    while (this.#entries.size > this.max) {
-      const [oldest, value] = this.#entries.entries().next().value as [string, Promise<T>];
-      this.#entries.delete(oldest);
-      value.then(this.onDrop, () => {});
-    }
-    return entry;
+    this.#dropIdle(now);
+    while (this.#entries.size > this.max) this.#dropOldest();
+    return value;
   }
 
   /** Drops the session if `value` is still what it holds (so the next use loads it again). */
   forget(sessionId: string, value: T): void {
     const entry = this.#entries.get(sessionId);
     if (!entry) return;
-    void entry.then(
+    void entry.value.then(
       (held) => {
         if (held === value && this.#entries.get(sessionId) === entry) this.#entries.delete(sessionId);
       },
@@ -195,9 +222,38 @@ export class SessionCache<T> {
     );
   }
 
-  /** Drops every session. */
-  clear(): void {
-    for (const value of this.#entries.values()) value.then(this.onDrop, () => {});
+  /** Drops every session; resolves once each drop is done. */
+  async clear(): Promise<void> {
+    const values = [...this.#entries.values()].map((entry) => entry.value);
     this.#entries.clear();
+    for (const value of values) this.#drop(value);
+    await this.settled();
+  }
+
+  /** Resolves once the sessions dropped so far are done dropping (`onDrop` settled). */
+  async settled(): Promise<void> {
+    await Promise.all([...this.#dropping]);
+  }
+
+  #dropIdle(now: number): void {
+    for (const entry of this.#entries.values()) {
+      if (now - entry.usedAt < this.#idleMs) return; // the rest were used later
+      this.#dropOldest();
+    }
+  }
+
+  #dropOldest(): void {
+    const [oldest, entry] = this.#entries.entries().next().value as [string, { value: Promise<T> }];
+    this.#entries.delete(oldest);
+    this.#drop(entry.value);
+  }
+
+  #drop(value: Promise<T>): void {
+    const dropping = value.then(this.onDrop).then(
+      () => {},
+      () => {},
+    );
+    this.#dropping.add(dropping);
+    void dropping.finally(() => this.#dropping.delete(dropping));
   }
 }

@@ -66,8 +66,17 @@ export interface MemoryGraphStore {
  */
 export const DEFAULT_MEMORY_GRAPH_TIMEOUT_MS = 3_000;
 
-/** Sessions a store keeps in memory by default; the least recently used one is dropped past that. */
-export const DEFAULT_MEMORY_GRAPH_SESSIONS = 256;
+/**
+ * Most sessions a store keeps in memory (CONCLAVE_MEMORY_GRAPH_SESSIONS):
+ * past it, the least recently used one is dropped. A bound, not a size: the
+ * store holds the sessions in use (DEFAULT_MEMORY_GRAPH_IDLE_MS). At 256, a
+ * worker serving 300 active sessions reloaded (and re-followed) them turn
+ * after turn.
+ */
+export const DEFAULT_MEMORY_GRAPH_SESSIONS = 4_096;
+
+/** A session a store has not used for this long (10 min, a runner's idle session TTL) is dropped from memory. */
+export const DEFAULT_MEMORY_GRAPH_IDLE_MS = 600_000;
 
 /** Codes a memory graph store fails with (besides InvalidMemoryGraphError's `invalid_memory_graph`). */
 export type MemoryGraphErrorCode =
