@@ -4,10 +4,13 @@
  * nats-server and an in-process runner and worker, and the consumers of every
  * Conclave stream counted before and after, as an observer (stream info).
  */
+import { spawn } from "node:child_process";
+import { once } from "node:events";
 import { jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { beforeAll, describe, expect, it } from "vitest";
 import { buckets, streams } from "../../src/bus/subjects.ts";
+import { CONCLAVE_BIN } from "../../src/cli/childProcess.ts";
 import { isStreamNotFound } from "../../src/eventlog/streams.ts";
 import { runConclave } from "../helpers/cli.ts";
 import { useNatsServer } from "../helpers/nats.ts";
@@ -59,6 +62,25 @@ describe("consumers of CLI commands", () => {
       expect(sent.stdout).toContain('"TURN_COMPLETED"');
     }
     // Counted as soon as they exit: left to expire, a consumer would outlive its command by seconds.
+    expect(await consumerCounts()).toEqual(before);
+  });
+
+  it("deletes the consumer of conclave events --follow stopped with Ctrl-C", { timeout: 120_000 }, async () => {
+    const session = "consumers-follow";
+    const sent = await runConclave(nats.url, ["send", "--session", session, "hello"]);
+    expect(sent.code, sent.stderr).toBe(0);
+    const before = await consumerCounts();
+    const child = spawn(process.execPath, [CONCLAVE_BIN, "events", "--session", session, "--follow", "--json"], {
+      env: { ...process.env, CONCLAVE_NATS_URL: nats.url, CONCLAVE_LOG: "quiet" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    const exited = once(child, "exit");
+    // Its first event printed: it reads through its consumer, and follows on.
+    await once(child.stdout, "data");
+    expect((await consumerCounts())[streams.events]).toBe((before[streams.events] ?? 0) + 1);
+    child.kill("SIGINT");
+    const [code] = await exited;
+    expect(code).toBe(0);
     expect(await consumerCounts()).toEqual(before);
   });
 });
