@@ -33,7 +33,13 @@ export interface IngressDeps {
   /** How recipe submissions are checked. */
   recipes: RecipeIntake;
   /** This runner's admission control: what a new turn would get (start, wait, or `busy`). Default: always start. */
-  admission?: { preview(sessionId: string, tenant?: string): AdmissionPreview };
+  admission?: {
+    preview(sessionId: string, tenant?: string): AdmissionPreview | Promise<AdmissionPreview>;
+    /** A turn the preview admitted was stored in the WAL: the backlog counts it until its next read does. */
+    stored?(): void;
+    /** A turn the preview admitted was not stored after all: its place in the count is freed. */
+    withdrawn?(): void;
+  };
   /** Budgets (src/cost/budget.ts): null for none. Default: from the environment, made at the first submission. */
   budget?: BudgetGuard | null;
 }
@@ -94,6 +100,8 @@ export async function acceptSubmission(deps: IngressDeps, msg: ServiceMsg): Prom
   let claim: Claim | null = null;
   let accepted = false;
   let admitted: AdmissionPreview | undefined;
+  /** The admission counts this submission (admitted, not stored yet): told how it ends, once. */
+  let holdsPlace = false;
   try {
     address = addressOf(msg.subject);
     const { sessionId } = address;
@@ -131,7 +139,8 @@ export async function acceptSubmission(deps: IngressDeps, msg: ServiceMsg): Prom
         throw new HandlerError("busy", `session ${sessionId} already has a turn pending or running (on_busy: reject)`);
       }
       await checkBudget(deps, address);
-      admitted = deps.admission?.preview(sessionId, address.tenant ?? undefined);
+      admitted = await deps.admission?.preview(sessionId, address.tenant ?? undefined);
+      holdsPlace = admitted !== undefined && admitted.state !== "busy";
       if (admitted?.state === "busy") {
         // Refused before a turn id is taken or anything stored: a retry after the hint loses nothing.
         throw new HandlerError(
@@ -176,6 +185,11 @@ export async function acceptSubmission(deps: IngressDeps, msg: ServiceMsg): Prom
         }),
       ]);
       alreadyStored = stored.duplicate;
+      if (holdsPlace) {
+        holdsPlace = false;
+        if (alreadyStored) deps.admission?.withdrawn?.();
+        else deps.admission?.stored?.();
+      }
     } catch (error) {
       await abandonTurnId(deps, sessionId, turnId, `not stored in the WAL: ${String(error)}`);
       throw new HandlerError("internal", `turn ${sessionId}/${turnId} could not be stored; submit it again`);
@@ -194,6 +208,7 @@ export async function acceptSubmission(deps: IngressDeps, msg: ServiceMsg): Prom
       turnFields(sessionId, turnId),
     );
   } catch (error) {
+    if (holdsPlace) deps.admission?.withdrawn?.();
     if (claim && claim.kind !== "accepted" && !accepted) await deps.idempotency.release(claim.handle).catch(() => {});
     // A stored value of the session failing its schema is reported on conclave.dlq.kv already; the submission
     // is not bad input, so it is answered but not kept as a dead letter.

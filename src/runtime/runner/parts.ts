@@ -23,6 +23,7 @@ import { RecipeHost } from "../recipeHost/recipeHost.ts";
 import { SessionStore } from "../sessionStore.ts";
 import { TurnStatusStore } from "../turnStatusStore.ts";
 import { Admission, admissionLimits } from "./admission.ts";
+import { WalBacklog } from "./backlog.ts";
 import { SessionLeases } from "./leases.ts";
 import type { RunnerOptions } from "./options.ts";
 
@@ -99,7 +100,13 @@ export async function openRunnerParts(nc: NatsConnection, options: RunnerOptions
     timers: recipes.timers,
     ledgers,
     log,
-    admission,
+    // Bursts are counted at the intake, across the runners: every turn accepted and not finished.
+    admission: new WalBacklog({
+      jsm,
+      admission,
+      liveRunners: () => leases.liveRunners,
+      maxQueueWaitMs: admission.limits.maxQueueWaitMs,
+    }),
     recipes: {
       logicHandlers: Object.keys(options.recipes?.logicHandlers ?? {}),
       ...(checked ? { liveAgents: async () => new Set((await checked).roster().map((manifest) => manifest.id)) } : {}),
