@@ -1,4 +1,4 @@
-import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
+import type { Consumer, JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import { DeliverPolicy } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { streams, subjects } from "../bus/subjects.ts";
@@ -131,6 +131,27 @@ async function followOnce(
       ? { filter_subjects: filter, deliver_policy: DeliverPolicy.All }
       : { filter_subjects: filter, deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: afterStreamSeq + 1 },
   );
+  let outcome: "done" | "lost" = "lost";
+  try {
+    outcome = await readConsumer(consumer, nextSeq, held, onEvent, options, onRead);
+    return outcome;
+  } finally {
+    const released = releaseConsumer(consumer);
+    // Awaited when done (a CLI command closes its connection once the read returns); a follow that
+    // goes on after losing its consumer does not wait on a server that may be away.
+    if (outcome === "done") await released;
+  }
+}
+
+/** Delivers what `consumer` reads, as followOnce describes. */
+async function readConsumer(
+  consumer: Consumer,
+  nextSeq: Map<string, number>,
+  held: Map<string, Map<number, EngineEvent>>,
+  onEvent: (event: EngineEvent, position: { caughtUp: boolean }) => boolean,
+  options: FollowOptions,
+  onRead: (streamSeq: number) => void,
+): Promise<"done" | "lost"> {
   const messages = await consumer.consume({ expires: PULL_EXPIRES_MS });
   let stopped = false;
   const stop = () => {
@@ -192,7 +213,6 @@ async function followOnce(
     options.signal?.removeEventListener("abort", stop);
     (statuses as { stop?: () => void } | undefined)?.stop?.();
     stop();
-    await releaseConsumer(consumer); // awaited: a CLI command closes its connection once the read returns
   }
 }
 
