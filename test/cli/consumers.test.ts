@@ -6,15 +6,18 @@
  */
 import { spawn } from "node:child_process";
 import { once } from "node:events";
-import { jetstreamManager } from "@nats-io/jetstream";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
+import { nanos } from "@nats-io/nats-core";
 import { beforeAll, describe, expect, it } from "vitest";
 import { buckets, streams } from "../../src/bus/subjects.ts";
 import { CONCLAVE_BIN } from "../../src/cli/childProcess.ts";
+import { EPHEMERAL_INACTIVE_MS, orderedConsumer, releaseConsumer } from "../../src/eventlog/consumers.ts";
 import { isStreamNotFound } from "../../src/eventlog/streams.ts";
 import { runConclave } from "../helpers/cli.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { useInProcessStack } from "../helpers/stack.ts";
+import { eventually } from "../helpers/wait.ts";
 
 const nats = useNatsServer();
 useInProcessStack(nats);
@@ -82,5 +85,34 @@ describe("consumers of CLI commands", () => {
     const [code] = await exited;
     expect(code).toBe(0);
     expect(await consumerCounts()).toEqual(before);
+  });
+
+  it("makes its consumers with the short inactivity threshold, for a reader that dies", {
+    timeout: 120_000,
+  }, async () => {
+    const consumer = await orderedConsumer(jetstream(observer), streams.events, {
+      filter_subjects: "conclave.events.>",
+    });
+    expect((await consumer.info()).config.inactive_threshold).toBe(nanos(EPHEMERAL_INACTIVE_MS));
+    await releaseConsumer(consumer);
+
+    const session = "consumers-killed";
+    const sent = await runConclave(nats.url, ["send", "--session", session, "hello"]);
+    expect(sent.code, sent.stderr).toBe(0);
+    const before = await consumerCounts();
+    const child = spawn(process.execPath, [CONCLAVE_BIN, "events", "--session", session, "--follow", "--json"], {
+      env: { ...process.env, CONCLAVE_NATS_URL: nats.url, CONCLAVE_LOG: "quiet" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    const exited = once(child, "exit");
+    await once(child.stdout, "data");
+    child.kill("SIGKILL"); // no chance to delete anything
+    await exited;
+    // nats-server deletes it once its last pull expired and the threshold passed: seconds, not the library's 5 min.
+    const after = await eventually(consumerCounts, (counts) => counts[streams.events] === before[streams.events], {
+      timeoutMs: 60_000,
+      everyMs: 500,
+    });
+    expect(after).toEqual(before);
   });
 });
