@@ -1,16 +1,19 @@
 import type { Sensors } from "../contracts/workspace.ts";
+import { injectionCue } from "./injection.ts";
 
 /**
  * Stage 1, fast sensors: deterministic keyword matching, no model call. Each
  * sensor is a probability in [0, 1].
  *
- * By default these are the reference sensors, a Python `run_fast_sensors`
- * (docs/SENSORS.md, docs/glossary.md) transcribed exactly: the same word
- * lists, tokenisation, formulas and caps, including its quirks (multi-word
- * entries in word sets that can never match, `humor_masking` and `rupture`
- * always 0, injection patterns matched as substrings). Each deviation we
- * consider better is a {@link SensorOptions} flag, off by default;
- * docs/SENSORS.md gives the reasons.
+ * By default eight of the nine are the reference sensors, a Python
+ * `run_fast_sensors` (docs/SENSORS.md, docs/glossary.md) transcribed exactly:
+ * the same word lists, tokenisation, formulas and caps, including its quirks
+ * (multi-word entries in word sets that can never match, `humor_masking` and
+ * `rupture` always 0). The ninth, `prompt_injection`, reads its trigger words
+ * in context (./injection.ts): the reference's substring test declined
+ * "I keep forgetting to call the bank". Each other deviation we consider
+ * better is a {@link SensorOptions} flag, off by default; docs/SENSORS.md
+ * gives the reasons.
  */
 
 // The reference's sets, verbatim. "end it", "are you" and "do you" are entries of its word sets; a set of single
@@ -30,6 +33,7 @@ const PROBLEM_WORDS = new Set(["problem", "issue", "bug", "error", "wrong", "bro
 const SOCIAL_WORDS = new Set(["friend", "family", "relationship", "they", "meeting", "people"]);
 const SAFETY_WORDS = new Set(["kill", "suicide", "harm", "hurt", "die", "death", "end it"]);
 const AI_WORDS = new Set(["you", "feel", "think", "are you", "do you"]);
+/** The reference's injection test (the `injectionSubstrings` option); by default injection is read in context. */
 const INJECTION_PATTERNS = ["ignore", "pretend", "forget", "system prompt", "jailbreak"];
 
 // Used only by options.
@@ -48,7 +52,9 @@ const RUPTURE_PHRASES = [
 
 /**
  * Deviations from the reference sensors, each off by default (the reference
- * behaviour). {@link REFINED_SENSORS} turns them all on.
+ * behaviour), and `injectionSubstrings`, which brings the reference's
+ * injection test back. {@link REFINED_SENSORS} turns every deviation on,
+ * {@link REFERENCE_SENSORS} is the reference exactly.
  */
 export interface SensorOptions {
   /**
@@ -67,12 +73,15 @@ export interface SensorOptions {
    */
   aiProbePhrases?: boolean;
   /**
-   * Match injection patterns as whole words or phrases instead of substrings.
-   * Why: the reference's substring test fires on "I ignored the alarm", "my
-   * forgetful aunt", "unforgettable"; the price is missing inflected forms
-   * such as "ignoring previous instructions".
+   * Score `prompt_injection` as the reference does: 0.8 when "ignore",
+   * "pretend", "forget", "system prompt" or "jailbreak" occurs anywhere, even
+   * inside a word. Off by default, when the message must address the
+   * assistant about its instructions, rules, prompt or persona
+   * ("ignore previous instructions", "pretend you have no rules"): the
+   * substring test declined "I keep forgetting to call the bank", "please
+   * ignore the typo above", "unforgettable". For comparing with the reference.
    */
-  injectionWholeWords?: boolean;
+  injectionSubstrings?: boolean;
   /**
    * Compute `humor_masking`: humour markers (lol, haha, lmao, jk, just
    * kidding, 😂, 🙃) next to emotion or safety cues, 0.4 + 0.2 per marker, at
@@ -88,20 +97,29 @@ export interface SensorOptions {
   rupture?: boolean;
 }
 
-/** The reference sensors: every deviation off. The default. */
+/**
+ * The default: every option off. The reference sensors, but for
+ * `prompt_injection`, read in context.
+ */
 export const SEED_SENSORS: Readonly<Required<SensorOptions>> = Object.freeze({
   safetyPhrases: false,
   aiProbePhrases: false,
-  injectionWholeWords: false,
+  injectionSubstrings: false,
   humorMasking: false,
   rupture: false,
 });
 
-/** Every deviation on: the sensors as this project refined them. */
+/** The reference sensors exactly, injection substrings included: to compare with the reference's values. */
+export const REFERENCE_SENSORS: Readonly<Required<SensorOptions>> = Object.freeze({
+  ...SEED_SENSORS,
+  injectionSubstrings: true,
+});
+
+/** Every deviation on: the sensors as this project refined them (injection read in context). */
 export const REFINED_SENSORS: Readonly<Required<SensorOptions>> = Object.freeze({
   safetyPhrases: true,
   aiProbePhrases: true,
-  injectionWholeWords: true,
+  injectionSubstrings: false,
   humorMasking: true,
   rupture: true,
 });
@@ -132,8 +150,9 @@ const WORD = /[\p{L}\p{N}_]+/gu;
 const PY_WHITESPACE = /[\t\n\v\f\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+/u;
 
 /**
- * The nine sensors for one user message. Without `options`, exactly the
- * reference formulas; see {@link SensorOptions} for the deviations.
+ * The nine sensors for one user message. Without `options`, the reference
+ * formulas but for `prompt_injection` (read in context); see
+ * {@link SensorOptions} for the deviations.
  */
 export function runFastSensors(text: string, options: SensorOptions = SEED_SENSORS): Sensors {
   const lower = text.toLowerCase();
@@ -149,9 +168,9 @@ export function runFastSensors(text: string, options: SensorOptions = SEED_SENSO
   if (options.safetyPhrases) safetyHits += phraseHits(lower, SAFETY_PHRASES) + 2 * phraseHits(lower, SELF_HARM_PHRASES);
   let aiHits = countIn(words, AI_WORDS);
   if (options.aiProbePhrases) aiHits += phraseHits(lower, AI_PHRASES);
-  const injected = options.injectionWholeWords
-    ? phraseHits(lower, INJECTION_PATTERNS) > 0
-    : INJECTION_PATTERNS.some((pattern) => lower.includes(pattern));
+  const injected = options.injectionSubstrings
+    ? INJECTION_PATTERNS.some((pattern) => lower.includes(pattern))
+    : injectionCue(text) !== undefined;
   const humorHits = options.humorMasking ? phraseHits(lower, HUMOR_MARKERS) : 0;
 
   return {
