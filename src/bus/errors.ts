@@ -54,6 +54,7 @@ export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   forbidden: 403,
   conflict: 409,
   internal: 500,
+  unavailable: 503,
 };
 
 /** Longest message kept in an error reply's body (the peer's input it may quote is cut). */

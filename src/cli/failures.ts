@@ -90,6 +90,7 @@ const EXIT_BY_REMOTE_CODE: Record<ErrorCode, ExitStatus> = {
   timeout: EXIT.unavailable,
   unknown_subject: EXIT.internal,
   internal: EXIT.internal,
+  unavailable: EXIT.unavailable,
 };
 
 const START_HINT = "`npx conclave up` starts NATS, a runner and the workers.";

@@ -1,15 +1,27 @@
+import { randomUUID } from "node:crypto";
 import type { NatsConnection } from "@nats-io/nats-core";
 import type { EngineEvent } from "../contracts/events.ts";
 import type { TurnAck, TurnOutcome } from "../contracts/turn.ts";
 import type { TurnUsage } from "../contracts/usage.ts";
+import { isConclaveError } from "../errors.ts";
+import { throughElections } from "../nats/elections.ts";
 import { checkSessionId, submitTurn, TurnFailedError, watchTurn } from "./turns.ts";
 
 /** How to submit a turn. */
 export interface SubmitOptions {
   /** Aborting it cancels the turn across processes: it ends `Cancelled`. */
   signal?: AbortSignal;
-  /** Resubmitting with the same key returns the first submission's turn and runs nothing. */
+  /**
+   * Resubmitting with the same key returns the first submission's turn and runs nothing. Default: a
+   * random key for this submission, so the client's own retries (below) never make a second turn.
+   */
   idempotencyKey?: string;
+  /**
+   * How long to keep submitting while the runtime cannot confirm the turn (a NATS cluster electing a
+   * leader answers `unavailable`, or the submission times out), with the same key. Default 30 000;
+   * 0: one attempt. A refusal (`busy`, `invalid_request`, no runner at all) is never retried.
+   */
+  submitPatienceMs?: number;
   /** Who is speaking (stored with the turn). */
   userId?: string;
   /** When the session already has a turn pending or running: `enqueue` (default), `reject` (busy error) or `interrupt`. */
@@ -50,6 +62,13 @@ export interface TurnStream extends AsyncIterable<EngineEvent> {
 
 type Cancel = (sessionId: string, turnId: number, reason?: string) => Promise<unknown>;
 
+/** How long `submit` keeps trying, by default, while the runtime cannot confirm the turn. */
+const SUBMIT_PATIENCE_MS = 30_000;
+
+/** A submission whose fate is unknown: the same key, sent again, resolves to the same turn. */
+const unconfirmed = (error: unknown): boolean =>
+  isConclaveError(error, "unavailable") || isConclaveError(error, "timeout");
+
 /** Submits and follows one turn (the client's `submit`). */
 export function streamTurn(
   nc: NatsConnection,
@@ -68,11 +87,15 @@ export function streamTurn(
   };
   const ack = (async () => {
     checkSessionId(sessionId); // a NATS subject token it cannot be is refused here, by name
-    return submitTurn(nc, sessionId, {
+    const submission = {
       text,
-      ...(options.idempotencyKey ? { idempotency_key: options.idempotencyKey } : {}),
+      idempotency_key: options.idempotencyKey ?? randomUUID(),
       ...(options.userId ? { user_id: options.userId } : {}),
       ...(options.onBusy ? { on_busy: options.onBusy } : {}),
+    };
+    return throughElections(() => submitTurn(nc, sessionId, submission), {
+      patienceMs: options.submitPatienceMs ?? SUBMIT_PATIENCE_MS,
+      retryIf: unconfirmed,
     });
   })();
   const cancel = async (reason?: string) => {

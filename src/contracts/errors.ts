@@ -28,6 +28,11 @@ export const ErrorCode = z.enum([
   /** The thing is not in a state that allows the request (a run that is not suspended, or already resumed). */
   "conflict",
   "internal",
+  /**
+   * The runtime could not finish the request now (a JetStream election, NATS out of reach): retryable,
+   * after `retry_after_ms`. A turn submitted with an idempotency key resolves to the same turn when retried.
+   */
+  "unavailable",
 ]);
 export type ErrorCode = z.infer<typeof ErrorCode>;
 

@@ -10,6 +10,7 @@
 import type { StreamInfo } from "@nats-io/jetstream";
 import { setting } from "../config/load.ts";
 import { ConclaveError } from "../errors.ts";
+import { throughElections } from "./elections.ts";
 
 /** An existing stream or KV bucket whose replicas differ from CONCLAVE_REPLICAS. */
 export class ReplicasMismatchError extends ConclaveError<"config"> {
@@ -74,15 +75,9 @@ export const STORE_SETUP_PATIENCE_MS = 30_000;
  * its group to elect a leader, which takes seconds on a busy machine, and a process starting then
  * must not give up on its first request.
  */
-export async function patientlySetUp<T>(call: () => Promise<T>, patienceMs = STORE_SETUP_PATIENCE_MS): Promise<T> {
-  const deadline = Date.now() + patienceMs;
-  for (let attempt = 0; ; attempt++) {
-    try {
-      return await call();
-    } catch (error) {
-      const timedOut = error instanceof Error && error.name === "TimeoutError";
-      if (!timedOut || Date.now() >= deadline) throw error;
-      await new Promise((resolve) => setTimeout(resolve, Math.min(250 * 2 ** attempt, 2_000)));
-    }
-  }
+export function patientlySetUp<T>(call: () => Promise<T>, patienceMs = STORE_SETUP_PATIENCE_MS): Promise<T> {
+  return throughElections(call, {
+    patienceMs,
+    retryIf: (error) => error instanceof Error && error.name === "TimeoutError",
+  });
 }

@@ -8,6 +8,8 @@
  * tests do; with none named, `failpoint()` is one Set lookup on an empty set.
  *
  *   CONCLAVE_FAILPOINTS=ingress.after_reserve   the process kills itself (SIGKILL) there
+ *
+ * A few are faults, not deaths (`failpointArmed`): the caller acts the fault out where it is armed.
  */
 import { setting } from "../config/load.ts";
 
@@ -19,6 +21,11 @@ export const FAILPOINTS = [
   "ingress.after_reserve",
   /** The turn is stored in the WAL, before the key is marked accepted and the ack is sent. */
   "ingress.after_wal",
+  /**
+   * Not a death: a new turn's WAL write lands but its answer is lost, as in a JetStream election that
+   * outlasts the intake's patience (the intake must not say "not stored"). A recovering retry is spared.
+   */
+  "ingress.wal_answer_lost",
   /** A pipeline turn is about to ask the voice for its first rendering, every earlier event of it stored. */
   "turn.before_voice",
   /** A pipeline turn is about to ask the critics to judge a re-rendering (attempt 2 or later), every earlier event stored. */

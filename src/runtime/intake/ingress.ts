@@ -1,5 +1,5 @@
 import type { JetStreamClient } from "@nats-io/jetstream";
-import type { NatsConnection } from "@nats-io/nats-core";
+import { type NatsConnection, TimeoutError } from "@nats-io/nats-core";
 import { decodeJson, encodeJson } from "../../bus/codec.ts";
 import { asHandlerError, errorReply, HandlerError, respondWithError } from "../../bus/errors.ts";
 import { isInboxReply } from "../../bus/replies.ts";
@@ -8,15 +8,16 @@ import { subjects } from "../../bus/subjects.ts";
 import { type TurnAck, TurnSubmission } from "../../contracts/turn.ts";
 import type { WalEntry } from "../../contracts/wal.ts";
 import { BudgetExceededError, type BudgetGuard, budgetGuardFromEnv } from "../../cost/budget.ts";
-import { isConclaveError, singleLine } from "../../errors.ts";
+import { isConclaveError, messageOf, singleLine } from "../../errors.ts";
 import { deadLetter } from "../../eventlog/deadLetters.ts";
+import { isTransient, throughElections } from "../../nats/elections.ts";
 import { carriedTraceHeaders } from "../../telemetry/natsHeaders.ts";
-import { failpoint } from "../failpoints.ts";
+import { failpoint, failpointArmed } from "../failpoints.ts";
 import { type Logger, turnFields } from "../log.ts";
 import type { AdmissionPreview, Admitted } from "../runner/admission.ts";
 import type { SessionStore } from "../sessionStore.ts";
 import type { TurnStatusStore } from "../turnStatusStore.ts";
-import type { Claim, IdempotencyStore } from "./idempotency.ts";
+import { type Claim, type IdempotencyStore, RESERVATION_STALE_MS } from "./idempotency.ts";
 import { checkRecipeSubmission, type RecipeIntake } from "./recipeSubmission.ts";
 import { type Addressed, addressOf } from "./tenancy.ts";
 
@@ -102,13 +103,16 @@ export async function acceptSubmission(deps: IngressDeps, msg: ServiceMsg): Prom
   let admitted: AdmissionPreview | undefined;
   /** The admission counts this submission (admitted, not stored yet): told how it ends, once. */
   let holdsPlace = false;
+  /** The WAL write was tried: the entry may be stored, whatever was answered. */
+  let walTried = false;
   try {
     address = addressOf(msg.subject);
     const { sessionId } = address;
     const submission = decodeJson(msg.data, TurnSubmission, `turn for session ${sessionId}`, MAX_SUBMISSION_BYTES);
     const recipeName = submission.recipe ? await checkRecipeSubmission(deps.recipes, submission.recipe) : undefined;
     if (submission.idempotency_key) {
-      claim = await deps.idempotency.claim(sessionId, submission.idempotency_key);
+      const key = submission.idempotency_key;
+      claim = await throughElections(() => deps.idempotency.claim(sessionId, key));
       if (claim.kind === "accepted") {
         accepted = true;
         if (reply) msg.respond(encodeJson(ackOf(address, claim.turnId, true)));
@@ -122,7 +126,7 @@ export async function acceptSubmission(deps: IngressDeps, msg: ServiceMsg): Prom
     let turnId: number;
     if (claim?.kind === "recover") {
       turnId = claim.turnId;
-      const status = await deps.statuses.get(sessionId, turnId);
+      const status = await throughElections(() => deps.statuses.get(sessionId, turnId));
       if (status && status.status !== "pending") {
         // A runner took it, so it was stored: the key's turn, accepted. Storing it again could run it twice.
         await deps.idempotency.accept(sessionId, claim.handle, turnId);
@@ -150,11 +154,15 @@ export async function acceptSubmission(deps: IngressDeps, msg: ServiceMsg): Prom
           admitted.retryAfterMs,
         );
       }
-      turnId = await deps.sessions.nextTurnId(sessionId);
+      // Repeated after a lost answer, it may skip an id: a gap with no status holds nothing up.
+      turnId = await throughElections(() => deps.sessions.nextTurnId(sessionId));
       if (claim) {
         try {
           await deps.idempotency.reserve(sessionId, claim.handle, turnId);
         } catch (error) {
+          // In an election the reservation may have landed: the release below is a compare-and-set, so a
+          // reservation that moved stays, and the retry stores this turn id. Nothing is stored yet either way.
+          if (isTransient(error)) throw unavailable(`turn ${sessionId}/${turnId} could not be reserved`);
           await abandonTurnId(deps, sessionId, turnId, String(error));
           claim = null; // not ours any more: nothing to release
           throw error;
@@ -173,29 +181,21 @@ export async function acceptSubmission(deps: IngressDeps, msg: ServiceMsg): Prom
       ...(submission.idempotency_key ? { idempotency_key: submission.idempotency_key } : {}),
       ...(submission.recipe ? { recipe: submission.recipe } : {}),
     };
-    let alreadyStored = false;
-    try {
-      // Both at once: `pending` only fills an empty slot, so a runner that took the entry first keeps its `inflight`.
-      const [, stored] = await Promise.all([
-        deps.statuses.pending(sessionId, turnId, entry.submitted_at),
-        // The submitter's trace context goes with the entry, for the turn's span on the runner that takes it.
-        deps.js.publish(subjects.wal(sessionId), encodeJson(entry), {
-          msgID: `${sessionId}.${turnId}`,
-          headers: carriedTraceHeaders(msg.headers),
-        }),
-      ]);
-      alreadyStored = stored.duplicate;
-      if (holdsPlace) {
-        holdsPlace = false;
-        if (alreadyStored) deps.admission?.withdrawn?.();
-        else deps.admission?.stored?.();
-      }
-    } catch (error) {
-      await abandonTurnId(deps, sessionId, turnId, `not stored in the WAL: ${String(error)}`);
-      throw new HandlerError("internal", `turn ${sessionId}/${turnId} could not be stored; submit it again`);
+    // From here the entry may be stored: the key's reservation is never released, so a retry finds this turn.
+    walTried = true;
+    const alreadyStored = await storeEntry(deps, msg, entry, {
+      keyed: claim !== null,
+      recovering: claim?.kind === "recover",
+    });
+    if (holdsPlace) {
+      holdsPlace = false;
+      deps.admission?.stored?.(); // stored now, or by this acceptance's own first attempt
     }
     failpoint("ingress.after_wal");
-    if (claim) await deps.idempotency.accept(sessionId, claim.handle, turnId);
+    if (claim) {
+      const held = claim;
+      await throughElections(() => deps.idempotency.accept(sessionId, held.handle, turnId));
+    }
     accepted = true;
     // A recovered reservation whose turn was already in the WAL is a repeat of an accepted turn.
     const duplicate = claim?.kind === "recover" && alreadyStored;
@@ -209,13 +209,63 @@ export async function acceptSubmission(deps: IngressDeps, msg: ServiceMsg): Prom
     );
   } catch (error) {
     if (holdsPlace) deps.admission?.withdrawn?.();
-    if (claim && claim.kind !== "accepted" && !accepted) await deps.idempotency.release(claim.handle).catch(() => {});
+    if (claim && claim.kind !== "accepted" && !accepted && !walTried)
+      await deps.idempotency.release(claim.handle).catch(() => {});
     // A stored value of the session failing its schema is reported on conclave.dlq.kv already; the submission
     // is not bad input, so it is answered but not kept as a dead letter.
     const unreadable = isConclaveError(error, "corrupt_value");
     // A spent budget is a policy answer, like `busy`: not kept as a dead letter.
     const keep = !unreadable && !(error instanceof BudgetExceededError);
     await refuse(deps, msg, address, reply, asHandlerError(error), keep);
+  }
+}
+
+/** A retryable refusal: the runtime could not finish accepting the turn now (an election, NATS out of reach). */
+const unavailable = (what: string, keyed = true) =>
+  new HandlerError(
+    "unavailable",
+    keyed
+      ? `${what}; submit it again with the same idempotency key: it resolves to this turn, never to a second one`
+      : `${what}; it may or may not be stored: without an idempotency key a resubmission could run it twice`,
+    undefined,
+    RESERVATION_STALE_MS,
+  );
+
+/**
+ * Writes the turn's WAL entry and its pending status, riding out an election (the message id keeps one copy
+ * of an entry written twice, and `pending` only fills an empty slot). True when the entry was stored already.
+ * Never says "not stored" for an entry that may be: a write still failing is `unavailable`, and the turn id
+ * is kept (with a key, the retry stores the same turn; without one, the turn runs if it was stored).
+ */
+async function storeEntry(
+  deps: IngressDeps,
+  msg: ServiceMsg,
+  entry: WalEntry,
+  how: { keyed: boolean; recovering: boolean },
+): Promise<boolean> {
+  const { session_id: sessionId, turn_id: turnId } = entry;
+  const keyed = how.keyed;
+  try {
+    const [, stored] = await throughElections(() =>
+      Promise.all([
+        deps.statuses.pending(sessionId, turnId, entry.submitted_at),
+        // The submitter's trace context goes with the entry, for the turn's span on the runner that takes it.
+        deps.js.publish(subjects.wal(sessionId), encodeJson(entry), {
+          msgID: `${sessionId}.${turnId}`,
+          headers: carriedTraceHeaders(msg.headers),
+        }),
+      ]),
+    );
+    if (!how.recovering && failpointArmed("ingress.wal_answer_lost")) throw new TimeoutError(); // what a lost answer looks like: the write landed, the ack never came
+    return stored.duplicate;
+  } catch (error) {
+    if (isTransient(error)) throw unavailable(`turn ${sessionId}/${turnId} is not confirmed stored`, keyed);
+    // A definite refusal (permissions, a limit): nothing was stored, so the turn id will never have an entry.
+    await abandonTurnId(deps, sessionId, turnId, `not stored in the WAL: ${String(error)}`);
+    throw new HandlerError(
+      "internal",
+      `turn ${sessionId}/${turnId} could not be stored: ${singleLine(messageOf(error))}`,
+    );
   }
 }
 
