@@ -13,6 +13,7 @@ import { z } from "zod";
 import { CLUSTER_VARIABLES } from "./schema/cluster.ts";
 import { CONTEXT_VARIABLES } from "./schema/context.ts";
 import { COST_VARIABLES } from "./schema/cost.ts";
+import { GATEWAY_VARIABLES } from "./schema/gateway.ts";
 import { TRACING_VARIABLES } from "./schema/tracing.ts";
 import {
   type ConfigVariable,
@@ -349,6 +350,7 @@ export const CONFIG_SCHEMA = {
     mask: "secret",
     doc: "The bearer token `conclave serve` requires of every request (as --token-file gives it); required when it listens beyond loopback (docs/gateway.md).",
   }),
+  ...GATEWAY_VARIABLES,
 } as const satisfies Record<string, ConfigVariable>;
 
 /** The name of a variable in the table. */
