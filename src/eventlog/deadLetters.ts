@@ -147,3 +147,26 @@ export async function deadLetter(
     return error instanceof Error ? error : new Error(String(error));
   }
 }
+
+/**
+ * Whether a stored dead letter is about `sessionId`: the subject it arrived
+ * on names the session as a token (`conclave.turn.submit.<session>`, a WAL
+ * subject), or its kept payload names it as a session id. An erase deletes
+ * these (src/runtime/intake/eraseStores.ts); an unreadable letter is kept.
+ */
+export function isLetterOfSession(data: Uint8Array, sessionId: string): boolean {
+  let letter: Partial<DeadLetter>;
+  try {
+    letter = JSON.parse(decoder.decode(data)) as Partial<DeadLetter>;
+  } catch {
+    return false;
+  }
+  if (typeof letter.subject === "string" && letter.subject.split(".").includes(sessionId)) return true;
+  // A payload excerpt may be cut anywhere: the id is looked for as a JSON member, not parsed.
+  const quoted = JSON.stringify(sessionId);
+  return (
+    typeof letter.data === "string" && new RegExp(`"session_id"\\s*:\\s*${escapeRegExp(quoted)}`).test(letter.data)
+  );
+}
+
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");

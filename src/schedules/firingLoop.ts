@@ -119,7 +119,9 @@ export async function startScheduleLoop(
   const fireInOrder = async (state: IntentState, dues: number[]) => {
     for (const due of dues) {
       if (aborter.signal.aborted || state.status !== "active") return;
-      if (await scheduleLog.claim(`${state.intent.id}.${due}`, options.runner)) await fire(state, due);
+      const claimed = await scheduleLog.claim(`${state.intent.id}.${due}`, options.runner);
+      // Cancelled or erased while claiming (its session's erase): nothing more is fired.
+      if (claimed && state.status === "active") await fire(state, due);
     }
   };
 

@@ -44,5 +44,10 @@ export function foldScheduleEvent(intents: Map<string, IntentState>, event: Sche
     case "converged":
       state.status = "converged";
       return;
+    case "erased":
+      // Whoever holds this state (a fire under way) sees it stopped; nothing of it is kept.
+      state.status = "cancelled";
+      intents.delete(event.id);
+      return;
   }
 }

@@ -112,6 +112,8 @@ export const ScheduleEvent = z.discriminatedUnion("kind", [
     last: z.number(),
   }),
   z.object({ kind: z.literal("converged"), at: z.number(), id: IntentId, due: z.number(), turn_id: z.number() }),
+  /** Its session was erased: the intent is gone, and so are its earlier events (this one holds no content). */
+  z.object({ kind: z.literal("erased"), at: z.number(), id: IntentId }),
 ]);
 export type ScheduleEvent = z.infer<typeof ScheduleEvent>;
 

@@ -1,12 +1,13 @@
 /**
  * Removing one session from every store it lives in (the work of an erase,
- * src/runtime/intake/erase.ts). Streams are purged by subject filter; KV
- * buckets are purged by key filter through their stream, which leaves no
- * delete marker (a marker would keep the key's name, and a key can hold
- * content: a memory node's id). Each store is erased on its own: one that
- * fails is reported and the others go on.
+ * src/runtime/intake/erase.ts). Every message of the session, in streams and
+ * KV buckets alike, is deleted with JetStream's secure delete (eraseSecure.ts),
+ * which overwrites its bytes on disk; a KV key's delete marker goes the same
+ * way (a marker keeps the key's name, and a key can hold content: a memory
+ * node's id). Each store is erased on its own: one that fails is reported
+ * and the others go on.
  */
-import type { JetStreamManager } from "@nats-io/jetstream";
+import { type JetStreamManager, jetstream } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { BLACKBOARD_BUCKET } from "../../blackboard/natsStore.ts";
@@ -14,9 +15,12 @@ import type { BlackboardOptions } from "../../blackboard/open.ts";
 import { buckets, streams, subjects } from "../../bus/subjects.ts";
 import type { ErasedCounts } from "../../contracts/erase.ts";
 import { messageOf, singleLine } from "../../errors.ts";
+import { isLetterOfSession } from "../../eventlog/deadLetters.ts";
 import { isStreamNotFound } from "../../eventlog/streams.ts";
 import { MEMORY_GRAPH_ENV } from "../../memory/graph/open.ts";
+import { eraseSessionSchedules } from "../../schedules/erase.ts";
 import type { Logger } from "../log.ts";
+import { type EraseProgress, secureErase } from "./eraseSecure.ts";
 
 /** What erasing a session's stores needs. */
 export interface EraseStoreDeps {
@@ -49,19 +53,31 @@ type StoreEraser = () => Promise<number | "skipped">;
  */
 export async function eraseStores(deps: EraseStoreDeps, sessionId: string): Promise<StoresErased> {
   const env = deps.env ?? process.env;
+  const progress = (store: string): EraseProgress => ({
+    log: deps.log,
+    label: `erase of session ${sessionId}: ${store}`,
+  });
   const stream =
     (name: string, filter: string): StoreEraser =>
     () =>
-      purgeStream(deps.jsm, name, filter);
+      secureErase(deps.jsm, name, filter, progress(name));
   const kv =
     (bucket: string, filters: string[], markers = false): StoreEraser =>
     () =>
-      purgeKeys(deps, bucket, filters, markers);
+      eraseKeys(deps, bucket, filters, markers, progress(bucket));
   const erasers: Record<string, StoreEraser> = {
     // Turns and ledger entries: conclave.events.<s>.<turn> and conclave.events.<s>.ledger.entries.
     events: stream(streams.events, `${subjects.sessionEvents(sessionId).slice(0, -1)}>`),
     wal: stream(streams.turns, subjects.wal(sessionId)),
     episodes: stream(streams.memory, `${subjects.memoryEpisode(sessionId, 0).replace(/\.0$/, "")}.*`),
+    // Letters refused on a subject naming the session, or whose kept payload names it.
+    dead_letters: () =>
+      secureErase(deps.jsm, streams.deadLetters, subjects.deadLetter(">"), progress("dead letters"), {
+        matches: (msg) => isLetterOfSession(msg.data, sessionId),
+      }),
+    // Stopped first (every runner's firing loop drops them), then their log entries overwritten.
+    schedules: async () =>
+      (await eraseSessionSchedules(jetstream(deps.nc), deps.jsm, sessionId, progress("schedules"))).entries,
     // Turn statuses, and with them the approvals a suspended run waits for.
     turn_statuses: kv(buckets.turns, [`${sessionId}.*`]),
     session_state: kv(buckets.sessions, [`snapshot.${sessionId}`, `checkpoint.${sessionId}`]),
@@ -98,22 +114,18 @@ export async function eraseStores(deps: EraseStoreDeps, sessionId: string): Prom
   return result;
 }
 
-/** Purges the stream's messages on `filter`: how many there were (0 when the stream does not exist). */
-async function purgeStream(jsm: JetStreamManager, stream: string, filter: string): Promise<number> {
-  try {
-    return (await jsm.streams.purge(stream, { filter })).purged;
-  } catch (error) {
-    if (isStreamNotFound(error)) return 0;
-    throw error;
-  }
-}
-
 /**
- * Removes the bucket's keys matching the filters, markers included: how many
- * keys there were. With `markers`, each key is deleted first (a watcher sees
- * the delete), then purged.
+ * Removes the bucket's keys matching the filters, overwriting every stored
+ * revision the stream still indexes (markers included): how many keys there
+ * were. With `markers`, each key is deleted first (a watcher sees the delete).
  */
-async function purgeKeys(deps: EraseStoreDeps, bucket: string, filters: string[], markers: boolean): Promise<number> {
+async function eraseKeys(
+  deps: EraseStoreDeps,
+  bucket: string,
+  filters: string[],
+  markers: boolean,
+  progress: EraseProgress,
+): Promise<number> {
   const stream = `KV_${bucket}`;
   const prefix = `$KV.${bucket}.`;
   let count = 0;
@@ -131,7 +143,7 @@ async function purgeKeys(deps: EraseStoreDeps, bucket: string, filters: string[]
       const kv = await new Kvm(deps.nc).open(bucket);
       for (const key of keys) await kv.delete(key);
     }
-    await deps.jsm.streams.purge(stream, { filter: `${prefix}${filter}` });
+    await secureErase(deps.jsm, stream, `${prefix}${filter}`, progress);
     count += keys.length;
   }
   return count;
