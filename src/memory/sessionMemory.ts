@@ -248,6 +248,15 @@ export class SessionMemory {
   }
 
   /** The nodes with their vectors ({@link embedNodes}); as they are without an embedder. */
+  /**
+   * Forgets the session (it was erased): its graph's in-memory copy is dropped
+   * (recall's rankings are keyed by that copy and go with it), so no search or
+   * retrieval answers from what was erased.
+   */
+  forget(sessionId: string): Promise<void> {
+    return this.graph.dropSession(sessionId);
+  }
+
   async #embedded(nodes: MemoryNodeInput[], known: readonly MemoryNode[] | undefined): Promise<MemoryNodeInput[]> {
     const embedder = this.options.embedder;
     if (!embedder) return nodes;

@@ -11,13 +11,27 @@ export interface SchedulesErased {
 }
 
 /**
- * Stops and erases every schedule of `sessionId` (an erase, src/runtime/intake/erase.ts).
- * Each intent's log gets an `erased` event first, which every runner's firing
- * loop folds by dropping the intent (no fire after it, and no copy of its text
- * in memory); then every earlier entry of the intent (its creation holds the
- * text it submits) is overwritten and deleted. The `erased` event stays: it
- * holds the intent's id and a time only, and tells a runner still catching up
- * on the log that the intent is gone.
+ * Stops every schedule of `sessionId` (the first step of an erase,
+ * src/runtime/intake/erase.ts): each intent's log gets an `erased` event,
+ * which every runner's firing loop folds by dropping the intent (no fire
+ * after it, and no copy of its text in memory). Returns the intents.
+ */
+export async function stopSessionSchedules(
+  js: JetStreamClient,
+  jsm: JetStreamManager,
+  sessionId: string,
+): Promise<string[]> {
+  const intents = await intentsOf(jsm, sessionId);
+  for (const id of intents) await markErased(js, jsm, id);
+  return intents;
+}
+
+/**
+ * Erases the session's schedules: stopped as above if not yet, then every
+ * entry of each intent's log before its `erased` event (its creation holds
+ * the text it submits) is overwritten and deleted. The `erased` event stays:
+ * it holds the intent's id and a time only, and tells a runner still
+ * catching up on the log that the intent is gone.
  */
 export async function eraseSessionSchedules(
   js: JetStreamClient,
@@ -28,11 +42,19 @@ export async function eraseSessionSchedules(
   const intents = await intentsOf(jsm, sessionId);
   let entries = 0;
   for (const id of intents) {
-    const erased: ScheduleEvent = { kind: "erased", at: Date.now(), id };
-    const ack = await js.publish(subjects.scheduleLog(id), JSON.stringify(erased));
-    entries += await secureErase(jsm, streams.schedules, subjects.scheduleLog(id), progress, { before: ack.seq });
+    const before = await markErased(js, jsm, id);
+    entries += await secureErase(jsm, streams.schedules, subjects.scheduleLog(id), progress, { before });
   }
   return { intents, entries };
+}
+
+/** Appends the intent's `erased` event unless it is its last already: that event's sequence. */
+async function markErased(js: JetStreamClient, jsm: JetStreamManager, id: string): Promise<number> {
+  const last = await jsm.streams.getMessage(streams.schedules, { last_by_subj: subjects.scheduleLog(id) });
+  const event = last ? ScheduleEvent.safeParse(safeJson(last.data)) : null;
+  if (last && event?.success && event.data.kind === "erased") return last.seq;
+  const erased: ScheduleEvent = { kind: "erased", at: Date.now(), id };
+  return (await js.publish(subjects.scheduleLog(id), JSON.stringify(erased))).seq;
 }
 
 /** The intents of the session: each intent's first log entry (its creation) names its session. */

@@ -1,8 +1,10 @@
+import type { NatsConnection } from "@nats-io/nats-core";
 import { type ServeOptions, serveFunction } from "../bus/serveActor.ts";
 import type { ServiceGroup } from "../bus/service.ts";
 import { subjects } from "../bus/subjects.ts";
 import { MemoryCommitRequest, MemoryRetrieveRequest, MemorySearchRequest } from "../contracts/memory.ts";
 import type { SessionMemory } from "../memory/sessionMemory.ts";
+import { followErasures } from "../runtime/runner/sessionErasures.ts";
 
 /**
  * The memory service: before a turn, recent episodes and the facts and open
@@ -39,4 +41,23 @@ export function serveMemory(group: ServiceGroup, memory: SessionMemory, options:
     },
     options,
   );
+}
+
+/**
+ * The memory service's part in an erase: on the erase broadcast
+ * (`conclave.session.erased`) it drops its in-memory copy of the session,
+ * whatever the graph's backend, then answers the erasing runner as `as`
+ * (e.g. `conclave-memory <service id>`), which waits for that answer. Returns
+ * the unsubscribe.
+ */
+export function followMemoryErasures(
+  nc: NatsConnection,
+  memory: SessionMemory,
+  as: string,
+  warn: (message: string) => void,
+): () => void {
+  return followErasures(nc, (sessionId) => memory.forget(sessionId), {
+    as,
+    onError: (sessionId, message) => warn(`memory copy of erased session ${sessionId} not dropped: ${message}`),
+  });
 }

@@ -33,7 +33,7 @@ import { type AgentModelBinding, AgentModels } from "./agentModels.ts";
 import { loadBackendPackages } from "./backendFromEnv.ts";
 import { CooldownStore } from "./cooldownStore.ts";
 import { serveCouncil, serveCritics, serveScheduler, serveVoice } from "./coreEndpoints.ts";
-import { serveMemory } from "./memoryEndpoints.ts";
+import { followMemoryErasures, serveMemory } from "./memoryEndpoints.ts";
 import { IgnoredMessages, requestsOnly } from "./requestGuard.ts";
 import { serveTool } from "./toolEndpoints.ts";
 
@@ -348,23 +348,21 @@ async function serveWorker(
       const graph = await openMemoryGraph({ nc });
       closers.push(() => graph.close());
       const personaEvery = Number(process.env.CONCLAVE_PERSONA_EVERY ?? 5);
-      serveMemory(
-        group,
-        new SessionMemory(graph, store, {
-          model: backend.model,
-          // Procedural patches: `style.*` applied (into the agents' context), any other label noted.
-          patchAdapters: [...defaultPatchAdapters(), ...(options.patchAdapters ?? [])],
-          ...(options.fallbackPatchAdapter ? { fallbackAdapter: options.fallbackPatchAdapter } : {}),
-          ...(Number.isInteger(personaEvery) && personaEvery >= 0 ? { personaEvery } : {}),
-          // CONCLAVE_EMBEDDING_MODEL: a model on the LLM's server (/embeddings), `offline`, or unset (none).
-          embedder: createEmbedder(embeddingConfigFromEnv(process.env, options.llm === false ? null : options.llm)),
-          onEmbeddingError: (error, during) =>
-            log.warn(
-              `memory ${during}: embeddings failed, going on without them: ${singleLine(messageOf(error), 500)}`,
-            ),
-        }),
-        serve,
-      );
+      const memory = new SessionMemory(graph, store, {
+        model: backend.model,
+        // Procedural patches: `style.*` applied (into the agents' context), any other label noted.
+        patchAdapters: [...defaultPatchAdapters(), ...(options.patchAdapters ?? [])],
+        ...(options.fallbackPatchAdapter ? { fallbackAdapter: options.fallbackPatchAdapter } : {}),
+        ...(Number.isInteger(personaEvery) && personaEvery >= 0 ? { personaEvery } : {}),
+        // CONCLAVE_EMBEDDING_MODEL: a model on the LLM's server (/embeddings), `offline`, or unset (none).
+        embedder: createEmbedder(embeddingConfigFromEnv(process.env, options.llm === false ? null : options.llm)),
+        onEmbeddingError: (error, during) =>
+          log.warn(`memory ${during}: embeddings failed, going on without them: ${singleLine(messageOf(error), 500)}`),
+      });
+      serveMemory(group, memory, serve);
+      // An erased session's copy is dropped here too, and the erase is told so (it waits for this answer).
+      const unfollow = followMemoryErasures(nc, memory, `${service.name} ${service.id}`, (line) => log.warn(line));
+      closers.push(async () => unfollow());
     }
     running.push(service);
   }

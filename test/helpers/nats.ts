@@ -31,6 +31,11 @@ export function useNatsServer() {
       if (!server) throw new Error("nats-server not started yet");
       return server.url;
     },
+    /** The server's JetStream store directory (its block files), e.g. to read them as bytes. */
+    get storeDir(): string {
+      if (!storeDir) throw new Error("nats-server not started yet");
+      return storeDir;
+    },
     get server(): RunningNatsServer {
       if (!server) throw new Error("nats-server not started yet");
       return server;

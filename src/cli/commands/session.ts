@@ -9,20 +9,25 @@ import { printable } from "../printable.ts";
 const help = `conclave session: act on a whole session
 
 Usage:
-  conclave session erase SESSION [--by WHO] [--reason TEXT] [--wait MS] [--json]
+  conclave session erase SESSION [--by WHO] [--reason TEXT] [--wait MS] [--with-forks] [--json]
 
   --by WHO       who asks, kept in the audit record (an id, not content)
   --reason TEXT  why, kept in the audit record
   --wait MS      how long to wait for turns in flight to end once cancelled  [30000]
+  --with-forks   erase the sessions forked from it too (and theirs); without
+                 it they are named in the record and kept
   --json         print the audit record as JSON
 
-erase removes everything stored of the session, through a runner: its turns
-still pending or running are cancelled first (as conclave cancel does) and
-waited for; then its events, turn statuses, WAL entries, snapshots,
-idempotency keys, episodes, memory graph, ledgers, blackboards and suspended
-runs are purged (docs/operations.md, "Data lifecycle"). A record of the erase
-with no content (ids, times, counts) is kept in the CONCLAVE_AUDIT stream.
-A turn that does not end in time exits 3 with nothing erased; ask again.`;
+erase removes everything stored of the session, through a runner: its
+schedules are stopped, its turns still pending or running are cancelled (as
+conclave cancel does) and waited for; then its events, turn statuses, WAL
+entries, snapshots, idempotency keys, episodes, memory graph, ledgers,
+blackboards, suspended runs, schedules and dead letters are deleted with their
+bytes overwritten on disk, and the memory workers drop their copies
+(docs/operations.md, "Erasing a session"). A record of the erase with no
+content (ids, times, counts, what was kept and why) is kept in the
+CONCLAVE_AUDIT stream. A turn that does not end in time exits 3 with only the
+schedules stopped; ask again.`;
 
 export default defineCommand({
   help,
@@ -30,6 +35,7 @@ export default defineCommand({
     by: { type: "string" },
     reason: { type: "string" },
     wait: { type: "string" },
+    "with-forks": { type: "boolean" },
     json: { type: "boolean" },
   },
   positionals: true,
@@ -48,6 +54,7 @@ export default defineCommand({
       ...(values.by ? { requested_by: values.by } : {}),
       ...(values.reason ? { reason: values.reason } : {}),
       ...(waitMs !== undefined ? { wait_ms: waitMs } : {}),
+      ...(values["with-forks"] ? { with_forks: true } : {}),
     });
     if (values.json) {
       console.log(JSON.stringify(record));
@@ -58,9 +65,12 @@ export default defineCommand({
       .map(([store, count]) => `${store} ${count}`);
     const cancelled =
       record.cancelled_turns.length > 0 ? `; cancelled turn(s) ${record.cancelled_turns.join(", ")}` : "";
+    const forks = record.forks?.length
+      ? `; fork(s) ${record.forks.join(", ")} ${record.forks_erased ? "erased too" : "kept (--with-forks erases them)"}`
+      : "";
     console.log(
       printable(
-        `session ${session} erased: ${counts.length > 0 ? counts.join(", ") : "nothing was stored"}${cancelled}`,
+        `session ${session} erased: ${counts.length > 0 ? counts.join(", ") : "nothing was stored"}${cancelled}${forks}`,
         {
           newlines: false,
         },

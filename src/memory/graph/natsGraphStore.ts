@@ -201,6 +201,10 @@ export class NatsMemoryGraphStore implements MemoryGraphStore {
     return this.#sessions.settled();
   }
 
+  async dropSession(sessionId: string): Promise<void> {
+    await this.#sessions.drop(sessionId);
+  }
+
   /** Stops following every session and deletes their consumers. */
   async close(): Promise<void> {
     this.#closed = true;

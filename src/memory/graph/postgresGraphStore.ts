@@ -266,6 +266,10 @@ export class PostgresMemoryGraphStore implements MemoryGraphStore {
     for (const edge of artifact.edges) graph.putEdge(edge);
   }
 
+  async dropSession(sessionId: string): Promise<void> {
+    await this.#sessions.drop(sessionId);
+  }
+
   async close(): Promise<void> {
     await this.#sessions.clear();
     if (!this.pool.ended && !this.pool.ending) await this.pool.end();

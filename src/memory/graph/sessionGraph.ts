@@ -222,6 +222,15 @@ export class SessionCache<T> {
     );
   }
 
+  /** Drops the session, whatever it holds; resolves once the drop is done. */
+  async drop(sessionId: string): Promise<void> {
+    const entry = this.#entries.get(sessionId);
+    if (!entry) return;
+    this.#entries.delete(sessionId);
+    this.#drop(entry.value);
+    await this.settled();
+  }
+
   /** Drops every session; resolves once each drop is done. */
   async clear(): Promise<void> {
     const values = [...this.#entries.values()].map((entry) => entry.value);

@@ -55,6 +55,11 @@ export interface MemoryGraphStore {
    * which is validated first: an invalid one (InvalidMemoryGraphError) changes nothing.
    */
   importSession(artifact: MemoryGraphArtifact): Promise<void>;
+  /**
+   * Drops the session's in-memory copy (its session was erased): nothing of it
+   * is kept here, and its next use loads it again from the store.
+   */
+  dropSession(sessionId: string): Promise<void>;
   /** Stops following sessions and releases the store's connections (not a NATS connection it was given). */
   close(): Promise<void>;
 }

@@ -1,4 +1,4 @@
-import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
+import { type JetStreamClient, type JetStreamManager, jetstream } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { decodeJson, encodeJson } from "../../bus/codec.ts";
@@ -10,10 +10,13 @@ import { DEFAULT_ERASE_WAIT_MS, EraseRecord, EraseRequest } from "../../contract
 import { TurnStatusRecord } from "../../contracts/wal.ts";
 import { singleLine } from "../../errors.ts";
 import { ensureAuditStream } from "../../eventlog/streams.ts";
+import { stopSessionSchedules } from "../../schedules/erase.ts";
 import type { Logger } from "../log.ts";
+import { announceErasure } from "../runner/sessionErasures.ts";
 import type { TurnStatusStore } from "../turnStatusStore.ts";
 import { cancelTurn } from "./cancel.ts";
-import { type EraseStoreDeps, eraseStores } from "./eraseStores.ts";
+import { forksOf } from "./eraseForks.ts";
+import { type EraseStoreDeps, eraseStores, type StoresErased } from "./eraseStores.ts";
 import { addressOf } from "./tenancy.ts";
 
 /** What serving erase requests needs. */
@@ -67,32 +70,53 @@ export async function serveErase(deps: EraseDeps, msg: ServiceMsg): Promise<void
 }
 
 /**
- * Erases the session: cancels and waits for its open turns, purges every
- * store, writes the audit record. Throws a HandlerError `timeout` (nothing
- * erased) when a turn does not end in time.
+ * What every erase keeps, and why: written into each audit record (`kept`).
+ * See docs/operations.md, "Erasing a session".
+ */
+export const KEPT_BY_DESIGN: Readonly<Record<string, string>> = {
+  turn_counter: "counter.<session> (two integers): turn ids are never given twice",
+  ownership: "the owner record (a runner's name): its runner releases it when told of the erase",
+  audit_record: "this record in CONCLAVE_AUDIT: ids, times and counts, no content",
+  schedule_markers:
+    "each erased schedule's 'erased' log event (its id and a time) and its fire claims (id, due time, runner)",
+  superseded_revisions:
+    "bytes of values a later write of the same KV key replaced, and of messages a stream's limits removed, " +
+    "before the erase: nats-server 2.9 leaves them in the block file until the block is compacted or removed",
+};
+
+/**
+ * Erases the session: stops its schedules, cancels and waits for its open
+ * turns, erases every store (a turn that started meanwhile is cancelled and
+ * the stores erased again), tells every process to drop its copy (waiting
+ * for the memory workers' answers, bounded), erases its forks when asked,
+ * writes the audit record. Throws a HandlerError `timeout` (only the
+ * schedules stopped) when a turn does not end in time.
  */
 export async function eraseSession(
   deps: EraseDeps,
   sessionId: string,
   request: EraseRequest & { tenant?: string },
+  seen: Set<string> = new Set([sessionId]),
 ): Promise<{ audit: EraseRecord; failed: string[] }> {
   const startedAt = Date.now();
-  const open = (await deps.statuses.list(sessionId)).filter((record) => isOpen(record.status));
-  for (const turn of open) await cancelTurn(deps, sessionId, turn.turn_id, ERASE_CANCEL_REASON);
-  const waitMs = request.wait_ms ?? DEFAULT_ERASE_WAIT_MS;
-  const left = await untilEnded(
-    deps.nc,
-    sessionId,
-    open.map((turn) => turn.turn_id),
-    waitMs,
-  );
-  if (left.length > 0) {
-    throw new HandlerError(
-      "timeout",
-      `session ${sessionId}: turn(s) ${left.join(", ")} cancelled but not ended within ${waitMs} ms; nothing erased, ask again`,
-    );
+  await stopSessionSchedules(jetstream(deps.nc), deps.jsm, sessionId);
+  const cancelled = await cancelOpenTurns(deps, sessionId, request.wait_ms ?? DEFAULT_ERASE_WAIT_MS);
+  const withForks = request.with_forks === true;
+  const forks = await forksOf(deps.jsm, sessionId);
+  let stores = await eraseStores(deps, sessionId, { withForks });
+  // A turn submitted while the stores were erased (a client, a schedule's fire already under way) goes too.
+  const late = await cancelOpenTurns(deps, sessionId, request.wait_ms ?? DEFAULT_ERASE_WAIT_MS);
+  if (late.length > 0) stores = mergeStores(stores, await eraseStores(deps, sessionId, { withForks }));
+  const acknowledged = await announceErasure(deps.nc, sessionId);
+  const failed = [...stores.failed];
+  if (withForks) {
+    for (const fork of forks.filter((id) => !seen.has(id))) {
+      seen.add(fork);
+      const reason = `fork of erased session ${sessionId}`;
+      const forked = await eraseSession(deps, fork, { ...request, reason }, seen);
+      failed.push(...forked.failed.map((store) => `${fork}:${store}`));
+    }
   }
-  const stores = await eraseStores(deps, sessionId);
   const audit: EraseRecord = {
     session_id: sessionId,
     ...(request.tenant ? { tenant: request.tenant } : {}),
@@ -101,27 +125,54 @@ export async function eraseSession(
     runner: deps.runner,
     started_at: startedAt,
     finished_at: Date.now(),
-    cancelled_turns: open.map((turn) => turn.turn_id),
+    cancelled_turns: [...cancelled, ...late],
     erased: stores.erased,
     skipped: stores.skipped,
-    ...(stores.failed.length > 0 ? { failed: stores.failed } : {}),
+    ...(failed.length > 0 ? { failed } : {}),
+    kept: {
+      ...KEPT_BY_DESIGN,
+      ...(forks.length > 0 && !withForks ? { forks: "the sessions in 'forks': erase them with --with-forks" } : {}),
+    },
+    acknowledged_by: acknowledged,
+    ...(forks.length > 0 ? { forks, forks_erased: withForks } : {}),
   };
-  try {
-    // Runners holding the session in memory (its actor: mood, stance) forget it, so nothing of it outlives the erase.
-    deps.nc.publish(subjects.sessionErased, encodeJson({ session_id: sessionId }));
-  } catch {
-    // The connection is closing: the owner forgets the session when its idle time is up, or as it stops.
-  }
   await ensureAuditStream(deps.jsm);
   await deps.js.publish(subjects.auditErase(sessionId), encodeJson(EraseRecord.parse(audit)));
-  deps.log.info(
-    `session ${sessionId} erased (${Object.entries(stores.erased)
-      .filter(([, count]) => count > 0)
-      .map(([store, count]) => `${store} ${count}`)
-      .join(", ")})`,
-  );
-  return { audit, failed: stores.failed };
+  deps.log.info(`session ${sessionId} erased (${summary(stores)})`);
+  return { audit, failed };
 }
+
+/**
+ * Cancels the session's pending and running turns, as `conclave cancel`
+ * does, and waits at most `waitMs` for them to end: their ids. Throws a
+ * HandlerError `timeout` when one has not ended by then.
+ */
+async function cancelOpenTurns(deps: EraseDeps, sessionId: string, waitMs: number): Promise<number[]> {
+  const open = (await deps.statuses.list(sessionId)).filter((record) => isOpen(record.status));
+  for (const turn of open) await cancelTurn(deps, sessionId, turn.turn_id, ERASE_CANCEL_REASON);
+  const turnIds = open.map((turn) => turn.turn_id);
+  const left = await untilEnded(deps.nc, sessionId, turnIds, waitMs);
+  if (left.length > 0) {
+    throw new HandlerError(
+      "timeout",
+      `session ${sessionId}: turn(s) ${left.join(", ")} cancelled but not ended within ${waitMs} ms; ` +
+        "its schedules are stopped, nothing else erased yet: ask again",
+    );
+  }
+  return turnIds;
+}
+
+function mergeStores(first: StoresErased, second: StoresErased): StoresErased {
+  const erased = { ...first.erased };
+  for (const [store, count] of Object.entries(second.erased)) erased[store] = (erased[store] ?? 0) + count;
+  return { erased, skipped: second.skipped, failed: second.failed };
+}
+
+const summary = (stores: StoresErased) =>
+  Object.entries(stores.erased)
+    .filter(([, count]) => count > 0)
+    .map(([store, count]) => `${store} ${count}`)
+    .join(", ");
 
 /**
  * Waits until each of the session's turns has a status other than pending

@@ -20,6 +20,7 @@ import { isStreamNotFound } from "../../eventlog/streams.ts";
 import { MEMORY_GRAPH_ENV } from "../../memory/graph/open.ts";
 import { eraseSessionSchedules } from "../../schedules/erase.ts";
 import type { Logger } from "../log.ts";
+import { forkKey } from "./eraseForks.ts";
 import { type EraseProgress, secureErase } from "./eraseSecure.ts";
 
 /** What erasing a session's stores needs. */
@@ -51,7 +52,11 @@ type StoreEraser = () => Promise<number | "skipped">;
  * the session go when told of the erase (`conclave.session.erased`):
  * deleting a live lease would let two runners run the session at once.
  */
-export async function eraseStores(deps: EraseStoreDeps, sessionId: string): Promise<StoresErased> {
+export async function eraseStores(
+  deps: EraseStoreDeps,
+  sessionId: string,
+  options: { withForks?: boolean } = {},
+): Promise<StoresErased> {
   const env = deps.env ?? process.env;
   const progress = (store: string): EraseProgress => ({
     log: deps.log,
@@ -83,6 +88,11 @@ export async function eraseStores(deps: EraseStoreDeps, sessionId: string): Prom
     session_state: kv(buckets.sessions, [`snapshot.${sessionId}`, `checkpoint.${sessionId}`]),
     idempotency_keys: kv(buckets.sessions, [`idem.${sessionId}.*`]),
     memory_backlog: kv(buckets.sessions, [`uncommitted.${sessionId}`]),
+    // Its entry as a fork of another session; its own forks' entries only when they are erased too.
+    fork_index: kv(buckets.sessions, [
+      forkKey("*", sessionId),
+      ...(options.withForks ? [forkKey(sessionId, "*")] : []),
+    ]),
     ledger_projection: kv(buckets.ledgers, [sessionId]),
     // Delete markers first: every runner's suspension timers watch this bucket and disarm.
     suspended_runs: kv(buckets.suspended, [`${sessionId}.*`], true),

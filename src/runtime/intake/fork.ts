@@ -12,7 +12,9 @@
  * that last changed them, episodes as their episodic nodes); and as its first
  * event a SESSION_FORKED (its fork turn's only event) naming the source and
  * carrying the source's session, cost and memory-digest state. Schedules are
- * not copied: a schedule fires turns into its own session.
+ * not copied: a schedule fires turns into its own session. The sessions
+ * bucket notes the fork (`forks.<source>.<fork>`): an erase of the source
+ * names or erases its forks (eraseForks.ts).
  */
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
@@ -30,6 +32,7 @@ import { tapeAtTurn } from "../checkpoints/tape.ts";
 import { readLogSteps, readTurn, type TapeClients } from "../checkpoints/tapeReader.ts";
 import type { Logger } from "../log.ts";
 import type { SessionStore } from "../sessionStore.ts";
+import { recordFork } from "./eraseForks.ts";
 import { addressOf } from "./tenancy.ts";
 
 /** What serving fork requests needs. */
@@ -128,6 +131,8 @@ export async function forkSession(deps: ForkDeps, sourceId: string, request: For
   if (!(await deps.sessions.startAt(forkId, turnId)))
     throw new HandlerError("conflict", `session ${forkId} exists: fork as a new session id`);
 
+  // Indexed at once: an erase of the source finds the fork even if the copy below is cut short.
+  await recordFork(deps.nc, sourceId, forkId, turnId);
   const copied: Record<string, number> = {};
   // The ledger events up to the fork turn's end, in their order: the fork's ledgers fold from its own log.
   const ledger = await readLogSteps(

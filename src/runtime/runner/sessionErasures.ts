@@ -1,26 +1,99 @@
+/**
+ * The erase broadcast (`conclave.session.erased`, core NATS): the runner that
+ * served an erase publishes `{ session_id }` as a request once the stores are
+ * erased; every process holding a copy of a session in memory follows it and
+ * drops the session. Runners drop theirs without answering (they may not
+ * publish on a runner's inbox); memory workers, and any other process with a
+ * copy that may answer the runner (`_INBOX_runner.`), answer `{ by }` once
+ * their copy is gone, and the erase waits for those answers, bounded.
+ */
 import type { NatsConnection } from "@nats-io/nats-core";
 import { z } from "zod";
-import { decodeJson } from "../../bus/codec.ts";
+import { decodeJson, encodeJson } from "../../bus/codec.ts";
+import { isInboxReply } from "../../bus/replies.ts";
 import { subjects } from "../../bus/subjects.ts";
 import { SessionId } from "../../contracts/ids.ts";
+import { messageOf } from "../../errors.ts";
 
-const SessionErased = z.object({ session_id: SessionId });
+/** What the broadcast carries. */
+export const SessionErased = z.object({ session_id: SessionId });
+/** A follower's answer: its copy of the session is gone. */
+export const ErasureAck = z.object({ by: z.string().min(1).max(200) });
+
+/** How a follower answers the broadcast. Without it, it only drops its copy. */
+export interface ErasureAckOptions {
+  /** Who answers (kept in the erase's audit record): a process name, e.g. `worker-3 memory`. */
+  as: string;
+  /** Called when dropping the copy failed (the follower then does not answer). */
+  onError?: (sessionId: string, message: string) => void;
+}
 
 /**
- * Calls `onErased` for every session erased anywhere (`conclave.session.erased`,
- * published by the runner that served the erase), so a runner that holds the
- * session in memory forgets it. Returns the unsubscribe.
+ * Calls `onErased` for every session erased anywhere, so a process that holds
+ * the session in memory forgets it; with `ack`, answers the erasing runner
+ * once `onErased` has resolved. Returns the unsubscribe.
  */
-export function followErasures(nc: NatsConnection, onErased: (sessionId: string) => void): () => void {
+export function followErasures(
+  nc: NatsConnection,
+  onErased: (sessionId: string) => void | Promise<void>,
+  ack?: ErasureAckOptions,
+): () => void {
   const subscription = nc.subscribe(subjects.sessionErased, {
     callback: (error, msg) => {
       if (error) return;
+      let sessionId: string;
       try {
-        onErased(decodeJson(msg.data, SessionErased, "session erasure").session_id);
+        sessionId = decodeJson(msg.data, SessionErased, "session erasure").session_id;
       } catch {
-        // Not an erasure: nothing to forget.
+        return; // Not an erasure: nothing to forget.
       }
+      void (async () => {
+        try {
+          await onErased(sessionId);
+        } catch (failure) {
+          ack?.onError?.(sessionId, messageOf(failure));
+          return;
+        }
+        // Only a worker's answer to a runner: a reply subject naming anything else is never written.
+        if (ack && isInboxReply(msg.reply, "worker")) msg.respond(encodeJson({ by: ack.as }));
+      })();
     },
   });
   return () => subscription.unsubscribe();
+}
+
+/** Longest an erase waits for the first follower's answer, in ms. */
+export const ERASURE_ACK_WAIT_MS = 5_000;
+/** After an answer, how long without another one ends the wait, in ms. */
+export const ERASURE_ACK_QUIET_MS = 1_000;
+
+/**
+ * Tells every process that the session was erased, and collects the answers
+ * of those that acknowledge (memory workers): who answered, sorted. Waits at
+ * most `waitMs` for the first answer, then until `quietMs` pass without one.
+ * Never throws: a closing connection answers nobody.
+ */
+export async function announceErasure(
+  nc: NatsConnection,
+  sessionId: string,
+  options: { waitMs?: number; quietMs?: number } = {},
+): Promise<string[]> {
+  const answered = new Set<string>();
+  try {
+    const replies = await nc.requestMany(subjects.sessionErased, encodeJson({ session_id: sessionId }), {
+      strategy: "stall",
+      maxWait: options.waitMs ?? ERASURE_ACK_WAIT_MS,
+      stall: options.quietMs ?? ERASURE_ACK_QUIET_MS,
+    });
+    for await (const reply of replies) {
+      try {
+        answered.add(decodeJson(reply.data, ErasureAck, "erasure acknowledgement").by);
+      } catch {
+        // Not an acknowledgement (a no-responders status): nobody answered with it.
+      }
+    }
+  } catch {
+    // No responders, or the connection closed: those that heard dropped their copies without answering.
+  }
+  return [...answered].sort();
 }
