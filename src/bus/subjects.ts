@@ -152,4 +152,9 @@ export const buckets = {
   scheduleFires: "conclave_schedule_fires",
   /** Tool results too large to give an agent whole, keyed `<session>.<turn>.<n>`, kept 24 h (docs/context.md). */
   toolOutputs: "conclave_tool_outputs",
+  /**
+   * Workers' step answers and claims for a takeover (src/bus/sharedSteps.ts), keyed by the step, e.g.
+   * `<session>.council.<turn>`; kept 60 s (the bucket's max_age: nats-server 2.9 has no per-key TTL).
+   */
+  stepReplies: "conclave_step_replies",
 } as const;
