@@ -30,6 +30,8 @@ export const subjects = {
   turnRollbackAll: `${SUBJECT_ROOT}.turn.rollback.*`,
   /** Core NATS, to every runner and worker: a turn was cancelled, stop its work (TurnCancelled). */
   turnCancelled: `${SUBJECT_ROOT}.turn.cancelled`,
+  /** Core NATS, to every worker: a turn ended or was taken over, abort the calls still open for it (TurnEnded). */
+  turnEnded: `${SUBJECT_ROOT}.turn.ended`,
   /** What a tenant requests to read its session's events (through its account's import). */
   turnWatch: (sessionId: string) => `${SUBJECT_ROOT}.turn.watch.${sessionId}`,
   /** Public: the ordered events of one turn (JetStream). */

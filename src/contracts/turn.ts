@@ -123,3 +123,16 @@ export type CancelReply = z.infer<typeof CancelReply>;
 /** Broadcast on `conclave.turn.cancelled` to every runner and worker: stop this turn's work. */
 export const TurnCancelled = z.object({ session_id: SessionId, turn_id: TurnId, reason: z.string() });
 export type TurnCancelled = z.infer<typeof TurnCancelled>;
+
+/**
+ * Broadcast on `conclave.turn.ended` to every worker when a turn ends here, for any reason, or is taken
+ * over (`taken_over`: the attempt before this one ended): the calls still open for it are abandoned and
+ * stop. Unlike a cancellation it is not remembered: a call that starts after it (a new attempt's) runs.
+ */
+export const TurnEnded = z.object({
+  session_id: SessionId,
+  turn_id: TurnId,
+  /** `done`, `failed`, `expired`, `suspended` (the turn's status), or `taken_over`. */
+  reason: z.string().max(100),
+});
+export type TurnEnded = z.infer<typeof TurnEnded>;
