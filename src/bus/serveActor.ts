@@ -117,6 +117,7 @@ interface Served<S extends z.ZodType> {
   subject: string;
   request: S;
   stepKey?: (request: z.infer<S>) => string | undefined;
+  timeoutMs?: (request: z.infer<S>) => number;
   metadata?: Record<string, string>;
 }
 
@@ -150,7 +151,9 @@ async function answer<S extends z.ZodType>(
     const request = decodeJson(msg.data, endpoint.request, `request on ${msg.subject}`);
     const key = stream ? undefined : endpoint.stepKey?.(request);
     const work = () => run(request, msg);
-    safeRespond(msg, await (key !== undefined && options.steps ? options.steps.reply(key, work) : work()));
+    // A repeat waits on another worker running the step no longer than the step itself may take.
+    const waitMs = endpoint.timeoutMs?.(request) ?? DEFAULT_TIMEOUT_MS;
+    safeRespond(msg, await (key !== undefined && options.steps ? options.steps.reply(key, work, waitMs) : work()));
     if (stream) safeRespond(msg, new Uint8Array());
   } catch (error) {
     const failure = asHandlerError(error, `${endpoint.name} failed`);

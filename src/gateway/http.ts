@@ -8,6 +8,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { ConclaveError, messageOf, singleLine } from "../errors.ts";
 import { PortInUseError } from "../viewer/localHttp.ts";
 import { bearerMatches, fromThisMachine } from "./access.ts";
+import { jsonDepth, MAX_JSON_DEPTH } from "./limits.ts";
 
 /** Largest request body read, in bytes (the MCP SDK's own ceiling). */
 export const MAX_BODY_BYTES = 4 * 1024 * 1024;
@@ -79,11 +80,33 @@ export async function jsonRpcBody(
     return undefined;
   }
   const text = await readBody(request);
+  if (jsonDepth(text) > MAX_JSON_DEPTH) {
+    sendJsonRpcError(response, 400, JSON_RPC.invalidRequest, tooDeep().message);
+    return undefined;
+  }
   try {
     return { body: JSON.parse(text) };
   } catch (error) {
     sendJsonRpcError(response, 400, JSON_RPC.parseError, `the body is not JSON: ${messageOf(error)}`);
     return undefined;
+  }
+}
+
+/** The refusal of a body nested deeper than MAX_JSON_DEPTH. */
+const tooDeep = () =>
+  new GatewayRequestError(400, `the body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`);
+
+/**
+ * `text` parsed as JSON; a GatewayRequestError (400) when it nests deeper
+ * than MAX_JSON_DEPTH (checked before parsing: nothing walks such a value) or
+ * is not JSON, its message starting with `what`.
+ */
+export function parseJsonBody(text: string): unknown {
+  if (jsonDepth(text) > MAX_JSON_DEPTH) throw tooDeep();
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new GatewayRequestError(400, `the body is not JSON: ${messageOf(error)}`);
   }
 }
 
@@ -125,6 +148,10 @@ export interface ListenOptions {
   routes: Record<string, Route>;
   /** Failures no answer could say (the client went away mid-answer…). */
   onError?: (error: unknown) => void;
+  /** Longest a request's headers and body may take to arrive, in ms (a slower one gets 408). Default 30 s. */
+  bodyTimeoutMs?: number;
+  /** Most connections open at once (one more gets 503). Default 512. */
+  maxConnections?: number;
 }
 
 /** The listening gateway. */
@@ -142,12 +169,42 @@ function routeUnder(routes: Record<string, Route>, path: string): Route | undefi
   return undefined;
 }
 
+/** What a 500 says: the failure's message, but never a stack overflow's (the request was too big to walk). */
+function internalMessage(error: unknown): string {
+  return error instanceof RangeError ? "the request was too large or nested too deeply to handle" : messageOf(error);
+}
+
+/** An HTTP answer written straight to a socket (no request object to answer): a JSON error, then the connection closes. */
+function rawAnswer(status: number, reason: string, code: string, message: string): string {
+  const body = `${JSON.stringify({ error: { code, message } })}\n`;
+  return `HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`;
+}
+
+/** Answers 503 to, and closes, each connection past `max` open at once. */
+function capConnections(server: Server, max: number): void {
+  let open = 0;
+  server.on("connection", (socket) => {
+    socket.on("error", () => {}); // a refused client resetting the connection is no failure of ours
+    if (open >= max) {
+      socket.end(rawAnswer(503, "Service Unavailable", "too_many_connections", `more than ${max} connections open`));
+      return;
+    }
+    open += 1;
+    socket.once("close", () => {
+      open -= 1;
+    });
+  });
+}
+
 /** Listens; every request is checked for access, routed, and answered even when its route throws. */
 export async function listenGateway(options: ListenOptions): Promise<ListeningGateway> {
-  const server = createServer((request, response) => {
+  const bodyTimeoutMs = options.bodyTimeoutMs ?? 30_000;
+  // Node checks its request timeout on this interval: a body trickled in is cut within a second of the timeout.
+  const checkEvery = Math.max(100, Math.min(1_000, Math.floor(bodyTimeoutMs / 4)));
+  const server = createServer({ connectionsCheckingInterval: checkEvery }, (request, response) => {
     void handle(request, response).catch((error: unknown) => {
       options.onError?.(error);
-      if (!response.headersSent) sendError(response, 500, "internal", `internal error: ${messageOf(error)}`);
+      if (!response.headersSent) sendError(response, 500, "internal", `internal error: ${internalMessage(error)}`);
       else response.end();
     });
   });
@@ -184,11 +241,23 @@ export async function listenGateway(options: ListenOptions): Promise<ListeningGa
       sendError(response, error.status, error.code, error.message);
     }
   };
-  // A request Node cannot even parse as HTTP is answered 400 by Node; the socket error must not end the process.
-  server.on("clientError", (error, socket) => {
+  server.requestTimeout = bodyTimeoutMs;
+  server.headersTimeout = bodyTimeoutMs;
+  capConnections(server, options.maxConnections ?? 512);
+  // A request Node cannot parse as HTTP is answered 400, one too slow to arrive 408; neither ends the process.
+  server.on("clientError", (error: NodeJS.ErrnoException, socket) => {
     options.onError?.(error);
-    if (socket.writable) socket.end("HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n");
-    else socket.destroy();
+    if (!socket.writable) return socket.destroy();
+    if (error.code === "ERR_HTTP_REQUEST_TIMEOUT")
+      socket.end(
+        rawAnswer(
+          408,
+          "Request Timeout",
+          "request_timeout",
+          `the request took longer than ${bodyTimeoutMs} ms to arrive`,
+        ),
+      );
+    else socket.end("HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n");
   });
   await new Promise<void>((resolve, reject) => {
     server.once("error", (error: NodeJS.ErrnoException) =>

@@ -9,6 +9,7 @@ import type { ConclaveClient } from "../client/client.ts";
 import type { A2aGateway } from "./a2a/gateway.ts";
 import { loadAguiRoute } from "./agui/open.ts";
 import { type ListeningGateway, listenGateway, sendJson } from "./http.ts";
+import type { GatewayLimits } from "./limits.ts";
 import { McpHttpSessions } from "./mcpHttp.ts";
 import { createMcpServer } from "./mcpServer.ts";
 import type { GatewayTool } from "./tools.ts";
@@ -37,16 +38,23 @@ export async function startMcpHttpGateway(
     host: string;
     port: number;
     token: string | null;
-    idleMs?: number;
+    /** The bounds on sessions, bodies and connections (limits.ts); their defaults when not given. */
+    limits?: Partial<GatewayLimits>;
     /** Patience for one AG-UI run's turn, in ms (default agui/route.ts AGUI_TURN_TIMEOUT_MS). */
     timeoutMs?: number;
     /** A2A's routes (a2a/gateway.ts), when `@a2a-js/sdk` is installed. */
     a2a?: A2aGateway | null;
   },
 ): Promise<HttpGateway> {
+  const limits = options.limits ?? {};
   const sessions = new McpHttpSessions({
     createServer: () => createMcpServer(options),
-    ...(options.idleMs !== undefined ? { idleMs: options.idleMs } : {}),
+    ...defined({
+      idleMs: limits.sessionIdleMs,
+      unusedIdleMs: limits.unusedSessionIdleMs,
+      maxSessions: limits.maxSessions,
+      sessionsPerCaller: limits.sessionsPerCaller,
+    }),
     ...(options.onError ? { onError: options.onError } : {}),
   });
   const agui = await loadAguiRoute({
@@ -58,6 +66,7 @@ export async function startMcpHttpGateway(
     host: options.host,
     port: options.port,
     token: options.token,
+    ...defined({ bodyTimeoutMs: limits.bodyTimeoutMs, maxConnections: limits.maxConnections }),
     routes: {
       "/mcp": sessions.route,
       "/ag-ui": agui,
@@ -80,6 +89,13 @@ export async function startMcpHttpGateway(
       await sessions.close();
       await listening.close();
     },
+  };
+}
+
+/** `values` without its undefined entries (for options that are optional, not undefined). */
+function defined<T extends Record<string, number | undefined>>(values: T): { [K in keyof T]?: number } {
+  return Object.fromEntries(Object.entries(values).filter(([, value]) => value !== undefined)) as {
+    [K in keyof T]?: number;
   };
 }
 

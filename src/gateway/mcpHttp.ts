@@ -10,8 +10,13 @@
  * Every malformed request is answered here with a JSON-RPC error, before it
  * reaches the SDK: a body that is not JSON, the wrong content type, a
  * request of an unknown session, a first request that is not `initialize`.
+ *
+ * The sessions are bounded (docs/gateway.md#limits): per caller and in all,
+ * a new session past either limit closes the least recently used idle one
+ * rather than being refused, and a session that never made a call lasts a
+ * minute, not half an hour.
  */
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
@@ -24,8 +29,12 @@ export interface McpHttpOptions {
   createServer: () => Server;
   /** A session with no request for this long is closed, in ms. Default 30 minutes. */
   idleMs?: number;
-  /** Most sessions open at once; an `initialize` beyond is refused (503). Default 1 000. */
+  /** A session that never made a call (only its initialize) is closed after this long, in ms. Default 60 s. */
+  unusedIdleMs?: number;
+  /** Most sessions open at once; a new one past it closes the least recently used idle one. Default 1 000. */
   maxSessions?: number;
+  /** Most sessions of one caller (callerOf); past it, that caller's least recently used idle one goes. Default maxSessions. */
+  sessionsPerCaller?: number;
   onError?: (error: unknown) => void;
 }
 
@@ -33,22 +42,46 @@ interface Session {
   transport: StreamableHTTPServerTransport;
   server: Server;
   lastSeen: number;
-  /** Requests being answered (an open SSE stream included): a busy session is never idle. */
+  /** Requests being answered (an open SSE stream included): a busy session is never idle, nor evicted. */
   open: number;
+  /** Who opened it (callerOf). */
+  caller: string;
+  /** It made a request beyond its handshake (initialize, notifications/initialized). */
+  used: boolean;
 }
+
+/**
+ * Who a request comes from, as far as the gateway knows: a digest of its
+ * bearer token, or "" (everyone) without one. Sessions are bounded per caller.
+ */
+export function callerOf(request: IncomingMessage): string {
+  const authorization = request.headers.authorization;
+  return authorization === undefined ? "" : createHash("sha256").update(authorization).digest("hex").slice(0, 32);
+}
+
+/** Whether a JSON-RPC body asks for something (a request with an id), not only notifies. */
+const isCall = (body: unknown) =>
+  typeof body === "object" && body !== null && (Array.isArray(body) ? body.some(isCall) : "id" in body);
 
 /** The MCP sessions of one gateway, and the `/mcp` route. */
 export class McpHttpSessions {
+  /** Least recently used first: a request moves its session to the end. */
   private readonly sessions = new Map<string, Session>();
   private readonly idleMs: number;
+  private readonly unusedIdleMs: number;
   private readonly maxSessions: number;
+  private readonly perCaller: number;
   private readonly sweeper: NodeJS.Timeout;
-  private starting = 0;
+  /** Sessions being initialized, by caller. */
+  private readonly starting = new Map<string, number>();
 
   constructor(private readonly options: McpHttpOptions) {
     this.idleMs = options.idleMs ?? 30 * 60_000;
+    this.unusedIdleMs = Math.min(options.unusedIdleMs ?? 60_000, this.idleMs);
     this.maxSessions = options.maxSessions ?? 1_000;
-    this.sweeper = setInterval(() => this.closeIdle(), Math.min(this.idleMs, 60_000));
+    this.perCaller = Math.min(options.sessionsPerCaller ?? this.maxSessions, this.maxSessions);
+    const sweepEvery = Math.max(1_000, Math.min(this.unusedIdleMs, 60_000) / 2);
+    this.sweeper = setInterval(() => this.closeIdle(), sweepEvery);
     this.sweeper.unref();
   }
 
@@ -98,19 +131,55 @@ export class McpHttpSessions {
         JSON_RPC.invalidRequest,
         "no MCP session: send initialize first, then give its Mcp-Session-Id header",
       );
-    if (this.sessions.size + this.starting >= this.maxSessions)
-      return sendJsonRpcError(response, 503, JSON_RPC.serverError, "too many MCP sessions open: try again later");
-    return this.start(request, response, body);
+    const caller = callerOf(request);
+    if (!this.makeRoom(caller))
+      return sendJsonRpcError(
+        response,
+        503,
+        JSON_RPC.serverError,
+        "too many MCP sessions busy answering requests: try again later",
+      );
+    return this.start(request, response, body, caller);
   };
 
+  /**
+   * Room for one more session of `caller`: past its own limit its least
+   * recently used idle session is closed, past the gateway's the least
+   * recently used idle one of anyone. False when only busy sessions are left.
+   */
+  private makeRoom(caller: string): boolean {
+    const starting = (of?: string) =>
+      of === undefined ? [...this.starting.values()].reduce((a, b) => a + b, 0) : (this.starting.get(of) ?? 0);
+    let mine = starting(caller);
+    for (const session of this.sessions.values()) if (session.caller === caller) mine += 1;
+    if (mine >= this.perCaller && !this.evictLeastRecent(caller)) return false;
+    if (this.sessions.size + starting() >= this.maxSessions && !this.evictLeastRecent()) return false;
+    return true;
+  }
+
+  /** Closes the least recently used idle session (of `caller` when given); false when there is none. */
+  private evictLeastRecent(caller?: string): boolean {
+    for (const [id, session] of this.sessions)
+      if (session.open === 0 && (caller === undefined || session.caller === caller)) {
+        this.drop(id, session);
+        return true;
+      }
+    return false;
+  }
+
+  private drop(id: string, session: Session): void {
+    this.sessions.delete(id);
+    session.server.close().catch((error: unknown) => this.options.onError?.(error));
+  }
+
   /** A new session from its `initialize` request. */
-  private async start(request: IncomingMessage, response: ServerResponse, body: unknown): Promise<void> {
+  private async start(request: IncomingMessage, response: ServerResponse, body: unknown, caller: string) {
     const server = this.options.createServer();
     let entry: Session | null = null;
     const transport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (id) => {
-        entry = { transport, server, lastSeen: Date.now(), open: 0 };
+        entry = { transport, server, lastSeen: Date.now(), open: 0, caller, used: false };
         this.sessions.set(id, entry);
       },
     });
@@ -118,18 +187,23 @@ export class McpHttpSessions {
       if (transport.sessionId !== undefined) this.sessions.delete(transport.sessionId);
     };
     transport.onerror = (error) => this.options.onError?.(error);
-    this.starting += 1;
+    this.starting.set(caller, (this.starting.get(caller) ?? 0) + 1);
     try {
       await server.connect(transport);
       await transport.handleRequest(request, response, body);
     } finally {
-      this.starting -= 1;
+      const left = (this.starting.get(caller) ?? 1) - 1;
+      if (left === 0) this.starting.delete(caller);
+      else this.starting.set(caller, left);
     }
     // An initialize the SDK refused made no session: nothing of it is kept.
     if (!entry) await server.close().catch(() => {});
   }
 
   private async handle(session: Session, request: IncomingMessage, response: ServerResponse, body?: unknown) {
+    const id = session.transport.sessionId;
+    if (id !== undefined && this.sessions.delete(id)) this.sessions.set(id, session); // now the most recently used
+    if (request.method !== "POST" || isCall(body)) session.used = true;
     session.lastSeen = Date.now();
     session.open += 1;
     response.once("close", () => {
@@ -139,13 +213,11 @@ export class McpHttpSessions {
     await session.transport.handleRequest(request, response, body);
   }
 
-  /** Closes the sessions idle for longer than `idleMs`. */
+  /** Closes the sessions idle for longer than `idleMs` (`unusedIdleMs` for one that never made a call). */
   closeIdle(now = Date.now()): void {
     for (const [id, session] of this.sessions)
-      if (session.open === 0 && now - session.lastSeen > this.idleMs) {
-        this.sessions.delete(id);
-        session.server.close().catch((error: unknown) => this.options.onError?.(error));
-      }
+      if (session.open === 0 && now - session.lastSeen > (session.used ? this.idleMs : this.unusedIdleMs))
+        this.drop(id, session);
   }
 
   /** Closes every session (their calls' signals abort: their turns are cancelled). */

@@ -14,6 +14,7 @@ import { ErrorCode, ListToolsRequestSchema, McpError } from "@modelcontextprotoc
 import { z } from "zod";
 import type { ConclaveClient } from "../client/client.ts";
 import { describeIssues } from "../contracts/issues.ts";
+import { MAX_PROGRESS_TOKEN_LENGTH } from "./limits.ts";
 import { type ProgressReporter, progressReporter, SILENT } from "./progress.ts";
 import { callTool, type GatewayTool } from "./tools.ts";
 
@@ -36,7 +37,17 @@ const INSTRUCTIONS =
 const CallParams = z.looseObject({
   name: z.string().min(1, "must name a tool"),
   arguments: z.record(z.string(), z.unknown()).optional(),
-  _meta: z.looseObject({ progressToken: z.union([z.string(), z.number()]).optional() }).optional(),
+  // The token is echoed in every progress notification: a long one would multiply the answer's size.
+  _meta: z
+    .looseObject({
+      progressToken: z
+        .union([
+          z.string().max(MAX_PROGRESS_TOKEN_LENGTH, `must be at most ${MAX_PROGRESS_TOKEN_LENGTH} characters`),
+          z.number(),
+        ])
+        .optional(),
+    })
+    .optional(),
 });
 
 /**

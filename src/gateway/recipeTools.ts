@@ -49,6 +49,7 @@ export function loadRecipeDir(dir: string, taken: readonly string[] = ["converse
   return names.sort().map((name) => {
     const file = join(dir, name);
     const { document, recipe } = readRecipeForRunner(file, (message) => new ConfigError(message));
+    refuseIgnoredPersistence(file, document as JsonObject, recipe);
     const tool = toolNameOf(recipe.name);
     const other = byTool.get(tool);
     if (other !== undefined)
@@ -56,6 +57,20 @@ export function loadRecipeDir(dir: string, taken: readonly string[] = ["converse
     byTool.set(tool, file);
     return { file, document: document as JsonObject, recipe };
   });
+}
+
+/**
+ * A workflow recipe keeps its state where `state.backend` says; a
+ * `state.persistence` (the graph recipes' field) would be silently ignored,
+ * so it is refused (ConfigError, exit 2) naming the field to use.
+ */
+function refuseIgnoredPersistence(file: string, document: JsonObject, recipe: Recipe): void {
+  const state = document.state;
+  if (recipe.shape !== "workflow" || typeof state !== "object" || state === null || Array.isArray(state)) return;
+  if (!("persistence" in state)) return;
+  throw new ConfigError(
+    `${file}: state.persistence is not read in a workflow recipe; say where its state is kept with state.backend (memory, redis or postgres)`,
+  );
 }
 
 /** The recipe's inputs as a tool's input schema: `interface.inputs`, or any object when it declares none. */

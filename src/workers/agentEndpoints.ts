@@ -84,12 +84,13 @@ export function serveAgent(
       name: agent.manifest.id.replaceAll(".", "_"),
       subject: subjects.agent(agent.manifest.id),
       request: AgentRequest,
-      // A pipeline step: one answer per agent, wave and round of a turn. Not a recipe node's call (its own durable
-      // steps cover it) nor one that calls tools through its runner's gate (a new runner must serve them).
+      // A pipeline step: one answer per agent, wave and round of a turn, keyed session first (an erase finds it).
+      // Not a recipe node's call (its own durable steps cover it) nor one that calls tools through its runner's
+      // gate (a new runner must serve them).
       stepKey: (request) =>
         request.recipe || request.tool_subject
           ? undefined
-          : `agent.${request.agent_id}.${request.session_id}.${request.turn_id}.${request.wave}.${request.mode}.${request.round}`,
+          : `${request.session_id}.agent.${request.agent_id}.${request.turn_id}.${request.wave}.${request.mode}.${request.round}`,
       logic,
       begin: { type: "start" },
       metadata: {

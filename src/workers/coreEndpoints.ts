@@ -62,7 +62,7 @@ export function serveCouncil(group: ServiceGroup, backend: CognitionBackend, opt
       subject: subjects.councilDecide,
       request: CouncilRequest,
       // One decision per turn: a runner that took the turn over joins the one under way.
-      stepKey: (request) => `council.${request.session_id}.${request.turn_id}`,
+      stepKey: (request) => `${request.session_id}.council.${request.turn_id}`,
       logic: councilMachine.provide({
         actors: { decide: fromPromise(({ input, signal }) => backend.decide(input, signal)) },
       }),
@@ -123,7 +123,7 @@ export function serveCritics(
         subject: subjects.critic(critic),
         request: CriticRequest,
         // One verdict per critic and rendering of a turn.
-        stepKey: (request) => `critic.${critic}.${request.session_id}.${request.turn_id}.${request.attempt}`,
+        stepKey: (request) => `${request.session_id}.critic.${critic}.${request.turn_id}.${request.attempt}`,
         logic,
         input: (request) => ({ critic, request }),
         reply: (output) => {

@@ -8,6 +8,7 @@ import { AgentDirectory } from "../agents/directory.ts";
 import { type BusOptions, busOptions, connectBus } from "../bus/connection.ts";
 import type { ServeOptions } from "../bus/serveActor.ts";
 import { type Service, startService } from "../bus/service.ts";
+import { SharedSteps } from "../bus/sharedSteps.ts";
 import { StepReplies } from "../bus/stepReplies.ts";
 import { TurnCancellations } from "../bus/turnCancellations.ts";
 import { type CognitionBackend, offlineBackend } from "../cognition/backend.ts";
@@ -215,8 +216,12 @@ async function serveWorker(
   const cancellations = new TurnCancellations(nc);
   const serve: ServeOptions = {
     cancellations,
-    // A step asked again by the runner that took its turn over is answered once, not worked twice.
-    steps: new StepReplies(),
+    // A step asked again (a runner that took its turn over, a resent request) is answered once, by any worker.
+    steps: new StepReplies(
+      undefined,
+      undefined,
+      new SharedSteps(nc, workerIdentity(), (line) => log.warn(line)).open(),
+    ),
     onError: (endpoint, error, request) => {
       log.warn(`${endpoint}: ${error.code}: ${singleLine(error.message, 1_000)}`);
       // Bad input is kept for inspection; a failure of the actor itself is only logged.

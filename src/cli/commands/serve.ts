@@ -4,6 +4,7 @@ import { connect } from "../../client/client.ts";
 import { messageOf } from "../../errors.ts";
 import { checkExposure, readGatewayToken } from "../../gateway/access.ts";
 import { converseTool } from "../../gateway/converse.ts";
+import { gatewayLimits } from "../../gateway/limits.ts";
 import { loadA2aGateway, loadMcpGateway } from "../../gateway/open.ts";
 import { loadRecipeDir, recipeTool } from "../../gateway/recipeTools.ts";
 import type { GatewayTool } from "../../gateway/tools.ts";
@@ -71,6 +72,7 @@ export default defineCommand({
     // Checked before anything connects: a gateway open to the network without a token never starts.
     const token = values.stdio ? null : readGatewayToken(values["token-file"]);
     if (!values.stdio) checkExposure(host, token);
+    const bounds = gatewayLimits();
     const limits = { timeoutMs };
     const tools: GatewayTool[] = [
       converseTool(limits),
@@ -92,14 +94,21 @@ export default defineCommand({
     }
     // A2A is served when its SDK is installed; without it the gateway still serves MCP, and says what to install.
     const a2a = await loadA2aGateway().then(
-      ({ createA2aGateway }) => createA2aGateway({ ...options, token: token !== null, timeoutMs }),
+      ({ createA2aGateway }) =>
+        createA2aGateway({
+          ...options,
+          token: token !== null,
+          timeoutMs,
+          tasks: { maxTasks: bounds.maxTasks, ttlMs: bounds.taskTtlMs, maxBytes: bounds.taskBytes },
+        }),
       (error: unknown) => {
         if (!(error instanceof MissingDependencyError)) throw error;
         log.warn(`A2A is off: ${error.message}`);
         return null;
       },
     );
-    const http = await gateway.startMcpHttpGateway({ ...options, host, port, token, a2a });
+    // AG-UI runs get the same patience as the tools (--timeout).
+    const http = await gateway.startMcpHttpGateway({ ...options, host, port, token, a2a, timeoutMs, limits: bounds });
     console.log(`Conclave gateway: MCP on ${http.mcpUrl}${token ? " (bearer token required)" : ""}`);
     if (a2a) console.log(`Conclave gateway: A2A agent card on ${http.url}/.well-known/agent-card.json`);
     log.info(`tools: ${tools.map((tool) => tool.name).join(", ")}`);

@@ -73,12 +73,29 @@ export function listenAt(card: AgentCard, baseUrl: string): void {
   );
 }
 
-/** GET the card, as A2A's JSON. */
+/** Whether a base URL names every address (`0.0.0.0`, `[::]`): no client can call it. */
+const isWildcard = (baseUrl: string) => /^http:\/\/(0\.0\.0\.0|\[::\])(:\d+)?$/.test(baseUrl);
+
+/** The address this request's connection reached (a wildcard listener's actual one), as a base URL. */
+function reachedAt(request: IncomingMessage): string {
+  const address = (request.socket.localAddress ?? "127.0.0.1").replace(/^::ffff:/, "");
+  return `http://${address.includes(":") ? `[${address}]` : address}:${request.socket.localPort}`;
+}
+
+/**
+ * GET the card, as A2A's JSON. A gateway listening on every address
+ * (`--host 0.0.0.0`) advertises the address each caller's connection reached,
+ * never the wildcard.
+ */
 export function agentCardRoute(card: AgentCard) {
   return async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
     request.resume();
     if (request.method !== "GET" && request.method !== "HEAD")
       return sendError(response, 405, "method_not_allowed", `method ${request.method} not allowed: GET the card`);
-    sendJson(response, 200, AgentCard.toJSON(card));
+    const base = card.supportedInterfaces[0]?.url.slice(0, -A2A_JSONRPC_PATH.length) ?? "";
+    if (!isWildcard(base)) return sendJson(response, 200, AgentCard.toJSON(card));
+    const reached = structuredClone(card);
+    listenAt(reached, reachedAt(request));
+    sendJson(response, 200, AgentCard.toJSON(reached));
   };
 }

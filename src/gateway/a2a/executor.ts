@@ -153,6 +153,11 @@ export class ConclaveAgentExecutor implements AgentExecutor {
     bus.finished();
   };
 
+  /** Drops what is held for a task the store forgot: an input-required task can no longer be answered here. */
+  forget(taskId: string): void {
+    this.waiting.delete(taskId);
+  }
+
   /** Cancels every call running (the gateway closes). */
   abortAll(): void {
     for (const controller of this.running.values()) controller.abort("the gateway closed");

@@ -18,7 +18,7 @@ import {
 import { RequestMalformedError, restStatusFor, toRestErrorBody } from "@a2a-js/sdk/errors";
 import type { A2ARequestHandler } from "@a2a-js/sdk/server";
 import { messageOf } from "../../errors.ts";
-import { GatewayRequestError, readBody, sendJson } from "../http.ts";
+import { GatewayRequestError, parseJsonBody, readBody, sendJson } from "../http.ts";
 import { callContext } from "./callContext.ts";
 import { A2A_REST_PATH } from "./card.ts";
 import { writeSse } from "./sse.ts";
@@ -41,13 +41,22 @@ async function jsonBody(request: IncomingMessage): Promise<Record<string, unknow
   const text = await readBody(request);
   let body: unknown;
   try {
-    body = JSON.parse(text);
+    body = parseJsonBody(text);
   } catch (error) {
-    throw new RequestMalformedError(`the body is not JSON: ${messageOf(error)}`);
+    throw new RequestMalformedError(messageOf(error));
   }
   if (typeof body !== "object" || body === null || Array.isArray(body))
     throw new RequestMalformedError("the body must be a JSON object (a SendMessageRequest)");
   return body as Record<string, unknown>;
+}
+
+/** A task id from its path segment; a RequestMalformedError (400) for a malformed `%` escape. */
+function taskIdOf(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw new RequestMalformedError(`the task id ${JSON.stringify(segment.slice(0, 80))} has a malformed % escape`);
+  }
 }
 
 /** A SendMessageRequest from its JSON, checked as the SDK's REST server checks it. */
@@ -84,8 +93,8 @@ export function restRoute(options: {
     const path = new URL(request.url ?? "/", "http://gateway").pathname.slice(A2A_REST_PATH.length);
     const method = request.method ?? "GET";
     const task = /^\/tasks\/([^/:]+)(?::(cancel|subscribe))?$/.exec(path);
-    const taskId = task ? decodeURIComponent(task[1]!) : "";
     try {
+      const taskId = task ? taskIdOf(task[1]!) : "";
       if (method === "POST" && path === "/message:send") {
         const params = sendMessageRequest(await jsonBody(request));
         const context = callContext(request, card, "HTTP+JSON");

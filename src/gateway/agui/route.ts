@@ -9,10 +9,10 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { type BaseEvent, EventType } from "@ag-ui/core";
-import { EventEncoder } from "@ag-ui/encoder";
+import { AGUI_MEDIA_TYPE, EventEncoder } from "@ag-ui/encoder";
 import type { ConclaveClient } from "../../client/client.ts";
 import { ConclaveError, messageOf, singleLine } from "../../errors.ts";
-import { GatewayRequestError, type Route, readBody, sendError } from "../http.ts";
+import { parseJsonBody, type Route, readBody, sendError } from "../http.ts";
 import { type AguiRun, parseRunInput } from "./input.ts";
 import { TurnToAgui } from "./translate.ts";
 
@@ -49,21 +49,16 @@ export function aguiRoute(options: AguiRouteOptions): Route {
         `Content-Type must be application/json (got ${type === "" ? "none" : JSON.stringify(type)})`,
       );
     }
-    const text = await readBody(request);
-    let body: unknown;
-    try {
-      body = JSON.parse(text);
-    } catch (error) {
-      throw new GatewayRequestError(400, `the body is not JSON: ${messageOf(error)}`);
-    }
+    const body = parseJsonBody(await readBody(request));
     await streamRun(options, parseRunInput(body), request, response);
   };
 }
 
 /** Runs the turn and streams its events; never throws once the stream has begun. */
 async function streamRun(options: AguiRouteOptions, run: AguiRun, request: IncomingMessage, response: ServerResponse) {
-  const accept = request.headers.accept;
-  const encoder = new EventEncoder(accept === undefined ? {} : { accept });
+  // Protobuf only when the client names it: a client accepting anything (`*/*`) reads SSE, AG-UI's JSON encoding.
+  const accept = request.headers.accept ?? "";
+  const encoder = new EventEncoder(accept.toLowerCase().includes(AGUI_MEDIA_TYPE) ? { accept } : {});
   response.writeHead(200, {
     "content-type": encoder.getContentType(),
     "cache-control": "no-cache, no-store",
