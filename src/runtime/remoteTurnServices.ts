@@ -25,6 +25,13 @@ import type { TurnServices } from "./turnServices.ts";
 export interface RemoteOptions {
   /** Deadline of one request to a scheduler, council, critic or memory worker. Default 5 s. */
   requestTimeoutMs: number;
+  /**
+   * Council and critic requests are sent up to this many times within `requestTimeoutMs`, each
+   * given its share: one whose worker died is resent, and the queue group gives it to a live
+   * worker. A worker still running the step is joined, not asked to run it again (the workers'
+   * step answers, src/bus/sharedSteps.ts). Default 2.
+   */
+  serviceAttempts: number;
   /** Deadline of a whole voice rendering (streamed). Default 30 s. */
   voiceTimeoutMs: number;
   /** Extra time an agent request may take beyond the agent's own budget, for the hop. Default 200 ms. */
@@ -45,6 +52,7 @@ export interface RemoteOptions {
 }
 export const defaultRemoteOptions: RemoteOptions = {
   requestTimeoutMs: 5_000,
+  serviceAttempts: 2,
   voiceTimeoutMs: 30_000,
   agentGraceMs: 200,
   critics: CRITIC_NAMES,
@@ -73,27 +81,27 @@ export function remoteTurnServices(nc: NatsConnection, options: Partial<RemoteOp
     signal: AbortSignal,
     timeoutMs = settings.requestTimeoutMs,
   ) => requestJson(nc, subject, payload, schema, { timeoutMs, signal });
+  /** A council or critic request, resent when its worker does not answer in its share of the deadline. */
+  const resent = <S extends z.ZodType>(subject: string, payload: unknown, schema: S, signal: AbortSignal) => {
+    const attempts = Math.max(1, settings.serviceAttempts);
+    const share = Math.max(1, Math.floor(settings.requestTimeoutMs / attempts));
+    return resending(attempts, signal, () => call(subject, payload, schema, signal, share));
+  };
   const callAgent: TurnServices["callAgent"] = async (request, signal, attempts = 1, onStream) => {
     const unlisten = onStream ? streams.listen(request, onStream) : undefined;
     const asked = unlisten ? { ...request, stream_subject: streams.subject } : request;
     try {
-      for (let attempt = 1; ; attempt++) {
-        try {
-          const reply = await call(
-            subjects.agent(request.agent_id),
-            asked,
-            AgentReply,
-            signal,
-            request.timeout_ms + settings.agentGraceMs,
-          );
-          if (request.mode === "respond") await checkOutput(reply);
-          return reply;
-        } catch (error) {
-          // A timeout is an answer lost (its worker died, or is stuck): the queue group sends the retry elsewhere.
-          const lost = error instanceof RemoteCallError && error.code === "timeout";
-          if (!lost || attempt >= attempts || signal.aborted) throw error;
-        }
-      }
+      return await resending(attempts, signal, async () => {
+        const reply = await call(
+          subjects.agent(request.agent_id),
+          asked,
+          AgentReply,
+          signal,
+          request.timeout_ms + settings.agentGraceMs,
+        );
+        if (request.mode === "respond") await checkOutput(reply);
+        return reply;
+      });
     } finally {
       unlisten?.();
     }
@@ -123,7 +131,7 @@ export function remoteTurnServices(nc: NatsConnection, options: Partial<RemoteOp
       return call(subjects.memoryRetrieve, request, MemoryRetrieveReply, signal);
     },
     planWaves: (request, signal) => call(subjects.schedulerPlan, request, PlanWavesReply, signal),
-    decide: (request, signal) => call(subjects.councilDecide, request, CouncilReply, signal),
+    decide: (request, signal) => resent(subjects.councilDecide, request, CouncilReply, signal),
     safetyCouncil: (request, signal) => call(subjects.councilSafety, request, SafetyCouncilReply, signal),
     renderVoice: async (request, signal, onStream) => {
       let done: { text: string; usage?: Usage } | null = null;
@@ -145,7 +153,7 @@ export function remoteTurnServices(nc: NatsConnection, options: Partial<RemoteOp
       return done;
     },
     runCritics: (request, signal) =>
-      collectVerdict(settings.critics, request, (name) => call(subjects.critic(name), request, CriticReply, signal)),
+      collectVerdict(settings.critics, request, (name) => resent(subjects.critic(name), request, CriticReply, signal)),
     commitMemory: async (request, signal) => {
       const reply = await settleCommits(request.episode.session_id, request.episode, {
         backlog: await backlog,
@@ -157,6 +165,22 @@ export function remoteTurnServices(nc: NatsConnection, options: Partial<RemoteOp
       return reply;
     },
   };
+}
+
+/**
+ * Asks up to `attempts` times: a timeout is an answer lost (its worker died, or is stuck), and the
+ * queue group sends the next attempt to whichever worker of the service is alive. Any other failure,
+ * or the caller giving up, ends it at once.
+ */
+async function resending<T>(attempts: number, signal: AbortSignal, ask: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await ask();
+    } catch (error) {
+      const lost = error instanceof RemoteCallError && error.code === "timeout";
+      if (!lost || attempt >= attempts || signal.aborted) throw error;
+    }
+  }
 }
 
 /**
