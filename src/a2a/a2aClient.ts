@@ -2,12 +2,17 @@
  * The client side of A2A delegation, over `@a2a-js/sdk` (an optional
  * package: load this module through loadA2aClient, remoteAgents.ts): the
  * agent's card fetched and checked, then each message sent with the SDK's
- * client, waiting for the task to end.
+ * client, waiting for the task to end. Every request, the card's and the
+ * SDK's, goes through the guarded fetch (guardedFetch.ts): only what the
+ * operator's allowlist admits, never an internal address it does not name.
  */
 import { randomUUID } from "node:crypto";
 import { AgentCard, type Message, type Part, Role, type Task, TaskState } from "@a2a-js/sdk";
-import { ClientFactory } from "@a2a-js/sdk/client";
+import { ClientFactory, JsonRpcTransportFactory, RestTransportFactory } from "@a2a-js/sdk/client";
 import { messageOf } from "../errors.ts";
+import { allows } from "./allowlist.ts";
+import { guardedFetch } from "./guardedFetch.ts";
+import { RemoteAgentError, type RemoteAgentPolicy } from "./policy.ts";
 import { A2aAgentError } from "./remoteAgents.ts";
 
 /** Longest the card's fetch may take. */
@@ -21,26 +26,25 @@ export interface OpenA2aAgent {
 }
 
 /**
- * Fetches the card at `cardUrl` and checks it (a name, the skills, an
- * interface's url); an A2aAgentError naming the url when it cannot be
- * fetched or is not a card.
+ * Fetches the card at `cardUrl` through the guard and checks it (a name, the
+ * skills, an interface's url the allowlist admits). A RemoteAgentError when
+ * the policy refuses it or it cannot be fetched; an A2aAgentError naming the
+ * url when it is not a card.
  */
-export async function fetchAgentCard(cardUrl: string, signal: AbortSignal): Promise<AgentCard> {
+export async function fetchAgentCard(
+  cardUrl: string,
+  signal: AbortSignal,
+  policy: RemoteAgentPolicy,
+): Promise<AgentCard> {
   const fail = (message: string, cause?: unknown) =>
     new A2aAgentError(cardUrl, message, cause === undefined ? undefined : { cause });
-  let response: Response;
-  try {
-    response = await fetch(cardUrl, {
-      headers: { accept: "application/json", "A2A-Version": "1.0" },
-      signal: AbortSignal.any([signal, AbortSignal.timeout(CARD_TIMEOUT_MS)]),
-    });
-  } catch (error) {
-    const cause = (error as { cause?: unknown }).cause;
-    throw fail(`the agent card could not be fetched: ${messageOf(cause ?? error)}`, error);
-  }
+  const response = await guardedFetch({ policy, cardUrl }, "card")(cardUrl, {
+    headers: { accept: "application/json", "A2A-Version": "1.0" },
+    signal: AbortSignal.any([signal, AbortSignal.timeout(CARD_TIMEOUT_MS)]),
+  });
   if (!response.ok) {
     await response.body?.cancel();
-    throw fail(`the agent card could not be fetched: HTTP ${response.status}`);
+    throw new RemoteAgentError(cardUrl, "unreachable", `GET ${cardUrl} answered HTTP ${response.status}`);
   }
   let raw: unknown;
   try {
@@ -58,17 +62,32 @@ export async function fetchAgentCard(cardUrl: string, signal: AbortSignal): Prom
   } catch (error) {
     throw fail(`the agent card does not parse: ${messageOf(error)}`, error);
   }
-  if (!card.supportedInterfaces.some((entry) => /^https?:\/\//.test(entry.url)))
-    throw fail("the agent card names no interface url (supportedInterfaces)");
-  return card;
+  const named = card.supportedInterfaces.filter((entry) => /^https?:\/\//.test(entry.url));
+  if (named.length === 0) throw fail("the agent card names no interface url (supportedInterfaces)");
+  // A card cannot send the runner elsewhere: only the interfaces the allowlist admits are kept.
+  const allowed = named.filter((entry) => allows(policy.allow, entry.url, "call"));
+  if (allowed.length === 0)
+    throw new RemoteAgentError(
+      cardUrl,
+      "not_allowed",
+      `the card's interfaces are not on the allowlist: ${named.map((entry) => entry.url).join(", ")}`,
+    );
+  return { ...card, supportedInterfaces: allowed };
 }
 
-/** Fetches and checks the agent's card, and opens the SDK's client on it. */
-export async function openA2aAgent(cardUrl: string, signal: AbortSignal): Promise<OpenA2aAgent> {
-  const card = await fetchAgentCard(cardUrl, signal);
+/** Fetches and checks the agent's card, and opens the SDK's client on it, its requests through the guard. */
+export async function openA2aAgent(
+  cardUrl: string,
+  signal: AbortSignal,
+  policy: RemoteAgentPolicy,
+): Promise<OpenA2aAgent> {
+  const card = await fetchAgentCard(cardUrl, signal, policy);
+  const fetchImpl = guardedFetch({ policy, cardUrl });
   let client: Awaited<ReturnType<ClientFactory["createFromAgentCard"]>>;
   try {
-    client = await new ClientFactory().createFromAgentCard(card);
+    client = await new ClientFactory({
+      transports: [new JsonRpcTransportFactory({ fetchImpl }), new RestTransportFactory({ fetchImpl })],
+    }).createFromAgentCard(card);
   } catch (error) {
     throw new A2aAgentError(cardUrl, `no transport of the card can be used: ${messageOf(error)}`, { cause: error });
   }

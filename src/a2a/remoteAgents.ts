@@ -8,6 +8,8 @@
 import { type AgentReply, Contribution } from "../contracts/agent.ts";
 import { ConclaveError, messageOf, singleLine } from "../errors.ts";
 import { importOptional } from "../optionalPackages.ts";
+import { createLogger, type Logger } from "../runtime/log.ts";
+import { RemoteAgentError, type RemoteAgentPolicy, remoteAgentPolicy } from "./policy.ts";
 
 /** Where a remote agent's card is: what a recipe's agent definition says. */
 export interface RemoteAgentRef {
@@ -53,6 +55,7 @@ export interface A2aClientSide {
   openA2aAgent(
     cardUrl: string,
     signal: AbortSignal,
+    policy: RemoteAgentPolicy,
   ): Promise<{ ask(text: string, signal: AbortSignal): Promise<unknown> }>;
 }
 
@@ -71,11 +74,29 @@ export interface RemoteAgents {
   reply(agentId: string, message: string, signal: AbortSignal): Promise<AgentReply>;
 }
 
+/** How a run's remote agents are reached. */
+export interface RemoteAgentsOptions {
+  /** What the operator allows. Default: the environment's (CONCLAVE_A2A_ALLOW), read at each card's fetch. */
+  policy?: RemoteAgentPolicy;
+  /** Where what a refused or failed remote agent answered is logged. Default: a runner logger on stderr. */
+  log?: Logger;
+}
+
+let defaultLog: Logger | undefined;
+
 /** The remote agents of one run, by agent id. */
-export function remoteAgents(refs: Readonly<Record<string, RemoteAgentRef>>): RemoteAgents {
+export function remoteAgents(
+  refs: Readonly<Record<string, RemoteAgentRef>>,
+  options: RemoteAgentsOptions = {},
+): RemoteAgents {
   const opened = new Map<string, ReturnType<typeof open>>();
   const open = async (ref: RemoteAgentRef, signal: AbortSignal) =>
-    (await loadA2aClient()).openA2aAgent(ref.card_url, signal);
+    (await loadA2aClient()).openA2aAgent(ref.card_url, signal, options.policy ?? remoteAgentPolicy());
+  const log = (): Logger => {
+    if (options.log) return options.log;
+    defaultLog ??= createLogger("runner");
+    return defaultLog;
+  };
   return {
     has: (agentId) => Object.hasOwn(refs, agentId),
     async ask(agentId, message, signal) {
@@ -91,8 +112,9 @@ export function remoteAgents(refs: Readonly<Record<string, RemoteAgentRef>>): Re
       try {
         return await (await agent).ask(message, signal);
       } catch (error) {
-        if (error instanceof ConclaveError) throw error;
-        throw new A2aAgentError(ref.card_url, messageOf(error), { cause: error });
+        // An abort (the turn's cancel or timeout) is not the remote agent's failure: it stays what it was.
+        if (signal.aborted) throw error;
+        throw reported(log(), agentId, ref.card_url, error);
       }
     },
     async reply(agentId, message, signal) {
@@ -107,4 +129,29 @@ export function remoteAgents(refs: Readonly<Record<string, RemoteAgentRef>>): Re
       };
     },
   };
+}
+
+/**
+ * The error a remote agent's failure is told as: a RemoteAgentError (found
+ * anywhere in the causes: the SDK may wrap what the guarded fetch threw) or
+ * another ConclaveError as it is; anything else (the SDK's own errors quote
+ * statuses and bodies) is `remote agent call failed`. What happened goes to `log`.
+ */
+function reported(log: Logger, agentId: string, cardUrl: string, error: unknown): Error {
+  const guard = remoteAgentErrorIn(error);
+  const told =
+    guard ?? (error instanceof ConclaveError ? error : new RemoteAgentError(cardUrl, "failed", messageOf(error)));
+  if (told instanceof RemoteAgentError)
+    log.warn(`remote agent ${agentId} (${cardUrl}): ${told.message}: ${told.detail}`, {
+      agent_id: agentId,
+      card_url: cardUrl,
+      failure: told.failure,
+    });
+  return told;
+}
+
+function remoteAgentErrorIn(error: unknown): RemoteAgentError | null {
+  for (let at = error, depth = 0; at instanceof Error && depth < 5; at = at.cause, depth++)
+    if (at instanceof RemoteAgentError) return at;
+  return null;
 }

@@ -10,6 +10,7 @@
  * then its default. An empty value counts as unset.
  */
 import { z } from "zod";
+import { A2A_VARIABLES } from "./schema/a2a.ts";
 import { CLUSTER_VARIABLES } from "./schema/cluster.ts";
 import { CONTEXT_VARIABLES } from "./schema/context.ts";
 import { COST_VARIABLES } from "./schema/cost.ts";
@@ -260,6 +261,7 @@ export const CONFIG_SCHEMA = {
 
   ...CONTEXT_VARIABLES,
   ...COST_VARIABLES,
+  ...A2A_VARIABLES,
 
   CONCLAVE_RETAIN_EVENTS: variable({
     group: "storage",
