@@ -101,6 +101,8 @@ export async function eraseStores(
     memory_graph: kv(buckets.memoryGraph, [`${sessionId}.>`], true),
     // Large tool results stored by reference (their turns' logs hold only a preview).
     tool_outputs: kv(buckets.toolOutputs, [`${sessionId}.>`]),
+    // Workers' step answers kept for a takeover (model output), keyed by their session.
+    step_replies: kv(buckets.stepReplies, [`${sessionId}.>`]),
     blackboard: kv(BLACKBOARD_BUCKET, [sessionId]),
     redis_blackboard: () => eraseBlackboard(deps, "redis", sessionId),
     postgres_blackboard: () => eraseBlackboard(deps, "postgres", sessionId),
