@@ -10,7 +10,6 @@ import type { ServeOptions } from "../bus/serveActor.ts";
 import { type Service, startService } from "../bus/service.ts";
 import { SharedSteps } from "../bus/sharedSteps.ts";
 import { StepReplies } from "../bus/stepReplies.ts";
-import { TurnCancellations } from "../bus/turnCancellations.ts";
 import { type CognitionBackend, offlineBackend } from "../cognition/backend.ts";
 import { CRITIC_NAMES } from "../cognition/critics.ts";
 import { ConclaveError, messageOf, singleLine } from "../errors.ts";
@@ -37,6 +36,7 @@ import { serveCouncil, serveCritics, serveScheduler, serveVoice } from "./coreEn
 import { followMemoryErasures, serveMemory } from "./memoryEndpoints.ts";
 import { IgnoredMessages, requestsOnly } from "./requestGuard.ts";
 import { serveTool } from "./toolEndpoints.ts";
+import { TurnAborts } from "./turnAborts.ts";
 
 /** The core actors a worker can host beside agents (`services` of `startWorker`). */
 export const CORE_SERVICES = ["scheduler", "council", "critics", "memory"] as const;
@@ -212,8 +212,8 @@ async function serveWorker(
   const log = options.log ?? silentLogger;
   const js = jetstream(nc);
   await ensureDeadLetterStream(await jetstreamManager(nc));
-  // A cancelled turn's calls stop here too: the agent's (or council's, voice's…) work sees its signal abort.
-  const cancellations = new TurnCancellations(nc);
+  // A cancelled, ended or taken-over turn's calls stop here too: the agent's (or council's, voice's…) work sees its signal abort.
+  const cancellations = new TurnAborts(nc);
   const serve: ServeOptions = {
     cancellations,
     // A step asked again (a runner that took its turn over, a resent request) is answered once, by any worker.

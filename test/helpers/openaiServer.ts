@@ -1,3 +1,4 @@
+import { EventEmitter } from "node:events";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -81,6 +82,15 @@ export interface OpenAIServer {
   requests: ChatRequestBody[];
   /** Bodies of the embeddings requests received (POST /v1/embeddings), in order. */
   embeddingRequests: EmbeddingRequestBody[];
+  /** Requests received (any route) whose connection is still open and that are not answered yet. */
+  readonly openRequests: number;
+  /** Resolves with the first chat request received that `match`es (one received before included). */
+  received(match: (body: ChatRequestBody) => boolean): Promise<ChatRequestBody>;
+  /**
+   * Resolves when the first chat request that `match`es has closed (already closed included): `aborted`
+   * when the client closed it before the server answered (a hang the client gave up on).
+   */
+  closed(match: (body: ChatRequestBody) => boolean): Promise<{ aborted: boolean }>;
   stop(): Promise<void>;
 }
 
@@ -154,7 +164,9 @@ export async function startOpenAIServer(
 ): Promise<OpenAIServer> {
   const requests: ChatRequestBody[] = [];
   const embeddingRequests: EmbeddingRequestBody[] = [];
+  const tracked = new RequestTracker();
   const server = createServer((req, res) => {
+    tracked.opened(res);
     answer(req, res).catch((error: unknown) => {
       if (!res.headersSent) sendJson(res, 500, errorBody(String(error), "server_error"));
       else res.destroy();
@@ -175,6 +187,7 @@ export async function startOpenAIServer(
       return;
     }
     const index = requests.push(body) - 1;
+    tracked.chat(body, res);
     const reply = await handler(body, index);
     if ("hang" in reply) return; // left open until the client gives up or stop() closes it
     if ("status" in reply) {
@@ -238,12 +251,67 @@ export async function startOpenAIServer(
     url: `http://127.0.0.1:${port}/v1`,
     requests,
     embeddingRequests,
+    get openRequests() {
+      return tracked.open;
+    },
+    received: (match) => tracked.received(match),
+    closed: (match) => tracked.closed(match),
     stop: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections(); // hanging requests and keep-alive sockets
       }),
   };
+}
+
+/** The server's requests as they arrive and close, for tests that wait on a hung call's end. */
+interface TrackedChat {
+  body: ChatRequestBody;
+  closed: Promise<{ aborted: boolean }>;
+}
+
+class RequestTracker {
+  open = 0;
+  readonly #chats: TrackedChat[] = [];
+  readonly #events = new EventEmitter();
+
+  opened(res: ServerResponse): void {
+    this.open += 1;
+    res.once("close", () => {
+      this.open -= 1;
+    });
+  }
+
+  chat(body: ChatRequestBody, res: ServerResponse): void {
+    const closed = new Promise<{ aborted: boolean }>((resolve) => {
+      const done = () => resolve({ aborted: !res.writableFinished });
+      if (res.closed) done();
+      else res.once("close", done);
+    });
+    this.#chats.push({ body, closed });
+    this.#events.emit("chat");
+  }
+
+  async received(match: (body: ChatRequestBody) => boolean): Promise<ChatRequestBody> {
+    return (await this.#first(match)).body;
+  }
+
+  async closed(match: (body: ChatRequestBody) => boolean): Promise<{ aborted: boolean }> {
+    return (await this.#first(match)).closed;
+  }
+
+  #first(match: (body: ChatRequestBody) => boolean): Promise<TrackedChat> {
+    return new Promise((resolve) => {
+      const look = () => {
+        const found = this.#chats.find((chat) => match(chat.body));
+        if (!found) return false;
+        this.#events.off("chat", look);
+        resolve(found);
+        return true;
+      };
+      if (!look()) this.#events.on("chat", look);
+    });
+  }
 }
 
 function readBody(req: IncomingMessage): Promise<string> {

@@ -107,6 +107,7 @@ export class Runner {
     });
     this.#settlement = new TurnSettlement({
       js: parts.js,
+      nc, // each turn's end is told to workers: the calls still open for it stop
       statuses: parts.statuses,
       sessions: parts.store,
       log: this.#log,

@@ -1,6 +1,11 @@
 import type { JetStreamClient, JsMsg } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/nats-core";
+import { encodeJson } from "../../bus/codec.ts";
+import { subjects } from "../../bus/subjects.ts";
 import type { ErrorCode } from "../../contracts/errors.ts";
+import type { TurnEnded } from "../../contracts/turn.ts";
 import type { TurnStatusRecord, WalEntry } from "../../contracts/wal.ts";
+import { messageOf } from "../../errors.ts";
 import { deadLetter } from "../../eventlog/deadLetters.ts";
 import { WAL_ACK_WAIT_MS } from "../../eventlog/streams.ts";
 import { beginTurnSpan, endTurnSpan } from "../../telemetry/turnSpans.ts";
@@ -57,6 +62,8 @@ export class TurnSettlement {
       onReleased?: (sessionId: string, turnId: number) => void;
       /** Told once a turn's end is written (retention by count trims the session's oldest turn then). */
       onSettled?: (sessionId: string, turnId: number) => void;
+      /** Where a turn's end is told to workers (`conclave.turn.ended`): its calls still open stop. Default: nowhere. */
+      nc?: Pick<NatsConnection, "publish" | "isClosed">;
     },
   ) {}
 
@@ -65,6 +72,9 @@ export class TurnSettlement {
     const key = turnKey(entry.session_id, entry.turn_id);
     const previous = this.#held.get(key);
     if (previous) clearInterval(previous.heartbeat);
+    // Delivered again and not held here: an earlier attempt let it go or was lost. Its calls still open are
+    // abandoned; told before this attempt's first request, on the same connection, so they stop and these do not.
+    else if (this.deps.nc && msg.info.redelivered) this.#announceEnd(entry.session_id, entry.turn_id, "taken_over");
     // Three signs of life per ack wait (500 ms): one lost or late does not get the entry redelivered.
     const heartbeat = setInterval(() => msg.working(), WAL_ACK_WAIT_MS / 3);
     heartbeat.unref();
@@ -140,6 +150,7 @@ export class TurnSettlement {
     const key = turnKey(sessionId, turnId);
     const running = this.#settling.get(key);
     if (running) return running;
+    this.#announceEnd(sessionId, turnId, end.status);
     const settling = this.#write(sessionId, turnId, end, options)
       .then(() => this.deps.onSettled?.(sessionId, turnId))
       .finally(() => {
@@ -183,6 +194,18 @@ export class TurnSettlement {
     const terminate = end.status === "failed" && end.terminate;
     if (this.#held.has(key)) this.#release(key, (held) => (terminate ? held.term() : held.ack()));
     else if (msg) terminate ? msg.term() : msg.ack();
+  }
+
+  /** One core NATS message, no wait: workers abort the turn's calls still open (a lost message costs their deadlines). */
+  #announceEnd(sessionId: string, turnId: number, reason: string): void {
+    const nc = this.deps.nc;
+    if (!nc || nc.isClosed()) return;
+    const ended: TurnEnded = { session_id: sessionId, turn_id: turnId, reason };
+    try {
+      nc.publish(subjects.turnEnded, encodeJson(ended));
+    } catch (error) {
+      this.deps.log.warn(`turn ${turnKey(sessionId, turnId)}: end not told to workers: ${messageOf(error)}`);
+    }
   }
 
   /** Removes an entry that is not a turn at all (invalid), keeping it as a dead letter. */
