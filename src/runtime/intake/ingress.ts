@@ -109,7 +109,9 @@ export async function acceptSubmission(deps: IngressDeps, msg: ServiceMsg): Prom
     address = addressOf(msg.subject);
     const { sessionId } = address;
     const submission = decodeJson(msg.data, TurnSubmission, `turn for session ${sessionId}`, MAX_SUBMISSION_BYTES);
-    const recipeName = submission.recipe ? await checkRecipeSubmission(deps.recipes, submission.recipe) : undefined;
+    const recipeName = submission.recipe
+      ? await checkRecipeSubmission(deps.recipes, submission.recipe, address.tenant)
+      : undefined;
     if (submission.idempotency_key) {
       const key = submission.idempotency_key;
       claim = await throughElections(() => deps.idempotency.claim(sessionId, key));

@@ -1,4 +1,5 @@
 import type { z } from "zod";
+import { type RemoteAgentPolicy, refusedRemoteAgents, remoteAgentPolicy } from "../../a2a/policy.ts";
 import { HandlerError } from "../../bus/errors.ts";
 import { describeIssues } from "../../contracts/issues.ts";
 import type { RecipeSubmission } from "../../contracts/recipeRun.ts";
@@ -12,15 +13,23 @@ export interface RecipeIntake {
   logicHandlers: readonly string[];
   /** The agents live workers host now; absent: not checked (the agents run in-process). */
   liveAgents?: () => Promise<ReadonlySet<string>>;
+  /** Which remote A2A agents a recipe may name. Default: the environment's (CONCLAVE_A2A_ALLOW, CONCLAVE_A2A_TENANTS). */
+  remoteAgents?: RemoteAgentPolicy;
 }
 
 /**
  * Checks a recipe submission before it is accepted, so a bad one is refused
  * to its submitter at once and nothing runs: the document loads (every
- * issue named by its path), the inputs match `interface.inputs`, and every
- * agent it calls is hosted by a live worker. Returns the recipe's name.
+ * issue named by its path), the inputs match `interface.inputs`, every
+ * remote A2A agent it names is one the operator allows (and `tenant`, when
+ * a tenant submits it, may name), and every agent it calls is hosted by a
+ * live worker. Returns the recipe's name.
  */
-export async function checkRecipeSubmission(intake: RecipeIntake, submission: RecipeSubmission): Promise<string> {
+export async function checkRecipeSubmission(
+  intake: RecipeIntake,
+  submission: RecipeSubmission,
+  tenant: string | null = null,
+): Promise<string> {
   let recipe: ReturnType<typeof loadRecipe>;
   try {
     recipe = loadRecipe(submission.document, { logicHandlers: intake.logicHandlers });
@@ -53,6 +62,9 @@ export async function checkRecipeSubmission(intake: RecipeIntake, submission: Re
       );
     }
   }
+  const refused = refusedRemoteAgents(recipe.remote_agents ?? {}, tenant, intake.remoteAgents ?? remoteAgentPolicy());
+  if (refused.length > 0)
+    throw new HandlerError("forbidden", `recipe '${recipe.name}': ${refused.join("; ")}`, refused);
   if (intake.liveAgents) {
     const unknown = checkAgentRefs(recipe, await intake.liveAgents());
     if (unknown.length > 0) {
