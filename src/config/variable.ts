@@ -109,11 +109,30 @@ export function parseDuration(text: string): number | null {
   return match[2] ? count * UNIT_MS[match[2]]! : null;
 }
 
-/** A duration such as `30d`, `12h`, `90m`, `3600s`, or `0`, in ms. */
+/**
+ * The shortest maximum age of stored data accepted (1 hour), so that no limit
+ * can drop the events or status of a turn still running: a turn waits at most
+ * its TTL (10 min by default) and runs within its deadlines, well under this.
+ */
+export const MIN_RETENTION_MS = 3_600_000;
+
+/** What a maximum age below {@link MIN_RETENTION_MS} is told, wherever it is given. */
+export const MAX_AGE_PROBLEM = "a maximum age is 0 (for ever) or at least 1 hour";
+
+/**
+ * A retention's maximum age (every CONCLAVE_RETAIN_* duration): `30d`, `12h`,
+ * `90m`, `3600s` in ms, 0 (for ever) or at least {@link MIN_RETENTION_MS}. The
+ * runner reads these variables through this schema (eventlog/retention.ts),
+ * so `conclave config` refuses exactly what the runner refuses, in its words.
+ */
 export const duration = z.string().transform((text, context) => {
   const ms = parseDuration(text);
   if (ms === null) {
     context.addIssue({ code: "custom", message: "expected a duration such as 30d, 12h or 0" });
+    return z.NEVER;
+  }
+  if (ms !== 0 && ms < MIN_RETENTION_MS) {
+    context.addIssue({ code: "custom", message: MAX_AGE_PROBLEM });
     return z.NEVER;
   }
   return ms;

@@ -4,6 +4,7 @@ import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import { CONCLAVE_BIN } from "../../src/cli/childProcess.ts";
 import type { ConfigRow } from "../../src/config/load.ts";
+import { retentionSettings } from "../../src/eventlog/retention.ts";
 
 /** The environment of the test process without any variable Conclave reads, so only `env` counts. */
 function cleanEnv(env: Record<string, string>): NodeJS.ProcessEnv {
@@ -86,5 +87,30 @@ describe("conclave config", () => {
     expect(result.stderr.trim()).toBe(
       'conclave config: CONCLAVE_STREAM_CHUNK_MS="soon" is invalid: must be a whole number from 0 to 60000',
     );
+  });
+
+  it("refuses a retention the runner refuses, with the runner's words, and accepts what it accepts", async () => {
+    const refused = await conclaveConfig([], { CONCLAVE_RETAIN_EVENTS: "30m" });
+    expect(refused.code).toBe(2);
+    expect(refused.stdout).toMatch(/CONCLAVE_RETAIN_EVENTS\s+30m\s+INVALID/);
+    // What the runner reads its retention with (runtime/runner/parts.ts).
+    let runnerMessage = "";
+    try {
+      retentionSettings({}, { CONCLAVE_RETAIN_EVENTS: "30m" });
+    } catch (error) {
+      runnerMessage = (error as Error).message;
+    }
+    expect(runnerMessage).toBe(
+      'CONCLAVE_RETAIN_EVENTS="30m" is invalid: a maximum age is 0 (for ever) or at least 1 hour',
+    );
+    expect(refused.stderr.trim()).toBe(`conclave config: ${runnerMessage}`);
+
+    const accepted = await conclaveConfig([], { CONCLAVE_RETAIN_EVENTS: "90m", CONCLAVE_RETAIN_EPISODES: "0" });
+    expect(accepted.code).toBe(0);
+    expect(accepted.stdout).toMatch(/CONCLAVE_RETAIN_EVENTS\s+5400000\s+from CONCLAVE_RETAIN_EVENTS/);
+    expect(retentionSettings({}, { CONCLAVE_RETAIN_EVENTS: "90m", CONCLAVE_RETAIN_EPISODES: "0" })).toMatchObject({
+      eventsMaxAgeMs: 5_400_000,
+      episodesMaxAgeMs: 0,
+    });
   });
 });
