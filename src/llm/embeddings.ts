@@ -8,6 +8,7 @@ import type OpenAI from "openai";
 import type { CreateEmbeddingResponse } from "openai/resources/embeddings";
 import { setting } from "../config/load.ts";
 import { CONFIG_SCHEMA } from "../config/schema.ts";
+import { registerSecrets } from "../config/secrets.ts";
 import { deadlineSignal, timedOut, unlessAborted } from "../deadline.ts";
 import { OFFLINE_EMBEDDING_DIMS, offlineEmbedding } from "../memory/learn/embedder.ts";
 import { withEmbeddingSpans } from "../telemetry/genAiSpans.ts";
@@ -147,6 +148,7 @@ export function openAIEmbedder(config: Omit<OpenAIEmbeddingConfig, "kind">): Emb
   const openai = async () => {
     if (made) return made;
     const { OpenAI } = await loadOpenAI();
+    registerSecrets([config.apiKey]);
     made ??= new OpenAI({
       baseURL: config.baseURL,
       apiKey: config.apiKey,

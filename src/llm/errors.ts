@@ -1,3 +1,4 @@
+import { scrubError, scrubSecrets } from "../config/secrets.ts";
 import { ConclaveError } from "../errors.ts";
 import { MissingDependencyError } from "../optionalPackages.ts";
 import type { Usage } from "./model.ts";
@@ -22,14 +23,19 @@ export interface LlmErrorOptions {
   cause?: unknown;
 }
 
-/** Every failure of the LLM layer, tagged with what went wrong and who asked. */
+/**
+ * Every failure of the LLM layer, tagged with what went wrong and who asked.
+ * Its message and cause are scrubbed of secrets (config/secrets.ts) as it is
+ * made: a server may echo the API key it was sent, and this message becomes
+ * events, logs, span statuses and gateway replies.
+ */
 export class LlmError extends ConclaveError<LlmErrorCode> {
   readonly caller: string;
   readonly status: number | undefined;
   readonly usage: Usage | undefined;
 
   constructor(code: LlmErrorCode, caller: string, message: string, options: LlmErrorOptions = {}) {
-    super(code, `${caller}: ${message}`, { cause: options.cause });
+    super(code, scrubSecrets(`${caller}: ${message}`), { cause: scrubError(options.cause) });
     this.caller = caller;
     this.status = options.status;
     this.usage = options.usage;

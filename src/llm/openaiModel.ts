@@ -5,6 +5,7 @@ import type {
   ChatCompletionTool,
 } from "openai/resources/chat/completions";
 import type { z } from "zod";
+import { registerSecrets } from "../config/secrets.ts";
 import { addUsage, noUsage } from "../contracts/usage.ts";
 import { deadlineSignal, timedOut, unlessAborted } from "../deadline.ts";
 import { PROVIDER_OPENAI, setUsage } from "../telemetry/attributes.ts";
@@ -60,6 +61,8 @@ export class OpenAIChatModel implements ChatModel {
     this.model = config.model;
     this.#config = config;
     this.#timeoutMs = config.timeoutMs;
+    // A key given in code (an agent's apiKeyEnv) is as secret as the configured one.
+    registerSecrets([config.apiKey]);
   }
 
   /** The client, made on first use: `openai` is an optional peer, imported when LLM mode first runs. */

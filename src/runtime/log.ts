@@ -6,10 +6,12 @@
  *
  * CONCLAVE_LOG sets the level: debug, info (the default), warn, error; `quiet`
  * is warn. Warnings and errors always show unless the level is error.
+ * Every line is scrubbed of the configured secrets (config/secrets.ts).
  */
 import { type DestinationStream, type Level, type Logger as PinoLogger, pino } from "pino";
 import pretty from "pino-pretty";
 import { lenientSetting } from "../config/load.ts";
+import { scrubSecrets } from "../config/secrets.ts";
 
 /** Structured fields of a log line, beside its message. */
 export type LogFields = Record<string, unknown>;
@@ -79,6 +81,8 @@ export function createLogger(role: string, options: LoggerOptions = {}): Logger 
         // Level names, not pino's numbers: a line should read without a lookup table.
         formatters: { level: (label) => ({ level: label }) },
         timestamp: pino.stdTimeFunctions.isoTime,
+        // The whole line, not a field list (pino's `redact`): a provider's error may quote a key inside a message.
+        hooks: { streamWrite: (line) => scrubSecrets(line, options.env) },
       },
       destination,
     ),

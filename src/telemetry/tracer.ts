@@ -15,6 +15,7 @@ import {
   type TracerProvider,
   trace,
 } from "@opentelemetry/api";
+import { scrubError, scrubSecrets } from "../config/secrets.ts";
 
 /** The instrumentation scope of every span Conclave makes. */
 export const TRACER_NAME = "conclave";
@@ -40,13 +41,16 @@ export function conclaveTracer(): Tracer {
   return tracer;
 }
 
-/** Marks a span failed with the error's message (and code, when it has one), and records the exception. */
+/**
+ * Marks a span failed with the error's message (and code, when it has one), and records the exception.
+ * Message and stack are scrubbed of secrets first (config/secrets.ts): spans go to a collector many can read.
+ */
 export function recordFailure(span: Span, error: unknown): void {
-  const message = error instanceof Error ? error.message : String(error);
+  const message = scrubSecrets(error instanceof Error ? error.message : String(error));
   const code = (error as { code?: unknown } | null)?.code;
   if (typeof code === "string") span.setAttribute("error.type", code);
   else if (error instanceof Error) span.setAttribute("error.type", error.name);
-  if (error instanceof Error) span.recordException(error);
+  if (error instanceof Error) span.recordException(scrubError(error) as Error);
   span.setStatus({ code: SpanStatusCode.ERROR, message });
 }
 

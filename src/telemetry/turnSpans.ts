@@ -9,6 +9,7 @@
 
 import type { MsgHdrs } from "@nats-io/nats-core";
 import { type Context, type Link, ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
+import { scrubSecrets } from "../config/secrets.ts";
 import { CONCLAVE } from "./attributes.ts";
 import { contextFromHeaders } from "./natsHeaders.ts";
 import { conclaveTracer, tracingActive } from "./tracer.ts";
@@ -81,6 +82,6 @@ export function endTurnSpan(sessionId: string, turnId: number, end: { status: st
   turns.delete(key);
   held.span.setAttribute(CONCLAVE.turnEnd, end.status);
   if (end.status === "failed" || end.status === "expired")
-    held.span.setStatus({ code: SpanStatusCode.ERROR, message: end.reason ?? end.status });
+    held.span.setStatus({ code: SpanStatusCode.ERROR, message: scrubSecrets(end.reason ?? end.status) });
   held.span.end();
 }

@@ -1,4 +1,5 @@
 import type { FinishedToolCall } from "../../../machines/session.ts";
+import { scrubSecrets } from "../../config/secrets.ts";
 import { checkCompactionGate, type GateState } from "../../context/budget.ts";
 import type { AgentReply } from "../../contracts/agent.ts";
 import type { ToolApproval } from "../../contracts/recipeRun.ts";
@@ -193,7 +194,10 @@ export class TurnToolCalls {
       return { ok: true, call_id: callId, result: output };
     } catch (error) {
       const code = (error as { code?: unknown }).code;
-      const failure = { code: typeof code === "string" ? code : "agent_failed", message: messageOf(error) };
+      const failure = {
+        code: typeof code === "string" ? code : "agent_failed",
+        message: scrubSecrets(messageOf(error)),
+      };
       turn.record({ kind: "AGENT_DELEGATED", payload: { ...ref, ok: false, error: failure } });
       // A deeper call refused for its depth fails every call above it the same way.
       return refuse(
@@ -353,7 +357,10 @@ export class TurnToolCalls {
       return { ok: true, call_id: callId, result, ...(reply.simulated ? { simulated: true } : {}) };
     } catch (error) {
       const code = (error as { code?: unknown }).code;
-      const failure = { code: typeof code === "string" ? code : "tool_failed", message: messageOf(error) };
+      const failure = {
+        code: typeof code === "string" ? code : "tool_failed",
+        message: scrubSecrets(messageOf(error)),
+      };
       turn.finished.set(callId, { ok: false, error: failure });
       turn.record({
         kind: "TOOL_CALL_FINISHED",

@@ -7,6 +7,7 @@
  */
 import { readFile } from "node:fs/promises";
 import { z } from "zod";
+import { registerSecretEntries } from "../../config/secrets.ts";
 import { describeIssues } from "../../contracts/issues.ts";
 import { ConclaveError, messageOf } from "../../errors.ts";
 
@@ -80,7 +81,11 @@ export function parseMcpConfig(document: unknown, source = "the MCP configuratio
       throw new McpConfigError(`${at}: give "command" (a server started over stdio) or "url" (Streamable HTTP)`);
     const parsed = kind.safeParse(entry);
     if (!parsed.success) throw new McpConfigError(`${at}: ${describeIssues(parsed.error, { limit: 1, join: "; " })}`);
-    if (!parsed.data.disabled) servers.set(name, parsed.data);
+    if (parsed.data.disabled) continue;
+    // Its credentials are scrubbed from every error from now on (config/secrets.ts).
+    const server = parsed.data as McpServerConfig;
+    registerSecretEntries(isStdioServer(server) ? server.env : server.headers);
+    servers.set(name, parsed.data);
   }
   return servers;
 }

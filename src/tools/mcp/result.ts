@@ -1,6 +1,7 @@
 /**
  * An MCP `tools/call` result as a Conclave tool's result or error.
  */
+import { scrubSecrets } from "../../config/secrets.ts";
 import { ConclaveError, singleLine } from "../../errors.ts";
 
 /** What a `tools/call` answers, as far as Conclave reads it. */
@@ -15,7 +16,8 @@ export interface McpCallResult {
 /** The MCP tool answered with `isError`, or the server could not be asked: one line. */
 export class McpToolError extends ConclaveError<"tool_failed"> {
   constructor(message: string) {
-    super("tool_failed", singleLine(message, 500));
+    // A server may quote the Authorization header it was sent: scrubbed before it becomes an event.
+    super("tool_failed", singleLine(scrubSecrets(message), 500));
   }
 }
 
