@@ -59,12 +59,12 @@ export class MemoryRecall {
    * episodes (of turns before this one) that fit it best, best first: by topic overlap, then
    * similarity (with an embedder), then recency, so the most recent when none is about the message.
    */
-  async retrieve(request: MemoryRetrieveRequest): Promise<MemoryRetrieveReply> {
+  async retrieve(request: MemoryRetrieveRequest, signal?: AbortSignal): Promise<MemoryRetrieveReply> {
     const [nodes, procedural] = await Promise.all([
       this.graph.nodes(request.session_id),
       this.graph.nodes(request.session_id, "procedural"),
     ]);
-    const query = await this.#queryVector(nodes, request.user_message, "retrieve");
+    const query = await this.#queryVector(nodes, request.user_message, "retrieve", signal);
     // Started first: a session whose episodes are not in the graph reads them from the store meanwhile.
     const episodes = this.#rankedEpisodes(request, nodes, query);
     const ranked = rankMemory(this.#rankItems(nodes, false), request.user_message, {
@@ -137,14 +137,16 @@ export class MemoryRecall {
     nodes: readonly MemoryNode[],
     message: string,
     during: "retrieve" | "search",
+    /** The turn's: an embeddings call left open when the turn is over is aborted. */
+    signal?: AbortSignal,
   ): Promise<Pick<RankOptions, "embedding">> {
     const embedder = this.options.embedder;
     if (!embedder || !this.#anyVector(nodes, embedder) || topicsOf(message).length === 0) return {};
     try {
-      const [vector] = await embedder.embed([message]);
+      const [vector] = await embedder.embed([message], signal);
       return vector ? { embedding: { query: vector } } : {};
     } catch (error) {
-      this.options.onEmbeddingError?.(error, during);
+      if (!signal?.aborted) this.options.onEmbeddingError?.(error, during); // aborted: nobody waits for it
       return {};
     }
   }

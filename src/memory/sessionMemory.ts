@@ -237,9 +237,10 @@ export class SessionMemory {
   /**
    * The facts and open threads that fit the message best, within the budget, and the `limit`
    * episodes (of turns before this one) that fit it best, and the procedures (see {@link MemoryRecall}).
+   * `signal` aborts its embeddings call (the turn is over).
    */
-  retrieve(request: MemoryRetrieveRequest): Promise<MemoryRetrieveReply> {
-    return this.#recall.retrieve(request);
+  retrieve(request: MemoryRetrieveRequest, signal?: AbortSignal): Promise<MemoryRetrieveReply> {
+    return this.#recall.retrieve(request, signal);
   }
 
   /** Everything the session's memory holds about `query` (facts, threads open or closed, episodes), best first. */

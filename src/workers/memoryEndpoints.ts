@@ -17,7 +17,8 @@ export function serveMemory(group: ServiceGroup, memory: SessionMemory, options:
       name: "retrieve",
       subject: subjects.memoryRetrieve,
       request: MemoryRetrieveRequest,
-      handle: (request) => memory.retrieve(request),
+      // The turn's signal: its embeddings call stops when the turn is cancelled or over.
+      handle: (request, signal) => memory.retrieve(request, signal),
     },
     options,
   );
