@@ -70,6 +70,15 @@ export function remoteAgentPolicy(env: Env = process.env): RemoteAgentPolicy {
   return policy;
 }
 
+/** The environment's policy, or none allowed when a setting is bad (`conclave config` shows which): for checks that must not throw. */
+export function remoteAgentPolicyOrNone(env: Env = process.env): RemoteAgentPolicy {
+  try {
+    return remoteAgentPolicy(env);
+  } catch {
+    return { allow: [], tenants: false };
+  }
+}
+
 /**
  * What is wrong with a submitted recipe's remote agents (by agent id), for
  * whoever submitted it (`tenant`, or null for a client of the runtime's own

@@ -12,7 +12,9 @@ import { openA2aAgent } from "../../src/a2a/a2aClient.ts";
 import { addressRefusal, parseAllowEntry } from "../../src/a2a/allowlist.ts";
 import { guardedFetch } from "../../src/a2a/guardedFetch.ts";
 import { RemoteAgentError, remoteAgentPolicyOf } from "../../src/a2a/policy.ts";
+import { remoteAgents } from "../../src/a2a/remoteAgents.ts";
 import { freePort } from "../../src/nats/server.ts";
+import type { Logger } from "../../src/runtime/log.ts";
 
 /** Hosts or addresses this process tried to connect to, in order. */
 const connections: string[] = [];
@@ -258,5 +260,25 @@ describe("the remote agent guard", () => {
     const error = await refusal(openA2aAgent(dead, AbortSignal.timeout(10_000), remoteAgentPolicyOf(["127.0.0.1"])));
     expect(error).toMatchObject({ code: "agent_failed", message: `A2A agent ${dead}: remote agent unreachable` });
     expect(error.detail).toContain("ECONNREFUSED");
+  });
+
+  it("a failed call says only that; what the agent answered goes to the runner's log", async () => {
+    const lines: string[] = [];
+    const log: Logger = {
+      debug: () => {},
+      info: () => {},
+      warn: (message) => lines.push(message),
+      error: (message) => lines.push(message),
+      child: () => log,
+    };
+    const cardUrl = `${agent.origin}/.well-known/agent-card.json`;
+    const agents = remoteAgents(
+      { "remote.echo": { card_url: cardUrl } },
+      { policy: remoteAgentPolicyOf([cardUrl]), log },
+    );
+    const error = await refusal(agents.ask("remote.echo", "hello", AbortSignal.timeout(10_000)));
+    expect(error).toMatchObject({ code: "agent_failed", message: `A2A agent ${cardUrl}: remote agent call failed` });
+    expect(lines).toEqual([expect.stringContaining("internal detail: db at 10.1.2.3 is down")]);
+    expect(agent.paths).toContain("POST /a2a");
   });
 });

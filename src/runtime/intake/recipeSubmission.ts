@@ -1,5 +1,5 @@
 import type { z } from "zod";
-import { type RemoteAgentPolicy, refusedRemoteAgents, remoteAgentPolicy } from "../../a2a/policy.ts";
+import { type RemoteAgentPolicy, refusedRemoteAgents, remoteAgentPolicyOrNone } from "../../a2a/policy.ts";
 import { HandlerError } from "../../bus/errors.ts";
 import { describeIssues } from "../../contracts/issues.ts";
 import type { RecipeSubmission } from "../../contracts/recipeRun.ts";
@@ -62,9 +62,13 @@ export async function checkRecipeSubmission(
       );
     }
   }
-  const refused = refusedRemoteAgents(recipe.remote_agents ?? {}, tenant, intake.remoteAgents ?? remoteAgentPolicy());
-  if (refused.length > 0)
-    throw new HandlerError("forbidden", `recipe '${recipe.name}': ${refused.join("; ")}`, refused);
+  if (recipe.remote_agents) {
+    // A bad CONCLAVE_A2A_ALLOW allows nothing: the submitter is told not allowed, not the operator's setting.
+    const policy = intake.remoteAgents ?? remoteAgentPolicyOrNone();
+    const refused = refusedRemoteAgents(recipe.remote_agents, tenant, policy);
+    if (refused.length > 0)
+      throw new HandlerError("forbidden", `recipe '${recipe.name}': ${refused.join("; ")}`, refused);
+  }
   if (intake.liveAgents) {
     const unknown = checkAgentRefs(recipe, await intake.liveAgents());
     if (unknown.length > 0) {
