@@ -62,6 +62,11 @@ export interface ToolCallsReply {
 export interface ErrorReply {
   status: number;
   body?: unknown;
+  /**
+   * The default body's message quotes the request's Authorization header and the key in it, as
+   * some OpenAI-compatible servers and proxies do (`Incorrect API key provided: …`).
+   */
+  echoAuthorization?: true;
   /** E.g. `{ "retry-after-ms": "10" }` to make the client's retry quick. */
   headers?: Record<string, string>;
 }
@@ -191,7 +196,7 @@ export async function startOpenAIServer(
     const reply = await handler(body, index);
     if ("hang" in reply) return; // left open until the client gives up or stop() closes it
     if ("status" in reply) {
-      sendJson(res, reply.status, reply.body ?? errorBody(`scripted ${reply.status}`, "server_error"), reply.headers);
+      sendJson(res, reply.status, reply.body ?? errorBodyOf(reply, req), reply.headers);
       return;
     }
     if ("toolCalls" in reply) {
@@ -218,7 +223,7 @@ export async function startOpenAIServer(
     if ("hang" in reply) return;
     if ("status" in reply) {
       const error = reply as ErrorReply;
-      sendJson(res, error.status, error.body ?? errorBody(`scripted ${error.status}`, "server_error"), error.headers);
+      sendJson(res, error.status, error.body ?? errorBodyOf(error, req), error.headers);
       return;
     }
     const scripted = reply as EmbeddingVectorsReply;
@@ -330,6 +335,17 @@ function sendJson(res: ServerResponse, status: number, body: unknown, headers: R
 
 function errorBody(message: string, type: string) {
   return { error: { message, type, code: null, param: null } };
+}
+
+/** The default body of a scripted error: its status, and the credentials sent when it echoes them. */
+function errorBodyOf(reply: ErrorReply, req: IncomingMessage) {
+  if (!reply.echoAuthorization) return errorBody(`scripted ${reply.status}`, "server_error");
+  const authorization = req.headers.authorization ?? "";
+  const key = authorization.replace(/^Bearer\s+/i, "");
+  return errorBody(
+    `Incorrect API key provided: ${key}. Request header was "Authorization: ${authorization}"`,
+    "invalid_request_error",
+  );
 }
 
 function usageOf(body: ChatRequestBody, reply: ContentReply | ToolCallsReply): Usage | null {

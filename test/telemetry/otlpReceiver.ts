@@ -90,6 +90,7 @@ async function bodyOf(request: IncomingMessage): Promise<Buffer> {
  */
 export function useOtlpReceiver() {
   const spans: ReceivedSpan[] = [];
+  const bodies: string[] = [];
   const problems: string[] = [];
   let server: Server | undefined;
   let url = "";
@@ -103,6 +104,7 @@ export function useOtlpReceiver() {
             return;
           }
           try {
+            bodies.push(body.toString("utf8"));
             spans.push(...spansOfExport(JSON.parse(body.toString("utf8")) as OtlpExport));
             response.writeHead(200, { "content-type": "application/json" }).end("{}");
           } catch (error) {
@@ -127,6 +129,8 @@ export function useOtlpReceiver() {
     },
     /** Every span received so far. */
     spans,
+    /** Every export's JSON body as received (status messages and exception events included). */
+    bodies,
     /** Requests it could not take (wrong path, unreadable body). */
     problems,
   };
