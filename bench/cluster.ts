@@ -8,6 +8,7 @@ import { busOptions, connectBus } from "../src/bus/connection.ts";
 import { type ConclaveProcess, spawnConclave } from "../src/cli/childProcess.ts";
 import { layoutFor } from "../src/cli/localCluster.ts";
 import { DEFAULT_NATS_CONFIG, startNatsServer } from "../src/nats/server.ts";
+import { type LogLineListener, spawnLogged } from "./loggedProcess.ts";
 
 const HOOKS = pathToFileURL(join(import.meta.dirname, "processHooks.mjs")).href;
 
@@ -47,6 +48,8 @@ export interface ClusterOptions {
   env?: NodeJS.ProcessEnv;
   /** Extra environment for one process, by its name in the layout (e.g. its OTEL_SERVICE_NAME). */
   processEnv?: (name: string) => NodeJS.ProcessEnv;
+  /** Reads every process's stderr, line by line (e.g. to count the runner's warnings); it still reaches the bench's stderr. */
+  onLogLine?: LogLineListener;
 }
 
 let nextId = 0;
@@ -87,7 +90,11 @@ export async function startBenchCluster(options: ClusterOptions = {}): Promise<B
     NODE_OPTIONS: [process.env.NODE_OPTIONS, `--import=${HOOKS}`].filter(Boolean).join(" "),
   };
   const envOf = (name: string) => (options.processEnv ? { ...env, ...options.processEnv(name) } : env);
-  const processes = layoutFor(env).map(({ name, args }) => spawnConclave(name, args, envOf(name)));
+  const start = (name: string, args: string[]) =>
+    options.onLogLine
+      ? spawnLogged(name, args, envOf(name), options.onLogLine)
+      : spawnConclave(name, args, envOf(name));
+  const processes = layoutFor(env).map(({ name, args }) => start(name, args));
   const stop = async () => {
     await Promise.all(processes.filter((p) => p.name === "runner").map((p) => p.stop()));
     await Promise.all(processes.filter((p) => p.name !== "runner").map((p) => p.stop()));
@@ -145,7 +152,7 @@ export async function startBenchCluster(options: ClusterOptions = {}): Promise<B
     control,
     clockOffset,
     spawn: async (name, args) => {
-      const added = spawnConclave(name, args, envOf(name));
+      const added = start(name, args);
       processes.push(added);
       await added.ready;
       return added;
