@@ -22,6 +22,8 @@ export interface BenchPlan {
   idleSessionsPerStep: number;
   /** "A busy day": overload, idle sessions and takeovers (bench/busyDay.ts). */
   busyDay: BusyDayPlan;
+  /** "Under load" (issue 42): the burst, the soak and the takeover under load (bench/underLoad.ts). */
+  underLoad: UnderLoadPlan;
   /** The user messages, round-robin: each runs all nine stages (two waves, the council speaks). */
   texts: string[];
 }
@@ -51,6 +53,36 @@ const positive = (raw: string | undefined, fallback: number): number => {
   return Number.isInteger(value) && value > 0 ? value : fallback;
 };
 
+/** How big the under-load phases are (issue 42's sizes by default; smaller from the environment to try them). */
+export interface UnderLoadPlan {
+  /** Sessions submitting one turn each at once (`BENCH_BURST_SESSIONS`, default 2000), in `burstRuns` runs (`BENCH_BURST_RUNS`, 3). */
+  burstSessions: number;
+  burstRuns: number;
+  /** How long a burst's submitter waits for its turn, `busy` retries included, before it counts it as neither. */
+  patienceMs: number;
+  /** Turns of the soak (`BENCH_SOAK_TURNS`, default 20 000) from `soakClients` concurrent sessions (`BENCH_SOAK_CLIENTS`, 50). */
+  soakTurns: number;
+  soakClients: number;
+  /** How often the soak samples consumers, nats-server's RSS and the lapses. */
+  soakSampleMs: number;
+  /** Runners killed in the takeover under load (`BENCH_LOAD_KILLS`, default 5), each with `inFlight` turns in flight (100). */
+  kills: number;
+  inFlight: number;
+}
+
+export function underLoadPlan(quick: boolean, env = process.env): UnderLoadPlan {
+  return {
+    burstSessions: positive(env.BENCH_BURST_SESSIONS, 2_000),
+    burstRuns: positive(env.BENCH_BURST_RUNS, 3),
+    patienceMs: 60_000,
+    soakTurns: positive(env.BENCH_SOAK_TURNS, 20_000),
+    soakClients: positive(env.BENCH_SOAK_CLIENTS, 50),
+    soakSampleMs: quick ? 2_000 : 5_000,
+    kills: positive(env.BENCH_LOAD_KILLS, quick ? 2 : 5),
+    inFlight: positive(env.BENCH_LOAD_IN_FLIGHT, 100),
+  };
+}
+
 export function busyDayPlan(quick: boolean, env = process.env): BusyDayPlan {
   const idle = positive(env.BENCH_IDLE_SESSIONS, 10_000);
   return {
@@ -71,6 +103,7 @@ export function benchPlan(env = process.env): BenchPlan {
   const quick = env.BENCH_QUICK === "1";
   return {
     busyDay: busyDayPlan(quick, env),
+    underLoad: underLoadPlan(quick, env),
     quick,
     levels: [1, 10, 100],
     warmupTurns: quick ? 100 : 400,

@@ -39,12 +39,14 @@ export interface TakeoverRun {
 }
 
 /** A model request's identity: the same agent asked the same thing (system and user messages, schema). */
-const requestKey = (body: ChatRequestBody) =>
+export const requestKey = (body: ChatRequestBody) =>
   JSON.stringify([body.response_format?.json_schema?.name ?? (body.stream ? "stream" : ""), body.messages]);
 
-const repeats = (bodies: ChatRequestBody[]) => bodies.length - new Set(bodies.map(requestKey)).size;
+/** Model requests identical to an earlier one of `bodies`: asked again. */
+export const repeats = (bodies: ChatRequestBody[]) => bodies.length - new Set(bodies.map(requestKey)).size;
 
-async function kill(victim: ConclaveProcess): Promise<void> {
+/** SIGKILLs a process and waits for its exit (nothing when it has already exited). */
+export async function kill(victim: ConclaveProcess): Promise<void> {
   if (victim.child.exitCode !== null || victim.child.signalCode !== null) return;
   const exited = once(victim.child, "exit");
   victim.child.kill("SIGKILL");
