@@ -16,6 +16,8 @@ import { round, type Summary } from "./stats.ts";
 import { FAST_PATH_GOALS, type FloorModel, type Target } from "./targets.ts";
 import type { TracingCostRun } from "./tracingCost.ts";
 import { renderTracingCost } from "./tracingReport.ts";
+import type { UnderLoadRun } from "./underLoad.ts";
+import { renderUnderLoad } from "./underLoadReport.ts";
 
 export interface BenchResults {
   command: string;
@@ -35,6 +37,8 @@ export interface BenchResults {
   memoryRetrieval?: MemoryRetrievalRun;
   /** "A busy day": overload, idle sessions, takeovers (absent in older runs); its targets are in `targets` too. */
   busyDay?: BusyDayRun;
+  /** "Under load" (issue 42): bursts, a soak, takeovers with turns in flight (absent in older runs); its targets are in `targets` too. */
+  underLoad?: UnderLoadRun;
   /** The PostgreSQL behind LangGraph.js + PostgresSaver, or why there was none (absent in older runs). */
   postgresSaver?: PostgresSaverSetup;
   /** Tracing off and on at c=1, or why the phase failed (absent in older runs). */
@@ -130,6 +134,10 @@ function targetsSection(targets: Target[]): string {
     `On a 2-core machine, in the same run ("the fast path"): Conclave's distributed turn, durable event log on, has a p50 at one session (client: submit → \`TURN_COMPLETED\`) no higher than LangGraph.js's in memory without a checkpointer, at most a third of LangGraph.js + MemorySaver's, and within ${g.p50VsFloor}x of the floor; it takes at most ${g.clientRoundTrips} sequential round trips from submit to \`TURN_COMPLETED\`; at 100 sessions it completes at least ${g.throughputVsInMemory}x the turns/s of the faster in-memory LangGraph.js variant, using at most ${g.cpuPerTurnMs} ms of CPU per turn across all its processes and nats-server. Against LangGraph.js + PostgresSaver (a durable checkpointer, like Conclave's event log): at least ${g.p50VsPostgresSaver}x lower p50 at one session and ${g.throughputVsPostgresSaver}x the throughput at 100. Tracing costs nothing measurable when off (under ${g.tracingOffSharePct}% of p50) and adds under ${g.tracingOnAddedPct}% to p50 when on. A target a run could not measure (no PostgreSQL, tracing not on) says so.${
       targets.some((t) => /^(busy|idle|takeover)-/.test(t.id))
         ? " The busy-day targets (overload, idle sessions, takeover) follow; their measurements are in [A busy day](#a-busy-day)."
+        : ""
+    }${
+      targets.some((t) => t.id.startsWith("load-"))
+        ? " Then issue 42's (a burst, a soak, takeovers with turns in flight); their measurements are in [Under load (issue 42)](#under-load-issue-42)."
         : ""
     }`,
     "",
@@ -551,6 +559,8 @@ export function renderReport(results: BenchResults): string {
     memoryRetrievalSection(results.memoryRetrieval),
     "",
     renderBusyDay(results.busyDay, results.plan),
+    "",
+    renderUnderLoad(results.underLoad, results.plan.underLoad),
     "",
     "## Method",
     "",

@@ -33,9 +33,11 @@ import { benchSummaryJson } from "./summary.ts";
 import { floorModel, judgeTargets, type Target, tracingTargets } from "./targets.ts";
 import { runTracingCost, type TracingCostRun } from "./tracingCost.ts";
 import { renderTracingCost } from "./tracingReport.ts";
+import { runUnderLoad } from "./underLoad.ts";
+import { renderUnderLoad } from "./underLoadReport.ts";
 import { xstateLocalPipeline } from "./xstateLocal.ts";
 
-const USAGE = `npm run bench [-- --render | --only busy-day | --only tracing | --cluster | --help]   (or: npx tsx bench/run.ts …)
+const USAGE = `npm run bench [-- --render | --only busy-day | --only under-load | --only tracing | --cluster | --help]   (or: npx tsx bench/run.ts …)
 
   (no flag)   runs every measurement (a few minutes; CPU-sensitive: run it on a quiet machine)
               and writes docs/BENCHMARKS.md, docs/benchmarks-summary.json and docs/benchmarks.json
@@ -43,6 +45,9 @@ const USAGE = `npm run bench [-- --render | --only busy-day | --only tracing | -
   --only busy-day   (or BENCH_ONLY=busy-day) runs only the busy-day phases (overload, idle sessions,
               takeover): prints their section of the report on stdout and writes their results to
               a temporary file; docs/ is left alone
+  --only under-load (or BENCH_ONLY=under-load) runs only the under-load phases (issue 42: a burst of
+              sessions, a soak, takeovers with turns in flight): prints their section and targets on
+              stdout, results to a temporary file; docs/ is left alone
   --only tracing    (or BENCH_ONLY=tracing) runs only the tracing-cost phase (two deployments, tracing
               off and on, c=1): prints its section and targets on stdout, results to a temporary file
   --cluster   runs only the cluster scaling phase (a three-node cluster, R3: 1, 2, 4 runners and
@@ -56,6 +61,10 @@ const USAGE = `npm run bench [-- --render | --only busy-day | --only tracing | -
   BENCH_BUSY_SESSIONS=N  sessions of the overload phase (default 1000)
   BENCH_IDLE_SESSIONS=N  idle sessions at the last step (default 10000; the first step is a tenth)
   BENCH_KILLS=N          runners killed in the takeover phase (default 10)
+  BENCH_BURST_SESSIONS=N sessions submitting at once in each burst (default 2000)
+  BENCH_BURST_RUNS=N     bursts, each on a fresh deployment (default 3)
+  BENCH_SOAK_TURNS=N     turns of the soak (default 20000), from BENCH_SOAK_CLIENTS sessions (default 50)
+  BENCH_LOAD_KILLS=N     runners killed with turns in flight (default 5; BENCH_LOAD_IN_FLIGHT, default 100)
   BENCH_CLUSTER_TURNS=N  measured turns per point of --cluster (default 200; e.g. 20 for a smoke run)
   BENCH_CLUSTER_SESSIONS=N  concurrent sessions of --cluster (default 8)
 `;
@@ -133,9 +142,11 @@ function judgeAll(results: Omit<BenchResults, "targets"> & { targets?: Target[] 
   const inProcess = results.inProcess.find((s) => s.scenario === main.scenario)?.pipelines ?? [];
   const busyDay =
     results.busyDay?.targets ?? (results.targets ?? []).filter((t) => /^(busy|idle|takeover)-/.test(t.id));
+  const underLoad = results.underLoad?.targets ?? (results.targets ?? []).filter((t) => /^load-/.test(t.id));
   return [
     ...judgeTargets(main, inProcess, { postgresSaver: results.postgresSaver, tracing: results.tracing }),
     ...busyDay,
+    ...underLoad,
   ];
 }
 
@@ -199,11 +210,13 @@ async function main(): Promise<void> {
   const latencyHiding = await runLatencyHiding(plan, tag);
   const memoryRetrieval = await runMemoryRetrieval(plan);
   const busyDay = await runBusyDay(plan, tag);
+  const underLoad = await runUnderLoad(plan, tag);
   const main = conclave[0]!;
   const measured = {
     latencyHiding,
     memoryRetrieval,
     busyDay,
+    underLoad,
     command: "npm run bench",
     environment,
     plan,
@@ -252,6 +265,25 @@ async function busyDayOnly(): Promise<void> {
   process.stdout.write(`## Targets\n\n${targetsTable(busyDay.targets)}\n\n${renderBusyDay(busyDay, plan)}\n`);
   progress(`done in ${Math.round((performance.now() - startedAt) / 1000)} s; results in ${path}`);
   for (const target of busyDay.targets) progress(`target ${target.id}: ${target.verdict}`);
+}
+
+/**
+ * `--only under-load`: the under-load phases alone (issue 42), their section and targets on
+ * stdout, their results in a temporary file; docs/ is left alone.
+ */
+async function underLoadOnly(): Promise<void> {
+  const plan = benchPlan();
+  const startedAt = performance.now();
+  const p = plan.underLoad;
+  progress(
+    `under load only: ${p.burstRuns} bursts of ${p.burstSessions} sessions, a soak of ${p.soakTurns} turns from ${p.soakClients} sessions, ${p.kills} kills with ${p.inFlight} turns in flight${plan.quick ? " (BENCH_QUICK: short phases)" : ""}`,
+  );
+  const underLoad = await runUnderLoad(plan, `b${Date.now().toString(36)}`);
+  const path = join(tmpdir(), `conclave-bench-under-load-${Date.now()}.json`);
+  writeFileSync(path, `${JSON.stringify({ environment: describeEnvironment(), plan, underLoad }, null, 2)}\n`);
+  process.stdout.write(`## Targets\n\n${targetsTable(underLoad.targets)}\n\n${renderUnderLoad(underLoad, p)}\n`);
+  progress(`done in ${Math.round((performance.now() - startedAt) / 1000)} s; results in ${path}`);
+  for (const target of underLoad.targets) progress(`target ${target.id}: ${target.verdict}`);
 }
 
 /**
@@ -313,9 +345,10 @@ try {
   else if (process.argv.includes("--render")) renderOnly();
   else if (process.argv.includes("--cluster")) await clusterOnly();
   else if (onlyPhase() === "busy-day") await busyDayOnly();
+  else if (onlyPhase() === "under-load") await underLoadOnly();
   else if (onlyPhase() === "tracing") await tracingOnly();
   else if (onlyPhase() !== undefined)
-    throw new Error(`unknown --only ${onlyPhase()}: the phases are busy-day and tracing`);
+    throw new Error(`unknown --only ${onlyPhase()}: the phases are busy-day, under-load and tracing`);
   else await main();
   process.exit(0);
 } catch (error) {

@@ -3,6 +3,7 @@ import { clusterCpuPerTurnMs } from "./conclave.ts";
 import type { BenchResults } from "./report.ts";
 import type { Summary } from "./stats.ts";
 import { type TracingCostRun, tracingOffShare } from "./tracingCost.ts";
+import type { UnderLoadRun } from "./underLoad.ts";
 
 /**
  * The figures of a run worth keeping in the repository beside docs/BENCHMARKS.md
@@ -81,6 +82,36 @@ export interface BenchSummary {
       steps: { sessions: number; rssMiB: number; runnerCores: number; kvOpsPerSec: number; jsApiPerSec: number }[];
     };
     takeover?: { kills: number; resumedMs: Latency | null; completedMs: Latency | null; extraModelCalls: number };
+  } | null;
+  /** Issue 42's figures (null: not in the run; a phase that could not run is left out). */
+  underLoad: {
+    burst?: {
+      sessions: number;
+      runs: {
+        completed: number;
+        refusedBusy: number;
+        failed: number;
+        timedOut: number;
+        poisoned: number;
+        lapses: number;
+        latencyMs: Latency;
+      }[];
+    };
+    soak?: {
+      turns: number;
+      clients: number;
+      maxConsumersPerClient: number;
+      maxNatsRssMiB: number;
+      natsCpuPerTurnMs: number;
+      lapses: number;
+    };
+    takeover?: {
+      kills: number;
+      inFlight: number;
+      takenOver: number;
+      resumedMs: Latency | null;
+      repeatedModelCalls: number;
+    };
   } | null;
 }
 
@@ -186,6 +217,7 @@ export function benchSummary(results: BenchResults): BenchSummary {
         }
       : null,
     busyDay: results.busyDay ? busyDaySummary(results.busyDay) : null,
+    underLoad: results.underLoad ? underLoadSummary(results.underLoad) : null,
   };
 }
 
@@ -243,6 +275,51 @@ function busyDaySummary(run: BusyDayRun): NonNullable<BenchSummary["busyDay"]> {
             resumedMs: takeover.resumed ? latency(takeover.resumed) : null,
             completedMs: takeover.completed ? latency(takeover.completed) : null,
             extraModelCalls: takeover.extraModelCalls,
+          },
+        }),
+  };
+}
+
+function underLoadSummary(run: UnderLoadRun): NonNullable<BenchSummary["underLoad"]> {
+  const { burst, soak, takeover } = run;
+  return {
+    ...(failed(burst)
+      ? {}
+      : {
+          burst: {
+            sessions: burst.runs[0]?.sessions ?? 0,
+            runs: burst.runs.map((r) => ({
+              completed: r.completed,
+              refusedBusy: r.refusedBusy,
+              failed: r.failed,
+              timedOut: r.timedOut,
+              poisoned: r.poisoned,
+              lapses: r.lapses,
+              latencyMs: latency(r.latency),
+            })),
+          },
+        }),
+    ...(failed(soak)
+      ? {}
+      : {
+          soak: {
+            turns: soak.turns,
+            clients: soak.clients,
+            maxConsumersPerClient: soak.maxConsumersPerClient,
+            maxNatsRssMiB: soak.maxNatsRssMiB,
+            natsCpuPerTurnMs: soak.natsCpuPerTurnMs,
+            lapses: soak.lapses,
+          },
+        }),
+    ...(failed(takeover)
+      ? {}
+      : {
+          takeover: {
+            kills: takeover.kills.length,
+            inFlight: takeover.inFlight,
+            takenOver: takeover.kills.reduce((n, k) => n + k.takenOver, 0),
+            resumedMs: takeover.resumed ? latency(takeover.resumed) : null,
+            repeatedModelCalls: takeover.repeatedModelCalls,
           },
         }),
   };
