@@ -16,7 +16,15 @@ import { decodeJson, encodeJson } from "./codec.ts";
 import { asHandlerError, HandlerError, respondWithError } from "./errors.ts";
 import type { ServiceGroup, ServiceMsg } from "./service.ts";
 import type { StepReplies } from "./stepReplies.ts";
-import type { TurnCancellations } from "./turnCancellations.ts";
+
+/** Where a request's call learns that its turn is over: `TurnCancellations`, or a worker's `TurnAborts`. */
+export interface TurnWatch {
+  /**
+   * Calls `stop` when the turn is cancelled (or over) while the call runs; returns the unwatch. `call.step`:
+   * the call is a step (`stepKey`) a runner that takes the turn over joins, so a takeover does not stop it.
+   */
+  watch(sessionId: string, turnId: number, stop: (reason: string) => void, call?: { step: boolean }): () => void;
+}
 
 /**
  * The bridge: puts an actor behind a NATS subject. Each request creates one
@@ -60,7 +68,7 @@ export interface ServeOptions {
    * is cancelled while its actor runs has the actor stopped (its work's
    * AbortSignal fires) and is answered with a `cancelled` error.
    */
-  cancellations?: Pick<TurnCancellations, "watch">;
+  cancellations?: TurnWatch;
   /** Receives the inspection events of every actor this endpoint creates. */
   inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
   /** Answers by step, for endpoints with a `stepKey`. Default: none (every request runs). */
@@ -175,7 +183,7 @@ async function answer<S extends z.ZodType>(
  * error) or its deadline passes (a `timeout` error); `onCancel` is told of a cancellation first.
  */
 async function underDeadline<S extends z.ZodType, T>(
-  endpoint: { name: string; timeoutMs?: (request: z.infer<S>) => number },
+  endpoint: Pick<Served<S>, "name" | "timeoutMs" | "stepKey"> & { stream?: unknown },
   request: z.infer<S>,
   options: ServeOptions,
   work: (signal: AbortSignal) => Promise<T>,
@@ -184,14 +192,21 @@ async function underDeadline<S extends z.ZodType, T>(
   const timeoutMs = endpoint.timeoutMs?.(request) ?? DEFAULT_TIMEOUT_MS;
   const cancel = new AbortController();
   const turn = turnOf(request);
+  // As `answer` decides: a step when it has a key, steps are kept, and it does not stream.
+  const step = !endpoint.stream && options.steps !== undefined && endpoint.stepKey?.(request) !== undefined;
   const unwatch =
     turn && options.cancellations
-      ? options.cancellations.watch(turn.session_id, turn.turn_id, (reason) => {
-          cancel.abort(
-            new HandlerError("cancelled", `turn ${turn.session_id}/${turn.turn_id} was cancelled: ${reason}`),
-          );
-          onCancel?.();
-        })
+      ? options.cancellations.watch(
+          turn.session_id,
+          turn.turn_id,
+          (reason) => {
+            cancel.abort(
+              new HandlerError("cancelled", `turn ${turn.session_id}/${turn.turn_id} was cancelled: ${reason}`),
+            );
+            onCancel?.();
+          },
+          { step },
+        )
       : () => {};
   try {
     return await withDeadline(

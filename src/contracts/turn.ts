@@ -136,3 +136,6 @@ export const TurnEnded = z.object({
   reason: z.string().max(100),
 });
 export type TurnEnded = z.infer<typeof TurnEnded>;
+
+/** `TurnEnded.reason` of the attempt a runner took a turn over from: workers spare its steps (the new attempt joins them). */
+export const TURN_TAKEN_OVER = "taken_over";

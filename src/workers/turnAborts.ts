@@ -1,8 +1,9 @@
 import type { NatsConnection } from "@nats-io/nats-core";
 import { decodeJson } from "../bus/codec.ts";
+import type { TurnWatch } from "../bus/serveActor.ts";
 import { subjects } from "../bus/subjects.ts";
 import { TurnCancellations } from "../bus/turnCancellations.ts";
-import { TurnEnded } from "../contracts/turn.ts";
+import { TURN_TAKEN_OVER, TurnEnded } from "../contracts/turn.ts";
 
 const keyOf = (sessionId: string, turnId: number) => `${sessionId}\u0000${turnId}`;
 
@@ -16,11 +17,14 @@ const keyOf = (sessionId: string, turnId: number) => `${sessionId}\u0000${turnId
  * it ended or was taken over (`conclave.turn.ended`, not remembered: only the
  * calls open when it arrives stop). A runner that takes a turn over publishes
  * the end of the attempt before its own requests, on the same connection, so
- * the new attempt's calls, which arrive after it, run. One per worker: it is
- * the worker's `ServeOptions.cancellations`.
+ * the new attempt's calls, which arrive after it, run; the old attempt's steps
+ * (`stepKey`) go on too, since the new attempt joins them rather than asking
+ * the model again: the turn's own end stops them. One per worker: it is the
+ * worker's `ServeOptions.cancellations`.
  */
-export class TurnAborts {
-  readonly #open = new Map<string, Set<(reason: string) => void>>();
+export class TurnAborts implements TurnWatch {
+  /** Per turn, each open call's stop and whether it is a step. */
+  readonly #open = new Map<string, Map<(reason: string) => void, boolean>>();
   readonly #cancellations: TurnCancellations;
   readonly #unsubscribe: () => void;
 
@@ -35,7 +39,9 @@ export class TurnAborts {
         } catch {
           return; // not a turn's end: nothing to stop
         }
-        this.abort(ended.session_id, ended.turn_id, `it ended (${ended.reason})`);
+        const takenOver = ended.reason === TURN_TAKEN_OVER;
+        const why = takenOver ? "another runner took it over" : `it ended (${ended.reason})`;
+        this.abort(ended.session_id, ended.turn_id, why, { spareSteps: takenOver });
       },
     });
     this.#unsubscribe = () => subscription.unsubscribe();
@@ -43,13 +49,18 @@ export class TurnAborts {
 
   /**
    * Registers one call of a turn: `stop` is called when the turn is cancelled
-   * (at once if it already was), ends, or is taken over. Returns the function
-   * that unregisters it, to call when the call is done.
+   * (at once if it already was), ends, or (unless it is a step) is taken over.
+   * Returns the function that unregisters it, to call when the call is done.
    */
-  watch(sessionId: string, turnId: number, stop: (reason: string) => void): () => void {
+  watch(
+    sessionId: string,
+    turnId: number,
+    stop: (reason: string) => void,
+    call: { step: boolean } = { step: false },
+  ): () => void {
     const key = keyOf(sessionId, turnId);
-    const calls = this.#open.get(key) ?? new Set();
-    calls.add(stop);
+    const calls = this.#open.get(key) ?? new Map<(reason: string) => void, boolean>();
+    calls.set(stop, call.step);
     this.#open.set(key, calls);
     const unwatchCancellation = this.#cancellations.watch(sessionId, turnId, stop);
     return () => {
@@ -59,15 +70,17 @@ export class TurnAborts {
     };
   }
 
-  /** Stops every call open for the turn now (each unregisters as it ends); how many there were. */
-  abort(sessionId: string, turnId: number, reason: string): number {
+  /** Stops the calls open for the turn now (with `spareSteps`, all but its steps); how many it stopped. */
+  abort(sessionId: string, turnId: number, reason: string, options: { spareSteps?: boolean } = {}): number {
     const key = keyOf(sessionId, turnId);
     const calls = this.#open.get(key);
     if (!calls) return 0;
-    // Taken out first: a call of a new attempt registered meanwhile is not this end's to stop.
-    this.#open.delete(key);
-    for (const stop of calls) stop(reason);
-    return calls.size;
+    // The calls open now: one registered while they stop (a new attempt's) is not this end's to stop.
+    const stopping = [...calls].filter(([, step]) => !(options.spareSteps && step));
+    for (const [stop] of stopping) calls.delete(stop);
+    if (calls.size === 0) this.#open.delete(key);
+    for (const [stop] of stopping) stop(reason);
+    return stopping.length;
   }
 
   /** How many calls are open for the turn (all turns when none is named). */

@@ -3,7 +3,7 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import { encodeJson } from "../../bus/codec.ts";
 import { subjects } from "../../bus/subjects.ts";
 import type { ErrorCode } from "../../contracts/errors.ts";
-import type { TurnEnded } from "../../contracts/turn.ts";
+import { TURN_TAKEN_OVER, type TurnEnded } from "../../contracts/turn.ts";
 import type { TurnStatusRecord, WalEntry } from "../../contracts/wal.ts";
 import { messageOf } from "../../errors.ts";
 import { deadLetter } from "../../eventlog/deadLetters.ts";
@@ -74,7 +74,7 @@ export class TurnSettlement {
     if (previous) clearInterval(previous.heartbeat);
     // Delivered again and not held here: an earlier attempt let it go or was lost. Its calls still open are
     // abandoned; told before this attempt's first request, on the same connection, so they stop and these do not.
-    else if (this.deps.nc && msg.info.redelivered) this.#announceEnd(entry.session_id, entry.turn_id, "taken_over");
+    else if (this.deps.nc && msg.info.redelivered) this.#announceEnd(entry.session_id, entry.turn_id, TURN_TAKEN_OVER);
     // Three signs of life per ack wait (500 ms): one lost or late does not get the entry redelivered.
     const heartbeat = setInterval(() => msg.working(), WAL_ACK_WAIT_MS / 3);
     heartbeat.unref();
