@@ -17,7 +17,7 @@ type Outcome =
   | { kind: "completed"; latencyMs: number; busyAnswers: number }
   | { kind: "busy"; busyAnswers: number }
   /** Ended other than Complete (PartialSuccess, Failed, Cancelled) or refused other than `busy`. */
-  | { kind: "failed"; status: string; busyAnswers: number; ack?: TurnAck; error?: string }
+  | { kind: "failed"; status: string; busyAnswers: number; ack?: TurnAck; error?: string; warnings?: string[] }
   /** Accepted, but not completed within the patience. */
   | { kind: "timedOut"; busyAnswers: number; ack: TurnAck };
 
@@ -40,6 +40,8 @@ export interface BurstRun {
   busyAnswers: number;
   /** How the turns that did not complete ended: TURN_COMPLETED's status, `refused` (a submission error), `not completed in time`. */
   statuses: Record<string, number>;
+  /** The warnings of the turns that ended PartialSuccess, as `stage: code`, and how many turns had each. */
+  warnings: Record<string, number>;
   /** The stored turn status (conclave_turns) of those that were accepted: done, failed, inflight… */
   turnStatuses: Record<string, number>;
   /** From the first submission to TURN_COMPLETED, of the completed turns. */
@@ -85,7 +87,15 @@ async function patientTurn(
       const result = await turn.result;
       return result.outcome.status === "Complete"
         ? { kind: "completed", latencyMs: performance.now() - started, busyAnswers }
-        : { kind: "failed", status: result.outcome.status, busyAnswers, ack };
+        : {
+            kind: "failed",
+            status: result.outcome.status,
+            busyAnswers,
+            ack,
+            ...("warnings" in result.outcome
+              ? { warnings: result.outcome.warnings.map((w) => `${w.stage}: ${w.code}`) }
+              : {}),
+          };
     } catch (error) {
       if (isConclaveError(error, "turn_timeout")) return { kind: "timedOut", busyAnswers, ack };
       return { kind: "failed", status: "Failed", busyAnswers, ack, error: messageOf(error) };
@@ -156,6 +166,9 @@ async function burstRun(plan: BenchPlan, tag: string, run: number): Promise<Burs
     for (const o of outcomes)
       if (o.kind === "failed") statuses[o.status] = (statuses[o.status] ?? 0) + 1;
       else if (o.kind === "timedOut") statuses["not completed in time"] = (statuses["not completed in time"] ?? 0) + 1;
+    const warnings: Record<string, number> = {};
+    for (const o of outcomes)
+      if (o.kind === "failed") for (const w of new Set(o.warnings ?? [])) warnings[w] = (warnings[w] ?? 0) + 1;
     const letters = (await poisonLetters(instrument)) - lettersBefore;
     const count = (kind: Outcome["kind"]) => outcomes.filter((o) => o.kind === kind).length;
     const latencies = outcomes.flatMap((o) => (o.kind === "completed" ? [o.latencyMs] : []));
@@ -172,6 +185,7 @@ async function burstRun(plan: BenchPlan, tag: string, run: number): Promise<Burs
       busyAnswers: outcomes.reduce((n, o) => n + o.busyAnswers, 0),
       statuses,
       turnStatuses: kv.counts,
+      warnings,
       latency: summarize(latencies),
       elapsedMs: round(elapsedMs, 0),
       errors: [...new Set(outcomes.flatMap((o) => (o.kind === "failed" && o.error ? [o.error] : [])))].slice(0, 3),

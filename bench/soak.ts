@@ -55,10 +55,77 @@ async function liveConsumers(instrument: NatsConnection): Promise<number> {
 }
 
 /**
+ * The soak's clients: `sessions` sessions at once, each sending turns back to
+ * back while tickets remain, every turn from a new client as `conclave send`
+ * sends it (connect, submit, follow to the end, close). A `busy` turn is sent
+ * again after its hint.
+ */
+class SoakClients {
+  completed = 0;
+  notComplete = 0;
+  busyAnswers = 0;
+  openClients = 0;
+  running: number;
+  readonly errors = new Set<string>();
+  #tickets: number;
+
+  constructor(
+    private readonly url: string,
+    private readonly texts: string[],
+    turns: number,
+    sessions: number,
+  ) {
+    this.#tickets = turns;
+    this.running = sessions;
+  }
+
+  get turns(): number {
+    return this.completed + this.notComplete;
+  }
+
+  run(tag: string): Promise<void> {
+    return Promise.all(Array.from({ length: this.running }, (_, i) => this.#session(`${tag}-soak-${i}`, i))).then(
+      () => {},
+    );
+  }
+
+  async #turn(session: string, text: string): Promise<void> {
+    const client = await connect({ servers: this.url, name: `bench-soak-${session}` });
+    this.openClients++;
+    try {
+      const result = await client.submit(session, text, { timeoutMs: 120_000 }).result;
+      if (result.outcome.status === "Complete") this.completed++;
+      else this.notComplete++;
+    } finally {
+      this.openClients--;
+      await client.close();
+    }
+  }
+
+  async #session(session: string, index: number): Promise<void> {
+    for (let n = 0; this.#tickets > 0; n++) {
+      this.#tickets--;
+      try {
+        await this.#turn(session, this.texts[(index + n) % this.texts.length]!);
+      } catch (error) {
+        if (isConclaveError(error, "busy")) {
+          this.busyAnswers++;
+          this.#tickets++; // not run: sent again after the hint
+          await pause((error as { retryAfterMs?: number }).retryAfterMs ?? 500);
+        } else {
+          this.notComplete++;
+          if (this.errors.size < 3) this.errors.add(messageOf(error));
+        }
+      }
+    }
+    this.running--;
+  }
+}
+
+/**
  * The soak: `soakTurns` turns of the offline deployment from `soakClients`
- * sessions at once, each turn sent like `conclave send` does (a new client
- * connects, submits, follows the turn to its end, closes), so consumers come
- * and go. Every few seconds: live consumers, nats-server's RSS, lease lapses.
+ * sessions at once (SoakClients), so consumers come and go. Every few
+ * seconds: live consumers, nats-server's RSS, lease lapses.
  */
 export async function runSoak(plan: BenchPlan, tag: string): Promise<SoakRun> {
   const p = plan.underLoad;
@@ -68,81 +135,44 @@ export async function runSoak(plan: BenchPlan, tag: string): Promise<SoakRun> {
   const natsPid = cluster.pids().find((x) => x.name === "nats-server")!.pid;
   try {
     const baselineConsumers = await liveConsumers(instrument);
-    let tickets = p.soakTurns;
-    let completed = 0;
-    let notComplete = 0;
-    let busyAnswers = 0;
-    let openClients = 0;
-    let running = p.soakClients;
-    const errors = new Set<string>();
-    const turn = async (session: string, text: string) => {
-      const client = await connect({ servers: cluster.url, name: `bench-soak-${session}` });
-      openClients++;
-      try {
-        const result = await client.submit(session, text, { timeoutMs: 120_000 }).result;
-        if (result.outcome.status === "Complete") completed++;
-        else notComplete++;
-      } finally {
-        openClients--;
-        await client.close();
-      }
-    };
-    const session = async (index: number) => {
-      for (let n = 0; tickets > 0; n++) {
-        tickets--;
-        const text = plan.texts[(index + n) % plan.texts.length]!;
-        try {
-          await turn(`${tag}-soak-${index}`, text);
-        } catch (error) {
-          if (isConclaveError(error, "busy")) {
-            busyAnswers++;
-            tickets++; // not run: sent again after the hint
-            await pause((error as { retryAfterMs?: number }).retryAfterMs ?? 500);
-          } else {
-            notComplete++;
-            if (errors.size < 3) errors.add(messageOf(error));
-          }
-        }
-      }
-      running--;
-    };
+    const load = new SoakClients(cluster.url, plan.texts, p.soakTurns, p.soakClients);
     const samples: SoakSample[] = [];
     const started = performance.now();
     const cpuBefore = cpuTimeMs(natsPid);
     const sample = async () => {
       const consumers = await liveConsumers(instrument).catch(() => Number.NaN);
-      samples.push({
+      const last: SoakSample = {
         atS: round((performance.now() - started) / 1000, 1),
-        turns: completed + notComplete,
+        turns: load.turns,
         consumers,
-        openClients,
-        runningSessions: running,
+        openClients: load.openClients,
+        runningSessions: load.running,
         natsRssMiB: round((processMemory(natsPid)?.rssKb ?? Number.NaN) / 1024, 1),
         lapses: lapses.count,
-      });
-      const last = samples.at(-1)!;
+      };
+      samples.push(last);
       progress(
         `  soak: ${last.turns} of ${p.soakTurns} turns in ${last.atS} s; ${last.consumers} consumers, ${last.openClients} clients open; nats-server ${last.natsRssMiB} MiB; ${last.lapses} lease lapses`,
       );
     };
     const stopSampling = ticker(() => void sample(), p.soakSampleMs);
-    await Promise.all(Array.from({ length: p.soakClients }, (_, i) => session(i))).finally(stopSampling);
+    await load.run(tag).finally(stopSampling);
     const elapsedMs = performance.now() - started;
     const natsCpuMs = cpuTimeMs(natsPid) - cpuBefore;
     // Readers delete their consumers on close; JetStream drops a forgotten one after its 5 s inactivity threshold.
     await pause(6_000);
     const consumersAfter = await liveConsumers(instrument);
+    const turns = load.turns;
     progress(
-      `under load, soak: ${completed + notComplete} turns in ${round(elapsedMs / 1000, 1)} s (${notComplete} not Complete); ${consumersAfter} consumers after the last client closed; nats-server ${round(natsCpuMs / Math.max(1, completed + notComplete), 2)} ms CPU per turn`,
+      `under load, soak: ${turns} turns in ${round(elapsedMs / 1000, 1)} s (${load.notComplete} not Complete); ${consumersAfter} consumers after the last client closed; nats-server ${round(natsCpuMs / Math.max(1, turns), 2)} ms CPU per turn`,
     );
     const full = samples.filter((s) => s.runningSessions === p.soakClients && Number.isFinite(s.consumers));
-    const turns = completed + notComplete;
     return {
       turns,
       clients: p.soakClients,
-      completed,
-      notComplete,
-      busyAnswers,
+      completed: load.completed,
+      notComplete: load.notComplete,
+      busyAnswers: load.busyAnswers,
       elapsedMs: round(elapsedMs, 0),
       baselineConsumers,
       maxConsumersPerClient: round(
@@ -156,7 +186,7 @@ export async function runSoak(plan: BenchPlan, tag: string): Promise<SoakRun> {
       natsCpuPerTurnMs: round(natsCpuMs / Math.max(1, turns), 3),
       lapses: lapses.count,
       samples,
-      errors: [...errors],
+      errors: [...load.errors],
     };
   } finally {
     await instrument.close();

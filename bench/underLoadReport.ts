@@ -60,7 +60,7 @@ function burstSection(burst: { modelLatencyMs: number; patienceMs: number; runs:
     "",
     ...burst.runs.map(
       (r, i) =>
-        `- Run ${i + 1}: the submissions that did not end Complete: ${counts(r.statuses)}; the stored status of those accepted: ${counts(r.turnStatuses ?? {})}${r.errors.length > 0 ? `; errors: ${r.errors.map(esc).join("; ")}` : ""}.`,
+        `- Run ${i + 1}: the submissions that did not end Complete: ${counts(r.statuses)}; the stored status of those accepted: ${counts(r.turnStatuses ?? {})}; their warnings (turns with each): ${counts(r.warnings ?? {})}${r.errors.length > 0 ? `; errors: ${r.errors.map(esc).join("; ")}` : ""}.`,
     ),
     ...missedLines(targets, "load-burst-"),
   ].join("\n");
@@ -150,7 +150,7 @@ export function renderUnderLoad(run: UnderLoadRun | undefined, plan: UnderLoadPl
   return [
     "## Under load (issue 42)",
     "",
-    `Issue 42's targets: ${plan?.burstSessions ?? "?"} sessions at once in LLM mode, ${plan?.burstRuns ?? "?"} runs, every submission ending \`Complete\` or refused \`busy\` within its patience, no turn poisoned, no lease lapse; a soak of ${plan?.soakTurns ?? "?"} turns with at most ${g.soakConsumersPerClient} live consumers per active client, nats-server within ${g.soakNatsRssMiB} MB of RSS and ${g.soakNatsCpuPerTurnMs} ms of CPU per turn, no lease lapse; a takeover with two workers per step repeating no model call, p95 at most ${g.takeoverP95Ms / 1000} s with ${plan?.inFlight ?? 100} turns in flight. The targets are in the [Targets](#targets) table; the measurements behind them follow.`,
+    `Issue 42's targets: ${plan?.burstSessions ?? "?"} sessions at once in LLM mode (runs: ${plan?.burstRuns ?? "?"}), every submission ending \`Complete\` or refused \`busy\` within its patience, no turn poisoned, no lease lapse; a soak of ${plan?.soakTurns ?? "?"} turns with at most ${g.soakConsumersPerClient} live consumers per active client, nats-server within ${g.soakNatsRssMiB} MB of RSS and ${g.soakNatsCpuPerTurnMs} ms of CPU per turn, no lease lapse; a takeover with two workers per step repeating no model call, p95 at most ${g.takeoverP95Ms / 1000} s with ${plan?.inFlight ?? 100} turns in flight. The targets are in the [Targets](#targets) table; the measurements behind them follow.`,
     "",
     "error" in run.burst ? notRun("Burst", run.burst) : burstSection(run.burst, run.targets),
     "",

@@ -21,59 +21,71 @@ export const UNDER_LOAD_GOALS = {
   takeoverP95Ms: 2_000,
 } as const;
 
+type Phases = Omit<UnderLoadRun, "targets">;
+
+const failedWith = (phase: object) => ("error" in phase ? `the phase failed: ${String(phase.error)}` : null);
+
 /** The under-load targets (bench/underLoad.ts), judged on its phases; a phase that failed leaves its targets "not measured". */
-export function underLoadTargets(run: Omit<UnderLoadRun, "targets">): Target[] {
+export const underLoadTargets = (run: Phases): Target[] => [
+  ...burstTargets(run.burst),
+  ...soakTargets(run.soak),
+  ...takeoverTargets(run.takeover),
+];
+
+function burstTargets(burst: Phases["burst"]): Target[] {
   const g = UNDER_LOAD_GOALS;
-  const failedWith = (phase: object) => ("error" in phase ? `the phase failed: ${String(phase.error)}` : null);
-  const targets: Target[] = [];
-  const burstWhy = failedWith(run.burst);
-  const b = "runs" in run.burst ? run.burst : null;
+  const burstWhy = failedWith(burst);
+  const b = "runs" in burst ? burst : null;
   const sum = (pick: (r: BurstRun) => number) => (b ? b.runs.reduce((n, r) => n + pick(r), 0) : Number.NaN);
   const burstAt = b
-    ? `${b.runs[0]?.sessions ?? 0} sessions at once in LLM mode (${b.modelLatencyMs} ms model), ${b.runs.length} runs`
-    : "the burst";
+    ? `${b.runs[0]?.sessions ?? 0} sessions at once in LLM mode (${b.modelLatencyMs} ms model), ${b.runs.length} run${b.runs.length === 1 ? "" : "s"}`
+    : "The burst";
   const perRun = b?.runs
     .map(
       (r, i) =>
         `run ${i + 1}: ${r.completed} Complete, ${r.refusedBusy} refused busy, ${r.failed} failed, ${r.timedOut} not in time, ${r.poisoned} poisoned, ${r.lapses} lapses`,
     )
     .join("; ");
-  const burst = (id: string, statement: string, value: number, goal: number, unit: string) =>
+  const target = (id: string, statement: string, value: number, goal: number, unit: string) =>
     burstWhy || !b
       ? notMeasured(id, statement, goal, "≤", unit, burstWhy ?? OLDER_RUN)
       : judge(id, statement, value, goal, "≤", unit, perRun);
-  targets.push(
-    burst(
+  return [
+    target(
       "load-burst-unsettled",
       `${burstAt}: submissions that neither end Complete nor are refused busy within their patience (${(b?.patienceMs ?? 60_000) / 1000} s)`,
       sum((r) => r.failed + r.timedOut),
       g.burstUnsettled,
       " turns",
     ),
-    burst(
+    target(
       "load-burst-poisoned",
       `${burstAt}: turns poisoned (dead letters under conclave.dlq.poison, or failed as poison)`,
       sum((r) => r.poisoned),
       g.burstPoisoned,
       " turns",
     ),
-    burst(
+    target(
       "load-burst-lapses",
       `${burstAt}: runner lease lapses ("liveness lease lapsed" in its log)`,
       sum((r) => r.lapses),
       g.burstLapses,
       " lapses",
     ),
-  );
-  const soakWhy = failedWith(run.soak);
-  const s = "samples" in run.soak ? run.soak : null;
+  ];
+}
+
+function soakTargets(soak: Phases["soak"]): Target[] {
+  const g = UNDER_LOAD_GOALS;
+  const soakWhy = failedWith(soak);
+  const s = "samples" in soak ? soak : null;
   const soakAt = s ? `A soak of ${s.turns} turns from ${s.clients} sessions` : "The soak";
-  const soak = (id: string, statement: string, value: number, goal: number, unit: string, detail: string) =>
+  const target = (id: string, statement: string, value: number, goal: number, unit: string, detail: string) =>
     soakWhy || !s
       ? notMeasured(id, statement, goal, "≤", unit, soakWhy ?? OLDER_RUN)
       : judge(id, statement, value, goal, "≤", unit, detail);
-  targets.push(
-    soak(
+  return [
+    target(
       "load-soak-consumers",
       `${soakAt}: live consumers per active client (beyond the runtime's own, at most over the samples)`,
       s?.maxConsumersPerClient ?? Number.NaN,
@@ -83,7 +95,7 @@ export function underLoadTargets(run: Omit<UnderLoadRun, "targets">): Target[] {
         ? `at most ${s.maxConsumers} consumers, ${s.baselineConsumers} before the first turn, ${s.consumersAfter} after the last client closed`
         : "",
     ),
-    soak(
+    target(
       "load-soak-rss",
       `${soakAt}: nats-server RSS`,
       s?.maxNatsRssMiB ?? Number.NaN,
@@ -91,7 +103,7 @@ export function underLoadTargets(run: Omit<UnderLoadRun, "targets">): Target[] {
       " MiB",
       s ? `the largest of ${s.samples.length} samples` : "",
     ),
-    soak(
+    target(
       "load-soak-cpu",
       `${soakAt}: nats-server CPU per turn`,
       s?.natsCpuPerTurnMs ?? Number.NaN,
@@ -99,7 +111,7 @@ export function underLoadTargets(run: Omit<UnderLoadRun, "targets">): Target[] {
       " ms",
       s ? `${s.natsCpuMs} ms over ${round(s.elapsedMs / 1000, 0)} s, from /proc` : "",
     ),
-    soak(
+    target(
       "load-soak-lapses",
       `${soakAt}: runner lease lapses`,
       s?.lapses ?? Number.NaN,
@@ -107,47 +119,49 @@ export function underLoadTargets(run: Omit<UnderLoadRun, "targets">): Target[] {
       " lapses",
       s ? `${s.completed} Complete, ${s.notComplete} not` : "",
     ),
-  );
-  const takeoverWhy = failedWith(run.takeover);
-  const t = "kills" in run.takeover ? run.takeover : null;
+  ];
+}
+
+function takeoverTargets(takeover: Phases["takeover"]): Target[] {
+  const g = UNDER_LOAD_GOALS;
+  const takeoverWhy = failedWith(takeover);
+  const t = "kills" in takeover ? takeover : null;
   const repeatsStatement =
     "Takeover with two workers per step: model calls made again (identical requests answered twice) over every kill";
   const p95Statement = `Takeover with ${t?.inFlight ?? 100} turns in flight: p95 from the kill to a taken-over turn's TURN_RESUMED`;
   const why = takeoverWhy ?? (t && t.kills.length === 0 ? "no runner could be killed" : OLDER_RUN);
   if (!t || t.kills.length === 0)
-    targets.push(
+    return [
       notMeasured("load-takeover-repeats", repeatsStatement, g.takeoverRepeatedCalls, "≤", " calls", why),
       notMeasured("load-takeover-p95", p95Statement, g.takeoverP95Ms, "≤", " ms", why),
-    );
-  else
-    targets.push(
-      judge(
-        "load-takeover-repeats",
-        repeatsStatement,
-        t.repeatedModelCalls,
-        g.takeoverRepeatedCalls,
-        "≤",
-        " calls",
-        `${t.kills.length} kills, ${t.kills.reduce((n, k) => n + k.modelCalls, 0)} model calls; with no kill, the same load repeated ${t.control.repeatedModelCalls} of ${t.control.modelCalls}`,
-      ),
-      t.resumed
-        ? judge(
-            "load-takeover-p95",
-            p95Statement,
-            t.resumed.p95,
-            g.takeoverP95Ms,
-            "≤",
-            " ms",
-            `${t.resumed.n} turns taken over in ${t.kills.length} kills (${t.kills.map((k) => k.inFlightAtKill).join(", ")} in flight); p50 ${round(t.resumed.p50, 0)} ms; to TURN_COMPLETED p95 ${round(t.completed?.p95 ?? Number.NaN, 0)} ms`,
-          )
-        : notMeasured(
-            "load-takeover-p95",
-            p95Statement,
-            g.takeoverP95Ms,
-            "≤",
-            " ms",
-            "no turn showed TURN_RESUMED after a kill",
-          ),
-    );
-  return targets;
+    ];
+  return [
+    judge(
+      "load-takeover-repeats",
+      repeatsStatement,
+      t.repeatedModelCalls,
+      g.takeoverRepeatedCalls,
+      "≤",
+      " calls",
+      `${t.kills.length} kills, ${t.kills.reduce((n, k) => n + k.modelCalls, 0)} model calls; with no kill, the same load repeated ${t.control.repeatedModelCalls} of ${t.control.modelCalls}`,
+    ),
+    t.resumed
+      ? judge(
+          "load-takeover-p95",
+          p95Statement,
+          t.resumed.p95,
+          g.takeoverP95Ms,
+          "≤",
+          " ms",
+          `${t.resumed.n} turns taken over in ${t.kills.length} kills (${t.kills.map((k) => k.inFlightAtKill).join(", ")} in flight); p50 ${round(t.resumed.p50, 0)} ms; to TURN_COMPLETED p95 ${round(t.completed?.p95 ?? Number.NaN, 0)} ms`,
+        )
+      : notMeasured(
+          "load-takeover-p95",
+          p95Statement,
+          g.takeoverP95Ms,
+          "≤",
+          " ms",
+          "no turn showed TURN_RESUMED after a kill",
+        ),
+  ];
 }
