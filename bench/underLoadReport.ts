@@ -103,7 +103,8 @@ function soakSection(soak: SoakRun, targets: Target[]) {
         ],
       ],
     ),
-    ...(soak.errors.length > 0 ? ["", `Errors seen: ${soak.errors.map(esc).join("; ")}.`] : []),
+    "",
+    ...(soak.errors.length > 0 ? [`Errors seen: ${soak.errors.map(esc).join("; ")}.`, ""] : []),
     ...missedLines(targets, "load-soak-"),
   ].join("\n");
 }
@@ -132,8 +133,9 @@ function takeoverSection(run: LoadTakeoverRun, targets: Target[]) {
       }),
     ),
     "",
-    ...run.kills.flatMap((k, i) => (k.repeatedModelCalls > 0 ? [`- Kill ${i + 1}: repeated${repeatedBy(k)}.`] : [])),
-    "",
+    ...run.kills.flatMap((k, i) =>
+      k.repeatedModelCalls > 0 ? [`- Kill ${i + 1}: repeated${repeatedBy(k)}.`, ""] : [],
+    ),
     `Over every kill: kill → \`TURN_RESUMED\` p50 ${ms(run.resumed?.p50)} ms, p95 ${ms(run.resumed?.p95)} ms (${run.resumed?.n ?? 0} turns); kill → \`TURN_COMPLETED\` p50 ${ms(run.completed?.p50)} ms, p95 ${ms(run.completed?.p95)} ms. The surviving runners' lease lapses over the phase: ${run.lapses}.`,
     ...missedLines(targets, "load-takeover-"),
   ].join("\n");
