@@ -3,7 +3,6 @@
  * loopback without a token, else only a request carrying its bearer token.
  * A gateway reachable beyond loopback without a token is refused at start.
  */
-import { createHash, timingSafeEqual } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { setting } from "../config/load.ts";
 import { ConfigError } from "../config/variable.ts";
@@ -52,15 +51,6 @@ export function checkExposure(host: string, token: string | null): void {
     throw new ConfigError(
       `conclave serve listens on ${host}, beyond loopback, only with a token: give --token-file FILE or set CONCLAVE_GATEWAY_TOKEN`,
     );
-}
-
-const digest = (text: string) => createHash("sha256").update(text).digest();
-
-/** Whether an Authorization header carries `Bearer <token>` (compared in constant time). */
-export function bearerMatches(header: string | undefined, token: string): boolean {
-  const match = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header ?? "");
-  if (!match) return false;
-  return timingSafeEqual(digest(match[1]!), digest(token));
 }
 
 /**

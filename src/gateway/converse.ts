@@ -6,6 +6,7 @@ import { randomBytes } from "node:crypto";
 import { z } from "zod";
 import { SessionId } from "../contracts/ids.ts";
 import { describeIssues } from "../contracts/issues.ts";
+import { sessionOf } from "./principals.ts";
 import { errorResult, failureOf } from "./results.ts";
 import type { GatewayTool, ToolLimits } from "./tools.ts";
 
@@ -40,11 +41,15 @@ export function converseTool(limits: ToolLimits): GatewayTool {
       required: ["text"],
       additionalProperties: false,
     },
-    async call(client, args, { signal, progress }) {
+    async call(client, args, { signal, progress, principal }) {
       const parsed = ConverseArgs.safeParse(args);
       if (!parsed.success) return errorResult(`converse: ${describeIssues(parsed.error, { join: "; " })}`);
+      // The caller's own id; the session is its own (a named client's namespace before it).
       const sessionId = parsed.data.session_id ?? newSessionId();
-      const turn = client.submit(sessionId, parsed.data.text, { signal, timeoutMs: limits.timeoutMs });
+      const turn = client.submit(sessionOf(principal, sessionId), parsed.data.text, {
+        signal,
+        timeoutMs: limits.timeoutMs,
+      });
       for await (const event of turn) progress.event(event);
       const result = await turn.result;
       const failure = failureOf(`turn ${sessionId}/${result.turnId}`, result.outcome);

@@ -7,8 +7,9 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { ConclaveError, messageOf, singleLine } from "../errors.ts";
 import { PortInUseError } from "../viewer/localHttp.ts";
-import { bearerMatches, fromThisMachine } from "./access.ts";
+import { fromThisMachine } from "./access.ts";
 import { jsonDepth, MAX_JSON_DEPTH } from "./limits.ts";
+import { admitCaller, type Principals, SOLE_PRINCIPAL } from "./principals.ts";
 
 /** Largest request body read, in bytes (the MCP SDK's own ceiling). */
 export const MAX_BODY_BYTES = 4 * 1024 * 1024;
@@ -142,8 +143,11 @@ export type Route = (request: IncomingMessage, response: ServerResponse) => Prom
 export interface ListenOptions {
   host: string;
   port: number;
-  /** The bearer token every request must carry; null: only requests from this machine (Host and Origin). */
-  token: string | null;
+  /**
+   * Who may call, by bearer token (principals.ts): a request's token names its principal. With no
+   * token at all, only requests from this machine (Host and Origin), as the sole principal.
+   */
+  principals: Principals;
   /** Routes by path (no query string); a path ending `/*` serves every path under it; any other path is a 404. */
   routes: Record<string, Route>;
   /** Failures no answer could say (the client went away mid-answer…). */
@@ -209,12 +213,16 @@ export async function listenGateway(options: ListenOptions): Promise<ListeningGa
     });
   });
   const handle = async (request: IncomingMessage, response: ServerResponse) => {
-    if (options.token !== null) {
-      if (!bearerMatches(request.headers.authorization, options.token)) {
+    if (options.principals.size > 0) {
+      const principal = options.principals.resolve(request.headers.authorization);
+      if (!principal) {
         request.resume();
         return sendError(response, 401, "unauthorized", "give the gateway's token: Authorization: Bearer <token>");
       }
-    } else if (!fromThisMachine(request.headers.host, request.headers.origin)) {
+      admitCaller(request, principal);
+    } else if (fromThisMachine(request.headers.host, request.headers.origin)) {
+      admitCaller(request, SOLE_PRINCIPAL);
+    } else {
       request.resume();
       return sendError(
         response,

@@ -5,18 +5,19 @@
  * load it through importOptional (src/cli/commands/serve.ts does).
  */
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
-import type { ConclaveClient } from "../client/client.ts";
 import type { A2aGateway } from "./a2a/gateway.ts";
 import { loadAguiRoute } from "./agui/open.ts";
 import { type ListeningGateway, listenGateway, sendJson } from "./http.ts";
 import type { GatewayLimits } from "./limits.ts";
 import { McpHttpSessions } from "./mcpHttp.ts";
 import { createMcpServer } from "./mcpServer.ts";
+import { type GatewayClients, type Principals, SOLE_PRINCIPAL } from "./principals.ts";
 import type { GatewayTool } from "./tools.ts";
 
 /** What the gateway serves, whichever the transport. */
 export interface GatewayOptions {
-  client: ConclaveClient;
+  /** The client each principal talks through (principals.ts). */
+  clients: GatewayClients;
   tools: readonly GatewayTool[];
   version: string;
   /** Failures no answer could carry (a client gone mid-answer): logged, never fatal. */
@@ -37,7 +38,8 @@ export async function startMcpHttpGateway(
   options: GatewayOptions & {
     host: string;
     port: number;
-    token: string | null;
+    /** Who may call, by token (principals.ts). */
+    principals: Principals;
     /** The bounds on sessions, bodies and connections (limits.ts); their defaults when not given. */
     limits?: Partial<GatewayLimits>;
     /** Patience for one AG-UI run's turn, in ms (default agui/route.ts AGUI_TURN_TIMEOUT_MS). */
@@ -48,7 +50,7 @@ export async function startMcpHttpGateway(
 ): Promise<HttpGateway> {
   const limits = options.limits ?? {};
   const sessions = new McpHttpSessions({
-    createServer: () => createMcpServer(options),
+    createServer: (principal) => createMcpServer({ ...options, principal }),
     ...defined({
       idleMs: limits.sessionIdleMs,
       unusedIdleMs: limits.unusedSessionIdleMs,
@@ -58,14 +60,14 @@ export async function startMcpHttpGateway(
     ...(options.onError ? { onError: options.onError } : {}),
   });
   const agui = await loadAguiRoute({
-    client: options.client,
+    clients: options.clients,
     ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
     ...(options.onError ? { onError: options.onError } : {}),
   });
   const listening = await listenGateway({
     host: options.host,
     port: options.port,
-    token: options.token,
+    principals: options.principals,
     ...defined({ bodyTimeoutMs: limits.bodyTimeoutMs, maxConnections: limits.maxConnections }),
     routes: {
       "/mcp": sessions.route,
@@ -104,7 +106,8 @@ function defined<T extends Record<string, number | undefined>>(values: T): { [K 
  * that started it). Resolves once the client closes stdin or `signal` aborts.
  */
 export async function serveMcpStdio(options: GatewayOptions & { signal?: AbortSignal }): Promise<void> {
-  const server = createMcpServer(options);
+  // The process that started the gateway is its one caller: the sole principal.
+  const server = createMcpServer({ ...options, principal: SOLE_PRINCIPAL });
   const transport = new StdioServerTransport();
   const closed = new Promise<void>((resolve) => {
     transport.onclose = () => resolve();

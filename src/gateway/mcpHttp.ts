@@ -16,24 +16,25 @@
  * rather than being refused, and a session that never made a call lasts a
  * minute, not half an hour.
  */
-import { createHash, randomUUID } from "node:crypto";
+import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
 import { JSON_RPC, jsonRpcBody, sendJsonRpcError } from "./http.ts";
+import { callerOf, type Principal } from "./principals.ts";
 
 /** How the sessions are kept. */
 export interface McpHttpOptions {
-  /** A new MCP server, for a new session. */
-  createServer: () => Server;
+  /** A new MCP server, for a new session of `principal`. */
+  createServer: (principal: Principal) => Server;
   /** A session with no request for this long is closed, in ms. Default 30 minutes. */
   idleMs?: number;
   /** A session that never made a call (only its initialize) is closed after this long, in ms. Default 60 s. */
   unusedIdleMs?: number;
   /** Most sessions open at once; a new one past it closes the least recently used idle one. Default 1 000. */
   maxSessions?: number;
-  /** Most sessions of one caller (callerOf); past it, that caller's least recently used idle one goes. Default maxSessions. */
+  /** Most sessions of one principal (principals.ts); past it, that caller's least recently used idle one goes. Default maxSessions. */
   sessionsPerCaller?: number;
   onError?: (error: unknown) => void;
 }
@@ -44,19 +45,10 @@ interface Session {
   lastSeen: number;
   /** Requests being answered (an open SSE stream included): a busy session is never idle, nor evicted. */
   open: number;
-  /** Who opened it (callerOf). */
+  /** The principal that opened it, by name: only it may use the session. */
   caller: string;
   /** It made a request beyond its handshake (initialize, notifications/initialized). */
   used: boolean;
-}
-
-/**
- * Who a request comes from, as far as the gateway knows: a digest of its
- * bearer token, or "" (everyone) without one. Sessions are bounded per caller.
- */
-export function callerOf(request: IncomingMessage): string {
-  const authorization = request.headers.authorization;
-  return authorization === undefined ? "" : createHash("sha256").update(authorization).digest("hex").slice(0, 32);
 }
 
 /** Whether a JSON-RPC body asks for something (a request with an id), not only notifies. */
@@ -99,7 +91,9 @@ export class McpHttpSessions {
     }
     const id = request.headers["mcp-session-id"];
     const sessionId = Array.isArray(id) ? id[0] : id;
-    const session = sessionId === undefined ? undefined : this.sessions.get(sessionId);
+    const found = sessionId === undefined ? undefined : this.sessions.get(sessionId);
+    // Another principal's session is not found: its id proves nothing about who may use it.
+    const session = found?.caller === callerOf(request).name ? found : undefined;
     if (sessionId !== undefined && !session) {
       request.resume();
       return sendJsonRpcError(
@@ -131,7 +125,8 @@ export class McpHttpSessions {
         JSON_RPC.invalidRequest,
         "no MCP session: send initialize first, then give its Mcp-Session-Id header",
       );
-    const caller = callerOf(request);
+    const principal = callerOf(request);
+    const caller = principal.name;
     if (!this.makeRoom(caller))
       return sendJsonRpcError(
         response,
@@ -139,7 +134,7 @@ export class McpHttpSessions {
         JSON_RPC.serverError,
         "too many MCP sessions busy answering requests: try again later",
       );
-    return this.start(request, response, body, caller);
+    return this.start(request, response, body, principal);
   };
 
   /**
@@ -173,8 +168,9 @@ export class McpHttpSessions {
   }
 
   /** A new session from its `initialize` request. */
-  private async start(request: IncomingMessage, response: ServerResponse, body: unknown, caller: string) {
-    const server = this.options.createServer();
+  private async start(request: IncomingMessage, response: ServerResponse, body: unknown, principal: Principal) {
+    const caller = principal.name;
+    const server = this.options.createServer(principal);
     let entry: Session | null = null;
     const transport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),

@@ -12,15 +12,18 @@
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { ErrorCode, ListToolsRequestSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
-import type { ConclaveClient } from "../client/client.ts";
 import { describeIssues } from "../contracts/issues.ts";
 import { MAX_PROGRESS_TOKEN_LENGTH } from "./limits.ts";
+import type { GatewayClients, Principal } from "./principals.ts";
 import { type ProgressReporter, progressReporter, SILENT } from "./progress.ts";
 import { callTool, type GatewayTool } from "./tools.ts";
 
 /** What every MCP server of the gateway serves. */
 export interface McpServerOptions {
-  client: ConclaveClient;
+  /** The client each principal talks through (principals.ts). */
+  clients: GatewayClients;
+  /** Whose session this server serves: its calls act as this principal. */
+  principal: Principal;
   tools: readonly GatewayTool[];
   /** Conclave's version, told to clients in `initialize`. */
   version: string;
@@ -95,7 +98,8 @@ export function createMcpServer(options: McpServerOptions): Server {
               .catch((error: unknown) => options.onError?.(error));
           });
     const args = request.params.arguments ?? {};
-    return callTool(tool, options.client, args, { signal: extra.signal, progress });
+    const client = await options.clients.for(options.principal);
+    return callTool(tool, client, args, { signal: extra.signal, progress, principal: options.principal });
   });
   return server;
 }

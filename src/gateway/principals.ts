@@ -29,10 +29,14 @@ import type { IncomingMessage } from "node:http";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { readSecretFile } from "../bus/connection.ts";
+import type { ConclaveClient } from "../client/client.ts";
 import { ConfigError } from "../config/variable.ts";
 import { describeIssues } from "../contracts/issues.ts";
-import { messageOf } from "../errors.ts";
+import { ConclaveError, messageOf } from "../errors.ts";
 import { MIN_TOKEN_LENGTH } from "./access.ts";
+
+/** The longest session id (src/contracts/ids.ts). */
+const MAX_SESSION_ID = 64;
 
 /** A principal's name: it owns A2A tasks and appears in logs. */
 const PrincipalName = z.string().regex(/^[A-Za-z0-9_]{1,32}$/, "1-32 characters of A-Z, a-z, 0-9 or '_'");
@@ -77,13 +81,23 @@ export interface Principal {
   readonly sessionPrefix: string;
   /** The roles it may answer approvals and human nodes as. */
   readonly approverRoles: readonly string[];
+  /**
+   * Only the sole principal of a gateway without a principals file: the one operator holding its token
+   * (or this machine), trusted to name its role in a request, as before principals existed.
+   */
+  readonly trustsRequestRoles?: boolean;
 }
 
 /**
  * The principal of a gateway with no principals file: the one token's holder, or anyone on this machine
  * without a token. Its sessions carry no prefix, as before principals existed.
  */
-export const SOLE_PRINCIPAL: Principal = { name: "gateway", sessionPrefix: "", approverRoles: [] };
+export const SOLE_PRINCIPAL: Principal = {
+  name: "gateway",
+  sessionPrefix: "",
+  approverRoles: [],
+  trustsRequestRoles: true,
+};
 
 /** The principals of a gateway, by token. */
 export class Principals {
@@ -205,9 +219,72 @@ export function callerOf(request: IncomingMessage): Principal {
   return principal;
 }
 
+/** A session id too long once the principal's namespace is put before it. */
+export class SessionIdTooLongError extends ConclaveError<"invalid_request"> {
+  constructor(sessionId: string, room: number) {
+    super("invalid_request", `session id ${sessionId} is too long: at most ${room} characters here`);
+  }
+}
+
 /** The session a principal's own session id names (`<namespace>-<id>` for a named client). */
 export function sessionOf(principal: Principal, sessionId: string): string {
+  const room = MAX_SESSION_ID - principal.sessionPrefix.length;
+  if (sessionId.length > room) throw new SessionIdTooLongError(sessionId, room);
   return `${principal.sessionPrefix}${sessionId}`;
+}
+
+/**
+ * The role a principal answers an approval or a human node as: the one the request names when the
+ * principal may name it (its configured roles, or any for the sole principal), else its first role.
+ */
+export function answeringRole(principal: Principal, named: string | undefined): string | undefined {
+  if (principal.trustsRequestRoles) return named;
+  if (named === undefined) return principal.approverRoles[0];
+  if (principal.approverRoles.includes(named)) return named;
+  throw new ConclaveError(
+    "forbidden",
+    principal.approverRoles.length === 0
+      ? `${principal.name} may not answer as a role: the gateway's principals file gives it none`
+      : `${principal.name} may answer only as ${principal.approverRoles.join(", ")}, not ${named}`,
+  );
+}
+
+/**
+ * The Conclave client each principal talks through: the gateway's own for named clients, and for a
+ * tenant one of its own, logged in as the tenant (made at its first call, then kept).
+ */
+export class GatewayClients {
+  readonly #tenants = new Map<string, Promise<ConclaveClient>>();
+
+  constructor(
+    private readonly own: ConclaveClient,
+    private readonly connectTenant: (principal: Principal) => Promise<ConclaveClient>,
+  ) {}
+
+  /** A gateway whose callers all talk through one client (stdio, or no tenant principals). */
+  static single(client: ConclaveClient): GatewayClients {
+    return new GatewayClients(client, (principal) =>
+      Promise.reject(new Error(`principal ${principal.name} is a tenant, and this gateway connects none`)),
+    );
+  }
+
+  for(principal: Principal): Promise<ConclaveClient> {
+    if (!principal.tenant) return Promise.resolve(this.own);
+    let client = this.#tenants.get(principal.name);
+    if (!client) {
+      client = this.connectTenant(principal);
+      this.#tenants.set(principal.name, client);
+      // A login that failed is tried again at the next call.
+      client.catch(() => this.#tenants.delete(principal.name));
+    }
+    return client;
+  }
+
+  /** Closes the tenants' clients (the gateway's own is its owner's to close). */
+  async close(): Promise<void> {
+    const clients = await Promise.allSettled(this.#tenants.values());
+    await Promise.allSettled(clients.map((each) => (each.status === "fulfilled" ? each.value.close() : undefined)));
+  }
 }
 
 /** The id a principal knows one of its sessions by; null for a session that is not its own. */

@@ -14,6 +14,7 @@ import type { JsonObject } from "../contracts/recipeRun.ts";
 import { readRecipeForRunner } from "../recipes/load.ts";
 import type { Recipe } from "../recipes/recipe.ts";
 import { newSessionId } from "./converse.ts";
+import { sessionOf } from "./principals.ts";
 import { runResult } from "./results.ts";
 import type { GatewayTool, ToolLimits } from "./tools.ts";
 
@@ -90,9 +91,9 @@ export function recipeTool(loaded: LoadedRecipe, limits: ToolLimits): GatewayToo
       "Returns the run's final blackboard" +
       (human ? ", or, when it waits at a human node, where it waits and the command that answers it." : "."),
     inputSchema: inputSchemaOf(recipe),
-    async call(client, args, { signal, progress }) {
+    async call(client, args, { signal, progress, principal }) {
       signal.throwIfAborted();
-      const sessionId = newSessionId("run");
+      const sessionId = sessionOf(principal, newSessionId("run"));
       const ack = await submitTurn(client.nc, sessionId, { recipe: { document, inputs: args as JsonObject } });
       const cancel = () => {
         client.cancel(ack.session_id, ack.turn_id, "cancelled by the MCP client").catch(() => {});

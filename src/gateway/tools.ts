@@ -6,6 +6,7 @@
  */
 import type { ConclaveClient } from "../client/client.ts";
 import { messageOf } from "../errors.ts";
+import type { Principal } from "./principals.ts";
 import type { ProgressReporter } from "./progress.ts";
 import { errorResult, type ToolResult } from "./results.ts";
 
@@ -15,6 +16,8 @@ export interface CallContext {
   signal: AbortSignal;
   /** Where the call's events go as progress. */
   progress: ProgressReporter;
+  /** Who calls: the sessions it names are its own (principals.ts). */
+  principal: Principal;
 }
 
 /** One tool the gateway offers. */

@@ -23,6 +23,7 @@ import { createA2aGateway } from "../../src/gateway/a2a/gateway.ts";
 import { converseTool } from "../../src/gateway/converse.ts";
 import { listenGateway } from "../../src/gateway/http.ts";
 import { MAX_JSON_DEPTH, MAX_PROGRESS_TOKEN_LENGTH } from "../../src/gateway/limits.ts";
+import { GatewayClients, Principals } from "../../src/gateway/principals.ts";
 import { freePort } from "../../src/nats/server.ts";
 import { useGatewayStack } from "../helpers/stack.ts";
 import { eventually } from "../helpers/wait.ts";
@@ -152,14 +153,19 @@ describe("conclave serve against hostile input", () => {
     // Listening on loopback, told (as a wildcard listener is) that its address is 0.0.0.0.
     const client = await connect({ nc: await stack.nats.connect("client") });
     const a2a = createA2aGateway({
-      client,
+      clients: GatewayClients.single(client),
       tools: [converseTool({ timeoutMs: 5_000 })],
       version: "test",
       token: false,
       timeoutMs: 5_000,
       tasks: { maxTasks: 10, ttlMs: 60_000, maxBytes: 1_000_000 },
     });
-    const gateway = await listenGateway({ host: "127.0.0.1", port: 0, token: null, routes: a2a.routes });
+    const gateway = await listenGateway({
+      host: "127.0.0.1",
+      port: 0,
+      principals: Principals.sole(null),
+      routes: a2a.routes,
+    });
     try {
       a2a.listening(gateway.url.replace("127.0.0.1", "0.0.0.0"));
       const card = (await (await fetch(`${gateway.url}/.well-known/agent-card.json`)).json()) as {

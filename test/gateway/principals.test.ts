@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { Principals, SOLE_PRINCIPAL, sessionIdFor, sessionOf } from "../../src/gateway/principals.ts";
+import { answeringRole, Principals, SOLE_PRINCIPAL, sessionIdFor, sessionOf } from "../../src/gateway/principals.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "conclave-principals-"));
 const file = (name: string, text: string) => {
@@ -92,5 +92,23 @@ describe("gateway principals", () => {
       expect((error as Error).message).not.toContain("\n");
       expect((error as { code?: string }).code).toBe("config");
     }
+  });
+
+  it("takes approver roles from the file, never from the request", () => {
+    const editor = { name: "crm", sessionPrefix: "crm-", approverRoles: ["editor", "legal"] };
+    expect(answeringRole(editor, undefined)).toBe("editor");
+    expect(answeringRole(editor, "legal")).toBe("legal");
+    expect(() => answeringRole(editor, "admin")).toThrow(/may answer only as editor, legal, not admin/);
+    const none = { name: "ops", sessionPrefix: "ops-", approverRoles: [] };
+    expect(answeringRole(none, undefined)).toBeUndefined();
+    expect(() => answeringRole(none, "editor")).toThrow(/gives it none/);
+    // Without a principals file the one operator names its role, as before.
+    expect(answeringRole(SOLE_PRINCIPAL, "editor")).toBe("editor");
+  });
+
+  it("refuses a session id that does not fit after the namespace", () => {
+    const crm = { name: "crm", sessionPrefix: "crm-", approverRoles: [] };
+    expect(sessionOf(crm, "a".repeat(60))).toHaveLength(64);
+    expect(() => sessionOf(crm, "a".repeat(61))).toThrow(/at most 60 characters/);
   });
 });

@@ -75,6 +75,7 @@ describe("an echoed API key in an error", () => {
         timeoutMs: 5_000,
         maxRetries: 0,
       });
+      if (!embedder) throw new Error("an openai embedder was configured");
       const error = await rejection(embedder.embed(["hello"]));
       expect((error as Error).message).toContain(REDACTED);
       expect((error as Error).message).not.toContain(key);

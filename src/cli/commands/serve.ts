@@ -1,11 +1,15 @@
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { connect } from "../../client/client.ts";
+import { credsAuthenticator } from "@nats-io/nats-core";
+import { connect as natsConnect } from "@nats-io/transport-node";
+import { type ConclaveClient, connect } from "../../client/client.ts";
+import { setting } from "../../config/load.ts";
 import { messageOf } from "../../errors.ts";
 import { checkExposure, readGatewayToken } from "../../gateway/access.ts";
 import { converseTool } from "../../gateway/converse.ts";
 import { gatewayLimits } from "../../gateway/limits.ts";
 import { loadA2aGateway, loadMcpGateway } from "../../gateway/open.ts";
+import { GatewayClients, type Principal, Principals } from "../../gateway/principals.ts";
 import { loadRecipeDir, recipeTool } from "../../gateway/recipeTools.ts";
 import type { GatewayTool } from "../../gateway/tools.ts";
 import { MissingDependencyError } from "../../optionalPackages.ts";
@@ -20,7 +24,7 @@ const DEFAULT_PORT = 7430;
 
 const help = `conclave serve: a gateway for callers that do not speak NATS: MCP (Model Context Protocol) and A2A
 
-Usage: conclave serve [--recipes DIR] [--host H] [--port N] [--token-file F] [options]
+Usage: conclave serve [--recipes DIR] [--host H] [--port N] [--token-file F | --principals F] [options]
        conclave serve --stdio [--recipes DIR] [options]
 
   --recipes DIR     offer each recipe file of DIR (.yaml, .yml, .json) as a tool, named from the
@@ -29,6 +33,10 @@ Usage: conclave serve [--recipes DIR] [--host H] [--port N] [--token-file F] [op
   --port N          the port   [${DEFAULT_PORT}; 0 picks a free port]
   --token-file F    every request must carry Authorization: Bearer <the file's first line>
                     (or set CONCLAVE_GATEWAY_TOKEN); required to listen beyond loopback
+  --principals F    a JSON or YAML file giving each caller its own token and principal: a tenant
+                    (reached with its own NATS login) or a named client (its sessions under its
+                    namespace); callers see only their own sessions, tasks and approvals
+                    (or set CONCLAVE_GATEWAY_PRINCIPALS; docs/gateway.md#principals)
   --stdio           speak MCP on stdin/stdout instead (for a client that starts the gateway itself)
   --timeout MS      patience for one call (a turn, or a run until it completes or suspends)  [120000]
 
@@ -50,6 +58,7 @@ const FLAGS = {
   host: { type: "string" },
   port: { type: "string" },
   "token-file": { type: "string" },
+  principals: { type: "string" },
   stdio: { type: "boolean" },
   timeout: { type: "string" },
 } as const;
@@ -59,19 +68,19 @@ export default defineCommand({
   flags: FLAGS,
   role: "client",
   longLived: true,
-  async run({ values, bus }) {
+  async run({ values, bus, connectionOptions }) {
     const timeoutMs = Number(values.timeout ?? 120_000);
     if (!Number.isFinite(timeoutMs) || timeoutMs <= 0)
       throw new UsageError("--timeout must be a positive number of milliseconds");
     if (values.stdio)
-      for (const flag of ["host", "port", "token-file"] as const)
+      for (const flag of ["host", "port", "token-file", "principals"] as const)
         if (values[flag] !== undefined) throw new UsageError(`--${flag} is for HTTP: not with --stdio`);
     const host = values.host ?? "127.0.0.1";
     const port = portArg(values.port, DEFAULT_PORT);
     if (port === null) throw new UsageError("--port must be a whole number from 0 to 65535");
     // Checked before anything connects: a gateway open to the network without a token never starts.
-    const token = values.stdio ? null : readGatewayToken(values["token-file"]);
-    if (!values.stdio) checkExposure(host, token);
+    const principals = values.stdio ? Principals.sole(null) : principalsOf(values);
+    if (!values.stdio) checkExposure(host, principals.size > 0 ? "given" : null);
     const bounds = gatewayLimits();
     const limits = { timeoutMs };
     const tools: GatewayTool[] = [
@@ -82,8 +91,10 @@ export default defineCommand({
     const log = createLogger("gateway");
     logStrayRejections(log);
     const client = await connect({ nc: await bus() });
+    const servers = connectionOptions().servers;
+    const clients = new GatewayClients(client, (principal) => tenantClient(servers, principal));
     const onError = (error: unknown) => log.debug(`gateway: ${messageOf(error)}`);
-    const options = { client, tools, version: packageVersion(), onError };
+    const options = { clients, tools, version: packageVersion(), onError };
     if (values.stdio) {
       const stop = new AbortController();
       void untilInterrupted().then(() => stop.abort());
@@ -97,7 +108,7 @@ export default defineCommand({
       ({ createA2aGateway }) =>
         createA2aGateway({
           ...options,
-          token: token !== null,
+          token: principals.size > 0,
           timeoutMs,
           tasks: { maxTasks: bounds.maxTasks, ttlMs: bounds.taskTtlMs, maxBytes: bounds.taskBytes },
         }),
@@ -108,16 +119,50 @@ export default defineCommand({
       },
     );
     // AG-UI runs get the same patience as the tools (--timeout).
-    const http = await gateway.startMcpHttpGateway({ ...options, host, port, token, a2a, timeoutMs, limits: bounds });
-    console.log(`Conclave gateway: MCP on ${http.mcpUrl}${token ? " (bearer token required)" : ""}`);
+    const http = await gateway.startMcpHttpGateway({
+      ...options,
+      host,
+      port,
+      principals,
+      a2a,
+      timeoutMs,
+      limits: bounds,
+    });
+    const access =
+      principals.size > 1 ? ` (${principals.size} principals)` : principals.size ? " (bearer token required)" : "";
+    console.log(`Conclave gateway: MCP on ${http.mcpUrl}${access}`);
     if (a2a) console.log(`Conclave gateway: A2A agent card on ${http.url}/.well-known/agent-card.json`);
     log.info(`tools: ${tools.map((tool) => tool.name).join(", ")}`);
     announceReady();
     await untilInterrupted();
     await http.close();
+    await clients.close();
     return 0;
   },
 });
+
+/** Who may call: a principals file, else the one token (or none: this machine only). */
+function principalsOf(values: { "token-file"?: string; principals?: string }): Principals {
+  const file = values.principals ?? setting(process.env, "CONCLAVE_GATEWAY_PRINCIPALS");
+  if (file === undefined) return Principals.sole(readGatewayToken(values["token-file"]));
+  if (values["token-file"] !== undefined)
+    throw new UsageError("give --principals or --token-file, not both: the principals file holds every token");
+  return Principals.fromFile(file);
+}
+
+/** A tenant principal's own client: logged in to NATS as the tenant, so it reaches the tenant's sessions only. */
+async function tenantClient(servers: readonly string[], principal: Principal): Promise<ConclaveClient> {
+  const { user, password, credsFile } = principal.tenant!.nats;
+  const nc = await natsConnect({
+    servers: [...servers],
+    name: `conclave-gateway:${principal.name}`,
+    ...(credsFile
+      ? { authenticator: credsAuthenticator(new TextEncoder().encode(readFileSync(credsFile, "utf8"))) }
+      : { user, pass: password }),
+    maxReconnectAttempts: -1,
+  });
+  return connect({ nc });
+}
 
 /** The version in the nearest package.json above this module (as `conclave --version`). */
 function packageVersion(): string {

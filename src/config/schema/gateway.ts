@@ -4,12 +4,17 @@
  * a bounded amount of memory and never ends the process. Spread into
  * CONFIG_SCHEMA by schema.ts.
  */
-import { type ConfigVariable, variable, wholeNumber } from "../variable.ts";
+import { type ConfigVariable, text, variable, wholeNumber } from "../variable.ts";
 
 const ms = (min: number) => wholeNumber(min, Number.MAX_SAFE_INTEGER, " (milliseconds)");
 
 /** The gateway's variables, in the order `conclave config` lists them. */
 export const GATEWAY_VARIABLES = {
+  CONCLAVE_GATEWAY_PRINCIPALS: variable({
+    group: "process",
+    schema: text,
+    doc: "A JSON or YAML file mapping each bearer token of `conclave serve` to a principal (a tenant, or a named client with its namespace), as --principals gives it (docs/gateway.md#principals).",
+  }),
   CONCLAVE_GATEWAY_MAX_TASKS: variable({
     group: "process",
     schema: wholeNumber(1, 1_000_000),

@@ -8,6 +8,7 @@ import type { Message } from "@a2a-js/sdk";
 import type { ConclaveClient } from "../../client/client.ts";
 import type { RecipeRunResult } from "../../client/recipeRun.ts";
 import { ConclaveError } from "../../errors.ts";
+import { answeringRole, type Principal } from "../principals.ts";
 import type { ProgressReporter } from "../progress.ts";
 import { runResult, type ToolResult } from "../results.ts";
 import type { WaitingRun } from "./outcome.ts";
@@ -45,10 +46,11 @@ export async function answerWaitingRun(
   client: ConclaveClient,
   waiting: WaitingRun,
   message: Message,
-  context: { progress: ProgressReporter; timeoutMs: number },
+  context: { progress: ProgressReporter; timeoutMs: number; principal: Principal },
 ): Promise<ToolResult> {
   const userId = metadataString("user_id", message.metadata) ?? DEFAULT_USER;
-  const role = metadataString("role", message.metadata) ?? undefined;
+  // The role comes from the principals file; a request may only pick one of the roles given its principal.
+  const role = answeringRole(context.principal, metadataString("role", message.metadata) ?? undefined);
   const follow = { onEvent: context.progress.event, timeoutMs: context.timeoutMs };
   let run: RecipeRunResult;
   if (waiting.approval) {

@@ -17,10 +17,12 @@ import { TaskNotCancelableError } from "@a2a-js/sdk/errors";
 import type { AgentExecutor, ExecutionEventBus, RequestContext } from "@a2a-js/sdk/server";
 import type { ConclaveClient } from "../../client/client.ts";
 import { messageOf } from "../../errors.ts";
-import { progressReporter } from "../progress.ts";
+import type { GatewayClients, Principal } from "../principals.ts";
+import { type ProgressReporter, progressReporter } from "../progress.ts";
 import { errorResult, type ToolResult } from "../results.ts";
 import { callTool, describeCallFailure, type GatewayTool } from "../tools.ts";
 import { answerWaitingRun } from "./answer.ts";
+import { principalOfContext } from "./callContext.ts";
 import { howToAnswerInA2a, taskEnd, type WaitingRun } from "./outcome.ts";
 import { dataOf, metadataString, statusUpdate, submittedTask, type TaskIds, textOf, textPart } from "./parts.ts";
 
@@ -29,7 +31,8 @@ const CANCEL_REASON = "cancelled by the A2A client";
 
 /** What the executor serves. */
 export interface ExecutorOptions {
-  client: ConclaveClient;
+  /** The client each principal talks through (principals.ts). */
+  clients: GatewayClients;
   tools: readonly GatewayTool[];
   /** Patience for answering a waiting run, in ms (the tools have their own). */
   timeoutMs: number;
@@ -47,8 +50,8 @@ export class ConclaveAgentExecutor implements AgentExecutor {
   private readonly byName: Map<string, GatewayTool>;
   /** Calls running, by task: aborting one cancels its turn or run. */
   private readonly running = new Map<string, AbortController>();
-  /** Tasks whose run waits for a person, by task. */
-  private readonly waiting = new Map<string, WaitingRun & { contextId: string }>();
+  /** Tasks whose run waits for a person, by task, with the principal whose task it is. */
+  private readonly waiting = new Map<string, WaitingRun & { contextId: string; principal: Principal }>();
 
   constructor(private readonly options: ExecutorOptions) {
     this.byName = new Map(options.tools.map((tool) => [tool.name, tool]));
@@ -57,7 +60,11 @@ export class ConclaveAgentExecutor implements AgentExecutor {
   readonly execute = async (context: RequestContext, bus: ExecutionEventBus): Promise<void> => {
     const ids: TaskIds = { taskId: context.taskId, contextId: context.contextId };
     const message = context.userMessage;
-    const waiting = this.waiting.get(ids.taskId);
+    const principal = principalOfContext(context.context);
+    const client = await this.options.clients.for(principal);
+    // Task ids are the store's, scoped by principal: a waiting run is answered only by the one whose task it is.
+    const held = this.waiting.get(ids.taskId);
+    const waiting = held?.principal.name === principal.name ? held : undefined;
     const skill =
       metadataString("skill", message.metadata, context.request.metadata) ??
       (context.task?.metadata?.skill as string | undefined) ??
@@ -75,19 +82,20 @@ export class ConclaveAgentExecutor implements AgentExecutor {
         this.waiting.delete(ids.taskId);
         // Answered, the run runs again: a cancel now cancels it in Conclave.
         const cancelRun = () => {
-          this.options.client
+          client
             .cancel(waiting.sessionId, waiting.turnId, CANCEL_REASON)
             .catch((error: unknown) => this.options.onError?.(error));
         };
         controller.signal.addEventListener("abort", cancelRun, { once: true });
         try {
-          result = await answerWaitingRun(this.options.client, waiting, message, {
+          result = await answerWaitingRun(client, waiting, message, {
             progress,
             timeoutMs: this.options.timeoutMs,
+            principal,
           });
         } catch (error) {
           // The answer was refused (a wrong role, a malformed answer): the run still waits, and so does the task.
-          this.waiting.set(ids.taskId, { ...waiting, contextId: ids.contextId });
+          this.waiting.set(ids.taskId, { ...waiting, contextId: ids.contextId, principal });
           const why = `the answer was not taken: ${describeCallFailure(error)}; ${howToAnswerInA2a(ids, waiting)}`;
           bus.publish(statusUpdate(ids, TaskState.TASK_STATE_INPUT_REQUIRED, [textPart(why)]));
           return;
@@ -95,9 +103,9 @@ export class ConclaveAgentExecutor implements AgentExecutor {
           controller.signal.removeEventListener("abort", cancelRun);
           progress.flush();
         }
-      } else result = await this.call(skill, context, controller.signal, progress);
+      } else result = await this.call(skill, context, { client, principal, signal: controller.signal, progress });
       const end = taskEnd(ids, skill, result, controller.signal.aborted);
-      if (end.waiting) this.waiting.set(ids.taskId, { ...end.waiting, contextId: ids.contextId });
+      if (end.waiting) this.waiting.set(ids.taskId, { ...end.waiting, contextId: ids.contextId, principal });
       for (const event of end.events) bus.publish(event);
     } catch (error) {
       this.options.onError?.(error);
@@ -112,8 +120,7 @@ export class ConclaveAgentExecutor implements AgentExecutor {
   private call(
     skill: string,
     context: RequestContext,
-    signal: AbortSignal,
-    progress: ReturnType<typeof progressReporter>,
+    as: { client: ConclaveClient; principal: Principal; signal: AbortSignal; progress: ProgressReporter },
   ): Promise<ToolResult> {
     const tool = this.byName.get(skill);
     if (!tool)
@@ -129,7 +136,8 @@ export class ConclaveAgentExecutor implements AgentExecutor {
         return Promise.resolve(errorResult(`${skill}: the data part must be an object of the recipe's inputs`));
       args = (data as Record<string, unknown> | undefined) ?? {};
     }
-    return callTool(tool, this.options.client, args, { signal, progress });
+    const { client, principal, signal, progress } = as;
+    return callTool(tool, client, args, { signal, progress, principal });
   }
 
   readonly cancelTask = async (taskId: string, bus: ExecutionEventBus): Promise<void> => {
@@ -143,7 +151,8 @@ export class ConclaveAgentExecutor implements AgentExecutor {
     if (!waiting) return;
     // No process holds a suspended run: Conclave ends it Cancelled where it waits, and the task ends with it.
     const run = `${waiting.sessionId}/${waiting.turnId}`;
-    const cancelled = await this.options.client.cancel(waiting.sessionId, waiting.turnId, CANCEL_REASON);
+    const client = await this.options.clients.for(waiting.principal);
+    const cancelled = await client.cancel(waiting.sessionId, waiting.turnId, CANCEL_REASON);
     this.waiting.delete(taskId);
     // It ended otherwise meanwhile (its node's timeout went on to the end): the task says so, not canceled.
     if (cancelled.status === "finished" && cancelled.outcome !== "Cancelled")

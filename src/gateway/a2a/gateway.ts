@@ -9,9 +9,9 @@
 import type { SendMessageRequest, StreamResponse } from "@a2a-js/sdk";
 import { RequestMalformedError } from "@a2a-js/sdk/errors";
 import { DefaultRequestHandler, JsonRpcTransportHandler, type ServerCallContext } from "@a2a-js/sdk/server";
-import type { ConclaveClient } from "../../client/client.ts";
 import { MAX_CONVERSE_TEXT } from "../converse.ts";
 import type { Route } from "../http.ts";
+import type { GatewayClients } from "../principals.ts";
 import type { GatewayTool } from "../tools.ts";
 import { A2A_JSONRPC_PATH, A2A_REST_PATH, AGENT_CARD_ROUTE, agentCard, agentCardRoute, listenAt } from "./card.ts";
 import { ConclaveAgentExecutor } from "./executor.ts";
@@ -58,7 +58,8 @@ function refuseLongText(params: SendMessageRequest): void {
 
 /** A2A over Conclave's tools. */
 export function createA2aGateway(options: {
-  client: ConclaveClient;
+  /** The client each principal talks through (principals.ts). */
+  clients: GatewayClients;
   tools: readonly GatewayTool[];
   version: string;
   /** Whether requests need the gateway's token (the card says so). */
@@ -70,7 +71,7 @@ export function createA2aGateway(options: {
 }): A2aGateway {
   const card = agentCard(options);
   const executor = new ConclaveAgentExecutor({
-    client: options.client,
+    clients: options.clients,
     tools: options.tools,
     timeoutMs: options.timeoutMs,
     ...(options.onError ? { onError: options.onError } : {}),

@@ -10,9 +10,9 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { type BaseEvent, EventType } from "@ag-ui/core";
 import { AGUI_MEDIA_TYPE, EventEncoder } from "@ag-ui/encoder";
-import type { ConclaveClient } from "../../client/client.ts";
 import { ConclaveError, messageOf, singleLine } from "../../errors.ts";
 import { parseJsonBody, type Route, readBody, sendError } from "../http.ts";
+import { callerOf, type GatewayClients, sessionOf } from "../principals.ts";
 import { type AguiRun, parseRunInput } from "./input.ts";
 import { TurnToAgui } from "./translate.ts";
 
@@ -21,7 +21,8 @@ export const AGUI_TURN_TIMEOUT_MS = 120_000;
 
 /** What the route needs. */
 export interface AguiRouteOptions {
-  client: ConclaveClient;
+  /** The client each principal talks through (principals.ts): a run's thread is its caller's session. */
+  clients: GatewayClients;
   timeoutMs?: number;
   /** Failures no answer could carry (a client gone mid-stream). */
   onError?: (error: unknown) => void;
@@ -78,14 +79,16 @@ async function streamRun(options: AguiRouteOptions, run: AguiRun, request: Incom
   const translator = new TurnToAgui(run.runId);
   send(translator.snapshot());
   try {
-    const turn = options.client.submit(run.sessionId, run.text, {
+    const principal = callerOf(request);
+    const client = await options.clients.for(principal);
+    const turn = client.submit(sessionOf(principal, run.sessionId), run.text, {
       signal: gone.signal,
       timeoutMs: options.timeoutMs ?? AGUI_TURN_TIMEOUT_MS,
     });
     for await (const event of turn) for (const translated of translator.translate(event)) send(translated);
     const result = await turn.result;
     for (const event of translator.finish(result.response)) send(event);
-    const conclave = { session_id: result.sessionId, turn_id: result.turnId, outcome: result.outcome };
+    const conclave = { session_id: run.sessionId, turn_id: result.turnId, outcome: result.outcome };
     if (result.outcome.status === "Cancelled")
       send({ type: EventType.RUN_FINISHED, ...ids, result: conclave, outcome: { type: "cancelled" } } as BaseEvent);
     else send({ type: EventType.RUN_FINISHED, ...ids, result: conclave } as BaseEvent);
