@@ -38,7 +38,7 @@ describe("conclave skills", () => {
   it.each([
     [["skills", "select", "--dir", "."], /needs a message/],
     [["skills", "select", "hi", "--threshold", "2", "--dir", "."], /--threshold must be a number from 0 to 1/],
-    [["skills", "dance"], /give 'list', 'select \"MESSAGE\"', 'outputs' or 'active'/],
+    [["skills", "dance"], /give 'list', 'select "MESSAGE"', 'outputs' or 'active'/],
   ])("refuses %j with one line", async (args, message) => {
     const result = await runConclave(NO_NATS, args);
     expect(result.code).toBe(2);
