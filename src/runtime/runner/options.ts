@@ -1,5 +1,6 @@
 import type { InspectionEvent, Observer } from "xstate";
 import type { BlackboardOptions } from "../../blackboard/open.ts";
+import type { BusOptions } from "../../bus/connection.ts";
 import type { TurnPolicy } from "../../contracts/turnProtocol.ts";
 import type { RetentionOptions } from "../../eventlog/retention.ts";
 import type { ToolPolicyInput } from "../../tools/policy.ts";
@@ -8,7 +9,6 @@ import type { Logger } from "../log.ts";
 import type { LogicHandler } from "../recipeHost/recipeActors.ts";
 import type { TurnServices } from "../turnServices.ts";
 import type { AdmissionLimits } from "./admission.ts";
-import type { HeartbeatConnection } from "./liveness.ts";
 
 /** How a runner runs turns. Every field has a default. */
 export interface RunnerOptions {
@@ -45,7 +45,7 @@ export interface RunnerOptions {
    * `conclave runner` give it their own connection settings. Default: heartbeats share the runner's
    * connection and event loop (a stall past 1.5 s lets the lease lapse).
    */
-  heartbeat?: HeartbeatConnection;
+  heartbeat?: BusOptions;
   /** This runner's name in leases and turn status. Default `<host>:<pid>`. */
   id?: string;
   /** Where the runner logs. Default: nothing. */
