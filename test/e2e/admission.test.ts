@@ -124,6 +124,8 @@ describe("admission control", () => {
   });
 
   it("is fair: a quiet session's turn runs before a chatty session's later turns", async () => {
+    // The earlier turns settled (their WAL entries acked): the intake counts only what is not finished.
+    await runner.drain();
     gate.close();
     const blocker = client.submit("fair-blocker", "I'm stressed about my deadline");
     await blocker.ack;
@@ -156,6 +158,8 @@ describe("admission control", () => {
   });
 
   it("ends a cancelled turn at once, while it waits, without waiting for a place", async () => {
+    // The earlier turns settled (their WAL entries acked): the intake counts only what is not finished.
+    await runner.drain();
     gate.close();
     const blocker = client.submit("cancel-blocker", "I'm stressed about my deadline");
     await blocker.ack;
@@ -173,6 +177,8 @@ describe("admission control", () => {
   });
 
   it("answers a burst far over its limits with busy before anything is stored, and fails none it accepted", async () => {
+    // The earlier turns settled (their WAL entries acked): the intake counts only what is not finished.
+    await runner.drain();
     gate.close();
     const calls = gate.calls;
     // Forty submissions at once against one running place and three waiting: before the fix, the intake counted
