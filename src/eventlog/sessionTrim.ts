@@ -13,7 +13,6 @@ import { buckets, streams, subjects } from "../bus/subjects.ts";
 import { messageOf } from "../errors.ts";
 import { secureErase } from "../runtime/intake/eraseSecure.ts";
 import type { Logger } from "../runtime/log.ts";
-import { trimRetrievedCopies } from "./trimCopies.ts";
 
 /** What a trimmed turn may still be: a status that means it is not over (a suspended run waits for a person). */
 const NOT_OVER = new Set(["pending", "inflight", "suspended"]);
@@ -49,13 +48,12 @@ export class SessionTrim {
     try {
       const status = await this.deps.statusOf(sessionId, old);
       if (status && NOT_OVER.has(status.status)) return;
-      const [texts] = await Promise.all([
-        this.deps.trimGraph?.(sessionId, old) ?? [],
+      await Promise.all([
+        this.deps.trimGraph?.(sessionId, old),
         this.#erase(sessionId, streams.events, subjects.turnEvents(sessionId, old)),
         this.#erase(sessionId, streams.memory, subjects.memoryEpisode(sessionId, old)),
         this.#erase(sessionId, `KV_${buckets.turns}`, `$KV.${buckets.turns}.${sessionId}.${old}`),
       ]);
-      await trimRetrievedCopies(this.deps.jsm, this.deps.log, sessionId, old, turnId, new Set(texts));
     } catch (error) {
       this.deps.log.warn(
         `session ${sessionId}: turn ${old} not trimmed (keeping ${this.turnsPerSession}): ${messageOf(error)}`,
