@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import type { NatsConnection } from "@nats-io/nats-core";
 import type { EngineEvent } from "../contracts/events.ts";
 import type { TurnAck, TurnOutcome } from "../contracts/turn.ts";
@@ -12,14 +11,17 @@ export interface SubmitOptions {
   /** Aborting it cancels the turn across processes: it ends `Cancelled`. */
   signal?: AbortSignal;
   /**
-   * Resubmitting with the same key returns the first submission's turn and runs nothing. Default: a
-   * random key for this submission, so the client's own retries (below) never make a second turn.
+   * Resubmitting with the same key returns the first submission's turn and runs nothing. With a key,
+   * `submit` also retries a submission the runtime could not confirm (below): give one for a turn that
+   * must be stored exactly once across a NATS election. Default: none (one attempt; the reservation a
+   * key costs is two more round trips before the ack).
    */
   idempotencyKey?: string;
   /**
-   * How long to keep submitting while the runtime cannot confirm the turn (a NATS cluster electing a
-   * leader answers `unavailable`, or the submission times out), with the same key. Default 30 000;
-   * 0: one attempt. A refusal (`busy`, `invalid_request`, no runner at all) is never retried.
+   * With an `idempotencyKey`: how long to keep submitting while the runtime cannot confirm the turn (a
+   * NATS cluster electing a leader answers `unavailable`, or the submission times out), with the same
+   * key. Default 30 000; 0: one attempt. A refusal (`busy`, `invalid_request`, no runner at all) is
+   * never retried.
    */
   submitPatienceMs?: number;
   /** Who is speaking (stored with the turn). */
@@ -89,10 +91,12 @@ export function streamTurn(
     checkSessionId(sessionId); // a NATS subject token it cannot be is refused here, by name
     const submission = {
       text,
-      idempotency_key: options.idempotencyKey ?? randomUUID(),
+      ...(options.idempotencyKey ? { idempotency_key: options.idempotencyKey } : {}),
       ...(options.userId ? { user_id: options.userId } : {}),
       ...(options.onBusy ? { on_busy: options.onBusy } : {}),
     };
+    // Only a keyed submission is sent again: the key resolves a retry to the same turn.
+    if (!options.idempotencyKey) return submitTurn(nc, sessionId, submission);
     return throughElections(() => submitTurn(nc, sessionId, submission), {
       patienceMs: options.submitPatienceMs ?? SUBMIT_PATIENCE_MS,
       retryIf: unconfirmed,

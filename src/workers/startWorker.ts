@@ -12,6 +12,7 @@ import { SharedSteps } from "../bus/sharedSteps.ts";
 import { StepReplies } from "../bus/stepReplies.ts";
 import { type CognitionBackend, offlineBackend } from "../cognition/backend.ts";
 import { CRITIC_NAMES } from "../cognition/critics.ts";
+import { setting } from "../config/load.ts";
 import { ConclaveError, messageOf, singleLine } from "../errors.ts";
 import { deadLetter } from "../eventlog/deadLetters.ts";
 import { ensureDeadLetterStream, ensureMemoryStream } from "../eventlog/streams.ts";
@@ -216,11 +217,14 @@ async function serveWorker(
   const cancellations = new TurnAborts(nc);
   const serve: ServeOptions = {
     cancellations,
-    // A step asked again (a runner that took its turn over, a resent request) is answered once, by any worker.
+    // A step asked again (a runner that took its turn over, a resent request) is answered once: on its own
+    // worker always, by any worker of the step with CONCLAVE_SHARED_STEPS (two KV round trips more per step).
     steps: new StepReplies(
       undefined,
       undefined,
-      new SharedSteps(nc, workerIdentity(), (line) => log.warn(line)).open(),
+      setting(process.env, "CONCLAVE_SHARED_STEPS")
+        ? new SharedSteps(nc, workerIdentity(), (line) => log.warn(line)).open()
+        : undefined,
     ),
     onError: (endpoint, error, request) => {
       log.warn(`${endpoint}: ${error.code}: ${singleLine(error.message, 1_000)}`);

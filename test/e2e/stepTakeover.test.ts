@@ -32,7 +32,7 @@ const nats = useNatsServer();
 let model: OpenAIServer;
 const processes = useConclaveProcesses(
   () => nats.url,
-  () => ({ CONCLAVE_LLM_BASE_URL: model.url, CONCLAVE_LLM_MODEL: "scripted-model" }),
+  () => ({ CONCLAVE_LLM_BASE_URL: model.url, CONCLAVE_LLM_MODEL: "scripted-model", CONCLAVE_SHARED_STEPS: "1" }),
 );
 const cores: ConclaveProcess[] = [];
 

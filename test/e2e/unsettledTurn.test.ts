@@ -34,7 +34,8 @@ describe("a turn whose events could not be stored", () => {
 
     const status = await settledStatus(nc, session, 1);
     expect(status.status).toBe("done");
-    expect(status.attempts).toBeGreaterThanOrEqual(2);
+    // Taken back by the runner that let it go: its own attempt going on, not a new one (never towards poison).
+    expect(status.attempts).toBe(1);
 
     const events = await readEvents(jetstream(nc), await jetstreamManager(nc), session, 1);
     expect(events.map((event) => event.seq)).toEqual(events.map((_, index) => index));

@@ -2,8 +2,8 @@
  * The intake across a lost answer (issue 34): a JetStream election that outlasts the intake's patience can
  * store a turn's WAL entry and lose the answer. Before, the intake released the idempotency key and told the
  * client "could not be stored; submit it again": the retry made a second turn, and both ran. Now it answers
- * `unavailable` and keeps the key's reservation, so the client's retry (same key, which `submit` now always
- * sends) resolves to the same turn, and it runs once. The failpoint `ingress.wal_answer_lost` acts the fault
+ * `unavailable` and keeps the key's reservation, so the client's retry (same key: `submit` retries a keyed
+ * submission by itself) resolves to the same turn, and it runs once. The failpoint `ingress.wal_answer_lost` acts the fault
  * out on a real runner: the write lands, its answer is lost.
  */
 import { beforeAll, describe, expect, it } from "vitest";
@@ -31,7 +31,9 @@ const started = (events: EngineEvent[]) => events.filter((event) => event.kind =
 
 describe("a turn whose WAL write lands but whose answer is lost", () => {
   it("submitted by the client: its retry resolves to the same turn, which runs once", async () => {
-    const turn = client.submit("lost-answer-keyed", "I'm stressed about my deadline");
+    const turn = client.submit("lost-answer-keyed", "I'm stressed about my deadline", {
+      idempotencyKey: "plan-the-deadline",
+    });
     const ack = await turn.ack; // the first answer was `unavailable`; the client tried again with the same key
     expect(ack.turn_id).toBe(1);
     expect((await turn.result).outcome.status).toBe("Complete");

@@ -2,10 +2,16 @@
  * Clustered JetStream's variables (docs/operations.md, "A three-node cluster").
  * Spread into CONFIG_SCHEMA by schema.ts.
  */
-import { type ConfigVariable, text, variable, wholeNumber } from "../variable.ts";
+import { type ConfigVariable, flag, text, variable, wholeNumber } from "../variable.ts";
 
 /** The cluster's variables, in the order `conclave config` lists them. */
 export const CLUSTER_VARIABLES = {
+  CONCLAVE_SHARED_STEPS: variable({
+    group: "process",
+    schema: flag,
+    default: false,
+    doc: "1: workers keep step answers in KV conclave_step_replies, so a takeover's re-ask reaching another worker of the step joins the call instead of making it again; it costs two KV round trips per step on the turn's path (docs/operations.md).",
+  }),
   CONCLAVE_REPLICAS: variable({
     group: "nats",
     schema: wholeNumber(1, 5, " (JetStream replicas)"),
