@@ -1,9 +1,12 @@
 import type { JetStreamManager } from "@nats-io/jetstream";
 import { RUNNER_CONSUMER, streams } from "../../bus/subjects.ts";
+import { pause } from "../../deadline.ts";
 import type { Admission, AdmissionPreview } from "./admission.ts";
 
 /** How old the WAL's backlog count may be before a submission reads it again (one read serves a burst). */
 const BACKLOG_FRESH_MS = 100;
+/** How long a submission waits for the backlog's count to be read before deciding from the last one. */
+const READ_PATIENCE_MS = 50;
 /** The shortest and longest retry-after hint a refused submitter gets. */
 const RETRY_AFTER_BOUNDS_MS = [100, 30_000] as const;
 
@@ -72,7 +75,10 @@ export class WalBacklog {
    * holds a place in the count until the intake says it was stored (`stored`) or given up on (`withdrawn`).
    */
   async preview(sessionId: string, tenant?: string): Promise<AdmissionPreview> {
-    if (performance.now() - this.#countedAt > BACKLOG_FRESH_MS) await this.#read();
+    // A read JetStream is slow to answer (an election, a cut link) never holds a submission past READ_PATIENCE_MS:
+    // it is decided from the last count, and the read lands for the next one.
+    if (performance.now() - this.#countedAt > BACKLOG_FRESH_MS)
+      await Promise.race([this.#read(), pause(READ_PATIENCE_MS)]);
     // From here on synchronous: submissions of a burst, all waiting on one read, each see the ones before.
     const own = this.options.admission.preview(sessionId, tenant);
     if (own.state === "busy") return own;
