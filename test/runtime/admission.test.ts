@@ -1,6 +1,5 @@
 import { describe, expect, it } from "vitest";
 import { Admission, admissionLimits } from "../../src/runtime/runner/admission.ts";
-import { decideAdmission } from "../../src/runtime/runner/backlog.ts";
 import { AdaptiveLimit } from "../../src/runtime/runner/runningLimit.ts";
 
 /** Which turns have been let start, in order, as `<session>.<turn>`. */
@@ -20,7 +19,7 @@ const settled = () => new Promise((resolve) => setImmediate(resolve));
 
 describe("admission control", () => {
   it("runs up to maxRunning turns, queues the rest with their positions, and starts the next as one ends", async () => {
-    const admission = new Admission({ maxRunning: 2, adaptive: false, maxQueued: 10, maxQueueWaitMs: 30_000 });
+    const admission = new Admission({ maxRunning: 2, adaptive: false, maxQueued: 10 });
     const { order, ask } = started(admission);
     expect(ask("a", 1)).toEqual({ state: "running" });
     expect(ask("b", 1)).toEqual({ state: "running" });
@@ -43,7 +42,7 @@ describe("admission control", () => {
   });
 
   it("runs one turn per session: a session's next turn waits for its running one", async () => {
-    const admission = new Admission({ maxRunning: 4, adaptive: false, maxQueued: 10, maxQueueWaitMs: 30_000 });
+    const admission = new Admission({ maxRunning: 4, adaptive: false, maxQueued: 10 });
     const { order, ask } = started(admission);
     ask("a", 1);
     expect(ask("a", 2)).toEqual({ state: "queued", position: 1 });
@@ -55,7 +54,7 @@ describe("admission control", () => {
   });
 
   it("is fair: a chatty session with many turns waiting gets one place per round, a quiet one is not starved", async () => {
-    const admission = new Admission({ maxRunning: 1, adaptive: false, maxQueued: 100, maxQueueWaitMs: 30_000 });
+    const admission = new Admission({ maxRunning: 1, adaptive: false, maxQueued: 100 });
     const { order, ask } = started(admission);
     ask("blocker", 1);
     for (let turn = 1; turn <= 5; turn++) ask("chatty", turn);
@@ -70,7 +69,7 @@ describe("admission control", () => {
   });
 
   it("answers busy, with a retry-after hint, once maxQueued turns wait; and not once one has started", async () => {
-    const admission = new Admission({ maxRunning: 1, adaptive: false, maxQueued: 2, maxQueueWaitMs: 30_000 });
+    const admission = new Admission({ maxRunning: 1, adaptive: false, maxQueued: 2 });
     const { ask } = started(admission);
     ask("a", 1);
     ask("b", 1);
@@ -88,7 +87,6 @@ describe("admission control", () => {
       maxRunning: 3,
       adaptive: false,
       maxQueued: 10,
-      maxQueueWaitMs: 30_000,
       tenantQuota: 1,
     });
     const { order, ask } = started(admission);
@@ -103,7 +101,7 @@ describe("admission control", () => {
   });
 
   it("lets a cancelled or interrupting turn start at once, and tells a waiting turn that was released it will not", async () => {
-    const admission = new Admission({ maxRunning: 1, adaptive: false, maxQueued: 10, maxQueueWaitMs: 30_000 });
+    const admission = new Admission({ maxRunning: 1, adaptive: false, maxQueued: 10 });
     const { order, ask } = started(admission);
     ask("a", 1);
     ask("b", 1);
@@ -125,14 +123,13 @@ describe("admission limits", () => {
       maxRunning: 3,
       adaptive: false,
       maxQueued: 192,
-      maxQueueWaitMs: 30_000,
     });
     expect(
       admissionLimits(
         {},
         { CONCLAVE_MAX_RUNNING_TURNS: "5", CONCLAVE_MAX_QUEUED_TURNS: "7", CONCLAVE_TENANT_QUOTA: "2" },
       ),
-    ).toEqual({ maxRunning: 5, adaptive: false, maxQueued: 7, maxQueueWaitMs: 30_000, tenantQuota: 2 });
+    ).toEqual({ maxRunning: 5, adaptive: false, maxQueued: 7, tenantQuota: 2 });
     expect(admissionLimits({}, {})).toMatchObject({ adaptive: false });
     expect(admissionLimits({ adaptive: true }, {})).toMatchObject({ adaptive: true });
     expect(admissionLimits({}, {}).maxRunning).toBeGreaterThanOrEqual(32);
@@ -166,24 +163,5 @@ describe("the adaptive limit", () => {
     const limit = new AdaptiveLimit({ initial: 16, min: 2, max: 128 });
     for (let turn = 0; turn < 2_000; turn++) limit.sample(300, 1);
     expect(limit.value).toBe(16);
-  });
-});
-
-describe("admission at the intake (decideAdmission)", () => {
-  const facts = { running: 4, queueable: 6, ratePerSec: 10 };
-  it("starts a turn while the backlog is under the running places, then queues it at its position", () => {
-    expect(decideAdmission({ ...facts, backlog: 3 })).toEqual({ state: "running" });
-    expect(decideAdmission({ ...facts, backlog: 4 })).toEqual({ state: "queued", position: 1 });
-    expect(decideAdmission({ ...facts, backlog: 9 })).toEqual({ state: "queued", position: 6 });
-  });
-
-  it("refuses a turn beyond the queue as busy, with the time the backlog takes to come back under it", () => {
-    expect(decideAdmission({ ...facts, backlog: 10 })).toEqual({ state: "busy", retryAfterMs: 100 });
-    expect(decideAdmission({ ...facts, backlog: 29 })).toEqual({ state: "busy", retryAfterMs: 2_000 });
-    // Never a hint of zero, nor of more than 30 s, even when nothing is measured to finish.
-    expect(decideAdmission({ ...facts, backlog: 10_000, ratePerSec: 0 })).toEqual({
-      state: "busy",
-      retryAfterMs: 30_000,
-    });
   });
 });

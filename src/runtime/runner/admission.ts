@@ -26,39 +26,29 @@ export interface AdmissionLimits {
    */
   maxQueued: number;
   /**
-   * The longest a turn should wait for a place, in ms: the intake admits no more waiting turns than
-   * the runners, at the rate they are measured to finish turns, start within it; past that a
-   * submission is answered `busy` (`backlog.ts`). Default 30 000.
-   */
-  maxQueueWaitMs: number;
-  /**
    * Where tenants are configured: the most turns of one tenant running at
    * once. Default: no quota (every tenant may use every place).
    */
   tenantQuota?: number;
 }
 
-/** How long a turn should wait for a place at most, by default: a submitter's patience, not a runner's. */
-const DEFAULT_MAX_QUEUE_WAIT_MS = 30_000;
-
 /** The defaults of {@link AdmissionLimits}, from the number of cores. */
 export function defaultAdmissionLimits(cores = availableParallelism()): AdmissionLimits {
   const maxRunning = 32 * Math.max(1, cores);
-  return { maxRunning, adaptive: false, maxQueued: 64 * maxRunning, maxQueueWaitMs: DEFAULT_MAX_QUEUE_WAIT_MS };
+  return { maxRunning, adaptive: false, maxQueued: 64 * maxRunning };
 }
 
 /** The environment variables of {@link AdmissionLimits}, each a positive integer. */
 const LIMIT_VARIABLES = {
   maxRunning: "CONCLAVE_MAX_RUNNING_TURNS",
   maxQueued: "CONCLAVE_MAX_QUEUED_TURNS",
-  maxQueueWaitMs: "CONCLAVE_MAX_QUEUE_WAIT_MS",
   tenantQuota: "CONCLAVE_TENANT_QUOTA",
 } as const;
 
 /**
  * A runner's limits: those given, else the environment's
- * (`CONCLAVE_MAX_RUNNING_TURNS`, `CONCLAVE_MAX_QUEUED_TURNS`, `CONCLAVE_MAX_QUEUE_WAIT_MS`,
- * `CONCLAVE_TENANT_QUOTA`), else the defaults. A given value that is not a positive integer throws a RangeError naming it; a bad
+ * (`CONCLAVE_MAX_RUNNING_TURNS`, `CONCLAVE_MAX_QUEUED_TURNS`, `CONCLAVE_TENANT_QUOTA`),
+ * else the defaults. A given value that is not a positive integer throws a RangeError naming it; a bad
  * variable, a "config" ConclaveError naming it (src/config/schema.ts).
  */
 export function admissionLimits(given: Partial<AdmissionLimits> = {}, env = process.env): AdmissionLimits {
@@ -78,7 +68,6 @@ export function admissionLimits(given: Partial<AdmissionLimits> = {}, env = proc
     maxRunning,
     adaptive: given.adaptive ?? false,
     maxQueued: limits.maxQueued ?? 64 * maxRunning,
-    maxQueueWaitMs: limits.maxQueueWaitMs ?? defaults.maxQueueWaitMs,
     ...(limits.tenantQuota !== undefined ? { tenantQuota: limits.tenantQuota } : {}),
   };
 }
@@ -140,11 +129,6 @@ export class Admission {
   /** Sessions with a turn running here. */
   get running(): number {
     return this.#running.size;
-  }
-
-  /** How long a turn holds its place, on average of late (ms): with the limit, the rate turns finish at. */
-  get meanRunMs(): number {
-    return this.#meanRunMs;
   }
 
   /** Turns waiting for a place here. */

@@ -117,11 +117,6 @@ export class SessionLeases {
     return this.liveness.alive && this.#owned.has(sessionId);
   }
 
-  /** How many runners share the work now, this one included (as far as the liveness watch has told). */
-  get liveRunners(): number {
-    return this.liveness.liveRunners;
-  }
-
   /** How many sessions this runner owns. */
   get size(): number {
     return this.#owned.size;

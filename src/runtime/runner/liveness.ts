@@ -170,14 +170,6 @@ export class RunnerLiveness {
     }
   }
 
-  /** How many runners live now, as far as the watch has told: this one and those heard within the TTL. */
-  get liveRunners(): number {
-    const now = Date.now();
-    let live = 1;
-    for (const seen of this.#seen.values()) if (now - seen < LIVENESS_TTL_MS) live += 1;
-    return live;
-  }
-
   /** True when `runner`'s lease is alive, as far as the watch has told (this runner: its own lease). No I/O. */
   isAlive(runner: string): boolean {
     if (runner === this.runner) return this.alive;

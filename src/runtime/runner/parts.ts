@@ -23,7 +23,6 @@ import { RecipeHost } from "../recipeHost/recipeHost.ts";
 import { SessionStore } from "../sessionStore.ts";
 import { TurnStatusStore } from "../turnStatusStore.ts";
 import { Admission, admissionLimits } from "./admission.ts";
-import { WalBacklog } from "./backlog.ts";
 import { SessionLeases } from "./leases.ts";
 import type { RunnerOptions } from "./options.ts";
 
@@ -100,13 +99,7 @@ export async function openRunnerParts(nc: NatsConnection, options: RunnerOptions
     timers: recipes.timers,
     ledgers,
     log,
-    // Bursts are counted at the intake, across the runners: every turn accepted and not finished.
-    admission: new WalBacklog({
-      jsm,
-      admission,
-      liveRunners: () => leases.liveRunners,
-      maxQueueWaitMs: admission.limits.maxQueueWaitMs,
-    }),
+    admission,
     recipes: {
       logicHandlers: Object.keys(options.recipes?.logicHandlers ?? {}),
       ...(checked ? { liveAgents: async () => new Set((await checked).roster().map((manifest) => manifest.id)) } : {}),
