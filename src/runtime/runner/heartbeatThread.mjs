@@ -53,6 +53,10 @@ const nc = await connect({
   waitOnFirstConnect: true,
   reconnectTimeWait: 250,
   noAsyncTraces: true,
+  // As the runner's own connection (PERSISTENT_PING_MS): a link gone silent (a partition) is given up after
+  // two missed pings and another server is tried; the library's 2 min × 2 kept the lease lapsed for minutes.
+  pingInterval: 5_000,
+  maxPingOut: 2,
 });
 
 let kv = await new Kvm(nc).open(setup.bucket);
