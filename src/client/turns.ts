@@ -1,6 +1,7 @@
 import { jetstream } from "@nats-io/jetstream";
-import type { NatsConnection } from "@nats-io/nats-core";
+import { type NatsConnection, nuid } from "@nats-io/nats-core";
 import { z } from "zod";
+import { encodeJson } from "../bus/codec.ts";
 import { RemoteCallError } from "../bus/errors.ts";
 import { requestJson, requestStream } from "../bus/request.ts";
 import { subjects } from "../bus/subjects.ts";
@@ -10,6 +11,7 @@ import { TurnAck, type TurnSubmission } from "../contracts/turn.ts";
 import { deadlineSignal } from "../deadline.ts";
 import { ConclaveError } from "../errors.ts";
 import { followEvents } from "../eventlog/reader.ts";
+import { WATCH_RENEW_MS } from "../runtime/intake/watchLeases.ts";
 import { submitInSpan } from "../telemetry/submitSpan.ts";
 import { tracingActive } from "../telemetry/tracer.ts";
 import { LiveChunkMerger, subscribeLiveChunks } from "./liveChunks.ts";
@@ -180,10 +182,19 @@ async function watchThroughRunner(
 ): Promise<TurnCompleted | null> {
   let completed: TurnCompleted | null = null;
   const merger = new LiveChunkMerger(onEvent);
+  // The runner ends a follow-watch nobody renews (its requester gone): renewed while this waits.
+  const watchId = nuid.next();
+  const renewals = setInterval(() => {
+    try {
+      nc.publish(ack.events_subject, encodeJson({ renew: watchId }));
+    } catch {
+      // The connection is closing: the watch ends with it.
+    }
+  }, WATCH_RENEW_MS);
   await requestStream(
     nc,
     ack.events_subject,
-    { turn_id: ack.turn_id, follow: true, timeout_ms: timeoutMs, live: true },
+    { turn_id: ack.turn_id, follow: true, timeout_ms: timeoutMs, live: true, watch_id: watchId },
     WatchedEvent,
     (message) => {
       // The runner relays the turn's live chunks among its stored events.
@@ -194,9 +205,11 @@ async function watchThroughRunner(
       if (event.kind === "TURN_COMPLETED") completed = event;
     },
     { timeoutMs: timeoutMs + WATCH_SLACK_MS },
-  ).catch((error: unknown) => {
-    if (!(error instanceof RemoteCallError && error.code === "timeout")) throw error;
-  });
+  )
+    .catch((error: unknown) => {
+      if (!(error instanceof RemoteCallError && error.code === "timeout")) throw error;
+    })
+    .finally(() => clearInterval(renewals));
   return completed;
 }
 

@@ -190,6 +190,24 @@ export const CONFIG_SCHEMA = {
     defaultText: "no quota",
     doc: "Most turns one tenant may have running or waiting on a runner.",
   }),
+  CONCLAVE_WATCH_MAX_PER_TENANT: variable({
+    group: "runner",
+    schema: wholeNumber(1),
+    default: 64,
+    doc: "Most follow-watches (conclave.turn.watch) one tenant may hold open on a runner; more get busy.",
+  }),
+  CONCLAVE_WATCH_MAX_PER_SESSION: variable({
+    group: "runner",
+    schema: wholeNumber(1),
+    default: 8,
+    doc: "Most follow-watches one session may have open on a runner; more get busy.",
+  }),
+  CONCLAVE_WATCH_KEEPALIVE_MS: variable({
+    group: "runner",
+    schema: wholeNumber(10_000, 300_000, " (milliseconds)"),
+    default: 15_000,
+    doc: "How long a runner keeps a follow-watch its requester has not renewed (clients renew every 5 s).",
+  }),
   CONCLAVE_IDLE_SESSION_TTL_MS: variable({
     group: "runner",
     schema: wholeNumber(1, Number.MAX_SAFE_INTEGER, " (milliseconds)"),

@@ -13,6 +13,7 @@ import { singleLine } from "../../errors.ts";
 import { followEvents, readEvents } from "../../eventlog/reader.ts";
 import type { Logger } from "../log.ts";
 import { addressOf } from "./tenancy.ts";
+import { isRenewal, WatchId, type WatchLease, WatchLeases, WatchRenewal, watchLimitsFrom } from "./watchLeases.ts";
 
 /** A request to read a session's events through the runner (`conclave.turn.watch.<session>`). Every field is optional. */
 export const WatchRequest = z.object({
@@ -30,6 +31,12 @@ export const WatchRequest = z.object({
    * LiveChunkMerger). Default false: stored events only, as older clients expect.
    */
   live: z.boolean().optional(),
+  /**
+   * The requester's name for a follow-watch, which it renews by publishing `{ "renew": "<watch_id>" }` on the
+   * same subject every 5 s; the runner ends a follow-watch not renewed within `CONCLAVE_WATCH_KEEPALIVE_MS`
+   * (one without a `watch_id` cannot be renewed, so it lasts that long at most).
+   */
+  watch_id: WatchId.optional(),
   /** Longest the exchange may last. Default 60 000, at most 300 000. */
   timeout_ms: z.number().int().min(100).max(300_000).default(60_000),
 });
@@ -48,6 +55,18 @@ export interface WatchDeps {
   nc?: NatsConnection;
   jsm: JetStreamManager;
   log: Logger;
+  /** The follow-watches this runner holds; default: one set per deps, with the environment's limits. */
+  leases?: WatchLeases;
+}
+
+/** Each runner's follow-watches, made on its first one when its deps bring none. */
+const leasesByDeps = new WeakMap<WatchDeps, WatchLeases>();
+
+function leasesOf(deps: WatchDeps): WatchLeases {
+  if (deps.leases) return deps.leases;
+  const made = leasesByDeps.get(deps) ?? new WatchLeases(watchLimitsFrom());
+  leasesByDeps.set(deps, made);
+  return made;
 }
 
 /**
@@ -57,12 +76,19 @@ export interface WatchDeps {
  * whose account has no JetStream, reads its sessions: only its own, since its
  * account's import puts its name in the subject. Events show the session id
  * as the requester knows it. Following one turn with `live`, its stream
- * chunks come live too (LiveChunk), among its stored events.
+ * chunks come live too (LiveChunk), among its stored events. A follow-watch
+ * is capped per tenant and per session (a `busy` error over the cap) and
+ * ends, its consumer deleted, once its requester stops renewing it
+ * (watchLeases.ts).
  */
 export async function serveWatch(deps: WatchDeps, msg: ServiceMsg): Promise<void> {
   if (!isInboxReply(msg.reply, "runner")) return; // a stream of events goes nowhere but to a requester
   try {
-    const { sessionId, view } = addressOf(msg.subject);
+    const { tenant, sessionId, view } = addressOf(msg.subject);
+    if (msg.data.length <= MAX_WATCH_BYTES && isRenewal(msg.data)) {
+      msg.respond(new Uint8Array()); // a renewal sent as a request: the runner serving the watch heard it too
+      return;
+    }
     const request =
       msg.data.length === 0
         ? WatchRequest.parse({})
@@ -76,7 +102,9 @@ export async function serveWatch(deps: WatchDeps, msg: ServiceMsg): Promise<void
     if (!follow) {
       for (const event of await readEvents(deps.js, deps.jsm, sessionId, request.turn_id)) send(event);
     } else {
-      const abort = deadlineSignal(request.timeout_ms);
+      const lease = leasesOf(deps).open(tenant, sessionId);
+      const renewals = deps.nc ? listenForRenewals(deps.nc, msg.subject, request.watch_id, lease) : null;
+      const abort = deadlineSignal(request.timeout_ms, lease.signal);
       // A turn's live chunks go along with its stored events (the requester merges them, see LiveChunkMerger).
       const live =
         request.live && request.turn_id !== undefined && deps.nc
@@ -93,6 +121,8 @@ export async function serveWatch(deps: WatchDeps, msg: ServiceMsg): Promise<void
           { signal: abort, ...(deps.nc ? { connection: deps.nc } : {}) },
         );
       } finally {
+        lease.close();
+        renewals?.unsubscribe();
         live?.unsubscribe();
       }
     }
@@ -106,6 +136,35 @@ export async function serveWatch(deps: WatchDeps, msg: ServiceMsg): Promise<void
     } catch {
       // The requester is gone.
     }
+  }
+}
+
+/**
+ * Renews `lease` on each renewal naming `watchId` published on the watch's
+ * subject. Its own subscription, outside the runners' queue group: a renewal
+ * reaches every runner listening, so the one serving the watch hears it
+ * whichever runner the queue picks (that one ignores it: it wants no reply).
+ */
+function listenForRenewals(
+  nc: NatsConnection,
+  subject: string,
+  watchId: string | undefined,
+  lease: WatchLease,
+): Subscription | null {
+  if (watchId === undefined) return null;
+  try {
+    return nc.subscribe(subject, {
+      callback: (error, renewal) => {
+        if (error || renewal.data.length > MAX_WATCH_BYTES) return;
+        try {
+          if (decodeJson(renewal.data, WatchRenewal, "watch renewal").renew === watchId) lease.renew();
+        } catch {
+          // A watch request, or not a renewal: not this listener's business.
+        }
+      },
+    });
+  } catch {
+    return null; // the connection is closing: the follow reports it
   }
 }
 
