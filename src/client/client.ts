@@ -15,6 +15,7 @@ import { type CostSummary, summarizeCost } from "../cost/summary.ts";
 import { ConclaveError } from "../errors.ts";
 import { orderedConsumer, releaseConsumer } from "../eventlog/consumers.ts";
 import { isStreamNotFound, PULL_EXPIRES_MS } from "../eventlog/streams.ts";
+import { replicasOf } from "../nats/replicas.ts";
 import { type SimulationTrace, simulationTrace } from "../recipes/trace.ts";
 import type { ForkRecord } from "../runtime/checkpoints/forkContract.ts";
 import { TurnStatusStore } from "../runtime/turnStatusStore.ts";
@@ -228,7 +229,8 @@ export async function connect(options: ConnectOptions = {}): Promise<ConclaveCli
   const statusStore = () => {
     statuses ??= jetstreamManager(nc)
       .then((jsm) => jsm.streams.info(`KV_${buckets.turns}`))
-      .then(() => TurnStatusStore.open(nc))
+      // Read as it is: a client does not refuse a bucket whose replicas differ from its CONCLAVE_REPLICAS.
+      .then((info) => TurnStatusStore.open(nc, { replicas: replicasOf(info) }))
       .catch((error: unknown) => {
         statuses = null; // no turn has run yet: try again next time
         if (isStreamNotFound(error)) return null;

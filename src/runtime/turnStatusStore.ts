@@ -18,10 +18,14 @@ export class TurnStatusStore {
     private readonly jsm: JetStreamManager,
   ) {}
 
-  static async open(nc: NatsConnection): Promise<TurnStatusStore> {
+  /**
+   * Opens (or creates) the bucket. `replicas`: those of a bucket found already made (a reader takes the
+   * store as it is); default CONCLAVE_REPLICAS, which an existing bucket must have.
+   */
+  static async open(nc: NatsConnection, options: { replicas?: number } = {}): Promise<TurnStatusStore> {
     // A turn's status is written three times by the runner that accepts and runs it: it reads it once.
     const [kv, jsm] = await Promise.all([
-      JsonKv.open(nc, buckets.turns, TurnStatusRecord, { cacheRevisions: STATUSES_CACHED }),
+      JsonKv.open(nc, buckets.turns, TurnStatusRecord, { cacheRevisions: STATUSES_CACHED, ...options }),
       jetstreamManager(nc),
     ]);
     return new TurnStatusStore(kv, jsm);

@@ -108,6 +108,21 @@ describe("a three-node cluster", () => {
     // Nothing was changed: still R3 everywhere.
     expectThreeNodesAndR3(await nats.healthy(await nats.connect("observer")));
   });
+
+  it("lets read-only commands read R3 stores without CONCLAVE_REPLICAS=3", async () => {
+    await client.submit("cluster-read", "a turn to read back").result;
+    // As `conclave up --cluster 3` users run it: CONCLAVE_REPLICAS unset (empty counts as unset), one replica.
+    const cli = await runConclave(nats.node(1).url, ["turns", "--session", "cluster-read", "--json"], {
+      CONCLAVE_REPLICAS: "",
+    });
+    expect(cli.stderr).toBe("");
+    expect(cli.code).toBe(0);
+    expect(JSON.parse(cli.stdout.trim())).toMatchObject({ turn_id: 1, status: "done" });
+    // The client reads it the same way, and nothing was changed.
+    const reader = await connect({ servers: nats.node(2).url });
+    expect(await reader.turns("cluster-read").finally(() => reader.close())).toHaveLength(1);
+    expectThreeNodesAndR3(await nats.healthy(await nats.connect("observer")));
+  });
 });
 
 function expectThreeNodesAndR3(status: ClusterStatus): void {
