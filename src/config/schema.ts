@@ -184,6 +184,12 @@ export const CONFIG_SCHEMA = {
     defaultText: "64 × the running limit",
     doc: "Turns a runner keeps waiting before it answers busy.",
   }),
+  CONCLAVE_MAX_QUEUE_WAIT_MS: variable({
+    group: "runner",
+    schema: wholeNumber(1),
+    defaultText: "30000",
+    doc: "Longest a turn should wait for a place: beyond what the runner starts within it at its measured rate, submissions get busy.",
+  }),
   CONCLAVE_TENANT_QUOTA: variable({
     group: "runner",
     schema: wholeNumber(1),

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { builtinAgents } from "../../src/agents/builtins.ts";
-import { type ConclaveClient, connect, type EngineEvent } from "../../src/client/index.ts";
+import { type ConclaveClient, connect, type EngineEvent, type TurnAck } from "../../src/client/index.ts";
 import { type CognitionBackend, offlineBackend } from "../../src/cognition/backend.ts";
 import { isConclaveError } from "../../src/errors.ts";
 import { Runner } from "../../src/runtime/runner/runner.ts";
@@ -174,5 +174,40 @@ describe("admission control", () => {
     gate.open();
     await blocker.result;
     await watcher.close();
+  });
+
+  it("answers a burst far over its limits with busy before anything is stored, and fails none it accepted", async () => {
+    // The earlier turns settled (their WAL entries acked): the intake counts only what is not finished.
+    await runner.drain();
+    gate.close();
+    const calls = gate.calls;
+    // Forty submissions at once against one running place and three waiting: before the fix, the intake counted
+    // only turns the WAL had delivered, and told every one of them `running`.
+    const burst = Array.from({ length: 40 }, (_, i) => ({
+      session: `burst-${i}`,
+      turn: client.submit(`burst-${i}`, "I'm stressed about my deadline"),
+    }));
+    const acks = await Promise.all(
+      burst.map(({ turn }) =>
+        turn.ack.then(
+          (ack) => ack,
+          (error: unknown) => error,
+        ),
+      ),
+    );
+    const refused = acks.filter((ack) => isConclaveError(ack, "busy"));
+    const accepted = burst.filter((_, i) => !isConclaveError(acks[i], "busy"));
+    const states = acks.filter((ack) => !isConclaveError(ack, "busy")).map((ack) => (ack as TurnAck).admission?.state);
+    expect(accepted.length).toBeLessThanOrEqual(4);
+    expect(states.filter((state) => state === "running").length).toBeLessThanOrEqual(1);
+    expect(refused.length).toBeGreaterThanOrEqual(36);
+    for (const error of refused) expect((error as { retryAfterMs?: number }).retryAfterMs).toBeGreaterThan(0);
+    await gate.reached(calls + 1);
+    gate.open();
+    const results = await Promise.all(accepted.map(({ turn }) => turn.result));
+    expect(results.map((result) => result.outcome.status)).toEqual(accepted.map(() => "Complete"));
+    // A refused submission left nothing behind: no turn of its session exists.
+    const refusedSessions = burst.filter((_, i) => isConclaveError(acks[i], "busy")).map(({ session }) => session);
+    for (const session of refusedSessions.slice(0, 5)) expect(await client.turns(session)).toEqual([]);
   });
 });

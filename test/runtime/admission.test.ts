@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { Admission, admissionLimits } from "../../src/runtime/runner/admission.ts";
+import { IntakeBacklog } from "../../src/runtime/runner/intakeBacklog.ts";
 import { AdaptiveLimit } from "../../src/runtime/runner/runningLimit.ts";
 
 /** Which turns have been let start, in order, as `<session>.<turn>`. */
@@ -19,7 +20,7 @@ const settled = () => new Promise((resolve) => setImmediate(resolve));
 
 describe("admission control", () => {
   it("runs up to maxRunning turns, queues the rest with their positions, and starts the next as one ends", async () => {
-    const admission = new Admission({ maxRunning: 2, adaptive: false, maxQueued: 10 });
+    const admission = new Admission({ maxRunning: 2, adaptive: false, maxQueued: 10, maxQueueWaitMs: 30_000 });
     const { order, ask } = started(admission);
     expect(ask("a", 1)).toEqual({ state: "running" });
     expect(ask("b", 1)).toEqual({ state: "running" });
@@ -42,7 +43,7 @@ describe("admission control", () => {
   });
 
   it("runs one turn per session: a session's next turn waits for its running one", async () => {
-    const admission = new Admission({ maxRunning: 4, adaptive: false, maxQueued: 10 });
+    const admission = new Admission({ maxRunning: 4, adaptive: false, maxQueued: 10, maxQueueWaitMs: 30_000 });
     const { order, ask } = started(admission);
     ask("a", 1);
     expect(ask("a", 2)).toEqual({ state: "queued", position: 1 });
@@ -54,7 +55,7 @@ describe("admission control", () => {
   });
 
   it("is fair: a chatty session with many turns waiting gets one place per round, a quiet one is not starved", async () => {
-    const admission = new Admission({ maxRunning: 1, adaptive: false, maxQueued: 100 });
+    const admission = new Admission({ maxRunning: 1, adaptive: false, maxQueued: 100, maxQueueWaitMs: 30_000 });
     const { order, ask } = started(admission);
     ask("blocker", 1);
     for (let turn = 1; turn <= 5; turn++) ask("chatty", turn);
@@ -69,7 +70,7 @@ describe("admission control", () => {
   });
 
   it("answers busy, with a retry-after hint, once maxQueued turns wait; and not once one has started", async () => {
-    const admission = new Admission({ maxRunning: 1, adaptive: false, maxQueued: 2 });
+    const admission = new Admission({ maxRunning: 1, adaptive: false, maxQueued: 2, maxQueueWaitMs: 30_000 });
     const { ask } = started(admission);
     ask("a", 1);
     ask("b", 1);
@@ -87,6 +88,7 @@ describe("admission control", () => {
       maxRunning: 3,
       adaptive: false,
       maxQueued: 10,
+      maxQueueWaitMs: 30_000,
       tenantQuota: 1,
     });
     const { order, ask } = started(admission);
@@ -101,7 +103,7 @@ describe("admission control", () => {
   });
 
   it("lets a cancelled or interrupting turn start at once, and tells a waiting turn that was released it will not", async () => {
-    const admission = new Admission({ maxRunning: 1, adaptive: false, maxQueued: 10 });
+    const admission = new Admission({ maxRunning: 1, adaptive: false, maxQueued: 10, maxQueueWaitMs: 30_000 });
     const { order, ask } = started(admission);
     ask("a", 1);
     ask("b", 1);
@@ -123,13 +125,15 @@ describe("admission limits", () => {
       maxRunning: 3,
       adaptive: false,
       maxQueued: 192,
+      maxQueueWaitMs: 30_000,
     });
     expect(
       admissionLimits(
         {},
         { CONCLAVE_MAX_RUNNING_TURNS: "5", CONCLAVE_MAX_QUEUED_TURNS: "7", CONCLAVE_TENANT_QUOTA: "2" },
       ),
-    ).toEqual({ maxRunning: 5, adaptive: false, maxQueued: 7, tenantQuota: 2 });
+    ).toEqual({ maxRunning: 5, adaptive: false, maxQueued: 7, maxQueueWaitMs: 30_000, tenantQuota: 2 });
+    expect(admissionLimits({}, { CONCLAVE_MAX_QUEUE_WAIT_MS: "5000" }).maxQueueWaitMs).toBe(5_000);
     expect(admissionLimits({}, {})).toMatchObject({ adaptive: false });
     expect(admissionLimits({ adaptive: true }, {})).toMatchObject({ adaptive: true });
     expect(admissionLimits({}, {}).maxRunning).toBeGreaterThanOrEqual(32);
@@ -163,5 +167,84 @@ describe("the adaptive limit", () => {
     const limit = new AdaptiveLimit({ initial: 16, min: 2, max: 128 });
     for (let turn = 0; turn < 2_000; turn++) limit.sample(300, 1);
     expect(limit.value).toBe(16);
+  });
+});
+
+describe("admission at the intake, for bursts", () => {
+  it("counts the turns it stored before any reaches the runner: a burst gets running, then queued, then busy", () => {
+    const admission = new Admission({ maxRunning: 2, adaptive: false, maxQueued: 3, maxQueueWaitMs: 30_000 });
+    const backlog = new IntakeBacklog(admission);
+    // Forty submissions at once: each preview is decided before any is stored (the WAL writes are concurrent).
+    const answers = Array.from({ length: 40 }, (_, i) => backlog.preview(`s${i}`));
+    expect(answers.slice(0, 2)).toEqual([{ state: "running" }, { state: "running" }]);
+    expect(answers.slice(2, 5)).toEqual([
+      { state: "queued", position: 1 },
+      { state: "queued", position: 2 },
+      { state: "queued", position: 3 },
+    ]);
+    expect(answers.slice(5).every((answer) => answer.state === "busy")).toBe(true);
+    for (const answer of answers.slice(5)) expect((answer as { retryAfterMs: number }).retryAfterMs).toBeGreaterThan(0);
+    // Stored: still counted; a refused one held no place.
+    for (let i = 0; i < 5; i++) backlog.stored(`s${i}`, 1);
+    expect(backlog.unseen).toBe(5);
+    expect(backlog.preview("late").state).toBe("busy");
+  });
+
+  it("hands a turn to the runner's own count when the runner takes it, and frees a place when it ends elsewhere", () => {
+    const admission = new Admission({ maxRunning: 1, adaptive: false, maxQueued: 1, maxQueueWaitMs: 30_000 });
+    const backlog = new IntakeBacklog(admission);
+    expect(backlog.preview("a")).toEqual({ state: "running" });
+    backlog.stored("a", 1);
+    expect(backlog.preview("b")).toEqual({ state: "queued", position: 1 });
+    backlog.stored("b", 1);
+    expect(backlog.preview("c").state).toBe("busy");
+    // The runner takes a.1: it runs, counted by the runner's queue now, not twice.
+    backlog.seen("a", 1);
+    admission.request("a", 1);
+    expect(backlog.unseen).toBe(1);
+    expect(backlog.preview("c").state).toBe("busy");
+    // b.1 ran on another runner and ended there: its place is free.
+    backlog.seen("b", 1);
+    expect(backlog.preview("c")).toEqual({ state: "queued", position: 1 });
+  });
+
+  it("does not count a turn the runner took before the WAL's answer reached the intake", () => {
+    const admission = new Admission({ maxRunning: 1, adaptive: false, maxQueued: 1, maxQueueWaitMs: 30_000 });
+    const backlog = new IntakeBacklog(admission);
+    backlog.preview("a");
+    backlog.seen("a", 1);
+    admission.request("a", 1);
+    backlog.stored("a", 1);
+    expect(backlog.unseen).toBe(0);
+    expect(backlog.preview("b")).toEqual({ state: "queued", position: 1 });
+  });
+
+  it("gives a place back for a turn that was not stored, and forgets a turn no runner was seen with after its TTL", () => {
+    let now = 0;
+    const admission = new Admission({ maxRunning: 1, adaptive: false, maxQueued: 1, maxQueueWaitMs: 30_000 });
+    const backlog = new IntakeBacklog(admission, 1_000, () => now);
+    backlog.preview("a");
+    backlog.withdrawn();
+    expect(backlog.unseen).toBe(0);
+    backlog.preview("a");
+    backlog.stored("a", 1);
+    backlog.preview("b");
+    backlog.stored("b", 1);
+    expect(backlog.preview("c").state).toBe("busy");
+    now = 1_001;
+    expect(backlog.unseen).toBe(0);
+    expect(backlog.preview("c")).toEqual({ state: "running" });
+  });
+
+  it("bounds the queue by what the runner starts within maxQueueWaitMs at its measured rate", async () => {
+    const admission = new Admission({ maxRunning: 1, adaptive: false, maxQueued: 1_000, maxQueueWaitMs: 2_000 });
+    // Before any turn ran, the mean run time is taken as 1 s: one place starts two turns in 2 s.
+    expect(admission.queueLimit).toBe(2);
+    admission.request("a", 1);
+    expect(admission.preview("b")).toEqual({ state: "queued", position: 1 });
+    admission.request("b", 1);
+    admission.request("c", 1);
+    expect(admission.preview("d").state).toBe("busy");
+    await settled();
   });
 });

@@ -36,8 +36,8 @@ export interface IngressDeps {
   /** This runner's admission control: what a new turn would get (start, wait, or `busy`). Default: always start. */
   admission?: {
     preview(sessionId: string, tenant?: string): AdmissionPreview | Promise<AdmissionPreview>;
-    /** A turn the preview admitted was stored in the WAL: the backlog counts it until its next read does. */
-    stored?(): void;
+    /** A turn the preview admitted was stored in the WAL: counted until a runner is seen with it (`intakeBacklog.ts`). */
+    stored?(sessionId: string, turnId: number): void;
     /** A turn the preview admitted was not stored after all: its place in the count is freed. */
     withdrawn?(): void;
   };
@@ -191,7 +191,7 @@ export async function acceptSubmission(deps: IngressDeps, msg: ServiceMsg): Prom
     });
     if (holdsPlace) {
       holdsPlace = false;
-      deps.admission?.stored?.(); // stored now, or by this acceptance's own first attempt
+      deps.admission?.stored?.(sessionId, turnId); // stored now, or by this acceptance's own first attempt
     }
     failpoint("ingress.after_wal");
     if (claim) {

@@ -26,29 +26,40 @@ export interface AdmissionLimits {
    */
   maxQueued: number;
   /**
+   * The longest a turn should wait for a place, in ms: no more turns wait than this runner, at the
+   * rate it is measured to finish them (its places over their mean run time), starts within it; past
+   * that a submission is answered `busy`. The queue so adapts to the service rate, and an admitted turn
+   * keeps its latency. Default 30 000.
+   */
+  maxQueueWaitMs: number;
+  /**
    * Where tenants are configured: the most turns of one tenant running at
    * once. Default: no quota (every tenant may use every place).
    */
   tenantQuota?: number;
 }
 
+/** How long a turn should wait for a place at most, by default: a submitter's patience, not a runner's. */
+const DEFAULT_MAX_QUEUE_WAIT_MS = 30_000;
+
 /** The defaults of {@link AdmissionLimits}, from the number of cores. */
 export function defaultAdmissionLimits(cores = availableParallelism()): AdmissionLimits {
   const maxRunning = 32 * Math.max(1, cores);
-  return { maxRunning, adaptive: false, maxQueued: 64 * maxRunning };
+  return { maxRunning, adaptive: false, maxQueued: 64 * maxRunning, maxQueueWaitMs: DEFAULT_MAX_QUEUE_WAIT_MS };
 }
 
 /** The environment variables of {@link AdmissionLimits}, each a positive integer. */
 const LIMIT_VARIABLES = {
   maxRunning: "CONCLAVE_MAX_RUNNING_TURNS",
   maxQueued: "CONCLAVE_MAX_QUEUED_TURNS",
+  maxQueueWaitMs: "CONCLAVE_MAX_QUEUE_WAIT_MS",
   tenantQuota: "CONCLAVE_TENANT_QUOTA",
 } as const;
 
 /**
  * A runner's limits: those given, else the environment's
- * (`CONCLAVE_MAX_RUNNING_TURNS`, `CONCLAVE_MAX_QUEUED_TURNS`, `CONCLAVE_TENANT_QUOTA`),
- * else the defaults. A given value that is not a positive integer throws a RangeError naming it; a bad
+ * (`CONCLAVE_MAX_RUNNING_TURNS`, `CONCLAVE_MAX_QUEUED_TURNS`, `CONCLAVE_MAX_QUEUE_WAIT_MS`,
+ * `CONCLAVE_TENANT_QUOTA`), else the defaults. A given value that is not a positive integer throws a RangeError naming it; a bad
  * variable, a "config" ConclaveError naming it (src/config/schema.ts).
  */
 export function admissionLimits(given: Partial<AdmissionLimits> = {}, env = process.env): AdmissionLimits {
@@ -68,6 +79,7 @@ export function admissionLimits(given: Partial<AdmissionLimits> = {}, env = proc
     maxRunning,
     adaptive: given.adaptive ?? false,
     maxQueued: limits.maxQueued ?? 64 * maxRunning,
+    maxQueueWaitMs: limits.maxQueueWaitMs ?? defaults.maxQueueWaitMs,
     ...(limits.tenantQuota !== undefined ? { tenantQuota: limits.tenantQuota } : {}),
   };
 }
@@ -136,11 +148,27 @@ export class Admission {
     return this.#queued;
   }
 
-  /** What a new turn of the session would get now (the intake's ack, or its `busy` answer). */
-  preview(sessionId: string, tenant?: string): AdmissionPreview {
-    if (this.#queued >= this.limits.maxQueued) return { state: "busy", retryAfterMs: this.retryAfterMs() };
-    if (this.#mayStart(sessionId, tenant) && !this.#waiting.has(sessionId)) return { state: "running" };
-    return { state: "queued", position: this.#queued + 1 };
+  /**
+   * Most turns that may wait here now: `maxQueued`, and no more than the runner, at its measured rate,
+   * starts within `maxQueueWaitMs` (never fewer than its running places).
+   */
+  get queueLimit(): number {
+    const startsWithin = Math.floor((this.limit / Math.max(this.#meanRunMs, 1)) * this.limits.maxQueueWaitMs);
+    return Math.min(this.limits.maxQueued, Math.max(this.limit, startsWithin));
+  }
+
+  /**
+   * What a new turn of the session would get now (the intake's ack, or its `busy` answer). `unseen`: turns
+   * the intake stored that have not reached a runner yet (`intakeBacklog.ts`); they take the free places
+   * first, then wait.
+   */
+  preview(sessionId: string, tenant?: string, unseen = 0): AdmissionPreview {
+    const free = Math.max(0, this.limit - this.#running.size);
+    const waiting = this.#queued + Math.max(0, unseen - free);
+    if (waiting >= this.queueLimit) return { state: "busy", retryAfterMs: this.retryAfterMs(waiting) };
+    if (unseen < free && this.#mayStart(sessionId, tenant) && !this.#waiting.has(sessionId))
+      return { state: "running" };
+    return { state: "queued", position: waiting + 1 };
   }
 
   /**
@@ -210,13 +238,13 @@ export class Admission {
     this.#admitNext();
   }
 
-  /** How long a refused submitter should wait before trying again: the time the queue takes to move by one place per slot freed. */
-  retryAfterMs(): number {
+  /**
+   * How long a refused submitter should wait before trying again: the time the queue, `waiting` long,
+   * takes at the measured rate to come back under half its limit (100 ms to 30 s).
+   */
+  retryAfterMs(waiting = this.#queued): number {
     const perPlace = this.#meanRunMs / Math.max(1, this.limit);
-    return Math.min(
-      30_000,
-      Math.max(100, Math.round(perPlace * Math.max(1, this.#queued - this.limits.maxQueued / 2))),
-    );
+    return Math.min(30_000, Math.max(100, Math.round(perPlace * Math.max(1, waiting - this.queueLimit / 2))));
   }
 
   #mayStart(sessionId: string, tenant = this.#tenants.get(sessionId)): boolean {

@@ -23,6 +23,7 @@ import { RecipeHost } from "../recipeHost/recipeHost.ts";
 import { SessionStore } from "../sessionStore.ts";
 import { TurnStatusStore } from "../turnStatusStore.ts";
 import { Admission, admissionLimits } from "./admission.ts";
+import { IntakeBacklog } from "./intakeBacklog.ts";
 import { SessionLeases } from "./leases.ts";
 import type { RunnerOptions } from "./options.ts";
 
@@ -43,6 +44,8 @@ export interface RunnerParts {
   messages: ConsumerMessages;
   /** How many turns run here at once, and which wait: shared with the intake, whose acks say it. */
   admission: Admission;
+  /** What the intake admitted and stored that no runner is seen with yet: a burst is held to the limits too. */
+  backlog: IntakeBacklog;
   /** Retention by count (`retention.turnsPerSession`), when set: trims a session's oldest turn as each ends. */
   trim: SessionTrim | null;
   /** The scheduler, council, voice and critics this runner hosts (`hostCognition`); null: workers serve them. */
@@ -56,6 +59,7 @@ export interface RunnerParts {
  */
 export async function openRunnerParts(nc: NatsConnection, options: RunnerOptions): Promise<RunnerParts> {
   const admission = new Admission(admissionLimits(options.admission));
+  const backlog = new IntakeBacklog(admission);
   const js = jetstream(nc);
   const jsm = await jetstreamManager(nc);
   await Promise.all([ensureEventStream(jsm), ensureTurnWal(jsm), ensureDeadLetterStream(jsm)]);
@@ -99,7 +103,7 @@ export async function openRunnerParts(nc: NatsConnection, options: RunnerOptions
     timers: recipes.timers,
     ledgers,
     log,
-    admission,
+    admission: backlog,
     recipes: {
       logicHandlers: Object.keys(options.recipes?.logicHandlers ?? {}),
       ...(checked ? { liveAgents: async () => new Set((await checked).roster().map((manifest) => manifest.id)) } : {}),
@@ -139,6 +143,7 @@ export async function openRunnerParts(nc: NatsConnection, options: RunnerOptions
     intake,
     messages,
     admission,
+    backlog,
     trim,
     cognition,
   };

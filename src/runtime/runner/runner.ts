@@ -1,12 +1,10 @@
 import type { ConsumerMessages, JetStreamClient, JetStreamManager, JsMsg } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
 import type { AgentDirectory } from "../../agents/directory.ts";
-import { encodeJson } from "../../bus/codec.ts";
 import type { Service } from "../../bus/service.ts";
 import { subjects } from "../../bus/subjects.ts";
 import { TurnCancellations } from "../../bus/turnCancellations.ts";
 import type { EngineEvent } from "../../contracts/events.ts";
-import type { TurnCancelled } from "../../contracts/turn.ts";
 import type { WalEntry } from "../../contracts/wal.ts";
 import { ConclaveError, isConclaveError, messageOf } from "../../errors.ts";
 import { EventLogWriter } from "../../eventlog/writer.ts";
@@ -16,6 +14,8 @@ import { recipeStartOf } from "../recipeHost/recipeStart.ts";
 import type { TurnStatusStore } from "../turnStatusStore.ts";
 import type { Admission } from "./admission.ts";
 import { attemptedBefore, decideDelivery, parseEntry, type TakeResult } from "./delivery.ts";
+import type { IntakeBacklog } from "./intakeBacklog.ts";
+import { interruptRunningTurn } from "./interrupt.ts";
 import type { SessionLeases } from "./leases.ts";
 import type { RunnerOptions } from "./options.ts";
 import { openRunnerParts, type RunnerParts } from "./parts.ts";
@@ -24,6 +24,7 @@ import { followErasures } from "./sessionErasures.ts";
 import { type SessionActor, SessionHost } from "./sessionHost.ts";
 import { TurnSettlement, turnKey } from "./settlement.ts";
 import {
+  type RedeliveryDeps,
   readForTakeover,
   recordTaken,
   resumedPipelineTurn,
@@ -76,12 +77,15 @@ export class Runner {
   readonly #intake: Service;
   readonly #cancellations: TurnCancellations;
   readonly #stopFollowingErasures: () => void;
+  readonly #backlog: IntakeBacklog;
+  readonly #stopFollowingEnds: () => void;
   readonly #recipes: RecipeHost;
   /** The agents live workers announce, shared by the sessions' turns, recipes and the intake: closed here. */
   readonly #directory: Promise<AgentDirectory>;
   readonly #messages: ConsumerMessages;
   readonly #admission: Admission;
-  readonly #takenHere = new TurnsTakenHere();
+  /** What taking a turn (first or again) needs: the stores, this runner's name, the turns it took before. */
+  readonly #takers: RedeliveryDeps;
 
   private constructor(nc: NatsConnection, parts: RunnerParts, options: RunnerOptions) {
     this.#nc = nc;
@@ -94,6 +98,8 @@ export class Runner {
     this.#intake = parts.intake;
     this.#messages = parts.messages;
     this.#admission = parts.admission;
+    this.#backlog = parts.backlog;
+    this.#stopFollowingEnds = parts.backlog.followEnds(nc);
     this.#log = options.log ?? silentLogger;
     this.#options = { turnTtlMs: options.turnTtlMs ?? 600_000, checkpointEvery: options.checkpointEvery ?? 10 };
     this.#writer = new EventLogWriter(parts.js, {
@@ -117,6 +123,18 @@ export class Runner {
         ? { onSettled: (sessionId: string, turnId: number) => void parts.trim?.afterTurn(sessionId, turnId) }
         : {}),
     });
+    const { js, jsm, statuses } = parts;
+    const takenHere = new TurnsTakenHere();
+    this.#takers = {
+      js,
+      jsm,
+      statuses,
+      runner: parts.leases.runner,
+      log: this.#log,
+      settlement: this.#settlement,
+      writer: this.#writer,
+      takenHere,
+    };
     // The sessions report their turns' ends to #ends, which is made after them (it saves their snapshots):
     // each end is handed on when it happens.
     const ends: SessionActorDeps["ends"] = {
@@ -209,6 +227,7 @@ export class Runner {
     if (!parsed.ok) return this.#settlement.rejectInvalid(msg, parsed.reason);
     const entry = parsed.entry;
     const { session_id: sessionId, turn_id: turnId } = entry;
+    this.#backlog.seen(sessionId, turnId); // the intake's count hands it to this runner's own
     const heldHere = this.#settlement.holds(sessionId, turnId);
     const action = decideDelivery({
       turnId,
@@ -280,15 +299,9 @@ export class Runner {
     }
   }
 
-  /** What recording this runner's attempt at a turn needs. */
-  get #takers() {
-    return { statuses: this.#statuses, runner: this.#leases.runner, log: this.#log, takenHere: this.#takenHere };
-  }
-
   /** A delivery after the first: poison, a late duplicate, or a takeover (`takeover.ts`); a turn taken runs here. */
   async #redelivered(msg: JsMsg, entry: WalEntry, take?: TakeResult): Promise<void> {
-    const deps = { ...this.#takers, js: this.#js, jsm: this.#jsm, settlement: this.#settlement, writer: this.#writer };
-    const taken = await takeRedelivered(deps, msg, entry, take);
+    const taken = await takeRedelivered(this.#takers, msg, entry, take);
     if (!taken) return;
     // Taken over from a dead runner: late already, it starts at once rather than queue again.
     this.#admission.admitNow(entry.session_id, entry.turn_id, entry.tenant);
@@ -331,7 +344,7 @@ export class Runner {
       if (isConclaveError(error, "corrupt_value")) return this.#ends.failUnrunnable(entry, error);
       throw error;
     }
-    if (entry.on_busy === "interrupt") this.#interrupt(session, entry.session_id, entry.turn_id);
+    if (entry.on_busy === "interrupt") interruptRunningTurn(this.#nc, session, entry.session_id, entry.turn_id);
     const cancelled = cancelReason ?? this.#cancellations.reasonFor(entry.session_id, entry.turn_id);
     const recipe = recipeStartOf(entry, stored);
     // A pipeline turn suspended for an approval goes on from its log, with the answer (resumedPipelineTurn).
@@ -351,23 +364,6 @@ export class Runner {
       },
     });
     this.#order.arrived(entry.session_id, entry.turn_id);
-  }
-
-  /**
-   * Double-texting `interrupt`: the running turn (if older) stops here, and
-   * the workers stop its calls, told as for a cancellation
-   * (`conclave.turn.cancelled`; runners find that turn already ended).
-   */
-  #interrupt(session: SessionActor, sessionId: string, byTurnId: number): void {
-    const running = session.getSnapshot().context.current?.turn_id;
-    session.send({ type: "turn.interrupt", by_turn_id: byTurnId });
-    if (running === undefined || running >= byTurnId) return;
-    const stop: TurnCancelled = { session_id: sessionId, turn_id: running, reason: `interrupted by turn ${byTurnId}` };
-    try {
-      this.#nc.publish(subjects.turnCancelled, encodeJson(stop));
-    } catch {
-      // The connection is closing: the workers' calls end at their own deadlines.
-    }
   }
 
   /** A delivery that could not be handled (NATS down, a store unreadable): handed back, to be tried again. */
@@ -391,6 +387,7 @@ export class Runner {
     await this.#intake.stop();
     this.#cancellations.close();
     this.#stopFollowingErasures();
+    this.#stopFollowingEnds();
     await this.#messages.close();
     const drained = await this.drain(timeoutMs);
     if (!drained) this.#log.warn(`stopped with ${this.#settlement.size} turn(s) unfinished: handed back to the WAL`);
