@@ -36,6 +36,8 @@ export async function secureErase(
   options: { matches?: (msg: StoredMsg) => boolean; before?: number } = {},
 ): Promise<number> {
   let seq = 0;
+  /** The stream's last sequence, read only if the server's answers go back (see below). */
+  let last: number | undefined;
   let erased = 0;
   let failure: unknown = null;
   const inFlight = new Set<Promise<void>>();
@@ -55,7 +57,17 @@ export async function secureErase(
   try {
     for (;;) {
       if (failure) throw failure;
-      const msg = await nextMessage(jsm, stream, filter, seq + 1);
+      let msg = await nextMessage(jsm, stream, filter, seq + 1);
+      if (msg && msg.seq <= seq) {
+        // nats-server 2.9 can answer `next_by_subj` with an earlier message: going back would loop for ever.
+        // The next sequence is read as it is instead, and its subject matched here.
+        last ??= await lastSequence(jsm, stream);
+        if (seq >= last) break;
+        seq += 1;
+        const exact = await messageAt(jsm, stream, seq);
+        if (!exact || !subjectMatches(filter, exact.subject)) continue;
+        msg = exact;
+      }
       if (!msg || (options.before !== undefined && msg.seq >= options.before)) break;
       seq = msg.seq;
       if (options.matches && !options.matches(msg)) continue;
@@ -70,6 +82,32 @@ export async function secureErase(
   await Promise.all(inFlight);
   if (failure) throw failure;
   return erased;
+}
+
+/** The message at `seq` itself, or null when it is deleted. */
+async function messageAt(jsm: JetStreamManager, stream: string, seq: number): Promise<StoredMsg | null> {
+  try {
+    return await jsm.streams.getMessage(stream, { seq });
+  } catch (error) {
+    if (/no message found/i.test(String(error))) return null;
+    throw error;
+  }
+}
+
+/** Whether a NATS subject matches a filter with `*` (one token) and `>` (the rest) wildcards. */
+export function subjectMatches(filter: string, subject: string): boolean {
+  const wanted = filter.split(".");
+  const tokens = subject.split(".");
+  for (let i = 0; i < wanted.length; i++) {
+    if (wanted[i] === ">") return tokens.length > i;
+    if (i >= tokens.length || (wanted[i] !== "*" && wanted[i] !== tokens[i])) return false;
+  }
+  return wanted.length === tokens.length;
+}
+
+/** The stream's last sequence now. */
+async function lastSequence(jsm: JetStreamManager, stream: string): Promise<number> {
+  return (await jsm.streams.info(stream)).state.last_seq;
 }
 
 /**

@@ -1,0 +1,49 @@
+import { jetstreamManager } from "@nats-io/jetstream";
+import { describe, expect, it } from "vitest";
+import { streams, subjects } from "../../src/bus/subjects.ts";
+import { ensureEventStream } from "../../src/eventlog/streams.ts";
+import { nextMessage, secureErase, subjectMatches } from "../../src/runtime/intake/eraseSecure.ts";
+import { silentLogger } from "../../src/runtime/log.ts";
+import { useNatsServer } from "../helpers/nats.ts";
+
+const nats = useNatsServer();
+
+describe("subject filters", () => {
+  it("match as NATS does: * one token, > one or more, else token for token", () => {
+    expect(subjectMatches("conclave.events.s1.*", "conclave.events.s1.3")).toBe(true);
+    expect(subjectMatches("conclave.events.s1.*", "conclave.events.s1.3.x")).toBe(false);
+    expect(subjectMatches("conclave.events.s1.>", "conclave.events.s1.3.x")).toBe(true);
+    expect(subjectMatches("conclave.events.s1.>", "conclave.events.s1")).toBe(false);
+    expect(subjectMatches("conclave.events.s1.3", "conclave.events.s1.3")).toBe(true);
+    expect(subjectMatches("conclave.events.s1.3", "conclave.events.s10.3")).toBe(false);
+    expect(subjectMatches("conclave.events.s1", "conclave.events.s1.3")).toBe(false);
+  });
+});
+
+describe("secure erase", () => {
+  it("erases exactly the matching messages of the filter, in a stream that interleaves others", async () => {
+    const nc = await nats.connect("runner");
+    const jsm = await jetstreamManager(nc);
+    await ensureEventStream(jsm);
+    const js = jsm.jetstream();
+    // Two sessions' turns interleaved: "gone" is erased, "kept" stays.
+    for (let i = 0; i < 30; i++) {
+      await js.publish(subjects.turnEvents(i % 3 === 0 ? "gone" : "kept", i + 1), new TextEncoder().encode(`m${i}`));
+    }
+    const before = (await jsm.streams.info(streams.events)).state.messages;
+    const spared = (await nextMessage(jsm, streams.events, subjects.sessionEvents("gone"), 1))?.seq;
+    const erased = await secureErase(
+      jsm,
+      streams.events,
+      subjects.sessionEvents("gone"),
+      { log: silentLogger, label: "t" },
+      {
+        matches: (msg) => msg.seq !== spared,
+      },
+    );
+    expect(erased).toBe(9);
+    expect((await jsm.streams.info(streams.events)).state.messages).toBe(before - 9);
+    expect((await nextMessage(jsm, streams.events, subjects.sessionEvents("gone"), 1))?.seq).toBe(spared);
+    await nc.close();
+  });
+});
