@@ -61,6 +61,12 @@ export interface LocalClusterOptions {
    * to the node count.
    */
   clusterNodes?: number;
+  /**
+   * Also start the gateway (`conclave serve`, supervised like the others) on 127.0.0.1, on this port
+   * (default 7430); its other settings come from the environment (CONCLAVE_GATEWAY_TOKEN,
+   * CONCLAVE_GATEWAY_PRINCIPALS, the CONCLAVE_GATEWAY_* bounds).
+   */
+  serve?: { port?: number };
 }
 
 export interface LocalCluster {
@@ -155,10 +161,13 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
   const processes = layout.map(({ name, args }) =>
     supervise(name, options.inspect ? [...args, "--inspect"] : args, env, { log: options.log }),
   );
+  if (options.serve) processes.push(supervise(SERVE, serveArgs(options.serve), env, { log: options.log }));
   const stopAll = async () => {
-    // The runner first, so no turn is left without its workers.
-    await Promise.all(processes.filter((p) => p.name === "runner").map((p) => p.stop()));
-    await Promise.all(processes.filter((p) => p.name !== "runner").map((p) => p.stop()));
+    // The gateway first (no new turns come in), then the runner, so no turn is left without its workers.
+    const last = (name: string) => name !== SERVE && name !== "runner";
+    for (const first of [SERVE, "runner"])
+      await Promise.all(processes.filter((p) => p.name === first).map((p) => p.stop()));
+    await Promise.all(processes.filter((p) => last(p.name)).map((p) => p.stop()));
     await server?.stop();
     await natsCluster?.stop();
   };
@@ -171,6 +180,15 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
   for (const p of processes) options.log(`${p.name} ready (pid ${p.current.child.pid})`);
   return { url: env.CONCLAVE_NATS_URL ?? options.url, server, natsCluster, processes, env, stop: stopAll };
 }
+
+/** The gateway's name among `conclave up`'s processes (its log lines: `serve ready (pid N)`, `serve restarted`). */
+const SERVE = "serve";
+
+/** `conclave serve`'s arguments under `conclave up --serve`. */
+const serveArgs = ({ port }: { port?: number }): string[] => [
+  "serve",
+  ...(port !== undefined ? ["--port", String(port)] : []),
+];
 
 /** Most nodes `conclave up --cluster` starts: JetStream keeps at most five replicas. */
 export const MAX_CLUSTER_NODES = 5;

@@ -2,13 +2,15 @@ import { spawn } from "node:child_process";
 import { DEFAULT_NATS_URL } from "../../bus/connection.ts";
 import { setting } from "../../config/load.ts";
 import { inspectionWanted } from "../../inspect/enable.ts";
+import { portArg } from "../../viewer/localHttp.ts";
 import { UsageError, untilInterrupted } from "../args.ts";
 import { defineCommand } from "../command.ts";
 import { DEFAULT_LAYOUT, LLM_LAYOUT, MAX_CLUSTER_NODES, startLocalCluster } from "../localCluster.ts";
 
 const help = `conclave up: start nats-server, a runner and the workers, until interrupted
 
-Usage: conclave up [--nats-url URL] [--data-dir DIR] [--cluster N] [--agents LIST] [--tools LIST] [--exec CMD] [--inspect]
+Usage: conclave up [--nats-url URL] [--data-dir DIR] [--cluster N] [--agents LIST] [--tools LIST]
+                   [--serve [--serve-port N]] [--exec CMD] [--inspect]
 
   --nats-url URL   where NATS is, or where to start it (loopback only)  [$CONCLAVE_NATS_URL, $NATS_URL, ${DEFAULT_NATS_URL}]
   --data-dir DIR   JetStream data when conclave starts nats-server     [$CONCLAVE_DATA_DIR, .conclave]
@@ -18,6 +20,10 @@ Usage: conclave up [--nats-url URL] [--data-dir DIR] [--cluster N] [--agents LIS
   --agents LIST    also start a worker hosting these agents: your modules (./my-agents.js,
                    exporting agents made with defineAgent) and/or built-in patterns
   --tools LIST     and these tools ('builtin', your modules exporting tools made with defineTool)
+  --serve          also start the gateway (conclave serve: MCP, AG-UI, A2A) on 127.0.0.1, kept
+                   running like the others; its access and bounds from the environment
+                   (CONCLAVE_GATEWAY_TOKEN, CONCLAVE_GATEWAY_PRINCIPALS, CONCLAVE_GATEWAY_*)
+  --serve-port N   the gateway's port, with --serve   [7430]
   --exec CMD       run CMD (through the shell, with CONCLAVE_NATS_URL set) once everything
                    is ready, then stop everything; exits with CMD's status
   --inspect        start the runner and workers with --inspect, for \`conclave viewer\` [$CONCLAVE_INSPECT=1]
@@ -29,7 +35,8 @@ In LLM mode (CONCLAVE_LLM_BASE_URL set) the scheduler, council and critics stay 
 nats-server is started with nats.conf unless a server already answers at the URL.
 A process that dies is restarted after a backoff (250 ms, doubling with each recent
 restart, at most 30 s), as often as it takes; the log says each restart.
-Ctrl-C stops everything: the runner first (it finishes running turns), then the workers.`;
+Ctrl-C stops everything: the gateway first, then the runner (it finishes running turns), then
+the workers.`;
 
 export default defineCommand({
   help,
@@ -41,10 +48,13 @@ export default defineCommand({
     tools: { type: "string" },
     exec: { type: "string" },
     cluster: { type: "string" },
+    serve: { type: "boolean" },
+    "serve-port": { type: "string" },
   },
   async run({ values }) {
     const log = (line: string) => console.log(`[up] ${line}`);
     const clusterNodes = values.cluster === undefined ? undefined : clusterSize(values.cluster);
+    const serve = gatewayOf(values.serve, values["serve-port"]);
     const cluster = await startLocalCluster({
       url: values["nats-url"] ?? setting(process.env, "CONCLAVE_NATS_URL"),
       dataDir: values["data-dir"] ?? setting(process.env, "CONCLAVE_DATA_DIR"),
@@ -53,6 +63,7 @@ export default defineCommand({
       ...(values.agents ? { agents: values.agents } : {}),
       ...(values.tools ? { tools: values.tools } : {}),
       ...(clusterNodes !== undefined ? { clusterNodes } : {}),
+      ...(serve ? { serve } : {}),
     });
     if (values.exec) return runThenStop(values.exec, cluster, log);
     log(`Conclave is up on ${cluster.url}. Try: npx conclave send --session demo "hello"   (Ctrl-C to stop)`);
@@ -73,6 +84,19 @@ function clusterSize(text: string): number {
     throw new UsageError(`--cluster must be a whole number of nodes from 1 to ${MAX_CLUSTER_NODES}, e.g. --cluster 3`);
   }
   return nodes;
+}
+
+/** `--serve [--serve-port N]`: the gateway's settings, or undefined without `--serve`. */
+function gatewayOf(serve: boolean | undefined, portText: string | undefined): { port?: number } | undefined {
+  if (!serve) {
+    if (portText !== undefined) throw new UsageError("--serve-port is for --serve: add --serve to start the gateway");
+    return undefined;
+  }
+  if (portText === undefined) return {};
+  // Not 0: a gateway restarted on another free port would not be where its callers look.
+  const port = portArg(portText, 0);
+  if (port === null || port === 0) throw new UsageError("--serve-port must be a whole number from 1 to 65535");
+  return { port };
 }
 
 /** `--exec`: the command runs against the cluster, which stops when it exits (or on Ctrl-C). */
