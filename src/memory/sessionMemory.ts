@@ -248,16 +248,17 @@ export class SessionMemory {
     return this.#recall.search(request);
   }
 
-  /** The nodes with their vectors ({@link embedNodes}); as they are without an embedder. */
   /**
-   * Forgets the session (it was erased): its graph's in-memory copy is dropped
+   * Forgets the session (it was erased): its graph store erases it (on
+   * PostgreSQL, the session's rows are deleted) and drops its in-memory copy
    * (recall's rankings are keyed by that copy and go with it), so no search or
-   * retrieval answers from what was erased.
+   * retrieval answers from what was erased, and no later turn loads it again.
    */
-  forget(sessionId: string): Promise<void> {
-    return this.graph.dropSession(sessionId);
+  async forget(sessionId: string): Promise<void> {
+    await this.graph.eraseSession(sessionId);
   }
 
+  /** The nodes with their vectors ({@link embedNodes}); as they are without an embedder. */
   async #embedded(nodes: MemoryNodeInput[], known: readonly MemoryNode[] | undefined): Promise<MemoryNodeInput[]> {
     const embedder = this.options.embedder;
     if (!embedder) return nodes;

@@ -46,10 +46,12 @@ export function serveMemory(group: ServiceGroup, memory: SessionMemory, options:
 
 /**
  * The memory service's part in an erase: on the erase broadcast
- * (`conclave.session.erased`) it drops its in-memory copy of the session,
- * whatever the graph's backend, then answers the erasing runner as `as`
- * (e.g. `conclave-memory <service id>`), which waits for that answer. Returns
- * the unsubscribe.
+ * (`conclave.session.erased`) it erases the session from its graph store
+ * (SessionMemory.forget: on PostgreSQL the session's rows are deleted, the
+ * erasing runner may not have that backend configured; on either backend
+ * the in-memory copy is dropped), then answers the erasing runner as `as`
+ * (e.g. `conclave-memory <service id>`), which waits for that answer. A
+ * failure is warned and not answered. Returns the unsubscribe.
  */
 export function followMemoryErasures(
   nc: NatsConnection,

@@ -205,6 +205,12 @@ export class NatsMemoryGraphStore implements MemoryGraphStore {
     await this.#sessions.drop(sessionId);
   }
 
+  /** Drops the copy only: the erasing runner overwrites the session's keys itself. */
+  async eraseSession(sessionId: string): Promise<number> {
+    await this.dropSession(sessionId);
+    return 0;
+  }
+
   /** Stops following every session and deletes their consumers. */
   async close(): Promise<void> {
     this.#closed = true;

@@ -84,6 +84,7 @@ const SELECT_NODES = `SELECT id, body FROM ${POSTGRES_MEMORY_NODES_TABLE} WHERE 
 const SELECT_EDGES = `SELECT from_id, to_id, kind FROM ${POSTGRES_MEMORY_EDGES_TABLE} WHERE session_id = $1`;
 const DELETE_NODE = `DELETE FROM ${POSTGRES_MEMORY_NODES_TABLE} WHERE session_id = $1 AND id = $2`;
 const DELETE_SESSION_NODES = `DELETE FROM ${POSTGRES_MEMORY_NODES_TABLE} WHERE session_id = $1`;
+const DELETE_SESSION_EDGES = `DELETE FROM ${POSTGRES_MEMORY_EDGES_TABLE} WHERE session_id = $1`;
 
 /** Rows per statement of an import. */
 const IMPORT_BATCH = 1_000;
@@ -268,6 +269,29 @@ export class PostgresMemoryGraphStore implements MemoryGraphStore {
 
   async dropSession(sessionId: string): Promise<void> {
     await this.#sessions.drop(sessionId);
+  }
+
+  /**
+   * Deletes the session's rows (edges, then nodes: one transaction), then drops
+   * its copy, so no later use loads them again. PostgreSQL keeps the deleted
+   * row versions in the tables' files until a vacuum reuses their space.
+   */
+  async eraseSession(sessionId: string): Promise<number> {
+    checkSessionId(sessionId);
+    const removed = await this.#transaction(`erase of session ${sessionId}`, sessionId, async (client) => {
+      await client.query("BEGIN");
+      try {
+        const edges = await client.query(DELETE_SESSION_EDGES, [sessionId]);
+        const nodes = await client.query(DELETE_SESSION_NODES, [sessionId]);
+        await client.query("COMMIT");
+        return (edges.rowCount ?? 0) + (nodes.rowCount ?? 0);
+      } catch (error) {
+        await client.query("ROLLBACK").catch(() => {});
+        throw error;
+      }
+    });
+    await this.dropSession(sessionId);
+    return removed;
   }
 
   async close(): Promise<void> {

@@ -60,6 +60,15 @@ export interface MemoryGraphStore {
    * is kept here, and its next use loads it again from the store.
    */
   dropSession(sessionId: string): Promise<void>;
+  /**
+   * Erases the session from this store (its session was erased): deletes what
+   * the backend holds of it where the erasing runner may not reach it itself
+   * (PostgreSQL: its rows), then drops its in-memory copy. A NATS KV graph only
+   * drops the copy: the runner overwrites the session's keys (eraseStores.ts),
+   * and a delete here would write markers naming its nodes. How many nodes and
+   * edges it deleted.
+   */
+  eraseSession(sessionId: string): Promise<number>;
   /** Stops following sessions and releases the store's connections (not a NATS connection it was given). */
   close(): Promise<void>;
 }

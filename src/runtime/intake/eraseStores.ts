@@ -179,15 +179,18 @@ async function eraseBlackboard(
   }
 }
 
-/** The session's memory graph in PostgreSQL, when this runner's environment names that backend. */
+/**
+ * The session's memory graph in PostgreSQL, when this runner's environment
+ * names that backend: its nodes and edges deleted. Memory workers on that
+ * backend delete them too when told of the erase (memoryEndpoints.ts), so
+ * a runner without the setting leaves no rows behind them.
+ */
 async function erasePostgresGraph(env: NodeJS.ProcessEnv, sessionId: string): Promise<number | "skipped"> {
   if (env[MEMORY_GRAPH_ENV.backend] !== "postgres") return "skipped";
   const { openMemoryGraph } = await import("../../memory/graph/open.ts");
   const store = await openMemoryGraph({ backend: "postgres", env });
   try {
-    const before = await store.exportSession(sessionId);
-    await store.importSession({ version: 1, session_id: sessionId, nodes: [], edges: [] });
-    return before.nodes.length + before.edges.length;
+    return await store.eraseSession(sessionId);
   } finally {
     await store.close();
   }
