@@ -41,12 +41,14 @@ export function converseTool(limits: ToolLimits): GatewayTool {
       required: ["text"],
       additionalProperties: false,
     },
-    async call(client, args, { signal, progress, principal }) {
+    async call(client, args, { signal, progress, principal, onSession }) {
       const parsed = ConverseArgs.safeParse(args);
       if (!parsed.success) return errorResult(`converse: ${describeIssues(parsed.error, { join: "; " })}`);
       // The caller's own id; the session is its own (a named client's namespace before it).
       const sessionId = parsed.data.session_id ?? newSessionId();
-      const turn = client.submit(sessionOf(principal, sessionId), parsed.data.text, {
+      const session = sessionOf(principal, sessionId);
+      onSession?.(session);
+      const turn = client.submit(session, parsed.data.text, {
         signal,
         timeoutMs: limits.timeoutMs,
       });

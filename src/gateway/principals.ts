@@ -33,6 +33,7 @@ import type { ConclaveClient } from "../client/client.ts";
 import { ConfigError } from "../config/variable.ts";
 import { describeIssues } from "../contracts/issues.ts";
 import { ConclaveError, messageOf } from "../errors.ts";
+import { tenantSessionId } from "../runtime/intake/tenancy.ts";
 import { MIN_TOKEN_LENGTH } from "./access.ts";
 
 /** The longest session id (src/contracts/ids.ts). */
@@ -285,6 +286,16 @@ export class GatewayClients {
     const clients = await Promise.allSettled(this.#tenants.values());
     await Promise.allSettled(clients.map((each) => (each.status === "fulfilled" ? each.value.close() : undefined)));
   }
+}
+
+/**
+ * The runtime's id of a session the principal's client names `session` (what
+ * {@link sessionOf} gives, or a run's ack shows): a tenant's client names its
+ * sessions in its own account, which the runtime keeps as `<tenant>-<session>`;
+ * the gateway's own client names them as the runtime does.
+ */
+export function runtimeSessionOf(principal: Principal, session: string): string {
+  return principal.tenant ? tenantSessionId(principal.tenant.name, session) : session;
 }
 
 /** The id a principal knows one of its sessions by; null for a session that is not its own. */

@@ -91,9 +91,10 @@ export function recipeTool(loaded: LoadedRecipe, limits: ToolLimits): GatewayToo
       "Returns the run's final blackboard" +
       (human ? ", or, when it waits at a human node, where it waits and the command that answers it." : "."),
     inputSchema: inputSchemaOf(recipe),
-    async call(client, args, { signal, progress, principal }) {
+    async call(client, args, { signal, progress, principal, onSession }) {
       signal.throwIfAborted();
       const sessionId = sessionOf(principal, newSessionId("run"));
+      onSession?.(sessionId);
       const ack = await submitTurn(client.nc, sessionId, { recipe: { document, inputs: args as JsonObject } });
       const cancel = () => {
         client.cancel(ack.session_id, ack.turn_id, "cancelled by the MCP client").catch(() => {});

@@ -18,6 +18,11 @@ export interface CallContext {
   progress: ProgressReporter;
   /** Who calls: the sessions it names are its own (principals.ts). */
   principal: Principal;
+  /**
+   * Told the session the call works in (as the principal's client names it), before anything is
+   * submitted there: A2A keeps the task with it, to drop the task when the session is erased.
+   */
+  onSession?: (sessionId: string) => void;
 }
 
 /** One tool the gateway offers. */

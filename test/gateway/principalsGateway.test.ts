@@ -18,6 +18,7 @@ import { spawnConclave } from "../../src/cli/childProcess.ts";
 import { type ConclaveClient, connect } from "../../src/client/index.ts";
 import { freePort, REPO_ROOT, type RunningNatsServer, startNatsServer } from "../../src/nats/server.ts";
 import { withTenants } from "../../src/nats/tenants.ts";
+import { eventually } from "../helpers/wait.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "conclave-principals-gateway-"));
 const TOKENS = {
@@ -203,6 +204,29 @@ describe("a gateway with principals", () => {
     await ops.sendMessage(a2aMessage("hello", { contextId: "crm-ctx" }));
     expect((await conclave.turns("crm-crm-ctx")).map((turn) => turn.turn_id)).toEqual([1]);
     expect((await conclave.turns("ops-crm-ctx")).map((turn) => turn.turn_id)).toEqual([1]);
+  });
+
+  it("drops a principal's A2A tasks when its session is erased under its runtime id", async () => {
+    const crm = await a2aAs("crm");
+    const alice = await a2aAs("alice");
+    const named = (await crm.sendMessage(a2aMessage("my pin is 2468", { contextId: "erase-me" }))) as Task;
+    const tenant = (await alice.sendMessage(a2aMessage("my pin is 1357", { contextId: "erase-me" }))) as Task;
+    const exists = async (client: A2aClient, id: string) =>
+      client.getTask({ tenant: "", id }).then(
+        () => true,
+        (error: unknown) => (/not found/i.test(String(error)) ? false : Promise.reject(error)),
+      );
+    expect([await exists(crm, named.id), await exists(alice, tenant.id)]).toEqual([true, true]);
+    const both = async () => [await exists(crm, named.id), await exists(alice, tenant.id)];
+    // The id the principals know is not their session's in the runtime: nothing of theirs goes (the erase
+    // returns once the memory worker has answered and a second has passed: the gateway heard it too).
+    await conclave.erase("erase-me");
+    expect(await both()).toEqual([true, true]);
+    // The runtime's ids: a named client's namespace before it, a tenant's name.
+    await conclave.erase("crm-erase-me");
+    expect(await eventually(both, ([crmKept]) => crmKept === false)).toEqual([false, true]);
+    await conclave.erase("alice-erase-me");
+    expect(await eventually(both, ([, aliceKept]) => aliceKept === false)).toEqual([false, false]);
   });
 
   it("runs an AG-UI thread in the caller's own session", async () => {

@@ -14,6 +14,7 @@ import { loadRecipeDir, recipeTool } from "../../gateway/recipeTools.ts";
 import type { GatewayTool } from "../../gateway/tools.ts";
 import { MissingDependencyError } from "../../optionalPackages.ts";
 import { createLogger } from "../../runtime/log.ts";
+import { followErasures } from "../../runtime/runner/sessionErasures.ts";
 import { portArg } from "../../viewer/localHttp.ts";
 import { UsageError, untilInterrupted } from "../args.ts";
 import { announceReady } from "../childProcess.ts";
@@ -118,6 +119,21 @@ export default defineCommand({
         return null;
       },
     );
+    // An erased session's A2A tasks go too (the client role may not answer the erase: it is not waited for).
+    const unfollow = a2a
+      ? followErasures(
+          client.nc,
+          (sessionId) => {
+            const dropped = a2a.forgetSession(sessionId);
+            if (dropped > 0) log.info(`session ${sessionId} erased: ${dropped} A2A task(s) dropped`);
+          },
+          undefined,
+          (message) =>
+            log.warn(
+              `erased sessions' A2A tasks are kept until they expire: ${message} (grant the client role conclave.session.erased)`,
+            ),
+        )
+      : () => {};
     // AG-UI runs get the same patience as the tools (--timeout).
     const http = await gateway.startMcpHttpGateway({
       ...options,
@@ -135,6 +151,7 @@ export default defineCommand({
     log.info(`tools: ${tools.map((tool) => tool.name).join(", ")}`);
     announceReady();
     await untilInterrupted();
+    unfollow();
     await http.close();
     await clients.close();
     return 0;

@@ -17,7 +17,7 @@ import { TaskNotCancelableError } from "@a2a-js/sdk/errors";
 import type { AgentExecutor, ExecutionEventBus, RequestContext } from "@a2a-js/sdk/server";
 import type { ConclaveClient } from "../../client/client.ts";
 import { messageOf } from "../../errors.ts";
-import type { GatewayClients, Principal } from "../principals.ts";
+import { type GatewayClients, type Principal, runtimeSessionOf } from "../principals.ts";
 import { type ProgressReporter, progressReporter } from "../progress.ts";
 import { errorResult, type ToolResult } from "../results.ts";
 import { callTool, describeCallFailure, type GatewayTool } from "../tools.ts";
@@ -52,6 +52,8 @@ export class ConclaveAgentExecutor implements AgentExecutor {
   private readonly running = new Map<string, AbortController>();
   /** Tasks whose run waits for a person, by task, with the principal whose task it is. */
   private readonly waiting = new Map<string, WaitingRun & { contextId: string; principal: Principal }>();
+  /** The sessions each task's calls worked in, by task, as the runtime names them (to drop it when one is erased). */
+  private readonly sessions = new Map<string, Set<string>>();
 
   constructor(private readonly options: ExecutorOptions) {
     this.byName = new Map(options.tools.map((tool) => [tool.name, tool]));
@@ -137,7 +139,13 @@ export class ConclaveAgentExecutor implements AgentExecutor {
       args = (data as Record<string, unknown> | undefined) ?? {};
     }
     const { client, principal, signal, progress } = as;
-    return callTool(tool, client, args, { signal, progress, principal });
+    const onSession = (session: string) => {
+      const runtime = runtimeSessionOf(principal, session);
+      const known = this.sessions.get(context.taskId);
+      if (known) known.add(runtime);
+      else this.sessions.set(context.taskId, new Set([runtime]));
+    };
+    return callTool(tool, client, args, { signal, progress, principal, onSession });
   }
 
   readonly cancelTask = async (taskId: string, bus: ExecutionEventBus): Promise<void> => {
@@ -165,6 +173,12 @@ export class ConclaveAgentExecutor implements AgentExecutor {
   /** Drops what is held for a task the store forgot: an input-required task can no longer be answered here. */
   forget(taskId: string): void {
     this.waiting.delete(taskId);
+    this.sessions.delete(taskId);
+  }
+
+  /** Whether a call of the task worked in the session (its runtime id: `<tenant>-<session>` for a tenant's). */
+  workedIn(taskId: string, sessionId: string): boolean {
+    return this.sessions.get(taskId)?.has(sessionId) === true;
   }
 
   /** Cancels every call running (the gateway closes). */

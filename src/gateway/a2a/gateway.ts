@@ -26,6 +26,12 @@ export interface A2aGateway {
   routes: Record<string, Route>;
   /** Points the card at where the gateway listens (its base URL). */
   listening(baseUrl: string): void;
+  /**
+   * Drops every task whose calls worked in the session (its runtime id, as the
+   * erase broadcast names it: `<namespace>-<id>` for a named client's, `<tenant>-<id>`
+   * for a tenant's): get and list find none from then on. How many it dropped.
+   */
+  forgetSession(sessionId: string): number;
   /** Cancels the calls running. */
   close(): void;
 }
@@ -95,6 +101,7 @@ export function createA2aGateway(options: {
       }),
     },
     listening: (baseUrl) => listenAt(card, baseUrl),
+    forgetSession: (sessionId) => store.drop((task) => executor.workedIn(task.id, sessionId)),
     close: () => executor.abortAll(),
   };
 }

@@ -4,7 +4,8 @@
  * `maxBytes` of them as JSON; past any bound the least recently updated go
  * first. A finished task keeps its status and artifacts (its result) but not
  * its history, so a flood of tasks costs a bounded amount of memory. What a
- * task did lives in Conclave (its session's events), not here.
+ * task did lives in Conclave (its session's events), not here; the tasks of
+ * an erased session are dropped (`drop`).
  */
 import { type ListTasksRequest, type ListTasksResponse, type Task, TaskState } from "@a2a-js/sdk";
 import { InMemoryTaskStore, type ServerCallContext, type TaskStore } from "@a2a-js/sdk/server";
@@ -40,6 +41,8 @@ const scopeOf = (context: ServerCallContext) => `${context.tenant ?? ""}\u0000${
 export class BoundedTaskStore implements TaskStore {
   /** By scope and id; least recently saved first. */
   private readonly tasks = new Map<string, Kept>();
+  /** Tasks dropped by {@link drop} (scope and id), most recent last: a call still ending one does not save it again. */
+  private readonly dropped = new Set<string>();
   private bytes = 0;
   private readonly now: () => number;
 
@@ -55,6 +58,7 @@ export class BoundedTaskStore implements TaskStore {
   async save(task: Task, context: ServerCallContext): Promise<void> {
     const scope = scopeOf(context);
     const key = `${scope}\u0000${task.id}`;
+    if (this.dropped.has(key)) return;
     const kept = structuredClone(task);
     // A finished task is its result: the messages that led to it are in its session's events.
     if (task.status && FINISHED.has(task.status.state)) kept.history = [];
@@ -78,6 +82,28 @@ export class BoundedTaskStore implements TaskStore {
     const view = new InMemoryTaskStore();
     for (const kept of this.tasks.values()) if (kept.scope === scope) await view.save(kept.task, context);
     return view.list(params, context);
+  }
+
+  /**
+   * Forgets every task `match` picks (their session was erased), as if they
+   * never were: get and list find none, and a call of one still ending does
+   * not save it again. How many were dropped.
+   */
+  drop(match: (task: Task) => boolean): number {
+    let count = 0;
+    for (const [key, kept] of [...this.tasks]) {
+      if (!match(kept.task)) continue;
+      this.remove(key);
+      this.limits.onForget?.(kept.task.id);
+      this.dropped.add(key);
+      count += 1;
+    }
+    // Remembered up to as many as the store keeps tasks, the oldest forgotten first.
+    for (const key of this.dropped) {
+      if (this.dropped.size <= this.limits.maxTasks) break;
+      this.dropped.delete(key);
+    }
+    return count;
   }
 
   private remove(key: string): void {

@@ -3,7 +3,8 @@
  * served an erase publishes `{ session_id }` as a request once the stores are
  * erased; every process holding a copy of a session in memory follows it and
  * drops the session. Runners drop theirs without answering (they may not
- * publish on a runner's inbox); memory workers, and any other process with a
+ * publish on a runner's inbox), and so does the gateway (`conclave serve`, the
+ * client role: its A2A tasks); memory workers, and any other process with a
  * copy that may answer the runner (`_INBOX_runner.`), answer `{ by }` once
  * their copy is gone, and the erase waits for those answers, bounded.
  */
@@ -31,16 +32,22 @@ export interface ErasureAckOptions {
 /**
  * Calls `onErased` for every session erased anywhere, so a process that holds
  * the session in memory forgets it; with `ack`, answers the erasing runner
- * once `onErased` has resolved. Returns the unsubscribe.
+ * once `onErased` has resolved. `onRefused` is told when the server refuses
+ * the subscription (a role without the grant: no erasure reaches it). Returns
+ * the unsubscribe.
  */
 export function followErasures(
   nc: NatsConnection,
   onErased: (sessionId: string) => void | Promise<void>,
   ack?: ErasureAckOptions,
+  onRefused?: (message: string) => void,
 ): () => void {
   const subscription = nc.subscribe(subjects.sessionErased, {
     callback: (error, msg) => {
-      if (error) return;
+      if (error) {
+        onRefused?.(messageOf(error));
+        return;
+      }
       let sessionId: string;
       try {
         sessionId = decodeJson(msg.data, SessionErased, "session erasure").session_id;
