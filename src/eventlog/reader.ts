@@ -8,6 +8,8 @@ import { orderedConsumer, releaseConsumer } from "./consumers.ts";
 import { PULL_EXPIRES_MS } from "./streams.ts";
 
 const decoder = new TextDecoder();
+/** Reading back, how long without a message before the consumer is asked whether anything is left. */
+const CAUGHT_UP_CHECK_MS = 500;
 
 /** How many events are stored under a filter right now. */
 async function storedCount(jsm: JetStreamManager, filter: string): Promise<number> {
@@ -160,6 +162,25 @@ async function readConsumer(
   };
   options.signal?.addEventListener("abort", stop, { once: true });
   if (options.signal?.aborted) stop(); // aborted while the consumer was being created
+  // Reading back, a message deleted after the count (an erase or a trim deletes one by one) is never
+  // delivered, so the last one may never say "nothing pending": when no message comes for a while, the
+  // consumer itself is asked whether anything is left to deliver.
+  /** The consumer sequence of the last message read: the consumer has delivered nothing more when it says the same. */
+  let lastDelivery = 0;
+  let caughtUpIdle = false;
+  const idle = options.untilCaughtUp
+    ? setInterval(() => {
+        void consumer.info(false).then(
+          (info) => {
+            if (info.num_pending === 0 && info.delivered.consumer_seq <= lastDelivery) {
+              caughtUpIdle = true;
+              stop();
+            }
+          },
+          () => {}, // asked again at the next tick
+        );
+      }, CAUGHT_UP_CHECK_MS)
+    : undefined;
   const statuses = options.connection?.status();
   if (statuses)
     void (async () => {
@@ -168,6 +189,7 @@ async function readConsumer(
   try {
     for await (const msg of messages) {
       const caughtUp = msg.info.pending === 0;
+      lastDelivery = msg.info.deliverySequence;
       onRead(msg.seq);
       options.onStreamSeq?.(msg.seq);
       const parsed = (() => {
@@ -208,8 +230,10 @@ async function readConsumer(
         return "done";
       }
     }
+    if (caughtUpIdle) flush(held, nextSeq, onEvent);
     return stopped ? "done" : "lost";
   } finally {
+    clearInterval(idle);
     options.signal?.removeEventListener("abort", stop);
     (statuses as { stop?: () => void } | undefined)?.stop?.();
     stop();
