@@ -2,8 +2,11 @@
  * A Jepsen-style fault run (issue 34): on a three-node R3 cluster (each node in its own network namespace
  * where that is possible), three runners and three workers serve a steady load while a nemesis, driven by a
  * seeded random generator, SIGKILLs and restarts nats nodes, cuts and heals their links, and SIGKILLs and
- * respawns runners and workers, for a bounded time. Clients behave as the hostile run's did: each
- * submission carries an idempotency key, and a client that gets no ack asks again with the same key.
+ * respawns runners and workers, for a bounded time. As in the hostile run, a cut goes to the node leading the
+ * JetStream meta group (else the event log, else the WAL) and lasts while the others finish several turns;
+ * which node that is depends on the cluster at the time, so a seed fixes the faults' kinds, not every node.
+ * Clients behave as the hostile run's did: each submission carries an idempotency key, and a client that
+ * gets no ack asks again with the same key.
  *
  * Then a checker reads every session's history and asserts:
  * - at most one turn per idempotency key (a turn that ran whose id no ack named is an extra execution);
@@ -18,13 +21,19 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ConclaveProcess } from "../../src/cli/childProcess.ts";
 import { type ConclaveClient, connect, type EngineEvent } from "../../src/client/index.ts";
 import type { NatsClusterNode } from "../../src/nats/cluster.ts";
-import { seededRandom } from "../helpers/fuzz.ts";
+import { readClusterStatus } from "../../src/nats/clusterStatus.ts";
+import { type SeededRandom, seededRandom } from "../helpers/fuzz.ts";
 import { useNatsCluster } from "../helpers/natsCluster.ts";
 import { type NetnsCluster, netnsSupport, startNetnsCluster } from "../helpers/netns.ts";
 import { useConclaveProcesses } from "../helpers/processes.ts";
 
-/** The seed CI runs. */
-const FIXED_SEED = 0x0034_5eed;
+/**
+ * The seed CI runs, a regression case: on c711eae (the intake released a key's reservation after an
+ * ambiguous WAL write and said "submit again") it reproduced 62 extra executions (one key's turn run 61
+ * times, two others twice; a run with longer cuts: 100, three keys over 30 times each) and 13 turns out of
+ * order; current main runs it clean.
+ */
+const FIXED_SEED = 89;
 const SEED =
   process.env.CONCLAVE_FAULT_SEED === "random"
     ? Math.floor(Math.random() * 2 ** 31)
@@ -33,10 +42,17 @@ const SESSIONS = 6;
 /** How many faults the nemesis makes, one after another (process kills may overlap a node's fault). */
 const FAULTS = 5;
 /** The load's bound: a client still without an ack then gives up on its key (and the checker says so). */
-const RUN_BOUND_MS = 150_000;
-const TEST_MS = 300_000;
+const RUN_BOUND_MS = 240_000;
+/** No fault begins after this: the last one ends, and the cluster recovers, within the load's bound. */
+const FAULTS_WINDOW_MS = 150_000;
+const TEST_MS = 420_000;
 /** A session's pause between turns: a few turns a second over the whole cluster, on two cores. */
 const THINK_MS = 250;
+/** Turns that finish while a node is cut off: long enough for its groups to elect leaders elsewhere and work on. */
+const CUT_TURNS = SESSIONS * 3;
+/** A process that exits while starting is started again, up to this many times, this long apart. */
+const SPAWN_ATTEMPTS = 10;
+const SPAWN_BACKOFF_MS = 1_000;
 
 const support = await netnsSupport();
 if (!support.available)
@@ -75,9 +91,18 @@ const served: Served[] = [
   { name: "worker-c", args: ["worker", "--agents", "*", "--services", "scheduler,council,critics,memory"], node: 2 },
 ];
 let spawned = 0;
+/** Starts `entry` on its node; one that dies while starting (its node electing) is started again, as `up` does. */
 async function spawn(entry: Served): Promise<void> {
   nodeUrl = nats.node(entry.node).url;
-  entry.process = await processes.spawn(`${entry.name}-${++spawned}`, entry.args);
+  for (let attempt = 1; ; attempt++) {
+    try {
+      entry.process = await processes.spawn(`${entry.name}-${++spawned}`, entry.args);
+      return;
+    } catch (error) {
+      if (attempt >= SPAWN_ATTEMPTS) throw error;
+      await new Promise((resolve) => setTimeout(resolve, SPAWN_BACKOFF_MS));
+    }
+  }
 }
 
 beforeAll(async () => {
@@ -149,9 +174,18 @@ describe(`a fault run (seed ${SEED})`, () => {
       const faultable = nats.cluster.nodes.filter((_, index) => index !== CLIENTS_NODE);
       const kinds = ["kill node", "kill runner", "kill worker", ...(support.available ? ["cut node"] : [])];
       const done: string[] = [];
+      let unhealthy = "";
       const observer = await nats.connect("observer", CLIENTS_NODE);
+      /** The faultable node leading the meta group, the event log or the WAL (in that order); else one at random. */
+      const leaderToCut = async (random: SeededRandom): Promise<NatsClusterNode> => {
+        const status = await readClusterStatus(observer, { monitor: nats.cluster.monitorUrl });
+        const leaderOf = (stream: string) => status.stores.find((store) => store.stream === stream)?.leader;
+        const leaders = [status.metaLeader, leaderOf("CONCLAVE_EVENTS"), leaderOf("CONCLAVE_TURNS")];
+        const name = leaders.find((leader) => faultable.some((node) => node.name === leader));
+        return faultable.find((node) => node.name === name) ?? random.pick(faultable);
+      };
       await progress(SESSIONS);
-      for (let i = 0; i < FAULTS && Date.now() - started < RUN_BOUND_MS / 2; i++) {
+      for (let i = 0; i < FAULTS && Date.now() - started < FAULTS_WINDOW_MS; i++) {
         const kind = random.pick(kinds);
         if (kind === "kill runner" || kind === "kill worker") {
           const entry = random.pick(served.filter((candidate) => candidate.name.startsWith(kind.slice(5))));
@@ -160,19 +194,25 @@ describe(`a fault run (seed ${SEED})`, () => {
           await spawn(entry);
           done.push(`${kind} ${entry.name}`);
         } else {
-          const node: NatsClusterNode = random.pick(faultable);
+          // A cut goes to a leader (leaderToCut), as in the hostile run; a kill to either faultable node.
+          const node: NatsClusterNode = kind === "cut node" ? await leaderToCut(random) : random.pick(faultable);
           const index = nats.cluster.nodes.indexOf(node);
           if (kind === "kill node") await node.kill("SIGKILL");
           else await network!.cut(index);
           // A process kill on top of the node's fault, one time in three.
           const also = random.int(0, 2) === 0 ? random.pick(served) : undefined;
           also?.process?.child.kill("SIGKILL");
-          await progress(SESSIONS);
+          await progress(kind === "cut node" ? CUT_TURNS : SESSIONS);
           if (kind === "kill node") await node.start();
           else await network!.heal(index);
           if (also) await spawn(also);
-          await nats.healthy(observer, 90_000);
           done.push(`${kind} ${node.name}${also ? ` with ${also.name} killed` : ""}`);
+          // A cluster that does not recover ends the faults; the checker still reads what the run did.
+          unhealthy = await nats.healthy(observer, 90_000).then(
+            () => "",
+            (error: Error) => error.message,
+          );
+          if (unhealthy) break;
         }
         await progress(SESSIONS);
       }
@@ -225,14 +265,15 @@ describe(`a fault run (seed ${SEED})`, () => {
         }
       }
       console.log(
-        `fault run, seed ${SEED} (CONCLAVE_FAULT_SEED), ${Math.round((Date.now() - started) / 1_000)} s: ${done.join("; ")}; keys ${keys.length}, acked ${acked}, extra executions ${extra.length}, lost ${lost.length}, completed twice ${twice.length}, out of order ${disorder.length}, gave up on a done turn ${gaveUpOnDone.length}`,
+        `fault run, seed ${SEED} (CONCLAVE_FAULT_SEED), ${Math.round((Date.now() - started) / 1_000)} s: ${done.join("; ")}; keys ${keys.length}, acked ${acked}, extra executions ${extra.length}, lost ${lost.length}, completed twice ${twice.length}, out of order ${disorder.length}, gave up on a done turn ${gaveUpOnDone.length}${unhealthy ? `; ${unhealthy}` : ""}`,
       );
-      expect({ extra, lost, twice, disorder, gaveUpOnDone }).toEqual({
+      expect({ extra, lost, twice, disorder, gaveUpOnDone, unhealthy }).toEqual({
         extra: [],
         lost: [],
         twice: [],
         disorder: [],
         gaveUpOnDone: [],
+        unhealthy: "",
       });
       expect(done.length).toBeGreaterThanOrEqual(3);
       expect(acked).toBeGreaterThanOrEqual(SESSIONS * (done.length + 1));
