@@ -39,6 +39,9 @@ ON CONFLICT (session_id) DO UPDATE SET blackboard = excluded.blackboard, updated
 
 const SELECT = `SELECT blackboard FROM ${POSTGRES_BLACKBOARD_TABLE} WHERE session_id = $1`;
 const DELETE = `DELETE FROM ${POSTGRES_BLACKBOARD_TABLE} WHERE session_id = $1`;
+/** At most `$2` rows not saved since `$1`, oldest first (a bounded sweep: the next one goes on). */
+const SWEEP = `DELETE FROM ${POSTGRES_BLACKBOARD_TABLE} WHERE session_id IN (
+  SELECT session_id FROM ${POSTGRES_BLACKBOARD_TABLE} WHERE updated_at < $1 ORDER BY updated_at LIMIT $2)`;
 
 /** Options of the PostgreSQL store. */
 export interface PostgresBlackboardStoreOptions {
@@ -123,6 +126,18 @@ export class PostgresBlackboardStore implements BlackboardStore {
       this.pool.query(DELETE, [sessionId]),
     );
     return (result.rowCount ?? 0) > 0;
+  }
+
+  /**
+   * Deletes the blackboards not saved since `before`, at most `limit` of them (the retention's
+   * sweep, run by a runner): how many. Rows deleted leave their bytes in the table's pages until
+   * PostgreSQL vacuums them.
+   */
+  async sweep(before: Date, limit = 1_000): Promise<number> {
+    const result = await this.#call("sweep of old blackboards", undefined, () =>
+      this.pool.query(SWEEP, [before, limit]),
+    );
+    return result.rowCount ?? 0;
   }
 
   async close(): Promise<void> {

@@ -299,6 +299,24 @@ export const CONFIG_SCHEMA = {
     defaultText: "left as the stream is",
     doc: "Maximum age of memory episodes.",
   }),
+  CONCLAVE_RETAIN_MEMORY_GRAPH: variable({
+    group: "storage",
+    schema: duration,
+    defaultText: "left as the bucket is",
+    doc: "Maximum age of memory graph nodes and edges, from their last change (PostgreSQL: swept).",
+  }),
+  CONCLAVE_RETAIN_SESSION_STATE: variable({
+    group: "storage",
+    schema: duration,
+    defaultText: "kept for ever",
+    doc: "Maximum age of snapshots, checkpoints, idempotency keys, uncommitted memory (swept; turn counters stay).",
+  }),
+  CONCLAVE_RETAIN_BLACKBOARDS: variable({
+    group: "storage",
+    schema: duration,
+    defaultText: "left as the bucket is",
+    doc: "Maximum age of blackboards, from their last change (PostgreSQL: swept by the runner).",
+  }),
   CONCLAVE_RETAIN_TURNS_PER_SESSION: variable({
     group: "storage",
     schema: wholeNumber(1),

@@ -289,6 +289,11 @@ export const LedgerReplay = z.object({
   matches: z.boolean(),
   /** What differs, one line each. */
   differences: z.array(z.string()),
+  /**
+   * Ledger events the stored projection folded that are no longer on the log (past the event log's
+   * maximum age, or erased): the fold cannot be compared, so it is not, and this says why.
+   */
+  expired_events: z.number().int().min(1).optional(),
 });
 export type LedgerReplay = z.infer<typeof LedgerReplay>;
 

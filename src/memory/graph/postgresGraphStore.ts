@@ -63,6 +63,8 @@ const MIGRATION = [
 )`,
   // The cascade from a node to the edges pointing at it.
   `CREATE INDEX IF NOT EXISTS ${POSTGRES_MEMORY_EDGES_TABLE}_to ON ${POSTGRES_MEMORY_EDGES_TABLE} (session_id, to_id)`,
+  // The retention's sweep (maxAge.ts) finds the oldest nodes by it.
+  `CREATE INDEX IF NOT EXISTS ${POSTGRES_MEMORY_NODES_TABLE}_updated ON ${POSTGRES_MEMORY_NODES_TABLE} (updated_at)`,
 ];
 
 const UPSERT_NODE = `INSERT INTO ${POSTGRES_MEMORY_NODES_TABLE} (session_id, id, kind, body, updated_at)
@@ -85,6 +87,9 @@ const SELECT_EDGES = `SELECT from_id, to_id, kind FROM ${POSTGRES_MEMORY_EDGES_T
 const DELETE_NODE = `DELETE FROM ${POSTGRES_MEMORY_NODES_TABLE} WHERE session_id = $1 AND id = $2`;
 const DELETE_SESSION_NODES = `DELETE FROM ${POSTGRES_MEMORY_NODES_TABLE} WHERE session_id = $1`;
 const DELETE_SESSION_EDGES = `DELETE FROM ${POSTGRES_MEMORY_EDGES_TABLE} WHERE session_id = $1`;
+/** At most `$2` nodes not changed since `$1` (epoch ms), oldest first; their edges go by the cascade. */
+const SWEEP_NODES = `DELETE FROM ${POSTGRES_MEMORY_NODES_TABLE} WHERE (session_id, id) IN (
+  SELECT session_id, id FROM ${POSTGRES_MEMORY_NODES_TABLE} WHERE updated_at < $1 ORDER BY updated_at LIMIT $2)`;
 
 /** Rows per statement of an import. */
 const IMPORT_BATCH = 1_000;
@@ -292,6 +297,19 @@ export class PostgresMemoryGraphStore implements MemoryGraphStore {
     });
     await this.dropSession(sessionId);
     return removed;
+  }
+
+  /**
+   * Deletes at most `limit` nodes not changed since `beforeMs` (epoch ms), with their edges: how
+   * many (the retention's sweep, src/memory/graph/maxAge.ts). Sessions in memory keep their copy:
+   * the sweep's wrapper leaves those nodes out of every read. Deleted rows leave their bytes in
+   * the table's pages until PostgreSQL vacuums them.
+   */
+  async sweep(beforeMs: number, limit: number): Promise<number> {
+    const result = await this.#call("sweep of old nodes", undefined, () =>
+      this.pool.query(SWEEP_NODES, [beforeMs, limit]),
+    );
+    return result.rowCount ?? 0;
   }
 
   async close(): Promise<void> {

@@ -26,6 +26,7 @@ import { Admission, admissionLimits } from "./admission.ts";
 import { IntakeBacklog } from "./intakeBacklog.ts";
 import { SessionLeases } from "./leases.ts";
 import type { RunnerOptions } from "./options.ts";
+import { graphTrimmer, retentionSweeps, withSweeps } from "./retentionParts.ts";
 
 /** What a runner is built from: everything `Runner.start` opens before it takes a turn. */
 export interface RunnerParts {
@@ -77,7 +78,7 @@ export async function openRunnerParts(nc: NatsConnection, options: RunnerOptions
     }),
   ]);
   const retention = retentionSettings(options.retention);
-  await applyRetention(jsm, retention);
+  await applyRetention(jsm, retention, nc);
   const directory = AgentDirectory.open(nc, {
     onInvalid: (message) => log.warn(`ignored an agent announcement: ${singleLine(message)}`),
   });
@@ -112,10 +113,10 @@ export async function openRunnerParts(nc: NatsConnection, options: RunnerOptions
     erase: { runner: id, ...(options.recipes?.blackboard ? { blackboard: options.recipes.blackboard } : {}) },
   };
   // Schedules (docs/schedules.md) are fired through the intake and managed beside it, and stop with it.
-  const intake = await hostSchedules(
-    nc,
-    { runner: id, log, submit: localSubmit(intakeDeps) },
-    await serveIntake(nc, intakeDeps),
+  const intake = withSweeps(
+    await hostSchedules(nc, { runner: id, log, submit: localSubmit(intakeDeps) }, await serveIntake(nc, intakeDeps)),
+    retentionSweeps(jsm, retention, log, options.recipes?.blackboard),
+    log,
   );
   const consumer = await js.consumers.get(streams.turns, RUNNER_CONSUMER);
   const messages = await consumer.consume({ max_messages: 256, expires: PULL_EXPIRES_MS });
@@ -126,7 +127,8 @@ export async function openRunnerParts(nc: NatsConnection, options: RunnerOptions
           {
             jsm,
             statusOf: (sessionId, turnId) => statuses.get(sessionId, turnId),
-            warn: (message) => log.warn(message),
+            log,
+            trimGraph: graphTrimmer(nc, jsm, log),
           },
           retention.turnsPerSession,
         );
