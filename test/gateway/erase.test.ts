@@ -8,6 +8,7 @@
 import { type Message, type Part, Role, type StreamResponse, type Task, TaskState } from "@a2a-js/sdk";
 import { type Client, ClientFactory } from "@a2a-js/sdk/client";
 import { beforeAll, describe, expect, it } from "vitest";
+import { LIST_ALL_TASKS } from "../helpers/a2a.ts";
 import { useGatewayStack } from "../helpers/stack.ts";
 import { eventually } from "../helpers/wait.ts";
 
@@ -44,14 +45,7 @@ async function send(request: ReturnType<typeof message>): Promise<Task> {
 
 /** Every task the gateway lists for this caller, by id. */
 async function listed(): Promise<string[]> {
-  const everything = {
-    tenant: "",
-    contextId: "",
-    status: TaskState.TASK_STATE_UNSPECIFIED,
-    pageToken: "",
-    statusTimestampAfter: undefined,
-  };
-  return (await a2a.listTasks(everything)).tasks.map((task) => task.id);
+  return (await a2a.listTasks(LIST_ALL_TASKS)).tasks.map((task) => task.id);
 }
 
 /** Which of the tasks `get` still finds. */

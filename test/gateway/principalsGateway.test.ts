@@ -8,7 +8,7 @@
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type AgentCard, type Message, type Part, Role, type Task, TaskState } from "@a2a-js/sdk";
+import { type AgentCard, type Message, type Part, Role, type Task } from "@a2a-js/sdk";
 import { type Client as A2aClient, ClientFactory, JsonRpcTransportFactory } from "@a2a-js/sdk/client";
 import { Client as McpClient } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -18,6 +18,7 @@ import { spawnConclave } from "../../src/cli/childProcess.ts";
 import { type ConclaveClient, connect } from "../../src/client/index.ts";
 import { freePort, REPO_ROOT, type RunningNatsServer, startNatsServer } from "../../src/nats/server.ts";
 import { withTenants } from "../../src/nats/tenants.ts";
+import { LIST_ALL_TASKS } from "../helpers/a2a.ts";
 import { eventually } from "../helpers/wait.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "conclave-principals-gateway-"));
@@ -184,15 +185,8 @@ describe("a gateway with principals", () => {
     expect(task.id).toBeTruthy();
     expect((await crm.getTask({ tenant: "", id: task.id })).id).toBe(task.id);
 
-    const everything = {
-      tenant: "",
-      contextId: "",
-      status: TaskState.TASK_STATE_UNSPECIFIED,
-      pageToken: "",
-      statusTimestampAfter: undefined,
-    };
-    expect((await crm.listTasks(everything)).tasks.map((each) => each.id)).toContain(task.id);
-    const listed = await ops.listTasks(everything);
+    expect((await crm.listTasks(LIST_ALL_TASKS)).tasks.map((each) => each.id)).toContain(task.id);
+    const listed = await ops.listTasks(LIST_ALL_TASKS);
     expect(JSON.stringify(listed)).not.toContain("4711");
     expect(JSON.stringify(listed)).not.toContain(task.id);
     await expect(ops.getTask({ tenant: "", id: task.id })).rejects.toThrow(/not found/i);
