@@ -1,3 +1,5 @@
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import type { NatsConnection } from "@nats-io/nats-core";
 import type { ConclaveProcess } from "../src/cli/childProcess.ts";
 import { LLM_LAYOUT } from "../src/cli/localCluster.ts";
@@ -9,6 +11,7 @@ import { TurnStatusStore } from "../src/runtime/turnStatusStore.ts";
 import type { BenchCluster } from "./cluster.ts";
 import { LeaseLapses } from "./loggedProcess.ts";
 import type { BenchPlan } from "./plan.ts";
+import { summarizeProfile } from "./profile.ts";
 import { progress } from "./progress.ts";
 import { SIMULATED_MODEL_MS, startSimulatedModelCluster } from "./simulatedModel.ts";
 import { round, type Summary, summarize } from "./stats.ts";
@@ -105,6 +108,8 @@ async function loadRound(
   const from = requests.length;
   let killedAt: number | null = null;
   let killing: Promise<void> | null = null;
+  /** The surviving runners, profiled from the kill to the round's end (BENCH_PROFILE_TAKEOVER=1). */
+  let profiled: ConclaveProcess[] = [];
   let reached = 0;
   let done = 0;
   let inFlightAtKill: number | null = null;
@@ -131,6 +136,7 @@ async function loadRound(
             inFlightAtKill = options.inFlight - done;
             killedAt = performance.now();
             await kill(victim);
+            if (PROFILE_TAKEOVER) profiled = await startProfiles(cluster, victim);
           })();
         },
         180_000,
@@ -148,6 +154,7 @@ async function loadRound(
   };
   await Promise.all(Array.from({ length: options.inFlight }, (_, i) => turn(i)));
   await killing;
+  if (profiled.length > 0) await reportProfiles(cluster, profiled, options.prefix);
   const bodies = requests.slice(from) as Parameters<typeof repeats>[0];
   return {
     inFlightAtKill,
@@ -159,6 +166,35 @@ async function loadRound(
     repeatedModelCalls: repeats(bodies),
     repeatedBy: repeatsByName(bodies),
   };
+}
+
+/** `BENCH_PROFILE_TAKEOVER=1`: the surviving runners are CPU-profiled from each kill to the end of its round. */
+const PROFILE_TAKEOVER = process.env.BENCH_PROFILE_TAKEOVER === "1";
+
+/** Starts a CPU profile on every runner still up but the victim. */
+async function startProfiles(cluster: BenchCluster, victim: ConclaveProcess): Promise<ConclaveProcess[]> {
+  const survivors = cluster.processes.filter((p) => p.name.startsWith("runner") && p !== victim && p.child.connected);
+  await Promise.all(survivors.map((p) => cluster.control(p, { bench: "profile-start", intervalUs: 500 })));
+  return survivors;
+}
+
+/** Stops the profiles and says how busy each survivor was during the takeover, and on what. */
+async function reportProfiles(cluster: BenchCluster, profiled: ConclaveProcess[], prefix: string): Promise<void> {
+  for (const p of profiled) {
+    const path = join(tmpdir(), `conclave-takeover-${prefix}-${p.child.pid}.cpuprofile`);
+    await cluster.control(p, { bench: "profile-stop", path });
+    const summary = summarizeProfile(path, p.name, 8);
+    const share = (ms: number) => `${Math.round((ms / Math.max(summary.wallMs, 1)) * 100)}%`;
+    progress(
+      `under load, takeover profile of ${p.name}: ${round(summary.wallMs, 0)} ms from the kill, busy ${share(summary.busyMs)} (GC ${share(summary.gcMs)}), idle ${share(summary.idleMs)}; by origin: ${summary.byOrigin
+        .slice(0, 6)
+        .map((entry) => `${entry.name} ${share(entry.ms)}`)
+        .join(", ")}; top self: ${summary.topSelf
+        .slice(0, 5)
+        .map((entry) => `${entry.name} ${share(entry.ms)}`)
+        .join(", ")} (${path})`,
+    );
+  }
 }
 
 /**
