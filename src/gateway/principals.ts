@@ -297,8 +297,3 @@ export class GatewayClients {
 export function runtimeSessionOf(principal: Principal, session: string): string {
   return principal.tenant ? tenantSessionId(principal.tenant.name, session) : session;
 }
-
-/** The id a principal knows one of its sessions by; null for a session that is not its own. */
-export function sessionIdFor(principal: Principal, session: string): string | null {
-  return session.startsWith(principal.sessionPrefix) ? session.slice(principal.sessionPrefix.length) : null;
-}

@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { answeringRole, Principals, SOLE_PRINCIPAL, sessionIdFor, sessionOf } from "../../src/gateway/principals.ts";
+import { answeringRole, Principals, SOLE_PRINCIPAL, sessionOf } from "../../src/gateway/principals.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "conclave-principals-"));
 const file = (name: string, text: string) => {
@@ -41,8 +41,6 @@ describe("gateway principals", () => {
     const crm = principals.resolve("bearer  crm-token-0123456789abcdef ");
     expect(crm).toMatchObject({ name: "crm", sessionPrefix: "crm-", approverRoles: [] });
     expect(sessionOf(crm!, "chat1")).toBe("crm-chat1");
-    expect(sessionIdFor(crm!, "crm-chat1")).toBe("chat1");
-    expect(sessionIdFor(crm!, "alice-chat1")).toBeNull();
     expect(principals.resolve("Bearer nobody-0123456789abcdef")).toBeNull();
     expect(principals.resolve(undefined)).toBeNull();
     expect(principals.resolve("Basic alice-token-0123456789abcdef")).toBeNull();
