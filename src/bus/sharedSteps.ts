@@ -1,10 +1,11 @@
 import { createHash } from "node:crypto";
 import { type KV, type KvEntry, Kvm } from "@nats-io/kv";
-import type { NatsConnection } from "@nats-io/nats-core";
+import { headers, type MsgHdrs, type NatsConnection } from "@nats-io/nats-core";
 import { z } from "zod";
 import { messageOf, singleLine } from "../errors.ts";
 import { checkBucketReplicas, configuredReplicas } from "../nats/replicas.ts";
 import { HandlerError } from "./errors.ts";
+import { KnownSteps } from "./knownSteps.ts";
 import { buckets } from "./subjects.ts";
 
 /** How long a step's answer (or claim) is kept: the bucket's max_age. A takeover asks again within seconds. */
@@ -22,6 +23,13 @@ export const MAX_SHARED_REPLY_BYTES = 256 * 1024;
 export const CLAIM_LEASE_MS = 2_000;
 /** How often the worker running a step renews its claim. */
 const RENEW_EVERY_MS = 500;
+/**
+ * A step no other worker was seen to hold runs at once, and is claimed only if it still runs this
+ * long after: a step asked again on another worker is asked no sooner than a runner's takeover (its
+ * liveness, 1.5 s) or a resend (a share of the request's deadline, 2.5 s by default), when its
+ * claim is there. A step answered sooner is not claimed: its answer is stored after the reply.
+ */
+export const CLAIM_AFTER_MS = 200;
 /** After the bucket could not be opened (no rights, no JetStream), steps run unshared this long before a retry. */
 const REOPEN_AFTER_MS = 30_000;
 
@@ -33,6 +41,13 @@ const StepRecord = z.discriminatedUnion("state", [
 ]);
 type StepRecord = z.infer<typeof StepRecord>;
 
+/** A claim due later: its revision once made (null: none held), `tried` once it was attempted. */
+interface LaterClaim {
+  revision: Promise<number | null>;
+  cancel: () => void;
+  tried: boolean;
+}
+
 /** What waiting on another worker's claim ended with. */
 type Waited = { reply: Uint8Array } | { free: true } | { stale: number };
 
@@ -43,24 +58,32 @@ const encode = (record: StepRecord): Uint8Array => encoder.encode(JSON.stringify
 /**
  * Steps shared by every worker of a service, in the `conclave_step_replies` KV bucket: a step
  * asked of a second worker (a runner that took a turn over, or resent a request to a live worker)
- * is not run again there. The first worker to ask claims the step (a KV create: compare-and-set),
- * renews its claim while the work runs, and stores the answer; a worker that loses the claim
- * watches the key until the answer appears, the claim is dropped (a failure: not kept, so it
- * runs), or the claim goes stale (its holder died: it takes the step over, with a compare-and-set,
- * so only one worker does). A claim is stale CLAIM_LEASE_MS after the server stored its last
- * renewal (or after this worker saw it, if sooner): a waiter need not sit out a whole lease after
- * it arrives. A worker whose clock runs more than a lease ahead of the server's may take over a
- * live claim: a repeated call, never a wrong answer. Without the bucket (no rights, JetStream
- * down) steps run as they come, joined only on their own worker.
+ * is not run again there, and no step waits on KV before its work or its reply. Each worker follows
+ * the bucket's keys (src/bus/knownSteps.ts). A step whose key it has not seen runs at once; if it
+ * still runs CLAIM_AFTER_MS later it is claimed (a KV create: compare-and-set), the claim renewed
+ * while the work runs; its answer is stored once the reply is sent (a failure's claim dropped).
+ * A step whose key it has seen, or any step before it caught up, is claimed first: a worker that
+ * loses the claim watches the key until the answer appears, the claim is dropped (a failure: not
+ * kept, so it runs), or the claim goes stale (its holder died: it takes the step over, with a
+ * compare-and-set, so only one worker does). A claim is stale CLAIM_LEASE_MS after the server
+ * stored its last renewal (or after this worker saw it, if sooner): a waiter need not sit out a
+ * whole lease after it arrives. A worker whose clock runs more than a lease ahead of the server's
+ * may take over a live claim: a repeated call, never a wrong answer. Without the bucket (no rights,
+ * JetStream down) steps run as they come, joined only on their own worker.
  */
 export class SharedSteps {
   #kv: Promise<KV | null> | null = null;
   #failedAt = Number.NEGATIVE_INFINITY;
+  /** The bucket's keys seen here; null while not followed (every step is then claimed first). */
+  #known: KnownSteps | null = null;
+  #following: Promise<void> | null = null;
+  #unfollowedAt = Number.NEGATIVE_INFINITY;
+  #closed = false;
 
   /**
    * @param nc the worker's connection
    * @param worker the worker's identity, written in its claims (for operators reading the bucket)
-   * @param warn told once per failed open of the bucket
+   * @param warn told once per failed open of the bucket, or of the follow of its keys
    */
   constructor(
     private readonly nc: NatsConnection,
@@ -68,10 +91,26 @@ export class SharedSteps {
     private readonly warn: (message: string) => void = () => {},
   ) {}
 
-  /** Opens the bucket now rather than at the first step. */
+  /** Opens the bucket, and follows its keys, now rather than at the first step. */
   open(): this {
-    void this.#bucket();
+    void this.#bucket().then((kv) => kv && this.#follow(kv));
     return this;
+  }
+
+  /** Stops following the bucket's keys (steps under way finish). */
+  close(): void {
+    this.#closed = true;
+    this.#known?.stop();
+    this.#known = null;
+  }
+
+  /**
+   * Whether step `key`, asked here now, is claimed before it runs: another worker was seen to
+   * claim or answer it, or this worker does not follow the bucket's keys (yet).
+   * @internal tests
+   */
+  claimsFirst(key: string): boolean {
+    return this.#known?.mayBeTaken(kvKeyOf(key)) ?? true;
   }
 
   /**
@@ -82,11 +121,14 @@ export class SharedSteps {
     const kv = await this.#bucket();
     if (!kv) return work();
     const at = kvKeyOf(key);
+    if (!this.#known) void this.#follow(kv);
+    // No worker was seen to claim or answer it: it runs now, claimed only if it takes a while.
+    else if (!this.#known.mayBeTaken(at)) return this.#hold(kv, at, this.#claimLater(kv, at), work);
     const until = Date.now() + waitMs;
     for (;;) {
       const claimed = await this.#claim(kv, at);
       if (claimed === "unshared") return work();
-      if (claimed !== null) return this.#hold(kv, at, claimed, work);
+      if (claimed !== null) return this.#hold(kv, at, Promise.resolve(claimed), work);
       let waited: Waited;
       try {
         waited = await this.#await(kv, at, key, until);
@@ -98,7 +140,7 @@ export class SharedSteps {
       if ("stale" in waited) {
         // Its holder died: one worker takes the step over (the compare-and-set), the others wait on.
         const taken = await kv.update(at, encode(this.#claimRecord()), waited.stale).catch(() => null);
-        if (taken !== null) return this.#hold(kv, at, taken, work);
+        if (taken !== null) return this.#hold(kv, at, Promise.resolve(taken), work);
       }
     }
   }
@@ -124,40 +166,98 @@ export class SharedSteps {
     return kv.create(at, encode(this.#claimRecord())).catch(() => null);
   }
 
-  /** Runs the step holding its claim (renewed meanwhile); its answer stored, its failure's claim dropped. */
-  async #hold(kv: KV, at: string, revision: number, work: () => Promise<Uint8Array>): Promise<Uint8Array> {
-    let current = revision;
-    let renewing = false;
-    const renew = setInterval(() => {
-      if (renewing) return;
-      renewing = true;
-      kv.update(at, encode(this.#claimRecord()), current).then(
-        (next) => {
-          current = next;
-          renewing = false;
-        },
-        // Taken over (this worker stalled past the lease) or KV down: stop renewing, finish the work.
-        () => clearInterval(renew),
-      );
-    }, RENEW_EVERY_MS);
-    renew.unref();
-    let reply: Uint8Array;
-    try {
-      reply = await work();
-    } catch (error) {
+  /**
+   * A claim made CLAIM_AFTER_MS from now, unless `cancel` comes first: its revision, or null when
+   * none is held (`tried` tells a claim lost, or KV down, from one never made).
+   */
+  #claimLater(kv: KV, at: string): LaterClaim {
+    const later: LaterClaim = { revision: Promise.resolve(null), cancel: () => {}, tried: false };
+    later.revision = new Promise<number | null>((resolve) => {
+      const due = setTimeout(() => {
+        later.tried = true;
+        // Taken (another worker began it at the same time) or KV down: the work goes on unshared.
+        resolve(kv.create(at, encode(this.#claimRecord())).catch(() => null));
+      }, CLAIM_AFTER_MS);
+      later.cancel = () => {
+        clearTimeout(due);
+        resolve(null);
+      };
+    });
+    return later;
+  }
+
+  /**
+   * Runs the step, its claim (given, or to come) renewed meanwhile. Its answer goes back at once;
+   * then, off the reply's path, a held claim is settled: the answer stored, or the claim dropped (a
+   * failure, or an answer too big to keep).
+   */
+  async #hold(
+    kv: KV,
+    at: string,
+    claim: Promise<number> | LaterClaim,
+    work: () => Promise<Uint8Array>,
+  ): Promise<Uint8Array> {
+    const claimed = claim instanceof Promise ? claim : claim.revision;
+    let done = false;
+    let renew: ReturnType<typeof setInterval> | undefined;
+    void claimed.then((revision) => {
+      if (revision === null || done) return;
+      let current = revision;
+      let renewing = false;
+      renew = setInterval(() => {
+        if (renewing) return;
+        renewing = true;
+        kv.update(at, encode(this.#claimRecord()), current).then(
+          (next) => {
+            current = next;
+            renewing = false;
+          },
+          // Taken over (this worker stalled past the lease) or KV down: stop renewing, finish the work.
+          () => clearInterval(renew),
+        );
+      }, RENEW_EVERY_MS);
+      renew.unref();
+    });
+    const settle = (reply: Uint8Array | null) => {
+      done = true;
       clearInterval(renew);
-      // Failures are not kept: a worker waiting on the step sees the key go and runs it.
-      await kv.delete(at).catch(() => {});
+      if (!(claim instanceof Promise)) claim.cancel();
+      // After the reply is sent (this runs once the caller's awaits have): the requester never waits on KV.
+      setImmediate(() => {
+        void claimed.then((revision) => {
+          const kept = reply !== null && reply.length <= MAX_SHARED_REPLY_BYTES;
+          const answer = kept ? encode({ state: "done", reply: Buffer.from(reply).toString("base64") }) : null;
+          // Never claimed: answered before its claim was due (kept), or its claim lost or not made (not ours to write).
+          if (revision === null && (claim instanceof Promise || claim.tried || !answer)) return;
+          clearInterval(renew);
+          // Failures are not kept, nor big answers (MAX_SHARED_REPLY_BYTES): a worker waiting sees the key go.
+          this.#write(at, answer);
+        });
+      });
+    };
+    try {
+      const reply = await work();
+      settle(reply);
+      return reply;
+    } catch (error) {
+      settle(null);
       throw error;
     }
-    clearInterval(renew);
-    // A big answer is not kept for other workers (see MAX_SHARED_REPLY_BYTES): its claim goes.
-    const stored =
-      reply.length <= MAX_SHARED_REPLY_BYTES
-        ? kv.put(at, encode({ state: "done", reply: Buffer.from(reply).toString("base64") }))
-        : kv.delete(at);
-    await stored.catch(() => {});
-    return reply;
+  }
+
+  /**
+   * Stores the step's answer, or drops its key (null), with a plain publish on the bucket's subject:
+   * JetStream stores it as a KV put or delete; nothing waits for its ack (none is asked for). Lost
+   * (JetStream down), a re-ask on another worker runs the step again.
+   */
+  #write(at: string, answer: Uint8Array | null): void {
+    const subject = `$KV.${buckets.stepReplies}.${at}`;
+    try {
+      if (answer) this.nc.publish(subject, answer);
+      else this.nc.publish(subject, new Uint8Array(), { headers: deleteMarker() });
+    } catch {
+      // The connection is closed or draining: the worker is stopping, and its answers go with it.
+    }
   }
 
   /** Watches another worker's claim on the step until it answers, drops it, goes stale or `until` passes. */
@@ -193,6 +293,31 @@ export class SharedSteps {
     }
   }
 
+  /** Follows the bucket's keys; after the follow fails or ends, again no sooner than REOPEN_AFTER_MS. */
+  #follow(kv: KV): Promise<void> {
+    if (this.#following || this.#closed || Date.now() - this.#unfollowedAt < REOPEN_AFTER_MS) {
+      return this.#following ?? Promise.resolve();
+    }
+    const lost = () => {
+      this.#known = null;
+      this.#following = null;
+      this.#unfollowedAt = Date.now();
+    };
+    this.#following = KnownSteps.follow(kv, STEP_REPLY_TTL_MS, lost).then(
+      (known) => {
+        if (this.#closed) known.stop();
+        else this.#known = known;
+      },
+      (error: unknown) => {
+        lost();
+        this.warn(
+          `every step is claimed before it runs: ${buckets.stepReplies}'s keys cannot be followed: ${singleLine(messageOf(error))}`,
+        );
+      },
+    );
+    return this.#following;
+  }
+
   #bucket(): Promise<KV | null> {
     if (this.#kv) return this.#kv;
     if (Date.now() - this.#failedAt < REOPEN_AFTER_MS) return Promise.resolve(null);
@@ -216,6 +341,13 @@ export class SharedSteps {
 /** A step's key in KV: itself when it is a valid key, else its hash. */
 export function kvKeyOf(key: string): string {
   return /^[-\w=]+(\.[-\w=]+)*$/.test(key) ? key : `h.${createHash("sha256").update(key).digest("hex")}`;
+}
+
+/** The headers of a KV delete (as `kv.delete` writes them). */
+function deleteMarker(): MsgHdrs {
+  const marker = headers();
+  marker.set("KV-Operation", "DEL");
+  return marker;
 }
 
 /** The promise's result, or null when `ms` pass first. */

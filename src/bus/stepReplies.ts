@@ -20,8 +20,8 @@ const DEFAULT_WAIT_MS = 30_000;
  * or gets the answer already given, instead of doing the work again (a model
  * call, tokens, a different answer). Failures are not kept: asking again tries
  * again. Calls under way are joined in memory, on the worker running them;
- * with `shared`, a step asked of another worker of the service is claimed,
- * awaited and answered through KV (src/bus/sharedSteps.ts). Answers are also
+ * with `shared`, a step asked of another worker of the service joins its call
+ * or gets its answer through KV (src/bus/sharedSteps.ts). Answers are also
  * kept in memory, bounded by age and count.
  */
 export class StepReplies {

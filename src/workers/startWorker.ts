@@ -215,17 +215,14 @@ async function serveWorker(
   await ensureDeadLetterStream(await jetstreamManager(nc));
   // A cancelled, ended or taken-over turn's calls stop here too: the agent's (or council's, voice's…) work sees its signal abort.
   const cancellations = new TurnAborts(nc);
+  // A step asked again (a runner that took its turn over, a resent request) is answered once: on its own
+  // worker always, and by any worker of the step unless CONCLAVE_SHARED_STEPS=0 (off the reply's path).
+  const shared = setting(process.env, "CONCLAVE_SHARED_STEPS")
+    ? new SharedSteps(nc, workerIdentity(), (line) => log.warn(line)).open()
+    : undefined;
   const serve: ServeOptions = {
     cancellations,
-    // A step asked again (a runner that took its turn over, a resent request) is answered once: on its own
-    // worker always, by any worker of the step with CONCLAVE_SHARED_STEPS (two KV round trips more per step).
-    steps: new StepReplies(
-      undefined,
-      undefined,
-      setting(process.env, "CONCLAVE_SHARED_STEPS")
-        ? new SharedSteps(nc, workerIdentity(), (line) => log.warn(line)).open()
-        : undefined,
-    ),
+    steps: new StepReplies(undefined, undefined, shared),
     onError: (endpoint, error, request) => {
       log.warn(`${endpoint}: ${error.code}: ${singleLine(error.message, 1_000)}`);
       // Bad input is kept for inspection; a failure of the actor itself is only logged.
@@ -386,6 +383,7 @@ async function serveWorker(
       await announcing;
       await announcer?.stop();
       cancellations.close();
+      shared?.close();
       directory?.close();
       await Promise.all(running.map((service) => service.stop()));
       await Promise.all(closers.map((close) => close()));

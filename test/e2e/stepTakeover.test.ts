@@ -3,9 +3,9 @@
  * processes), in LLM mode against the suite's model server:
  * - the runner dies while the council's model calls are under way, and the
  *   runner that takes the turns over asks the council again, on either core
- *   worker: the model sees no call twice (the workers' step answers are in KV,
- *   src/bus/sharedSteps.ts, so a re-ask that reaches the other worker waits
- *   for the answer instead of running the model);
+ *   worker: the model sees no call twice (the workers' step answers are in KV
+ *   by default, src/bus/sharedSteps.ts, so a re-ask that reaches the other
+ *   worker waits for the answer instead of running the model);
  * - the core worker running the council dies with a spare alive: the runner
  *   resends the request, the spare takes the dead worker's claim over, and the
  *   turn ends Complete, with no council fallback (the one repeated call left
@@ -32,7 +32,8 @@ const nats = useNatsServer();
 let model: OpenAIServer;
 const processes = useConclaveProcesses(
   () => nats.url,
-  () => ({ CONCLAVE_LLM_BASE_URL: model.url, CONCLAVE_LLM_MODEL: "scripted-model", CONCLAVE_SHARED_STEPS: "1" }),
+  // The workers' defaults: step answers shared (CONCLAVE_SHARED_STEPS is not set).
+  () => ({ CONCLAVE_LLM_BASE_URL: model.url, CONCLAVE_LLM_MODEL: "scripted-model" }),
 );
 const cores: ConclaveProcess[] = [];
 
@@ -135,13 +136,20 @@ describe("a step with two workers", () => {
     holdCouncil = 1;
     const ack = await submitTurn(client, "spare-council", { text: "I'm stressed about my deadline tomorrow" });
     await until(() => held.length === 1, { timeoutMs: 60_000, what: "the council's model call" });
-    // The core worker holding the council's claim dies mid-call.
+    // The core worker holding the council's claim (made once the call has run CLAIM_AFTER_MS) dies mid-call.
     const kv = await new Kvm(await nats.connect("worker")).create(buckets.stepReplies, {
       history: 1,
       ttl: STEP_REPLY_TTL_MS,
     });
-    const entry = await kv.get(`${ack.session_id}.council.${ack.turn_id}`);
-    const claim = entry ? (JSON.parse(new TextDecoder().decode(entry.value)) as { worker?: string }) : {};
+    let claim: { worker?: string } = {};
+    await until(
+      async () => {
+        const entry = await kv.get(`${ack.session_id}.council.${ack.turn_id}`);
+        if (entry?.operation === "PUT") claim = JSON.parse(new TextDecoder().decode(entry.value)) as typeof claim;
+        return claim.worker !== undefined;
+      },
+      { what: "the council's claim" },
+    );
     const holder = cores.find((core) => claim.worker?.endsWith(`:${core.child.pid}`));
     if (!holder) throw new Error(`no core worker holds the council's claim (${JSON.stringify(claim)})`);
     const died = new Promise<void>((resolve) => holder.child.once("exit", () => resolve()));

@@ -3,13 +3,14 @@
  * on a real nats-server with the workers' permissions): a step asked of a
  * second worker while the first runs it, or after, is not run again there; a
  * failure is not kept; a claim whose worker died is taken over; a big answer
- * is not stored; a wait ends at the step's deadline.
+ * is not stored; a wait ends at the step's deadline; a step answered before
+ * its claim is due is stored after its reply, never claimed.
  */
 import { Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { beforeAll, describe, expect, it } from "vitest";
 import { HandlerError } from "../../src/bus/errors.ts";
-import { MAX_SHARED_REPLY_BYTES, SharedSteps, STEP_REPLY_TTL_MS } from "../../src/bus/sharedSteps.ts";
+import { CLAIM_AFTER_MS, MAX_SHARED_REPLY_BYTES, SharedSteps, STEP_REPLY_TTL_MS } from "../../src/bus/sharedSteps.ts";
 import { StepReplies } from "../../src/bus/stepReplies.ts";
 import { buckets } from "../../src/bus/subjects.ts";
 import { useNatsServer } from "../helpers/nats.ts";
@@ -22,8 +23,15 @@ const bytes = (value: string) => new TextEncoder().encode(value);
 /** One worker's step answers, on a connection of its own. */
 async function worker(name: string, nc?: NatsConnection): Promise<StepReplies> {
   const connection = nc ?? (await nats.connect("worker"));
-  return new StepReplies(60_000, 100, new SharedSteps(connection, name, (line) => console.error(line)).open());
+  const shared = new SharedSteps(connection, name, (line) => console.error(line)).open();
+  sharedOf.set(name, shared);
+  return new StepReplies(60_000, 100, shared);
 }
+const sharedOf = new Map<string, SharedSteps>();
+
+/** Waits until `worker` has seen the step's key: asked the step now, it claims first (and so waits on its holder). */
+const seen = (key: string, worker: string) =>
+  until(() => sharedOf.get(worker)!.claimsFirst(key), { what: `${worker} seeing ${key}` });
 
 /** A work that counts its runs and answers when released. */
 function gatedWork(answer: string) {
@@ -70,10 +78,12 @@ describe("step answers shared by a service's workers", () => {
     const second = gatedWork("from b");
     const asked = a.reply("s1.council.1", first.run);
     await claimed("s1.council.1", "a");
+    await seen("s1.council.1", "b");
     const joined = b.reply("s1.council.1", second.run);
     first.release();
     expect(text(await asked)).toBe("from a");
     expect(text(await joined)).toBe("from a");
+    await seen("s1.council.1", "c");
     expect(text(await c.reply("s1.council.1", second.run))).toBe("from a");
     expect([first.runs, second.runs]).toEqual([1, 0]);
     expect(await stored("s1.council.1")).toMatchObject({ state: "done" });
@@ -86,6 +96,7 @@ describe("step answers shared by a service's workers", () => {
     second.release();
     const failed = a.reply("s2.council.1", first.run);
     await claimed("s2.council.1", "a");
+    await seen("s2.council.1", "b");
     const waiting = b.reply("s2.council.1", second.run);
     first.fail(new HandlerError("agent_failed", "the model failed"));
     await expect(failed).rejects.toThrow("the model failed");
@@ -101,6 +112,7 @@ describe("step answers shared by a service's workers", () => {
     again.release();
     void a.reply("s3.council.1", lost.run).catch(() => {});
     await claimed("s3.council.1", "a");
+    await seen("s3.council.1", "b");
     await doomed.close(); // its claim is no longer renewed
     expect(text(await b.reply("s3.council.1", again.run))).toBe("from b");
     expect([lost.runs, again.runs]).toEqual([1, 1]);
@@ -129,9 +141,34 @@ describe("step answers shared by a service's workers", () => {
     const second = gatedWork("from b");
     const asked = a.reply("s5.council.1", first.run);
     await claimed("s5.council.1", "a");
+    await seen("s5.council.1", "b");
     await expect(b.reply("s5.council.1", second.run, 200)).rejects.toMatchObject({ code: "timeout" });
     first.release();
     expect(text(await asked)).toBe("from a");
     expect(second.runs).toBe(0);
+  });
+
+  it("run a step no worker was seen to hold at once, unclaimed, and store its answer after the reply", async () => {
+    const [a, b] = await Promise.all([worker("a"), worker("b")]);
+    // Both follow the bucket's keys: a step neither has seen runs with no claim first.
+    await until(
+      () => !sharedOf.get("a")!.claimsFirst("s6.council.1") && !sharedOf.get("b")!.claimsFirst("s6.council.1"),
+      {
+        what: "the workers following the bucket's keys",
+      },
+    );
+    let runs = 0;
+    const work = async () => {
+      runs += 1;
+      return bytes("quick");
+    };
+    const started = Date.now();
+    expect(text(await a.reply("s6.council.1", work))).toBe("quick");
+    // Answered before its claim was due: nothing in KV was waited on.
+    expect(Date.now() - started).toBeLessThan(CLAIM_AFTER_MS);
+    await until(async () => (await stored("s6.council.1"))?.state === "done", { what: "the answer stored" });
+    await seen("s6.council.1", "b");
+    expect(text(await b.reply("s6.council.1", work))).toBe("quick");
+    expect(runs).toBe(1);
   });
 });

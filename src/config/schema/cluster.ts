@@ -9,8 +9,8 @@ export const CLUSTER_VARIABLES = {
   CONCLAVE_SHARED_STEPS: variable({
     group: "process",
     schema: flag,
-    default: false,
-    doc: "1: workers keep step answers in KV conclave_step_replies, so a takeover's re-ask reaching another worker of the step joins the call instead of making it again; it costs two KV round trips per step on the turn's path (docs/operations.md).",
+    default: true,
+    doc: "Workers share step answers in KV conclave_step_replies, so a takeover's re-ask reaching another worker of the step joins the call instead of making it again; nothing on the turn's path waits on it (docs/protocol.md). 0: each worker joins only its own calls.",
   }),
   CONCLAVE_REPLICAS: variable({
     group: "nats",
