@@ -124,7 +124,10 @@ describe("a runner killed mid-turn", () => {
     }
     /** Each kill: the turn whose wave had just started, and the runner (id `host:pid`) that was running it. */
     const caught: { turn: string; runner: string }[] = [];
+    /** The dead runners' replacements, started while the turns go on: a start-up may outlast them. */
+    const replacements: Promise<void>[] = [];
     for (let round = 0; round < 2; round++) {
+      let resumed: Promise<EngineEvent> | undefined;
       for (;;) {
         // A wave stored from now on belongs to a turn under way: its runner dies in the middle of that turn.
         const wave = await waitForEvent(
@@ -133,16 +136,35 @@ describe("a runner killed mid-turn", () => {
           (event) => event.kind === "WAVE_STARTED" && sessions.has(event.session_id),
           { from: "now" },
         );
+        const turn = `${wave.session_id}/${wave.turn_id}`;
+        // Each kill catches another turn: one killed again before it records a step is resumed anew.
+        if (caught.some((earlier) => earlier.turn === turn)) continue;
         const owner = (await statuses.get(wave.session_id, wave.turn_id))?.runner;
         const victim = runners.find((runner) => owner?.endsWith(`:${runner.child.pid}`));
         if (!owner || !victim) continue;
         runners.splice(runners.indexOf(victim), 1);
+        // The caught turn taken over (its TURN_RESUMED stored) before the next kill.
+        resumed = waitForEvent(
+          observer,
+          subjects.allEvents,
+          (event) =>
+            event.kind === "TURN_RESUMED" &&
+            `${event.session_id}/${event.turn_id}` === turn &&
+            event.payload.previous_runner === owner,
+          { from: "now" },
+        );
         await kill(victim);
-        caught.push({ turn: `${wave.session_id}/${wave.turn_id}`, runner: owner });
+        caught.push({ turn, runner: owner });
         break;
       }
-      runners.push(await processes.spawn(`runner-${round + 3}`, ["runner"]));
+      replacements.push(
+        processes.spawn(`runner-${round + 3}`, ["runner"]).then((runner) => {
+          runners.push(runner);
+        }),
+      );
+      await resumed;
     }
+    await Promise.all(replacements);
     const logs = await settle(acks, 90_000);
     expectIntact(logs);
     await expectInTurnOrder(sessions);
