@@ -15,11 +15,11 @@ import { CLUSTER_VARIABLES } from "./schema/cluster.ts";
 import { CONTEXT_VARIABLES } from "./schema/context.ts";
 import { COST_VARIABLES } from "./schema/cost.ts";
 import { GATEWAY_VARIABLES } from "./schema/gateway.ts";
+import { RETENTION_VARIABLES } from "./schema/retention.ts";
 import { TRACING_VARIABLES } from "./schema/tracing.ts";
 import {
   type ConfigVariable,
   commaList,
-  duration,
   flag,
   httpUrl,
   oneOf,
@@ -281,48 +281,7 @@ export const CONFIG_SCHEMA = {
   ...COST_VARIABLES,
   ...A2A_VARIABLES,
 
-  CONCLAVE_RETAIN_EVENTS: variable({
-    group: "storage",
-    schema: duration,
-    defaultText: "left as the stream is",
-    doc: "Maximum age of the event log's events (30d, 12h, 0 for ever; at least 1h).",
-  }),
-  CONCLAVE_RETAIN_TURN_STATUSES: variable({
-    group: "storage",
-    schema: duration,
-    defaultText: "left as the bucket is",
-    doc: "Maximum age of turn statuses, from their last change.",
-  }),
-  CONCLAVE_RETAIN_EPISODES: variable({
-    group: "storage",
-    schema: duration,
-    defaultText: "left as the stream is",
-    doc: "Maximum age of memory episodes.",
-  }),
-  CONCLAVE_RETAIN_MEMORY_GRAPH: variable({
-    group: "storage",
-    schema: duration,
-    defaultText: "left as the bucket is",
-    doc: "Maximum age of memory graph nodes and edges, from their last change (PostgreSQL: swept).",
-  }),
-  CONCLAVE_RETAIN_SESSION_STATE: variable({
-    group: "storage",
-    schema: duration,
-    defaultText: "kept for ever",
-    doc: "Maximum age of snapshots, checkpoints, idempotency keys, uncommitted memory (swept; turn counters stay).",
-  }),
-  CONCLAVE_RETAIN_BLACKBOARDS: variable({
-    group: "storage",
-    schema: duration,
-    defaultText: "left as the bucket is",
-    doc: "Maximum age of blackboards, from their last change (PostgreSQL: swept by the runner).",
-  }),
-  CONCLAVE_RETAIN_TURNS_PER_SESSION: variable({
-    group: "storage",
-    schema: wholeNumber(1),
-    defaultText: "no limit",
-    doc: "Most turns a session keeps; older ones lose their events, status and episode.",
-  }),
+  ...RETENTION_VARIABLES,
   CONCLAVE_MEMORY_BACKEND: variable({
     group: "storage",
     // Exact (not any case): runtime/intake/eraseStores.ts compares it as written, to erase a session's graph.

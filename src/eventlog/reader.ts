@@ -168,8 +168,14 @@ async function readConsumer(
   /** The consumer sequence of the last message read: the consumer has delivered nothing more when it says the same. */
   let lastDelivery = 0;
   let caughtUpIdle = false;
+  /** The consumer sequence read at the last tick: a tick that finds it moved on lets the read go on unasked. */
+  let seenAtTick = -1;
   const idle = options.untilCaughtUp
     ? setInterval(() => {
+        if (lastDelivery !== seenAtTick) {
+          seenAtTick = lastDelivery;
+          return;
+        }
         void consumer.info(false).then(
           (info) => {
             if (info.num_pending === 0 && info.delivered.consumer_seq <= lastDelivery) {

@@ -1,4 +1,4 @@
-import type { ConsumerMessages, JetStreamClient, JetStreamManager, JsMsg } from "@nats-io/jetstream";
+import type { ConsumerMessages, JsMsg } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
 import type { AgentDirectory } from "../../agents/directory.ts";
 import type { Service } from "../../bus/service.ts";
@@ -11,7 +11,6 @@ import { EventLogWriter } from "../../eventlog/writer.ts";
 import { type Logger, silentLogger, turnFields } from "../log.ts";
 import type { RecipeHost } from "../recipeHost/recipeHost.ts";
 import { recipeStartOf } from "../recipeHost/recipeStart.ts";
-import type { TurnStatusStore } from "../turnStatusStore.ts";
 import type { Admission } from "./admission.ts";
 import { attemptedBefore, decideDelivery, parseEntry, type TakeResult } from "./delivery.ts";
 import type { IntakeBacklog } from "./intakeBacklog.ts";
@@ -61,9 +60,6 @@ const DEFER_TO_OWNER_MS = 200;
 
 export class Runner {
   readonly #nc: NatsConnection;
-  readonly #js: JetStreamClient;
-  readonly #jsm: JetStreamManager;
-  readonly #statuses: TurnStatusStore;
   readonly #leases: SessionLeases;
   readonly #settlement: TurnSettlement;
   readonly #sessions: SessionHost;
@@ -89,9 +85,6 @@ export class Runner {
 
   private constructor(nc: NatsConnection, parts: RunnerParts, options: RunnerOptions) {
     this.#nc = nc;
-    this.#js = parts.js;
-    this.#jsm = parts.jsm;
-    this.#statuses = parts.statuses;
     this.#leases = parts.leases;
     this.#directory = parts.directory;
     this.#recipes = parts.recipes;
@@ -123,12 +116,11 @@ export class Runner {
         ? { onSettled: (sessionId: string, turnId: number) => void parts.trim?.afterTurn(sessionId, turnId) }
         : {}),
     });
-    const { js, jsm, statuses } = parts;
     const takenHere = new TurnsTakenHere();
     this.#takers = {
-      js,
-      jsm,
-      statuses,
+      js: parts.js,
+      jsm: parts.jsm,
+      statuses: parts.statuses,
       runner: parts.leases.runner,
       log: this.#log,
       settlement: this.#settlement,
@@ -258,7 +250,7 @@ export class Runner {
           { msg },
         );
       case "reset_session": {
-        const status = (await this.#statuses.get(sessionId, turnId))?.status;
+        const status = (await this.#takers.statuses.get(sessionId, turnId))?.status;
         if (status === "done" || status === "failed" || status === "expired") {
           msg.ack(); // it did end: a late copy (its first ack was lost), nothing to reset
           return;
@@ -278,7 +270,9 @@ export class Runner {
         if (checked && attemptedBefore(checked)) return this.#redelivered(msg, entry, checked);
         this.#settlement.hold(msg, entry);
         // A suspended recipe run answered: it goes on after what its log holds.
-        const stored = entry.resume ? await readForTakeover(this.#js, this.#jsm, sessionId, turnId) : undefined;
+        const stored = entry.resume
+          ? await readForTakeover(this.#takers.js, this.#takers.jsm, sessionId, turnId)
+          : undefined;
         if (stored) this.#writer.open(sessionId, turnId, stored.events, stored.lastStreamSeq);
         // It reached this runner: later turns of the session may be taken (admission keeps them in order).
         this.#order.arrived(sessionId, turnId);
