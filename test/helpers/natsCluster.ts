@@ -56,21 +56,54 @@ export function useNatsCluster(
      * leader and all its copies current (a bounded poll: JetStream has no event for it).
      */
     async healthy(observer: NatsConnection, timeoutMs = 30_000): Promise<ClusterStatus> {
-      const deadline = Date.now() + timeoutMs;
-      let last: ClusterStatus | null = null;
-      let problem = "";
-      while (Date.now() < deadline) {
-        try {
-          last = await readClusterStatus(observer);
-          const unwell = last.stores.filter((store) => store.health !== "healthy" && store.health !== "absent");
-          if (unwell.length === 0) return last;
-          problem = unwell.map((store) => `${store.stream} ${store.health}`).join(", ");
-        } catch (error) {
-          problem = String(error);
-        }
-        await new Promise((resolve) => setTimeout(resolve, 200));
-      }
-      throw new Error(`the cluster is not healthy after ${timeoutMs} ms: ${problem}`);
+      return waitForStores(observer, timeoutMs, "healthy", (store) => store.health === "healthy");
+    },
+    /**
+     * Resolves once every Conclave stream and bucket that exists has a leader and a quorum of
+     * current copies (writes go on), though a copy may still be catching up: what a run needs to
+     * go on, when a healed copy's catch-up is slow (nats-server's business, not Conclave's).
+     */
+    async quorate(observer: NatsConnection, timeoutMs = 30_000): Promise<ClusterStatus> {
+      return waitForStores(observer, timeoutMs, "quorate", (store) => {
+        if (!store.leader) return false;
+        const current = store.copies.filter((copy) => copy.leader || (copy.current && !copy.offline)).length;
+        return current * 2 > store.replicas;
+      });
     },
   };
+}
+
+/** Polls the cluster's status until every store that exists passes `well` (JetStream has no event for it). */
+async function waitForStores(
+  observer: NatsConnection,
+  timeoutMs: number,
+  state: string,
+  well: (store: ClusterStatus["stores"][number]) => boolean,
+): Promise<ClusterStatus> {
+  const deadline = Date.now() + timeoutMs;
+  let last: ClusterStatus | null = null;
+  let problem = "";
+  while (Date.now() < deadline) {
+    try {
+      last = await readClusterStatus(observer);
+      const unwell = last.stores.filter((store) => store.health !== "absent" && !well(store));
+      if (unwell.length === 0) return last;
+      // Each unwell store's copies, so a failure says which copy on which node is behind or silent.
+      problem = unwell
+        .map((store) => {
+          const copies = store.copies
+            .filter((copy) => !copy.leader)
+            .map(
+              (copy) =>
+                `${copy.node}${copy.current ? "" : " not current"}${copy.offline ? " offline" : ""}${copy.lag ? ` lag ${copy.lag}` : ""}${copy.lastSeenMs === undefined ? "" : ` seen ${Math.round(copy.lastSeenMs)} ms ago`}`,
+            );
+          return `${store.stream} ${store.health} (leader ${store.leader ?? "none"}, ${store.copies.length}/${store.replicas} copies${copies.length ? `: ${copies.join(", ")}` : ""})`;
+        })
+        .join(", ");
+    } catch (error) {
+      problem = String(error);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  throw new Error(`the cluster is not ${state} after ${timeoutMs} ms: ${problem}`);
 }
