@@ -4,9 +4,9 @@
  * The section sits between two markers, so the `--cluster` phase replaces
  * only its own section and a full bench run (renderReport) keeps it.
  */
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import type { ClusterScalingPoint, ClusterScalingRun } from "./clusterScaling.ts";
-import { ms, table } from "./markdown.ts";
+import { ms, spliceSection, table } from "./markdown.ts";
 import { round } from "./stats.ts";
 
 export const CLUSTER_SECTION_START = "<!-- cluster-scaling: written by npm run bench -- --cluster -->";
@@ -158,14 +158,7 @@ export function clusterScalingFromFile(path: string): string {
   return renderClusterScaling(JSON.parse(readFileSync(path, "utf8")) as ClusterScalingRun);
 }
 
-/** Puts `section` into the report at `path`: in place of its earlier one, else at the end. */
+/** Puts the cluster section into the report at `path`: in place of its earlier one, else at the end. */
 export function spliceClusterSection(path: string, section: string): void {
-  const report = existsSync(path) ? readFileSync(path, "utf8") : "# Benchmarks\n";
-  const start = report.indexOf(CLUSTER_SECTION_START);
-  const end = report.indexOf(CLUSTER_SECTION_END);
-  const next =
-    start >= 0 && end > start
-      ? `${report.slice(0, start)}${section}${report.slice(end + CLUSTER_SECTION_END.length)}`
-      : `${report.trimEnd()}\n\n${section}\n`;
-  writeFileSync(path, next);
+  spliceSection(path, section, CLUSTER_SECTION_START, CLUSTER_SECTION_END);
 }

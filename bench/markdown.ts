@@ -1,3 +1,4 @@
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import type { ProfileSummary } from "./profile.ts";
 import { round } from "./stats.ts";
 import type { Target } from "./targets.ts";
@@ -51,4 +52,20 @@ export function targetsTable(targets: Target[]): string {
           : `**missed** by ${missedBy(t)}`,
     ]),
   );
+}
+
+/**
+ * Puts `section` (which begins with `start` and ends with `end`, two HTML comments) into the report
+ * at `path`: in place of its earlier copy, else at the end. How a phase run on its own
+ * (`--cluster`, `--only under-load`) replaces only its own section of docs/BENCHMARKS.md.
+ */
+export function spliceSection(path: string, section: string, start: string, end: string): void {
+  const report = existsSync(path) ? readFileSync(path, "utf8") : "# Benchmarks\n";
+  const from = report.indexOf(start);
+  const to = report.indexOf(end);
+  const next =
+    from >= 0 && to > from
+      ? `${report.slice(0, from)}${section}${report.slice(to + end.length)}`
+      : `${report.trimEnd()}\n\n${section}\n`;
+  writeFileSync(path, next);
 }

@@ -19,7 +19,7 @@ import { describeEnvironment } from "./environment.ts";
 import { type InProcessPipeline, type InProcessResult, runInProcess } from "./inprocess.ts";
 import { langGraphPipeline } from "./langgraph.ts";
 import { runLatencyHiding } from "./latencyHiding.ts";
-import { targetsTable } from "./markdown.ts";
+import { spliceSection, targetsTable } from "./markdown.ts";
 import { runMemoryRetrieval } from "./memoryRetrieval.ts";
 import { checkParity } from "./parity.ts";
 import { type BenchPlan, benchPlan } from "./plan.ts";
@@ -34,7 +34,7 @@ import { floorModel, judgeTargets, type Target, tracingTargets } from "./targets
 import { runTracingCost, type TracingCostRun } from "./tracingCost.ts";
 import { renderTracingCost } from "./tracingReport.ts";
 import { runUnderLoad } from "./underLoad.ts";
-import { renderUnderLoad } from "./underLoadReport.ts";
+import { renderUnderLoad, UNDER_LOAD_SECTION_END, UNDER_LOAD_SECTION_START } from "./underLoadReport.ts";
 import { xstateLocalPipeline } from "./xstateLocal.ts";
 
 const USAGE = `npm run bench [-- --render | --only busy-day | --only under-load | --only tracing | --cluster | --help]   (or: npx tsx bench/run.ts …)
@@ -47,7 +47,8 @@ const USAGE = `npm run bench [-- --render | --only busy-day | --only under-load 
               a temporary file; docs/ is left alone
   --only under-load (or BENCH_ONLY=under-load) runs only the under-load phases (issue 42: a burst of
               sessions, a soak, takeovers with turns in flight): prints their section and targets on
-              stdout, results to a temporary file; docs/ is left alone
+              stdout, results to a temporary file; a full-size run (not BENCH_QUICK) also replaces
+              its own section of docs/BENCHMARKS.md (the rest is left alone)
   --only tracing    (or BENCH_ONLY=tracing) runs only the tracing-cost phase (two deployments, tracing
               off and on, c=1): prints its section and targets on stdout, results to a temporary file
   --cluster   runs only the cluster scaling phase (a three-node cluster, R3: 1, 2, 4 runners and
@@ -269,7 +270,8 @@ async function busyDayOnly(): Promise<void> {
 
 /**
  * `--only under-load`: the under-load phases alone (issue 42), their section and targets on
- * stdout, their results in a temporary file; docs/ is left alone.
+ * stdout, their results in a temporary file. A full-size run (not BENCH_QUICK) replaces the
+ * section, with its own targets table, in docs/BENCHMARKS.md.
  */
 async function underLoadOnly(): Promise<void> {
   const plan = benchPlan();
@@ -279,10 +281,18 @@ async function underLoadOnly(): Promise<void> {
     `under load only: ${p.burstRuns} bursts of ${p.burstSessions} sessions, a soak of ${p.soakTurns} turns from ${p.soakClients} sessions, ${p.kills} kills with ${p.inFlight} turns in flight${plan.quick ? " (BENCH_QUICK: short phases)" : ""}`,
   );
   const underLoad = await runUnderLoad(plan, `b${Date.now().toString(36)}`);
+  const environment = describeEnvironment();
   const path = join(tmpdir(), `conclave-bench-under-load-${Date.now()}.json`);
-  writeFileSync(path, `${JSON.stringify({ environment: describeEnvironment(), plan, underLoad }, null, 2)}\n`);
-  process.stdout.write(`## Targets\n\n${targetsTable(underLoad.targets)}\n\n${renderUnderLoad(underLoad, p)}\n`);
-  progress(`done in ${Math.round((performance.now() - startedAt) / 1000)} s; results in ${path}`);
+  writeFileSync(path, `${JSON.stringify({ environment, plan, underLoad }, null, 2)}\n`);
+  const ran = `Run alone (\`npm run bench -- --only under-load\`) at ${environment.commit}, ${environment.date.slice(0, 10)}, on ${environment.cores} cores (${environment.cpuModel}).`;
+  const section = renderUnderLoad(underLoad, p, `${ran}\n\n${targetsTable(underLoad.targets)}`);
+  process.stdout.write(`${section}\n`);
+  // A full-size run replaces its own section of the report; a quick one only prints it.
+  if (!plan.quick)
+    spliceSection(join(DOCS, "BENCHMARKS.md"), section, UNDER_LOAD_SECTION_START, UNDER_LOAD_SECTION_END);
+  progress(
+    `done in ${Math.round((performance.now() - startedAt) / 1000)} s; results in ${path}${plan.quick ? "; docs/ left alone (BENCH_QUICK)" : "; its section of docs/BENCHMARKS.md replaced"}`,
+  );
   for (const target of underLoad.targets) progress(`target ${target.id}: ${target.verdict}`);
 }
 

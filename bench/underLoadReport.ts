@@ -145,15 +145,30 @@ function takeoverSection(run: LoadTakeoverRun, targets: Target[]) {
 const repeatedBy = (round: { repeatedBy?: Record<string, number> }) =>
   round.repeatedBy && Object.keys(round.repeatedBy).length > 0 ? ` (${counts(round.repeatedBy)})` : "";
 
-/** The report's "Under load (issue 42)" section. */
-export function renderUnderLoad(run: UnderLoadRun | undefined, plan: UnderLoadPlan | undefined): string {
-  if (!run) return "## Under load (issue 42)\n\nNot in this run (a run made before the section existed).";
+export const UNDER_LOAD_SECTION_START =
+  "<!-- under-load: written by npm run bench, or alone by npm run bench -- --only under-load -->";
+export const UNDER_LOAD_SECTION_END = "<!-- /under-load -->";
+
+/**
+ * The report's "Under load (issue 42)" section, between two markers so that `--only under-load`
+ * replaces only it. `ownTargets`: the section's targets table, for a run of the phase alone (a full
+ * run has them in the report's Targets table).
+ */
+export function renderUnderLoad(
+  run: UnderLoadRun | undefined,
+  plan: UnderLoadPlan | undefined,
+  ownTargets?: string,
+): string {
+  if (!run)
+    return `${UNDER_LOAD_SECTION_START}\n## Under load (issue 42)\n\nNot in this run (a run made before the section existed).\n${UNDER_LOAD_SECTION_END}`;
   const g = UNDER_LOAD_GOALS;
   return [
+    UNDER_LOAD_SECTION_START,
     "## Under load (issue 42)",
     "",
-    `Issue 42's targets: ${plan?.burstSessions ?? "?"} sessions at once in LLM mode (runs: ${plan?.burstRuns ?? "?"}), every submission ending \`Complete\` or refused \`busy\` within its patience, no turn poisoned, no lease lapse; a soak of ${plan?.soakTurns ?? "?"} turns with at most ${g.soakConsumersPerClient} live consumers per active client, nats-server within ${g.soakNatsRssMiB} MB of RSS and ${g.soakNatsCpuPerTurnMs} ms of CPU per turn, no lease lapse; a takeover with two workers per step repeating no model call, p95 at most ${g.takeoverP95Ms / 1000} s with ${plan?.inFlight ?? 100} turns in flight. The targets are in the [Targets](#targets) table; the measurements behind them follow.`,
+    `Issue 42's targets: ${plan?.burstSessions ?? "?"} sessions at once in LLM mode (runs: ${plan?.burstRuns ?? "?"}), every submission ending \`Complete\` or refused \`busy\` within its patience, no turn poisoned, no lease lapse; a soak of ${plan?.soakTurns ?? "?"} turns with at most ${g.soakConsumersPerClient} live consumers per active client, nats-server within ${g.soakNatsRssMiB} MB of RSS and ${g.soakNatsCpuPerTurnMs} ms of CPU per turn, no lease lapse; a takeover with two workers per step repeating no model call, p95 at most ${g.takeoverP95Ms / 1000} s with ${plan?.inFlight ?? 100} turns in flight. ${ownTargets ? "The targets and their ratios are in the table below" : "The targets are in the [Targets](#targets) table"}; the measurements behind them follow.`,
     "",
+    ...(ownTargets ? [`### Targets (run of this phase alone)`, "", ownTargets, ""] : []),
     "error" in run.burst ? notRun("Burst", run.burst) : burstSection(run.burst, run.targets),
     "",
     "error" in run.soak ? notRun("Soak", run.soak) : soakSection(run.soak, run.targets),
@@ -161,5 +176,6 @@ export function renderUnderLoad(run: UnderLoadRun | undefined, plan: UnderLoadPl
     "error" in run.takeover
       ? notRun("Takeover with turns in flight", run.takeover)
       : takeoverSection(run.takeover, run.targets),
+    UNDER_LOAD_SECTION_END,
   ].join("\n");
 }
