@@ -28,7 +28,11 @@ export interface SubmitOptions {
   userId?: string;
   /** When the session already has a turn pending or running: `enqueue` (default), `reject` (busy error) or `interrupt`. */
   onBusy?: "enqueue" | "reject" | "interrupt";
-  /** Patience for the whole turn, in ms. Default 60 000: then `result` rejects with TurnTimeoutError. */
+  /**
+   * Patience for the whole turn, in ms. Default 60 000: then `result` rejects with TurnTimeoutError.
+   * Sent with the submission (`patience_ms`): a runtime that expects to finish the turn later refuses it
+   * `busy`, with a retry-after hint, rather than running it for nobody.
+   */
   timeoutMs?: number;
 }
 
@@ -64,6 +68,16 @@ export interface TurnStream extends AsyncIterable<EngineEvent> {
 
 type Cancel = (sessionId: string, turnId: number, reason?: string) => Promise<unknown>;
 
+/** A turn's patience by default ({@link SubmitOptions.timeoutMs}). */
+const DEFAULT_TURN_TIMEOUT_MS = 60_000;
+
+/** The longest patience a submission carries (the wire's bound): a longer one is sent as this. */
+const MAX_PATIENCE_MS = 86_400_000;
+
+/** The turn's patience, as the submission carries it: a runtime that expects to finish it later refuses it `busy` now. */
+const patienceOf = (timeoutMs: number): { patience_ms?: number } =>
+  timeoutMs >= 1 ? { patience_ms: Math.min(MAX_PATIENCE_MS, Math.ceil(timeoutMs)) } : {};
+
 /** How long `submit` keeps trying, by default, while the runtime cannot confirm the turn. */
 const SUBMIT_PATIENCE_MS = 30_000;
 
@@ -94,6 +108,7 @@ export function streamTurn(
       ...(options.idempotencyKey ? { idempotency_key: options.idempotencyKey } : {}),
       ...(options.userId ? { user_id: options.userId } : {}),
       ...(options.onBusy ? { on_busy: options.onBusy } : {}),
+      ...patienceOf(options.timeoutMs ?? DEFAULT_TURN_TIMEOUT_MS),
     };
     // Only a keyed submission is sent again: the key resolves a retry to the same turn.
     if (!options.idempotencyKey) return submitTurn(nc, sessionId, submission);
@@ -122,7 +137,7 @@ export function streamTurn(
           events.push(event);
           notify();
         },
-        options.timeoutMs ?? 60_000,
+        options.timeoutMs ?? DEFAULT_TURN_TIMEOUT_MS,
       ),
     )
     .then((completed): TurnResult => {

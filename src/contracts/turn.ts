@@ -27,6 +27,12 @@ export const TurnSubmission = z
      * with an `interrupted` warning, and runs this one next.
      */
     on_busy: z.enum(["enqueue", "reject", "interrupt"]).default("enqueue"),
+    /**
+     * How long the submitter waits for the turn to complete, in ms from sending it. A runner that
+     * expects the turn to wait for a place so long (its queue, at its measured rate) that it would
+     * end later answers `busy` instead of storing it. Absent: only the runner's own queue bound holds.
+     */
+    patience_ms: z.number().int().positive().max(86_400_000).optional(),
   })
   .refine((submission) => submission.text !== undefined || submission.recipe !== undefined, {
     message: "text is required (or a recipe to run)",

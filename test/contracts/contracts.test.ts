@@ -26,6 +26,7 @@ describe("wire contracts", () => {
     expect(Object.keys(submission.properties).sort()).toEqual([
       "idempotency_key",
       "on_busy",
+      "patience_ms",
       "recipe",
       "text",
       "user_id",

@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { Admission, admissionLimits } from "../../src/runtime/runner/admission.ts";
 import { IntakeBacklog } from "../../src/runtime/runner/intakeBacklog.ts";
 import { AdaptiveLimit } from "../../src/runtime/runner/runningLimit.ts";
@@ -234,6 +234,67 @@ describe("admission at the intake, for bursts", () => {
     now = 1_001;
     expect(backlog.unseen).toBe(0);
     expect(backlog.preview("c")).toEqual({ state: "running" });
+  });
+
+  describe("its measured rate", () => {
+    afterEach(() => vi.useRealTimers());
+    /**
+     * Keeps `concurrency` turns running, each held `runMs` on a faked clock, their ends spread evenly (as
+     * a saturated runner's are), until `turns` have ended.
+     */
+    const run = (admission: Admission, concurrency: number, runMs: number, turns: number) => {
+      const open: string[] = [];
+      let next = 0;
+      const start = () => {
+        const session = `r${next++}`;
+        admission.request(session, 1);
+        open.push(session);
+      };
+      for (let i = 0; i < concurrency; i++) {
+        start();
+        vi.advanceTimersByTime(runMs / concurrency);
+      }
+      for (let ended = 0; ended < turns; ended++) {
+        admission.release(open.shift() as string, 1);
+        start();
+        vi.advanceTimersByTime(runMs / concurrency);
+      }
+      for (const session of open.splice(0)) admission.release(session, 1);
+    };
+
+    it("is the turns seen running at once over their run time, never its places over an idle run", () => {
+      vi.useFakeTimers({ toFake: ["performance"] });
+      const admission = new Admission({ maxRunning: 64, adaptive: false, maxQueued: 100_000, maxQueueWaitMs: 30_000 });
+      // Warmed up one turn at a time, 300 ms each: about 3.3 turns/s, whatever its 64 places.
+      run(admission, 1, 300, 60);
+      expect(admission.startsPerSecond).toBeCloseTo(1000 / 300, 0);
+      // 3.3/s × 30 s, not 64 places ÷ 0.3 s × 30 s = 6400
+      expect(admission.queueLimit).toBeGreaterThanOrEqual(95);
+      expect(admission.queueLimit).toBeLessThanOrEqual(100);
+      // Under a burst its 64 places run at once and each turn takes 4.7 s: 13.6 turns/s.
+      run(admission, 64, 4_700, 200);
+      expect(admission.startsPerSecond).toBeCloseTo(64 / 4.7, 0);
+      expect(admission.queueLimit).toBeGreaterThan(380);
+      expect(admission.queueLimit).toBeLessThan(420);
+    });
+
+    it("refuses busy a turn it expects to end after its submitter's patience, and says when one would fit", () => {
+      vi.useFakeTimers({ toFake: ["performance"] });
+      const admission = new Admission({ maxRunning: 2, adaptive: false, maxQueued: 1_000, maxQueueWaitMs: 60_000 });
+      run(admission, 2, 1_000, 100); // 2 turns/s, 1 s each
+      expect(admission.startsPerSecond).toBeCloseTo(2, 1);
+      admission.request("a", 1);
+      admission.request("b", 1);
+      for (let i = 0; i < 20; i++) admission.request(`w${i}`, 1); // 20 waiting: the next one starts in about 10.5 s
+      expect(admission.preview("x", undefined, 0, 30_000)).toEqual({ state: "queued", position: 21 });
+      expect(admission.preview("x")).toEqual({ state: "queued", position: 21 });
+      const refused = admission.preview("x", undefined, 0, 5_000);
+      expect(refused.state).toBe("busy");
+      // Within 5 s, less its 1 s run, 8 turns start: it fits once 13 of the 20 waiting have (6.5 s at 2/s).
+      const retryAfterMs = refused.state === "busy" ? refused.retryAfterMs : 0;
+      expect(retryAfterMs).toBeGreaterThan(6_000);
+      expect(retryAfterMs).toBeLessThan(7_000);
+    });
   });
 
   it("bounds the queue by what the runner starts within maxQueueWaitMs at its measured rate", async () => {

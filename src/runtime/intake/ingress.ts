@@ -35,7 +35,8 @@ export interface IngressDeps {
   recipes: RecipeIntake;
   /** This runner's admission control: what a new turn would get (start, wait, or `busy`). Default: always start. */
   admission?: {
-    preview(sessionId: string, tenant?: string): AdmissionPreview | Promise<AdmissionPreview>;
+    /** `patienceMs`: the submission's `patience_ms`, how long its submitter waits for the turn to complete. */
+    preview(sessionId: string, tenant?: string, patienceMs?: number): AdmissionPreview | Promise<AdmissionPreview>;
     /** A turn the preview admitted was stored in the WAL: counted until a runner is seen with it (`intakeBacklog.ts`). */
     stored?(sessionId: string, turnId: number): void;
     /** A turn the preview admitted was not stored after all: its place in the count is freed. */
@@ -145,13 +146,13 @@ export async function acceptSubmission(deps: IngressDeps, msg: ServiceMsg): Prom
         throw new HandlerError("busy", `session ${sessionId} already has a turn pending or running (on_busy: reject)`);
       }
       await checkBudget(deps, address);
-      admitted = await deps.admission?.preview(sessionId, address.tenant ?? undefined);
+      admitted = await deps.admission?.preview(sessionId, address.tenant ?? undefined, submission.patience_ms);
       holdsPlace = admitted !== undefined && admitted.state !== "busy";
       if (admitted?.state === "busy") {
         // Refused before a turn id is taken or anything stored: a retry after the hint loses nothing.
         throw new HandlerError(
           "busy",
-          `the runtime is at capacity (its queue of waiting turns is full); submit again in ${admitted.retryAfterMs} ms`,
+          `the runtime is at capacity (its queue of waiting turns is full${submission.patience_ms === undefined ? "" : `, or longer than the turn's patience of ${submission.patience_ms} ms`}); submit again in ${admitted.retryAfterMs} ms`,
           undefined,
           admitted.retryAfterMs,
         );

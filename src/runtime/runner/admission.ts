@@ -27,9 +27,11 @@ export interface AdmissionLimits {
   maxQueued: number;
   /**
    * The longest a turn should wait for a place, in ms: no more turns wait than this runner, at the
-   * rate it is measured to finish them (its places over their mean run time), starts within it; past
-   * that a submission is answered `busy`. The queue so adapts to the service rate, and an admitted turn
-   * keeps its latency. Default 30 000.
+   * rate it is measured to finish them, starts within it; past that a submission is answered `busy`.
+   * The rate is the turns it was seen running at once over their mean run time (Little's law), both
+   * measured as turns end: never extrapolated past the concurrency it has seen, so a fresh runner
+   * facing a burst queues little until its first turns under that load have ended. The queue so
+   * adapts to the service rate, and an admitted turn keeps its latency. Default 30 000.
    */
   maxQueueWaitMs: number;
   /**
@@ -120,8 +122,10 @@ export class Admission {
   /** Sessions with turns waiting, in the order they get their next place. */
   #ring: string[] = [];
   #queued = 0;
-  /** Mean time a place is held, for the retry-after hint (exponential average, ms). */
+  /** Mean time a place is held (exponential average, ms), taken as 1 s before any turn ended. */
   #meanRunMs = 1_000;
+  /** Mean number of turns running here when one ends (exponential average), taken as 1 before any ended. */
+  #meanRunning = 1;
   /** How many turns may run at once now: fixed, or learnt from their run times. */
   readonly #limit: AdaptiveLimit | FixedLimit;
   readonly #startedAt = new Map<string, number>();
@@ -153,21 +157,37 @@ export class Admission {
    * starts within `maxQueueWaitMs` (never fewer than its running places).
    */
   get queueLimit(): number {
-    const startsWithin = Math.floor((this.limit / Math.max(this.#meanRunMs, 1)) * this.limits.maxQueueWaitMs);
+    const startsWithin = Math.floor(this.#startsPerMs * this.limits.maxQueueWaitMs);
     return Math.min(this.limits.maxQueued, Math.max(this.limit, startsWithin));
+  }
+
+  /** The turns this runner is measured to start (and finish) per second: {@link AdmissionLimits.maxQueueWaitMs}. */
+  get startsPerSecond(): number {
+    return this.#startsPerMs * 1_000;
+  }
+
+  get #startsPerMs(): number {
+    return this.#meanRunning / Math.max(this.#meanRunMs, 1);
   }
 
   /**
    * What a new turn of the session would get now (the intake's ack, or its `busy` answer). `unseen`: turns
    * the intake stored that have not reached a runner yet (`intakeBacklog.ts`); they take the free places
-   * first, then wait.
+   * first, then wait. `patienceMs`: how long its submitter waits for it to complete; a turn that would
+   * wait so long for a place, at the measured rate, that it ends later is refused `busy` rather than
+   * stored to end after its submitter gave up.
    */
-  preview(sessionId: string, tenant?: string, unseen = 0): AdmissionPreview {
+  preview(sessionId: string, tenant?: string, unseen = 0, patienceMs?: number): AdmissionPreview {
     const free = Math.max(0, this.limit - this.#running.size);
     const waiting = this.#queued + Math.max(0, unseen - free);
     if (waiting >= this.queueLimit) return { state: "busy", retryAfterMs: this.retryAfterMs(waiting) };
     if (unseen < free && this.#mayStart(sessionId, tenant) && !this.#waiting.has(sessionId))
       return { state: "running" };
+    if (patienceMs !== undefined && (waiting + 1) / this.#startsPerMs + this.#meanRunMs > patienceMs) {
+      // It fits once the queue is down to what starts within the patience less a run.
+      const fits = Math.max(0, Math.floor((patienceMs - this.#meanRunMs) * this.#startsPerMs) - 1);
+      return { state: "busy", retryAfterMs: this.#drainMs(waiting - fits) };
+    }
     return { state: "queued", position: waiting + 1 };
   }
 
@@ -228,6 +248,8 @@ export class Admission {
     if (started !== undefined) {
       const runMs = performance.now() - started;
       this.#meanRunMs = 0.9 * this.#meanRunMs + 0.1 * runMs;
+      // The session still counts here: the turns that were running as this one ended, itself included.
+      this.#meanRunning = 0.9 * this.#meanRunning + 0.1 * this.#running.size;
       this.#limit.sample(runMs, this.#running.size);
     }
     if (turns.size > 0) return;
@@ -243,8 +265,12 @@ export class Admission {
    * takes at the measured rate to come back under half its limit (100 ms to 30 s).
    */
   retryAfterMs(waiting = this.#queued): number {
-    const perPlace = this.#meanRunMs / Math.max(1, this.limit);
-    return Math.min(30_000, Math.max(100, Math.round(perPlace * Math.max(1, waiting - this.queueLimit / 2))));
+    return this.#drainMs(waiting - this.queueLimit / 2);
+  }
+
+  /** How long, at the measured rate, `turns` turns take to start (100 ms to 30 s). */
+  #drainMs(turns: number): number {
+    return Math.min(30_000, Math.max(100, Math.round(Math.max(1, turns) / this.#startsPerMs)));
   }
 
   #mayStart(sessionId: string, tenant = this.#tenants.get(sessionId)): boolean {

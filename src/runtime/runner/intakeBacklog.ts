@@ -48,9 +48,12 @@ export class IntakeBacklog {
     return this.#reserved + this.#unseen.size;
   }
 
-  /** What a new turn of the session would get now; one not refused holds its place until `stored` or `withdrawn`. */
-  preview(sessionId: string, tenant?: string): AdmissionPreview {
-    const decided = this.admission.preview(sessionId, tenant, this.unseen);
+  /**
+   * What a new turn of the session would get now (`patienceMs`: its submitter's, see Admission.preview);
+   * one not refused holds its place until `stored` or `withdrawn`.
+   */
+  preview(sessionId: string, tenant?: string, patienceMs?: number): AdmissionPreview {
+    const decided = this.admission.preview(sessionId, tenant, this.unseen, patienceMs);
     if (decided.state !== "busy") this.#reserved += 1;
     return decided;
   }
