@@ -7,7 +7,7 @@ import type { AgentContext, AgentRequest, Contribution } from "../src/contracts/
 import type { CouncilDecision } from "../src/contracts/council.ts";
 import type { CriticResult } from "../src/contracts/critic.ts";
 import type { Episode, Modulators, Sensors, Stance } from "../src/contracts/workspace.ts";
-import type { TurnServices } from "../src/runtime/turnServices.ts";
+import type { TurnServices } from "../src/runtime/turnServices/turnServices.ts";
 import type { InProcessPipeline } from "./inprocess.ts";
 
 /**

@@ -1,7 +1,7 @@
 import { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
 import pg from "pg";
 import type { Modulators, Stance } from "../src/contracts/workspace.ts";
-import type { TurnServices } from "../src/runtime/turnServices.ts";
+import type { TurnServices } from "../src/runtime/turnServices/turnServices.ts";
 import { type PostgresServer, startPostgresServer } from "../test/helpers/postgresServer.ts";
 import { postgresVersion } from "./environment.ts";
 import type { InProcessPipeline } from "./inprocess.ts";

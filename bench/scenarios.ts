@@ -1,5 +1,5 @@
-import { localTurnServices } from "../src/runtime/localTurnServices.ts";
-import type { TurnServices } from "../src/runtime/turnServices.ts";
+import { localTurnServices } from "../src/runtime/turnServices/localTurnServices.ts";
+import type { TurnServices } from "../src/runtime/turnServices/turnServices.ts";
 
 /**
  * What the turn's model is in a run. Every scenario runs the same measurements

@@ -2,8 +2,8 @@ import { createActor, toPromise } from "xstate";
 import { defaultTurnPolicy } from "../machines/turn/index.ts";
 import type { TurnRecord } from "../src/contracts/turnProtocol.ts";
 import type { Modulators, Stance } from "../src/contracts/workspace.ts";
-import { provideTurn } from "../src/runtime/provideTurn.ts";
-import type { TurnServices } from "../src/runtime/turnServices.ts";
+import { provideTurn } from "../src/runtime/turnServices/provideTurn.ts";
+import type { TurnServices } from "../src/runtime/turnServices/turnServices.ts";
 import type { InProcessPipeline } from "./inprocess.ts";
 
 /**

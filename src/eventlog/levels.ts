@@ -31,7 +31,7 @@ export type EventLevel = (typeof EVENT_LEVELS)[number];
  *   (HUMAN_INPUT_*), suspensions, the memory retrieved and committed (what the turn read and kept);
  * - the skills' lifecycle (SKILL_ACTIVATED, SKILL_COMPLETED): skill outputs are read back from the log;
  * - usage-bearing model steps, which a takeover answers from the log rather than asking a model again
- *   (src/runtime/recordedSteps.ts, recordedToolSteps.ts): SCHEDULE_PLANNED, AGENT_COMPLETED/FAILED,
+ *   (src/runtime/turnServices/recordedSteps.ts, recordedToolSteps.ts): SCHEDULE_PLANNED, AGENT_COMPLETED/FAILED,
  *   CONSENSUS_UPDATED with DELIB_ROUND_COMPLETED (a round needs both), COUNCIL_DECISION_MADE,
  *   VOICE_RENDERED, CRITICS_UPDATED, MODEL_CALL_COMPLETED;
  * - the session state's replay (src/runtime/replay.ts, `conclave verify`): SENSORS_FAST_UPDATED

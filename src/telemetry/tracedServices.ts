@@ -8,7 +8,7 @@
  */
 import { type Context, context } from "@opentelemetry/api";
 import type { Stage } from "../contracts/turn.ts";
-import type { TurnServices } from "../runtime/turnServices.ts";
+import type { TurnServices } from "../runtime/turnServices/turnServices.ts";
 import { CONCLAVE } from "./attributes.ts";
 import { inSpan, tracingActive } from "./tracer.ts";
 import { turnContext } from "./turnSpans.ts";

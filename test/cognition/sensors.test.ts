@@ -8,7 +8,7 @@ import {
   type SensorOptions,
 } from "../../src/cognition/sensors.ts";
 import { SENSOR_NAMES, type SensorName, Sensors } from "../../src/contracts/workspace.ts";
-import { localTurnServices } from "../../src/runtime/localTurnServices.ts";
+import { localTurnServices } from "../../src/runtime/turnServices/localTurnServices.ts";
 
 /**
  * What the seed's own `run_fast_sensors` (seed 000, runtime core, run with

@@ -5,7 +5,7 @@ import { REFERENCE_SENSORS, REFINED_SENSORS, runFastSensors, SEED_SENSORS } from
 import type { TurnRecord } from "../../src/contracts/turnProtocol.ts";
 import { withInterceptors } from "../../src/runtime/interception/intercepted.ts";
 import { defaultInterceptors } from "../../src/runtime/interception/interceptors.ts";
-import { localTurnServices } from "../../src/runtime/localTurnServices.ts";
+import { localTurnServices } from "../../src/runtime/turnServices/localTurnServices.ts";
 import { runLocalTurn } from "../helpers/turns.ts";
 
 const fixture = (name: string): string[] =>

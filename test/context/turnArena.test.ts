@@ -6,8 +6,8 @@ import type { AgentContext } from "../../src/contracts/agent.ts";
 import { type ContextArenaState, emptyArenaState } from "../../src/contracts/context.ts";
 import type { TurnRecord } from "../../src/contracts/turnProtocol.ts";
 import { neutralModulators, neutralStance } from "../../src/contracts/workspace.ts";
-import { localTurnServices } from "../../src/runtime/localTurnServices.ts";
-import { provideTurn } from "../../src/runtime/provideTurn.ts";
+import { localTurnServices } from "../../src/runtime/turnServices/localTurnServices.ts";
+import { provideTurn } from "../../src/runtime/turnServices/provideTurn.ts";
 import { label } from "../helpers/turns.ts";
 import { episode } from "./contexts.ts";
 

@@ -4,9 +4,9 @@ import type { ConclaveClient } from "../../src/client/index.ts";
 import type { EngineEvent } from "../../src/contracts/events.ts";
 import type { TurnOutput, TurnPolicy, TurnRecord } from "../../src/contracts/turnProtocol.ts";
 import { neutralModulators, neutralStance } from "../../src/contracts/workspace.ts";
-import { localTurnServices } from "../../src/runtime/localTurnServices.ts";
-import { provideTurn } from "../../src/runtime/provideTurn.ts";
-import type { TurnServices } from "../../src/runtime/turnServices.ts";
+import { localTurnServices } from "../../src/runtime/turnServices/localTurnServices.ts";
+import { provideTurn } from "../../src/runtime/turnServices/provideTurn.ts";
+import type { TurnServices } from "../../src/runtime/turnServices/turnServices.ts";
 
 /** Runs one turn of the real turn machine in-process and returns what it recorded. */
 export async function runLocalTurn(

@@ -2,8 +2,8 @@ import { describe, expect, it } from "vitest";
 import { createActor, waitFor } from "xstate";
 import { sessionMachine } from "../../machines/session.ts";
 import type { TurnOutput, TurnRecord } from "../../src/contracts/turnProtocol.ts";
-import { localTurnServices } from "../../src/runtime/localTurnServices.ts";
-import { provideTurn } from "../../src/runtime/provideTurn.ts";
+import { localTurnServices } from "../../src/runtime/turnServices/localTurnServices.ts";
+import { provideTurn } from "../../src/runtime/turnServices/provideTurn.ts";
 
 function startSession(delayMs = 0) {
   const records: { turn_id: number; record: TurnRecord }[] = [];

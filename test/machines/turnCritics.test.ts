@@ -6,8 +6,8 @@
 import { describe, expect, it } from "vitest";
 import type { CouncilReply } from "../../src/contracts/council.ts";
 import type { CriticsVerdict } from "../../src/contracts/critic.ts";
-import { localTurnServices } from "../../src/runtime/localTurnServices.ts";
-import type { TurnServices } from "../../src/runtime/turnServices.ts";
+import { localTurnServices } from "../../src/runtime/turnServices/localTurnServices.ts";
+import type { TurnServices } from "../../src/runtime/turnServices/turnServices.ts";
 import { runLocalTurn } from "../helpers/turns.ts";
 
 const silent: CouncilReply = {

@@ -15,9 +15,9 @@ import type { JsonObject } from "../../src/contracts/recipeRun.ts";
 import type { TurnRecord } from "../../src/contracts/turnProtocol.ts";
 import { withInterceptors } from "../../src/runtime/interception/intercepted.ts";
 import { defaultInterceptors } from "../../src/runtime/interception/interceptors.ts";
-import { localTurnServices } from "../../src/runtime/localTurnServices.ts";
 import { type RecordTurn, recipeTurnLogic } from "../../src/runtime/recipeHost/recipeTurn.ts";
-import type { TurnServices } from "../../src/runtime/turnServices.ts";
+import { localTurnServices } from "../../src/runtime/turnServices/localTurnServices.ts";
+import type { TurnServices } from "../../src/runtime/turnServices/turnServices.ts";
 import { Gates } from "./harness.ts";
 import { NOW } from "./machines.model.ts";
 

@@ -10,9 +10,9 @@ import {
 import { defaultTurnPolicy, type TurnInput } from "../../machines/turn/index.ts";
 import type { RecipeRunOutput } from "../../src/contracts/recipeProtocol.ts";
 import type { TurnEvent, TurnOutput } from "../../src/contracts/turnProtocol.ts";
-import { localTurnServices } from "../../src/runtime/localTurnServices.ts";
-import { provideTurn } from "../../src/runtime/provideTurn.ts";
-import type { TurnServices } from "../../src/runtime/turnServices.ts";
+import { localTurnServices } from "../../src/runtime/turnServices/localTurnServices.ts";
+import { provideTurn } from "../../src/runtime/turnServices/provideTurn.ts";
+import type { TurnServices } from "../../src/runtime/turnServices/turnServices.ts";
 import { childInput, Gates, ManualClock, type Model, type Oracle, Recorder, SteeredFault } from "./harness.ts";
 import { type MachineUnderTest, NOW } from "./machines.model.ts";
 import {

@@ -15,9 +15,9 @@ import {
   type InterceptorChains,
   type ResponseInterceptor,
 } from "../../src/runtime/interception/interceptors.ts";
-import { localTurnServices } from "../../src/runtime/localTurnServices.ts";
-import { provideTurn } from "../../src/runtime/provideTurn.ts";
-import type { TurnServices } from "../../src/runtime/turnServices.ts";
+import { localTurnServices } from "../../src/runtime/turnServices/localTurnServices.ts";
+import { provideTurn } from "../../src/runtime/turnServices/provideTurn.ts";
+import type { TurnServices } from "../../src/runtime/turnServices/turnServices.ts";
 import {
   AFTER,
   activeNodes,

@@ -3,8 +3,8 @@ import type { TurnContext, TurnInput } from "../../machines/turn/index.ts";
 import type { AgentReply, AgentStreamEvent } from "../../src/contracts/agent.ts";
 import type { VoiceReply, VoiceRequest } from "../../src/contracts/council.ts";
 import type { TurnOutput } from "../../src/contracts/turnProtocol.ts";
-import { provideTurn } from "../../src/runtime/provideTurn.ts";
-import type { TurnServices } from "../../src/runtime/turnServices.ts";
+import { provideTurn } from "../../src/runtime/turnServices/provideTurn.ts";
+import type { TurnServices } from "../../src/runtime/turnServices/turnServices.ts";
 import {
   AFTER,
   type Coverage,

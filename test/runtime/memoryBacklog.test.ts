@@ -8,7 +8,7 @@ import { RemoteCallError } from "../../src/bus/errors.ts";
 import { subjects } from "../../src/bus/subjects.ts";
 import type { MemoryCommitReply } from "../../src/contracts/memory.ts";
 import type { Episode } from "../../src/contracts/workspace.ts";
-import { MemoryBacklog, settleCommits } from "../../src/runtime/memoryBacklog.ts";
+import { MemoryBacklog, settleCommits } from "../../src/runtime/turnServices/memoryBacklog.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 
 const nats = useNatsServer();

@@ -12,11 +12,11 @@ import { applyTurnEvent, newTurnView } from "../../src/chat/turnView.ts";
 import { EngineEvent } from "../../src/contracts/events.ts";
 import type { TurnOutput, TurnRecord } from "../../src/contracts/turnProtocol.ts";
 import { neutralModulators, neutralStance } from "../../src/contracts/workspace.ts";
-import { localTurnServices } from "../../src/runtime/localTurnServices.ts";
-import { provideTurn } from "../../src/runtime/provideTurn.ts";
-import { RecordedSteps, withRecordedSteps } from "../../src/runtime/recordedSteps.ts";
 import { emptySnapshot, foldTurn } from "../../src/runtime/replay.ts";
-import type { TurnServices } from "../../src/runtime/turnServices.ts";
+import { localTurnServices } from "../../src/runtime/turnServices/localTurnServices.ts";
+import { provideTurn } from "../../src/runtime/turnServices/provideTurn.ts";
+import { RecordedSteps, withRecordedSteps } from "../../src/runtime/turnServices/recordedSteps.ts";
+import type { TurnServices } from "../../src/runtime/turnServices/turnServices.ts";
 import { label } from "../helpers/turns.ts";
 
 const TEXT = "I'm stressed about my deadline tomorrow, can you help me plan?";

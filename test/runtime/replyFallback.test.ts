@@ -11,9 +11,9 @@ import type { TurnOutput, TurnRecord } from "../../src/contracts/turnProtocol.ts
 import { neutralModulators, neutralStance } from "../../src/contracts/workspace.ts";
 import { withInterceptors } from "../../src/runtime/interception/intercepted.ts";
 import { defaultInterceptors } from "../../src/runtime/interception/interceptors.ts";
-import { localTurnServices } from "../../src/runtime/localTurnServices.ts";
-import { withReplyFallback } from "../../src/runtime/replyFallback.ts";
-import type { TurnServices } from "../../src/runtime/turnServices.ts";
+import { localTurnServices } from "../../src/runtime/turnServices/localTurnServices.ts";
+import { withReplyFallback } from "../../src/runtime/turnServices/replyFallback.ts";
+import type { TurnServices } from "../../src/runtime/turnServices/turnServices.ts";
 import { never, runLocalTurn } from "../helpers/turns.ts";
 
 const STAGE_MS = 2_000;

@@ -8,7 +8,7 @@ import { ConclaveError } from "../../errors.ts";
 import type { ChatModel } from "../../llm/model.ts";
 import type { Recipe } from "../../recipes/recipe.ts";
 import { agentCallKey, agentRequest, nodeAnswered, nodeFailed, nodeStreamEvent } from "../recipeHost/recipeActors.ts";
-import type { TurnServices } from "../turnServices.ts";
+import type { TurnServices } from "../turnServices/turnServices.ts";
 import { IN_PROCESS_WORKER, type InProcessTools } from "./inProcessTools.ts";
 
 /**

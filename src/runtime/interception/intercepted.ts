@@ -1,7 +1,7 @@
 import { zeroSensors } from "../../../machines/turn/index.ts";
 import type { AgentStreamPart } from "../../contracts/agent.ts";
 import type { TurnRecord } from "../../contracts/turnProtocol.ts";
-import type { TurnServices } from "../turnServices.ts";
+import type { TurnServices } from "../turnServices/turnServices.ts";
 import {
   type InterceptorChains,
   type InterceptorContext,

@@ -23,7 +23,7 @@ import type { Recipe } from "../../recipes/recipe.ts";
 import type { ToolPolicy } from "../../tools/policy.ts";
 import { stricterRisk } from "../../tools/risk.ts";
 import type { ToolGate } from "../toolCalls/toolGate.ts";
-import type { TurnServices } from "../turnServices.ts";
+import type { TurnServices } from "../turnServices/turnServices.ts";
 import { NO_RUN_MEMORY, type RunMemory, type RunMemoryServices } from "./runMemory.ts";
 
 /** What an operator's handler for a workflow `logic` step is given. */

@@ -16,7 +16,7 @@ import type { TurnWarning } from "../../contracts/turn.ts";
 import type { TurnRecord } from "../../contracts/turnProtocol.ts";
 import { isConclaveError, messageOf, singleLine } from "../../errors.ts";
 import type { Recipe } from "../../recipes/recipe.ts";
-import type { TurnServices } from "../turnServices.ts";
+import type { TurnServices } from "../turnServices/turnServices.ts";
 
 /** Most characters of the run's inputs, and of its outputs, that memory is given (the rest is cut). */
 export const RUN_MEMORY_TEXT_MAX = 4_000;

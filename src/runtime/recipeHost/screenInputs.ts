@@ -1,5 +1,5 @@
 import type { JsonObject } from "../../contracts/recipeRun.ts";
-import type { TurnServices } from "../turnServices.ts";
+import type { TurnServices } from "../turnServices/turnServices.ts";
 
 /** What the request interceptors did to a run's inputs. */
 export interface ScreenedInputs {

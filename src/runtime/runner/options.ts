@@ -7,7 +7,7 @@ import type { ToolPolicyInput } from "../../tools/policy.ts";
 import type { InterceptorChains } from "../interception/interceptors.ts";
 import type { Logger } from "../log.ts";
 import type { LogicHandler } from "../recipeHost/recipeActors.ts";
-import type { TurnServices } from "../turnServices.ts";
+import type { TurnServices } from "../turnServices/turnServices.ts";
 import type { AdmissionLimits } from "./admission.ts";
 
 /** How a runner runs turns. Every field has a default. */

@@ -9,7 +9,7 @@ import type { TurnRecord } from "../../contracts/turnProtocol.ts";
 import type { ToolPolicy } from "../../tools/policy.ts";
 import { delegatedRequest } from "../recipeHost/recipeActors.ts";
 import { screenInputs } from "../recipeHost/screenInputs.ts";
-import type { ApprovalAsked, TurnServices } from "../turnServices.ts";
+import type { ApprovalAsked, TurnServices } from "../turnServices/turnServices.ts";
 import { approvalOf, recordedToolSteps } from "./recordedToolSteps.ts";
 import type { ToolGate } from "./toolGate.ts";
 import type { TurnTools } from "./turnToolCalls.ts";

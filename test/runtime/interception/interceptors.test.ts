@@ -11,7 +11,7 @@ import {
   screenPacket,
   screenRequest,
 } from "../../../src/runtime/interception/interceptors.ts";
-import { localTurnServices } from "../../../src/runtime/localTurnServices.ts";
+import { localTurnServices } from "../../../src/runtime/turnServices/localTurnServices.ts";
 import { runLocalTurn } from "../../helpers/turns.ts";
 
 const context = { request_id: "s.1", start_time: 0, session_id: "s", turn_id: 1 };

@@ -1,14 +1,14 @@
-import { AGENTS } from "../../agents/index.ts";
-import type { AgentDefinition } from "../agents/defineAgent.ts";
-import { runAgent } from "../agents/runAgent.ts";
-import { decide, safetyCouncil } from "../cognition/council.ts";
-import { CRITICS } from "../cognition/critics.ts";
-import { type Cooldowns, planWaves } from "../cognition/scheduler.ts";
-import { runFastSensors, SEED_SENSORS, type SensorOptions } from "../cognition/sensors.ts";
-import { streamOffline } from "../cognition/voice.ts";
-import type { Episode } from "../contracts/workspace.ts";
+import { AGENTS } from "../../../agents/index.ts";
+import type { AgentDefinition } from "../../agents/defineAgent.ts";
+import { runAgent } from "../../agents/runAgent.ts";
+import { decide, safetyCouncil } from "../../cognition/council.ts";
+import { CRITICS } from "../../cognition/critics.ts";
+import { type Cooldowns, planWaves } from "../../cognition/scheduler.ts";
+import { runFastSensors, SEED_SENSORS, type SensorOptions } from "../../cognition/sensors.ts";
+import { streamOffline } from "../../cognition/voice.ts";
+import type { Episode } from "../../contracts/workspace.ts";
+import { passThroughScreen } from "../interception/intercepted.ts";
 import { deliberateRound } from "./deliberate.ts";
-import { passThroughScreen } from "./interception/intercepted.ts";
 import type { TurnServices } from "./turnServices.ts";
 
 /** Fast sensors run where the turn runs, whatever the deployment: they are pure and cheaper than any hop. */

@@ -1,5 +1,5 @@
-import type { TurnRecord } from "../contracts/turnProtocol.ts";
-import { skillRecords } from "../skills/skillRecords.ts";
+import type { TurnRecord } from "../../contracts/turnProtocol.ts";
+import { skillRecords } from "../../skills/skillRecords.ts";
 import type { TurnServices } from "./turnServices.ts";
 
 /**

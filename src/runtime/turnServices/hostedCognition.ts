@@ -1,10 +1,10 @@
-import type { AgentDirectory } from "../agents/directory.ts";
-import type { CognitionBackend } from "../cognition/backend.ts";
-import { safetyCouncil } from "../cognition/council.ts";
-import { CRITIC_NAMES, collectVerdict } from "../cognition/critics.ts";
-import { planWaves } from "../cognition/scheduler.ts";
-import type { CooldownStore } from "../workers/cooldownStore.ts";
-import type { Logger } from "./log.ts";
+import type { AgentDirectory } from "../../agents/directory.ts";
+import type { CognitionBackend } from "../../cognition/backend.ts";
+import { safetyCouncil } from "../../cognition/council.ts";
+import { CRITIC_NAMES, collectVerdict } from "../../cognition/critics.ts";
+import { planWaves } from "../../cognition/scheduler.ts";
+import type { CooldownStore } from "../../workers/cooldownStore.ts";
+import type { Logger } from "../log.ts";
 import type { TurnServices } from "./turnServices.ts";
 
 /** What a runner needs to host the scheduler, the council (with the voice) and the critics itself. */

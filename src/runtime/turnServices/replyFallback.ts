@@ -1,9 +1,9 @@
-import { decide } from "../cognition/council.ts";
-import { streamOffline } from "../cognition/voice.ts";
-import type { ReplyFallback, VoiceStreamId } from "../contracts/council.ts";
-import { deadlineSignal, timedOut, unlessAborted } from "../deadline.ts";
-import { ConclaveError, isConclaveError, messageOf, singleLine } from "../errors.ts";
-import type { Logger } from "./log.ts";
+import { decide } from "../../cognition/council.ts";
+import { streamOffline } from "../../cognition/voice.ts";
+import type { ReplyFallback, VoiceStreamId } from "../../contracts/council.ts";
+import { deadlineSignal, timedOut, unlessAborted } from "../../deadline.ts";
+import { ConclaveError, isConclaveError, messageOf, singleLine } from "../../errors.ts";
+import type { Logger } from "../log.ts";
 import type { TurnServices } from "./turnServices.ts";
 
 /** How {@link withReplyFallback} shares a stage's time between the call asked and its fallback. */

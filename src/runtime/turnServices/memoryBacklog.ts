@@ -1,11 +1,11 @@
 import type { NatsConnection } from "@nats-io/nats-core";
 import { z } from "zod";
-import { RemoteCallError } from "../bus/errors.ts";
-import { JsonKv } from "../bus/jsonKv.ts";
-import { buckets } from "../bus/subjects.ts";
-import type { MemoryCommitReply } from "../contracts/memory.ts";
-import { Episode } from "../contracts/workspace.ts";
-import { pause } from "../deadline.ts";
+import { RemoteCallError } from "../../bus/errors.ts";
+import { JsonKv } from "../../bus/jsonKv.ts";
+import { buckets } from "../../bus/subjects.ts";
+import type { MemoryCommitReply } from "../../contracts/memory.ts";
+import { Episode } from "../../contracts/workspace.ts";
+import { pause } from "../../deadline.ts";
 
 /** Most commits a session's backlog keeps (an outage of more turns loses the oldest ones). */
 export const MAX_OWED_COMMITS = 20;

@@ -14,15 +14,15 @@
  *   event the log already holds (the replayed machine emits the recorded
  *   steps' events again) and marks a stream the takeover cut off as restarted.
  */
-import type { AgentReply } from "../contracts/agent.ts";
-import type { CouncilDecision, CouncilReply, SafetyCouncilReply, VoiceReply } from "../contracts/council.ts";
-import type { CriticsVerdict } from "../contracts/critic.ts";
-import { ErrorCode } from "../contracts/errors.ts";
-import type { EngineEvent, EventKind, EventPayload } from "../contracts/events.ts";
-import type { MemoryCommitReply, MemoryRetrieveReply } from "../contracts/memory.ts";
-import type { PlanWavesReply } from "../contracts/scheduler.ts";
-import type { DeliberateInput, DeliberateOutput, TurnRecord } from "../contracts/turnProtocol.ts";
-import { ConclaveError } from "../errors.ts";
+import type { AgentReply } from "../../contracts/agent.ts";
+import type { CouncilDecision, CouncilReply, SafetyCouncilReply, VoiceReply } from "../../contracts/council.ts";
+import type { CriticsVerdict } from "../../contracts/critic.ts";
+import { ErrorCode } from "../../contracts/errors.ts";
+import type { EngineEvent, EventKind, EventPayload } from "../../contracts/events.ts";
+import type { MemoryCommitReply, MemoryRetrieveReply } from "../../contracts/memory.ts";
+import type { PlanWavesReply } from "../../contracts/scheduler.ts";
+import type { DeliberateInput, DeliberateOutput, TurnRecord } from "../../contracts/turnProtocol.ts";
+import { ConclaveError } from "../../errors.ts";
 import type { TurnServices } from "./turnServices.ts";
 
 /** An agent's failure an earlier attempt recorded, given back as it was (the agent is not asked again). */

@@ -1,6 +1,6 @@
-import { messageOf, singleLine } from "../errors.ts";
-import type { LedgerStore } from "../ledgers/ledgerStore.ts";
-import type { Logger } from "./log.ts";
+import { messageOf, singleLine } from "../../errors.ts";
+import type { LedgerStore } from "../../ledgers/ledgerStore.ts";
+import type { Logger } from "../log.ts";
 import type { TurnServices } from "./turnServices.ts";
 
 /**

@@ -1,8 +1,8 @@
 import { fromCallback, fromPromise } from "xstate";
-import { turnMachine } from "../../machines/turn/index.ts";
-import type { VoiceRequest } from "../contracts/council.ts";
-import { ErrorCode } from "../contracts/errors.ts";
-import type { RunWaveInput, TurnRecord, VoiceEvent, WaveEvent } from "../contracts/turnProtocol.ts";
+import { turnMachine } from "../../../machines/turn/index.ts";
+import type { VoiceRequest } from "../../contracts/council.ts";
+import { ErrorCode } from "../../contracts/errors.ts";
+import type { RunWaveInput, TurnRecord, VoiceEvent, WaveEvent } from "../../contracts/turnProtocol.ts";
 import type { TurnServices } from "./turnServices.ts";
 
 /** The wire code an agent's or the voice's failure carries, checked; anything else is `agent_failed`. */

@@ -1,5 +1,5 @@
-import type { InterceptedPart, VoiceStreamPart } from "../cognition/voice.ts";
-import type { AgentReply, AgentRequest, AgentStreamEvent } from "../contracts/agent.ts";
+import type { InterceptedPart, VoiceStreamPart } from "../../cognition/voice.ts";
+import type { AgentReply, AgentRequest, AgentStreamEvent } from "../../contracts/agent.ts";
 import type {
   CouncilReply,
   CouncilRequest,
@@ -7,19 +7,19 @@ import type {
   SafetyCouncilRequest,
   VoiceReply,
   VoiceRequest,
-} from "../contracts/council.ts";
-import type { CriticRequest, CriticsVerdict } from "../contracts/critic.ts";
+} from "../../contracts/council.ts";
+import type { CriticRequest, CriticsVerdict } from "../../contracts/critic.ts";
 import type {
   MemoryCommitReply,
   MemoryCommitRequest,
   MemoryRetrieveReply,
   MemoryRetrieveRequest,
-} from "../contracts/memory.ts";
-import type { ToolApproval } from "../contracts/recipeRun.ts";
-import type { PlanWavesReply, PlanWavesRequest } from "../contracts/scheduler.ts";
-import type { DeliberateInput, DeliberateOutput, ScreenInput } from "../contracts/turnProtocol.ts";
-import type { Sensors } from "../contracts/workspace.ts";
-import type { ScreenResult } from "./interception/interceptors.ts";
+} from "../../contracts/memory.ts";
+import type { ToolApproval } from "../../contracts/recipeRun.ts";
+import type { PlanWavesReply, PlanWavesRequest } from "../../contracts/scheduler.ts";
+import type { DeliberateInput, DeliberateOutput, ScreenInput } from "../../contracts/turnProtocol.ts";
+import type { Sensors } from "../../contracts/workspace.ts";
+import type { ScreenResult } from "../interception/interceptors.ts";
 
 /** What the request interceptors are given: the turn's `screen` actor input. */
 export type ScreenRequest = ScreenInput;

@@ -1,8 +1,8 @@
-import { computeConsensus, stakeholders } from "../cognition/deliberation.ts";
-import { applyAgentOutput } from "../cognition/workspace.ts";
-import type { AgentReply, AgentRequest } from "../contracts/agent.ts";
-import type { DeliberateInput, DeliberateOutput, Revision } from "../contracts/turnProtocol.ts";
-import type { Usage } from "../contracts/usage.ts";
+import { computeConsensus, stakeholders } from "../../cognition/deliberation.ts";
+import { applyAgentOutput } from "../../cognition/workspace.ts";
+import type { AgentReply, AgentRequest } from "../../contracts/agent.ts";
+import type { DeliberateInput, DeliberateOutput, Revision } from "../../contracts/turnProtocol.ts";
+import type { Usage } from "../../contracts/usage.ts";
 
 /**
  * One deliberation round. Round 0 measures the consensus the waves reached.
