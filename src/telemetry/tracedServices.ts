@@ -8,7 +8,7 @@
  */
 import { type Context, context } from "@opentelemetry/api";
 import type { Stage } from "../contracts/turn.ts";
-import type { TurnServices } from "../runtime/turnServices/turnServices.ts";
+import type { TurnInterceptor } from "../runtime/turnServices/turnInterceptor.ts";
 import { CONCLAVE } from "./attributes.ts";
 import { inSpan, tracingActive } from "./tracer.ts";
 import { turnContext } from "./turnSpans.ts";
@@ -32,30 +32,22 @@ function inStage<T>(actor: string, stage: Stage, turn: TurnRef, run: () => Promi
 }
 
 /**
- * `services` with each stage in a span (see above). Decided once, when the
- * runner builds its sessions: without a tracer provider registered then,
- * `services` is returned as it is, and nothing is added to any call.
+ * The interceptor putting each stage in a span (see above). Decided once,
+ * when the runner builds its sessions: without a tracer provider registered
+ * then, there is none (null), and nothing is added to any call.
  */
-export function withTracing(services: TurnServices): TurnServices {
-  if (!tracingActive()) return services;
+export function tracingInterceptor(): TurnInterceptor | null {
+  if (!tracingActive()) return null;
   return {
-    senseFast: (text) => services.senseFast(text),
-    screen: (request) => inStage("screen", "ingest", request, () => services.screen(request)),
-    safetyCouncil: (request, signal) =>
-      inStage("safetyCouncil", "safety", request, () => services.safetyCouncil(request, signal)),
-    retrieveMemory: (request, signal) =>
-      inStage("retrieveMemory", "context", request, () => services.retrieveMemory(request, signal)),
-    planWaves: (request, signal) => inStage("planWaves", "agents", request, () => services.planWaves(request, signal)),
-    callAgent: (request, signal, attempts, onStream) =>
-      context.with(parentOf(request), () => services.callAgent(request, signal, attempts, onStream)),
-    deliberate: (input, signal) =>
-      inStage("deliberate", "deliberation", input, () => services.deliberate(input, signal)),
-    decide: (request, signal) => inStage("decide", "council", request, () => services.decide(request, signal)),
-    renderVoice: (request, signal, onStream) =>
-      inStage("renderVoice", "council", request, () => services.renderVoice(request, signal, onStream)),
-    runCritics: (request, signal) =>
-      inStage("runCritics", "critics", request, () => services.runCritics(request, signal)),
-    commitMemory: (request, signal) =>
-      inStage("commitMemory", "memory_commit", request.episode, () => services.commitMemory(request, signal)),
+    screen: (input, next) => inStage("screen", "ingest", input.request, () => next(input)),
+    safetyCouncil: (input, next) => inStage("safetyCouncil", "safety", input.request, () => next(input)),
+    retrieveMemory: (input, next) => inStage("retrieveMemory", "context", input.request, () => next(input)),
+    planWaves: (input, next) => inStage("planWaves", "agents", input.request, () => next(input)),
+    callAgent: (input, next) => context.with(parentOf(input.request), () => next(input)),
+    deliberate: (input, next) => inStage("deliberate", "deliberation", input.request, () => next(input)),
+    decide: (input, next) => inStage("decide", "council", input.request, () => next(input)),
+    renderVoice: (input, next) => inStage("renderVoice", "council", input.request, () => next(input)),
+    runCritics: (input, next) => inStage("runCritics", "critics", input.request, () => next(input)),
+    commitMemory: (input, next) => inStage("commitMemory", "memory_commit", input.request.episode, () => next(input)),
   };
 }

@@ -3,9 +3,10 @@ import { describe, expect, it } from "vitest";
 import { injectionCue } from "../../src/cognition/injection.ts";
 import { REFERENCE_SENSORS, REFINED_SENSORS, runFastSensors, SEED_SENSORS } from "../../src/cognition/sensors.ts";
 import type { TurnRecord } from "../../src/contracts/turnProtocol.ts";
-import { withInterceptors } from "../../src/runtime/interception/intercepted.ts";
+import { screeningInterceptor } from "../../src/runtime/interception/intercepted.ts";
 import { defaultInterceptors } from "../../src/runtime/interception/interceptors.ts";
 import { localTurnServices } from "../../src/runtime/turnServices/localTurnServices.ts";
+import { composeTurnServices } from "../../src/runtime/turnServices/turnInterceptor.ts";
 import { runLocalTurn } from "../helpers/turns.ts";
 
 const fixture = (name: string): string[] =>
@@ -77,7 +78,10 @@ describe("prompt_injection read in context", () => {
 async function offlineTurn(
   text: string,
 ): Promise<{ intent: string | undefined; response: string; records: TurnRecord[] }> {
-  const { records, output } = await runLocalTurn(text, withInterceptors(localTurnServices(), defaultInterceptors()));
+  const { records, output } = await runLocalTurn(
+    text,
+    composeTurnServices(localTurnServices(), [screeningInterceptor(defaultInterceptors())]),
+  );
   const decision = records.find((record) => record.kind === "COUNCIL_DECISION_MADE");
   const intent = decision?.kind === "COUNCIL_DECISION_MADE" ? decision.payload.intent : undefined;
   return { intent, response: output.response, records };

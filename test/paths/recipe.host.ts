@@ -13,10 +13,11 @@ import { SEED_SENSORS } from "../../src/cognition/sensors.ts";
 import type { EngineEvent } from "../../src/contracts/events.ts";
 import type { JsonObject } from "../../src/contracts/recipeRun.ts";
 import type { TurnRecord } from "../../src/contracts/turnProtocol.ts";
-import { withInterceptors } from "../../src/runtime/interception/intercepted.ts";
+import { screeningInterceptor } from "../../src/runtime/interception/intercepted.ts";
 import { defaultInterceptors } from "../../src/runtime/interception/interceptors.ts";
 import { type RecordTurn, recipeTurnLogic } from "../../src/runtime/recipeHost/recipeTurn.ts";
 import { localTurnServices } from "../../src/runtime/turnServices/localTurnServices.ts";
+import { composeTurnServices } from "../../src/runtime/turnServices/turnInterceptor.ts";
 import type { TurnServices } from "../../src/runtime/turnServices/turnServices.ts";
 import { Gates } from "./harness.ts";
 import { NOW } from "./machines.model.ts";
@@ -96,9 +97,9 @@ export class MemoryBlackboards extends BlackboardStores {
 
 /** The services recipe runs call agents (and screen their inputs) through: in this process, behind the runner's default chains. */
 export const recipeServices = (): TurnServices =>
-  withInterceptors(
+  composeTurnServices(
     localTurnServices(() => NOW, SEED_SENSORS, [writer]),
-    defaultInterceptors(),
+    [screeningInterceptor(defaultInterceptors())],
   );
 
 /** The agents of recipe turns held at their gate (`callAgent:<turn>`) until the replay lets them answer. */

@@ -9,7 +9,7 @@ import type { AgentRequest, AgentStreamEvent } from "../../src/contracts/agent.t
 import type { VoiceReply, VoiceRequest } from "../../src/contracts/council.ts";
 import type { RunWaveInput, TurnPolicy } from "../../src/contracts/turnProtocol.ts";
 import { neutralModulators, neutralStance } from "../../src/contracts/workspace.ts";
-import { withInterceptors } from "../../src/runtime/interception/intercepted.ts";
+import { screeningInterceptor } from "../../src/runtime/interception/intercepted.ts";
 import {
   defaultInterceptors,
   type InterceptorChains,
@@ -17,6 +17,7 @@ import {
 } from "../../src/runtime/interception/interceptors.ts";
 import { localTurnServices } from "../../src/runtime/turnServices/localTurnServices.ts";
 import { provideTurn } from "../../src/runtime/turnServices/provideTurn.ts";
+import { composeTurnServices } from "../../src/runtime/turnServices/turnInterceptor.ts";
 import type { TurnServices } from "../../src/runtime/turnServices/turnServices.ts";
 import {
   AFTER,
@@ -99,9 +100,9 @@ const takingNotes = (agent: AgentDefinition): AgentDefinition => ({
  */
 export function realServices(scenario: TurnScenario, options: { notes?: boolean } = {}): TurnServices {
   const agents = [...AGENTS.values()];
-  const services = withInterceptors(
+  const services = composeTurnServices(
     localTurnServices(() => NOW, SEED_SENSORS, options.notes ? agents.map(takingNotes) : agents),
-    (scenario.chains ?? defaultInterceptors)(),
+    [screeningInterceptor((scenario.chains ?? defaultInterceptors)())],
   );
   if (scenario.roster === "without_always_on") {
     const manifests = [...AGENTS.values()]

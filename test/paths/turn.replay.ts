@@ -90,7 +90,7 @@ class VoiceGate {
 
 /**
  * Where the stream parts of the agents taking notes wait: each such agent is called at once (the real
- * agent, through the scenario's response chain, as `withInterceptors` screens it), and the replay hands
+ * agent, through the scenario's response chain, as `screeningInterceptor` screens it), and the replay hands
  * the parts it released to the wave one by one; its answer waits at its gate like any agent's.
  */
 class AgentStreamGate {

@@ -15,7 +15,8 @@ import { neutralModulators, neutralStance } from "../../src/contracts/workspace.
 import { emptySnapshot, foldTurn } from "../../src/runtime/replay.ts";
 import { localTurnServices } from "../../src/runtime/turnServices/localTurnServices.ts";
 import { provideTurn } from "../../src/runtime/turnServices/provideTurn.ts";
-import { RecordedSteps, withRecordedSteps } from "../../src/runtime/turnServices/recordedSteps.ts";
+import { RecordedSteps, recordedStepsInterceptor } from "../../src/runtime/turnServices/recordedSteps.ts";
+import { composeTurnServices } from "../../src/runtime/turnServices/turnInterceptor.ts";
 import type { TurnServices } from "../../src/runtime/turnServices/turnServices.ts";
 import { label } from "../helpers/turns.ts";
 
@@ -122,7 +123,7 @@ async function resume(stored: EngineEvent[]) {
   const steps = new RecordedSteps(stored);
   const log = [...stored];
   const output = await runTurn(
-    withRecordedSteps(countedServices(calls), () => steps),
+    composeTurnServices(countedServices(calls), [recordedStepsInterceptor(() => steps)]),
     log,
     (record) => steps.admit(record),
   );

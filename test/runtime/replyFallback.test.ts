@@ -1,5 +1,5 @@
 /**
- * The council and voice always answer: withReplyFallback runs the
+ * The council and voice always answer: replyFallbackInterceptor runs the
  * deterministic ones in place of those that cannot, and the turn names the
  * fallback in its warnings. Driven through the real turn machine.
  */
@@ -9,16 +9,19 @@ import { renderOffline } from "../../src/cognition/voice.ts";
 import type { CouncilRequest } from "../../src/contracts/council.ts";
 import type { TurnOutput, TurnRecord } from "../../src/contracts/turnProtocol.ts";
 import { neutralModulators, neutralStance } from "../../src/contracts/workspace.ts";
-import { withInterceptors } from "../../src/runtime/interception/intercepted.ts";
+import { screeningInterceptor } from "../../src/runtime/interception/intercepted.ts";
 import { defaultInterceptors } from "../../src/runtime/interception/interceptors.ts";
 import { localTurnServices } from "../../src/runtime/turnServices/localTurnServices.ts";
-import { withReplyFallback } from "../../src/runtime/turnServices/replyFallback.ts";
+import { replyFallbackInterceptor } from "../../src/runtime/turnServices/replyFallback.ts";
+import { composeTurnServices } from "../../src/runtime/turnServices/turnInterceptor.ts";
 import type { TurnServices } from "../../src/runtime/turnServices/turnServices.ts";
 import { never, runLocalTurn } from "../helpers/turns.ts";
 
 const STAGE_MS = 2_000;
 const wrap = (overrides: Partial<TurnServices>) =>
-  withReplyFallback({ ...localTurnServices(), ...overrides }, { stageTimeoutMs: STAGE_MS });
+  composeTurnServices({ ...localTurnServices(), ...overrides }, [
+    replyFallbackInterceptor({ stageTimeoutMs: STAGE_MS }),
+  ]);
 const warningsOf = (output: TurnOutput) => (output.outcome.status === "PartialSuccess" ? output.outcome.warnings : []);
 const streamEvents = (records: TurnRecord[], streamId: string) =>
   records.flatMap((record) =>
@@ -27,7 +30,7 @@ const streamEvents = (records: TurnRecord[], streamId: string) =>
       : [],
   );
 
-describe("withReplyFallback", () => {
+describe("replyFallbackInterceptor", () => {
   it("answers with the deterministic council when the council's answer is unusable, and names it", async () => {
     const { records, output } = await runLocalTurn(
       "I'm stressed about my deadline tomorrow",
@@ -54,7 +57,7 @@ describe("withReplyFallback", () => {
     const { records, output } = await runLocalTurn(
       "I'm stressed about my deadline tomorrow",
       // Through the response interceptors too, as the runner composes them: the reply is the new stream's alone.
-      withInterceptors(
+      composeTurnServices(
         wrap({
           renderVoice: async (_request, _signal, onStream) => {
             onStream({ type: "start", stream_id: "default", content_type: "text/plain" });
@@ -62,7 +65,7 @@ describe("withReplyFallback", () => {
             throw new RemoteCallError("conclave.voice.render", "internal", "the model stream dropped");
           },
         }),
-        defaultInterceptors(),
+        [screeningInterceptor(defaultInterceptors())],
       ),
       { stage_timeout_ms: STAGE_MS },
     );

@@ -13,12 +13,13 @@ import { loadRecipe } from "../../recipes/load.ts";
 import type { ToolDefinition } from "../../tools/defineTool.ts";
 import { ToolPolicy, type ToolPolicyInput } from "../../tools/policy.ts";
 import { checkRecipeSubmission } from "../intake/recipeSubmission.ts";
-import { storedRecordScreen, withInterceptors } from "../interception/intercepted.ts";
+import { screeningInterceptor, storedRecordScreen } from "../interception/intercepted.ts";
 import { defaultInterceptors, type InterceptorChains } from "../interception/interceptors.ts";
 import { delegatedRequest, type LogicHandler, recipeImplementations } from "../recipeHost/recipeActors.ts";
 import { recipeStartedPayload } from "../recipeHost/recipeStart.ts";
 import { screenInputs } from "../recipeHost/screenInputs.ts";
 import { localTurnServices } from "../turnServices/localTurnServices.ts";
+import { composeTurnServices } from "../turnServices/turnInterceptor.ts";
 import { inProcessAgentActor, inProcessCallAgent } from "./inProcessAgents.ts";
 import { openInProcessTools } from "./inProcessTools.ts";
 import { memoryBlackboardStores } from "./memoryBlackboard.ts";
@@ -123,12 +124,12 @@ export async function runRecipeInProcess(document: JsonObject, options: InProces
       ),
     signal: calls.signal,
   });
-  const services = withInterceptors(
+  const services = composeTurnServices(
     {
       ...localTurnServices(Date.now, undefined, options.agents),
       callAgent: inProcessCallAgent(options.agents, { model: options.model, askGate: tools?.askGate }),
     },
-    chains,
+    [screeningInterceptor(chains)],
   );
 
   let actor: Actor<RecipeMachine> | undefined;

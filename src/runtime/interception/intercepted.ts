@@ -1,6 +1,7 @@
 import { zeroSensors } from "../../../machines/turn/index.ts";
 import type { AgentStreamPart } from "../../contracts/agent.ts";
 import type { TurnRecord } from "../../contracts/turnProtocol.ts";
+import type { TurnInterceptor } from "../turnServices/turnInterceptor.ts";
 import type { TurnServices } from "../turnServices/turnServices.ts";
 import {
   type InterceptorChains,
@@ -37,20 +38,21 @@ function turnContexts(chains: InterceptorChains): ContextOf {
 }
 
 /**
- * Puts the interceptor chains around a turn's services: `screen` runs the
+ * The interceptor chains as a turn interceptor: `screen` runs the
  * request chain, and every stream the voice produces goes through the
  * response chain as a stream (StreamScreen) before anyone sees a packet of
  * it. The reply is what the user was sent — the `default` stream as
  * released — screened once more as a whole.
  */
-export function withInterceptors(services: TurnServices, chains: InterceptorChains): TurnServices {
+export function screeningInterceptor(chains: InterceptorChains): TurnInterceptor {
   const contextOf = turnContexts(chains);
   return {
-    ...services,
-    screen: async (request) => screenRequest(chains.request, request, contextOf(request.session_id, request.turn_id)),
+    screen: async ({ request }) =>
+      screenRequest(chains.request, request, contextOf(request.session_id, request.turn_id)),
     // Agents' named streams go through the response chain as streams, as the voice's do.
-    callAgent: (request, signal, attempts, onStream) => {
-      if (!onStream || chains.response.length === 0) return services.callAgent(request, signal, attempts, onStream);
+    callAgent: (input, next) => {
+      const { request, onStream } = input;
+      if (!onStream || chains.response.length === 0) return next(input);
       const context = contextOf(request.session_id, request.turn_id);
       const screens = new Map<string, StreamScreen>();
       const screenOf = (part: AgentStreamPart) => {
@@ -61,7 +63,7 @@ export function withInterceptors(services: TurnServices, chains: InterceptorChai
         }
         return screen;
       };
-      return services.callAgent(request, signal, attempts, (part) => {
+      const screened: typeof onStream = (part) => {
         if (part.type === "intercepted") return onStream(part);
         if (part.type === "start") {
           screenOf(part);
@@ -77,10 +79,12 @@ export function withInterceptors(services: TurnServices, chains: InterceptorChai
           screens.delete(part.stream);
           onStream(part);
         }
-      });
+      };
+      return next({ ...input, onStream: screened });
     },
-    renderVoice: async (request, signal, onStream) => {
-      if (chains.response.length === 0) return services.renderVoice(request, signal, onStream);
+    renderVoice: async (input, next) => {
+      const { request, onStream } = input;
+      if (chains.response.length === 0) return next(input);
       const context = contextOf(request.session_id, request.turn_id);
       const screens = new Map<string, StreamScreen>();
       let delivered = "";
@@ -95,24 +99,27 @@ export function withInterceptors(services: TurnServices, chains: InterceptorChai
         if (part.stream_id === "default") delivered += released.text;
         onStream({ type: "chunk", stream_id: part.stream_id, delta: released.text });
       };
-      const reply = await services.renderVoice(request, signal, (part) => {
-        if (part.type === "intercepted") return onStream(part);
-        if (part.type === "start") {
-          screens.set(part.stream_id, new StreamScreen(chains.response, part.stream_id, context));
-          // A reply stream started again (a rendering cut short, replaced) is the reply afresh.
-          if (part.stream_id === "default") delivered = "";
-          return onStream(part);
-        }
-        const screen = screens.get(part.stream_id) ?? new StreamScreen(chains.response, part.stream_id, context);
-        screens.set(part.stream_id, screen);
-        if (part.type === "chunk") {
-          if (part.stream_id === "default") streamed = true;
-          return send(part, screen.push(part.delta));
-        }
-        // The stream ends: what was held back is released before its end.
-        send(part, screen.flush());
-        screens.delete(part.stream_id);
-        onStream(part);
+      const reply = await next({
+        ...input,
+        onStream: (part) => {
+          if (part.type === "intercepted") return onStream(part);
+          if (part.type === "start") {
+            screens.set(part.stream_id, new StreamScreen(chains.response, part.stream_id, context));
+            // A reply stream started again (a rendering cut short, replaced) is the reply afresh.
+            if (part.stream_id === "default") delivered = "";
+            return onStream(part);
+          }
+          const screen = screens.get(part.stream_id) ?? new StreamScreen(chains.response, part.stream_id, context);
+          screens.set(part.stream_id, screen);
+          if (part.type === "chunk") {
+            if (part.stream_id === "default") streamed = true;
+            return send(part, screen.push(part.delta));
+          }
+          // The stream ends: what was held back is released before its end.
+          send(part, screen.flush());
+          screens.delete(part.stream_id);
+          onStream(part);
+        },
       });
       // A stream the voice never closed (cut short) still releases what it held: into the reply, not the wire.
       const held = screens.get("default")?.flush();

@@ -7,20 +7,21 @@ import { arenaPolicyFromEnv } from "../../context/arena.ts";
 import { tokenizerFor } from "../../context/tokenizer.ts";
 import type { EventLogWriter } from "../../eventlog/writer.ts";
 import type { LedgerStore } from "../../ledgers/ledgerStore.ts";
-import { withTracing } from "../../telemetry/tracedServices.ts";
+import { tracingInterceptor } from "../../telemetry/tracedServices.ts";
 import { type Failpoint, failpoint, failpointArmed } from "../failpoints.ts";
-import { storedRecordScreen, withInterceptors } from "../interception/intercepted.ts";
+import { screeningInterceptor, storedRecordScreen } from "../interception/intercepted.ts";
 import { defaultInterceptors } from "../interception/interceptors.ts";
 import type { Logger } from "../log.ts";
 import type { RecipeHost } from "../recipeHost/recipeHost.ts";
 import type { SessionSnapshot } from "../sessionStore.ts";
-import { type HostedCognition, withHostedCognition } from "../turnServices/hostedCognition.ts";
-import { withLedgerDigest } from "../turnServices/ledgerContext.ts";
+import { type HostedCognition, hostedCognitionInterceptor } from "../turnServices/hostedCognition.ts";
+import { ledgerDigestInterceptor } from "../turnServices/ledgerContext.ts";
 import { provideTurn } from "../turnServices/provideTurn.ts";
-import { type RecordedStepsOptions, recordedStepsOf, withRecordedSteps } from "../turnServices/recordedSteps.ts";
+import { type RecordedStepsOptions, recordedStepsInterceptor, recordedStepsOf } from "../turnServices/recordedSteps.ts";
 import { remoteTurnServices } from "../turnServices/remoteTurnServices.ts";
-import { withReplyFallback } from "../turnServices/replyFallback.ts";
-import { withSkillRecords } from "../turnServices/skillRecording.ts";
+import { replyFallbackInterceptor } from "../turnServices/replyFallback.ts";
+import { runnerTurnServices } from "../turnServices/runnerTurnServices.ts";
+import { skillRecordsInterceptor } from "../turnServices/skillRecording.ts";
 import type { RunnerOptions } from "./options.ts";
 import type { SessionActor } from "./sessionHost.ts";
 import type { TurnEnds } from "./turnEnds.ts";
@@ -61,16 +62,6 @@ export function sessionActors(
   const policy = { ...given, context: arena };
   // The encoding's table takes a moment to load: now, rather than in the first turn.
   tokenizerFor(arena.model).warm();
-  // The workers' council and voice, with the deterministic ones answering when they cannot.
-  const workers = () => remoteTurnServices(deps.nc, { directory: deps.directory });
-  const remote = () =>
-    withReplyFallback(deps.cognition ? withHostedCognition(workers(), deps.cognition) : workers(), {
-      stageTimeoutMs: policy.stage_timeout_ms,
-      log: deps.log,
-    });
-  const services = withTracing(
-    withInterceptors(withLedgerDigest(options.services ?? remote(), deps.ledgers, deps.log), chains),
-  );
   const stored = storedRecordScreen(chains);
   const record = (context: { session_id: string; turn_id: number }, event: Parameters<typeof stored>[1]) =>
     writer.append(context.session_id, context.turn_id, stored(context, event));
@@ -88,15 +79,32 @@ export function sessionActors(
   };
   // Pipeline agents that name tools or delegates get them through the recipe runs' gate and policy.
   const pipeline = deps.recipes.pipelineTools;
-  // Agents' skill activations and completions are recorded as their replies arrive.
-  const withTools = pipeline.wrap(withSkillRecords(services, record), {
-    record,
-    flushed: (turn) => writer.flushed(turn.session_id, turn.turn_id),
-    stored: (sessionId, turnId) => writer.storedEvents(sessionId, turnId),
+  // The workers (the council and voice, unless this runner hosts them, with the deterministic ones answering
+  // when they cannot), or the services a test gives; every layer around them in the order runnerTurnServices
+  // declares. Agents' skill work is recorded as their replies arrive, a recipe node's with its node.
+  const inProcess = options.services;
+  const services = runnerTurnServices(inProcess ?? remoteTurnServices(deps.nc, { directory: deps.directory }), {
+    shared: {
+      skillRecords: skillRecordsInterceptor(record),
+      tracing: tracingInterceptor(),
+      screening: screeningInterceptor(chains),
+      ledgerDigest: ledgerDigestInterceptor(deps.ledgers, deps.log),
+      replyFallback: inProcess
+        ? null
+        : replyFallbackInterceptor({ stageTimeoutMs: policy.stage_timeout_ms, log: deps.log }),
+      hostedCognition: inProcess || !deps.cognition ? null : hostedCognitionInterceptor(deps.cognition),
+    },
+    pipeline: (below) => ({
+      recordedSteps: recordedStepsInterceptor(stepsOf, { beforeLive: stopAtFailpoint(writer) }),
+      pipelineTools: pipeline.interceptor(below, {
+        record,
+        flushed: (turn) => writer.flushed(turn.session_id, turn.turn_id),
+        stored: (sessionId, turnId) => writer.storedEvents(sessionId, turnId),
+      }),
+    }),
   });
-  const turn = provideTurn(withRecordedSteps(withTools, stepsOf, { beforeLive: stopAtFailpoint(writer) }), replayed);
-  // A recipe node's agent's skill work is recorded as a pipeline agent's is (with its node).
-  const recipeTurn = deps.recipes.logic(withSkillRecords(services, record), record, (turn) =>
+  const turn = provideTurn(services.pipeline, replayed);
+  const recipeTurn = deps.recipes.logic(services.recipe, record, (turn) =>
     writer.flushed(turn.session_id, turn.turn_id),
   );
   const session = sessionMachine.provide({

@@ -9,6 +9,7 @@ import type { TurnRecord } from "../../contracts/turnProtocol.ts";
 import type { ToolPolicy } from "../../tools/policy.ts";
 import { delegatedRequest } from "../recipeHost/recipeActors.ts";
 import { screenInputs } from "../recipeHost/screenInputs.ts";
+import type { TurnInterceptor } from "../turnServices/turnInterceptor.ts";
 import type { ApprovalAsked, TurnServices } from "../turnServices/turnServices.ts";
 import { approvalOf, recordedToolSteps } from "./recordedToolSteps.ts";
 import type { ToolGate } from "./toolGate.ts";
@@ -110,21 +111,24 @@ export class PipelineTools {
   }
 
   /**
-   * `services` whose wave agent calls are offered their tools and delegates:
+   * The interceptor offering wave agent calls their tools and delegates:
    * the request names the gate, the call's durable key and any model steps
    * recorded for it. Deliberation rounds (revise mode) get no tools.
+   * `below` are the services beneath it: a tool call's arguments are
+   * screened, and a delegated agent asked, through them.
    */
-  wrap(services: TurnServices, log: PipelineTurnLog): TurnServices {
-    const callAgent: TurnServices["callAgent"] = async (request, signal, attempts, onStream, onApproval) => {
+  interceptor(below: TurnServices, log: PipelineTurnLog): TurnInterceptor {
+    const callAgent: TurnInterceptor["callAgent"] = async (input, next) => {
+      const { request, onApproval } = input;
       const manifest =
         request.mode === "respond" && !request.recipe && !request.tool_subject
           ? (this.#directory ?? (await this.deps.directory)).manifest(request.agent_id)
           : undefined;
       const names = manifest?.tools ?? [];
       const delegates = manifest?.delegates ?? [];
-      if (names.length === 0 && delegates.length === 0) return services.callAgent(request, signal, attempts, onStream);
+      if (names.length === 0 && delegates.length === 0) return next(input);
       const directory = this.#directory ?? (await this.deps.directory);
-      const turn = this.#open(services, log, request);
+      const turn = this.#open(below, log, request);
       for (const name of names) turn.allowed.add(name);
       for (const name of delegates) turn.delegates.add(name);
       Object.assign(turn.remoteRefs, manifest?.remote_delegates);
@@ -139,8 +143,9 @@ export class PipelineTools {
       const replay = this.deps.gate.replayOf(request.session_id, request.turn_id, callKey);
       const failures = turn.failures.slice(-FAILURES_SHOWN).reverse();
       try {
-        return await services.callAgent(
-          {
+        return await next({
+          ...input,
+          request: {
             ...request,
             ...(failures.length > 0 ? { context: { ...request.context, tool_failures: failures } } : {}),
             tools: offered,
@@ -149,15 +154,12 @@ export class PipelineTools {
             ...(delegates.length > 0 ? { delegates: [...delegates] } : {}),
             ...(replay.length > 0 ? { replay: { model: replay } } : {}),
           },
-          signal,
-          attempts,
-          onStream,
-        );
+        });
       } finally {
         if (turn.listeners.get(callKey) === onApproval) turn.listeners.delete(callKey);
       }
     };
-    return { ...services, callAgent };
+    return { callAgent };
   }
 
   /** The turn's tools, opened on the gate by its first agent call that has any. */

@@ -5,7 +5,7 @@ import { CRITIC_NAMES, collectVerdict } from "../../cognition/critics.ts";
 import { planWaves } from "../../cognition/scheduler.ts";
 import type { CooldownStore } from "../../workers/cooldownStore.ts";
 import type { Logger } from "../log.ts";
-import type { TurnServices } from "./turnServices.ts";
+import type { TurnInterceptor } from "./turnInterceptor.ts";
 
 /** What a runner needs to host the scheduler, the council (with the voice) and the critics itself. */
 export interface HostedCognition {
@@ -21,20 +21,19 @@ export interface HostedCognition {
 }
 
 /**
- * The turn's services with the scheduler, council, voice and critics run in
- * this process (the runner's) instead of asked over NATS: four hops fewer per
- * turn, and no request to encode, route and check for each. Agents and memory
- * stay where `services` has them (workers). What the actors compute is the
+ * The interceptor that answers the scheduler, council, voice and critics in
+ * this process (the runner's) instead of passing them on to be asked over
+ * NATS: four hops fewer per turn, and no request to encode, route and check
+ * for each. Agents and memory go on (to workers). What the actors compute is the
  * same: the same backend, the same plan, the same verdict and its fallbacks,
  * and a taken-over turn still answers its recorded steps from the log (the
  * recording wraps these services).
  */
-export function withHostedCognition(services: TurnServices, hosted: HostedCognition): TurnServices {
+export function hostedCognitionInterceptor(hosted: HostedCognition): TurnInterceptor {
   const { backend, cooldowns } = hosted;
   const critics = hosted.critics ?? CRITIC_NAMES;
   return {
-    ...services,
-    planWaves: async (request) => {
+    planWaves: async ({ request }) => {
       const manifests = (await hosted.directory).roster();
       // Cooldowns are soft state: unreadable, the plan ignores them; as the worker's scheduler does.
       const before = await cooldowns.load(request.session_id).catch((error: unknown) => {
@@ -53,15 +52,16 @@ export function withHostedCognition(services: TurnServices, hosted: HostedCognit
       });
       return plan;
     },
-    decide: (request, signal) => backend.decide(request, signal),
+    decide: ({ request, signal }) => backend.decide(request, signal),
     safetyCouncil: async () => safetyCouncil(),
-    renderVoice: (request, signal, onStream) => backend.render(request, onStream, signal),
-    runCritics: (request, signal) => collectVerdict(critics, request, (name) => backend.judge(name, request, signal)),
+    renderVoice: ({ request, signal, onStream }) => backend.render(request, onStream, signal),
+    runCritics: ({ request, signal }) =>
+      collectVerdict(critics, request, (name) => backend.judge(name, request, signal)),
     // The plan's cooldowns are written alongside the memory commit: one round trip for both. The commit's
     // request goes out within this tick's promise jobs; the write right after them.
-    commitMemory: (request, signal) => {
-      const committed = services.commitMemory(request, signal);
-      setImmediate(() => cooldowns.flush?.(request.episode.session_id));
+    commitMemory: (input, next) => {
+      const committed = next(input);
+      setImmediate(() => cooldowns.flush?.(input.request.episode.session_id));
       return committed;
     },
   };

@@ -1,21 +1,21 @@
 import { messageOf, singleLine } from "../../errors.ts";
 import type { LedgerStore } from "../../ledgers/ledgerStore.ts";
 import type { Logger } from "../log.ts";
-import type { TurnServices } from "./turnServices.ts";
+import type { TurnInterceptor } from "./turnInterceptor.ts";
 
 /**
- * Turn services whose memory retrieval also brings the session's ledger
+ * The interceptor whose memory retrieval also brings the session's ledger
  * digest (truth facts, task spec, open items and blockers), read from the
  * ledgers' projection alongside the memory request, so it adds no wait of its
  * own. A digest that cannot be read is left out (and logged): the turn goes
  * on with its memory.
  */
-export function withLedgerDigest(services: TurnServices, ledgers: LedgerStore, log: Logger): TurnServices {
+export function ledgerDigestInterceptor(ledgers: Pick<LedgerStore, "digest">, log: Logger): TurnInterceptor {
   return {
-    ...services,
-    retrieveMemory: async (request, signal) => {
+    retrieveMemory: async (input, next) => {
+      const { request } = input;
       // The memory request first, then the ledgers' read: both out before either answers (one round trip).
-      const memory = services.retrieveMemory(request, signal);
+      const memory = next(input);
       const digest = ledgers.digest(request.session_id).catch((error: unknown) => {
         log.warn(
           `turn ${request.session_id}.${request.turn_id}: ledgers left out of its context: ${singleLine(messageOf(error))}`,

@@ -8,7 +8,7 @@
  * after what is stored (TURN_RESUMED `from: "last_step"`).
  *
  * Two parts, both built from the turn's stored events:
- * - `withRecordedSteps`: a TurnServices wrapper that answers a call from the
+ * - `recordedStepsInterceptor`: a turn interceptor that answers a call from the
  *   record when the same step is recorded, and calls through otherwise;
  * - `RecordedSteps.admit`: the filter of the turn's records, which drops an
  *   event the log already holds (the replayed machine emits the recorded
@@ -23,7 +23,7 @@ import type { MemoryCommitReply, MemoryRetrieveReply } from "../../contracts/mem
 import type { PlanWavesReply } from "../../contracts/scheduler.ts";
 import type { DeliberateInput, DeliberateOutput, TurnRecord } from "../../contracts/turnProtocol.ts";
 import { ConclaveError } from "../../errors.ts";
-import type { TurnServices } from "./turnServices.ts";
+import type { TurnInterceptor } from "./turnInterceptor.ts";
 
 /** An agent's failure an earlier attempt recorded, given back as it was (the agent is not asked again). */
 export class RecordedFailure extends ConclaveError<ErrorCode> {}
@@ -284,37 +284,37 @@ export interface RecordedStepsOptions {
 }
 
 /**
- * `services` answering, for a turn taken over, every step its earlier attempts
- * recorded from the record (`stepsOf` finds them by session and turn), and
- * calling through for the rest. A recorded answer is the one the turn got
- * then (after every wrapper `services` has, interceptors included), so this
- * wraps outermost; its stream parts are not sent again (the log holds them).
+ * The interceptor answering, for a turn taken over, every step its earlier
+ * attempts recorded from the record (`stepsOf` finds them by session and
+ * turn), and passing the rest on. A recorded answer is the one the turn got
+ * then (after every interceptor below this one), so this one is outermost;
+ * its stream parts are not sent again (the log holds them). `senseFast` and
+ * `screen` are deterministic: made again, not intercepted.
  */
-export function withRecordedSteps(
-  services: TurnServices,
+export function recordedStepsInterceptor(
   stepsOf: (sessionId: string, turnId: number) => RecordedSteps | undefined,
   options: RecordedStepsOptions = {},
-): TurnServices {
+): TurnInterceptor {
   const live = async (step: LiveStep, turn: { session_id: string; turn_id: number }, attempt = 1) => {
     await options.beforeLive?.(step, turn, attempt);
   };
   return {
-    // Deterministic: made again.
-    senseFast: (text) => services.senseFast(text),
-    screen: (request) => services.screen(request),
-    retrieveMemory: async (request, signal) => {
+    retrieveMemory: async (input, next) => {
+      const { request } = input;
       const recorded = stepsOf(request.session_id, request.turn_id)?.memory();
       if (recorded) return recorded;
       await live("memory", request);
-      return services.retrieveMemory(request, signal);
+      return next(input);
     },
-    planWaves: async (request, signal) => {
+    planWaves: async (input, next) => {
+      const { request } = input;
       const recorded = stepsOf(request.session_id, request.turn_id)?.schedule();
       if (recorded) return recorded;
       await live("schedule", request);
-      return services.planWaves(request, signal);
+      return next(input);
     },
-    callAgent: async (request, signal, attempts, onStream, onApproval) => {
+    callAgent: async (input, next) => {
+      const { request } = input;
       // Waves only: revisions are recorded by round (deliberate), recipe nodes by their own steps.
       const recorded =
         request.mode === "respond" && request.recipe === undefined
@@ -323,44 +323,49 @@ export function withRecordedSteps(
       if (recorded && "failure" in recorded) throw recorded.failure;
       if (recorded) return recorded.reply;
       await live("agent", request);
-      return services.callAgent(request, signal, attempts, onStream, onApproval);
+      return next(input);
     },
-    deliberate: async (input, signal) => {
-      const recorded = stepsOf(input.session_id, input.turn_id)?.round(input);
+    deliberate: async (input, next) => {
+      const { request } = input;
+      const recorded = stepsOf(request.session_id, request.turn_id)?.round(request);
       if (recorded) return recorded;
-      await live("deliberation", input);
-      return services.deliberate(input, signal);
+      await live("deliberation", request);
+      return next(input);
     },
-    decide: async (request, signal) => {
+    decide: async (input, next) => {
+      const { request } = input;
       const recorded = stepsOf(request.session_id, request.turn_id)?.decision();
       if (recorded) return recorded;
       await live("council", request);
-      return services.decide(request, signal);
+      return next(input);
     },
-    safetyCouncil: async (request, signal) => {
+    safetyCouncil: async (input, next) => {
+      const { request } = input;
       const recorded = stepsOf(request.session_id, request.turn_id)?.safetyCouncil();
       if (recorded) return recorded;
       await live("safety_council", request);
-      return services.safetyCouncil(request, signal);
+      return next(input);
     },
-    renderVoice: async (request, signal, onStream) => {
+    renderVoice: async (input, next) => {
+      const { request } = input;
       const recorded = stepsOf(request.session_id, request.turn_id)?.rendering(request.attempt);
       if (recorded) return recorded;
       await live("voice", request, request.attempt);
-      return services.renderVoice(request, signal, onStream);
+      return next(input);
     },
-    runCritics: async (request, signal) => {
+    runCritics: async (input, next) => {
+      const { request } = input;
       const recorded = stepsOf(request.session_id, request.turn_id)?.verdict(request.attempt);
       if (recorded) return recorded;
       await live("critics", request, request.attempt);
-      return services.runCritics(request, signal);
+      return next(input);
     },
-    commitMemory: async (request, signal) => {
-      const { session_id, turn_id } = request.episode;
+    commitMemory: async (input, next) => {
+      const { session_id, turn_id } = input.request.episode;
       const recorded = stepsOf(session_id, turn_id)?.commit();
       if (recorded) return recorded;
       await live("memory_commit", { session_id, turn_id });
-      return services.commitMemory(request, signal);
+      return next(input);
     },
   };
 }

@@ -4,9 +4,10 @@ import type { ReplyFallback, VoiceStreamId } from "../../contracts/council.ts";
 import { deadlineSignal, timedOut, unlessAborted } from "../../deadline.ts";
 import { ConclaveError, isConclaveError, messageOf, singleLine } from "../../errors.ts";
 import type { Logger } from "../log.ts";
+import type { TurnInterceptor } from "./turnInterceptor.ts";
 import type { TurnServices } from "./turnServices.ts";
 
-/** How {@link withReplyFallback} shares a stage's time between the call asked and its fallback. */
+/** How {@link replyFallbackInterceptor} shares a stage's time between the call asked and its fallback. */
 export interface ReplyFallbackOptions {
   /** The turn policy's `stage_timeout_ms`: the council stage (decide, then the voice) and the critics stage each have this long. */
   stageTimeoutMs: number;
@@ -25,7 +26,7 @@ const MAX_TRACKED = 4_096;
 type OnStream = Parameters<TurnServices["renderVoice"]>[2];
 
 /**
- * Turn services whose council and voice always answer: when the council or
+ * The interceptor whose council and voice always answer: when the council or
  * the voice asked (a worker, its model) cannot — an answer its schema
  * rejects, a model or worker fault, no worker, no answer before the share of
  * the stage it is given — the deterministic council and voice (the offline
@@ -37,7 +38,7 @@ type OnStream = Parameters<TurnServices["renderVoice"]>[2];
  * (STREAM_END, then a new STREAM_START of the same stream and attempt):
  * a client shows each STREAM_START's text afresh.
  */
-export function withReplyFallback(services: TurnServices, options: ReplyFallbackOptions): TurnServices {
+export function replyFallbackInterceptor(options: ReplyFallbackOptions): TurnInterceptor {
   const { stageTimeoutMs } = options;
   const reserveMs = options.reserveMs ?? Math.min(1_000, Math.max(100, stageTimeoutMs / 10));
   const councilShare = options.councilShare ?? 0.5;
@@ -60,16 +61,17 @@ export function withReplyFallback(services: TurnServices, options: ReplyFallback
     );
 
   return {
-    ...services,
-    decide: async (request, signal) => {
+    decide: async (input, next) => {
+      const { request, signal } = input;
       started(request.session_id, request.turn_id, "council");
       const allowed = budget(request.session_id, request.turn_id, "council") * councilShare;
-      const reason = await attempt(signal, allowed, "the council", (bounded) => services.decide(request, bounded));
+      const reason = await attempt(signal, allowed, "the council", (bounded) => next({ ...input, signal: bounded }));
       if (!("fallback" in reason)) return reason.value;
       fellBack("council", request, reason.fallback);
       return { decision: decide(request.context), fallback: reason.fallback };
     },
-    renderVoice: async (request, signal, onStream) => {
+    renderVoice: async (input, next) => {
+      const { request, signal, onStream } = input;
       const stage = request.attempt > 1 ? "critics" : "council";
       const open = new Set<VoiceStreamId>();
       let superseded = false;
@@ -81,7 +83,7 @@ export function withReplyFallback(services: TurnServices, options: ReplyFallback
       };
       const allowed = budget(request.session_id, request.turn_id, stage);
       const reason = await attempt(signal, allowed, "the voice", async (bounded) => {
-        const reply = await services.renderVoice(request, bounded, tracked);
+        const reply = await next({ ...input, signal: bounded, onStream: tracked });
         // An empty reply is no answer: the user would be told nothing.
         if (reply.text.trim() === "") throw new EmptyReplyError();
         return reply;
@@ -93,10 +95,11 @@ export function withReplyFallback(services: TurnServices, options: ReplyFallback
       fellBack("voice", request, reason.fallback);
       return { text: streamOffline(request, onStream), fallback: reason.fallback };
     },
-    runCritics: (request, signal) => {
+    runCritics: (input, next) => {
+      const { request } = input;
       // The critics stage starts with the first rendering's judging: its re-renderings share the stage's time.
       if (request.attempt === 1) started(request.session_id, request.turn_id, "critics");
-      return services.runCritics(request, signal);
+      return next(input);
     },
   };
 }
