@@ -24,9 +24,9 @@ async function turnWithMemory(arena: ContextArenaState, reportedPromptTokens = 0
         user_facts: ["The user grows tomatoes."],
         open_threads: [],
       }),
-      callAgent: async (request, signal, attempts, onStream) => {
+      callAgent: async (request, signal, options) => {
         seen.push(request.context);
-        const reply = await services.callAgent(request, signal, attempts, onStream);
+        const reply = await services.callAgent(request, signal, options);
         return reportedPromptTokens
           ? { ...reply, usage: { prompt_tokens: reportedPromptTokens, completion_tokens: 9 } }
           : reply;

@@ -106,13 +106,8 @@ export const recipeServices = (): TurnServices =>
 export function agentsHeld(services: TurnServices, gates: Gates): TurnServices {
   return {
     ...services,
-    callAgent: (request, signal, attempts, onStream) =>
-      gates.hold(
-        `callAgent:${request.turn_id}`,
-        request,
-        () => services.callAgent(request, signal, attempts, onStream),
-        signal,
-      ),
+    callAgent: (request, signal, options) =>
+      gates.hold(`callAgent:${request.turn_id}`, request, () => services.callAgent(request, signal, options), signal),
   };
 }
 

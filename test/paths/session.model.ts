@@ -359,9 +359,10 @@ function pipelineServices(): TurnServices {
   const services = localTurnServices(() => NOW);
   return {
     ...services,
-    callAgent: (request, signal, attempts, onStream, onApproval) => {
+    callAgent: (request, signal, options) => {
+      const onApproval = options?.onApproval;
       if (!onApproval || !/approve/.test(request.context.user_message) || request.mode !== "respond")
-        return services.callAgent(request, signal, attempts, onStream, onApproval);
+        return services.callAgent(request, signal, options);
       onApproval({
         approval: {
           call_id: `${request.agent_id}.w${request.wave}/0`,

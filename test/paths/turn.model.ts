@@ -223,7 +223,7 @@ export function turnModel(scenario: TurnScenario, oracle: Oracle): Model & { top
         // The stream parts of an agent taking notes, as the scenario's response chain releases them.
         const parts: AgentStreamEvent[] = [];
         return realServices(scenario, { notes: true })
-          .callAgent(serviceInput as AgentRequest, signal, 1, (part) => parts.push(part))
+          .callAgent(serviceInput as AgentRequest, signal, { onStream: (part) => parts.push(part) })
           .then(() => parts);
       }
       const call = PROMISE_SERVICES[service];

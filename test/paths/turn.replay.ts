@@ -112,7 +112,7 @@ class AgentStreamGate {
     onStream: (part: AgentStreamEvent) => void,
   ): Promise<AgentReply> {
     const parts: AgentStreamEvent[] = [];
-    const ready = noting.callAgent(request, signal, attempts, (part) => parts.push(part));
+    const ready = noting.callAgent(request, signal, { attempts, onStream: (part) => parts.push(part) });
     ready.catch(() => {}); // a failure surfaces where the gate releases it
     this.calls.set(`${request.agent_id}:${NOTES_STREAM}`, { parts, delivered: 0, ready, onStream });
     return ready;
@@ -151,7 +151,8 @@ function gatedServices(
     runCritics: (request, signal) => gates.hold("runCritics", request, () => real.runCritics(request, signal), signal),
     commitMemory: (request, signal) =>
       gates.hold("commitMemory", request, () => real.commitMemory(request, signal), signal),
-    callAgent: (request, signal, attempts, onStream) => {
+    callAgent: (request, signal, options = {}) => {
+      const { attempts, onStream } = options;
       // A wave whose invocation itself fails (the `runWave` actor throws as it starts).
       if (crash.waves.has(request.wave)) throw new SteeredFault(`runWave (wave ${request.wave})`);
       // An agent whose stream this path delivers takes notes; its answer waits at its gate all the same.
@@ -162,7 +163,7 @@ function gatedServices(
       return gates.hold(
         `callAgent:${request.agent_id}`,
         request,
-        () => real.callAgent(request, signal, attempts),
+        () => real.callAgent(request, signal, { attempts }),
         signal,
       );
     },

@@ -41,11 +41,11 @@ function countedServices(calls: string[]): TurnServices {
       calls.push("schedule");
       return local.planWaves(request, signal);
     },
-    callAgent: async (request, signal, attempts, onStream) => {
+    callAgent: async (request, signal, options) => {
       calls.push(`agent:${request.wave}:${request.agent_id}`);
       if (request.agent_id === FAILING_AGENT)
         throw new RemoteCallError(`conclave.agent.${FAILING_AGENT}`, "no_responders", "no worker serves it");
-      const reply = await local.callAgent(request, signal, attempts, onStream);
+      const reply = await local.callAgent(request, signal, options);
       return { ...reply, usage };
     },
     deliberate: (input, signal) => {

@@ -79,14 +79,14 @@ function recordingBase(reached: Set<TurnCall>): TurnServices {
   ) as unknown as TurnServices;
   return {
     ...noting,
-    callAgent: async (request, signal, attempts, onStream, onApproval) => {
+    callAgent: async (request, signal, { attempts, onStream, onApproval } = {}) => {
       reached.add("callAgent");
       const part = { session_id: request.session_id, turn_id: request.turn_id, agent_id: request.agent_id };
       onStream?.({ ...part, stream: "notes", type: "start", content_type: "text/plain" });
       onStream?.({ ...part, stream: "notes", type: "chunk", delta: "a note" });
       onStream?.({ ...part, stream: "notes", type: "end" });
       onApproval?.(asked);
-      return local.callAgent(request, signal, attempts);
+      return local.callAgent(request, signal, { attempts });
     },
   };
 }
@@ -142,13 +142,10 @@ async function passesEveryCallOn(args: Args, make: (below: TurnServices) => Turn
   await services.screen(...args.screen);
   await services.retrieveMemory(args.retrieveMemory[0], signal);
   await services.planWaves(args.planWaves[0], signal);
-  await services.callAgent(
-    args.callAgent[0],
-    signal,
-    1,
-    (part) => agentParts.push(part),
-    (given) => approvals.push(given),
-  );
+  await services.callAgent(args.callAgent[0], signal, {
+    onStream: (part) => agentParts.push(part),
+    onApproval: (given) => approvals.push(given),
+  });
   await services.deliberate(args.deliberate[0], signal);
   await services.decide(args.decide[0], signal);
   await services.safetyCouncil(args.safetyCouncil[0], signal);

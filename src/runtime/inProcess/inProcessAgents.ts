@@ -23,7 +23,7 @@ export function inProcessCallAgent(
   options: { model?: ChatModel | undefined; askGate?: AskGate | undefined },
 ): TurnServices["callAgent"] {
   const byId = new Map(agents.map((agent) => [agent.manifest.id, agent]));
-  return async (request, signal, _attempts, onStream) => {
+  return async (request, signal, { onStream } = {}) => {
     const agent = byId.get(request.agent_id);
     if (!agent)
       throw new ConclaveError(
@@ -91,12 +91,10 @@ export function inProcessAgentActor(
       ...(tools.length > 0 || delegates.length > 0 ? { tools, call_key: agentCallKey(input) } : {}),
       ...(delegates.length > 0 ? { delegates } : {}),
     };
-    run.services
-      .callAgent(request, signal, 1, (part) => send(nodeStreamEvent(node, part)))
-      .then(
-        (reply) => send(nodeAnswered(node, reply)),
-        (error: unknown) => send(nodeFailed(node, error)),
-      );
+    run.services.callAgent(request, signal, { onStream: (part) => send(nodeStreamEvent(node, part)) }).then(
+      (reply) => send(nodeAnswered(node, reply)),
+      (error: unknown) => send(nodeFailed(node, error)),
+    );
     return () => abort.abort();
   });
 }

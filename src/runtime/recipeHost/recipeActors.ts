@@ -293,7 +293,9 @@ export function recipeImplementations(
         const answered = remote.has(input.agent)
           ? remote.reply(input.agent, input.prompt, abort.signal)
           : asked().then((request) =>
-              host.services.callAgent(request, abort.signal, 1, (part) => send(nodeStreamEvent(node, part))),
+              host.services.callAgent(request, abort.signal, {
+                onStream: (part) => send(nodeStreamEvent(node, part)),
+              }),
             );
         answered.then(
           (reply) => send(nodeAnswered(node, reply)),

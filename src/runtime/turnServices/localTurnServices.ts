@@ -33,7 +33,7 @@ export function localTurnServices(
   const cooldowns = new Map<string, Cooldowns>();
   const byId = new Map(agents.map((agent) => [agent.manifest.id, agent]));
   const manifests = agents.map((agent) => agent.manifest);
-  const callAgent: TurnServices["callAgent"] = async (request, signal, _attempts, onStream) => {
+  const callAgent: TurnServices["callAgent"] = async (request, signal, { onStream } = {}) => {
     const agent = byId.get(request.agent_id);
     if (!agent) throw Object.assign(new Error(`no agent ${request.agent_id}`), { code: "no_responders" });
     const started = performance.now();

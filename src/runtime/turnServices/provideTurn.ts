@@ -37,21 +37,23 @@ const runWave = (services: TurnServices) =>
             context: input.context,
           },
           abort.signal,
-          input.attempts,
-          (part) => {
-            if (abort.signal.aborted) return;
-            const stream_id = `${part.agent_id}:${part.stream}`;
-            if (part.type === "start")
-              sendBack({ type: "agent.stream.start", stream_id, content_type: part.content_type ?? "text/plain" });
-            else if (part.type === "chunk")
-              sendBack({ type: "agent.stream.chunk", stream_id, delta: part.delta ?? "" });
-            else if (part.type === "intercepted") {
-              const { interceptor, action, reason } = part;
-              sendBack({ type: "agent.stream.intercepted", stream_id, interceptor, action, reason });
-            } else sendBack({ type: "agent.stream.end", stream_id });
-          },
-          (asked) => {
-            if (!abort.signal.aborted) sendBack({ type: "agent.approval_required", agent_id: agentId, ...asked });
+          {
+            attempts: input.attempts,
+            onStream: (part) => {
+              if (abort.signal.aborted) return;
+              const stream_id = `${part.agent_id}:${part.stream}`;
+              if (part.type === "start")
+                sendBack({ type: "agent.stream.start", stream_id, content_type: part.content_type ?? "text/plain" });
+              else if (part.type === "chunk")
+                sendBack({ type: "agent.stream.chunk", stream_id, delta: part.delta ?? "" });
+              else if (part.type === "intercepted") {
+                const { interceptor, action, reason } = part;
+                sendBack({ type: "agent.stream.intercepted", stream_id, interceptor, action, reason });
+              } else sendBack({ type: "agent.stream.end", stream_id });
+            },
+            onApproval: (asked) => {
+              if (!abort.signal.aborted) sendBack({ type: "agent.approval_required", agent_id: agentId, ...asked });
+            },
           },
         )
         .then(

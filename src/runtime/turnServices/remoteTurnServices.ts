@@ -87,7 +87,7 @@ export function remoteTurnServices(nc: NatsConnection, options: Partial<RemoteOp
     const share = Math.max(1, Math.floor(settings.requestTimeoutMs / attempts));
     return resending(attempts, signal, () => call(subject, payload, schema, signal, share));
   };
-  const callAgent: TurnServices["callAgent"] = async (request, signal, attempts = 1, onStream) => {
+  const callAgent: TurnServices["callAgent"] = async (request, signal, { attempts = 1, onStream } = {}) => {
     const unlisten = onStream ? streams.listen(request, onStream) : undefined;
     const asked = unlisten ? { ...request, stream_subject: streams.subject } : request;
     try {

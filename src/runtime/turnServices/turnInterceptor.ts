@@ -5,7 +5,7 @@
  * the rest of the chain; {@link composeTurnServices} puts a list of them
  * around a base's services once, when a runner starts.
  */
-import type { TurnServices } from "./turnServices.ts";
+import type { CallAgentOptions, TurnServices } from "./turnServices.ts";
 
 /** One call's arguments, as the option object an interceptor is given. */
 export interface TurnCallInputs {
@@ -13,16 +13,8 @@ export interface TurnCallInputs {
   screen: { request: Parameters<TurnServices["screen"]>[0] };
   retrieveMemory: { request: Parameters<TurnServices["retrieveMemory"]>[0]; signal: AbortSignal };
   planWaves: { request: Parameters<TurnServices["planWaves"]>[0]; signal: AbortSignal };
-  callAgent: {
-    request: Parameters<TurnServices["callAgent"]>[0];
-    signal: AbortSignal;
-    /** Tries when an answer is lost; default 1. */
-    attempts?: number | undefined;
-    /** The agent's named stream parts; an interceptor that changes them hands on its own callback. */
-    onStream?: Parameters<TurnServices["callAgent"]>[3];
-    /** A tool call of the agent waits for a person's approval. */
-    onApproval?: Parameters<TurnServices["callAgent"]>[4];
-  };
+  /** The request and signal, and the call's options (an interceptor that changes `onStream` hands on its own). */
+  callAgent: CallAgentOptions & { request: Parameters<TurnServices["callAgent"]>[0]; signal: AbortSignal };
   deliberate: { request: Parameters<TurnServices["deliberate"]>[0]; signal: AbortSignal };
   decide: { request: Parameters<TurnServices["decide"]>[0]; signal: AbortSignal };
   safetyCouncil: { request: Parameters<TurnServices["safetyCouncil"]>[0]; signal: AbortSignal };
@@ -100,9 +92,8 @@ export function composeTurnServices(
   const screen = chain(interceptors, "screen", ({ request }) => base.screen(request));
   const retrieveMemory = chain(interceptors, "retrieveMemory", (i) => base.retrieveMemory(i.request, i.signal));
   const planWaves = chain(interceptors, "planWaves", (i) => base.planWaves(i.request, i.signal));
-  const callAgent = chain(interceptors, "callAgent", (i) =>
-    base.callAgent(i.request, i.signal, i.attempts, i.onStream, i.onApproval),
-  );
+  // The input is the options too: nothing to build for the base.
+  const callAgent = chain(interceptors, "callAgent", (i) => base.callAgent(i.request, i.signal, i));
   const deliberate = chain(interceptors, "deliberate", (i) => base.deliberate(i.request, i.signal));
   const decide = chain(interceptors, "decide", (i) => base.decide(i.request, i.signal));
   const safetyCouncil = chain(interceptors, "safetyCouncil", (i) => base.safetyCouncil(i.request, i.signal));
@@ -119,10 +110,8 @@ export function composeTurnServices(
       ? (request, signal) => planWaves({ request, signal })
       : (request, signal) => base.planWaves(request, signal),
     callAgent: callAgent
-      ? (request, signal, attempts, onStream, onApproval) =>
-          callAgent({ request, signal, attempts, onStream, onApproval })
-      : (request, signal, attempts, onStream, onApproval) =>
-          base.callAgent(request, signal, attempts, onStream, onApproval),
+      ? (request, signal, options) => callAgent({ ...options, request, signal })
+      : (request, signal, options) => base.callAgent(request, signal, options),
     deliberate: deliberate
       ? (request, signal) => deliberate({ request, signal })
       : (request, signal) => base.deliberate(request, signal),

@@ -38,26 +38,24 @@ export interface ApprovalAsked {
   required_role: string;
 }
 
+/** How one agent is asked, beyond its request. */
+export interface CallAgentOptions {
+  /** Tries of `request.timeout_ms` each when an answer is lost. Default 1. */
+  attempts?: number | undefined;
+  /** Receives the agent's named stream parts (as the response interceptors left them), all before the reply. */
+  onStream?: ((part: AgentStreamEvent) => void) | undefined;
+  /** Learns that one of the agent's tool calls waits for a person's approval (a pipeline agent with tools): the turn suspends. */
+  onApproval?: ((asked: ApprovalAsked) => void) | undefined;
+}
+
 export interface TurnServices {
   senseFast(text: string): Promise<Sensors>;
   /** The request interceptors, on the message and the sensors' scores. */
   screen(request: ScreenRequest): Promise<ScreenResult>;
   retrieveMemory(request: MemoryRetrieveRequest, signal: AbortSignal): Promise<MemoryRetrieveReply>;
   planWaves(request: PlanWavesRequest, signal: AbortSignal): Promise<PlanWavesReply>;
-  /**
-   * Asks one agent; `attempts` (default 1) tries of `request.timeout_ms` each
-   * when an answer is lost. `onStream` receives the agent's named stream
-   * parts (as the response interceptors left them), all before the reply.
-   * `onApproval` learns that one of the agent's tool calls waits for a
-   * person's approval (a pipeline agent with tools): the turn suspends.
-   */
-  callAgent(
-    request: AgentRequest,
-    signal: AbortSignal,
-    attempts?: number,
-    onStream?: (part: AgentStreamEvent) => void,
-    onApproval?: (asked: ApprovalAsked) => void,
-  ): Promise<AgentReply>;
+  /** Asks one agent (see {@link CallAgentOptions}). */
+  callAgent(request: AgentRequest, signal: AbortSignal, options?: CallAgentOptions): Promise<AgentReply>;
   deliberate(input: DeliberateInput, signal: AbortSignal): Promise<DeliberateOutput>;
   decide(request: CouncilRequest, signal: AbortSignal): Promise<CouncilReply>;
   safetyCouncil(request: SafetyCouncilRequest, signal: AbortSignal): Promise<SafetyCouncilReply>;
