@@ -1,5 +1,6 @@
 import { assign, fromPromise, setup } from "xstate";
 import type { AgentAnswer, AgentRequest } from "../src/contracts/agent.ts";
+import { messageOf } from "../src/errors.ts";
 import { MissingActorError } from "./errors.ts";
 
 /**
@@ -64,7 +65,7 @@ export const agentMachine = setup({
             error: ({ event }) => ({
               // An answer the agent's schema rejects, or a delegation too deep, keeps its own code.
               code: keptCode(event.error) ?? ("agent_failed" as const),
-              message: event.error instanceof Error ? event.error.message : String(event.error),
+              message: messageOf(event.error),
             }),
           }),
         },

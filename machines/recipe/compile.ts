@@ -2,6 +2,7 @@ import { assign, enqueueActions } from "xstate";
 import type { RecipeRunOutput } from "../../src/contracts/recipeProtocol.ts";
 import { type TurnOutcome, type TurnWarning, turnOutcome } from "../../src/contracts/turn.ts";
 import { type TurnRecord, usageSummary } from "../../src/contracts/turnProtocol.ts";
+import { messageOf } from "../../src/errors.ts";
 import { checkConstraints } from "../../src/recipes/constraints.ts";
 import { type GraphShape, graphShape } from "../../src/recipes/forks.ts";
 import type { HumanNode, Recipe, RecipeNode } from "../../src/recipes/recipe.ts";
@@ -339,7 +340,6 @@ function outcomeOf(context: RecipeContext): TurnOutcome {
 const responseOf = (context: RecipeContext): string =>
   context.cancelled !== null || context.failure !== null ? "" : JSON.stringify(context.blackboard);
 
-const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 const codeOf = (error: unknown, fallback: string): string => {
   const code = (error as { code?: unknown } | null)?.code;
   return typeof code === "string" ? code : fallback;

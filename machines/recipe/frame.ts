@@ -2,6 +2,7 @@ import { assign, enqueueActions } from "xstate";
 import type { RecipeAgentEvent } from "../../src/contracts/recipeProtocol.ts";
 import type { JsonObject } from "../../src/contracts/recipeRun.ts";
 import type { TurnRecord } from "../../src/contracts/turnProtocol.ts";
+import { messageOf } from "../../src/errors.ts";
 import { conditionHolds } from "../../src/recipes/expression.ts";
 import { readPath, writePath } from "../../src/recipes/paths.ts";
 import { agentPrompt } from "../../src/recipes/prompt.ts";
@@ -192,8 +193,7 @@ export function frame(recipe: Recipe, node: RecipeNode, exits: Exits) {
   return { entering, failed };
 }
 
-export const thrownMessage = (event: Args["event"]): string =>
-  event.error instanceof Error ? event.error.message : String(event.error);
+export const thrownMessage = (event: Args["event"]): string => messageOf(event.error);
 export const thrownCode = (event: Args["event"]): string => {
   const code = (event.error as { code?: unknown } | undefined)?.code;
   return typeof code === "string" ? code : "node_failed";

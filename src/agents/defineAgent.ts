@@ -11,7 +11,7 @@ import {
 import { describeIssues } from "../contracts/issues.ts";
 import type { LedgerDigest } from "../contracts/ledger.ts";
 import type { Episode } from "../contracts/workspace.ts";
-import { ConclaveError } from "../errors.ts";
+import { ConclaveError, messageOf } from "../errors.ts";
 import type { AgentSkills } from "../skills/agentSkillsView.ts";
 import { type AgentModelChoice, type AgentModelSpec, parseAgentModel } from "./agentModelChoice.ts";
 import type { AgentTools } from "./agentTools.ts";
@@ -294,7 +294,7 @@ export function defineAgent<S extends z.ZodType>(spec: AgentSpec<S>): AgentDefin
       spec.output === (Contribution as z.ZodType) ? undefined : z.toJSONSchema(spec.output, { io: "output" });
   } catch (error) {
     throw new AgentDefinitionError(
-      `agent '${String(spec.name)}': its output schema has no JSON Schema (${error instanceof Error ? error.message : String(error)}); use plain data types`,
+      `agent '${String(spec.name)}': its output schema has no JSON Schema (${messageOf(error)}); use plain data types`,
     );
   }
   const manifest = AgentManifest.safeParse({

@@ -5,6 +5,7 @@ import { subjects } from "../bus/subjects.ts";
 import type { AgentManifest } from "../contracts/agent.ts";
 import type { ToolManifest } from "../contracts/tool.ts";
 import { fromWireJsonSchema } from "../contracts/wireJsonSchema.ts";
+import { messageOf } from "../errors.ts";
 import { AgentAnnouncement, AgentWithdrawal } from "./announcement.ts";
 
 /** How a directory waits for the workers' answers to its roll call before it is ready. */
@@ -66,7 +67,7 @@ export class AgentDirectory {
             directory.#learn(decodeJson(msg.data, AgentAnnouncement, "agent announcement"));
             heard();
           } catch (invalid) {
-            options.onInvalid?.(invalid instanceof Error ? invalid.message : String(invalid));
+            options.onInvalid?.(messageOf(invalid));
           }
         },
       }),
@@ -77,7 +78,7 @@ export class AgentDirectory {
             directory.#workers.delete(decodeJson(msg.data, AgentWithdrawal, "agent withdrawal").worker);
             directory.#index = null;
           } catch (invalid) {
-            options.onInvalid?.(invalid instanceof Error ? invalid.message : String(invalid));
+            options.onInvalid?.(messageOf(invalid));
           }
         },
       }),

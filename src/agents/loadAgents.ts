@@ -1,5 +1,6 @@
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
+import { messageOf } from "../errors.ts";
 import { builtinAgents } from "./builtins.ts";
 import { type AgentDefinition, AgentDefinitionError, isAgentDefinition } from "./defineAgent.ts";
 
@@ -16,7 +17,7 @@ export async function loadAgentModule(file: string): Promise<AgentDefinition[]> 
   try {
     module = await importModule(pathToFileURL(resolve(file)).href);
   } catch (error) {
-    const reason = error instanceof Error ? error.message.split("\n")[0] : String(error);
+    const reason = messageOf(error).split("\n")[0];
     throw new AgentDefinitionError(`cannot load agents from ${file}: ${reason}`);
   }
   const found: AgentDefinition[] = [];

@@ -1,4 +1,5 @@
 import { RE2JS } from "re2js";
+import { messageOf } from "../errors.ts";
 
 /**
  * Regular expressions that arrive over the wire (JSON Schema `pattern` and
@@ -85,7 +86,7 @@ function compile(source: string): SafePattern | UnsafePatternError {
     re = RE2JS.compile(RE2JS.translateRegExp(source));
   } catch (error) {
     return new UnsafePatternError(
-      `pattern ${quotedPattern(source)} cannot run on a linear-time engine (no backreferences or lookaround): ${oneLine(error instanceof Error ? error.message : String(error))}`,
+      `pattern ${quotedPattern(source)} cannot run on a linear-time engine (no backreferences or lookaround): ${oneLine(messageOf(error))}`,
     );
   }
   const size = re.programSize();

@@ -1,5 +1,6 @@
 import type { NatsConnection, Subscription } from "@nats-io/nats-core";
 import { describeIssues } from "../contracts/issues.ts";
+import { messageOf } from "../errors.ts";
 import { InspectionRecord, inspectSubjectAll } from "./record.ts";
 
 const decoder = new TextDecoder();
@@ -32,7 +33,7 @@ export function collectInspection(
       try {
         onRecord(parsed.data);
       } catch (failure) {
-        onInvalid(msg.subject, `handler failed: ${failure instanceof Error ? failure.message : String(failure)}`);
+        onInvalid(msg.subject, `handler failed: ${messageOf(failure)}`);
       }
     },
   });

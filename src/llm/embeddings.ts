@@ -10,6 +10,7 @@ import { setting } from "../config/load.ts";
 import { CONFIG_SCHEMA } from "../config/schema.ts";
 import { registerSecrets } from "../config/secrets.ts";
 import { deadlineSignal, timedOut, unlessAborted } from "../deadline.ts";
+import { messageOf } from "../errors.ts";
 import { OFFLINE_EMBEDDING_DIMS, offlineEmbedding } from "../memory/learn/embedder.ts";
 import { withEmbeddingSpans } from "../telemetry/genAiSpans.ts";
 import { type LlmConfig, LlmConfigError, llmConfigFromEnv } from "./config.ts";
@@ -226,7 +227,7 @@ function failure(error: unknown, timeoutMs: number, deadline: AbortSignal): Embe
   if (timedOut(deadline)) return new EmbeddingError("timeout", `no reply within ${timeoutMs} ms`, { cause: error });
   if (deadline.aborted) return new EmbeddingError("aborted", "the caller aborted", { cause: error });
   const mapped = llmErrorFromOpenAI(error, "embeddings");
-  return new EmbeddingError(mapped.code, error instanceof Error ? error.message : String(error), {
+  return new EmbeddingError(mapped.code, messageOf(error), {
     ...(mapped.status === undefined ? {} : { status: mapped.status }),
     cause: error,
   });

@@ -1,5 +1,5 @@
 import { scrubError, scrubSecrets } from "../config/secrets.ts";
-import { ConclaveError } from "../errors.ts";
+import { ConclaveError, messageOf } from "../errors.ts";
 import { MissingDependencyError } from "../optionalPackages.ts";
 import type { Usage } from "./model.ts";
 import { loadedOpenAI } from "./openaiPackage.ts";
@@ -45,7 +45,7 @@ export class LlmError extends ConclaveError<LlmErrorCode> {
 /** Maps what the openai client threw (after its own retries) onto an LlmError. */
 export function llmErrorFromOpenAI(error: unknown, caller: string): LlmError {
   if (error instanceof LlmError) return error;
-  const message = error instanceof Error ? error.message : String(error);
+  const message = messageOf(error);
   const fail = (code: LlmErrorCode, status?: number) => new LlmError(code, caller, message, { status, cause: error });
   if (error instanceof MissingDependencyError) return fail("bad_request");
   const OpenAI = loadedOpenAI()?.OpenAI;

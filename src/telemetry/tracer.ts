@@ -16,6 +16,7 @@ import {
   trace,
 } from "@opentelemetry/api";
 import { scrubError, scrubSecrets } from "../config/secrets.ts";
+import { messageOf } from "../errors.ts";
 
 /** The instrumentation scope of every span Conclave makes. */
 export const TRACER_NAME = "conclave";
@@ -46,7 +47,7 @@ export function conclaveTracer(): Tracer {
  * Message and stack are scrubbed of secrets first (config/secrets.ts): spans go to a collector many can read.
  */
 export function recordFailure(span: Span, error: unknown): void {
-  const message = scrubSecrets(error instanceof Error ? error.message : String(error));
+  const message = scrubSecrets(messageOf(error));
   const code = (error as { code?: unknown } | null)?.code;
   if (typeof code === "string") span.setAttribute("error.type", code);
   else if (error instanceof Error) span.setAttribute("error.type", error.name);

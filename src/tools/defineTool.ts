@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { describeIssues } from "../contracts/issues.ts";
 import { ToolEffect, ToolManifest, ToolRisk } from "../contracts/tool.ts";
-import { ConclaveError } from "../errors.ts";
+import { ConclaveError, messageOf } from "../errors.ts";
 
 /** Marks a value as a tool definition, across copies of the package. */
 const TOOL_BRAND = Symbol.for("conclave.tool");
@@ -98,7 +98,7 @@ export function defineTool<I extends z.ZodType, O extends z.ZodType = z.ZodUnkno
     inputSchema = z.toJSONSchema(spec.input, { io: "input" }) as Record<string, unknown>;
   } catch (error) {
     throw new ToolDefinitionError(
-      `tool '${name}': its input schema has no JSON Schema (${error instanceof Error ? error.message : String(error)}); use plain data types`,
+      `tool '${name}': its input schema has no JSON Schema (${messageOf(error)}); use plain data types`,
     );
   }
   const manifest = ToolManifest.safeParse({

@@ -1,6 +1,7 @@
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { importModule, isModuleSpecifier } from "../agents/loadAgents.ts";
+import { messageOf } from "../errors.ts";
 import { isToolDefinition, type ToolDefinition, ToolDefinitionError } from "./defineTool.ts";
 
 /**
@@ -12,7 +13,7 @@ export async function loadToolModule(file: string): Promise<ToolDefinition[]> {
   try {
     module = await importModule(pathToFileURL(resolve(file)).href);
   } catch (error) {
-    const reason = error instanceof Error ? error.message.split("\n")[0] : String(error);
+    const reason = messageOf(error).split("\n")[0];
     throw new ToolDefinitionError(`cannot load tools from ${file}: ${reason}`);
   }
   const found: ToolDefinition[] = [];

@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import { ConclaveError } from "../errors.ts";
+import { ConclaveError, messageOf } from "../errors.ts";
 
 export type Handler = (request: IncomingMessage, response: ServerResponse) => void;
 
@@ -24,7 +24,7 @@ export async function listenLocal(handler: Handler, port: number): Promise<{ ser
       handler(request, response);
     } catch (error) {
       if (!response.headersSent) response.writeHead(500, { "content-type": "text/plain; charset=utf-8" });
-      response.end(`internal error: ${error instanceof Error ? error.message : String(error)}\n`);
+      response.end(`internal error: ${messageOf(error)}\n`);
     }
   });
   await new Promise<void>((resolve, reject) => {

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { DeliverPolicy, type JetStreamClient } from "@nats-io/jetstream";
 import { streams, subjects } from "../bus/subjects.ts";
+import { messageOf } from "../errors.ts";
 import { orderedConsumer, releaseConsumer } from "../eventlog/consumers.ts";
 
 /** The fields of a stored turn event the viewer shows; the rest of the payload is passed through as it is. */
@@ -73,7 +74,7 @@ export async function followTurnEvents(
       }
     } catch (error) {
       if (signal.aborted) return;
-      onProblem(`turn events: ${error instanceof Error ? error.message : String(error)}; retrying`);
+      onProblem(`turn events: ${messageOf(error)}; retrying`);
     }
     await sleep(retryMs, undefined, { signal }).catch(() => {});
   }
