@@ -5,24 +5,23 @@
  * `defineTool`), serve them (`startWorker`), run turns (`startRunner`), talk
  * to Conclave (`connect`), and the errors these raise. The rest has an entry
  * point of its own:
- * - `conclave/worker`: writing and serving agents and tools;
+ * - `conclave/worker`: writing and serving agents and tools, and their skills;
  * - `conclave/client`: the client API (turns, events, recipe runs, ledgers, memory, approvals);
- * - `conclave/recipes`: recipe documents loaded and checked, run in this process, and their traces.
+ * - `conclave/recipes`: recipe documents loaded and checked, run in this process, and their traces,
+ *   with the model interceptors and `logic` handlers a runner or an in-process run takes.
+ *
+ * A test (test/package/rootEntry.test.ts) holds this entry to at most 60 names.
  *
  * @packageDocumentation
  */
 
-export type { AgentModelChoice, AgentModelSpec } from "./agents/agentModelChoice.ts";
-export { DelegationDepthError, ToolCallRefusedError } from "./agents/agentTools.ts";
 export {
   type AgentDefinition,
   AgentDefinitionError,
   type AgentRunContext,
   type AgentSpec,
   defineAgent,
-  type RemoteDelegate,
 } from "./agents/defineAgent.ts";
-export { InvalidAgentOutputError } from "./agents/runAgent.ts";
 export type { BlackboardOptions } from "./blackboard/open.ts";
 export {
   type BusAccess,
@@ -38,39 +37,16 @@ export type { ContextBudget } from "./context/budget.ts";
 export type { CompactionOptions } from "./context/compaction.ts";
 export { BYTES_PER_TOKEN, type EncodingName, type Tokenizer } from "./context/tokenizer.ts";
 export type { ErrorCode } from "./contracts/errors.ts";
-export type { SkillCompletion } from "./contracts/skill.ts";
 export type { TurnPolicy } from "./contracts/turnProtocol.ts";
 export { ConclaveError, type ConclaveErrorCode, isConclaveError, type LocalErrorCode } from "./errors.ts";
 export type { RetentionOptions } from "./eventlog/retention.ts";
 export type { LlmConfig } from "./llm/config.ts";
 export { type Embedder, EmbeddingError } from "./llm/embeddings.ts";
 export { LlmError, type LlmErrorCode, type LlmErrorOptions } from "./llm/errors.ts";
-export {
-  defaultInterceptors,
-  type InterceptorChains,
-  type InterceptorContext,
-  piiRedaction,
-  promptInjectionGuard,
-  type RequestInterceptor,
-  type ResponseInterceptor,
-  type Verdict,
-} from "./runtime/interception/interceptors.ts";
 export type { LogFields, Logger } from "./runtime/log.ts";
-export type { LogicContext, LogicHandler } from "./runtime/recipeHost/recipeActors.ts";
 export type { AdmissionLimits } from "./runtime/runner/admission.ts";
 export type { RecipeRunnerOptions, RunnerOptions } from "./runtime/runner/options.ts";
 export { type RunnerHandle, type StartRunnerOptions, startRunner } from "./runtime/startRunner.ts";
-export type { AgentSkill } from "./skills/agentSkills.ts";
-export { type AgentSkills, UnknownSkillError } from "./skills/agentSkillsView.ts";
-export { LoadStrategy, SkillDefinition, SkillDefinitionError } from "./skills/definition.ts";
-export { instructionsOf, loadSkills, type Skill } from "./skills/load.ts";
-export {
-  SKILL_ROUTER_DEFAULTS,
-  type SkillRank,
-  SkillRouter,
-  type SkillRouterOptions,
-  type SkillSelection,
-} from "./skills/router.ts";
 export { TracingConfigError } from "./telemetry/config.ts";
 export { setupTracing, type TracingHandle, type TracingSetupOptions } from "./telemetry/setup.ts";
 export {

@@ -1,5 +1,5 @@
 /**
- * `conclave/worker`: define agents and serve them.
+ * `conclave/worker`: define agents and tools, give them skills, and serve them.
  *
  * @example
  * ```ts
@@ -53,6 +53,7 @@ export {
   Contribution,
   type ProposedClaim,
 } from "./contracts/agent.ts";
+export type { SkillCompletion } from "./contracts/skill.ts";
 export type { ToolEffect, ToolManifest, ToolRefusal, ToolRisk } from "./contracts/tool.ts";
 export { type LlmConfig, LOCAL_SERVER_API_KEY, llmConfigFromEnv } from "./llm/config.ts";
 export {
@@ -64,6 +65,17 @@ export {
   type ProceduralPatch,
   type RecordedPatchResult,
 } from "./memory/procedural/patch.ts";
+export type { AgentSkill } from "./skills/agentSkills.ts";
+export { type AgentSkills, UnknownSkillError } from "./skills/agentSkillsView.ts";
+export { LoadStrategy, SkillDefinition, SkillDefinitionError } from "./skills/definition.ts";
+export { instructionsOf, loadSkills, type Skill } from "./skills/load.ts";
+export {
+  SKILL_ROUTER_DEFAULTS,
+  type SkillRank,
+  SkillRouter,
+  type SkillRouterOptions,
+  type SkillSelection,
+} from "./skills/router.ts";
 export {
   defineTool,
   isToolDefinition,
