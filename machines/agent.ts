@@ -1,6 +1,6 @@
 import { assign, fromPromise, setup } from "xstate";
 import type { AgentAnswer, AgentRequest } from "../src/contracts/agent.ts";
-import { messageOf } from "../src/errors.ts";
+import { codeOf, messageOf } from "../src/errors.ts";
 import { MissingActorError } from "./errors.ts";
 
 /**
@@ -27,7 +27,7 @@ export interface AgentMachineOutput {
 /** Failures that keep their own code in the reply: anything else is the agent failing. */
 const KEPT_CODES = ["invalid_agent_output", "delegation_depth_exceeded"] as const;
 const keptCode = (error: unknown): (typeof KEPT_CODES)[number] | undefined => {
-  const code = typeof error === "object" && error !== null && "code" in error ? error.code : undefined;
+  const code = codeOf(error);
   return KEPT_CODES.find((kept) => kept === code);
 };
 

@@ -66,6 +66,17 @@ export function isConclaveError<C extends ConclaveErrorCode>(error: unknown, cod
 /** The message of anything thrown, without its stack. */
 export const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
+/**
+ * The stable code a failure carries: a {@link ConclaveError}'s own, or the
+ * string `code` of any other thrown value (NATS, Node and wire errors carry
+ * one); `undefined` when it has none. There is no built-in fallback: each
+ * caller names the code its own failures have, `codeOf(error) ?? "internal"`.
+ */
+export function codeOf(error: unknown): string | undefined {
+  const code = typeof error === "object" && error !== null && "code" in error ? error.code : undefined;
+  return typeof code === "string" ? code : undefined;
+}
+
 /** Longest message placed in a NATS header or a log line describing a peer's input. */
 export const MAX_HEADER_MESSAGE = 256;
 

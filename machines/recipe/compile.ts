@@ -2,7 +2,7 @@ import { assign, enqueueActions } from "xstate";
 import type { RecipeRunOutput } from "../../src/contracts/recipeProtocol.ts";
 import { type TurnOutcome, type TurnWarning, turnOutcome } from "../../src/contracts/turn.ts";
 import { type TurnRecord, usageSummary } from "../../src/contracts/turnProtocol.ts";
-import { messageOf } from "../../src/errors.ts";
+import { codeOf, messageOf } from "../../src/errors.ts";
 import { checkConstraints } from "../../src/recipes/constraints.ts";
 import { type GraphShape, graphShape } from "../../src/recipes/forks.ts";
 import type { HumanNode, Recipe, RecipeNode } from "../../src/recipes/recipe.ts";
@@ -95,7 +95,7 @@ export function compileRecipe(recipe: Recipe) {
               target: "failing",
               actions: assign(({ event }) => ({
                 failure: {
-                  code: codeOf(event.error, "unavailable"),
+                  code: codeOf(event.error) ?? "unavailable",
                   message: `the blackboard could not be read: ${messageOf(event.error)}`,
                 },
               })),
@@ -184,7 +184,7 @@ export function compileRecipe(recipe: Recipe) {
             onError: {
               target: "completed",
               actions: assign(({ event }) => ({
-                failure: { code: codeOf(event.error, "invalid_output"), message: messageOf(event.error) },
+                failure: { code: codeOf(event.error) ?? "invalid_output", message: messageOf(event.error) },
               })),
             },
           },
@@ -339,11 +339,6 @@ function outcomeOf(context: RecipeContext): TurnOutcome {
 
 const responseOf = (context: RecipeContext): string =>
   context.cancelled !== null || context.failure !== null ? "" : JSON.stringify(context.blackboard);
-
-const codeOf = (error: unknown, fallback: string): string => {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === "string" ? code : fallback;
-};
 
 /** A compiled recipe machine. */
 export type RecipeMachine = ReturnType<typeof compileRecipe>;

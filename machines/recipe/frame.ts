@@ -2,7 +2,7 @@ import { assign, enqueueActions } from "xstate";
 import type { RecipeAgentEvent } from "../../src/contracts/recipeProtocol.ts";
 import type { JsonObject } from "../../src/contracts/recipeRun.ts";
 import type { TurnRecord } from "../../src/contracts/turnProtocol.ts";
-import { messageOf } from "../../src/errors.ts";
+import { codeOf, messageOf } from "../../src/errors.ts";
 import { conditionHolds } from "../../src/recipes/expression.ts";
 import { readPath, writePath } from "../../src/recipes/paths.ts";
 import { agentPrompt } from "../../src/recipes/prompt.ts";
@@ -194,10 +194,7 @@ export function frame(recipe: Recipe, node: RecipeNode, exits: Exits) {
 }
 
 export const thrownMessage = (event: Args["event"]): string => messageOf(event.error);
-export const thrownCode = (event: Args["event"]): string => {
-  const code = (event.error as { code?: unknown } | undefined)?.code;
-  return typeof code === "string" ? code : "node_failed";
-};
+export const thrownCode = (event: Args["event"]): string => codeOf(event.error) ?? "node_failed";
 export const reportedCode = (event: Args["event"]) => (event.type === "node.failed" ? event.code : "node_failed");
 export const reportedMessage = (event: Args["event"]) => (event.type === "node.failed" ? event.message : "failed");
 export const answered = (event: Args["event"]) => event as Extract<RecipeAgentEvent, { type: "node.answered" }>;

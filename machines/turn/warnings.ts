@@ -1,7 +1,7 @@
 import { ErrorCode } from "../../src/contracts/errors.ts";
 import type { Stage, TurnWarning } from "../../src/contracts/turn.ts";
 import type { TurnEvent } from "../../src/contracts/turnProtocol.ts";
-import { isConclaveError, messageOf } from "../../src/errors.ts";
+import { codeOf, isConclaveError, messageOf } from "../../src/errors.ts";
 
 /**
  * The warnings a stage adds when it falls short, as `warn` action objects for
@@ -9,11 +9,10 @@ import { isConclaveError, messageOf } from "../../src/errors.ts";
  * missed its deadline.
  */
 
-/** The stable code of a failure: a ConclaveError's own, a wire code carried by another error, else `internal`. */
-export const codeOf = (error: unknown): string => {
+/** A warning's code: a ConclaveError's own, a wire code carried by another error, else `internal`. */
+export const warningCodeOf = (error: unknown): string => {
   if (isConclaveError(error)) return error.code;
-  if (typeof error !== "object" || error === null || !("code" in error)) return "internal";
-  const wire = ErrorCode.safeParse(error.code);
+  const wire = ErrorCode.safeParse(codeOf(error));
   return wire.success ? wire.data : "internal";
 };
 
@@ -22,7 +21,7 @@ export const failed = (stage: Stage, subject?: string) => ({
   type: "warn" as const,
   params: ({ event }: { event: { error?: unknown } }): TurnWarning => ({
     stage,
-    code: codeOf(event.error),
+    code: warningCodeOf(event.error),
     message: messageOf(event.error),
     ...(subject ? { subject } : {}),
   }),

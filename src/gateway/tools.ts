@@ -5,7 +5,7 @@
  * every failure is an `isError` result of one line.
  */
 import type { ConclaveClient } from "../client/client.ts";
-import { messageOf } from "../errors.ts";
+import { codeOf, messageOf } from "../errors.ts";
 import type { Principal } from "./principals.ts";
 import type { ProgressReporter } from "./progress.ts";
 import { errorResult, type ToolResult } from "./results.ts";
@@ -59,7 +59,6 @@ export async function callTool(
 
 /** A failure of a call, for the caller: what went wrong and, where it helps, what to do. */
 export function describeCallFailure(error: unknown): string {
-  const code = (error as { code?: unknown } | null)?.code;
-  if (code === "no_responders") return "no runner answers: start one (conclave up, or conclave runner)";
+  if (codeOf(error) === "no_responders") return "no runner answers: start one (conclave up, or conclave runner)";
   return messageOf(error);
 }

@@ -16,7 +16,7 @@ import {
   trace,
 } from "@opentelemetry/api";
 import { scrubError, scrubSecrets } from "../config/secrets.ts";
-import { messageOf } from "../errors.ts";
+import { codeOf, messageOf } from "../errors.ts";
 
 /** The instrumentation scope of every span Conclave makes. */
 export const TRACER_NAME = "conclave";
@@ -48,8 +48,8 @@ export function conclaveTracer(): Tracer {
  */
 export function recordFailure(span: Span, error: unknown): void {
   const message = scrubSecrets(messageOf(error));
-  const code = (error as { code?: unknown } | null)?.code;
-  if (typeof code === "string") span.setAttribute("error.type", code);
+  const code = codeOf(error);
+  if (code !== undefined) span.setAttribute("error.type", code);
   else if (error instanceof Error) span.setAttribute("error.type", error.name);
   if (error instanceof Error) span.recordException(scrubError(error) as Error);
   span.setStatus({ code: SpanStatusCode.ERROR, message });

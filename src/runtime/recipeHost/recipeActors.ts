@@ -17,7 +17,7 @@ import type {
 import type { JsonObject, ToolApproval } from "../../contracts/recipeRun.ts";
 import type { ToolManifest } from "../../contracts/tool.ts";
 import { neutralModulators, neutralStance } from "../../contracts/workspace.ts";
-import { ConclaveError, messageOf } from "../../errors.ts";
+import { ConclaveError, codeOf, messageOf } from "../../errors.ts";
 import { fromRecipeJsonSchema } from "../../recipes/jsonSchema.ts";
 import type { Recipe } from "../../recipes/recipe.ts";
 import type { ToolPolicy } from "../../tools/policy.ts";
@@ -167,11 +167,6 @@ export function delegatedRequest(
 /** What a node keeps of an agent's answer: its own output, or (built-in agents) its contribution. */
 export const answerOf = (reply: AgentReply): unknown => reply.output ?? reply.contribution;
 
-const codeOf = (error: unknown): string => {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === "string" ? code : "agent_failed";
-};
-
 /** A node's agent call's durable identity in the turn (`<node>.<step>.<attempt>`): its tool calls and model steps are keyed by it. */
 export const agentCallKey = (call: RecipeAgentCall): string => `${call.node}.${call.step ?? 0}.${call.attempt}`;
 
@@ -203,7 +198,7 @@ export const nodeAnswered = (node: string, reply: AgentReply): RecipeAgentEvent 
 export const nodeFailed = (node: string, error: unknown): RecipeAgentEvent => ({
   type: "node.failed",
   node,
-  code: codeOf(error),
+  code: codeOf(error) ?? "agent_failed",
   message: messageOf(error),
 });
 

@@ -75,7 +75,7 @@ export function recipeTurnLogic(
     } catch (error) {
       // The intake checked it; a runner of another version (or registered handlers) may still refuse it.
       const message = singleLine(messageOf(error), 2_000);
-      const outcome = { status: "Failed" as const, error: { code: codeOf(error), message } };
+      const outcome = { status: "Failed" as const, error: { code: recipeCodeOf(error), message } };
       try {
         if (!input.recipe.started) record({ kind: "TURN_STARTED", payload: startedPayload(input) });
         record({ kind: "TURN_COMPLETED", payload: { response: "", outcome, usage: usageSummary({}) } });
@@ -301,4 +301,5 @@ const startedPayload = (input: RecipeTurnInput) => ({
   ...(input.user_id ? { user_id: input.user_id } : {}),
 });
 
-const codeOf = (error: unknown): string => (isConclaveError(error) ? error.code : "invalid_recipe");
+/** A recipe turn's failure code: a ConclaveError's own, else `invalid_recipe` (a foreign error's code is not a recipe's). */
+const recipeCodeOf = (error: unknown): string => (isConclaveError(error) ? error.code : "invalid_recipe");

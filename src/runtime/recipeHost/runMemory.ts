@@ -14,7 +14,7 @@ import type { MemoryCommitReply, MemoryRetrieveReply } from "../../contracts/mem
 import type { JsonObject } from "../../contracts/recipeRun.ts";
 import type { TurnWarning } from "../../contracts/turn.ts";
 import type { TurnRecord } from "../../contracts/turnProtocol.ts";
-import { isConclaveError, messageOf, singleLine } from "../../errors.ts";
+import { codeOf, messageOf, singleLine } from "../../errors.ts";
 import type { Recipe } from "../../recipes/recipe.ts";
 import type { TurnServices } from "../turnServices/turnServices.ts";
 
@@ -78,15 +78,10 @@ export const runOutputText = (blackboard: JsonObject): string => bounded(JSON.st
 
 const warning = (stage: TurnWarning["stage"], error: unknown): TurnWarning => ({
   stage,
-  code: isConclaveError(error) ? error.code : codeOf(error),
+  code: codeOf(error) ?? "internal",
   message: singleLine(messageOf(error), 2_000),
   subject: "memory",
 });
-
-const codeOf = (error: unknown): string => {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === "string" ? code : "internal";
-};
 
 /**
  * The memory of one run. Retrieval starts at once (it overlaps the run's

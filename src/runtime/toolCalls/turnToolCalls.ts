@@ -14,7 +14,7 @@ import type {
   ToolRisk,
 } from "../../contracts/tool.ts";
 import type { TurnRecord } from "../../contracts/turnProtocol.ts";
-import { messageOf } from "../../errors.ts";
+import { codeOf, messageOf } from "../../errors.ts";
 import { decideToolCall, delegationDepthOf, dryRunOf, parallelSlotsOf, type ToolPolicy } from "../../tools/policy.ts";
 import { stricterRisk } from "../../tools/risk.ts";
 import type { Slots } from "./slots.ts";
@@ -193,9 +193,8 @@ export class TurnToolCalls {
       await turn.flushed();
       return { ok: true, call_id: callId, result: output };
     } catch (error) {
-      const code = (error as { code?: unknown }).code;
       const failure = {
-        code: typeof code === "string" ? code : "agent_failed",
+        code: codeOf(error) ?? "agent_failed",
         message: scrubSecrets(messageOf(error)),
       };
       turn.record({ kind: "AGENT_DELEGATED", payload: { ...ref, ok: false, error: failure } });
@@ -356,9 +355,8 @@ export class TurnToolCalls {
       await turn.flushed();
       return { ok: true, call_id: callId, result, ...(reply.simulated ? { simulated: true } : {}) };
     } catch (error) {
-      const code = (error as { code?: unknown }).code;
       const failure = {
-        code: typeof code === "string" ? code : "tool_failed",
+        code: codeOf(error) ?? "tool_failed",
         message: scrubSecrets(messageOf(error)),
       };
       turn.finished.set(callId, { ok: false, error: failure });

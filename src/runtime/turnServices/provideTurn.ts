@@ -3,12 +3,12 @@ import { turnMachine } from "../../../machines/turn/index.ts";
 import type { VoiceRequest } from "../../contracts/council.ts";
 import { ErrorCode } from "../../contracts/errors.ts";
 import type { RunWaveInput, TurnRecord, VoiceEvent, WaveEvent } from "../../contracts/turnProtocol.ts";
+import { codeOf, messageOf } from "../../errors.ts";
 import type { TurnServices } from "./turnServices.ts";
 
 /** The wire code an agent's or the voice's failure carries, checked; anything else is `agent_failed`. */
 const errorCode = (error: unknown): ErrorCode => {
-  const code = typeof error === "object" && error !== null && "code" in error ? error.code : undefined;
-  const wire = ErrorCode.safeParse(code);
+  const wire = ErrorCode.safeParse(codeOf(error));
   return wire.success ? wire.data : "agent_failed";
 };
 
@@ -63,7 +63,7 @@ const runWave = (services: TurnServices) =>
               type: "agent.failed",
               agent_id: agentId,
               code: errorCode(error),
-              message: error instanceof Error ? error.message : String(error),
+              message: messageOf(error),
             }),
         );
     }
@@ -98,7 +98,7 @@ const renderVoice = (services: TurnServices) =>
           send({
             type: "voice.failed",
             code: errorCode(error),
-            message: error instanceof Error ? error.message : String(error),
+            message: messageOf(error),
           }),
       );
     return () => abort.abort();

@@ -2,7 +2,7 @@ import { decide } from "../../cognition/council.ts";
 import { streamOffline } from "../../cognition/voice.ts";
 import type { ReplyFallback, VoiceStreamId } from "../../contracts/council.ts";
 import { deadlineSignal, timedOut, unlessAborted } from "../../deadline.ts";
-import { ConclaveError, isConclaveError, messageOf, singleLine } from "../../errors.ts";
+import { ConclaveError, codeOf, messageOf, singleLine } from "../../errors.ts";
 import type { Logger } from "../log.ts";
 import type { TurnInterceptor } from "./turnInterceptor.ts";
 import type { TurnServices } from "./turnServices.ts";
@@ -134,13 +134,8 @@ async function attempt<T>(
       return {
         fallback: { code: "timeout", message: `${who} did not answer within ${Math.round(allowedMs)} ms` },
       };
-    return { fallback: { code: codeOf(error), message: messageOf(error) } };
+    return { fallback: { code: codeOf(error) ?? "internal", message: messageOf(error) } };
   }
 }
 
 /** A failure's stable code: a ConclaveError's, a code another error carries, else `internal`. */
-const codeOf = (error: unknown): string => {
-  if (isConclaveError(error)) return error.code;
-  const code = typeof error === "object" && error !== null && "code" in error ? error.code : undefined;
-  return typeof code === "string" ? code : "internal";
-};
