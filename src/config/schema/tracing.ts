@@ -1,5 +1,5 @@
 /**
- * The OpenTelemetry variables (README, "Tracing"): read by the tracing set-up
+ * The OpenTelemetry variables (docs/tracing.md): read by the tracing set-up
  * (src/telemetry/) and by the SDK itself. Spread into CONFIG_SCHEMA by schema.ts.
  */
 import { z } from "zod";
