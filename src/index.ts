@@ -2,11 +2,12 @@
  * Conclave: an actor-model multi-agent runtime on XState and NATS.
  *
  * The root entry is the core: define agents and tools (`defineAgent`,
- * `defineTool`), serve them (`startWorker`), run turns (`startRunner`), talk
- * to Conclave (`connect`), and the errors these raise. The rest has an entry
- * point of its own:
+ * `defineTool`), serve them (`startWorker`), run turns (`startRunner`), serve
+ * callers without NATS (`startGateway`), talk to Conclave (`connect`), and the
+ * errors these raise. The rest has an entry point of its own:
  * - `conclave/worker`: writing and serving agents and tools, and their skills;
- * - `conclave/client`: the client API (turns, events, recipe runs, ledgers, memory, approvals);
+ * - `conclave/client`: the client API (turns, events, recipe runs, ledgers, memory, approvals),
+ *   with the errors a turn raises;
  * - `conclave/recipes`: recipe documents loaded and checked, run in this process, and their traces,
  *   with the model interceptors and `logic` handlers a runner or an in-process run takes.
  *
@@ -31,7 +32,6 @@ export {
   type TlsFiles,
 } from "./bus/connection.ts";
 export { type ConclaveClient, type ConnectOptions, connect } from "./client/client.ts";
-export { InvalidRequestError, TurnFailedError, TurnSuspendedError, TurnTimeoutError } from "./client/turns.ts";
 export type { ArenaPolicy } from "./context/arena.ts";
 export type { ContextBudget } from "./context/budget.ts";
 export type { CompactionOptions } from "./context/compaction.ts";
@@ -40,6 +40,11 @@ export type { ErrorCode } from "./contracts/errors.ts";
 export type { TurnPolicy } from "./contracts/turnProtocol.ts";
 export { ConclaveError, type ConclaveErrorCode, isConclaveError, type LocalErrorCode } from "./errors.ts";
 export type { RetentionOptions } from "./eventlog/retention.ts";
+export {
+  type GatewayHandle,
+  type StartGatewayOptions,
+  startGateway,
+} from "./gateway/startGateway.ts";
 export type { LlmConfig } from "./llm/config.ts";
 export { type Embedder, EmbeddingError } from "./llm/embeddings.ts";
 export { LlmError, type LlmErrorCode, type LlmErrorOptions } from "./llm/errors.ts";

@@ -1,27 +1,25 @@
-import { existsSync, readFileSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { readFileSync } from "node:fs";
 import { credsAuthenticator } from "@nats-io/nats-core";
 import { connect as natsConnect } from "@nats-io/transport-node";
 import { type ConclaveClient, connect } from "../../client/client.ts";
 import { setting } from "../../config/load.ts";
 import { messageOf } from "../../errors.ts";
 import { checkExposure, readGatewayToken } from "../../gateway/access.ts";
-import { converseTool } from "../../gateway/converse.ts";
-import { gatewayLimits } from "../../gateway/limits.ts";
-import { loadA2aGateway, loadMcpGateway } from "../../gateway/open.ts";
+import { loadMcpGateway } from "../../gateway/open.ts";
 import { GatewayClients, type Principal, Principals } from "../../gateway/principals.ts";
-import { loadRecipeDir, recipeTool } from "../../gateway/recipeTools.ts";
-import type { GatewayTool } from "../../gateway/tools.ts";
-import { MissingDependencyError } from "../../optionalPackages.ts";
+import {
+  DEFAULT_GATEWAY_PORT,
+  DEFAULT_GATEWAY_TIMEOUT_MS,
+  gatewayTools,
+  openHttpGateway,
+  packageVersion,
+} from "../../gateway/startGateway.ts";
 import { createLogger } from "../../runtime/log.ts";
-import { followErasures } from "../../runtime/runner/sessionErasures.ts";
 import { portArg } from "../../viewer/localHttp.ts";
 import { UsageError, untilInterrupted } from "../args.ts";
 import { announceReady } from "../childProcess.ts";
 import { defineCommand } from "../command.ts";
 import { logStrayRejections } from "../strayRejections.ts";
-
-const DEFAULT_PORT = 7430;
 
 const help = `conclave serve: a gateway for callers that do not speak NATS: MCP (Model Context Protocol) and A2A
 
@@ -31,7 +29,7 @@ Usage: conclave serve [--recipes DIR] [--host H] [--port N] [--token-file F | --
   --recipes DIR     offer each recipe file of DIR (.yaml, .yml, .json) as a tool, named from the
                     recipe's name, taking its interface.inputs as arguments   [none]
   --host H          the address to listen on   [127.0.0.1]
-  --port N          the port   [${DEFAULT_PORT}; 0 picks a free port]
+  --port N          the port   [${DEFAULT_GATEWAY_PORT}; 0 picks a free port]
   --token-file F    every request must carry Authorization: Bearer <the file's first line>
                     (or set CONCLAVE_GATEWAY_TOKEN); required to listen beyond loopback
   --principals F    a JSON or YAML file giving each caller its own token and principal: a tenant
@@ -39,7 +37,7 @@ Usage: conclave serve [--recipes DIR] [--host H] [--port N] [--token-file F | --
                     namespace); callers see only their own sessions, tasks and approvals
                     (or set CONCLAVE_GATEWAY_PRINCIPALS; docs/gateway.md#principals)
   --stdio           speak MCP on stdin/stdout instead (for a client that starts the gateway itself)
-  --timeout MS      patience for one call (a turn, or a run until it completes or suspends)  [120000]
+  --timeout MS      patience for one call (a turn, or a run until it completes or suspends)  [${DEFAULT_GATEWAY_TIMEOUT_MS}]
 
 MCP over Streamable HTTP is served on /mcp (and GET /healthz). Tools: converse (one turn in
 a session: session_id optional, text) and one per recipe. A call's events come as progress
@@ -70,88 +68,43 @@ export default defineCommand({
   role: "client",
   longLived: true,
   async run({ values, bus, connectionOptions }) {
-    const timeoutMs = Number(values.timeout ?? 120_000);
+    const timeoutMs = Number(values.timeout ?? DEFAULT_GATEWAY_TIMEOUT_MS);
     if (!Number.isFinite(timeoutMs) || timeoutMs <= 0)
       throw new UsageError("--timeout must be a positive number of milliseconds");
     if (values.stdio)
       for (const flag of ["host", "port", "token-file", "principals"] as const)
         if (values[flag] !== undefined) throw new UsageError(`--${flag} is for HTTP: not with --stdio`);
     const host = values.host ?? "127.0.0.1";
-    const port = portArg(values.port, DEFAULT_PORT);
+    const port = portArg(values.port, DEFAULT_GATEWAY_PORT);
     if (port === null) throw new UsageError("--port must be a whole number from 0 to 65535");
     // Checked before anything connects: a gateway open to the network without a token never starts.
     const principals = values.stdio ? Principals.sole(null) : principalsOf(values);
     if (!values.stdio) checkExposure(host, principals.size > 0 ? "given" : null);
-    const bounds = gatewayLimits();
-    const limits = { timeoutMs };
-    const tools: GatewayTool[] = [
-      converseTool(limits),
-      ...(values.recipes ? loadRecipeDir(values.recipes).map((loaded) => recipeTool(loaded, limits)) : []),
-    ];
+    const tools = gatewayTools(values.recipes, timeoutMs);
+    // Loaded before anything connects: without the MCP SDK, the one line that says what to install.
     const gateway = await loadMcpGateway();
     const log = createLogger("gateway");
     logStrayRejections(log);
     const client = await connect({ nc: await bus() });
     const servers = connectionOptions().servers;
     const clients = new GatewayClients(client, (principal) => tenantClient(servers, principal));
-    const onError = (error: unknown) => log.debug(`gateway: ${messageOf(error)}`);
-    const options = { clients, tools, version: packageVersion(), onError };
     if (values.stdio) {
+      const onError = (error: unknown) => log.debug(`gateway: ${messageOf(error)}`);
       const stop = new AbortController();
       void untilInterrupted().then(() => stop.abort());
       announceReady();
       log.info(`serving MCP on stdio: tools ${tools.map((tool) => tool.name).join(", ")}`);
-      await gateway.serveMcpStdio({ ...options, signal: stop.signal });
+      await gateway.serveMcpStdio({ clients, tools, version: packageVersion(), onError, signal: stop.signal });
       return 0;
     }
-    // A2A is served when its SDK is installed; without it the gateway still serves MCP, and says what to install.
-    const a2a = await loadA2aGateway().then(
-      ({ createA2aGateway }) =>
-        createA2aGateway({
-          ...options,
-          token: principals.size > 0,
-          timeoutMs,
-          tasks: { maxTasks: bounds.maxTasks, ttlMs: bounds.taskTtlMs, maxBytes: bounds.taskBytes },
-        }),
-      (error: unknown) => {
-        if (!(error instanceof MissingDependencyError)) throw error;
-        log.warn(`A2A is off: ${error.message}`);
-        return null;
-      },
-    );
-    // An erased session's A2A tasks go too (the client role may not answer the erase: it is not waited for).
-    const unfollow = a2a
-      ? followErasures(
-          client.nc,
-          (sessionId) => {
-            const dropped = a2a.forgetSession(sessionId);
-            if (dropped > 0) log.info(`session ${sessionId} erased: ${dropped} A2A task(s) dropped`);
-          },
-          undefined,
-          (message) =>
-            log.warn(
-              `erased sessions' A2A tasks are kept until they expire: ${message} (grant the client role conclave.session.erased)`,
-            ),
-        )
-      : () => {};
-    // AG-UI runs get the same patience as the tools (--timeout).
-    const http = await gateway.startMcpHttpGateway({
-      ...options,
-      host,
-      port,
-      principals,
-      a2a,
-      timeoutMs,
-      limits: bounds,
-    });
+    const http = await openHttpGateway({ client, clients, principals, tools, host, port, timeoutMs, log });
     const access =
       principals.size > 1 ? ` (${principals.size} principals)` : principals.size ? " (bearer token required)" : "";
     console.log(`Conclave gateway: MCP on ${http.mcpUrl}${access}`);
-    if (a2a) console.log(`Conclave gateway: A2A agent card on ${http.url}/.well-known/agent-card.json`);
+    if (http.a2aCardUrl) console.log(`Conclave gateway: A2A agent card on ${http.a2aCardUrl}`);
     log.info(`tools: ${tools.map((tool) => tool.name).join(", ")}`);
     announceReady();
     await untilInterrupted();
-    unfollow();
     await http.close();
     await clients.close();
     return 0;
@@ -179,13 +132,4 @@ async function tenantClient(servers: readonly string[], principal: Principal): P
     maxReconnectAttempts: -1,
   });
   return connect({ nc });
-}
-
-/** The version in the nearest package.json above this module (as `conclave --version`). */
-function packageVersion(): string {
-  for (let dir = import.meta.dirname; dirname(dir) !== dir; dir = dirname(dir)) {
-    const manifest = join(dir, "package.json");
-    if (existsSync(manifest)) return (JSON.parse(readFileSync(manifest, "utf8")) as { version: string }).version;
-  }
-  return "0.0.0";
 }
