@@ -153,8 +153,12 @@ export async function startScheduleLoop(
           turn_id: turnId,
           fires: (intents.get(intent.id)?.fires ?? 0) || 1,
         };
-        if (conditionHolds(convergence, facts) && intents.get(intent.id)?.status === "active")
+        const current = intents.get(intent.id);
+        if (conditionHolds(convergence, facts) && current?.status === "active") {
+          // Stops this runner's next fires at once, not when its own `converged` comes back from the log.
+          current.status = "converged";
           await record({ kind: "converged", at: Date.now(), id: intent.id, due, turn_id: turnId });
+        }
       })
       .catch((error: unknown) => {
         if (!aborter.signal.aborted) log.warn(`schedule ${intent.id}: run ${turnId} not followed: ${messageOf(error)}`);
