@@ -10,7 +10,7 @@
 import type { StreamInfo } from "@nats-io/jetstream";
 import { setting } from "../config/load.ts";
 import { ConclaveError } from "../errors.ts";
-import { isTransient, throughElections } from "./elections.ts";
+import { throughElections } from "./elections.ts";
 
 /** An existing stream or KV bucket whose replicas differ from CONCLAVE_REPLICAS. */
 export class ReplicasMismatchError extends ConclaveError<"config"> {
@@ -70,13 +70,14 @@ export async function checkBucketReplicas(
 export const STORE_SETUP_PATIENCE_MS = 30_000;
 
 /**
- * Runs a JetStream set-up call (a stream's or bucket's creation or info), again while JetStream
- * answers as it does during an election ({@link isTransient}: a timeout, "JetStream system temporarily
- * unavailable", "jetstream is not enabled", no responders), for up to {@link STORE_SETUP_PATIENCE_MS}:
- * on a cluster, creating a replicated store waits for its group to elect a leader, which takes seconds
- * on a busy machine, and a process starting just after a node died or a partition healed must not
- * give up on its first request. A server run without JetStream so fails after the patience, not at once.
+ * Runs a JetStream set-up call (a stream's or bucket's creation or info), again while it times out,
+ * for up to {@link STORE_SETUP_PATIENCE_MS}: on a cluster, creating a replicated store waits for
+ * its group to elect a leader, which takes seconds on a busy machine, and a process starting then
+ * must not give up on its first request.
  */
 export function patientlySetUp<T>(call: () => Promise<T>, patienceMs = STORE_SETUP_PATIENCE_MS): Promise<T> {
-  return throughElections(call, { patienceMs, retryIf: isTransient });
+  return throughElections(call, {
+    patienceMs,
+    retryIf: (error) => error instanceof Error && error.name === "TimeoutError",
+  });
 }
