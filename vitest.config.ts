@@ -15,6 +15,8 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: "forks",
+    // One pack of this checkout for the whole run, shared by the files that install it.
+    globalSetup: ["test/package/packCache.ts"],
     // Two cores: keep process-heavy suites from starving each other. The cluster files run one at a
     // time: each runs three nodes, two runners and three workers under load, and elections need CPU.
     maxWorkers: clusterOnly ? 1 : 2,

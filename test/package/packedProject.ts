@@ -5,8 +5,9 @@
  *
  * The pack runs in a copy of the package's inputs (the `files` of package.json and what
  * the build reads), with node_modules linked to this checkout's: `prepack` rebuilds dist/
- * there, so a test never rewrites or races the checkout's own dist/. The install uses the
- * npm cache (`--prefer-offline`), which already holds every dependency.
+ * there, so a test never rewrites or races the checkout's own dist/. One pack serves the
+ * whole run (see `sharedTarball`); each file installs it into a project of its own. The
+ * install uses the npm cache (`--prefer-offline`), which already holds every dependency.
  *
  * EXTENSION POINT: a test that runs Conclave the way a user does (its own agent file, a
  * full turn through `conclave up` / `conclave send`) calls `usePackedProject()` once at the
@@ -21,13 +22,16 @@ import {
   mkdtempSync,
   readdirSync,
   readFileSync,
+  renameSync,
   rmSync,
   symlinkSync,
+  watch,
   writeFileSync,
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
-import { afterAll, beforeAll } from "vitest";
+import { afterAll, beforeAll, inject } from "vitest";
+import { messageOf } from "../../src/errors.ts";
 
 /** This checkout. */
 export const REPO = resolve(import.meta.dirname, "..", "..");
@@ -103,34 +107,89 @@ function command(
   });
 }
 
-/** Packs this checkout and installs the tarball into a new empty project. */
+/** Packs this checkout into `dir` (a copy of its inputs, then `npm pack`); resolves to the tarball. */
+async function packInto(dir: string): Promise<{ tarball: string; version: string }> {
+  const source = join(dir, "source");
+  const pack = join(dir, "pack");
+  for (const path of [source, pack]) mkdirSync(path);
+  const manifest = JSON.parse(readFileSync(join(REPO, "package.json"), "utf8")) as {
+    version: string;
+    files: string[];
+  };
+  for (const entry of new Set([...BUILD_INPUTS, ...manifest.files, "README.md", "LICENSE"])) {
+    if (existsSync(join(REPO, entry))) cpSync(join(REPO, entry), join(source, entry), { recursive: true });
+  }
+  symlinkSync(join(REPO, "node_modules"), join(source, "node_modules"), "dir");
+  await command(source, "npm", ["pack", "--pack-destination", pack]);
+  const tarballs = readdirSync(pack).filter((name) => name.endsWith(".tgz"));
+  if (tarballs.length !== 1) throw new Error(`npm pack wrote ${tarballs.length} tarballs in ${pack}`);
+  // The copy was only for the build: the tarball is what projects install.
+  rmSync(source, { recursive: true, force: true });
+  return { tarball: join(pack, tarballs[0]!), version: manifest.version };
+}
+
+/** Resolves once `file` exists in `dir`, watching the directory rather than polling it. */
+function fileAppears(dir: string, file: string, timeoutMs: number): Promise<void> {
+  return new Promise((done, fail) => {
+    const watcher = watch(dir);
+    const timer = setTimeout(() => {
+      watcher.close();
+      fail(new Error(`no ${file} in ${dir} after ${timeoutMs} ms: the test file packing Conclave did not finish`));
+    }, timeoutMs);
+    const check = () => {
+      if (!existsSync(join(dir, file))) return;
+      clearTimeout(timer);
+      watcher.close();
+      done();
+    };
+    watcher.on("change", check);
+    check();
+  });
+}
+
+/**
+ * The tarball of this checkout, packed once per `vitest` run: the first test file to ask
+ * packs it into the run's pack cache (vitest's global set-up, test/package/packCache.ts),
+ * the others wait for it. Without that set-up (one file run on its own) the file packs
+ * into `fallback`.
+ */
+async function sharedTarball(fallback: string): Promise<{ tarball: string; version: string }> {
+  const cache = inject("conclavePackCache");
+  if (!cache) return packInto(fallback);
+  const result = join(cache, "packed.json");
+  try {
+    mkdirSync(join(cache, "packing")); // atomic: exactly one file wins and packs
+  } catch {
+    await fileAppears(cache, "packed.json", PACK_TIMEOUT_MS);
+    const packed = JSON.parse(readFileSync(result, "utf8")) as { tarball: string; version: string } | { error: string };
+    if ("error" in packed) throw new Error(`packing Conclave failed in another test file: ${packed.error}`);
+    return packed;
+  }
+  let packed: { tarball: string; version: string } | { error: string };
+  try {
+    packed = await packInto(cache);
+  } catch (error) {
+    packed = { error: messageOf(error).split("\n")[0]! };
+  }
+  writeFileSync(`${result}.tmp`, JSON.stringify(packed));
+  renameSync(`${result}.tmp`, result); // the waiting files see a whole file or none
+  if ("error" in packed) throw new Error(`packing Conclave failed: ${packed.error}`);
+  return packed;
+}
+
+/** Installs this checkout's tarball (packed once per run) into a new empty project. */
 export async function packProject(): Promise<PackedProject> {
   const root = mkdtempSync(join(tmpdir(), "conclave-packed-"));
   try {
-    const source = join(root, "source");
-    const pack = join(root, "pack");
     const dir = join(root, "project");
-    for (const path of [source, pack, dir]) mkdirSync(path);
-
-    const manifest = JSON.parse(readFileSync(join(REPO, "package.json"), "utf8")) as {
-      version: string;
-      files: string[];
-    };
-    for (const entry of new Set([...BUILD_INPUTS, ...manifest.files, "README.md", "LICENSE"])) {
-      if (existsSync(join(REPO, entry))) cpSync(join(REPO, entry), join(source, entry), { recursive: true });
-    }
-    symlinkSync(join(REPO, "node_modules"), join(source, "node_modules"), "dir");
-    await command(source, "npm", ["pack", "--pack-destination", pack]);
-    const tarballs = readdirSync(pack).filter((name) => name.endsWith(".tgz"));
-    if (tarballs.length !== 1) throw new Error(`npm pack wrote ${tarballs.length} tarballs in ${pack}`);
-    const tarball = join(pack, tarballs[0]!);
-
+    mkdirSync(dir);
+    const { tarball, version } = await sharedTarball(root);
     await command(dir, "npm", ["init", "-y"]);
     const installed = await command(dir, "npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", tarball]);
     return {
       dir,
       tarball,
-      version: manifest.version,
+      version,
       installOutput: `${installed.stdout}\n${installed.stderr}`,
       write(path, text) {
         const file = join(dir, path);
