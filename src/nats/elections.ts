@@ -37,6 +37,8 @@ export interface ElectionOptions {
   retryIf?: (error: unknown) => boolean;
   /** Stops waiting (the caller went away). */
   signal?: AbortSignal;
+  /** Told of each failure that will be tried again, before the pause. */
+  onRetry?: (error: unknown, attempt: number) => void;
 }
 
 /**
@@ -52,6 +54,7 @@ export async function throughElections<T>(call: () => Promise<T>, options: Elect
     } catch (error) {
       const left = deadline - Date.now();
       if (!retryIf(error) || left <= 0 || options.signal?.aborted) throw error;
+      options.onRetry?.(error, attempt);
       await pause(Math.min(PAUSES.backoff(attempt), left), options.signal);
     }
   }

@@ -23,6 +23,7 @@ import { EpisodeStore } from "../memory/episodeStore.ts";
 import { openMemoryGraph } from "../memory/graph/open.ts";
 import { defaultPatchAdapters, type PatchAdapter } from "../memory/procedural/index.ts";
 import { SessionMemory } from "../memory/sessionMemory.ts";
+import { throughElections } from "../nats/elections.ts";
 import { type Logger, silentLogger } from "../runtime/log.ts";
 import { skillsEmbedder, WorkerSkills } from "../skills/agentSkills.ts";
 import type { ToolDefinition } from "../tools/defineTool.ts";
@@ -38,6 +39,9 @@ import { followMemoryErasures, serveMemory } from "./memoryEndpoints.ts";
 import { IgnoredMessages, requestsOnly } from "./requestGuard.ts";
 import { serveTool } from "./toolEndpoints.ts";
 import { TurnAborts } from "./turnAborts.ts";
+
+/** How long a starting worker waits for JetStream to elect its leaders before it gives up. */
+export const WORKER_START_PATIENCE_MS = 60_000;
 
 /** The core actors a worker can host beside agents (`services` of `startWorker`). */
 export const CORE_SERVICES = ["scheduler", "council", "critics", "memory"] as const;
@@ -183,17 +187,39 @@ export async function startWorker(options: WorkerOptions): Promise<WorkerHandle>
         onInfo: (message) => log.info(message),
       })
     : null;
-  try {
+  const connectAndServe = async () => {
     const owned = options.nc
       ? null
       : await connectBus(busOptions("worker", { persistent: true, ...options.connection }));
-    const nc = options.nc ?? owned!;
     try {
-      return await serveWorker(nc, { ...options, backend, agentModels, agentSkills: skills }, owned, mcp);
+      return await serveWorker(
+        options.nc ?? owned!,
+        { ...options, backend, agentModels, agentSkills: skills },
+        owned,
+        mcp,
+      );
     } catch (error) {
       await owned?.close();
       throw error;
     }
+  };
+  const began = performance.now();
+  let waited = false;
+  try {
+    // A worker started while its cluster elects a leader (a node just came back, a partition just
+    // healed) waits the election out instead of exiting: each attempt starts from nothing again.
+    const worker = await throughElections(connectAndServe, {
+      patienceMs: WORKER_START_PATIENCE_MS,
+      onRetry: (error) => {
+        if (waited) return;
+        waited = true;
+        log.warn(
+          `JetStream is not ready (${singleLine(messageOf(error), 300)}): trying again for up to ${WORKER_START_PATIENCE_MS / 1_000} s`,
+        );
+      },
+    });
+    if (waited) log.info(`JetStream ready: the worker started after ${Math.round(performance.now() - began)} ms`);
+    return worker;
   } catch (error) {
     await mcp?.close();
     throw error;
@@ -240,6 +266,7 @@ async function serveWorker(
     log.warn(`ignored ${count} message(s) that are not requests (no inbox reply subject), last on ${subject}`),
   );
   const running: Service[] = [];
+  const services = options.services ?? [];
   const ids = options.agents.map((agent) => agent.manifest.id);
   const twice = ids.find((id, index) => ids.indexOf(id) !== index);
   if (twice) throw new UnknownAgentError(`agent '${twice}' is given twice`);
@@ -251,7 +278,6 @@ async function serveWorker(
   let directory: AgentDirectory | null = null;
   /** What the services opened, closed when the worker stops. */
   const closers: (() => Promise<void>)[] = [];
-  if (mcp) closers.push(() => mcp.close());
   const shadowed = new Set<string>();
   /** The tools hosted now: the given ones, and the MCP servers' (one named like a given tool is left out). */
   const hostedTools = (): ToolDefinition[] => [
@@ -280,97 +306,23 @@ async function serveWorker(
   };
   let stopping = false;
   let announcing: Promise<void> = Promise.resolve();
-  if (tools.length > 0 || mcp) {
-    const service = startService(nc, "worker", {
-      name: "conclave-tools",
-      version: "0.1.0",
-      description: "Conclave tools",
-      metadata: { tools: toolNames.join(","), ...(mcp ? { mcp_servers: mcp.servers.join(",") } : {}) },
-    });
-    const group = requestsOnly(service, ignored);
-    // An endpoint is never taken back: a tool an MCP server stops listing answers that it is no longer offered.
-    const served = new Set<string>();
-    const serveNew = () => {
-      for (const tool of hostedTools()) {
-        if (served.has(tool.manifest.name)) continue;
-        served.add(tool.manifest.name);
-        serveTool(group, tool, serve);
-      }
-    };
-    serveNew();
-    running.push(service);
-    mcp?.onChange(() => {
-      if (stopping) return;
-      serveNew();
-      announcing = announcing
-        .then(() => (stopping ? undefined : announce()))
-        .catch((error) => log.warn(`tools not announced again: ${singleLine(messageOf(error), 500)}`));
-    });
-  }
-  if (options.agents.length > 0) {
-    const service = startService(nc, "worker", {
-      name: "conclave-agents",
-      version: "0.1.0",
-      description: "Conclave agent actors",
-      metadata: { agents: ids.join(",") },
-    });
-    for (const agent of options.agents) {
-      const model = options.agentModels.get(agent) ?? { model: backend.model, modelName: backend.name };
-      serveAgent(requestsOnly(service, ignored), agent, { nc, ...model, skills: options.agentSkills }, serve);
-    }
-    running.push(service);
-  }
-  if (options.agents.length > 0 || tools.length > 0 || mcp) {
-    // In the same queue as the announcements of list changes, which may already have begun.
-    const first = announcing.then(announce);
-    announcing = first.catch(() => {});
-    await first;
-  }
-  const services = options.services ?? [];
-  for (const name of services) {
-    const service = startService(nc, "worker", {
-      name: `conclave-${name}`,
-      version: "0.1.0",
-      description: `Conclave ${name} actor`,
-    });
-    const group = requestsOnly(service, ignored);
-    if (name === "scheduler") {
-      directory = await AgentDirectory.open(nc, {
-        onInvalid: (message) => log.warn(`ignored an agent announcement: ${message}`),
-      });
-      serveScheduler(group, await CooldownStore.open(nc), directory, serve);
-    }
-    if (name === "council") {
-      serveCouncil(group, backend, serve);
-      serveVoice(group, backend, serve);
-    }
-    if (name === "critics") serveCritics(group, backend, CRITIC_NAMES, serve);
-    if (name === "memory") {
-      const jsm = await jetstreamManager(nc);
-      await ensureMemoryStream(jsm);
-      const store = new EpisodeStore(jetstream(nc), jsm, (subject, seq) =>
-        log.warn(`stored episode ${subject} (seq ${seq}) is not a valid episode: left out`),
-      );
-      const graph = await openMemoryGraph({ nc });
-      closers.push(() => graph.close());
-      const personaEvery = Number(process.env.CONCLAVE_PERSONA_EVERY ?? 5);
-      const memory = new SessionMemory(graph, store, {
-        model: backend.model,
-        // Procedural patches: `style.*` applied (into the agents' context), any other label noted.
-        patchAdapters: [...defaultPatchAdapters(), ...(options.patchAdapters ?? [])],
-        ...(options.fallbackPatchAdapter ? { fallbackAdapter: options.fallbackPatchAdapter } : {}),
-        ...(Number.isInteger(personaEvery) && personaEvery >= 0 ? { personaEvery } : {}),
-        // CONCLAVE_EMBEDDING_MODEL: a model on the LLM's server (/embeddings), `offline`, or unset (none).
-        embedder: createEmbedder(embeddingConfigFromEnv(process.env, options.llm === false ? null : options.llm)),
-        onEmbeddingError: (error, during) =>
-          log.warn(`memory ${during}: embeddings failed, going on without them: ${singleLine(messageOf(error), 500)}`),
-      });
-      serveMemory(group, memory, serve);
-      // An erased session's copy is dropped here too, and the erase is told so (it waits for this answer).
-      const unfollow = followMemoryErasures(nc, memory, `${service.name} ${service.id}`, (line) => log.warn(line));
-      closers.push(async () => unfollow());
-    }
-    running.push(service);
+  /** Stops what this attempt started (the MCP servers and the connection are the caller's). */
+  const release = async () => {
+    stopping = true;
+    await announcing;
+    await announcer?.stop();
+    cancellations.close();
+    shared?.close();
+    directory?.close();
+    await Promise.all(running.map((service) => service.stop()));
+    await Promise.all(closers.map((close) => close()));
+  };
+  try {
+    await startServices();
+  } catch (error) {
+    // Nothing half-started is left serving: the worker may be started again (see startWorker).
+    await release().catch(() => {});
+    throw error;
   }
   return {
     agents: ids,
@@ -379,15 +331,105 @@ async function serveWorker(
     },
     services,
     stop: async () => {
-      stopping = true;
-      await announcing;
-      await announcer?.stop();
-      cancellations.close();
-      shared?.close();
-      directory?.close();
-      await Promise.all(running.map((service) => service.stop()));
-      await Promise.all(closers.map((close) => close()));
+      await release();
+      await mcp?.close();
       await owned?.drain();
     },
   };
+
+  async function startServices(): Promise<void> {
+    if (tools.length > 0 || mcp) {
+      const service = startService(nc, "worker", {
+        name: "conclave-tools",
+        version: "0.1.0",
+        description: "Conclave tools",
+        metadata: { tools: toolNames.join(","), ...(mcp ? { mcp_servers: mcp.servers.join(",") } : {}) },
+      });
+      const group = requestsOnly(service, ignored);
+      // An endpoint is never taken back: a tool an MCP server stops listing answers that it is no longer offered.
+      const served = new Set<string>();
+      const serveNew = () => {
+        for (const tool of hostedTools()) {
+          if (served.has(tool.manifest.name)) continue;
+          served.add(tool.manifest.name);
+          serveTool(group, tool, serve);
+        }
+      };
+      serveNew();
+      running.push(service);
+      mcp?.onChange(() => {
+        if (stopping) return;
+        serveNew();
+        announcing = announcing
+          .then(() => (stopping ? undefined : announce()))
+          .catch((error) => log.warn(`tools not announced again: ${singleLine(messageOf(error), 500)}`));
+      });
+    }
+    if (options.agents.length > 0) {
+      const service = startService(nc, "worker", {
+        name: "conclave-agents",
+        version: "0.1.0",
+        description: "Conclave agent actors",
+        metadata: { agents: ids.join(",") },
+      });
+      for (const agent of options.agents) {
+        const model = options.agentModels.get(agent) ?? { model: backend.model, modelName: backend.name };
+        serveAgent(requestsOnly(service, ignored), agent, { nc, ...model, skills: options.agentSkills }, serve);
+      }
+      running.push(service);
+    }
+    if (options.agents.length > 0 || tools.length > 0 || mcp) {
+      // In the same queue as the announcements of list changes, which may already have begun.
+      const first = announcing.then(announce);
+      announcing = first.catch(() => {});
+      await first;
+    }
+    for (const name of services) {
+      const service = startService(nc, "worker", {
+        name: `conclave-${name}`,
+        version: "0.1.0",
+        description: `Conclave ${name} actor`,
+      });
+      const group = requestsOnly(service, ignored);
+      if (name === "scheduler") {
+        directory = await AgentDirectory.open(nc, {
+          onInvalid: (message) => log.warn(`ignored an agent announcement: ${message}`),
+        });
+        serveScheduler(group, await CooldownStore.open(nc), directory, serve);
+      }
+      if (name === "council") {
+        serveCouncil(group, backend, serve);
+        serveVoice(group, backend, serve);
+      }
+      if (name === "critics") serveCritics(group, backend, CRITIC_NAMES, serve);
+      if (name === "memory") {
+        const jsm = await jetstreamManager(nc);
+        await ensureMemoryStream(jsm);
+        const store = new EpisodeStore(jetstream(nc), jsm, (subject, seq) =>
+          log.warn(`stored episode ${subject} (seq ${seq}) is not a valid episode: left out`),
+        );
+        const graph = await openMemoryGraph({ nc });
+        closers.push(() => graph.close());
+        const personaEvery = Number(process.env.CONCLAVE_PERSONA_EVERY ?? 5);
+        const memory = new SessionMemory(graph, store, {
+          model: backend.model,
+          // Procedural patches: `style.*` applied (into the agents' context), any other label noted.
+          patchAdapters: [...defaultPatchAdapters(), ...(options.patchAdapters ?? [])],
+          ...(options.fallbackPatchAdapter ? { fallbackAdapter: options.fallbackPatchAdapter } : {}),
+          ...(Number.isInteger(personaEvery) && personaEvery >= 0 ? { personaEvery } : {}),
+          // CONCLAVE_EMBEDDING_MODEL: a model on the LLM's server (/embeddings), `offline`, or unset (none).
+          embedder: createEmbedder(embeddingConfigFromEnv(process.env, options.llm === false ? null : options.llm)),
+          onEmbeddingError: (error, during) =>
+            log.warn(
+              `memory ${during}: embeddings failed, going on without them: ${singleLine(messageOf(error), 500)}`,
+            ),
+        });
+        serveMemory(group, memory, serve);
+        // An erased session's copy is dropped here too, and the erase is told so (it waits for this answer).
+        const unfollow = followMemoryErasures(nc, memory, `${service.name} ${service.id}`, (line) => log.warn(line));
+        closers.push(async () => unfollow());
+      }
+      running.push(service);
+    }
+  }
 }
