@@ -9,8 +9,8 @@
 import { randomUUID } from "node:crypto";
 import { AgentCard, type Message, type Part, Role, type Task, TaskState } from "@a2a-js/sdk";
 import { ClientFactory, JsonRpcTransportFactory, RestTransportFactory } from "@a2a-js/sdk/client";
+import { allows } from "../config/allowlist.ts";
 import { messageOf } from "../errors.ts";
-import { allows } from "./allowlist.ts";
 import { guardedFetch } from "./guardedFetch.ts";
 import { RemoteAgentError, type RemoteAgentPolicy } from "./policy.ts";
 import { A2aAgentError } from "./remoteAgents.ts";

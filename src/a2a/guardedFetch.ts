@@ -1,6 +1,6 @@
 /**
  * The only way the runner reaches a remote A2A agent: a `fetch` that admits a
- * URL only when the operator's allowlist does (allowlist.ts), resolves its
+ * URL only when the operator's allowlist does (src/config/allowlist.ts), resolves its
  * host itself, refuses it when any address it resolves to is internal and
  * not named by the entry, and then connects to the address it checked (so a
  * second, different DNS answer cannot slip in). Redirects are followed by
@@ -12,8 +12,8 @@ import { request as httpRequest, type IncomingMessage, type RequestOptions } fro
 import { request as httpsRequest } from "node:https";
 import { isIP, type LookupFunction } from "node:net";
 import { Readable } from "node:stream";
+import { addressRefusal, allowingEntry, type FetchPurpose } from "../config/allowlist.ts";
 import { messageOf } from "../errors.ts";
-import { addressRefusal, allowingEntry, type FetchPurpose } from "./allowlist.ts";
 import { RemoteAgentError, type RemoteAgentPolicy } from "./policy.ts";
 
 /** Most redirects one fetch follows. */

@@ -4,10 +4,11 @@
  * name remote agents at all (CONCLAVE_A2A_TENANTS); and the one error a
  * refused or failed remote agent gives, which never says what answered.
  */
+
+import { type AllowEntry, allows, parseAllowlist } from "../config/allowlist.ts";
 import type { Env } from "../config/load.ts";
 import { setting } from "../config/load.ts";
 import { ConclaveError, singleLine } from "../errors.ts";
-import { type AllowEntry, allows, parseAllowlist } from "./allowlist.ts";
 
 /** What the operator allows. */
 export interface RemoteAgentPolicy {

@@ -9,10 +9,10 @@ import { createServer, type Server } from "node:http";
 import { isIP, Socket } from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { openA2aAgent } from "../../src/a2a/a2aClient.ts";
-import { addressRefusal, parseAllowEntry } from "../../src/a2a/allowlist.ts";
 import { guardedFetch } from "../../src/a2a/guardedFetch.ts";
 import { RemoteAgentError, remoteAgentPolicyOf } from "../../src/a2a/policy.ts";
 import { remoteAgents } from "../../src/a2a/remoteAgents.ts";
+import { addressRefusal, parseAllowEntry } from "../../src/config/allowlist.ts";
 import { freePort } from "../../src/nats/server.ts";
 import type { Logger } from "../../src/runtime/log.ts";
 

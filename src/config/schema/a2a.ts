@@ -4,10 +4,10 @@
  * may name them. Spread into CONFIG_SCHEMA by schema.ts.
  */
 import { z } from "zod";
-import { type AllowEntry, parseAllowEntry } from "../../a2a/allowlist.ts";
+import { type AllowEntry, parseAllowEntry } from "../allowlist.ts";
 import { type ConfigVariable, commaList, flag, variable } from "../variable.ts";
 
-/** Comma-separated hosts, origins or card URLs, each parsed (a2a/allowlist.ts). */
+/** Comma-separated hosts, origins or card URLs, each parsed (src/config/allowlist.ts). */
 const allowlist = commaList.pipe(
   z.array(z.string()).transform((texts, context) => {
     const entries: AllowEntry[] = [];

@@ -1,7 +1,7 @@
 /**
  * The operator's allowlist of remote A2A agents (CONCLAVE_A2A_ALLOW): which
  * URLs the runner may fetch a card from or send a message to. Pure: no
- * network, no configuration read (guardedFetch.ts and remoteAgents.ts use it).
+ * network, no configuration read (src/a2a/guardedFetch.ts and remoteAgents.ts use it).
  *
  * An entry is one of
  * - a host (`agents.example.com`, `127.0.0.1`, `[::1]`): any http(s) URL on it, any port;

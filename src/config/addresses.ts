@@ -1,7 +1,7 @@
 /**
  * Which IP addresses are internal: the ranges a remote agent's URL must not
  * reach unless the operator names the address itself (allowlist.ts). Checked
- * on every address a host resolves to, before any connection (guardedFetch.ts).
+ * on every address a host resolves to, before any connection (src/a2a/guardedFetch.ts).
  */
 import { BlockList, isIPv4, isIPv6 } from "node:net";
 
