@@ -5,8 +5,8 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import type { z } from "zod";
 import { describeIssues } from "../contracts/issues.ts";
 import { ConclaveError, messageOf, singleLine } from "../errors.ts";
-import { deadLetter } from "../eventlog/deadLetters.ts";
 import { checkBucketReplicas, configuredReplicas, patientlySetUp } from "../nats/replicas.ts";
+import { deadLetter } from "./deadLetters.ts";
 
 const decoder = new TextDecoder();
 

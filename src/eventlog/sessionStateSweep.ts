@@ -11,7 +11,7 @@
 import type { JetStreamManager } from "@nats-io/jetstream";
 import { buckets } from "../bus/subjects.ts";
 import { messageOf } from "../errors.ts";
-import { nextMessage } from "../runtime/intake/eraseSecure.ts";
+import { nextMessage } from "./eraseSecure.ts";
 import { isStreamNotFound } from "./streams.ts";
 
 /** The keys of `conclave_sessions` that hold a session's content (`counter.<s>` is not one: it is kept). */

@@ -11,8 +11,8 @@
 import type { JetStreamManager } from "@nats-io/jetstream";
 import { buckets, streams, subjects } from "../bus/subjects.ts";
 import { messageOf } from "../errors.ts";
-import { secureErase } from "../runtime/intake/eraseSecure.ts";
 import type { Logger } from "../runtime/log.ts";
+import { secureErase } from "./eraseSecure.ts";
 
 /** What a trimmed turn may still be: a status that means it is not over (a suspended run waits for a person). */
 const NOT_OVER = new Set(["pending", "inflight", "suspended"]);

@@ -29,11 +29,11 @@ import type { IncomingMessage } from "node:http";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { readSecretFile } from "../bus/connection.ts";
+import { tenantSessionId } from "../bus/tenancy.ts";
 import type { ConclaveClient } from "../client/client.ts";
 import { ConfigError } from "../config/variable.ts";
 import { describeIssues } from "../contracts/issues.ts";
 import { ConclaveError, messageOf } from "../errors.ts";
-import { tenantSessionId } from "../runtime/intake/tenancy.ts";
 import { MIN_TOKEN_LENGTH } from "./access.ts";
 
 /** The longest session id (src/contracts/ids.ts). */

@@ -1,4 +1,4 @@
-import { TenantName } from "../runtime/intake/tenancy.ts";
+import { TenantName } from "../bus/tenancy.ts";
 
 /** One tenant: a user with an account of its own. Give a password or an nkey (its public key, `U…`). */
 export interface TenantAccount {

@@ -8,9 +8,9 @@ import { describe, expect, it } from "vitest";
 import { encodeJson } from "../../src/bus/codec.ts";
 import { streams, subjects } from "../../src/bus/subjects.ts";
 import { withDeadline } from "../../src/deadline.ts";
+import { secureErase } from "../../src/eventlog/eraseSecure.ts";
 import { readEvents } from "../../src/eventlog/reader.ts";
 import { ensureEventStream } from "../../src/eventlog/streams.ts";
-import { secureErase } from "../../src/runtime/intake/eraseSecure.ts";
 import { silentLogger } from "../../src/runtime/log.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 

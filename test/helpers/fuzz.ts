@@ -1,8 +1,8 @@
 import { DeliverPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
 import type { z } from "zod";
+import type { DeadLetter } from "../../src/bus/deadLetters.ts";
 import { streams } from "../../src/bus/subjects.ts";
-import type { DeadLetter } from "../../src/eventlog/deadLetters.ts";
 
 /** mulberry32: a tiny seeded PRNG, so every fuzz run with the same seed sends the same bytes. */
 export function seededRandom(seed: number) {

@@ -1,8 +1,8 @@
 import { jetstreamManager } from "@nats-io/jetstream";
 import { describe, expect, it } from "vitest";
 import { streams, subjects } from "../../src/bus/subjects.ts";
+import { nextMessage, secureErase, subjectMatches } from "../../src/eventlog/eraseSecure.ts";
 import { ensureEventStream } from "../../src/eventlog/streams.ts";
-import { nextMessage, secureErase, subjectMatches } from "../../src/runtime/intake/eraseSecure.ts";
 import { silentLogger } from "../../src/runtime/log.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { DeadLetterLimiter, letterOf, MAX_EXCERPT, peerPayloadPolicy } from "../../src/eventlog/deadLetters.ts";
+import { DeadLetterLimiter, letterOf, MAX_EXCERPT, peerPayloadPolicy } from "../../src/bus/deadLetters.ts";
 import { sha256 } from "./hostileHelpers.ts";
 
 const encoder = new TextEncoder();

@@ -1,9 +1,9 @@
 import { createHash } from "node:crypto";
 import { type Msg, type NatsConnection, PermissionViolationError } from "@nats-io/nats-core";
 import { expect } from "vitest";
+import type { DeadLetter } from "../../src/bus/deadLetters.ts";
 import type { ConclaveProcess } from "../../src/cli/childProcess.ts";
 import { ErrorReply } from "../../src/contracts/errors.ts";
-import type { DeadLetter } from "../../src/eventlog/deadLetters.ts";
 import { deadLetterCounts, readDeadLetters } from "../helpers/fuzz.ts";
 
 /** The finding's request: invalid JSON whose parse error quotes a newline. */

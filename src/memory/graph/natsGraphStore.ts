@@ -7,9 +7,9 @@
 import { DeliverPolicy, type JetStreamClient, type JsMsg, jetstream } from "@nats-io/jetstream";
 import { type KV, Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/nats-core";
+import { deadLetter } from "../../bus/deadLetters.ts";
 import { type CorruptValueError, KV_DEAD_LETTERS } from "../../bus/jsonKv.ts";
 import { orderedConsumer, releaseConsumer } from "../../eventlog/consumers.ts";
-import { deadLetter } from "../../eventlog/deadLetters.ts";
 import { checkBucketReplicas, configuredReplicas } from "../../nats/replicas.ts";
 import { FollowedSession } from "./natsFollowedSession.ts";
 import { GraphEntryReader } from "./natsGraphEntries.ts";

@@ -1,20 +1,20 @@
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { decodeJson, encodeJson } from "../../bus/codec.ts";
+import { deadLetter } from "../../bus/deadLetters.ts";
 import { asHandlerError, HandlerError, respondWithError } from "../../bus/errors.ts";
 import { isInboxReply } from "../../bus/replies.ts";
 import type { ServiceMsg } from "../../bus/service.ts";
 import { streams, subjects } from "../../bus/subjects.ts";
+import { addressOf } from "../../bus/tenancy.ts";
 import { EngineEvent } from "../../contracts/events.ts";
 import { type CancelReply, CancelRequest, type TurnCancelled } from "../../contracts/turn.ts";
 import type { TurnStatusRecord } from "../../contracts/wal.ts";
 import { singleLine } from "../../errors.ts";
-import { deadLetter } from "../../eventlog/deadLetters.ts";
 import { isStreamNotFound } from "../../eventlog/streams.ts";
 import type { Logger } from "../log.ts";
 import type { TurnStatusStore } from "../turnStatusStore.ts";
 import { cancelSuspended, type SuspendedCancelDeps } from "./cancelSuspended.ts";
-import { addressOf } from "./tenancy.ts";
 
 /** What answering a cancel request needs. */
 export interface CancelDeps {

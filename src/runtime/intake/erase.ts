@@ -6,6 +6,7 @@ import { asHandlerError, HandlerError, respondWithError } from "../../bus/errors
 import { isInboxReply } from "../../bus/replies.ts";
 import type { ServiceMsg } from "../../bus/service.ts";
 import { buckets, subjects } from "../../bus/subjects.ts";
+import { addressOf } from "../../bus/tenancy.ts";
 import { DEFAULT_ERASE_WAIT_MS, EraseRecord, EraseRequest } from "../../contracts/erase.ts";
 import { TurnStatusRecord } from "../../contracts/wal.ts";
 import { singleLine } from "../../errors.ts";
@@ -17,7 +18,6 @@ import type { TurnStatusStore } from "../turnStatusStore.ts";
 import { cancelTurn } from "./cancel.ts";
 import { forksOf } from "./eraseForks.ts";
 import { type EraseStoreDeps, eraseStores, type StoresErased } from "./eraseStores.ts";
-import { addressOf } from "./tenancy.ts";
 
 /** What serving erase requests needs. */
 export interface EraseDeps extends EraseStoreDeps {

@@ -1,7 +1,7 @@
 /**
  * Removing one session from every store it lives in (the work of an erase,
  * src/runtime/intake/erase.ts). Every message of the session, in streams and
- * KV buckets alike, is deleted with JetStream's secure delete (eraseSecure.ts),
+ * KV buckets alike, is deleted with JetStream's secure delete (src/eventlog/eraseSecure.ts),
  * which overwrites its bytes on disk; a KV key's delete marker goes the same
  * way (a marker keeps the key's name, and a key can hold content: a memory
  * node's id). Each store is erased on its own: one that fails is reported
@@ -12,16 +12,16 @@ import { Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { BLACKBOARD_BUCKET } from "../../blackboard/natsStore.ts";
 import type { BlackboardOptions } from "../../blackboard/open.ts";
+import { isLetterOfSession } from "../../bus/deadLetters.ts";
 import { buckets, streams, subjects } from "../../bus/subjects.ts";
 import type { ErasedCounts } from "../../contracts/erase.ts";
 import { messageOf, singleLine } from "../../errors.ts";
-import { isLetterOfSession } from "../../eventlog/deadLetters.ts";
+import { type EraseProgress, secureErase } from "../../eventlog/eraseSecure.ts";
 import { isStreamNotFound } from "../../eventlog/streams.ts";
 import { MEMORY_GRAPH_ENV } from "../../memory/graph/open.ts";
 import { eraseSessionSchedules } from "../../schedules/erase.ts";
 import type { Logger } from "../log.ts";
 import { forkKey } from "./eraseForks.ts";
-import { type EraseProgress, secureErase } from "./eraseSecure.ts";
 
 /** What erasing a session's stores needs. */
 export interface EraseStoreDeps {

@@ -23,6 +23,7 @@ import { asHandlerError, HandlerError, respondWithError } from "../../bus/errors
 import { isInboxReply } from "../../bus/replies.ts";
 import type { ServiceMsg } from "../../bus/service.ts";
 import { subjects } from "../../bus/subjects.ts";
+import { addressOf } from "../../bus/tenancy.ts";
 import type { EngineEvent } from "../../contracts/events.ts";
 import { singleLine } from "../../errors.ts";
 import { openMemoryGraph } from "../../memory/graph/open.ts";
@@ -33,7 +34,6 @@ import { readLogSteps, readTurn, type TapeClients } from "../checkpoints/tapeRea
 import type { Logger } from "../log.ts";
 import type { SessionStore } from "../sessionStore.ts";
 import { recordFork } from "./eraseForks.ts";
-import { addressOf } from "./tenancy.ts";
 
 /** What serving fork requests needs. */
 export interface ForkDeps {

@@ -1,15 +1,16 @@
 import type { JetStreamClient } from "@nats-io/jetstream";
 import { type NatsConnection, TimeoutError } from "@nats-io/nats-core";
 import { decodeJson, encodeJson } from "../../bus/codec.ts";
+import { deadLetter } from "../../bus/deadLetters.ts";
 import { asHandlerError, errorReply, HandlerError, respondWithError } from "../../bus/errors.ts";
 import { isInboxReply } from "../../bus/replies.ts";
 import type { ServiceMsg } from "../../bus/service.ts";
 import { subjects } from "../../bus/subjects.ts";
+import { type Addressed, addressOf } from "../../bus/tenancy.ts";
 import { type TurnAck, TurnSubmission } from "../../contracts/turn.ts";
 import type { WalEntry } from "../../contracts/wal.ts";
 import { BudgetExceededError, type BudgetGuard, budgetGuardFromEnv } from "../../cost/budget.ts";
 import { isConclaveError, messageOf, singleLine } from "../../errors.ts";
-import { deadLetter } from "../../eventlog/deadLetters.ts";
 import { isTransient, throughElections } from "../../nats/elections.ts";
 import { carriedTraceHeaders } from "../../telemetry/natsHeaders.ts";
 import { failpoint, failpointArmed } from "../failpoints.ts";
@@ -19,7 +20,6 @@ import type { SessionStore } from "../sessionStore.ts";
 import type { TurnStatusStore } from "../turnStatusStore.ts";
 import { type Claim, type IdempotencyStore, RESERVATION_STALE_MS } from "./idempotency.ts";
 import { checkRecipeSubmission, type RecipeIntake } from "./recipeSubmission.ts";
-import { type Addressed, addressOf } from "./tenancy.ts";
 
 /** Largest accepted submission, in bytes (the text itself is limited to 16 000 characters). */
 export const MAX_SUBMISSION_BYTES = 65_536;

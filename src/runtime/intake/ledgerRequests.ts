@@ -2,13 +2,13 @@ import { decodeJson, encodeJson } from "../../bus/codec.ts";
 import { asHandlerError, HandlerError, respondWithError } from "../../bus/errors.ts";
 import { isInboxReply } from "../../bus/replies.ts";
 import type { ServiceMsg } from "../../bus/service.ts";
+import { addressOf } from "../../bus/tenancy.ts";
 import { AgentLedgerRequest, type LedgerReplay, LedgerRequest, type Ledgers } from "../../contracts/ledger.ts";
 import { singleLine } from "../../errors.ts";
 import { isLedgerWrite, LedgerError } from "../../ledgers/decide.ts";
 import { ledgerDigest, queryTruth } from "../../ledgers/digest.ts";
 import type { LedgerStore } from "../../ledgers/ledgerStore.ts";
 import type { Logger } from "../log.ts";
-import { addressOf } from "./tenancy.ts";
 
 /** What answering a ledger request needs. */
 export interface LedgerDeps {

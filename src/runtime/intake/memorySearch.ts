@@ -4,10 +4,10 @@ import { isInboxReply } from "../../bus/replies.ts";
 import { requestJson } from "../../bus/request.ts";
 import type { ServiceMsg } from "../../bus/service.ts";
 import { subjects } from "../../bus/subjects.ts";
+import { addressOf } from "../../bus/tenancy.ts";
 import { MemorySearchReply, MemorySearchRequest } from "../../contracts/memory.ts";
 import { singleLine } from "../../errors.ts";
 import type { CancelDeps } from "./cancel.ts";
-import { addressOf } from "./tenancy.ts";
 
 /**
  * A client searches a session's memory (`conclave.memory.search.<session>`,

@@ -1,17 +1,17 @@
 import { z } from "zod";
 import { decodeJson, encodeJson } from "../../bus/codec.ts";
+import { deadLetter } from "../../bus/deadLetters.ts";
 import { asHandlerError, HandlerError, respondWithError } from "../../bus/errors.ts";
 import { isInboxReply } from "../../bus/replies.ts";
 import type { ServiceMsg } from "../../bus/service.ts";
 import { subjects } from "../../bus/subjects.ts";
+import { addressOf } from "../../bus/tenancy.ts";
 import { type ResumeReply, ResumeRequest } from "../../contracts/recipeRun.ts";
 import type { TurnStatusRecord } from "../../contracts/wal.ts";
 import { singleLine } from "../../errors.ts";
-import { deadLetter } from "../../eventlog/deadLetters.ts";
 import { resumeSuspended } from "../recipeHost/resume.ts";
 import type { SuspensionTimers } from "../recipeHost/suspensionTimers.ts";
 import type { CancelDeps } from "./cancel.ts";
-import { addressOf } from "./tenancy.ts";
 
 /** Largest accepted resume request, in bytes (the answer included). */
 export const MAX_RESUME_BYTES = 65_536;

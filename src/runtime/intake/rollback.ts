@@ -4,6 +4,7 @@ import { isInboxReply } from "../../bus/replies.ts";
 import { requestJson } from "../../bus/request.ts";
 import type { ServiceMsg } from "../../bus/service.ts";
 import { subjects } from "../../bus/subjects.ts";
+import { addressOf } from "../../bus/tenancy.ts";
 import type { EngineEvent } from "../../contracts/events.ts";
 import { type RollbackReply, RollbackRequest, ToolCallReply, type ToolCallRequest } from "../../contracts/tool.ts";
 import { messageOf, singleLine } from "../../errors.ts";
@@ -11,7 +12,6 @@ import { EventLogWriter } from "../../eventlog/writer.ts";
 import { readForTakeover } from "../runner/takeover.ts";
 import { DEFAULT_TOOL_TIMEOUT_MS } from "../toolCalls/turnToolCalls.ts";
 import type { CancelDeps } from "./cancel.ts";
-import { addressOf } from "./tenancy.ts";
 
 /** Largest accepted rollback request, in bytes. */
 const MAX_ROLLBACK_BYTES = 1_024;

@@ -6,13 +6,13 @@ import { asHandlerError, respondWithError } from "../../bus/errors.ts";
 import { isInboxReply } from "../../bus/replies.ts";
 import type { ServiceMsg } from "../../bus/service.ts";
 import { subjects } from "../../bus/subjects.ts";
+import { addressOf } from "../../bus/tenancy.ts";
 import { type EngineEvent, LiveChunk } from "../../contracts/events.ts";
 import { TurnId } from "../../contracts/ids.ts";
 import { deadlineSignal } from "../../deadline.ts";
 import { singleLine } from "../../errors.ts";
 import { followEvents, readEvents } from "../../eventlog/reader.ts";
 import type { Logger } from "../log.ts";
-import { addressOf } from "./tenancy.ts";
 import { isRenewal, WatchId, type WatchLease, WatchLeases, WatchRenewal, watchLimitsFrom } from "./watchLeases.ts";
 
 /** A request to read a session's events through the runner (`conclave.turn.watch.<session>`). Every field is optional. */

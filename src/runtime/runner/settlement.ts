@@ -1,12 +1,12 @@
 import type { JetStreamClient, JsMsg } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { encodeJson } from "../../bus/codec.ts";
+import { deadLetter } from "../../bus/deadLetters.ts";
 import { subjects } from "../../bus/subjects.ts";
 import type { ErrorCode } from "../../contracts/errors.ts";
 import { TURN_TAKEN_OVER, type TurnEnded } from "../../contracts/turn.ts";
 import type { TurnStatusRecord, WalEntry } from "../../contracts/wal.ts";
 import { messageOf } from "../../errors.ts";
-import { deadLetter } from "../../eventlog/deadLetters.ts";
 import { WAL_ACK_WAIT_MS } from "../../eventlog/streams.ts";
 import { beginTurnSpan, endTurnSpan } from "../../telemetry/turnSpans.ts";
 import { redactPii } from "../interception/pii.ts";

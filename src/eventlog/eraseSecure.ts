@@ -7,8 +7,7 @@
  * erase uses, one message per call. See docs/operations.md, "Erasing a session".
  */
 import type { JetStreamManager, MsgRequest, StoredMsg } from "@nats-io/jetstream";
-import { isStreamNotFound } from "../../eventlog/streams.ts";
-import type { Logger } from "../log.ts";
+import { isStreamNotFound } from "./streams.ts";
 
 /** Deletes sent at once (each is one request; they overlap up to this many). */
 const DELETES_IN_FLIGHT = 32;
@@ -17,7 +16,8 @@ export const ERASE_PROGRESS_EVERY = 1_000;
 
 /** Where an erase reports how far it got, for a big session. */
 export interface EraseProgress {
-  log: Logger;
+  /** Where the progress lines go (a Logger of src/runtime/log.ts fits). */
+  log: { info(message: string): void };
   /** What is being erased, for the progress lines (`session s: events`). */
   label: string;
 }

@@ -1,8 +1,8 @@
 import { z } from "zod";
-import { HandlerError } from "../../bus/errors.ts";
-import { SUBJECT_ROOT } from "../../bus/subjects.ts";
-import { SessionId } from "../../contracts/ids.ts";
-import { describeIssues } from "../../contracts/issues.ts";
+import { SessionId } from "../contracts/ids.ts";
+import { describeIssues } from "../contracts/issues.ts";
+import { HandlerError } from "./errors.ts";
+import { SUBJECT_ROOT } from "./subjects.ts";
 
 /**
  * A tenant's name, as its account's imports put it in subjects: 1–32

@@ -1,9 +1,9 @@
 import { createHash } from "node:crypto";
 import type { JetStreamClient } from "@nats-io/jetstream";
-import { encodeJson } from "../bus/codec.ts";
-import { subjects } from "../bus/subjects.ts";
 import { lenientSetting } from "../config/load.ts";
 import { singleLine } from "../errors.ts";
+import { encodeJson } from "./codec.ts";
+import { subjects } from "./subjects.ts";
 
 const decoder = new TextDecoder();
 /** Longest excerpt of a peer's payload kept when excerpts are on (`CONCLAVE_DLQ_PAYLOADS=excerpt`). */
