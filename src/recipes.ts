@@ -19,6 +19,7 @@
  * @packageDocumentation
  */
 
+export { SimulationStep, SimulationTrace, simulationTraceJsonSchema } from "./contracts/trace.ts";
 export type {
   ChatMessage,
   ChatModel,
@@ -56,13 +57,7 @@ export type {
 export { CONSTRAINT_OPERATORS } from "./recipes/recipe.ts";
 export { recipeJsonSchemas } from "./recipes/schema.ts";
 export { parseRecipeText, type RecipeIssue, RecipeValidationError } from "./recipes/text.ts";
-export {
-  describeStep,
-  SimulationStep,
-  SimulationTrace,
-  simulationTrace,
-  simulationTraceJsonSchema,
-} from "./recipes/trace.ts";
+export { describeStep, simulationTrace } from "./recipes/trace.ts";
 export {
   type InProcessOptions,
   type InProcessResult,

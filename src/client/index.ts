@@ -40,6 +40,7 @@ export type {
 export type { MemoryItem } from "../contracts/memory.ts";
 export type { JsonObject, ResumeReply, ToolApproval } from "../contracts/recipeRun.ts";
 export type { RollbackReply } from "../contracts/tool.ts";
+export { SimulationStep, SimulationTrace, simulationTraceJsonSchema } from "../contracts/trace.ts";
 export type { Stage, TurnAck, TurnOutcome, TurnWarning } from "../contracts/turn.ts";
 export type { TurnUsage, Usage } from "../contracts/usage.ts";
 export type { TurnStatus, TurnStatusRecord } from "../contracts/wal.ts";
@@ -48,13 +49,7 @@ export type { CostAmount, CostRow, CostSummary } from "../cost/summary.ts";
 export type { EventQuery, EventRange, LoggedEvent } from "../eventlog/query.ts";
 export type { SearchHit, SearchOptions } from "../eventlog/search.ts";
 export type { TapeEnd, TapeStatus } from "../eventlog/tapeStatus.ts";
-export {
-  describeStep,
-  SimulationStep,
-  SimulationTrace,
-  simulationTrace,
-  simulationTraceJsonSchema,
-} from "../recipes/trace.ts";
+export { describeStep, simulationTrace } from "../recipes/trace.ts";
 export type { ForkPoint, ForkRecord } from "../runtime/checkpoints/forkContract.ts";
 export {
   IntentAction,

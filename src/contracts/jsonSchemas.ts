@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { SimulationTrace } from "../recipes/trace.ts";
 import * as contracts from "./index.ts";
+import { SimulationTrace } from "./trace.ts";
 
 /** Every wire message, by the name outside clients know it by. */
 export const WIRE_SCHEMAS = {

@@ -8,9 +8,10 @@ import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import type { EngineEvent, EventBody } from "../../src/contracts/events.ts";
 import type { JsonObject } from "../../src/contracts/recipeRun.ts";
+import { SimulationTrace, simulationTraceJsonSchema } from "../../src/contracts/trace.ts";
 import { isConclaveError } from "../../src/errors.ts";
 import { parseRecipeText } from "../../src/recipes/load.ts";
-import { describeStep, SimulationTrace, simulationTrace, simulationTraceJsonSchema } from "../../src/recipes/trace.ts";
+import { describeStep, simulationTrace } from "../../src/recipes/trace.ts";
 
 const documentOf = (file: string) => parseRecipeText(readFileSync(file, "utf8"), file) as JsonObject;
 
