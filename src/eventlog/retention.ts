@@ -5,15 +5,9 @@
  * sessions' bucket) or the store is not NATS (PostgreSQL), by a bounded sweep
  * run by the process that owns the store. See docs/operations.md, "Data lifecycle".
  */
-import type { JetStreamManager } from "@nats-io/jetstream";
-import type { NatsConnection } from "@nats-io/nats-core";
-import { BLACKBOARD_BUCKET, NatsBlackboardStore } from "../blackboard/natsStore.ts";
-import { buckets, streams } from "../bus/subjects.ts";
 import { setting } from "../config/load.ts";
 import { parseDuration } from "../config/variable.ts";
 import { ConclaveError } from "../errors.ts";
-import { NatsMemoryGraphStore } from "../memory/graph/natsGraphStore.ts";
-import { ensureEventStream, ensureMemoryStream, isStreamNotFound } from "./streams.ts";
 
 /** How long each kind of stored data is kept, in ms; 0 keeps it for ever. Unset: the store is left as it is. */
 export interface RetentionOptions {
@@ -107,50 +101,4 @@ export function retentionSettings(given: RetentionOptions = {}, env = process.en
     settings.turnsPerSession = turns;
   }
   return settings;
-}
-
-/**
- * Brings the streams and buckets to the configured maximum ages, creating
- * the event log, the episodes' stream and, given `nc`, the memory graph's and
- * the blackboards' buckets when missing (by their stores' own `open`, so they
- * get their usual settings); the turn statuses' and ledgers' buckets are left
- * alone until they exist. The ledgers' projection gets the event log's age: a
- * summary expires with the events it folds (it is rewritten with each, so it
- * outlives the last of them by moments). A store whose setting is unset is not
- * touched: limits an operator set by hand stay. The sessions' bucket is swept
- * instead (src/eventlog/sessionStateSweep.ts).
- */
-export async function applyRetention(
-  jsm: JetStreamManager,
-  settings: RetentionOptions,
-  nc?: NatsConnection,
-): Promise<void> {
-  const jobs: Promise<void>[] = [];
-  const set = (ageMs: number | undefined, stream: string, ensure: () => Promise<unknown> = async () => {}) => {
-    if (ageMs !== undefined) jobs.push(ensure().then(() => setMaxAge(jsm, stream, ageMs)));
-  };
-  set(settings.eventsMaxAgeMs, streams.events, () => ensureEventStream(jsm));
-  set(settings.eventsMaxAgeMs, `KV_${buckets.ledgers}`);
-  set(settings.episodesMaxAgeMs, streams.memory, () => ensureMemoryStream(jsm));
-  set(settings.turnStatusesMaxAgeMs, `KV_${buckets.turns}`);
-  set(settings.memoryGraphMaxAgeMs, `KV_${buckets.memoryGraph}`, async () => {
-    if (nc) await (await NatsMemoryGraphStore.open(nc)).close();
-  });
-  set(settings.blackboardsMaxAgeMs, `KV_${BLACKBOARD_BUCKET}`, async () => {
-    if (nc) await (await NatsBlackboardStore.open(nc)).close();
-  });
-  await Promise.all(jobs);
-}
-async function setMaxAge(jsm: JetStreamManager, stream: string, maxAgeMs: number): Promise<void> {
-  const wanted = maxAgeMs * 1_000_000;
-  try {
-    const info = await jsm.streams.info(stream);
-    if (info.config.max_age === wanted) return;
-    // nats-server refuses a duplicates window longer than the age (only a test's seconds-long age is shorter).
-    const window = info.config.duplicate_window;
-    const shorter = wanted > 0 && window > wanted ? { duplicate_window: wanted } : {};
-    await jsm.streams.update(stream, { max_age: wanted, ...shorter });
-  } catch (error) {
-    if (!isStreamNotFound(error)) throw error;
-  }
 }

@@ -1,13 +1,14 @@
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
+import type { z } from "zod";
 import type { Service, ServiceGroup } from "../bus/service.ts";
 import { followRun } from "../client/recipeRun.ts";
+import type { TurnAck, TurnSubmission } from "../contracts/turn.ts";
 import { messageOf } from "../errors.ts";
 import { type Logger, silentLogger } from "../runtime/log.ts";
 import { conditionHolds } from "./convergence.ts";
 import { foldScheduleEvent } from "./fold.ts";
 import type { IntentState, ScheduleEvent } from "./intent.ts";
-import type { LocalSubmit } from "./localSubmit.ts";
 import { dueTimesBetween, firstAnchor, nextDueAfter } from "./nextDue.ts";
 import { ScheduleLog } from "./scheduleLog.ts";
 import { serveSchedules } from "./service.ts";
@@ -22,6 +23,12 @@ export interface ScheduleLoop {
   /** Stops the timer and the log's follow; fires already submitted go on. */
   stop(): Promise<void>;
 }
+
+/**
+ * Submits a turn as a client would, through the intake's own acceptance, in
+ * this process (the runner gives src/runtime/intake/localSubmit.ts).
+ */
+export type LocalSubmit = (sessionId: string, submission: z.input<typeof TurnSubmission>) => Promise<TurnAck>;
 
 /** What the loop needs to know of the runner hosting it. */
 export interface ScheduleLoopOptions {

@@ -7,15 +7,15 @@ import type { Service } from "../../bus/service.ts";
 import { RUNNER_CONSUMER, streams } from "../../bus/subjects.ts";
 import { setting } from "../../config/load.ts";
 import { singleLine } from "../../errors.ts";
-import { applyRetention, retentionSettings } from "../../eventlog/retention.ts";
+import { retentionSettings } from "../../eventlog/retention.ts";
 import { SessionTrim } from "../../eventlog/sessionTrim.ts";
 import { ensureDeadLetterStream, ensureEventStream, ensureTurnWal, PULL_EXPIRES_MS } from "../../eventlog/streams.ts";
 import { LedgerStore } from "../../ledgers/ledgerStore.ts";
 import { hostSchedules } from "../../schedules/firingLoop.ts";
-import { localSubmit } from "../../schedules/localSubmit.ts";
 import { backendFromEnv, loadBackendPackages } from "../../workers/backendFromEnv.ts";
 import { CooldownStore } from "../../workers/cooldownStore.ts";
 import { IdempotencyStore } from "../intake/idempotency.ts";
+import { localSubmit } from "../intake/localSubmit.ts";
 import { serveIntake } from "../intake/service.ts";
 import { type Logger, silentLogger } from "../log.ts";
 import { RecipeHost } from "../recipeHost/recipeHost.ts";
@@ -26,7 +26,7 @@ import { Admission, admissionLimits } from "./admission.ts";
 import { IntakeBacklog } from "./intakeBacklog.ts";
 import { SessionLeases } from "./leases.ts";
 import type { RunnerOptions } from "./options.ts";
-import { graphTrimmer, retentionSweeps, withSweeps } from "./retentionParts.ts";
+import { applyRetention, graphTrimmer, retentionSweeps, withSweeps } from "./retentionParts.ts";
 
 /** What a runner is built from: everything `Runner.start` opens before it takes a turn. */
 export interface RunnerParts {

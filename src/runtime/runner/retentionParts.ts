@@ -1,16 +1,21 @@
 /**
  * The parts of retention a runner runs (src/eventlog/retention.ts): the
+ * maximum ages set on the streams and buckets (applyRetention), the
  * memory graph's share of the per-session trim, and the sweeps of the stores
  * whose maximum age nats-server cannot enforce (the session state beside the
  * turn counters, PostgreSQL blackboards). See docs/operations.md, "Data lifecycle".
  */
 import type { JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
+import { BLACKBOARD_BUCKET, NatsBlackboardStore } from "../../blackboard/natsStore.ts";
 import type { BlackboardOptions } from "../../blackboard/open.ts";
 import type { Service } from "../../bus/service.ts";
+import { buckets, streams } from "../../bus/subjects.ts";
 import { messageOf } from "../../errors.ts";
 import type { RetentionOptions } from "../../eventlog/retention.ts";
 import { SWEEP_BATCH, sweepEveryMs, sweepSessionState } from "../../eventlog/sessionStateSweep.ts";
+import { ensureEventStream, ensureMemoryStream, isStreamNotFound } from "../../eventlog/streams.ts";
+import { NatsMemoryGraphStore } from "../../memory/graph/natsGraphStore.ts";
 import { MEMORY_GRAPH_ENV } from "../../memory/graph/open.ts";
 import type { MemoryGraphStore } from "../../memory/graph/store.ts";
 import { trimGraphTurn, trimNatsGraphTurn } from "../../memory/graph/trimTurn.ts";
@@ -132,4 +137,50 @@ export function withSweeps(service: Service, sweeps: readonly Sweep[], log?: Log
       await service.stop();
     },
   };
+}
+
+/**
+ * Brings the streams and buckets to the configured maximum ages, creating
+ * the event log, the episodes' stream and, given `nc`, the memory graph's and
+ * the blackboards' buckets when missing (by their stores' own `open`, so they
+ * get their usual settings); the turn statuses' and ledgers' buckets are left
+ * alone until they exist. The ledgers' projection gets the event log's age: a
+ * summary expires with the events it folds (it is rewritten with each, so it
+ * outlives the last of them by moments). A store whose setting is unset is not
+ * touched: limits an operator set by hand stay. The sessions' bucket is swept
+ * instead (src/eventlog/sessionStateSweep.ts).
+ */
+export async function applyRetention(
+  jsm: JetStreamManager,
+  settings: RetentionOptions,
+  nc?: NatsConnection,
+): Promise<void> {
+  const jobs: Promise<void>[] = [];
+  const set = (ageMs: number | undefined, stream: string, ensure: () => Promise<unknown> = async () => {}) => {
+    if (ageMs !== undefined) jobs.push(ensure().then(() => setMaxAge(jsm, stream, ageMs)));
+  };
+  set(settings.eventsMaxAgeMs, streams.events, () => ensureEventStream(jsm));
+  set(settings.eventsMaxAgeMs, `KV_${buckets.ledgers}`);
+  set(settings.episodesMaxAgeMs, streams.memory, () => ensureMemoryStream(jsm));
+  set(settings.turnStatusesMaxAgeMs, `KV_${buckets.turns}`);
+  set(settings.memoryGraphMaxAgeMs, `KV_${buckets.memoryGraph}`, async () => {
+    if (nc) await (await NatsMemoryGraphStore.open(nc)).close();
+  });
+  set(settings.blackboardsMaxAgeMs, `KV_${BLACKBOARD_BUCKET}`, async () => {
+    if (nc) await (await NatsBlackboardStore.open(nc)).close();
+  });
+  await Promise.all(jobs);
+}
+async function setMaxAge(jsm: JetStreamManager, stream: string, maxAgeMs: number): Promise<void> {
+  const wanted = maxAgeMs * 1_000_000;
+  try {
+    const info = await jsm.streams.info(stream);
+    if (info.config.max_age === wanted) return;
+    // nats-server refuses a duplicates window longer than the age (only a test's seconds-long age is shorter).
+    const window = info.config.duplicate_window;
+    const shorter = wanted > 0 && window > wanted ? { duplicate_window: wanted } : {};
+    await jsm.streams.update(stream, { max_age: wanted, ...shorter });
+  } catch (error) {
+    if (!isStreamNotFound(error)) throw error;
+  }
 }

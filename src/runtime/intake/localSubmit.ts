@@ -1,25 +1,23 @@
 import { Empty } from "@nats-io/nats-core";
-import type { z } from "zod";
-import { encodeJson } from "../bus/codec.ts";
-import { RemoteCallError } from "../bus/errors.ts";
-import type { ServiceMsg } from "../bus/service.ts";
-import { subjects } from "../bus/subjects.ts";
-import { ErrorReply } from "../contracts/errors.ts";
-import { TurnAck, type TurnSubmission } from "../contracts/turn.ts";
-import { acceptSubmission, type IngressDeps } from "../runtime/intake/ingress.ts";
+import { encodeJson } from "../../bus/codec.ts";
+import { RemoteCallError } from "../../bus/errors.ts";
+import type { ServiceMsg } from "../../bus/service.ts";
+import { subjects } from "../../bus/subjects.ts";
+import { ErrorReply } from "../../contracts/errors.ts";
+import { TurnAck } from "../../contracts/turn.ts";
+import type { LocalSubmit } from "../../schedules/firingLoop.ts";
+import { acceptSubmission, type IngressDeps } from "./ingress.ts";
 
 const decoder = new TextDecoder();
 /** A reply subject the intake accepts as a requester's inbox; nothing is published there: the answer is caught here. */
 const LOCAL_REPLY = "_INBOX.schedule.local";
-
-/** Submits a turn as a client would, through the intake's own acceptance, in this process. */
-export type LocalSubmit = (sessionId: string, submission: z.input<typeof TurnSubmission>) => Promise<TurnAck>;
 
 /**
  * The intake path a client's `submit` takes (validation, idempotency key,
  * double-texting, the WAL write before the ack), called in-process: a runner
  * may not request its own role's inbox answers over NATS (nats.conf,
  * "Replies"), so the fired turn's ack is taken from the handler directly.
+ * The schedule firing loop (src/schedules/firingLoop.ts) submits through it.
  */
 export function localSubmit(deps: IngressDeps): LocalSubmit {
   return (sessionId, submission) =>
