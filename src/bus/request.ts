@@ -3,11 +3,11 @@ import { NoRespondersError, RequestError, TimeoutError } from "@nats-io/nats-cor
 import type { z } from "zod";
 import { ErrorReply } from "../contracts/errors.ts";
 import { describeIssues } from "../contracts/issues.ts";
-import { tracedRequest } from "../telemetry/requests.ts";
 import { tracingActive } from "../telemetry/tracer.ts";
 import { encodeJson } from "./codec.ts";
 import { isErrorCode, RemoteCallError } from "./errors.ts";
 import { InboxRequests } from "./inboxRequests.ts";
+import { tracedRequest } from "./requestSpans.ts";
 import { ServiceErrorCodeHeader, ServiceErrorHeader } from "./service.ts";
 
 export interface RequestOptions {
@@ -15,7 +15,7 @@ export interface RequestOptions {
   signal?: AbortSignal;
   /**
    * Headers to send. Without them, while tracing is on, the request is sent in
-   * a client span whose context goes in its headers (src/telemetry/requests.ts).
+   * a client span whose context goes in its headers (src/bus/requestSpans.ts).
    */
   headers?: MsgHdrs;
 }

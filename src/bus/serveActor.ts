@@ -10,10 +10,10 @@ import {
 } from "xstate";
 import type { z } from "zod";
 import { withDeadline } from "../deadline.ts";
-import { failActiveSpan, serveInSpan } from "../telemetry/serverSpans.ts";
 import { tracingActive } from "../telemetry/tracer.ts";
 import { decodeJson, encodeJson } from "./codec.ts";
 import { asHandlerError, HandlerError, respondWithError } from "./errors.ts";
+import { failActiveSpan, serveInSpan } from "./serverSpans.ts";
 import type { ServiceGroup, ServiceMsg } from "./service.ts";
 import type { StepReplies } from "./stepReplies.ts";
 

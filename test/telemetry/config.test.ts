@@ -4,10 +4,10 @@ import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-ho
 import { W3CTraceContextPropagator } from "@opentelemetry/core";
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base";
 import { afterEach, describe, expect, it } from "vitest";
+import { requestSpanOf } from "../../src/bus/requestSpans.ts";
 import { subjects } from "../../src/bus/subjects.ts";
 import { TracingConfigError, tracingConfigFromEnv } from "../../src/telemetry/config.ts";
 import { contextFromHeaders, copyTraceHeaders, traceHeaders } from "../../src/telemetry/natsHeaders.ts";
-import { requestSpanOf } from "../../src/telemetry/requests.ts";
 import { tracingServiceName } from "../../src/telemetry/setup.ts";
 import { inSpan, tracingActive } from "../../src/telemetry/tracer.ts";
 

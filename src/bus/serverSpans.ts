@@ -7,9 +7,9 @@
 
 import type { MsgHdrs } from "@nats-io/nats-core";
 import { SpanKind, trace } from "@opentelemetry/api";
-import { contextFromHeaders } from "./natsHeaders.ts";
-import { requestSpanOf } from "./requests.ts";
-import { inSpan, recordFailure, tracingActive } from "./tracer.ts";
+import { contextFromHeaders } from "../telemetry/natsHeaders.ts";
+import { inSpan, recordFailure, tracingActive } from "../telemetry/tracer.ts";
+import { requestSpanOf } from "./requestSpans.ts";
 
 /** Handles one request (`handle`, which answers it and never throws) inside a server span. */
 export function serveInSpan(

@@ -7,10 +7,10 @@
 
 import { headers, type MsgHdrs } from "@nats-io/nats-core";
 import { type Attributes, SpanKind } from "@opentelemetry/api";
-import { SUBJECT_ROOT, subjects } from "../bus/subjects.ts";
-import { CONCLAVE, GEN_AI, turnAttributes } from "./attributes.ts";
-import { traceHeaders } from "./natsHeaders.ts";
-import { inSpan } from "./tracer.ts";
+import { CONCLAVE, GEN_AI, turnAttributes } from "../telemetry/attributes.ts";
+import { traceHeaders } from "../telemetry/natsHeaders.ts";
+import { inSpan } from "../telemetry/tracer.ts";
+import { SUBJECT_ROOT, subjects } from "./subjects.ts";
 
 const AGENT_PREFIX = subjects.agent("");
 const TOOL_PREFIX = subjects.tool("");
