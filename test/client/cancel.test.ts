@@ -2,6 +2,7 @@ import { execFile, spawn } from "node:child_process";
 import { promisify } from "node:util";
 import type { NatsConnection, Subscription } from "@nats-io/nats-core";
 import { beforeAll, describe, expect, it } from "vitest";
+import { defaultTurnPolicy } from "../../machines/turn/context.ts";
 import { subjects } from "../../src/bus/subjects.ts";
 import { CONCLAVE_BIN } from "../../src/cli/childProcess.ts";
 import { type ConclaveClient, connect } from "../../src/client/index.ts";
@@ -27,18 +28,30 @@ beforeAll(async () => {
   observer = await nats.connect("observer");
 });
 
-/** Resolves when the slow agent reports `what` (started, aborted) for the turn; subscribe before causing it. */
+/**
+ * Resolves when the slow agent reports `what` (started, aborted) for the turn, with what it said
+ * (for `aborted`, after how many ms); subscribe before causing it.
+ */
 function probe(
   sessionId: string,
   turnId: number,
   what: "started" | "aborted",
-): { seen: Promise<number>; sub: Subscription } {
+): { seen: Promise<{ at: number; said: string }>; sub: Subscription } {
   const sub = observer.subscribe(`conclave.inspect.slow.${sessionId}.${turnId}.${what}`, { max: 1 });
   const seen = (async () => {
-    for await (const _ of sub) return performance.now();
+    for await (const msg of sub) return { at: performance.now(), said: msg.string() };
     throw new Error(`the slow agent never reported ${what}`);
   })();
   return { seen, sub };
+}
+
+/**
+ * The slow agent's signal fired well before its call's own deadline (the runner's default policy)
+ * could: the turn's end stopped it, not the deadline (which fires a little after the agent starts,
+ * hence the margin).
+ */
+function stoppedBeforeItsDeadline(said: string): void {
+  expect(Number(said)).toBeLessThan(defaultTurnPolicy.agent_timeout_ms / 2);
 }
 
 const cancelFromAnotherProcess = (sessionId: string, turnId: number) =>
@@ -58,7 +71,7 @@ const contiguous = (events: EngineEvent[], turnId: number) => {
 };
 
 describe("cancelling a turn", () => {
-  it("from another process ends a running turn as Cancelled within a second, and its agent call stops", async () => {
+  it("from another process ends a running turn as Cancelled, and its agent call stops", async () => {
     const started = probe("cancel-1", 1, "started");
     const aborted = probe("cancel-1", 1, "aborted");
     await observer.flush();
@@ -83,11 +96,12 @@ describe("cancelling a turn", () => {
     const ended = performance.now();
     await collected;
     expect(result.outcome).toEqual({ status: "Cancelled", reason: "changed my mind" });
-    // Within a second of the cancellation reaching the runtime (the command's own start-up comes before).
-    expect(ended - (await broadcastSeen)).toBeLessThan(1_000);
-    expect(ended - asked).toBeLessThan(5_000);
-    // No agent call left running: the slow agent's signal fired well before its own 4 s deadline.
-    expect((await aborted.seen) - asked).toBeLessThan(3_000);
+    // No agent call left running: the slow agent's signal fired because of the cancellation, not at its own deadline.
+    stoppedBeforeItsDeadline((await aborted.seen).said);
+    // How long the end took is a figure, not a test (timing goals live in `npm run bench`).
+    console.log(
+      `cancel from another process: ended ${Math.round(ended - (await broadcastSeen))} ms after the runtime's broadcast, ${Math.round(ended - asked)} ms after the command was run`,
+    );
     const mine = contiguous(events, 1);
     expect(mine.at(-1)).toMatchObject({ kind: "TURN_COMPLETED", payload: { outcome: { status: "Cancelled" } } });
     expect(mine.some((event) => event.kind === "AGENT_FAILED" && event.payload.code === "cancelled")).toBe(true);
@@ -99,16 +113,16 @@ describe("cancelling a turn", () => {
     expect(status).toMatchObject({ status: "done", outcome: "Cancelled" });
   });
 
-  it("through the client ends the turn within a second of the request", async () => {
+  it("through the client ends the turn, and its agent call stops", async () => {
     const started = probe("cancel-2", 1, "started");
     await observer.flush();
     const turn = client.submit("cancel-2", "slow again");
+    const aborted = probe("cancel-2", 1, "aborted");
     await started.seen;
-    const asked = performance.now();
     await expect(client.cancel("cancel-2", 1)).resolves.toMatchObject({ status: "cancelling" });
     const result = await turn.result;
-    expect(performance.now() - asked).toBeLessThan(1_000);
     expect(result.outcome).toEqual({ status: "Cancelled", reason: "cancelled by the client" });
+    stoppedBeforeItsDeadline((await aborted.seen).said);
   });
 
   it("when the submit's signal aborts", async () => {
@@ -174,10 +188,9 @@ describe("cancelling a turn", () => {
     await observer.flush();
     const first = client.submit("cancel-7", "slow, to be interrupted");
     await started.seen;
-    const asked = performance.now();
     const second = client.submit("cancel-7", "never mind, this instead", { onBusy: "interrupt" });
-    // The worker's call saw its signal fire, well before the agent's own 4 s deadline: nothing left running.
-    expect((await aborted.seen) - asked).toBeLessThan(2_000);
+    // The worker's call saw its signal fire because the turn was interrupted, not at its own deadline.
+    stoppedBeforeItsDeadline((await aborted.seen).said);
     const interrupted = await first.result;
     expect(interrupted.outcome).toMatchObject({
       status: "PartialSuccess",
