@@ -5,6 +5,7 @@
 import type { NatsConnection } from "@nats-io/nats-core";
 import { z } from "zod";
 import { CorruptValueError, JsonKv } from "../bus/jsonKv.ts";
+import { BLACKBOARD_BUCKET } from "../bus/subjects.ts";
 import { withDeadline } from "../deadline.ts";
 import { scrubbed } from "../stores/redact.ts";
 import {
@@ -17,9 +18,6 @@ import {
   MAX_BLACKBOARD_BYTES,
   noAnswer,
 } from "./store.ts";
-
-/** The KV bucket of blackboards (the runner role needs `$KV.conclave_blackboards.>` and its stream's API subjects). */
-export const BLACKBOARD_BUCKET = "conclave_blackboards";
 
 /**
  * A JSON object, passed through as parsed. A `z.custom` rather than a

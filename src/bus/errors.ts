@@ -1,7 +1,12 @@
+import { JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
 import { ErrorCode, type ErrorReply } from "../contracts/errors.ts";
 import { ConclaveError, messageOf, singleLine } from "../errors.ts";
 import { encodeJson } from "./codec.ts";
 import type { ServiceMsg } from "./service.ts";
+
+/** True when JetStream says the stream (or KV bucket) does not exist: nothing has been stored in it yet. */
+export const isStreamNotFound = (error: unknown): boolean =>
+  error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound;
 
 /** A request that a remote actor refused or could not answer; `code` says why. */
 export class RemoteCallError extends ConclaveError<ErrorCode> {

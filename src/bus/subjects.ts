@@ -136,6 +136,11 @@ export const streams = {
 
 /** The durable consumer all runners share on the turn WAL. */
 export const RUNNER_CONSUMER = "conclave-runners";
+/**
+ * The KV bucket of blackboards (src/blackboard/natsStore.ts; the runner role needs
+ * `$KV.conclave_blackboards.>` and its stream's API subjects). Not in `buckets`: only a recipe run opens it.
+ */
+export const BLACKBOARD_BUCKET = "conclave_blackboards";
 export const buckets = {
   sessions: "conclave_sessions",
   scheduler: "conclave_scheduler",

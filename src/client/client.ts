@@ -1,6 +1,7 @@
 import { DeliverPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { type BusAccess, busOptions, connectBus } from "../bus/connection.ts";
+import { isStreamNotFound } from "../bus/errors.ts";
 import { requestJson } from "../bus/request.ts";
 import { buckets, streams, subjects } from "../bus/subjects.ts";
 import type { EraseRecord } from "../contracts/erase.ts";
@@ -15,7 +16,7 @@ import { type PriceTable, priceTableFromEnv, readPriceTable } from "../cost/pric
 import { type CostSummary, summarizeCost } from "../cost/summary.ts";
 import { ConclaveError } from "../errors.ts";
 import { orderedConsumer, releaseConsumer } from "../eventlog/consumers.ts";
-import { isStreamNotFound, PULL_EXPIRES_MS } from "../eventlog/streams.ts";
+import { PULL_EXPIRES_MS } from "../eventlog/streams.ts";
 import { replicasOf } from "../nats/replicas.ts";
 import { simulationTrace } from "../recipes/trace.ts";
 import type { ForkRecord } from "../runtime/checkpoints/forkContract.ts";

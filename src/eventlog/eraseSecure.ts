@@ -7,7 +7,7 @@
  * erase uses, one message per call. See docs/operations.md, "Erasing a session".
  */
 import type { JetStreamManager, MsgRequest, StoredMsg } from "@nats-io/jetstream";
-import { isStreamNotFound } from "./streams.ts";
+import { isStreamNotFound } from "../bus/errors.ts";
 
 /** Deletes sent at once (each is one request; they overlap up to this many). */
 const DELETES_IN_FLIGHT = 32;

@@ -7,10 +7,11 @@
  */
 import { DeliverPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
+import { isStreamNotFound } from "../bus/errors.ts";
 import { streams, subjects } from "../bus/subjects.ts";
 import { EngineEvent, type EventKind } from "../contracts/events.ts";
 import { orderedConsumer, releaseConsumer } from "./consumers.ts";
-import { isStreamNotFound, PULL_EXPIRES_MS } from "./streams.ts";
+import { PULL_EXPIRES_MS } from "./streams.ts";
 
 /** Which events of a session to read. Every bound is inclusive; absent bounds do not limit. */
 export interface EventRange {

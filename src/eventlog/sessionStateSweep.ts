@@ -9,10 +9,10 @@
  * docs/operations.md, "Data lifecycle".
  */
 import type { JetStreamManager } from "@nats-io/jetstream";
+import { isStreamNotFound } from "../bus/errors.ts";
 import { buckets } from "../bus/subjects.ts";
 import { messageOf } from "../errors.ts";
 import { nextMessage } from "./eraseSecure.ts";
-import { isStreamNotFound } from "./streams.ts";
 
 /** The keys of `conclave_sessions` that hold a session's content (`counter.<s>` is not one: it is kept). */
 export const SESSION_STATE_KEYS = ["snapshot", "checkpoint", "idem", "uncommitted", "forks"] as const;

@@ -1,18 +1,8 @@
 import type { JetStreamManager, StreamConfig, StreamInfo } from "@nats-io/jetstream";
-import {
-  AckPolicy,
-  DiscardPolicy,
-  JetStreamApiCodes,
-  JetStreamApiError,
-  RetentionPolicy,
-  StorageType,
-} from "@nats-io/jetstream";
+import { AckPolicy, DiscardPolicy, JetStreamApiError, RetentionPolicy, StorageType } from "@nats-io/jetstream";
+import { isStreamNotFound } from "../bus/errors.ts";
 import { RUNNER_CONSUMER, streams, subjects } from "../bus/subjects.ts";
 import { checkReplicas, configuredReplicas, patientlySetUp } from "../nats/replicas.ts";
-
-/** True when JetStream says the stream (or KV bucket) does not exist: nothing has been stored in it yet. */
-export const isStreamNotFound = (error: unknown): boolean =>
-  error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound;
 
 /**
  * Creates a stream with the configured replicas (CONCLAVE_REPLICAS, src/nats/replicas.ts), or

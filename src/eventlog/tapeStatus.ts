@@ -16,11 +16,12 @@
  */
 import { DeliverPolicy, JsHeaders, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
+import { isStreamNotFound } from "../bus/errors.ts";
 import { streams } from "../bus/subjects.ts";
 import { messageOf } from "../errors.ts";
 import { orderedConsumer, releaseConsumer } from "./consumers.ts";
 import { rangeFilter } from "./query.ts";
-import { isStreamNotFound, PULL_EXPIRES_MS } from "./streams.ts";
+import { PULL_EXPIRES_MS } from "./streams.ts";
 
 /** Where one end of the tape is. */
 export interface TapeEnd {

@@ -21,10 +21,9 @@
  */
 import { type JetStreamManager, jetstreamManager, type StreamInfo } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
-import { BLACKBOARD_BUCKET } from "../blackboard/natsStore.ts";
-import { buckets, streams } from "../bus/subjects.ts";
+import { isStreamNotFound } from "../bus/errors.ts";
+import { BLACKBOARD_BUCKET, buckets, streams } from "../bus/subjects.ts";
 import { messageOf, singleLine } from "../errors.ts";
-import { isStreamNotFound } from "../eventlog/streams.ts";
 import { type MonitorReading, monitorUrls, readMonitors } from "./monitor.ts";
 import { replicasOf } from "./replicas.ts";
 

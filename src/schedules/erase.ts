@@ -1,7 +1,7 @@
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
+import { isStreamNotFound } from "../bus/errors.ts";
 import { streams, subjects } from "../bus/subjects.ts";
 import { type EraseProgress, nextMessage, secureErase } from "../eventlog/eraseSecure.ts";
-import { isStreamNotFound } from "../eventlog/streams.ts";
 import { ScheduleEvent } from "./intent.ts";
 
 /** What erasing a session's schedules did: the intents, and the log entries overwritten. */

@@ -6,10 +6,11 @@
  */
 import { DeliverPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
+import { isStreamNotFound } from "../bus/errors.ts";
 import { streams, subjects } from "../bus/subjects.ts";
 import { EngineEvent } from "../contracts/events.ts";
 import { orderedConsumer, releaseConsumer } from "../eventlog/consumers.ts";
-import { isStreamNotFound, PULL_EXPIRES_MS } from "../eventlog/streams.ts";
+import { PULL_EXPIRES_MS } from "../eventlog/streams.ts";
 
 /** One stored message of a session's turns: its event, or why it is not one. */
 export type LoggedMessage =

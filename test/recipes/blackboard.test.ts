@@ -8,7 +8,7 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import pg from "pg";
 import { createClient } from "redis";
 import { describe, expect, it } from "vitest";
-import { BLACKBOARD_BUCKET, NatsBlackboardStore } from "../../src/blackboard/natsStore.ts";
+import { NatsBlackboardStore } from "../../src/blackboard/natsStore.ts";
 import { BlackboardStores, blackboardOptionsFromEnv, openBlackboardStore } from "../../src/blackboard/open.ts";
 import { POSTGRES_BLACKBOARD_TABLE, PostgresBlackboardStore } from "../../src/blackboard/postgresStore.ts";
 import { REDIS_BLACKBOARD_PREFIX, RedisBlackboardStore } from "../../src/blackboard/redisStore.ts";
@@ -18,6 +18,7 @@ import {
   BlackboardStoreError,
   MAX_BLACKBOARD_BYTES,
 } from "../../src/blackboard/store.ts";
+import { BLACKBOARD_BUCKET } from "../../src/bus/subjects.ts";
 import { isConclaveError } from "../../src/errors.ts";
 import { freePort } from "../../src/nats/server.ts";
 import { useNatsServer } from "../helpers/nats.ts";

@@ -8,11 +8,11 @@
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { beforeAll, describe, expect, it } from "vitest";
+import { isStreamNotFound } from "../../src/bus/errors.ts";
 import { buckets, streams, subjects } from "../../src/bus/subjects.ts";
 import { type ConclaveClient, connect } from "../../src/client/index.ts";
 import { nextMessage } from "../../src/eventlog/eraseSecure.ts";
 import { readEvents } from "../../src/eventlog/reader.ts";
-import { isStreamNotFound } from "../../src/eventlog/streams.ts";
 import { runConclave } from "../helpers/cli.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { useInProcessStack } from "../helpers/stack.ts";

@@ -9,8 +9,8 @@
  * process that owns the store. See docs/operations.md, "Data lifecycle".
  */
 import type { JetStreamManager } from "@nats-io/jetstream";
+import { isStreamNotFound } from "../../bus/errors.ts";
 import { messageOf } from "../../errors.ts";
-import { isStreamNotFound } from "../../eventlog/streams.ts";
 import { MEMORY_GRAPH_BUCKET } from "./natsGraphKeys.ts";
 import type { MemoryGraphStore } from "./store.ts";
 import type { MemoryEdge, MemoryGraphArtifact, MemoryNode, MemoryNodeKind } from "./types.ts";

@@ -11,8 +11,8 @@
 import type { JetStreamManager } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/nats-core";
+import { isStreamNotFound } from "../../bus/errors.ts";
 import { secureErase } from "../../eventlog/eraseSecure.ts";
-import { isStreamNotFound } from "../../eventlog/streams.ts";
 import type { Logger } from "../../runtime/log.ts";
 import { MEMORY_GRAPH_BUCKET } from "./natsGraphKeys.ts";
 import type { MemoryGraphStore } from "./store.ts";

@@ -4,11 +4,12 @@
  * I/O of the checkpoints.
  */
 import { DeliverPolicy, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
+import { isStreamNotFound } from "../../bus/errors.ts";
 import { streams, subjects } from "../../bus/subjects.ts";
 import { EngineEvent } from "../../contracts/events.ts";
 import { LedgerEvent } from "../../contracts/ledger.ts";
 import { orderedConsumer, releaseConsumer } from "../../eventlog/consumers.ts";
-import { isStreamNotFound, PULL_EXPIRES_MS } from "../../eventlog/streams.ts";
+import { PULL_EXPIRES_MS } from "../../eventlog/streams.ts";
 import { ScheduleEvent } from "../../schedules/intent.ts";
 import type { TapeStep } from "./fold.ts";
 import type { TapeCut } from "./state.ts";

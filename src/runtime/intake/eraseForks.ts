@@ -8,8 +8,8 @@ import type { JetStreamManager } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { encodeJson } from "../../bus/codec.ts";
+import { isStreamNotFound } from "../../bus/errors.ts";
 import { buckets } from "../../bus/subjects.ts";
-import { isStreamNotFound } from "../../eventlog/streams.ts";
 
 /** The index key of a fork: `forks.<source>.<fork>`. */
 export const forkKey = (sourceId: string, forkId: string) => `forks.${sourceId}.${forkId}`;

@@ -10,14 +10,13 @@
 import { type JetStreamManager, jetstream } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/nats-core";
-import { BLACKBOARD_BUCKET } from "../../blackboard/natsStore.ts";
 import type { BlackboardOptions } from "../../blackboard/open.ts";
 import { isLetterOfSession } from "../../bus/deadLetters.ts";
-import { buckets, streams, subjects } from "../../bus/subjects.ts";
+import { isStreamNotFound } from "../../bus/errors.ts";
+import { BLACKBOARD_BUCKET, buckets, streams, subjects } from "../../bus/subjects.ts";
 import type { ErasedCounts } from "../../contracts/erase.ts";
 import { messageOf, singleLine } from "../../errors.ts";
 import { type EraseProgress, secureErase } from "../../eventlog/eraseSecure.ts";
-import { isStreamNotFound } from "../../eventlog/streams.ts";
 import { MEMORY_GRAPH_ENV } from "../../memory/graph/open.ts";
 import { eraseSessionSchedules } from "../../schedules/erase.ts";
 import type { Logger } from "../log.ts";

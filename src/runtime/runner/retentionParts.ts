@@ -7,14 +7,15 @@
  */
 import type { JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
-import { BLACKBOARD_BUCKET, NatsBlackboardStore } from "../../blackboard/natsStore.ts";
+import { NatsBlackboardStore } from "../../blackboard/natsStore.ts";
 import type { BlackboardOptions } from "../../blackboard/open.ts";
+import { isStreamNotFound } from "../../bus/errors.ts";
 import type { Service } from "../../bus/service.ts";
-import { buckets, streams } from "../../bus/subjects.ts";
+import { BLACKBOARD_BUCKET, buckets, streams } from "../../bus/subjects.ts";
 import { messageOf } from "../../errors.ts";
 import type { RetentionOptions } from "../../eventlog/retention.ts";
 import { SWEEP_BATCH, sweepEveryMs, sweepSessionState } from "../../eventlog/sessionStateSweep.ts";
-import { ensureEventStream, ensureMemoryStream, isStreamNotFound } from "../../eventlog/streams.ts";
+import { ensureEventStream, ensureMemoryStream } from "../../eventlog/streams.ts";
 import { NatsMemoryGraphStore } from "../../memory/graph/natsGraphStore.ts";
 import { MEMORY_GRAPH_ENV } from "../../memory/graph/open.ts";
 import type { MemoryGraphStore } from "../../memory/graph/store.ts";
