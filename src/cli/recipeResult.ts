@@ -1,4 +1,4 @@
-import type { RecipeRunResult } from "../client/recipeRun.ts";
+import type { RecipeRunResult } from "../eventlog/followRun.ts";
 import { EXIT, type ExitStatus } from "./failures.ts";
 import { printable } from "./printable.ts";
 

@@ -16,6 +16,7 @@ import { type PriceTable, priceTableFromEnv, readPriceTable } from "../cost/pric
 import { type CostSummary, summarizeCost } from "../cost/summary.ts";
 import { ConclaveError } from "../errors.ts";
 import { orderedConsumer, releaseConsumer } from "../eventlog/consumers.ts";
+import type { RecipeRunResult } from "../eventlog/followRun.ts";
 import { PULL_EXPIRES_MS } from "../eventlog/streams.ts";
 import { replicasOf } from "../nats/replicas.ts";
 import { simulationTrace } from "../recipes/trace.ts";
@@ -27,7 +28,7 @@ import { type ApprovalOptions, answerApproval, listApprovals, type PendingApprov
 import { type EraseOptions, eraseSession } from "./erase.ts";
 import { type ForkOptions, forkSession } from "./fork.ts";
 import { type LedgersClient, ledgerClients, type TaskLedgerClient, type TruthLedgerClient } from "./ledgers.ts";
-import { type RecipeRunResult, type ResumeOptions, type RunOptions, resumeRun, runRecipe } from "./recipeRun.ts";
+import { type ResumeOptions, type RunOptions, resumeRun, runRecipe } from "./recipeRun.ts";
 import { type SchedulesClient, schedulesClient } from "./schedules.ts";
 import { type SkillsClient, skillsClient } from "./skills.ts";
 import { type TapeClient, tapeClient } from "./tape.ts";

@@ -46,6 +46,8 @@ export type { TurnUsage, Usage } from "../contracts/usage.ts";
 export type { TurnStatus, TurnStatusRecord } from "../contracts/wal.ts";
 export type { ModelPrice, PriceTable } from "../cost/prices.ts";
 export type { CostAmount, CostRow, CostSummary } from "../cost/summary.ts";
+export type { RecipeRunResult } from "../eventlog/followRun.ts";
+export { TurnTimeoutError } from "../eventlog/followRun.ts";
 export type { EventQuery, EventRange, LoggedEvent } from "../eventlog/query.ts";
 export type { SearchHit, SearchOptions } from "../eventlog/search.ts";
 export type { TapeEnd, TapeStatus } from "../eventlog/tapeStatus.ts";
@@ -83,9 +85,9 @@ export type {
   TaskLedgerClient,
   TruthLedgerClient,
 } from "./ledgers.ts";
-export type { RecipeRunResult, ResumeOptions, RunOptions } from "./recipeRun.ts";
+export type { ResumeOptions, RunOptions } from "./recipeRun.ts";
 export type { ScheduleChanges, ScheduleSpec, SchedulesClient, ScheduleView } from "./schedules.ts";
 export type { ConsumedOutputsOptions, SkillsClient } from "./skills.ts";
 export type { TapeClient } from "./tape.ts";
 export type { SubmitOptions, TurnResult, TurnStream } from "./turnStream.ts";
-export { InvalidRequestError, TurnFailedError, TurnSuspendedError, TurnTimeoutError } from "./turns.ts";
+export { InvalidRequestError, TurnFailedError, TurnSuspendedError } from "./turns.ts";

@@ -10,22 +10,12 @@ import { SessionId, TurnId } from "../contracts/ids.ts";
 import { TurnAck, type TurnSubmission } from "../contracts/turn.ts";
 import { deadlineSignal } from "../deadline.ts";
 import { ConclaveError } from "../errors.ts";
+import { TurnTimeoutError } from "../eventlog/followRun.ts";
 import { followEvents } from "../eventlog/reader.ts";
 import { WATCH_RENEW_MS } from "../runtime/intake/watchLeases.ts";
 import { submitInSpan } from "../telemetry/submitSpan.ts";
 import { tracingActive } from "../telemetry/tracer.ts";
 import { LiveChunkMerger, subscribeLiveChunks } from "./liveChunks.ts";
-
-/** Raised when a turn does not complete within the caller's patience. */
-export class TurnTimeoutError extends ConclaveError<"turn_timeout"> {
-  readonly sessionId: string;
-  readonly turnId: number;
-  constructor(sessionId: string, turnId: number, timeoutMs: number) {
-    super("turn_timeout", `turn ${sessionId}/${turnId} did not complete within ${timeoutMs} ms`);
-    this.sessionId = sessionId;
-    this.turnId = turnId;
-  }
-}
 
 /** Raised for a turn that ended with outcome Failed (its TURN_COMPLETED names the error). */
 export class TurnFailedError extends ConclaveError<"turn_failed"> {

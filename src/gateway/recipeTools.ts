@@ -7,10 +7,10 @@
  */
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
-import { followRun } from "../client/recipeRun.ts";
 import { submitTurn } from "../client/turns.ts";
 import { ConfigError } from "../config/variable.ts";
 import type { JsonObject } from "../contracts/recipeRun.ts";
+import { followRun } from "../eventlog/followRun.ts";
 import { readRecipeForRunner } from "../recipes/load.ts";
 import type { Recipe } from "../recipes/recipe.ts";
 import { newSessionId } from "./converse.ts";

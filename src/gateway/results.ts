@@ -4,9 +4,10 @@
  * `isError` for a call that failed (one line saying why: a failure is a
  * result, never a protocol error and never a crash).
  */
-import type { RecipeRunResult } from "../client/recipeRun.ts";
+
 import type { TurnOutcome } from "../contracts/turn.ts";
 import { singleLine } from "../errors.ts";
+import type { RecipeRunResult } from "../eventlog/followRun.ts";
 
 /** A tool call's result (MCP `CallToolResult`). */
 export interface ToolResult {

@@ -6,8 +6,8 @@
  */
 import type { Message } from "@a2a-js/sdk";
 import type { ConclaveClient } from "../../client/client.ts";
-import type { RecipeRunResult } from "../../client/recipeRun.ts";
 import { ConclaveError } from "../../errors.ts";
+import type { RecipeRunResult } from "../../eventlog/followRun.ts";
 import { answeringRole, type Principal } from "../principals.ts";
 import type { ProgressReporter } from "../progress.ts";
 import { runResult, type ToolResult } from "../results.ts";
