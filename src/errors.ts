@@ -9,7 +9,16 @@
  * wire (a bad command line, a missing binary, a bad configuration).
  */
 import type { ErrorCode } from "./contracts/errors.ts";
-import type { LlmErrorCode } from "./llm/errors.ts";
+
+/** What went wrong in a call to the model (the `code` of an LlmError, one of Conclave's error codes). */
+export type LlmErrorCode =
+  | "timeout"
+  | "rate_limited"
+  | "server_error"
+  | "invalid_output"
+  | "aborted"
+  | "bad_request"
+  | "connection";
 
 /** Codes of failures that stay in the process that raised them. */
 export type LocalErrorCode =

@@ -32,13 +32,18 @@ export {
   type TlsFiles,
 } from "./bus/connection.ts";
 export { type ConclaveClient, type ConnectOptions, connect } from "./client/client.ts";
-export type { ArenaPolicy } from "./context/arena.ts";
-export type { ContextBudget } from "./context/budget.ts";
 export type { CompactionOptions } from "./context/compaction.ts";
 export { BYTES_PER_TOKEN, type EncodingName, type Tokenizer } from "./context/tokenizer.ts";
+export type { ArenaPolicy, ContextBudget } from "./contracts/context.ts";
 export type { ErrorCode } from "./contracts/errors.ts";
 export type { TurnPolicy } from "./contracts/turnProtocol.ts";
-export { ConclaveError, type ConclaveErrorCode, isConclaveError, type LocalErrorCode } from "./errors.ts";
+export {
+  ConclaveError,
+  type ConclaveErrorCode,
+  isConclaveError,
+  type LlmErrorCode,
+  type LocalErrorCode,
+} from "./errors.ts";
 export type { RetentionOptions } from "./eventlog/retention.ts";
 export {
   type GatewayHandle,
@@ -47,7 +52,7 @@ export {
 } from "./gateway/startGateway.ts";
 export type { LlmConfig } from "./llm/config.ts";
 export { type Embedder, EmbeddingError } from "./llm/embeddings.ts";
-export { LlmError, type LlmErrorCode, type LlmErrorOptions } from "./llm/errors.ts";
+export { LlmError, type LlmErrorOptions } from "./llm/errors.ts";
 export type { LogFields, Logger } from "./runtime/log.ts";
 export type { AdmissionLimits } from "./runtime/runner/admission.ts";
 export type { RecipeRunnerOptions, RunnerOptions } from "./runtime/runner/options.ts";

@@ -10,11 +10,12 @@ import { setting } from "../config/load.ts";
 import { CONFIG_SCHEMA } from "../config/schema.ts";
 import { registerSecrets } from "../config/secrets.ts";
 import { deadlineSignal, timedOut, unlessAborted } from "../deadline.ts";
+import type { LlmErrorCode } from "../errors.ts";
 import { messageOf } from "../errors.ts";
 import { OFFLINE_EMBEDDING_DIMS, offlineEmbedding } from "../memory/learn/embedder.ts";
 import { withEmbeddingSpans } from "../telemetry/genAiSpans.ts";
 import { type LlmConfig, LlmConfigError, llmConfigFromEnv } from "./config.ts";
-import { LlmError, type LlmErrorCode, type LlmErrorOptions, llmErrorFromOpenAI } from "./errors.ts";
+import { LlmError, type LlmErrorOptions, llmErrorFromOpenAI } from "./errors.ts";
 import { loadOpenAI } from "./openaiPackage.ts";
 
 /** Turns texts into vectors, one per text, in the texts' order. */

@@ -1,18 +1,8 @@
 import { scrubError, scrubSecrets } from "../config/secrets.ts";
-import { ConclaveError, messageOf } from "../errors.ts";
+import { ConclaveError, type LlmErrorCode, messageOf } from "../errors.ts";
 import { MissingDependencyError } from "../optionalPackages.ts";
 import type { Usage } from "./model.ts";
 import { loadedOpenAI } from "./openaiPackage.ts";
-
-/** What went wrong in a call to the model (the `code` of an LlmError, one of Conclave's error codes). */
-export type LlmErrorCode =
-  | "timeout"
-  | "rate_limited"
-  | "server_error"
-  | "invalid_output"
-  | "aborted"
-  | "bad_request"
-  | "connection";
 
 /** What an {@link LlmError} may carry besides its code, caller and message. */
 export interface LlmErrorOptions {

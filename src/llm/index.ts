@@ -2,8 +2,9 @@ import type { LlmConfig } from "./config.ts";
 import type { ChatModel } from "./model.ts";
 import { OpenAIChatModel } from "./openaiModel.ts";
 
+export type { LlmErrorCode } from "../errors.ts";
 export { LLM_CONFIG_DEFAULTS, type LlmConfig, LlmConfigError, llmConfigFromEnv } from "./config.ts";
-export { LlmError, type LlmErrorCode, type LlmErrorOptions, llmErrorFromOpenAI } from "./errors.ts";
+export { LlmError, type LlmErrorOptions, llmErrorFromOpenAI } from "./errors.ts";
 export type {
   ChatMessage,
   ChatModel,
