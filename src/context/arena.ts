@@ -14,25 +14,18 @@ import type { z } from "zod";
 import { setting } from "../config/load.ts";
 import type { AgentContext } from "../contracts/agent.ts";
 import {
+  type ArenaPolicy,
   type ContextArenaState,
   type ContextCompactedPayload,
   type ContextPlannedPayload,
   emptyArenaState,
 } from "../contracts/context.ts";
 import type { Usage } from "../contracts/usage.ts";
-import { type ContextBudget, contextBudgetFromEnv, DEFAULT_CONTEXT_BUDGET } from "./budget.ts";
-import { type CompactionOptions, compactOffline, DEFAULT_KEEP_RECENT_TURNS, SUMMARY_SHARE } from "./compaction.ts";
+import { contextBudgetFromEnv, DEFAULT_CONTEXT_BUDGET } from "./budget.ts";
+import { compactOffline, DEFAULT_KEEP_RECENT_TURNS, SUMMARY_SHARE } from "./compaction.ts";
 import { type ContextPlan, planContext } from "./planner.ts";
 import { tokenizerFor } from "./tokenizer.ts";
 import type { ContextSummary } from "./zones.ts";
-
-/** How a runner plans its sessions' contexts (TurnPolicy's `context`). */
-export interface ArenaPolicy {
-  budget: ContextBudget;
-  /** The model whose encoding counts tokens; absent: the approximation (tokenizer.ts). */
-  model?: string;
-  compaction?: Partial<Omit<CompactionOptions, "tokenizer">>;
-}
 
 /** The arena when nothing is configured. */
 export const DEFAULT_ARENA_POLICY: ArenaPolicy = { budget: DEFAULT_CONTEXT_BUDGET };

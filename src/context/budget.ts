@@ -14,20 +14,9 @@
  */
 import { setting } from "../config/load.ts";
 import { ConfigError } from "../config/variable.ts";
+import type { ContextBudget } from "../contracts/context.ts";
 import type { ToolEffect } from "../contracts/tool.ts";
 import { ConclaveError } from "../errors.ts";
-
-/** The budget of every session a runner hosts. */
-export interface ContextBudget {
-  /** The most tokens a planned context may take. */
-  total_tokens: number;
-  /** Pressure from which older turns are compacted. */
-  compact_ratio: number;
-  /** Pressure from which heavy tool calls are refused until compaction has run. */
-  critical_ratio: number;
-  /** A tool output longer than this is truncated before it enters a context. */
-  tool_output_tokens: number;
-}
 
 /** The budget when nothing is configured (the variables' defaults). */
 export const DEFAULT_CONTEXT_BUDGET: ContextBudget = {

@@ -8,18 +8,15 @@
  * session's ChatModel. Both fold the previous summary in, and both keep the
  * summary under `max_tokens` by giving up its oldest lines first.
  */
+import type { CompactionSettings } from "../contracts/context.ts";
 import type { Episode } from "../contracts/workspace.ts";
 import type { ChatModel } from "../llm/model.ts";
 import type { Tokenizer } from "./tokenizer.ts";
 import type { ContextSummary } from "./zones.ts";
 
-/** How compaction runs. */
-export interface CompactionOptions {
+/** How compaction runs: its settings, and the tokenizer counting the summary. */
+export interface CompactionOptions extends CompactionSettings {
   tokenizer: Tokenizer;
-  /** The newest turns kept as they are (not summarised). */
-  keep_recent_turns: number;
-  /** The most tokens the summary may take. */
-  max_tokens: number;
 }
 
 /** The default: the last 2 turns kept as they are. */

@@ -23,7 +23,8 @@
  * The plan is pure and deterministic: the same sources, budget and usage give
  * the same text and report.
  */
-import { type ContextBudget, type PressureStatus, pressureOf } from "./budget.ts";
+import type { ContextBudget } from "../contracts/context.ts";
+import { type PressureStatus, pressureOf } from "./budget.ts";
 import type { Tokenizer } from "./tokenizer.ts";
 import {
   type ContextItem,

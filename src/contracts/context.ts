@@ -90,3 +90,31 @@ export const ContextCompactedPayload = z.object({
   tokens_after: Tokens,
   summary: z.string().max(64_000),
 });
+
+/** The budget of every session a runner hosts. */
+export interface ContextBudget {
+  /** The most tokens a planned context may take. */
+  total_tokens: number;
+  /** Pressure from which older turns are compacted. */
+  compact_ratio: number;
+  /** Pressure from which heavy tool calls are refused until compaction has run. */
+  critical_ratio: number;
+  /** A tool output longer than this is truncated before it enters a context. */
+  tool_output_tokens: number;
+}
+
+/** How a session's older turns are compacted (src/context/compaction.ts). */
+export interface CompactionSettings {
+  /** The newest turns kept as they are (not summarised). */
+  keep_recent_turns: number;
+  /** The most tokens the summary may take. */
+  max_tokens: number;
+}
+
+/** How a runner plans its sessions' contexts (TurnPolicy's `context`; src/context/arena.ts plans with it). */
+export interface ArenaPolicy {
+  budget: ContextBudget;
+  /** The model whose encoding counts tokens; absent: the approximation (src/context/tokenizer.ts). */
+  model?: string;
+  compaction?: Partial<CompactionSettings>;
+}

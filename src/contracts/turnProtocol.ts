@@ -6,9 +6,8 @@
  * depends on the other's module for the shapes they exchange.
  */
 import type { Workspace } from "../cognition/workspace.ts";
-import type { ArenaPolicy } from "../context/arena.ts";
 import type { AgentContext, AgentReply } from "./agent.ts";
-import type { ContextArenaState } from "./context.ts";
+import type { ArenaPolicy, ContextArenaState } from "./context.ts";
 import type { ReplyFallback, StreamId } from "./council.ts";
 import type { ErrorCode } from "./errors.ts";
 import type { EventBody, EventPayload } from "./events.ts";

@@ -1,7 +1,8 @@
-import { type ContextBudget, contextBudgetFromEnv, DEFAULT_CONTEXT_BUDGET } from "../context/budget.ts";
+import { contextBudgetFromEnv, DEFAULT_CONTEXT_BUDGET } from "../context/budget.ts";
 import { planContext } from "../context/planner.ts";
 import { tokenizerFor } from "../context/tokenizer.ts";
 import type { AgentContext } from "../contracts/agent.ts";
+import type { ContextBudget } from "../contracts/context.ts";
 import type { CouncilRequest, VoiceRequest } from "../contracts/council.ts";
 import type { CriticRequest } from "../contracts/critic.ts";
 
