@@ -28,6 +28,7 @@ import {
   turnInterceptorOrder,
 } from "../../src/runtime/turnServices/runnerTurnServices.ts";
 import { skillRecordsInterceptor } from "../../src/runtime/turnServices/skillRecording.ts";
+import { tracingInterceptor } from "../../src/runtime/turnServices/tracedServices.ts";
 import {
   composeTurnServices,
   TURN_CALLS,
@@ -35,7 +36,6 @@ import {
   type TurnInterceptor,
 } from "../../src/runtime/turnServices/turnInterceptor.ts";
 import type { ApprovalAsked, TurnServices } from "../../src/runtime/turnServices/turnServices.ts";
-import { tracingInterceptor } from "../../src/telemetry/tracedServices.ts";
 import { runLocalTurn } from "../helpers/turns.ts";
 
 type Args = { [C in TurnCall]: Parameters<TurnServices[C]> };

@@ -7,11 +7,11 @@
  * client span, the child of the turn's span.
  */
 import { type Context, context } from "@opentelemetry/api";
-import type { Stage } from "../contracts/turn.ts";
-import type { TurnInterceptor } from "../runtime/turnServices/turnInterceptor.ts";
-import { CONCLAVE } from "./attributes.ts";
-import { inSpan, tracingActive } from "./tracer.ts";
-import { turnContext } from "./turnSpans.ts";
+import type { Stage } from "../../contracts/turn.ts";
+import { CONCLAVE } from "../../telemetry/attributes.ts";
+import { inSpan, tracingActive } from "../../telemetry/tracer.ts";
+import { turnContext } from "../../telemetry/turnSpans.ts";
+import type { TurnInterceptor } from "./turnInterceptor.ts";
 
 interface TurnRef {
   session_id: string;
