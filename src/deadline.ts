@@ -5,7 +5,7 @@
  */
 
 /** Longest delay a Node timer keeps: a longer one fires after 1 ms instead. */
-const MAX_TIMER_MS = 2_147_483_647;
+export const MAX_TIMER_MS = 2_147_483_647;
 
 /** A delay a timer can hold: NaN or negative is 0, past the limit is the limit. */
 const clampDelay = (ms: number): number => (Number.isNaN(ms) ? 0 : Math.min(Math.max(0, Math.ceil(ms)), MAX_TIMER_MS));

@@ -3,6 +3,7 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import type { z } from "zod";
 import type { Service, ServiceGroup } from "../bus/service.ts";
 import type { TurnAck, TurnSubmission } from "../contracts/turn.ts";
+import { MAX_TIMER_MS } from "../deadline.ts";
 import { messageOf } from "../errors.ts";
 import { followRun } from "../eventlog/followRun.ts";
 import { type Logger, silentLogger } from "../runtime/log.ts";
@@ -13,8 +14,6 @@ import { dueTimesBetween, firstAnchor, nextDueAfter } from "./nextDue.ts";
 import { ScheduleLog } from "./scheduleLog.ts";
 import { serveSchedules } from "./service.ts";
 
-/** Longest a Node timer may wait (about 24.8 days); a later due time is reached in steps. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
 /** Patience for a fired run to complete before its convergence is judged (it is not judged after). */
 const RUN_PATIENCE_MS = 30 * 60_000;
 

@@ -4,6 +4,7 @@ import type { NatsConnection, QueuedIterator } from "@nats-io/nats-core";
 import { z } from "zod";
 import { JsonKv } from "../../bus/jsonKv.ts";
 import { buckets } from "../../bus/subjects.ts";
+import { MAX_TIMER_MS } from "../../deadline.ts";
 import { isConclaveError, messageOf } from "../../errors.ts";
 import type { Logger } from "../log.ts";
 import type { TurnStatusStore } from "../turnStatusStore.ts";
@@ -17,9 +18,6 @@ const SuspensionRecord = z.object({
   expires_at: z.number(),
 });
 type SuspensionRecord = z.infer<typeof SuspensionRecord>;
-
-/** Longest a timer is set for at once (Node's timers overflow past ~24.8 days): a later one is set again then. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /**
  * Human nodes' timeouts, with no process holding the run: each suspension
