@@ -6,7 +6,6 @@
  * The two replays are given by the caller, as what it may read allows.
  */
 import type { LedgerReplay } from "../contracts/ledger.ts";
-import type { ReplayResult } from "../runtime/replay.ts";
 import { checkContiguity, checkRecipeOutputs, type VerifyCheck } from "./checks.ts";
 import type { LoggedMessage } from "./logReader.ts";
 
@@ -28,14 +27,28 @@ export interface VerifySources {
   /** Every stored message of the session's turns, in log order. */
   messages(): Promise<LoggedMessage[]>;
   /** The session state replayed from the log and compared with the stored one (needs the runner's store). */
-  replayState?: () => Promise<ReplayResult>;
+  replayState?: () => Promise<StateReplay>;
   /** The ledgers folded again from their events and compared with the stored projection. */
   replayLedgers?: () => Promise<LedgerReplay>;
   /** Why a replay the caller cannot run is left out (e.g. "needs the runner role: run `conclave verify`"). */
   skipReason?: string;
 }
 
-function replayStateCheck(result: ReplayResult): VerifyCheck {
+/**
+ * What the state check reads of a session's replay (src/runtime/replay.ts's
+ * ReplayResult has it, and more): declared here, so verify needs nothing of the runtime.
+ */
+export interface StateReplay {
+  /** Where the fold started: a checkpoint's turn, or 0 for the beginning. */
+  from_turn_id: number;
+  turns_replayed: number;
+  rebuilt: { turns_completed: number; last_turn_id: number };
+  matches: boolean;
+  /** Fields that differ, `field: rebuilt ≠ stored`. */
+  differences: string[];
+}
+
+function replayStateCheck(result: StateReplay): VerifyCheck {
   const range =
     result.turns_replayed > 0
       ? `turns ${result.from_turn_id + 1}..${result.from_turn_id + result.turns_replayed}`
