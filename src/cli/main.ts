@@ -1,5 +1,4 @@
-import { existsSync, readFileSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { packageVersion } from "../version.ts";
 import type { Command } from "./command.ts";
 import { describeFailure, EXIT, EXIT_HELP, failureLine, stackOf } from "./failures.ts";
 import { exitQuietlyWhenStdoutCloses } from "./stdio.ts";
@@ -136,15 +135,6 @@ Global options:
 
 ${EXIT_HELP}`;
 
-/** The version in the nearest package.json above this module: src/cli/ in the repo, dist/src/cli/ once built. */
-const version = (): string => {
-  for (let dir = import.meta.dirname; ; dir = dirname(dir)) {
-    const manifest = join(dir, "package.json");
-    if (existsSync(manifest)) return (JSON.parse(readFileSync(manifest, "utf8")) as { version: string }).version;
-    if (dirname(dir) === dir) throw new Error(`no package.json above ${import.meta.dirname}`);
-  }
-};
-
 /** The flags before `--`: after it, everything is a command's positional text. */
 const flagsOf = (argv: string[]): string[] => (argv.includes("--") ? argv.slice(0, argv.indexOf("--")) : argv);
 
@@ -155,7 +145,7 @@ async function main(all: string[]): Promise<number> {
   const [name, ...rest] = argv;
   const json = flagsOf(rest).includes("--json");
   if (name === "--version" || name === "-V") {
-    console.log(version());
+    console.log(packageVersion());
     return EXIT.ok;
   }
   if (name === "--help" || name === "-h" || name === "help") {

@@ -3,13 +3,12 @@
  * installed), started from the library (`startGateway`) or by `conclave serve`
  * (`openHttpGateway`, with its principals file and tenants).
  */
-import { existsSync, readFileSync } from "node:fs";
-import { dirname, join } from "node:path";
 import type { ConclaveClient } from "../client/client.ts";
 import { messageOf } from "../errors.ts";
 import { MissingDependencyError } from "../optionalPackages.ts";
-import type { Logger } from "../runtime/log.ts";
+import type { Logger } from "../telemetry/log.ts";
 import { followErasures } from "../runtime/runner/sessionErasures.ts";
+import { packageVersion } from "../version.ts";
 import { checkExposure } from "./access.ts";
 import { converseTool } from "./converse.ts";
 import { gatewayLimits } from "./limits.ts";
@@ -181,13 +180,4 @@ export async function openHttpGateway(parts: HttpGatewayParts): Promise<GatewayH
       await http.close();
     },
   };
-}
-
-/** The version in the nearest package.json above this module (as `conclave --version`). */
-export function packageVersion(): string {
-  for (let dir = import.meta.dirname; dirname(dir) !== dir; dir = dirname(dir)) {
-    const manifest = join(dir, "package.json");
-    if (existsSync(manifest)) return (JSON.parse(readFileSync(manifest, "utf8")) as { version: string }).version;
-  }
-  return "0.0.0";
 }

@@ -24,12 +24,13 @@ import { openMemoryGraph } from "../memory/graph/open.ts";
 import { defaultPatchAdapters, type PatchAdapter } from "../memory/procedural/index.ts";
 import { SessionMemory } from "../memory/sessionMemory.ts";
 import { throughElections } from "../nats/elections.ts";
-import { type Logger, silentLogger } from "../runtime/log.ts";
+import { type Logger, silentLogger } from "../telemetry/log.ts";
 import { skillsEmbedder, WorkerSkills } from "../skills/agentSkills.ts";
 import type { ToolDefinition } from "../tools/defineTool.ts";
 import { parseMcpConfig } from "../tools/mcp/config.ts";
 import { openMcpTools } from "../tools/mcp/open.ts";
 import type { McpToolSource } from "../tools/mcp/source.ts";
+import { packageVersion } from "../version.ts";
 import { serveAgent, workerIdentity } from "./agentEndpoints.ts";
 import { type AgentModelBinding, AgentModels } from "./agentModels.ts";
 import { loadBackendPackages } from "./backendFromEnv.ts";
@@ -341,7 +342,7 @@ async function serveWorker(
     if (tools.length > 0 || mcp) {
       const service = startService(nc, "worker", {
         name: "conclave-tools",
-        version: "0.1.0",
+        version: packageVersion(),
         description: "Conclave tools",
         metadata: { tools: toolNames.join(","), ...(mcp ? { mcp_servers: mcp.servers.join(",") } : {}) },
       });
@@ -368,7 +369,7 @@ async function serveWorker(
     if (options.agents.length > 0) {
       const service = startService(nc, "worker", {
         name: "conclave-agents",
-        version: "0.1.0",
+        version: packageVersion(),
         description: "Conclave agent actors",
         metadata: { agents: ids.join(",") },
       });
@@ -387,7 +388,7 @@ async function serveWorker(
     for (const name of services) {
       const service = startService(nc, "worker", {
         name: `conclave-${name}`,
-        version: "0.1.0",
+        version: packageVersion(),
         description: `Conclave ${name} actor`,
       });
       const group = requestsOnly(service, ignored);

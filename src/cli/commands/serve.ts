@@ -12,9 +12,9 @@ import {
   DEFAULT_GATEWAY_TIMEOUT_MS,
   gatewayTools,
   openHttpGateway,
-  packageVersion,
 } from "../../gateway/startGateway.ts";
-import { createLogger } from "../../runtime/log.ts";
+import { createLogger } from "../../telemetry/log.ts";
+import { packageVersion } from "../../version.ts";
 import { portArg } from "../../viewer/localHttp.ts";
 import { UsageError, untilInterrupted } from "../args.ts";
 import { announceReady } from "../childProcess.ts";

@@ -1,6 +1,7 @@
 import type { NatsConnection } from "@nats-io/nats-core";
 import { type Service, type ServiceMsg, startService } from "../../bus/service.ts";
 import { subjects } from "../../bus/subjects.ts";
+import { packageVersion } from "../../version.ts";
 import type { SuspensionTimers } from "../recipeHost/suspensionTimers.ts";
 import { serveCancel } from "./cancel.ts";
 import { type EraseDeps, serveErase } from "./erase.ts";
@@ -31,7 +32,7 @@ export async function serveIntake(
 ): Promise<Service> {
   const service = startService(nc, "runner", {
     name: "conclave-runner",
-    version: "0.1.0",
+    version: packageVersion(),
     description: "Conclave turn runner",
   });
   // Handlers must not be async: the work runs detached and always answers.

@@ -14,6 +14,7 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { McpError, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { MAX_CALL_TIMEOUT_MS } from "../../contracts/ids.ts";
 import { messageOf, singleLine } from "../../errors.ts";
+import { packageVersion } from "../../version.ts";
 import type { ToolRunContext } from "../defineTool.ts";
 import { isStdioServer, type McpServerConfig } from "./config.ts";
 import type { McpToolInfo } from "./mcpTool.ts";
@@ -141,7 +142,7 @@ export class McpServerConnection {
     this.#client = null;
     const generation = ++this.#generation;
     await old?.close().catch(() => {});
-    const client = new Client({ name: "conclave", version: "0.1.0" }, { capabilities: {} });
+    const client = new Client({ name: "conclave", version: packageVersion() }, { capabilities: {} });
     client.onclose = () => this.#lost(generation, "the connection closed");
     client.onerror = (error) => this.#transportError(generation, error);
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => this.#refresh(generation));
