@@ -53,11 +53,11 @@ export {
 export type { LlmConfig } from "./llm/config.ts";
 export { type Embedder, EmbeddingError } from "./llm/embeddings.ts";
 export { LlmError, type LlmErrorOptions } from "./llm/errors.ts";
-export type { LogFields, Logger } from "./runtime/log.ts";
 export type { AdmissionLimits } from "./runtime/runner/admission.ts";
 export type { RecipeRunnerOptions, RunnerOptions } from "./runtime/runner/options.ts";
 export { type RunnerHandle, type StartRunnerOptions, startRunner } from "./runtime/startRunner.ts";
 export { TracingConfigError } from "./telemetry/config.ts";
+export type { LogFields, Logger } from "./telemetry/log.ts";
 export { setupTracing, type TracingHandle, type TracingSetupOptions } from "./telemetry/setup.ts";
 export {
   defineTool,

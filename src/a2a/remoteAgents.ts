@@ -8,7 +8,7 @@
 import { type AgentReply, Contribution } from "../contracts/agent.ts";
 import { ConclaveError, messageOf, singleLine } from "../errors.ts";
 import { importOptional } from "../optionalPackages.ts";
-import { createLogger, type Logger } from "../runtime/log.ts";
+import { createLogger, type Logger } from "../telemetry/log.ts";
 import { RemoteAgentError, type RemoteAgentPolicy, remoteAgentPolicy } from "./policy.ts";
 
 /** Where a remote agent's card is: what a recipe's agent definition says. */

@@ -1,5 +1,5 @@
 import { messageOf, singleLine } from "../errors.ts";
-import type { Logger } from "../runtime/log.ts";
+import type { Logger } from "../telemetry/log.ts";
 
 /**
  * For the long-lived processes (runner, worker): a promise rejection nobody

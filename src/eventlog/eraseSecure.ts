@@ -16,7 +16,7 @@ export const ERASE_PROGRESS_EVERY = 1_000;
 
 /** Where an erase reports how far it got, for a big session. */
 export interface EraseProgress {
-  /** Where the progress lines go (a Logger of src/runtime/log.ts fits). */
+  /** Where the progress lines go (a Logger of src/telemetry/log.ts fits). */
   log: { info(message: string): void };
   /** What is being erased, for the progress lines (`session s: events`). */
   label: string;

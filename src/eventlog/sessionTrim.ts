@@ -11,7 +11,7 @@
 import type { JetStreamManager } from "@nats-io/jetstream";
 import { buckets, streams, subjects } from "../bus/subjects.ts";
 import { messageOf } from "../errors.ts";
-import type { Logger } from "../runtime/log.ts";
+import type { Logger } from "../telemetry/log.ts";
 import { secureErase } from "./eraseSecure.ts";
 
 /** What a trimmed turn may still be: a status that means it is not over (a suspended run waits for a person). */

@@ -6,7 +6,7 @@ import type { TurnAck, TurnSubmission } from "../contracts/turn.ts";
 import { MAX_TIMER_MS } from "../deadline.ts";
 import { messageOf } from "../errors.ts";
 import { followRun } from "../eventlog/followRun.ts";
-import { type Logger, silentLogger } from "../runtime/log.ts";
+import { type Logger, silentLogger } from "../telemetry/log.ts";
 import { conditionHolds } from "./convergence.ts";
 import { foldScheduleEvent } from "./fold.ts";
 import type { IntentState, ScheduleEvent } from "./intent.ts";

@@ -4,7 +4,7 @@ import { isInboxReply } from "../bus/replies.ts";
 import type { ServiceGroup, ServiceMsg } from "../bus/service.ts";
 import { subjects } from "../bus/subjects.ts";
 import { isConclaveError, messageOf } from "../errors.ts";
-import type { Logger } from "../runtime/log.ts";
+import type { Logger } from "../telemetry/log.ts";
 import type { IntentSpec, IntentState } from "./intent.ts";
 import { checkWhen } from "./nextDue.ts";
 import { ScheduleRequest, type ScheduleView } from "./requests.ts";

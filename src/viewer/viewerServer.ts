@@ -5,7 +5,7 @@ import { readEvents } from "../eventlog/reader.ts";
 import { machineGraph } from "../graph/machineGraph.ts";
 import { collectInspection } from "../inspect/collector.ts";
 import type { InspectionRecord } from "../inspect/record.ts";
-import type { Logger } from "../runtime/log.ts";
+import type { Logger } from "../telemetry/log.ts";
 import { readElkBundle } from "./elkBundle.ts";
 import { LiveActors } from "./liveActors.ts";
 import { closeServer, listenLocal, sendText } from "./localHttp.ts";

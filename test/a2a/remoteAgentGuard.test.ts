@@ -14,7 +14,7 @@ import { RemoteAgentError, remoteAgentPolicyOf } from "../../src/a2a/policy.ts";
 import { remoteAgents } from "../../src/a2a/remoteAgents.ts";
 import { addressRefusal, parseAllowEntry } from "../../src/config/allowlist.ts";
 import { freePort } from "../../src/nats/server.ts";
-import type { Logger } from "../../src/runtime/log.ts";
+import type { Logger } from "../../src/telemetry/log.ts";
 
 /** Hosts or addresses this process tried to connect to, in order. */
 const connections: string[] = [];

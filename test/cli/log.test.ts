@@ -4,7 +4,7 @@ import { createInterface } from "node:readline";
 import { Writable } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { CONCLAVE_BIN } from "../../src/cli/childProcess.ts";
-import { createLogger, logLevelFrom } from "../../src/runtime/log.ts";
+import { createLogger, logLevelFrom } from "../../src/telemetry/log.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 
 const nats = useNatsServer();

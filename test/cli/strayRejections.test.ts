@@ -7,7 +7,7 @@ import { REPO_ROOT } from "../../src/nats/server.ts";
 describe("a long-lived process", () => {
   it("logs a promise rejection nobody handled on one line and keeps running", async () => {
     const module = join(REPO_ROOT, "src", "cli", "strayRejections.ts");
-    const logModule = join(REPO_ROOT, "src", "runtime", "log.ts");
+    const logModule = join(REPO_ROOT, "src", "telemetry", "log.ts");
     // The process rejects a promise nobody awaits, then proves it is still alive by finishing its own work.
     const script = `
       const { logStrayRejections } = await import(${JSON.stringify(module)});

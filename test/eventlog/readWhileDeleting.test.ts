@@ -11,7 +11,7 @@ import { withDeadline } from "../../src/deadline.ts";
 import { secureErase } from "../../src/eventlog/eraseSecure.ts";
 import { readEvents } from "../../src/eventlog/reader.ts";
 import { ensureEventStream } from "../../src/eventlog/streams.ts";
-import { silentLogger } from "../../src/runtime/log.ts";
+import { silentLogger } from "../../src/telemetry/log.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 
 const nats = useNatsServer();

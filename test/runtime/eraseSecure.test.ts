@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { streams, subjects } from "../../src/bus/subjects.ts";
 import { nextMessage, secureErase, subjectMatches } from "../../src/eventlog/eraseSecure.ts";
 import { ensureEventStream } from "../../src/eventlog/streams.ts";
-import { silentLogger } from "../../src/runtime/log.ts";
+import { silentLogger } from "../../src/telemetry/log.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 
 const nats = useNatsServer();

@@ -10,10 +10,10 @@ import { busOptions } from "../../src/bus/connection.ts";
 import { type ConclaveClient, connect } from "../../src/client/index.ts";
 import { type CognitionBackend, offlineBackend } from "../../src/cognition/backend.ts";
 import { MAX_TURN_ATTEMPTS } from "../../src/eventlog/streams.ts";
-import type { Logger } from "../../src/runtime/log.ts";
 import { LIVENESS_TTL_MS } from "../../src/runtime/runner/liveness.ts";
 import { Runner } from "../../src/runtime/runner/runner.ts";
 import { TurnStatusStore } from "../../src/runtime/turnStatusStore.ts";
+import type { Logger } from "../../src/telemetry/log.ts";
 import { CORE_SERVICES, startWorker, type WorkerHandle } from "../../src/workers/startWorker.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 

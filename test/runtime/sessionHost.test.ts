@@ -2,9 +2,9 @@ import { describe, expect, it } from "vitest";
 import { createActor } from "xstate";
 import { sessionMachine } from "../../machines/session.ts";
 import { neutralModulators, neutralStance } from "../../src/contracts/workspace.ts";
-import { silentLogger } from "../../src/runtime/log.ts";
 import { SessionHost } from "../../src/runtime/runner/sessionHost.ts";
 import { type SessionSnapshot, SessionStore } from "../../src/runtime/sessionStore.ts";
+import { silentLogger } from "../../src/telemetry/log.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { until } from "../helpers/wait.ts";
 

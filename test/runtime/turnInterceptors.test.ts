@@ -14,7 +14,6 @@ import type { AgentStreamEvent } from "../../src/contracts/agent.ts";
 import type { LedgerStore } from "../../src/ledgers/ledgerStore.ts";
 import { screeningInterceptor } from "../../src/runtime/interception/intercepted.ts";
 import { defaultInterceptors } from "../../src/runtime/interception/interceptors.ts";
-import { silentLogger } from "../../src/runtime/log.ts";
 import { PipelineTools } from "../../src/runtime/toolCalls/pipelineTools.ts";
 import type { ToolGate } from "../../src/runtime/toolCalls/toolGate.ts";
 import { hostedCognitionInterceptor } from "../../src/runtime/turnServices/hostedCognition.ts";
@@ -36,6 +35,7 @@ import {
   type TurnInterceptor,
 } from "../../src/runtime/turnServices/turnInterceptor.ts";
 import type { ApprovalAsked, TurnServices } from "../../src/runtime/turnServices/turnServices.ts";
+import { silentLogger } from "../../src/telemetry/log.ts";
 import { runLocalTurn } from "../helpers/turns.ts";
 
 type Args = { [C in TurnCall]: Parameters<TurnServices[C]> };

@@ -3,7 +3,7 @@ import { collectInspection } from "../../inspect/collector.ts";
 import { inspectSubjectAll } from "../../inspect/record.ts";
 import { startStatelyBridge } from "../../inspect/statelyBridge.ts";
 import { STATELY_INSPECTOR_URL } from "../../inspect/statelyBridgePage.ts";
-import { createLogger } from "../../runtime/log.ts";
+import { createLogger } from "../../telemetry/log.ts";
 import { portArg } from "../../viewer/localHttp.ts";
 import { UsageError, untilInterrupted } from "../args.ts";
 import { announceReady } from "../childProcess.ts";

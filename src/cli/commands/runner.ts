@@ -1,6 +1,6 @@
 import { INSPECT_HELP, processInspection } from "../../inspect/enable.ts";
-import { createLogger } from "../../runtime/log.ts";
 import { Runner } from "../../runtime/runner/runner.ts";
+import { createLogger } from "../../telemetry/log.ts";
 import { toolPolicyFromEnv } from "../../tools/policyFile.ts";
 import { UsageError, untilInterrupted } from "../args.ts";
 import { announceReady } from "../childProcess.ts";

@@ -1,5 +1,5 @@
 import { MACHINES } from "../../../machines/index.ts";
-import { createLogger } from "../../runtime/log.ts";
+import { createLogger } from "../../telemetry/log.ts";
 import { portArg } from "../../viewer/localHttp.ts";
 import { startViewer } from "../../viewer/viewerServer.ts";
 import { UsageError, untilInterrupted } from "../args.ts";

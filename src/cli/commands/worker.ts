@@ -1,8 +1,8 @@
 import { resolveAgents } from "../../agents/loadAgents.ts";
 import { setting } from "../../config/load.ts";
 import { INSPECT_HELP, processInspection } from "../../inspect/enable.ts";
-import { createLogger } from "../../runtime/log.ts";
 import { loadSkills } from "../../skills/load.ts";
+import { createLogger } from "../../telemetry/log.ts";
 import { resolveTools } from "../../tools/loadTools.ts";
 import { loadMcpConfigFile, McpConfigError } from "../../tools/mcp/config.ts";
 import { backendFromEnv, loadBackendPackages } from "../../workers/backendFromEnv.ts";

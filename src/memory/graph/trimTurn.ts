@@ -13,7 +13,7 @@ import { Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { isStreamNotFound } from "../../bus/errors.ts";
 import { secureErase } from "../../eventlog/eraseSecure.ts";
-import type { Logger } from "../../runtime/log.ts";
+import type { Logger } from "../../telemetry/log.ts";
 import { MEMORY_GRAPH_BUCKET } from "./natsGraphKeys.ts";
 import type { MemoryGraphStore } from "./store.ts";
 import {

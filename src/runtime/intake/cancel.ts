@@ -11,7 +11,7 @@ import { EngineEvent } from "../../contracts/events.ts";
 import { type CancelReply, CancelRequest, type TurnCancelled } from "../../contracts/turn.ts";
 import type { TurnStatusRecord } from "../../contracts/wal.ts";
 import { singleLine } from "../../errors.ts";
-import type { Logger } from "../log.ts";
+import type { Logger } from "../../telemetry/log.ts";
 import type { TurnStatusStore } from "../turnStatusStore.ts";
 import { cancelSuspended, type SuspendedCancelDeps } from "./cancelSuspended.ts";
 

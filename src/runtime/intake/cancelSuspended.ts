@@ -7,7 +7,7 @@ import { usageSummary } from "../../contracts/turnProtocol.ts";
 import type { TurnStatusRecord } from "../../contracts/wal.ts";
 import { singleLine } from "../../errors.ts";
 import { EventLogWriter } from "../../eventlog/writer.ts";
-import type { Logger } from "../log.ts";
+import type { Logger } from "../../telemetry/log.ts";
 import type { SuspensionTimers } from "../recipeHost/suspensionTimers.ts";
 import { readForTakeover } from "../runner/takeover.ts";
 import type { SessionStore } from "../sessionStore.ts";

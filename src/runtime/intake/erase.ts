@@ -12,7 +12,7 @@ import { TurnStatusRecord } from "../../contracts/wal.ts";
 import { singleLine } from "../../errors.ts";
 import { ensureAuditStream } from "../../eventlog/streams.ts";
 import { stopSessionSchedules } from "../../schedules/erase.ts";
-import type { Logger } from "../log.ts";
+import type { Logger } from "../../telemetry/log.ts";
 import { announceErasure } from "../runner/sessionErasures.ts";
 import type { TurnStatusStore } from "../turnStatusStore.ts";
 import { cancelTurn } from "./cancel.ts";

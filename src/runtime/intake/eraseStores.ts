@@ -19,7 +19,7 @@ import { messageOf, singleLine } from "../../errors.ts";
 import { type EraseProgress, secureErase } from "../../eventlog/eraseSecure.ts";
 import { MEMORY_GRAPH_ENV } from "../../memory/graph/open.ts";
 import { eraseSessionSchedules } from "../../schedules/erase.ts";
-import type { Logger } from "../log.ts";
+import type { Logger } from "../../telemetry/log.ts";
 import { forkKey } from "./eraseForks.ts";
 
 /** What erasing a session's stores needs. */

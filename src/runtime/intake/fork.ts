@@ -28,10 +28,10 @@ import type { EngineEvent } from "../../contracts/events.ts";
 import { singleLine } from "../../errors.ts";
 import { openMemoryGraph } from "../../memory/graph/open.ts";
 import type { MemoryGraphArtifact, MemoryNode } from "../../memory/graph/types.ts";
+import type { Logger } from "../../telemetry/log.ts";
 import { type ForkPoint, type ForkRecord, ForkRequest } from "../checkpoints/forkContract.ts";
 import { tapeAtTurn } from "../checkpoints/tape.ts";
 import { readLogSteps, readTurn, type TapeClients } from "../checkpoints/tapeReader.ts";
-import type { Logger } from "../log.ts";
 import type { SessionStore } from "../sessionStore.ts";
 import { recordFork } from "./eraseForks.ts";
 

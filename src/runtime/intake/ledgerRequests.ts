@@ -8,7 +8,7 @@ import { singleLine } from "../../errors.ts";
 import { isLedgerWrite, LedgerError } from "../../ledgers/decide.ts";
 import { ledgerDigest, queryTruth } from "../../ledgers/digest.ts";
 import type { LedgerStore } from "../../ledgers/ledgerStore.ts";
-import type { Logger } from "../log.ts";
+import type { Logger } from "../../telemetry/log.ts";
 
 /** What answering a ledger request needs. */
 export interface LedgerDeps {

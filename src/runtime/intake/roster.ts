@@ -6,7 +6,7 @@ import { asHandlerError, respondWithError } from "../../bus/errors.ts";
 import { isInboxReply, isReplyUnder } from "../../bus/replies.ts";
 import type { ServiceMsg } from "../../bus/service.ts";
 import { singleLine } from "../../errors.ts";
-import type { Logger } from "../log.ts";
+import type { Logger } from "../../telemetry/log.ts";
 
 /** What answering a roster request needs. */
 export interface RosterDeps {

@@ -12,7 +12,7 @@ import { TurnId } from "../../contracts/ids.ts";
 import { deadlineSignal } from "../../deadline.ts";
 import { singleLine } from "../../errors.ts";
 import { followEvents, readEvents } from "../../eventlog/reader.ts";
-import type { Logger } from "../log.ts";
+import type { Logger } from "../../telemetry/log.ts";
 import { isRenewal, WatchId, type WatchLease, WatchLeases, WatchRenewal, watchLimitsFrom } from "./watchLeases.ts";
 
 /** A request to read a session's events through the runner (`conclave.turn.watch.<session>`). Every field is optional. */

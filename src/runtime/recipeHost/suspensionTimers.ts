@@ -6,7 +6,7 @@ import { JsonKv } from "../../bus/jsonKv.ts";
 import { buckets } from "../../bus/subjects.ts";
 import { MAX_TIMER_MS } from "../../deadline.ts";
 import { isConclaveError, messageOf } from "../../errors.ts";
-import type { Logger } from "../log.ts";
+import type { Logger } from "../../telemetry/log.ts";
 import type { TurnStatusStore } from "../turnStatusStore.ts";
 import { resumeSuspended } from "./resume.ts";
 

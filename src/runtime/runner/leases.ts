@@ -3,7 +3,7 @@ import { z } from "zod";
 import { isConflict, JsonKv } from "../../bus/jsonKv.ts";
 import { buckets } from "../../bus/subjects.ts";
 import { isConclaveError } from "../../errors.ts";
-import { type Logger, silentLogger } from "../log.ts";
+import { type Logger, silentLogger } from "../../telemetry/log.ts";
 import { type HeartbeatConnection, RunnerLiveness } from "./liveness.ts";
 
 const Owner = z.object({ runner: z.string() });

@@ -6,7 +6,7 @@ import { type BusOptions, serverUrls } from "../../bus/connection.ts";
 import { isConflict, JsonKv } from "../../bus/jsonKv.ts";
 import { buckets } from "../../bus/subjects.ts";
 import { isConclaveError, messageOf } from "../../errors.ts";
-import type { Logger } from "../log.ts";
+import type { Logger } from "../../telemetry/log.ts";
 
 /** How long a runner's liveness lease lives without a heartbeat: a runner silent this long is dead. */
 export const LIVENESS_TTL_MS = 1_500;

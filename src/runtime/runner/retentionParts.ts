@@ -20,7 +20,7 @@ import { NatsMemoryGraphStore } from "../../memory/graph/natsGraphStore.ts";
 import { MEMORY_GRAPH_ENV } from "../../memory/graph/open.ts";
 import type { MemoryGraphStore } from "../../memory/graph/store.ts";
 import { trimGraphTurn, trimNatsGraphTurn } from "../../memory/graph/trimTurn.ts";
-import type { Logger } from "../log.ts";
+import type { Logger } from "../../telemetry/log.ts";
 
 /**
  * What the trim removes from the memory graph: from NATS KV always (the default

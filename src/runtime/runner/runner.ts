@@ -8,7 +8,7 @@ import type { EngineEvent } from "../../contracts/events.ts";
 import type { WalEntry } from "../../contracts/wal.ts";
 import { ConclaveError, isConclaveError, messageOf } from "../../errors.ts";
 import { EventLogWriter } from "../../eventlog/writer.ts";
-import { type Logger, silentLogger, turnFields } from "../log.ts";
+import { type Logger, silentLogger, turnFields } from "../../telemetry/log.ts";
 import type { RecipeHost } from "../recipeHost/recipeHost.ts";
 import { recipeStartOf } from "../recipeHost/recipeStart.ts";
 import type { Admission } from "./admission.ts";

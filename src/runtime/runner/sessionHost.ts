@@ -3,7 +3,7 @@ import type { sessionMachine } from "../../../machines/session.ts";
 import { setting } from "../../config/load.ts";
 import { CONFIG_SCHEMA } from "../../config/schema.ts";
 import { isConclaveError, messageOf } from "../../errors.ts";
-import type { Logger } from "../log.ts";
+import type { Logger } from "../../telemetry/log.ts";
 import type { Checkpoint, SessionSnapshot, SessionStore } from "../sessionStore.ts";
 
 export type SessionActor = Actor<typeof sessionMachine>;

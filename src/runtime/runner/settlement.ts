@@ -8,9 +8,9 @@ import { TURN_TAKEN_OVER, type TurnEnded } from "../../contracts/turn.ts";
 import type { TurnStatusRecord, WalEntry } from "../../contracts/wal.ts";
 import { messageOf } from "../../errors.ts";
 import { WAL_ACK_WAIT_MS } from "../../eventlog/streams.ts";
+import { type Logger, turnFields } from "../../telemetry/log.ts";
 import { beginTurnSpan, endTurnSpan } from "../../telemetry/turnSpans.ts";
 import { redactPii } from "../interception/pii.ts";
-import { type Logger, turnFields } from "../log.ts";
 import type { SessionStore } from "../sessionStore.ts";
 import type { TurnStatusStore } from "../turnStatusStore.ts";
 

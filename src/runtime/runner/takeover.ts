@@ -6,7 +6,7 @@ import { ConclaveError, messageOf } from "../../errors.ts";
 import { readEvents } from "../../eventlog/reader.ts";
 import { MAX_TURN_ATTEMPTS } from "../../eventlog/streams.ts";
 import type { EventLogWriter } from "../../eventlog/writer.ts";
-import { type Logger, turnFields } from "../log.ts";
+import { type Logger, turnFields } from "../../telemetry/log.ts";
 import type { TurnStatusStore } from "../turnStatusStore.ts";
 import { decideRedelivery, decideTakeover, type StoredTurn, type TakeResult } from "./delivery.ts";
 import { type TurnSettlement, turnKey } from "./settlement.ts";

@@ -3,7 +3,7 @@ import { usageSummary } from "../../contracts/turnProtocol.ts";
 import type { WalEntry } from "../../contracts/wal.ts";
 import { type ConclaveError, messageOf, singleLine } from "../../errors.ts";
 import type { EventLogWriter } from "../../eventlog/writer.ts";
-import { type Logger, turnFields } from "../log.ts";
+import { type Logger, turnFields } from "../../telemetry/log.ts";
 import type { SuspensionTimers } from "../recipeHost/suspensionTimers.ts";
 import type { SessionSnapshot } from "../sessionStore.ts";
 import type { Admission } from "./admission.ts";

@@ -3,8 +3,8 @@ import type { CognitionBackend } from "../../cognition/backend.ts";
 import { safetyCouncil } from "../../cognition/council.ts";
 import { CRITIC_NAMES, collectVerdict } from "../../cognition/critics.ts";
 import { planWaves } from "../../cognition/scheduler.ts";
+import type { Logger } from "../../telemetry/log.ts";
 import type { CooldownStore } from "../../workers/cooldownStore.ts";
-import type { Logger } from "../log.ts";
 import type { TurnInterceptor } from "./turnInterceptor.ts";
 
 /** What a runner needs to host the scheduler, the council (with the voice) and the critics itself. */

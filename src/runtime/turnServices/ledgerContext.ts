@@ -1,6 +1,6 @@
 import { messageOf, singleLine } from "../../errors.ts";
 import type { LedgerStore } from "../../ledgers/ledgerStore.ts";
-import type { Logger } from "../log.ts";
+import type { Logger } from "../../telemetry/log.ts";
 import type { TurnInterceptor } from "./turnInterceptor.ts";
 
 /**

@@ -3,7 +3,7 @@ import { streamOffline } from "../../cognition/voice.ts";
 import type { ReplyFallback, VoiceStreamId } from "../../contracts/council.ts";
 import { deadlineSignal, timedOut, unlessAborted } from "../../deadline.ts";
 import { ConclaveError, codeOf, messageOf, singleLine } from "../../errors.ts";
-import type { Logger } from "../log.ts";
+import type { Logger } from "../../telemetry/log.ts";
 import type { TurnInterceptor } from "./turnInterceptor.ts";
 import type { TurnServices } from "./turnServices.ts";
 
