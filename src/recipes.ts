@@ -19,7 +19,6 @@
  * @packageDocumentation
  */
 
-export { SimulationStep, SimulationTrace, simulationTraceJsonSchema } from "./contracts/trace.ts";
 export type {
   ChatMessage,
   ChatModel,
@@ -32,7 +31,8 @@ export type {
   StructuredRequest,
   StructuredResult,
   TextStream,
-} from "./llm/model.ts";
+} from "./contracts/model.ts";
+export { SimulationStep, SimulationTrace, simulationTraceJsonSchema } from "./contracts/trace.ts";
 export { OfflineToolModel } from "./llm/offlineModel.ts";
 export type { Expr } from "./recipes/expression.ts";
 export { type LoadOptions, loadRecipe, loadRecipeFile } from "./recipes/load.ts";

@@ -1,4 +1,5 @@
 import type { AgentRequest } from "../contracts/agent.ts";
+import type { ChatModel } from "../contracts/model.ts";
 import {
   type GateRequest,
   type ToolGateReply,
@@ -8,7 +9,6 @@ import {
 } from "../contracts/tool.ts";
 import type { Usage } from "../contracts/usage.ts";
 import { ConclaveError } from "../errors.ts";
-import type { ChatModel } from "../llm/model.ts";
 import { runToolLoop } from "../llm/toolLoop.ts";
 
 /** The runner refused a tool call (policy, limit, approval) or the call failed: `refusal` says which. */

@@ -1,6 +1,4 @@
 import type { z } from "zod";
-import type { ModelStepMethod } from "../contracts/tool.ts";
-import { noUsage, type Usage } from "../contracts/usage.ts";
 import type {
   ChatModel,
   CompleteRequest,
@@ -10,7 +8,9 @@ import type {
   StructuredRequest,
   StructuredResult,
   TextStream,
-} from "../llm/model.ts";
+} from "../contracts/model.ts";
+import type { ModelStepMethod } from "../contracts/tool.ts";
+import { noUsage, type Usage } from "../contracts/usage.ts";
 import { LazyTextStream } from "../llm/textStream.ts";
 
 /** Stores one model step (the runner records it on the turn's log) and resolves once it is stored. */

@@ -1,7 +1,7 @@
 import type { CouncilReply, CouncilRequest, VoiceReply, VoiceRequest } from "../contracts/council.ts";
 import type { CriticReply, CriticRequest } from "../contracts/critic.ts";
+import type { ChatModel } from "../contracts/model.ts";
 import { ConclaveError } from "../errors.ts";
-import type { ChatModel } from "../llm/model.ts";
 import { decide } from "./council.ts";
 import { CRITICS } from "./critics.ts";
 import { streamOffline, type VoiceStreamPart } from "./voice.ts";

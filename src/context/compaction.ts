@@ -9,8 +9,8 @@
  * summary under `max_tokens` by giving up its oldest lines first.
  */
 import type { CompactionSettings } from "../contracts/context.ts";
+import type { ChatModel } from "../contracts/model.ts";
 import type { Episode } from "../contracts/workspace.ts";
-import type { ChatModel } from "../llm/model.ts";
 import type { Tokenizer } from "./tokenizer.ts";
 import type { ContextSummary } from "./zones.ts";
 

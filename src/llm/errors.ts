@@ -1,7 +1,7 @@
 import { scrubError, scrubSecrets } from "../config/secrets.ts";
+import type { Usage } from "../contracts/model.ts";
 import { ConclaveError, type LlmErrorCode, messageOf } from "../errors.ts";
 import { MissingDependencyError } from "../optionalPackages.ts";
-import type { Usage } from "./model.ts";
 import { loadedOpenAI } from "./openaiPackage.ts";
 
 /** What an {@link LlmError} may carry besides its code, caller and message. */

@@ -1,10 +1,7 @@
+import type { ChatModel } from "../contracts/model.ts";
 import type { LlmConfig } from "./config.ts";
-import type { ChatModel } from "./model.ts";
 import { OpenAIChatModel } from "./openaiModel.ts";
 
-export type { LlmErrorCode } from "../errors.ts";
-export { LLM_CONFIG_DEFAULTS, type LlmConfig, LlmConfigError, llmConfigFromEnv } from "./config.ts";
-export { LlmError, type LlmErrorOptions, llmErrorFromOpenAI } from "./errors.ts";
 export type {
   ChatMessage,
   ChatModel,
@@ -18,7 +15,10 @@ export type {
   StructuredResult,
   TextStream,
   Usage,
-} from "./model.ts";
+} from "../contracts/model.ts";
+export type { LlmErrorCode } from "../errors.ts";
+export { LLM_CONFIG_DEFAULTS, type LlmConfig, LlmConfigError, llmConfigFromEnv } from "./config.ts";
+export { LlmError, type LlmErrorOptions, llmErrorFromOpenAI } from "./errors.ts";
 export { OfflineToolModel } from "./offlineModel.ts";
 export { OpenAIChatModel } from "./openaiModel.ts";
 export { responseFormatFor } from "./responseFormat.ts";

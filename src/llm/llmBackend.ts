@@ -3,7 +3,7 @@ import type { CognitionBackend } from "../cognition/backend.ts";
 import { UnknownCriticError } from "../cognition/backend.ts";
 import { tokenize } from "../cognition/voice.ts";
 import { CouncilDecision } from "../contracts/council.ts";
-import type { ChatModel } from "./model.ts";
+import type { ChatModel } from "../contracts/model.ts";
 import { councilPrompt, criticPrompt, LLM_CRITICS, voicePrompt } from "./prompts.ts";
 
 const Verdict = z.object({ passed: z.boolean(), score: z.number().min(0).max(1), feedback: z.string() });

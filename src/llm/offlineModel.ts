@@ -1,9 +1,4 @@
 import type { z } from "zod";
-import { noUsage } from "../contracts/usage.ts";
-import { PROVIDER_OFFLINE, setUsage } from "../telemetry/attributes.ts";
-import { inChatSpan } from "../telemetry/genAiSpans.ts";
-import { tracingActive } from "../telemetry/tracer.ts";
-import { LlmError } from "./errors.ts";
 import type {
   ChatMessage,
   ChatModel,
@@ -14,7 +9,12 @@ import type {
   StructuredRequest,
   StructuredResult,
   TextStream,
-} from "./model.ts";
+} from "../contracts/model.ts";
+import { noUsage } from "../contracts/usage.ts";
+import { PROVIDER_OFFLINE, setUsage } from "../telemetry/attributes.ts";
+import { inChatSpan } from "../telemetry/genAiSpans.ts";
+import { tracingActive } from "../telemetry/tracer.ts";
+import { LlmError } from "./errors.ts";
 import { LazyTextStream } from "./textStream.ts";
 
 /** How much of the user's text, or of a tool result, an offline reply quotes. */

@@ -6,14 +6,6 @@ import type {
 } from "openai/resources/chat/completions";
 import type { z } from "zod";
 import { registerSecrets } from "../config/secrets.ts";
-import { addUsage, noUsage } from "../contracts/usage.ts";
-import { deadlineSignal, timedOut, unlessAborted } from "../deadline.ts";
-import { PROVIDER_OPENAI, setUsage } from "../telemetry/attributes.ts";
-import { inChatSpan, inChatStreamSpan } from "../telemetry/genAiSpans.ts";
-import { tracingActive } from "../telemetry/tracer.ts";
-import type { LlmConfig } from "./config.ts";
-import { LlmError, llmErrorFromOpenAI } from "./errors.ts";
-import { checkJsonReply, withCorrection } from "./jsonReply.ts";
 import type {
   ChatMessage,
   ChatModel,
@@ -26,7 +18,15 @@ import type {
   StructuredRequest,
   StructuredResult,
   TextStream,
-} from "./model.ts";
+} from "../contracts/model.ts";
+import { addUsage, noUsage } from "../contracts/usage.ts";
+import { deadlineSignal, timedOut, unlessAborted } from "../deadline.ts";
+import { PROVIDER_OPENAI, setUsage } from "../telemetry/attributes.ts";
+import { inChatSpan, inChatStreamSpan } from "../telemetry/genAiSpans.ts";
+import { tracingActive } from "../telemetry/tracer.ts";
+import type { LlmConfig } from "./config.ts";
+import { LlmError, llmErrorFromOpenAI } from "./errors.ts";
+import { checkJsonReply, withCorrection } from "./jsonReply.ts";
 import { loadOpenAI } from "./openaiPackage.ts";
 import { responseFormatFor } from "./responseFormat.ts";
 import { LazyTextStream, partsOfChunk, type UsageSink } from "./textStream.ts";

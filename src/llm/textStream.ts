@@ -1,6 +1,6 @@
 import type { ChatCompletionChunk } from "openai/resources/chat/completions";
+import type { StreamPart, TextStream, Usage } from "../contracts/model.ts";
 import { noUsage } from "../contracts/usage.ts";
-import type { StreamPart, TextStream, Usage } from "./model.ts";
 
 /** Where a producer records the usage it saw; read when the stream ends. */
 export interface UsageSink {

@@ -1,6 +1,6 @@
+import type { ChatMessage, ChatModel, ModelTool, ModelToolCall } from "../contracts/model.ts";
 import { addUsage, noUsage, type Usage } from "../contracts/usage.ts";
 import { ConclaveError, messageOf } from "../errors.ts";
-import type { ChatMessage, ChatModel, ModelTool, ModelToolCall } from "./model.ts";
 
 /** Rounds a loop may take when the caller does not say. */
 export const DEFAULT_TOOL_ROUNDS = 4;

@@ -5,10 +5,10 @@ import type {
   MemorySearchReply,
   MemorySearchRequest,
 } from "../contracts/memory.ts";
+import type { ChatModel } from "../contracts/model.ts";
 import type { TurnWarning } from "../contracts/turn.ts";
 import type { Episode } from "../contracts/workspace.ts";
 import type { Embedder } from "../llm/embeddings.ts";
-import type { ChatModel } from "../llm/model.ts";
 import type { EpisodeStore } from "./episodeStore.ts";
 import type { MemoryGraphStore } from "./graph/store.ts";
 import type { MemoryNode, MemoryNodeInput } from "./graph/types.ts";

@@ -1,9 +1,9 @@
 import type { AgentDefinition } from "../agents/defineAgent.ts";
 import { setting } from "../config/load.ts";
 import { maskUrl } from "../config/mask.ts";
+import type { ChatModel } from "../contracts/model.ts";
 import { isLoopbackUrl, LOCAL_SERVER_API_KEY } from "../llm/config.ts";
 import { createChatModel, type LlmConfig, LlmConfigError } from "../llm/index.ts";
-import type { ChatModel } from "../llm/model.ts";
 import { OpenAIChatModel } from "../llm/openaiModel.ts";
 import { loadOpenAI } from "../llm/openaiPackage.ts";
 

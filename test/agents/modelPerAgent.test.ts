@@ -10,8 +10,8 @@ import { AgentDefinitionError, defineAgent } from "../../src/agents/defineAgent.
 import { AgentDirectory } from "../../src/agents/directory.ts";
 import { type ConclaveClient, connect } from "../../src/client/index.ts";
 import type { EngineEvent } from "../../src/contracts/events.ts";
+import type { Usage } from "../../src/contracts/model.ts";
 import { LlmConfigError } from "../../src/llm/config.ts";
-import type { Usage } from "../../src/llm/model.ts";
 import { Runner } from "../../src/runtime/runner/runner.ts";
 import { AgentModels } from "../../src/workers/agentModels.ts";
 import { startWorker, type WorkerHandle } from "../../src/workers/startWorker.ts";

@@ -2,7 +2,7 @@ import { EventEmitter } from "node:events";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
-import type { Usage } from "../../src/llm/model.ts";
+import type { Usage } from "../../src/contracts/model.ts";
 
 /** A tool call as the client sends it back in an assistant message. */
 export interface RequestToolCall {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
+import type { StreamPart, TextStream } from "../../src/contracts/model.ts";
 import { LlmError } from "../../src/llm/errors.ts";
-import type { StreamPart, TextStream } from "../../src/llm/model.ts";
 import { modelAgainst, rejection } from "./fixtures.ts";
 
 const ask = { caller: "voice", system: "You speak.", user: "Say hi" };

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
+import type { ModelTool } from "../../src/contracts/model.ts";
 import { isConclaveError } from "../../src/errors.ts";
 import { LlmError } from "../../src/llm/errors.ts";
-import type { ModelTool } from "../../src/llm/model.ts";
 import { OfflineToolModel } from "../../src/llm/offlineModel.ts";
 import { runToolLoop, ToolLoopExhaustedError } from "../../src/llm/toolLoop.ts";
 import type { RequestMessage } from "../helpers/openaiServer.ts";

@@ -1,6 +1,6 @@
 import { z } from "zod";
+import type { ChatModel } from "../../contracts/model.ts";
 import { messageOf } from "../../errors.ts";
-import type { ChatModel } from "../../llm/model.ts";
 import { cleanPatchLabel, MAX_PATCH_INSTRUCTION, type ProceduralPatch } from "../procedural/patch.ts";
 import { clausesOf, cut, ITEM_CHARS, lastPerKey, normalise, sentencesOf, stripLead, unique } from "./clauses.ts";
 import { factOf } from "./factRules.ts";

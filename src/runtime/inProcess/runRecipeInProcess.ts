@@ -3,12 +3,12 @@ import { compileRecipe, type RecipeMachine } from "../../../machines/recipe/inde
 import type { AgentDefinition } from "../../agents/defineAgent.ts";
 import type { EngineEvent } from "../../contracts/events.ts";
 import { describeIssues } from "../../contracts/issues.ts";
+import type { ChatModel } from "../../contracts/model.ts";
 import type { RecipeRunOutput } from "../../contracts/recipeProtocol.ts";
 import type { JsonObject } from "../../contracts/recipeRun.ts";
 import type { TurnOutcome } from "../../contracts/turn.ts";
 import { type TurnRecord, usageSummary } from "../../contracts/turnProtocol.ts";
 import { ConclaveError, messageOf, singleLine } from "../../errors.ts";
-import type { ChatModel } from "../../llm/model.ts";
 import { loadRecipe } from "../../recipes/load.ts";
 import type { ToolDefinition } from "../../tools/defineTool.ts";
 import { ToolPolicy, type ToolPolicyInput } from "../../tools/policy.ts";

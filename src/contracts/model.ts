@@ -1,8 +1,13 @@
+/**
+ * What a language model offers the agents: the ChatModel interface (completions,
+ * structured outputs, streams, tool calls) that src/llm/ implements and that
+ * cognition, agents and memory are given.
+ */
 import type { z } from "zod";
-import type { Usage } from "../contracts/usage.ts";
+import type { Usage } from "./usage.ts";
 
 /** Tokens one call consumed, as the server reported them. */
-export type { Usage } from "../contracts/usage.ts";
+export type { Usage } from "./usage.ts";
 
 /** One call for an answer validated by a zod schema (structured output). */
 export interface StructuredRequest<S extends z.ZodType> {
