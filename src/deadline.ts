@@ -69,6 +69,22 @@ export function pause(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
+/** How {@link backoffMs} grows. */
+export interface BackoffOptions {
+  /** The first wait, at attempt 0. */
+  baseMs: number;
+  /** The longest wait (default: the longest a timer holds). */
+  maxMs?: number;
+}
+
+/**
+ * The wait before retry `attempt` (0 for the first): `baseMs` doubled at each
+ * attempt, up to `maxMs`. The one place a retry's exponential backoff is written.
+ */
+export function backoffMs(attempt: number, { baseMs, maxMs = MAX_TIMER_MS }: BackoffOptions): number {
+  return Math.min(maxMs, baseMs * 2 ** Math.min(Math.max(0, attempt), 30));
+}
+
 /** What {@link withDeadline} does beyond the deadline. */
 export interface DeadlineOptions {
   /** The caller's signal: when it fires first, the work is told to stop too. */

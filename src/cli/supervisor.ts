@@ -1,3 +1,4 @@
+import { backoffMs } from "../deadline.ts";
 import { type ConclaveProcess, spawnConclave } from "./childProcess.ts";
 
 export interface SupervisorOptions {
@@ -54,13 +55,12 @@ export function supervise(
       if (stopping) return;
       const now = Date.now();
       while (recent.length > 0 && now - recent[0]! > settings.withinMs) recent.shift();
-      const uncapped = settings.backoffMs * 2 ** Math.min(recent.length, 30);
-      const delay = Math.min(uncapped, settings.maxBackoffMs);
+      const delay = backoffMs(recent.length, { baseMs: settings.backoffMs, maxMs: settings.maxBackoffMs });
       recent.push(now);
       restarts += 1;
       const how = signal ?? `code ${code}`;
       settings.log(
-        uncapped >= settings.maxBackoffMs
+        delay >= settings.maxBackoffMs
           ? `${name} exited (${how}); ${recent.length} restarts in ${settings.withinMs / 1000} s: in long backoff, restarting in ${delay} ms and still trying`
           : `${name} exited (${how}): restarting in ${delay} ms (restart ${restarts})`,
       );

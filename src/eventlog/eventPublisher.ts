@@ -3,6 +3,7 @@ import { JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
 import { type InboxRequests, jetStreamPublish } from "../bus/inboxRequests.ts";
 import { subjects } from "../bus/subjects.ts";
 import type { EngineEvent } from "../contracts/events.ts";
+import { backoffMs, pause } from "../deadline.ts";
 
 /** How long one publish waits for its acknowledgement before it is tried again. */
 const PUBLISH_TIMEOUT_MS = 5_000;
@@ -50,7 +51,7 @@ export class EventPublisher {
         return await this.publish(event, data, expectLast);
       } catch (error) {
         if (isWrongLastSequence(error) || Date.now() >= deadline) throw error;
-        await new Promise((resolve) => setTimeout(resolve, Math.min(100 * 2 ** attempt, 2_000)));
+        await pause(backoffMs(attempt, { baseMs: 100, maxMs: 2_000 }));
       }
     }
   }

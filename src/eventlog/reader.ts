@@ -3,7 +3,7 @@ import { DeliverPolicy } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { streams, subjects } from "../bus/subjects.ts";
 import { EngineEvent } from "../contracts/events.ts";
-import { pause } from "../deadline.ts";
+import { backoffMs, pause } from "../deadline.ts";
 import { orderedConsumer, releaseConsumer } from "./consumers.ts";
 import { PULL_EXPIRES_MS } from "./streams.ts";
 
@@ -104,7 +104,7 @@ export async function followEvents(
     if (outcome === "done") return;
     lostSince ??= Date.now();
     if (!options.signal && Date.now() - lostSince > RESUME_WITHIN_MS) return;
-    await pause(Math.min(100 * 2 ** attempt, 1_000), options.signal);
+    await pause(backoffMs(attempt, { baseMs: 100, maxMs: 1_000 }), options.signal);
   }
 }
 

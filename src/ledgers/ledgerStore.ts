@@ -12,6 +12,7 @@ import { encodeJson } from "../bus/codec.ts";
 import { CorruptValueError, JsonKv } from "../bus/jsonKv.ts";
 import { buckets, streams, subjects } from "../bus/subjects.ts";
 import { type LedgerDigest, LedgerEvent, type LedgerReplay, Ledgers } from "../contracts/ledger.ts";
+import { pause } from "../deadline.ts";
 import { orderedConsumer, releaseConsumer } from "../eventlog/consumers.ts";
 import { ensureEventStream } from "../eventlog/streams.ts";
 import { decideLedger, type LedgerDecision, LedgerError, type LedgerWrite } from "./decide.ts";
@@ -126,7 +127,7 @@ export class LedgerStore {
         if (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamWrongLastSequence) {
           this.options.onConflict?.(request.session_id, attempt + 1);
           // A little random wait, so two runners that keep meeting stop meeting.
-          await new Promise((resolve) => setTimeout(resolve, Math.random() * 5 * (attempt + 1)));
+          await pause(Math.random() * 5 * (attempt + 1));
           continue;
         }
         throw error;

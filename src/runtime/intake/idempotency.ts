@@ -3,6 +3,7 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import { z } from "zod";
 import { isConflict, JsonKv } from "../../bus/jsonKv.ts";
 import { buckets } from "../../bus/subjects.ts";
+import { pause } from "../../deadline.ts";
 import { ConclaveError } from "../../errors.ts";
 
 /**
@@ -103,7 +104,7 @@ export class IdempotencyStore {
           ? { kind: "recover", turnId: current.value.turn_id, handle }
           : { kind: "fresh", handle };
       }
-      await new Promise((resolve) => setTimeout(resolve, wait));
+      await pause(wait);
     }
   }
 

@@ -2,6 +2,7 @@ import type { Actor } from "xstate";
 import type { sessionMachine } from "../../../machines/session.ts";
 import { setting } from "../../config/load.ts";
 import { CONFIG_SCHEMA } from "../../config/schema.ts";
+import { backoffMs, pause } from "../../deadline.ts";
 import { isConclaveError, messageOf } from "../../errors.ts";
 import type { Logger } from "../../telemetry/log.ts";
 import type { Checkpoint, SessionSnapshot, SessionStore } from "../sessionStore.ts";
@@ -150,7 +151,7 @@ export class SessionHost {
         // A value that fails its schema fails the same way again; anything else (NATS away) may pass.
         if (attempt >= SNAPSHOT_READ_ATTEMPTS || isConclaveError(error, "corrupt_value")) throw error;
         this.log.warn(`session ${sessionId}: reading its stored state failed (${messageOf(error)}); trying again`);
-        await new Promise((resolve) => setTimeout(resolve, SNAPSHOT_RETRY_MS * 2 ** (attempt - 1)));
+        await pause(backoffMs(attempt - 1, { baseMs: SNAPSHOT_RETRY_MS }));
       }
     }
   }

@@ -13,6 +13,7 @@ import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontex
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { McpError, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { MAX_CALL_TIMEOUT_MS } from "../../contracts/ids.ts";
+import { backoffMs } from "../../deadline.ts";
 import { messageOf, singleLine } from "../../errors.ts";
 import { packageVersion } from "../../version.ts";
 import type { ToolRunContext } from "../defineTool.ts";
@@ -250,7 +251,7 @@ export class McpServerConnection {
   /** Schedules the next attempt: the wait doubles from minMs up to maxMs. */
   #retry(why: string): void {
     if (this.#closed || this.#timer) return;
-    const wait = Math.min(this.#maxMs, this.#minMs * 2 ** Math.min(this.#attempts, 20));
+    const wait = backoffMs(this.#attempts, { baseMs: this.#minMs, maxMs: this.#maxMs });
     this.#attempts++;
     this.#events.onWarning(`MCP server ${this.name}: ${singleLine(why, 300)}; reconnecting in ${wait} ms`);
     this.#timer = setTimeout(() => {
