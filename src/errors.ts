@@ -67,6 +67,13 @@ export class ConclaveError<C extends ConclaveErrorCode = ConclaveErrorCode> exte
   }
 }
 
+/** An argument refused before anything is sent: a session id or turn id that cannot be one. */
+export class InvalidRequestError extends ConclaveError<"invalid_request"> {
+  constructor(message: string) {
+    super("invalid_request", message);
+  }
+}
+
 /** True for any ConclaveError, or one with the given code. */
 export function isConclaveError<C extends ConclaveErrorCode>(error: unknown, code?: C): error is ConclaveError<C> {
   return error instanceof ConclaveError && (code === undefined || error.code === code);

@@ -1,10 +1,10 @@
 import type { NatsConnection } from "@nats-io/nats-core";
 import type { EngineEvent } from "../contracts/events.ts";
 import type { TurnStatusRecord } from "../contracts/wal.ts";
+import { InvalidRequestError } from "../errors.ts";
 import type { RecipeRunResult } from "../eventlog/followRun.ts";
 import type { TurnStatusStore } from "../runtime/turnStatusStore.ts";
 import { resumeRun } from "./recipeRun.ts";
-import { InvalidRequestError } from "./turns.ts";
 
 /** A tool call waiting for a person's approval: its run is suspended until `approve` or `deny`. */
 export interface PendingApproval {

@@ -6,6 +6,7 @@ import { requestJson } from "../bus/request.ts";
 import { buckets, streams, subjects } from "../bus/subjects.ts";
 import type { EraseRecord } from "../contracts/erase.ts";
 import { EngineEvent } from "../contracts/events.ts";
+import { checkSessionId, checkTurnId } from "../contracts/ids.ts";
 import { type MemoryItem, MemorySearchReply } from "../contracts/memory.ts";
 import type { JsonObject } from "../contracts/recipeRun.ts";
 import { RollbackReply } from "../contracts/tool.ts";
@@ -14,7 +15,7 @@ import { CancelReply, type TurnAck } from "../contracts/turn.ts";
 import type { TurnStatusRecord } from "../contracts/wal.ts";
 import { type PriceTable, priceTableFromEnv, readPriceTable } from "../cost/prices.ts";
 import { type CostSummary, summarizeCost } from "../cost/summary.ts";
-import { ConclaveError } from "../errors.ts";
+import { ConclaveError, InvalidRequestError } from "../errors.ts";
 import { orderedConsumer, releaseConsumer } from "../eventlog/consumers.ts";
 import type { RecipeRunResult } from "../eventlog/followRun.ts";
 import { PULL_EXPIRES_MS } from "../eventlog/streams.ts";
@@ -33,7 +34,6 @@ import { type SchedulesClient, schedulesClient } from "./schedules.ts";
 import { type SkillsClient, skillsClient } from "./skills.ts";
 import { type TapeClient, tapeClient } from "./tape.ts";
 import { type SubmitOptions, streamTurn, type TurnStream } from "./turnStream.ts";
-import { checkSessionId, checkTurnId, InvalidRequestError } from "./turns.ts";
 
 /**
  * How to reach Conclave: the servers, TLS and login of the `client` role (as

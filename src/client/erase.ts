@@ -2,7 +2,7 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import { requestJson } from "../bus/request.ts";
 import { subjects } from "../bus/subjects.ts";
 import { DEFAULT_ERASE_WAIT_MS, EraseRecord, type EraseRequest } from "../contracts/erase.ts";
-import { checkSessionId } from "./turns.ts";
+import { checkSessionId } from "../contracts/ids.ts";
 
 /** What `erase` may say about itself, for the audit record. */
 export type EraseOptions = EraseRequest;

@@ -46,6 +46,7 @@ export type { TurnUsage, Usage } from "../contracts/usage.ts";
 export type { TurnStatus, TurnStatusRecord } from "../contracts/wal.ts";
 export type { ModelPrice, PriceTable } from "../cost/prices.ts";
 export type { CostAmount, CostRow, CostSummary } from "../cost/summary.ts";
+export { InvalidRequestError } from "../errors.ts";
 export type { RecipeRunResult } from "../eventlog/followRun.ts";
 export { TurnTimeoutError } from "../eventlog/followRun.ts";
 export type { EventQuery, EventRange, LoggedEvent } from "../eventlog/query.ts";
@@ -90,4 +91,4 @@ export type { ScheduleChanges, ScheduleSpec, SchedulesClient, ScheduleView } fro
 export type { ConsumedOutputsOptions, SkillsClient } from "./skills.ts";
 export type { TapeClient } from "./tape.ts";
 export type { SubmitOptions, TurnResult, TurnStream } from "./turnStream.ts";
-export { InvalidRequestError, TurnFailedError, TurnSuspendedError } from "./turns.ts";
+export { TurnFailedError, TurnSuspendedError } from "./turns.ts";

@@ -2,6 +2,7 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import type { z } from "zod";
 import { requestJson } from "../bus/request.ts";
 import { subjects } from "../bus/subjects.ts";
+import { checkSessionId } from "../contracts/ids.ts";
 import {
   type AgentLedgerRequest,
   type LedgerDigest,
@@ -23,7 +24,6 @@ import {
   type TruthState,
 } from "../contracts/ledger.ts";
 import { ConclaveError } from "../errors.ts";
-import { checkSessionId } from "./turns.ts";
 
 /**
  * For whom a change is made. Who made it (`by`) is recorded by the runner

@@ -2,10 +2,11 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import { requestJson } from "../bus/request.ts";
 import { subjects } from "../bus/subjects.ts";
 import type { EngineEvent } from "../contracts/events.ts";
+import { checkSessionId, checkTurnId } from "../contracts/ids.ts";
 import { type JsonObject, ResumeReply, type ResumeRequest } from "../contracts/recipeRun.ts";
 import type { TurnAck } from "../contracts/turn.ts";
 import { followRun, type RecipeRunResult } from "../eventlog/followRun.ts";
-import { checkSessionId, checkTurnId, submitTurn } from "./turns.ts";
+import { submitTurn } from "./turns.ts";
 
 /** How to run a recipe. */
 export interface RunOptions {

@@ -7,9 +7,10 @@
 
 import { setting } from "../config/load.ts";
 import type { EngineEvent } from "../contracts/events.ts";
+import { checkSessionId } from "../contracts/ids.ts";
+import { InvalidRequestError } from "../errors.ts";
 import { loadSkills } from "../skills/load.ts";
 import { type ActiveSkill, consumedOutputs, foldSkills, type SkillOutput, skillOutputs } from "../skills/outputs.ts";
-import { checkSessionId, InvalidRequestError } from "./turns.ts";
 
 /** Where `getConsumedOutputs` learns which skills a skill consumes. */
 export interface ConsumedOutputsOptions {

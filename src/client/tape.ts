@@ -1,9 +1,10 @@
 import type { NatsConnection } from "@nats-io/nats-core";
 import { EVENT_KINDS, type EventKind } from "../contracts/events.ts";
+import { checkSessionId, checkTurnId } from "../contracts/ids.ts";
+import { InvalidRequestError } from "../errors.ts";
 import { type EventQuery, type EventRange, type LoggedEvent, MAX_QUERY_LIMIT, queryEvents } from "../eventlog/query.ts";
 import { type SearchHit, type SearchOptions, searchEvents } from "../eventlog/search.ts";
 import { readTapeStatus, type TapeStatus } from "../eventlog/tapeStatus.ts";
-import { checkSessionId, checkTurnId, InvalidRequestError } from "./turns.ts";
 
 /** Reading a session's tape (its event log): ranges, search, status. See docs/operations.md, "The tape". */
 export interface TapeClient {

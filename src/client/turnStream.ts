@@ -1,10 +1,11 @@
 import type { NatsConnection } from "@nats-io/nats-core";
 import type { EngineEvent } from "../contracts/events.ts";
+import { checkSessionId } from "../contracts/ids.ts";
 import type { TurnAck, TurnOutcome } from "../contracts/turn.ts";
 import type { TurnUsage } from "../contracts/usage.ts";
 import { isConclaveError } from "../errors.ts";
 import { throughElections } from "../nats/elections.ts";
-import { checkSessionId, submitTurn, TurnFailedError, watchTurn } from "./turns.ts";
+import { submitTurn, TurnFailedError, watchTurn } from "./turns.ts";
 
 /** How to submit a turn. */
 export interface SubmitOptions {

@@ -6,7 +6,6 @@ import { RemoteCallError } from "../bus/errors.ts";
 import { requestJson, requestStream } from "../bus/request.ts";
 import { subjects } from "../bus/subjects.ts";
 import { EngineEvent, LiveChunk } from "../contracts/events.ts";
-import { SessionId, TurnId } from "../contracts/ids.ts";
 import { TurnAck, type TurnSubmission } from "../contracts/turn.ts";
 import { deadlineSignal } from "../deadline.ts";
 import { ConclaveError } from "../errors.ts";
@@ -49,27 +48,6 @@ export class TurnSuspendedError extends ConclaveError<"turn_suspended"> {
     this.turnId = turnId;
     this.node = node;
   }
-}
-
-/** An argument the client refuses before sending anything: a session id or turn id that cannot be one. */
-export class InvalidRequestError extends ConclaveError<"invalid_request"> {
-  constructor(message: string) {
-    super("invalid_request", message);
-  }
-}
-
-/** Throws InvalidRequestError unless `sessionId` is a valid session id (1-64 of A-Z a-z 0-9 _ -). */
-export function checkSessionId(sessionId: string): void {
-  if (!SessionId.safeParse(sessionId).success)
-    throw new InvalidRequestError(
-      `bad session id ${JSON.stringify(sessionId).slice(0, 80)}: 1-64 characters of A-Z, a-z, 0-9, '_' or '-'`,
-    );
-}
-
-/** Throws InvalidRequestError unless `turnId` is a turn id (a whole number from 1). */
-export function checkTurnId(turnId: number): void {
-  if (!TurnId.safeParse(turnId).success)
-    throw new InvalidRequestError(`bad turn id ${String(turnId)}: a whole number from 1`);
 }
 
 /**

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { InvalidRequestError } from "../errors.ts";
 
 /**
  * A session id is one NATS subject token: it appears verbatim in
@@ -33,3 +34,17 @@ export type AgentId = z.infer<typeof AgentId>;
  * at once), so an unbounded budget would become a 1 ms deadline.
  */
 export const MAX_CALL_TIMEOUT_MS = 600_000;
+
+/** Throws InvalidRequestError unless `sessionId` is a valid session id (1-64 of A-Z a-z 0-9 _ -). */
+export function checkSessionId(sessionId: string): void {
+  if (!SessionId.safeParse(sessionId).success)
+    throw new InvalidRequestError(
+      `bad session id ${JSON.stringify(sessionId).slice(0, 80)}: 1-64 characters of A-Z, a-z, 0-9, '_' or '-'`,
+    );
+}
+
+/** Throws InvalidRequestError unless `turnId` is a turn id (a whole number from 1). */
+export function checkTurnId(turnId: number): void {
+  if (!TurnId.safeParse(turnId).success)
+    throw new InvalidRequestError(`bad turn id ${String(turnId)}: a whole number from 1`);
+}
