@@ -1,6 +1,5 @@
 import { z } from "zod";
 import { checkedCardUrl } from "../a2a/remoteAgents.ts";
-import type { SessionLedgers } from "../client/ledgers.ts";
 import {
   type AgentContext,
   AgentManifest,
@@ -12,6 +11,7 @@ import { describeIssues } from "../contracts/issues.ts";
 import type { LedgerDigest } from "../contracts/ledger.ts";
 import type { Episode } from "../contracts/workspace.ts";
 import { ConclaveError, messageOf } from "../errors.ts";
+import type { SessionLedgers } from "../ledgers/clients.ts";
 import type { AgentSkills } from "../skills/agentSkillsView.ts";
 import { type AgentModelChoice, type AgentModelSpec, parseAgentModel } from "./agentModelChoice.ts";
 import type { AgentTools } from "./agentTools.ts";

@@ -1,5 +1,4 @@
 import type { z } from "zod";
-import { type SessionLedgers, unavailableLedgers } from "../client/ledgers.ts";
 import type { AgentAnswer, AgentRequest, AgentStreamPart, Contribution } from "../contracts/agent.ts";
 import { AgentStreamName } from "../contracts/agent.ts";
 import { describeIssues } from "../contracts/issues.ts";
@@ -7,6 +6,7 @@ import type { ChatModel } from "../contracts/model.ts";
 import type { Usage } from "../contracts/usage.ts";
 import { addUsage } from "../contracts/usage.ts";
 import { ConclaveError } from "../errors.ts";
+import { type SessionLedgers, unavailableLedgers } from "../ledgers/clients.ts";
 import { OfflineToolModel } from "../llm/offlineModel.ts";
 import type { AgentSkill, SkillCatalog } from "../skills/agentSkills.ts";
 import { agentSkillsView } from "../skills/agentSkillsView.ts";

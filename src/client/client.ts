@@ -19,6 +19,12 @@ import { ConclaveError, InvalidRequestError } from "../errors.ts";
 import { orderedConsumer, releaseConsumer } from "../eventlog/consumers.ts";
 import type { RecipeRunResult } from "../eventlog/followRun.ts";
 import { PULL_EXPIRES_MS } from "../eventlog/streams.ts";
+import {
+  type LedgersClient,
+  ledgerClients,
+  type TaskLedgerClient,
+  type TruthLedgerClient,
+} from "../ledgers/clients.ts";
 import { replicasOf } from "../nats/replicas.ts";
 import { simulationTrace } from "../recipes/trace.ts";
 import type { ForkRecord } from "../runtime/checkpoints/forkContract.ts";
@@ -28,7 +34,6 @@ import { VERIFY_LEVELS, type VerifyLevel, type VerifyReport, verifySession } fro
 import { type ApprovalOptions, answerApproval, listApprovals, type PendingApproval } from "./approvals.ts";
 import { type EraseOptions, eraseSession } from "./erase.ts";
 import { type ForkOptions, forkSession } from "./fork.ts";
-import { type LedgersClient, ledgerClients, type TaskLedgerClient, type TruthLedgerClient } from "./ledgers.ts";
 import { type ResumeOptions, type RunOptions, resumeRun, runRecipe } from "./recipeRun.ts";
 import { type SchedulesClient, schedulesClient } from "./schedules.ts";
 import { type SkillsClient, skillsClient } from "./skills.ts";

@@ -52,6 +52,14 @@ export { TurnTimeoutError } from "../eventlog/followRun.ts";
 export type { EventQuery, EventRange, LoggedEvent } from "../eventlog/query.ts";
 export type { SearchHit, SearchOptions } from "../eventlog/search.ts";
 export type { TapeEnd, TapeStatus } from "../eventlog/tapeStatus.ts";
+export type {
+  BoundToSession,
+  LedgersClient,
+  LedgerWriteOptions,
+  SessionLedgers,
+  TaskLedgerClient,
+  TruthLedgerClient,
+} from "../ledgers/clients.ts";
 export { describeStep, simulationTrace } from "../recipes/trace.ts";
 export type { ForkPoint, ForkRecord } from "../runtime/checkpoints/forkContract.ts";
 export {
@@ -78,14 +86,6 @@ export {
 } from "./client.ts";
 export type { EraseOptions } from "./erase.ts";
 export type { ForkOptions } from "./fork.ts";
-export type {
-  BoundToSession,
-  LedgersClient,
-  LedgerWriteOptions,
-  SessionLedgers,
-  TaskLedgerClient,
-  TruthLedgerClient,
-} from "./ledgers.ts";
 export type { ResumeOptions, RunOptions } from "./recipeRun.ts";
 export type { ScheduleChanges, ScheduleSpec, SchedulesClient, ScheduleView } from "./schedules.ts";
 export type { ConsumedOutputsOptions, SkillsClient } from "./skills.ts";

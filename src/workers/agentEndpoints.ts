@@ -9,10 +9,10 @@ import { requestJson } from "../bus/request.ts";
 import { type ServeOptions, serveActor } from "../bus/serveActor.ts";
 import type { ServiceGroup } from "../bus/service.ts";
 import { subjects } from "../bus/subjects.ts";
-import { agentLedgerClients, sessionLedgers } from "../client/ledgers.ts";
 import { type AgentReply, AgentRequest } from "../contracts/agent.ts";
 import type { ChatModel } from "../contracts/model.ts";
 import { type GateRequest, ToolGateReply } from "../contracts/tool.ts";
+import { agentLedgerClients, sessionLedgers } from "../ledgers/clients.ts";
 import type { WorkerSkills } from "../skills/agentSkills.ts";
 
 /** Deadline of one ledger request an agent makes (a runner answers it). */
