@@ -2,6 +2,8 @@
  * Every NATS subject Conclave uses, in one place. Public (documented in
  * docs/protocol.md): turn submission and the event log. Internal: worker endpoints.
  */
+import { turnKey } from "../contracts/turnKey.ts";
+
 export const SUBJECT_ROOT = "conclave";
 
 export const subjects = {
@@ -35,7 +37,7 @@ export const subjects = {
   /** What a tenant requests to read its session's events (through its account's import). */
   turnWatch: (sessionId: string) => `${SUBJECT_ROOT}.turn.watch.${sessionId}`,
   /** Public: the ordered events of one turn (JetStream). */
-  turnEvents: (sessionId: string, turnId: number) => `${SUBJECT_ROOT}.events.${sessionId}.${turnId}`,
+  turnEvents: (sessionId: string, turnId: number) => `${SUBJECT_ROOT}.events.${turnKey(sessionId, turnId)}`,
   sessionEvents: (sessionId: string) => `${SUBJECT_ROOT}.events.${sessionId}.*`,
   allEvents: `${SUBJECT_ROOT}.events.>`,
   /**
@@ -43,7 +45,7 @@ export const subjects = {
    * log stores them coalesced. A tenant gets them through its watch (`conclave.turn.watch.<session>`), relayed by
    * a runner, so no subject of it is exported to tenant accounts.
    */
-  liveChunks: (sessionId: string, turnId: number) => `${SUBJECT_ROOT}.live.${sessionId}.${turnId}`,
+  liveChunks: (sessionId: string, turnId: number) => `${SUBJECT_ROOT}.live.${turnKey(sessionId, turnId)}`,
   allLiveChunks: `${SUBJECT_ROOT}.live.>`,
 
   agent: (agentId: string) => `${SUBJECT_ROOT}.agent.${agentId}`,
@@ -101,7 +103,7 @@ export const subjects = {
   /** The same for a tenant's submitters (its account imports them as `conclave.errors.*`). */
   tenantErrors: (tenant: string, sessionId: string) => `${SUBJECT_ROOT}.tenant.${tenant}.errors.${sessionId}`,
   /** JetStream: one subject per stored episode. */
-  memoryEpisode: (sessionId: string, turnId: number) => `${SUBJECT_ROOT}.memory.episode.${sessionId}.${turnId}`,
+  memoryEpisode: (sessionId: string, turnId: number) => `${SUBJECT_ROOT}.memory.episode.${turnKey(sessionId, turnId)}`,
   allEpisodes: `${SUBJECT_ROOT}.memory.episode.>`,
   /** Public: erase everything stored of a session (EraseRequest), served by runners (docs/operations.md, "Data lifecycle"). */
   sessionErase: (sessionId: string) => `${SUBJECT_ROOT}.session.erase.${sessionId}`,

@@ -3,6 +3,7 @@ import { JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
 import { type InboxRequests, jetStreamPublish } from "../bus/inboxRequests.ts";
 import { subjects } from "../bus/subjects.ts";
 import type { EngineEvent } from "../contracts/events.ts";
+import { turnKey } from "../contracts/turnKey.ts";
 import { backoffMs, pause } from "../deadline.ts";
 
 /** How long one publish waits for its acknowledgement before it is tried again. */
@@ -29,7 +30,7 @@ export class EventPublisher {
   /** One publish; `expectLast` fences on the subject's last stream sequence. */
   publish(event: EngineEvent, data: Uint8Array, expectLast?: number): Promise<PubAck> {
     const subject = subjects.turnEvents(event.session_id, event.turn_id);
-    const msgID = `${event.session_id}.${event.turn_id}.${event.seq}`;
+    const msgID = `${turnKey(event.session_id, event.turn_id)}.${event.seq}`;
     if (this.requests)
       return jetStreamPublish(this.requests, subject, data, {
         msgID,

@@ -3,6 +3,7 @@ import { DeliverPolicy } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { streams, subjects } from "../bus/subjects.ts";
 import { EngineEvent } from "../contracts/events.ts";
+import { turnKey } from "../contracts/turnKey.ts";
 import { backoffMs, pause } from "../deadline.ts";
 import { orderedConsumer, releaseConsumer } from "./consumers.ts";
 import { PULL_EXPIRES_MS } from "./streams.ts";
@@ -214,7 +215,7 @@ async function readConsumer(
         continue;
       }
       const event = parsed.data as EngineEvent;
-      const key = `${event.session_id}.${event.turn_id}`;
+      const key = `${turnKey(event.session_id, event.turn_id)}`;
       if (event.seq < (nextSeq.get(key) ?? 0)) continue; // already delivered
       const waiting = held.get(key) ?? new Map<number, EngineEvent>();
       held.set(key, waiting);

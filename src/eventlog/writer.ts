@@ -3,6 +3,7 @@ import type { JetStreamClient, PubAck } from "@nats-io/jetstream";
 import { encodeJson } from "../bus/codec.ts";
 import { InboxRequests } from "../bus/inboxRequests.ts";
 import type { EngineEvent } from "../contracts/events.ts";
+import { turnKey } from "../contracts/turnKey.ts";
 import type { TurnRecord } from "../contracts/turnProtocol.ts";
 import {
   ChunkCoalescer,
@@ -118,10 +119,10 @@ export class EventLogWriter {
    */
   open(sessionId: string, turnId: number, stored: readonly EngineEvent[], lastStreamSeq: number): void {
     const last = stored.at(-1);
-    this.#turns.get(`${sessionId}.${turnId}`)?.chunks?.discard();
+    this.#turns.get(`${turnKey(sessionId, turnId)}`)?.chunks?.discard();
     const turn = this.#newTurn(sessionId, turnId, last ? last.seq + 1 : 0, monotonicNow(), lastStreamSeq);
     turn.stored = stored;
-    this.#turns.set(`${sessionId}.${turnId}`, turn);
+    this.#turns.set(`${turnKey(sessionId, turnId)}`, turn);
   }
 
   /**
@@ -129,7 +130,7 @@ export class EventLogWriter {
    * attempt going on can tell what is already recorded; empty when none were, or the turn is not open.
    */
   storedEvents(sessionId: string, turnId: number): readonly EngineEvent[] {
-    return this.#turns.get(`${sessionId}.${turnId}`)?.stored ?? [];
+    return this.#turns.get(`${turnKey(sessionId, turnId)}`)?.stored ?? [];
   }
 
   #newTurn(sessionId: string, turnId: number, seq: number, startedAt: number, expectLast: number): OpenTurn {
@@ -168,7 +169,7 @@ export class EventLogWriter {
    * the seq of the next stored event.
    */
   append(sessionId: string, turnId: number, record: TurnRecord): EngineEvent | undefined {
-    const key = `${sessionId}.${turnId}`;
+    const key = `${turnKey(sessionId, turnId)}`;
     const now = monotonicNow();
     let turn = this.#turns.get(key);
     if (!turn) {
@@ -347,7 +348,7 @@ export class EventLogWriter {
    * writer holds the turn.
    */
   async flushed(sessionId: string, turnId: number): Promise<void> {
-    const key = `${sessionId}.${turnId}`;
+    const key = `${turnKey(sessionId, turnId)}`;
     const turn = this.#turns.get(key);
     if (!turn) return;
     turn.chunks?.flush();
@@ -357,7 +358,7 @@ export class EventLogWriter {
 
   /** Waits for every event of the turn to be stored, then forgets the turn. Returns how many were stored. */
   async finish(sessionId: string, turnId: number): Promise<number> {
-    const key = `${sessionId}.${turnId}`;
+    const key = `${turnKey(sessionId, turnId)}`;
     const turn = this.#turns.get(key);
     if (!turn) return 0;
     turn.chunks?.flush();
@@ -377,7 +378,7 @@ export class EventLogWriter {
 
   /** Forgets a turn without waiting (it was interrupted by a takeover elsewhere). */
   abandon(sessionId: string, turnId: number): void {
-    const key = `${sessionId}.${turnId}`;
+    const key = `${turnKey(sessionId, turnId)}`;
     this.#turns.get(key)?.chunks?.discard();
     this.#turns.delete(key);
   }

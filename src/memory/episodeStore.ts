@@ -2,6 +2,7 @@ import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import { encodeJson } from "../bus/codec.ts";
 import { isConflict } from "../bus/jsonKv.ts";
 import { streams, subjects } from "../bus/subjects.ts";
+import { turnKey } from "../contracts/turnKey.ts";
 import { Episode } from "../contracts/workspace.ts";
 
 const decoder = new TextDecoder();
@@ -37,7 +38,7 @@ export class EpisodeStore {
   async commit(episode: Episode): Promise<void> {
     try {
       await this.js.publish(subjects.memoryEpisode(episode.session_id, episode.turn_id), encodeJson(episode), {
-        msgID: `episode.${episode.session_id}.${episode.turn_id}`,
+        msgID: `episode.${turnKey(episode.session_id, episode.turn_id)}`,
         expect: { lastSubjectSequence: 0 },
       });
     } catch (error) {

@@ -2,6 +2,7 @@ import { type JetStreamManager, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { JsonKv } from "../bus/jsonKv.ts";
 import { buckets } from "../bus/subjects.ts";
+import { turnKey } from "../contracts/turnKey.ts";
 import { type TurnStatus, TurnStatusRecord } from "../contracts/wal.ts";
 import { isConclaveError } from "../errors.ts";
 
@@ -32,7 +33,7 @@ export class TurnStatusStore {
   }
 
   async get(sessionId: string, turnId: number): Promise<TurnStatusRecord | null> {
-    return (await this.kv.get(`${sessionId}.${turnId}`))?.value ?? null;
+    return (await this.kv.get(`${turnKey(sessionId, turnId)}`))?.value ?? null;
   }
 
   /**
@@ -40,7 +41,7 @@ export class TurnStatusStore {
    * ingress writes this alongside the WAL entry, and a runner may be faster).
    */
   async pending(sessionId: string, turnId: number, submittedAt: number): Promise<void> {
-    await this.kv.create(`${sessionId}.${turnId}`, {
+    await this.kv.create(`${turnKey(sessionId, turnId)}`, {
       session_id: sessionId,
       turn_id: turnId,
       status: "pending",
@@ -74,7 +75,7 @@ export class TurnStatusStore {
     const staleFor = (record: TurnStatusRecord | null) =>
       record?.answered_through !== undefined && answers < record.answered_through;
     const ownRetake = (record: TurnStatusRecord | null) => retake && record?.runner === runner;
-    await this.#update(`${sessionId}.${turnId}`, (current) => {
+    await this.#update(`${turnKey(sessionId, turnId)}`, (current) => {
       before = current;
       if (current && current.status !== "pending" && current.status !== "inflight") return null;
       if (current && current.attempts >= maxAttempts && !ownRetake(current)) return null;
@@ -105,7 +106,7 @@ export class TurnStatusStore {
    */
   async requestCancel(sessionId: string, turnId: number, reason: string): Promise<TurnStatusRecord | null> {
     let after: TurnStatusRecord | null = null;
-    await this.#update(`${sessionId}.${turnId}`, (current) => {
+    await this.#update(`${turnKey(sessionId, turnId)}`, (current) => {
       after = current;
       if (!current || (current.status !== "pending" && current.status !== "inflight")) return null;
       if (current.cancel_reason !== undefined) return null;
@@ -123,7 +124,7 @@ export class TurnStatusStore {
    */
   async resumeSuspended(sessionId: string, turnId: number, seq?: number): Promise<TurnStatusRecord | null> {
     let before: TurnStatusRecord | null = null;
-    await this.#update(`${sessionId}.${turnId}`, (current) => {
+    await this.#update(`${turnKey(sessionId, turnId)}`, (current) => {
       before = null; // a change tried on a copy that lost its compare-and-set did not happen
       if (current?.status !== "suspended" || !current.suspended) return null;
       if (seq !== undefined && current.suspended.seq !== seq) return null;
@@ -150,7 +151,7 @@ export class TurnStatusStore {
     const seq = before.suspended?.seq;
     if (seq === undefined) return false;
     let reopened = false;
-    await this.#update(`${sessionId}.${turnId}`, (current) => {
+    await this.#update(`${turnKey(sessionId, turnId)}`, (current) => {
       reopened = false; // as in resumeSuspended: only the change that was stored counts
       if (current?.status !== "pending" || current.answered_through !== seq) return null;
       reopened = true;
@@ -165,7 +166,7 @@ export class TurnStatusStore {
     status: Exclude<TurnStatus, "pending" | "inflight">,
     detail: { outcome?: string; reason?: string; suspended?: TurnStatusRecord["suspended"] } = {},
   ): Promise<void> {
-    await this.#update(`${sessionId}.${turnId}`, (current) => ({
+    await this.#update(`${turnKey(sessionId, turnId)}`, (current) => ({
       session_id: sessionId,
       turn_id: turnId,
       submitted_at: current?.submitted_at ?? Date.now(),

@@ -8,6 +8,7 @@ import type { ServiceMsg } from "../../bus/service.ts";
 import { subjects } from "../../bus/subjects.ts";
 import { type Addressed, addressOf } from "../../bus/tenancy.ts";
 import { type TurnAck, TurnSubmission } from "../../contracts/turn.ts";
+import { turnKey } from "../../contracts/turnKey.ts";
 import type { WalEntry } from "../../contracts/wal.ts";
 import { BudgetExceededError, type BudgetGuard, budgetGuardFromEnv } from "../../cost/budget.ts";
 import { isConclaveError, messageOf, singleLine } from "../../errors.ts";
@@ -254,7 +255,7 @@ async function storeEntry(
         deps.statuses.pending(sessionId, turnId, entry.submitted_at),
         // The submitter's trace context goes with the entry, for the turn's span on the runner that takes it.
         deps.js.publish(subjects.wal(sessionId), encodeJson(entry), {
-          msgID: `${sessionId}.${turnId}`,
+          msgID: `${turnKey(sessionId, turnId)}`,
           headers: carriedTraceHeaders(msg.headers),
         }),
       ]),

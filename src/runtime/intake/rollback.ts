@@ -7,6 +7,7 @@ import { subjects } from "../../bus/subjects.ts";
 import { addressOf } from "../../bus/tenancy.ts";
 import type { EngineEvent } from "../../contracts/events.ts";
 import { type RollbackReply, RollbackRequest, ToolCallReply, type ToolCallRequest } from "../../contracts/tool.ts";
+import { turnKey } from "../../contracts/turnKey.ts";
 import { messageOf, singleLine } from "../../errors.ts";
 import { EventLogWriter } from "../../eventlog/writer.ts";
 import { readForTakeover } from "../runner/takeover.ts";
@@ -76,7 +77,7 @@ export async function serveRollback(deps: CancelDeps, msg: ServiceMsg): Promise<
         session_id: sessionId,
         turn_id: turnId,
         call_id,
-        idempotency_key: `${sessionId}.${turnId}.${call_id}.rollback`,
+        idempotency_key: `${turnKey(sessionId, turnId)}.${call_id}.rollback`,
         tool,
         args: requested.payload.args,
         mode: "rollback",

@@ -1,5 +1,6 @@
 import { zeroSensors } from "../../../machines/turn/index.ts";
 import type { AgentStreamPart } from "../../contracts/agent.ts";
+import { turnKey } from "../../contracts/turnKey.ts";
 import type { TurnRecord } from "../../contracts/turnProtocol.ts";
 import type { TurnInterceptor } from "../turnServices/turnInterceptor.ts";
 import type { TurnServices } from "../turnServices/turnServices.ts";
@@ -23,7 +24,7 @@ function turnContexts(chains: InterceptorChains): ContextOf {
   if (cached) return cached;
   const contexts = new Map<string, InterceptorContext>();
   const contextOf: ContextOf = (sessionId, turnId) => {
-    const requestId = `${sessionId}.${turnId}`;
+    const requestId = `${turnKey(sessionId, turnId)}`;
     let context = contexts.get(requestId);
     if (!context) {
       context = { request_id: requestId, start_time: Date.now(), session_id: sessionId, turn_id: turnId };

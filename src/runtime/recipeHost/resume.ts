@@ -3,6 +3,7 @@ import { encodeJson } from "../../bus/codec.ts";
 import { HandlerError } from "../../bus/errors.ts";
 import { subjects } from "../../bus/subjects.ts";
 import type { HumanAnswer } from "../../contracts/recipeRun.ts";
+import { turnKey } from "../../contracts/turnKey.ts";
 import type { WalEntry } from "../../contracts/wal.ts";
 import type { TurnStatusStore } from "../turnStatusStore.ts";
 
@@ -35,7 +36,7 @@ export async function resumeSuspended(
   };
   try {
     await deps.js.publish(subjects.wal(sessionId), encodeJson(entry), {
-      msgID: `${sessionId}.${turnId}.resume.${before.suspended.seq}`,
+      msgID: `${turnKey(sessionId, turnId)}.resume.${before.suspended.seq}`,
     });
   } catch (error) {
     // The answer was not stored: the run waits for one again, or no answer could ever resume it.

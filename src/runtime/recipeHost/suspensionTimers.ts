@@ -4,6 +4,7 @@ import type { NatsConnection, QueuedIterator } from "@nats-io/nats-core";
 import { z } from "zod";
 import { JsonKv } from "../../bus/jsonKv.ts";
 import { buckets } from "../../bus/subjects.ts";
+import { turnKey } from "../../contracts/turnKey.ts";
 import { MAX_TIMER_MS } from "../../deadline.ts";
 import { isConclaveError, messageOf } from "../../errors.ts";
 import type { Logger } from "../../telemetry/log.ts";
@@ -51,12 +52,12 @@ export class SuspensionTimers {
 
   /** A run suspended at a node that times out at `expires_at`. */
   async add(record: SuspensionRecord): Promise<void> {
-    await this.kv.put(`${record.session_id}.${record.turn_id}`, record);
+    await this.kv.put(`${turnKey(record.session_id, record.turn_id)}`, record);
   }
 
   /** The run was answered: no timeout any more. */
   async forget(sessionId: string, turnId: number): Promise<void> {
-    await this.kv.delete(`${sessionId}.${turnId}`).catch(() => {});
+    await this.kv.delete(`${turnKey(sessionId, turnId)}`).catch(() => {});
   }
 
   #seen(entry: KvWatchEntry): void {

@@ -1,5 +1,6 @@
 import { availableParallelism } from "node:os";
 import { setting } from "../../config/load.ts";
+import { turnKey } from "../../contracts/turnKey.ts";
 import { AdaptiveLimit, FixedLimit } from "./runningLimit.ts";
 
 /** How a runner bounds the turns it runs at once, and the turns it keeps waiting. */
@@ -97,9 +98,6 @@ interface Waiting {
   /** true: it may start; false: it will not (ended or handed back while it waited). */
   admit: (admitted: boolean) => void;
 }
-
-/** Identifies a turn in the maps (`<session>.<turn>`). */
-const keyOf = (sessionId: string, turnId: number) => `${sessionId}.${turnId}`;
 
 /**
  * Admission control: a runner runs at most `maxRunning` turns at once, one per
@@ -243,8 +241,8 @@ export class Admission {
     }
     const turns = this.#running.get(sessionId);
     if (!turns?.delete(turnId)) return;
-    const started = this.#startedAt.get(keyOf(sessionId, turnId));
-    this.#startedAt.delete(keyOf(sessionId, turnId));
+    const started = this.#startedAt.get(turnKey(sessionId, turnId));
+    this.#startedAt.delete(turnKey(sessionId, turnId));
     if (started !== undefined) {
       const runMs = performance.now() - started;
       this.#meanRunMs = 0.9 * this.#meanRunMs + 0.1 * runMs;
@@ -282,7 +280,7 @@ export class Admission {
 
   #start(sessionId: string, turnId: number): void {
     const turns = this.#running.get(sessionId);
-    this.#startedAt.set(keyOf(sessionId, turnId), performance.now());
+    this.#startedAt.set(turnKey(sessionId, turnId), performance.now());
     if (turns) {
       turns.add(turnId);
       return;

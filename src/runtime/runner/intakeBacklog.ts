@@ -2,6 +2,7 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import { decodeJson } from "../../bus/codec.ts";
 import { subjects } from "../../bus/subjects.ts";
 import { TurnEnded } from "../../contracts/turn.ts";
+import { turnKey } from "../../contracts/turnKey.ts";
 import type { Admission, AdmissionPreview } from "./admission.ts";
 
 /**
@@ -61,7 +62,7 @@ export class IntakeBacklog {
   /** An admitted turn is stored in the WAL: counted until a runner is seen with it. */
   stored(sessionId: string, turnId: number): void {
     this.#reserved = Math.max(0, this.#reserved - 1);
-    const key = keyOf(sessionId, turnId);
+    const key = turnKey(sessionId, turnId);
     if (this.#seenEarly.delete(key)) return; // a runner had it before the write's answer came back
     this.#unseen.set(key, this.now());
   }
@@ -73,7 +74,7 @@ export class IntakeBacklog {
 
   /** A runner has the turn (delivered here), or it ended (anywhere): the runners' own count has it now, or nobody's. */
   seen(sessionId: string, turnId: number): void {
-    const key = keyOf(sessionId, turnId);
+    const key = turnKey(sessionId, turnId);
     if (this.#unseen.delete(key)) return;
     // Not stored here, or not yet: remembered a while, in case this intake's answer from the WAL is late.
     this.#seenEarly.delete(key);
@@ -113,5 +114,3 @@ function dropOlder(stamped: Map<string, number>, oldest: number): void {
     stamped.delete(key);
   }
 }
-
-const keyOf = (sessionId: string, turnId: number) => `${sessionId}.${turnId}`;

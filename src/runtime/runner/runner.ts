@@ -5,6 +5,7 @@ import type { Service } from "../../bus/service.ts";
 import { subjects } from "../../bus/subjects.ts";
 import { TurnCancellations } from "../../bus/turnCancellations.ts";
 import type { EngineEvent } from "../../contracts/events.ts";
+import { turnLabel } from "../../contracts/turnKey.ts";
 import type { WalEntry } from "../../contracts/wal.ts";
 import { ConclaveError, isConclaveError, messageOf } from "../../errors.ts";
 import { EventLogWriter } from "../../eventlog/writer.ts";
@@ -21,7 +22,7 @@ import { openRunnerParts, type RunnerParts } from "./parts.ts";
 import { type SessionActorDeps, sessionActors } from "./sessionActors.ts";
 import { followErasures } from "./sessionErasures.ts";
 import { type SessionActor, SessionHost } from "./sessionHost.ts";
-import { TurnSettlement, turnKey } from "./settlement.ts";
+import { TurnSettlement } from "./settlement.ts";
 import {
   type RedeliveryDeps,
   readForTakeover,
@@ -100,7 +101,7 @@ export class Runner {
       transport: nc,
       onFenced: (sessionId, turnId) =>
         this.#log.warn(
-          `turn ${turnKey(sessionId, turnId)}: another runner is writing it; this one stops writing`,
+          `${turnLabel(sessionId, turnId)}: another runner is writing it; this one stops writing`,
           turnFields(sessionId, turnId),
         ),
     });
@@ -256,7 +257,7 @@ export class Runner {
           return;
         }
         this.#log.warn(
-          `turn ${turnKey(sessionId, turnId)} ran here but never ended: restoring its session`,
+          `${turnLabel(sessionId, turnId)} ran here but never ended: restoring its session`,
           turnFields(sessionId, turnId),
         );
         this.#ends.resetSession(sessionId);
@@ -316,7 +317,7 @@ export class Runner {
     if (admitted.state === "queued") {
       this.#writer.append(sessionId, turnId, { kind: "TURN_QUEUED", payload: { position: admitted.position } });
       this.#log.debug(
-        `turn ${turnKey(sessionId, turnId)} queued at position ${admitted.position}`,
+        `${turnLabel(sessionId, turnId)} queued at position ${admitted.position}`,
         turnFields(sessionId, turnId),
       );
     }

@@ -5,6 +5,7 @@ import { defaultTurnPolicy } from "../../../machines/turn/index.ts";
 import type { AgentDirectory } from "../../agents/directory.ts";
 import { arenaPolicyFromEnv } from "../../context/arena.ts";
 import { tokenizerFor } from "../../context/tokenizer.ts";
+import { turnKey } from "../../contracts/turnKey.ts";
 import type { EventLogWriter } from "../../eventlog/writer.ts";
 import type { LedgerStore } from "../../ledgers/ledgerStore.ts";
 import type { Logger } from "../../telemetry/log.ts";
@@ -75,7 +76,8 @@ export function sessionActors(
     const steps = stepsOf(context.session_id, context.turn_id);
     const admitted = steps ? steps.admit(screened) : screened;
     const appended = admitted ? writer.append(context.session_id, context.turn_id, admitted) : undefined;
-    if (appended?.kind === "TURN_SUSPENDED") suspensions.set(`${context.session_id}.${context.turn_id}`, appended.seq);
+    if (appended?.kind === "TURN_SUSPENDED")
+      suspensions.set(`${turnKey(context.session_id, context.turn_id)}`, appended.seq);
   };
   // Pipeline agents that name tools or delegates get them through the recipe runs' gate and policy.
   const pipeline = deps.recipes.pipelineTools;
@@ -112,7 +114,7 @@ export function sessionActors(
     actions: {
       turnSuspended: ({ context }, given) => {
         pipeline.ended(context.session_id, given.turn_id);
-        const key = `${context.session_id}.${given.turn_id}`;
+        const key = `${turnKey(context.session_id, given.turn_id)}`;
         const seq = given.suspended?.seq ?? suspensions.get(key);
         suspensions.delete(key);
         const output =

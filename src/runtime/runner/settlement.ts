@@ -5,6 +5,7 @@ import { deadLetter } from "../../bus/deadLetters.ts";
 import { subjects } from "../../bus/subjects.ts";
 import type { ErrorCode } from "../../contracts/errors.ts";
 import { TURN_TAKEN_OVER, type TurnEnded } from "../../contracts/turn.ts";
+import { turnKey, turnLabel } from "../../contracts/turnKey.ts";
 import type { TurnStatusRecord, WalEntry } from "../../contracts/wal.ts";
 import { messageOf } from "../../errors.ts";
 import { WAL_ACK_WAIT_MS } from "../../eventlog/streams.ts";
@@ -35,8 +36,6 @@ interface HeldTurn {
   entry: WalEntry;
   heartbeat: NodeJS.Timeout;
 }
-
-export const turnKey = (sessionId: string, turnId: number) => `${sessionId}.${turnId}`;
 
 /**
  * The turn settlement: the one place a turn's end is written. Every path that
@@ -129,7 +128,7 @@ export class TurnSettlement {
   markDone(sessionId: string, turnId: number): Promise<void> {
     return this.deps.sessions.markDone(sessionId, turnId).catch((error: unknown) => {
       this.deps.log.warn(
-        `turn ${turnKey(sessionId, turnId)}: done mark not stored yet: ${String(error)}`,
+        `${turnLabel(sessionId, turnId)}: done mark not stored yet: ${String(error)}`,
         turnFields(sessionId, turnId),
       );
     });
@@ -204,7 +203,7 @@ export class TurnSettlement {
     try {
       nc.publish(subjects.turnEnded, encodeJson(ended));
     } catch (error) {
-      this.deps.log.warn(`turn ${turnKey(sessionId, turnId)}: end not told to workers: ${messageOf(error)}`);
+      this.deps.log.warn(`${turnLabel(sessionId, turnId)}: end not told to workers: ${messageOf(error)}`);
     }
   }
 

@@ -1,5 +1,6 @@
 import type { JetStreamClient, JetStreamManager, JsMsg } from "@nats-io/jetstream";
 import type { EngineEvent } from "../../contracts/events.ts";
+import { turnKey, turnLabel } from "../../contracts/turnKey.ts";
 import type { TurnRecord } from "../../contracts/turnProtocol.ts";
 import type { WalEntry } from "../../contracts/wal.ts";
 import { ConclaveError, messageOf } from "../../errors.ts";
@@ -9,7 +10,7 @@ import type { EventLogWriter } from "../../eventlog/writer.ts";
 import { type Logger, turnFields } from "../../telemetry/log.ts";
 import type { TurnStatusStore } from "../turnStatusStore.ts";
 import { decideRedelivery, decideTakeover, type StoredTurn, type TakeResult } from "./delivery.ts";
-import { type TurnSettlement, turnKey } from "./settlement.ts";
+import type { TurnSettlement } from "./settlement.ts";
 
 /** What an earlier attempt stored of a turn, and where its subject stands in the stream (to fence on). */
 export interface StoredForTakeover extends StoredTurn {
@@ -116,7 +117,7 @@ export async function takeRedelivered(
     }
     const reason = `poison: started ${MAX_TURN_ATTEMPTS} times without finishing`;
     deps.log.warn(
-      `turn ${turnKey(sessionId, turnId)} is poison: moved to the dead-letter stream`,
+      `${turnLabel(sessionId, turnId)} is poison: moved to the dead-letter stream`,
       turnFields(sessionId, turnId),
     );
     await deps.settlement.settle(
@@ -154,7 +155,7 @@ export async function takeRedelivered(
       },
     });
     deps.log.warn(
-      `turn ${turnKey(sessionId, turnId)} taken over from ${action.previousRunner ?? "a lost runner"} (attempt ${action.attempt})`,
+      `${turnLabel(sessionId, turnId)} taken over from ${action.previousRunner ?? "a lost runner"} (attempt ${action.attempt})`,
       turnFields(sessionId, turnId),
     );
   }
@@ -186,7 +187,7 @@ export function recordTaken(
   setImmediate(() =>
     takeStatus(deps, entry).catch((error: unknown) =>
       deps.log.warn(
-        `turn ${turnKey(sessionId, turnId)}: status not recorded: ${messageOf(error)}`,
+        `${turnLabel(sessionId, turnId)}: status not recorded: ${messageOf(error)}`,
         turnFields(sessionId, turnId),
       ),
     ),

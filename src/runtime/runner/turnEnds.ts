@@ -1,3 +1,4 @@
+import { turnLabel } from "../../contracts/turnKey.ts";
 import type { TurnOutput, TurnSuspension } from "../../contracts/turnProtocol.ts";
 import { usageSummary } from "../../contracts/turnProtocol.ts";
 import type { WalEntry } from "../../contracts/wal.ts";
@@ -8,7 +9,7 @@ import type { SuspensionTimers } from "../recipeHost/suspensionTimers.ts";
 import type { SessionSnapshot } from "../sessionStore.ts";
 import type { Admission } from "./admission.ts";
 import type { SessionHost } from "./sessionHost.ts";
-import { type TurnSettlement, turnKey } from "./settlement.ts";
+import type { TurnSettlement } from "./settlement.ts";
 import type { TurnOrder } from "./turnOrder.ts";
 
 /**
@@ -43,7 +44,7 @@ export class TurnEnds {
   async failUnrunnable(entry: WalEntry, error: ConclaveError): Promise<void> {
     const { session_id: sessionId, turn_id: turnId } = entry;
     const message = singleLine(error.message);
-    this.deps.log.error(`turn ${turnKey(sessionId, turnId)} cannot run: ${message}`, turnFields(sessionId, turnId));
+    this.deps.log.error(`${turnLabel(sessionId, turnId)} cannot run: ${message}`, turnFields(sessionId, turnId));
     this.deps.writer.append(sessionId, turnId, {
       kind: "TURN_COMPLETED",
       payload: {
@@ -83,7 +84,7 @@ export class TurnEnds {
         { markedDone },
       );
       this.deps.log.info(
-        `turn ${turnKey(sessionId, turnId)} ${output.outcome.status}: ${count} events stored`,
+        `${turnLabel(sessionId, turnId)} ${output.outcome.status}: ${count} events stored`,
         turnFields(sessionId, turnId),
       );
     } catch (error) {
@@ -91,7 +92,7 @@ export class TurnEnds {
       // turn as run). Drop the actor and hand the session's turns back: the entry is delivered again, and the
       // turn is taken over from what is stored — resumed, or settled if its end was stored after all.
       this.deps.log.error(
-        `turn ${turnKey(sessionId, turnId)} not settled: ${messageOf(error)}; it will be taken again`,
+        `${turnLabel(sessionId, turnId)} not settled: ${messageOf(error)}; it will be taken again`,
         turnFields(sessionId, turnId),
       );
       this.resetSession(sessionId);
@@ -134,10 +135,10 @@ export class TurnEnds {
           ...(suspended.approval ? { approval: suspended.approval } : {}),
         },
       });
-      this.deps.log.info(`turn ${turnKey(sessionId, turnId)} suspended at '${suspended.node}': waiting for an answer`);
+      this.deps.log.info(`${turnLabel(sessionId, turnId)} suspended at '${suspended.node}': waiting for an answer`);
     } catch (error) {
       this.deps.log.error(
-        `turn ${turnKey(sessionId, turnId)} not suspended cleanly: ${messageOf(error)}; it will be taken again`,
+        `${turnLabel(sessionId, turnId)} not suspended cleanly: ${messageOf(error)}; it will be taken again`,
         turnFields(sessionId, turnId),
       );
       this.resetSession(sessionId);
@@ -145,10 +146,7 @@ export class TurnEnds {
   }
 
   async crashed(sessionId: string, turnId: number, error: unknown): Promise<void> {
-    this.deps.log.error(
-      `turn ${turnKey(sessionId, turnId)} crashed: ${messageOf(error)}`,
-      turnFields(sessionId, turnId),
-    );
+    this.deps.log.error(`${turnLabel(sessionId, turnId)} crashed: ${messageOf(error)}`, turnFields(sessionId, turnId));
     this.deps.writer.abandon(sessionId, turnId);
     await this.deps.settlement.settle(sessionId, turnId, {
       status: "failed",

@@ -5,6 +5,7 @@ import type { AgentContext, AgentReply, AgentRequest } from "../../contracts/age
 import type { EngineEvent } from "../../contracts/events.ts";
 import type { HumanAnswer, JsonObject } from "../../contracts/recipeRun.ts";
 import type { ToolManifest } from "../../contracts/tool.ts";
+import { turnKey } from "../../contracts/turnKey.ts";
 import type { TurnRecord } from "../../contracts/turnProtocol.ts";
 import type { ToolPolicy } from "../../tools/policy.ts";
 import { delegatedRequest } from "../recipeHost/recipeActors.ts";
@@ -79,7 +80,7 @@ export class PipelineTools {
 
   /** A suspended pipeline turn was answered: its approval holds when it runs again. */
   answered(sessionId: string, turnId: number, answer: HumanAnswer): void {
-    this.#answers.set(`${sessionId}.${turnId}`, answer);
+    this.#answers.set(`${turnKey(sessionId, turnId)}`, answer);
   }
 
   /**
@@ -88,7 +89,7 @@ export class PipelineTools {
    */
   observe(turn: { session_id: string; turn_id: number }, record: TurnRecord): void {
     if (record.kind !== "CONTEXT_COMPACTED" && record.kind !== "CONTEXT_PLANNED") return;
-    const key = `${turn.session_id}.${turn.turn_id}`;
+    const key = `${turnKey(turn.session_id, turn.turn_id)}`;
     if (record.kind === "CONTEXT_COMPACTED") {
       const known = this.#pressure.get(key);
       this.#pressure.set(key, { pressure: known?.pressure ?? record.payload.pressure, compacted: true });
@@ -100,7 +101,7 @@ export class PipelineTools {
 
   /** The turn ended (completed, suspended or crashed): calls in flight stop and record nothing more. */
   ended(sessionId: string, turnId: number): void {
-    const key = `${sessionId}.${turnId}`;
+    const key = `${turnKey(sessionId, turnId)}`;
     this.#answers.delete(key);
     this.#pressure.delete(key);
     const turn = this.#turns.get(key);
@@ -164,7 +165,7 @@ export class PipelineTools {
 
   /** The turn's tools, opened on the gate by its first agent call that has any. */
   #open(services: TurnServices, log: PipelineTurnLog, request: AgentRequest): OpenPipelineTurn {
-    const key = `${request.session_id}.${request.turn_id}`;
+    const key = `${turnKey(request.session_id, request.turn_id)}`;
     const open = this.#turns.get(key);
     if (open) return open;
     const ref = { session_id: request.session_id, turn_id: request.turn_id };

@@ -15,6 +15,7 @@ import {
   type ToolGateRequest,
   type ToolOutputRead,
 } from "../../contracts/tool.ts";
+import { turnKey } from "../../contracts/turnKey.ts";
 import { inContextOf } from "../../telemetry/natsHeaders.ts";
 import { tracingActive } from "../../telemetry/tracer.ts";
 import { Slots } from "./slots.ts";
@@ -45,7 +46,7 @@ export class ToolGate {
 
   /** The model steps an earlier attempt of the turn recorded for this agent call (empty: none). */
   replayOf(sessionId: string, turnId: number, callKey: string): unknown[] {
-    return this.#turns.get(`${sessionId}.${turnId}`)?.replayOf(callKey) ?? [];
+    return this.#turns.get(`${turnKey(sessionId, turnId)}`)?.replayOf(callKey) ?? [];
   }
 
   /** Lets a turn's agents call tools; returns what ends it. */
@@ -56,7 +57,7 @@ export class ToolGate {
         if (!error) void (tracingActive() ? inContextOf(msg.headers, () => this.#answer(msg)) : this.#answer(msg));
       },
     });
-    const key = `${sessionId}.${turnId}`;
+    const key = `${turnKey(sessionId, turnId)}`;
     const outputs = this.#outputs;
     const turn = new TurnToolCalls({
       ...tools,
@@ -77,7 +78,7 @@ export class ToolGate {
   async #answer(msg: Msg): Promise<void> {
     try {
       const request = decodeJson(msg.data, GateRequest, `tool call on ${msg.subject}`);
-      const turn = this.#turns.get(`${request.session_id}.${request.turn_id}`);
+      const turn = this.#turns.get(`${turnKey(request.session_id, request.turn_id)}`);
       if (!turn)
         throw new HandlerError("not_found", `turn ${request.session_id}/${request.turn_id} is not running here`);
       const kind = (request as { kind?: unknown }).kind;

@@ -5,6 +5,7 @@ import { HandlerError } from "../../bus/errors.ts";
 import { buckets } from "../../bus/subjects.ts";
 import { setting } from "../../config/load.ts";
 import type { ToolOutputRef, ToolOutputSlice } from "../../contracts/tool.ts";
+import { turnKey } from "../../contracts/turnKey.ts";
 import { messageOf } from "../../errors.ts";
 import { checkBucketReplicas, configuredReplicas, patientlySetUp } from "../../nats/replicas.ts";
 
@@ -62,7 +63,7 @@ export class ToolOutputs {
 
   /** The handle of a call's result: `<session>.<turn>.<hash of the call id>`. */
   static handleOf(sessionId: string, turnId: number, callId: string): string {
-    return `${sessionId}.${turnId}.${createHash("sha256").update(callId).digest("hex").slice(0, 16)}`;
+    return `${turnKey(sessionId, turnId)}.${createHash("sha256").update(callId).digest("hex").slice(0, 16)}`;
   }
 
   /**
@@ -94,7 +95,7 @@ export class ToolOutputs {
     offset: number,
     length: number,
   ): Promise<ToolOutputSlice> {
-    if (!handle.startsWith(`${turn.session_id}.${turn.turn_id}.`))
+    if (!handle.startsWith(`${turnKey(turn.session_id, turn.turn_id)}.`))
       throw new HandlerError(
         "forbidden",
         `tool output ${handle} is not one of turn ${turn.session_id}/${turn.turn_id}`,

@@ -13,6 +13,7 @@ import type {
   ToolManifest,
   ToolRisk,
 } from "../../contracts/tool.ts";
+import { turnKey } from "../../contracts/turnKey.ts";
 import type { TurnRecord } from "../../contracts/turnProtocol.ts";
 import { codeOf, messageOf } from "../../errors.ts";
 import { decideToolCall, delegationDepthOf, dryRunOf, parallelSlotsOf, type ToolPolicy } from "../../tools/policy.ts";
@@ -324,7 +325,7 @@ export class TurnToolCalls {
     } catch {
       return refuse(callId, "failed", "the turn ended before a slot was free");
     }
-    const idempotencyKey = `${request.session_id}.${request.turn_id}.${callId}`;
+    const idempotencyKey = `${turnKey(request.session_id, request.turn_id)}.${callId}`;
     const started = performance.now();
     turn.record({ kind: "TOOL_CALL_STARTED", payload: { ...ref, idempotency_key: idempotencyKey } });
     const timeoutMs = turn.timeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS;

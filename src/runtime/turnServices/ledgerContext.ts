@@ -1,3 +1,4 @@
+import { turnLabel } from "../../contracts/turnKey.ts";
 import { messageOf, singleLine } from "../../errors.ts";
 import type { LedgerStore } from "../../ledgers/ledgerStore.ts";
 import type { Logger } from "../../telemetry/log.ts";
@@ -18,7 +19,7 @@ export function ledgerDigestInterceptor(ledgers: Pick<LedgerStore, "digest">, lo
       const memory = next(input);
       const digest = ledgers.digest(request.session_id).catch((error: unknown) => {
         log.warn(
-          `turn ${request.session_id}.${request.turn_id}: ledgers left out of its context: ${singleLine(messageOf(error))}`,
+          `${turnLabel(request.session_id, request.turn_id)}: ledgers left out of its context: ${singleLine(messageOf(error))}`,
         );
         return null;
       });

@@ -1,6 +1,7 @@
 import { decide } from "../../cognition/council.ts";
 import { streamOffline } from "../../cognition/voice.ts";
 import type { ReplyFallback, VoiceStreamId } from "../../contracts/council.ts";
+import { turnLabel } from "../../contracts/turnKey.ts";
 import { deadlineSignal, timedOut, unlessAborted } from "../../deadline.ts";
 import { ConclaveError, codeOf, messageOf, singleLine } from "../../errors.ts";
 import type { Logger } from "../../telemetry/log.ts";
@@ -57,7 +58,7 @@ export function replyFallbackInterceptor(options: ReplyFallbackOptions): TurnInt
   };
   const fellBack = (what: string, turn: { session_id: string; turn_id: number }, fallback: ReplyFallback) =>
     options.log?.warn(
-      `turn ${turn.session_id}.${turn.turn_id}: the deterministic ${what} answered: ${fallback.code}: ${singleLine(fallback.message)}`,
+      `${turnLabel(turn.session_id, turn.turn_id)}: the deterministic ${what} answered: ${fallback.code}: ${singleLine(fallback.message)}`,
     );
 
   return {
