@@ -179,6 +179,29 @@ export class TurnStatusStore {
     }));
   }
 
+  /**
+   * The turn's status once it is no longer `inflight`, or as it stands when
+   * `withinMs` has passed (null when it has none). It follows the key's
+   * updates (a KV watch) rather than reading it again and again.
+   */
+  async settled(sessionId: string, turnId: number, withinMs: number): Promise<TurnStatusRecord | null> {
+    const now = await this.get(sessionId, turnId);
+    if (now?.status !== "inflight") return now;
+    // The watch gives the value as it stands first, so an update made since the read is not missed.
+    const watch = await this.kv.kv.watch({ key: turnKey(sessionId, turnId) });
+    const timer = setTimeout(() => watch.stop(), withinMs);
+    try {
+      for await (const _update of watch) {
+        const status = await this.get(sessionId, turnId);
+        if (status?.status !== "inflight") return status;
+      }
+      return await this.get(sessionId, turnId);
+    } finally {
+      clearTimeout(timer);
+      watch.stop();
+    }
+  }
+
   /** Every turn of a session with a readable status, in turn order (an unreadable one is reported on `conclave.dlq.kv`). */
   async list(sessionId: string): Promise<TurnStatusRecord[]> {
     return (await this.#listMatching(`${sessionId}.*`)).sort((a, b) => a.turn_id - b.turn_id);

@@ -131,12 +131,9 @@ async function endedWhileSuspended(
   reason: string,
   suspending: boolean,
 ): Promise<boolean> {
-  const deadline = Date.now() + SUSPENSION_SETTLE_MS;
-  let status = await deps.statuses.get(sessionId, turnId);
-  while (suspending && status?.status === "inflight" && Date.now() < deadline) {
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    status = await deps.statuses.get(sessionId, turnId);
-  }
+  const status = suspending
+    ? await deps.statuses.settled(sessionId, turnId, SUSPENSION_SETTLE_MS)
+    : await deps.statuses.get(sessionId, turnId);
   if (status?.status !== "suspended") return false;
   // Null: answered (or timed out) meanwhile, so it runs again: the caller cancels it as a running turn.
   return (await cancelSuspended(deps, status, reason)) !== null;

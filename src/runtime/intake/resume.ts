@@ -25,13 +25,8 @@ const SUSPENSION_SETTLE_MS = 3_000;
  * runner records the status `suspended`, and an answer sent at once must
  * not be refused for that.
  */
-async function settledStatus(deps: Pick<CancelDeps, "statuses">, sessionId: string, turnId: number) {
-  const deadline = Date.now() + SUSPENSION_SETTLE_MS;
-  for (;;) {
-    const status = await deps.statuses.get(sessionId, turnId);
-    if (status?.status !== "inflight" || Date.now() > deadline) return status;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+function settledStatus(deps: Pick<CancelDeps, "statuses">, sessionId: string, turnId: number) {
+  return deps.statuses.settled(sessionId, turnId, SUSPENSION_SETTLE_MS);
 }
 
 /** Cancelled, or being cancelled (`cancelSuspended.ts` claims a suspension, then records its end). */
