@@ -16,6 +16,7 @@
  * @packageDocumentation
  */
 
+export { UnknownAgentError } from "./agents/builtins.ts";
 export {
   type AgentDefinition,
   AgentDefinitionError,
@@ -66,4 +67,4 @@ export {
   type ToolRunContext,
   type ToolSpec,
 } from "./tools/defineTool.ts";
-export { startWorker, UnknownAgentError, type WorkerHandle, type WorkerOptions } from "./workers/startWorker.ts";
+export { startWorker, type WorkerHandle, type WorkerOptions } from "./workers/startWorker.ts";

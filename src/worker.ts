@@ -25,7 +25,7 @@ export {
   ToolCallRefusedError,
   type ToolRunResult,
 } from "./agents/agentTools.ts";
-export { builtinAgents } from "./agents/builtins.ts";
+export { builtinAgents, UnknownAgentError } from "./agents/builtins.ts";
 export { type CouncilAnswering, type CouncilAnswers, councilAnswers } from "./agents/councilAnswers.ts";
 export {
   type AgentDefinition,
@@ -94,7 +94,6 @@ export {
   CORE_SERVICES,
   type CoreService,
   startWorker,
-  UnknownAgentError,
   type WorkerHandle,
   type WorkerOptions,
 } from "./workers/startWorker.ts";

@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
-import { AGENTS } from "../../agents/index.ts";
 import { type Announcer, announceAgents } from "../agents/announcement.ts";
+import { UnknownAgentError } from "../agents/builtins.ts";
 import type { AgentDefinition } from "../agents/defineAgent.ts";
 import { AgentDirectory } from "../agents/directory.ts";
 import { type BusOptions, busOptions, connectBus } from "../bus/connection.ts";
@@ -14,7 +14,7 @@ import { StepReplies } from "../bus/stepReplies.ts";
 import { type CognitionBackend, offlineBackend } from "../cognition/backend.ts";
 import { CRITIC_NAMES } from "../cognition/critics.ts";
 import { setting } from "../config/load.ts";
-import { ConclaveError, messageOf, singleLine } from "../errors.ts";
+import { messageOf, singleLine } from "../errors.ts";
 import { ensureDeadLetterStream, ensureMemoryStream } from "../eventlog/streams.ts";
 import { createEmbedder, embeddingConfigFromEnv } from "../llm/embeddings.ts";
 import { createChatModel, type LlmConfig, llmConfigFromEnv } from "../llm/index.ts";
@@ -24,8 +24,8 @@ import { openMemoryGraph } from "../memory/graph/open.ts";
 import { defaultPatchAdapters, type PatchAdapter } from "../memory/procedural/index.ts";
 import { SessionMemory } from "../memory/sessionMemory.ts";
 import { throughElections } from "../nats/elections.ts";
-import { type Logger, silentLogger } from "../telemetry/log.ts";
 import { skillsEmbedder, WorkerSkills } from "../skills/agentSkills.ts";
+import { type Logger, silentLogger } from "../telemetry/log.ts";
 import type { ToolDefinition } from "../tools/defineTool.ts";
 import { parseMcpConfig } from "../tools/mcp/config.ts";
 import { openMcpTools } from "../tools/mcp/open.ts";
@@ -48,33 +48,6 @@ export const WORKER_START_PATIENCE_MS = 60_000;
 export const CORE_SERVICES = ["scheduler", "council", "critics", "memory"] as const;
 /** One of CORE_SERVICES: `scheduler`, `council` (with the voice), `critics`, `memory`. */
 export type CoreService = (typeof CORE_SERVICES)[number];
-
-/** Raised when a worker is asked for agents or services that do not exist. */
-export class UnknownAgentError extends ConclaveError<"unknown_agent"> {
-  constructor(message: string) {
-    super("unknown_agent", message);
-  }
-}
-
-/**
- * Built-in agents by pattern: `*` matches any run of characters; patterns are
- * comma-separated (`emotion.*,inhibition.censor`).
- */
-export function matchAgents(patterns: string, roster: Iterable<string> = AGENTS.keys()): string[] {
-  const ids = [...roster];
-  const matched = new Set<string>();
-  for (const pattern of patterns
-    .split(",")
-    .map((part) => part.trim())
-    .filter(Boolean)) {
-    const regex = new RegExp(`^${pattern.replace(/[.+?^${}()|[\]\\]/g, "\\$&").replace(/\*/g, ".*")}$`);
-    const hits = ids.filter((id) => regex.test(id));
-    if (hits.length === 0)
-      throw new UnknownAgentError(`no agent matches '${pattern}'; the roster is: ${ids.join(", ")}`);
-    for (const id of hits) matched.add(id);
-  }
-  return [...matched];
-}
 
 /** What `startWorker` takes. */
 export interface WorkerOptions {
