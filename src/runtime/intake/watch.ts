@@ -9,11 +9,12 @@ import { subjects } from "../../bus/subjects.ts";
 import { addressOf } from "../../bus/tenancy.ts";
 import { type EngineEvent, LiveChunk } from "../../contracts/events.ts";
 import { TurnId } from "../../contracts/ids.ts";
+import { WatchId, WatchRenewal } from "../../contracts/watch.ts";
 import { deadlineSignal } from "../../deadline.ts";
 import { singleLine } from "../../errors.ts";
 import { followEvents, readEvents } from "../../eventlog/reader.ts";
 import type { Logger } from "../../telemetry/log.ts";
-import { isRenewal, WatchId, type WatchLease, WatchLeases, WatchRenewal, watchLimitsFrom } from "./watchLeases.ts";
+import { isRenewal, type WatchLease, WatchLeases, watchLimitsFrom } from "./watchLeases.ts";
 
 /** A request to read a session's events through the runner (`conclave.turn.watch.<session>`). Every field is optional. */
 export const WatchRequest = z.object({

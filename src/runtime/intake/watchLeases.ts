@@ -8,19 +8,9 @@
  * every 5 s (WATCH_RENEW_MS), and the runner serving it ends it when none
  * came for the keepalive window.
  */
-import { z } from "zod";
 import { HandlerError } from "../../bus/errors.ts";
 import { lenientSetting } from "../../config/load.ts";
-
-/** How often a requester renews its follow-watch, in ms (the client's watchTurn does). */
-export const WATCH_RENEW_MS = 5_000;
-
-/** A requester's name for its watch: what its renewals name. */
-export const WatchId = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "a watch id is 1-64 of A-Z a-z 0-9 _ -");
-
-/** A renewal of a follow-watch, published (no reply wanted) on the watch's own subject. */
-export const WatchRenewal = z.object({ renew: WatchId }).strict();
-export type WatchRenewal = z.infer<typeof WatchRenewal>;
+import { WatchRenewal } from "../../contracts/watch.ts";
 
 /** Whether a message on a watch subject is a renewal (not a watch request). */
 export function isRenewal(data: Uint8Array): boolean {
