@@ -6,6 +6,7 @@ import { requestJson } from "../bus/request.ts";
 import { buckets, streams, subjects } from "../bus/subjects.ts";
 import type { EraseRecord } from "../contracts/erase.ts";
 import { EngineEvent } from "../contracts/events.ts";
+import type { ForkRecord } from "../contracts/fork.ts";
 import { checkSessionId, checkTurnId } from "../contracts/ids.ts";
 import { type MemoryItem, MemorySearchReply } from "../contracts/memory.ts";
 import type { JsonObject } from "../contracts/recipeRun.ts";
@@ -27,7 +28,6 @@ import {
 } from "../ledgers/clients.ts";
 import { replicasOf } from "../nats/replicas.ts";
 import { simulationTrace } from "../recipes/trace.ts";
-import type { ForkRecord } from "../runtime/checkpoints/forkContract.ts";
 import { TurnStatusStore } from "../runtime/turnStatusStore.ts";
 import { readLoggedMessages } from "../verify/logReader.ts";
 import { VERIFY_LEVELS, type VerifyLevel, type VerifyReport, verifySession } from "../verify/verify.ts";

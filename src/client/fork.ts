@@ -1,8 +1,8 @@
 import type { NatsConnection } from "@nats-io/nats-core";
 import { requestJson } from "../bus/request.ts";
 import { subjects } from "../bus/subjects.ts";
+import { type ForkPoint, ForkRecord, ForkRequest } from "../contracts/fork.ts";
 import { checkSessionId } from "../contracts/ids.ts";
-import { type ForkPoint, ForkRecord, ForkRequest } from "../runtime/checkpoints/forkContract.ts";
 
 /** What `fork` is given: the source session, the fork point, and the new session's id. */
 export interface ForkOptions {

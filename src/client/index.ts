@@ -26,6 +26,7 @@ export {
   type EventPayload,
   EventPayloads,
 } from "../contracts/events.ts";
+export type { ForkPoint, ForkRecord } from "../contracts/fork.ts";
 export type {
   LedgerDigest,
   LedgerReplay,
@@ -61,7 +62,6 @@ export type {
   TruthLedgerClient,
 } from "../ledgers/clients.ts";
 export { describeStep, simulationTrace } from "../recipes/trace.ts";
-export type { ForkPoint, ForkRecord } from "../runtime/checkpoints/forkContract.ts";
 export {
   IntentAction,
   IntentPatch,

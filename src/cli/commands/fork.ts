@@ -1,6 +1,6 @@
 import { connect } from "../../client/client.ts";
+import type { ForkPoint } from "../../contracts/fork.ts";
 import { SessionId } from "../../contracts/ids.ts";
-import type { ForkPoint } from "../../runtime/checkpoints/forkContract.ts";
 import { sessionArg, UsageError } from "../args.ts";
 import { defineCommand } from "../command.ts";
 import { EXIT } from "../failures.ts";

@@ -1,6 +1,6 @@
 /** The wire contract of a session fork (`conclave.session.fork.<session>`, docs/tape.md). */
 import { z } from "zod";
-import { SessionId, TurnId } from "../../contracts/ids.ts";
+import { SessionId, TurnId } from "./ids.ts";
 
 /**
  * Where the fork starts: after a turn, or at a stream position of the
