@@ -9,10 +9,11 @@ import { streams, subjects } from "../../bus/subjects.ts";
 import { addressOf } from "../../bus/tenancy.ts";
 import { EngineEvent } from "../../contracts/events.ts";
 import { type CancelReply, CancelRequest, type TurnCancelled } from "../../contracts/turn.ts";
+import { turnLabel } from "../../contracts/turnKey.ts";
 import type { TurnStatusRecord } from "../../contracts/wal.ts";
 import { singleLine } from "../../errors.ts";
+import type { TurnStatusStore } from "../../eventlog/turnStatusStore.ts";
 import type { Logger } from "../../telemetry/log.ts";
-import type { TurnStatusStore } from "../turnStatusStore.ts";
 import { cancelSuspended, type SuspendedCancelDeps } from "./cancelSuspended.ts";
 
 /** What answering a cancel request needs. */
@@ -114,7 +115,7 @@ export async function cancelTurn(
       subjects.turnCancelled,
       encodeJson({ session_id: sessionId, turn_id: turnId, reason } satisfies TurnCancelled),
     );
-    deps.log.info(`turn ${sessionId}/${turnId}: cancel requested (${singleLine(reason, 200)})`);
+    deps.log.info(`${turnLabel(sessionId, turnId)}: cancel requested (${singleLine(reason, 200)})`);
   }
   return marked;
 }

@@ -3,15 +3,16 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import { encodeJson } from "../../bus/codec.ts";
 import { subjects } from "../../bus/subjects.ts";
 import type { TurnCancelled } from "../../contracts/turn.ts";
+import { turnLabel } from "../../contracts/turnKey.ts";
 import { usageSummary } from "../../contracts/turnProtocol.ts";
 import type { TurnStatusRecord } from "../../contracts/wal.ts";
 import { singleLine } from "../../errors.ts";
+import type { TurnStatusStore } from "../../eventlog/turnStatusStore.ts";
 import { EventLogWriter } from "../../eventlog/writer.ts";
 import type { Logger } from "../../telemetry/log.ts";
 import type { SuspensionTimers } from "../recipeHost/suspensionTimers.ts";
 import { readForTakeover } from "../runner/takeover.ts";
 import type { SessionStore } from "../sessionStore.ts";
-import type { TurnStatusStore } from "../turnStatusStore.ts";
 
 /** What ending a suspended turn needs: the stores its end is written to, and the timers that might answer it. */
 export interface SuspendedCancelDeps {
@@ -73,7 +74,7 @@ export async function cancelSuspended(
     encodeJson({ session_id: sessionId, turn_id: turnId, reason } satisfies TurnCancelled),
   );
   deps.log.info(
-    `turn ${sessionId}/${turnId}: cancelled while waiting at '${before.suspended?.node ?? "?"}' (${singleLine(reason, 200)})`,
+    `${turnLabel(sessionId, turnId)}: cancelled while waiting at '${before.suspended?.node ?? "?"}' (${singleLine(reason, 200)})`,
   );
   return deps.statuses.get(sessionId, turnId);
 }

@@ -7,6 +7,7 @@ import type { ServiceMsg } from "../../bus/service.ts";
 import { subjects } from "../../bus/subjects.ts";
 import { addressOf } from "../../bus/tenancy.ts";
 import { type ResumeReply, ResumeRequest } from "../../contracts/recipeRun.ts";
+import { turnLabel } from "../../contracts/turnKey.ts";
 import type { TurnStatusRecord } from "../../contracts/wal.ts";
 import { singleLine } from "../../errors.ts";
 import { resumeSuspended } from "../recipeHost/resume.ts";
@@ -93,7 +94,9 @@ export async function serveResume(deps: CancelDeps & { timers: SuspensionTimers 
       status.suspended.seq,
     );
     await deps.timers.forget(sessionId, request.turn_id);
-    deps.log.info(`turn ${sessionId}/${request.turn_id}: '${resumed.node}' answered by ${request.user_id}; resumed`);
+    deps.log.info(
+      `${turnLabel(sessionId, request.turn_id)}: '${resumed.node}' answered by ${request.user_id}; resumed`,
+    );
     const reply: ResumeReply = {
       session_id: view,
       turn_id: request.turn_id,

@@ -7,7 +7,7 @@ import { subjects } from "../../bus/subjects.ts";
 import { addressOf } from "../../bus/tenancy.ts";
 import type { EngineEvent } from "../../contracts/events.ts";
 import { type RollbackReply, RollbackRequest, ToolCallReply, type ToolCallRequest } from "../../contracts/tool.ts";
-import { turnKey } from "../../contracts/turnKey.ts";
+import { turnKey, turnLabel } from "../../contracts/turnKey.ts";
 import { messageOf, singleLine } from "../../errors.ts";
 import { EventLogWriter } from "../../eventlog/writer.ts";
 import { readForTakeover } from "../runner/takeover.ts";
@@ -105,7 +105,7 @@ export async function serveRollback(deps: CancelDeps, msg: ServiceMsg): Promise<
     }
     await writer.finish(sessionId, turnId);
     deps.log.info(
-      `turn ${sessionId}/${turnId}: rolled back ${calls.filter((call) => call.ok).length} of ${calls.length} write call(s)`,
+      `${turnLabel(sessionId, turnId)}: rolled back ${calls.filter((call) => call.ok).length} of ${calls.length} write call(s)`,
     );
     const reply: RollbackReply = { session_id: view, turn_id: turnId, calls };
     if (isInboxReply(msg.reply, "runner")) msg.respond(encodeJson(reply));
