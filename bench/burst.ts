@@ -5,7 +5,7 @@ import { type ConclaveClient, connect } from "../src/client/client.ts";
 import type { TurnAck } from "../src/contracts/turn.ts";
 import { pause } from "../src/deadline.ts";
 import { isConclaveError, messageOf } from "../src/errors.ts";
-import { TurnStatusStore } from "../src/runtime/turnStatusStore.ts";
+import { TurnStatusStore } from "../src/eventlog/turnStatusStore.ts";
 import { LeaseLapses } from "./loggedProcess.ts";
 import type { BenchPlan } from "./plan.ts";
 import { progress, ticker } from "./progress.ts";

@@ -7,7 +7,7 @@ import { submitTurn, watchTurn } from "../src/client/turns.ts";
 import type { TurnAck } from "../src/contracts/turn.ts";
 import { pause } from "../src/deadline.ts";
 import { isConclaveError } from "../src/errors.ts";
-import { TurnStatusStore } from "../src/runtime/turnStatusStore.ts";
+import { TurnStatusStore } from "../src/eventlog/turnStatusStore.ts";
 import type { BenchCluster } from "./cluster.ts";
 import { LeaseLapses } from "./loggedProcess.ts";
 import type { BenchPlan } from "./plan.ts";

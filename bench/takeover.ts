@@ -3,7 +3,7 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import type { ConclaveProcess } from "../src/cli/childProcess.ts";
 import { submitTurn, watchTurn } from "../src/client/turns.ts";
 import type { EngineEvent } from "../src/contracts/events.ts";
-import { TurnStatusStore } from "../src/runtime/turnStatusStore.ts";
+import { TurnStatusStore } from "../src/eventlog/turnStatusStore.ts";
 import type { ChatRequestBody } from "../test/helpers/openaiServer.ts";
 import type { BenchCluster } from "./cluster.ts";
 import type { BenchPlan } from "./plan.ts";

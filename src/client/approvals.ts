@@ -3,7 +3,7 @@ import type { EngineEvent } from "../contracts/events.ts";
 import type { TurnStatusRecord } from "../contracts/wal.ts";
 import { InvalidRequestError } from "../errors.ts";
 import type { RecipeRunResult } from "../eventlog/followRun.ts";
-import type { TurnStatusStore } from "../runtime/turnStatusStore.ts";
+import type { TurnStatusStore } from "../eventlog/turnStatusStore.ts";
 import { resumeRun } from "./recipeRun.ts";
 
 /** A tool call waiting for a person's approval: its run is suspended until `approve` or `deny`. */

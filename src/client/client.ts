@@ -20,6 +20,7 @@ import { ConclaveError, InvalidRequestError } from "../errors.ts";
 import { orderedConsumer, releaseConsumer } from "../eventlog/consumers.ts";
 import type { RecipeRunResult } from "../eventlog/followRun.ts";
 import { PULL_EXPIRES_MS } from "../eventlog/streams.ts";
+import { TurnStatusStore } from "../eventlog/turnStatusStore.ts";
 import {
   type LedgersClient,
   ledgerClients,
@@ -28,7 +29,6 @@ import {
 } from "../ledgers/clients.ts";
 import { replicasOf } from "../nats/replicas.ts";
 import { simulationTrace } from "../recipes/trace.ts";
-import { TurnStatusStore } from "../runtime/turnStatusStore.ts";
 import { readLoggedMessages } from "../verify/logReader.ts";
 import { VERIFY_LEVELS, type VerifyLevel, type VerifyReport, verifySession } from "../verify/verify.ts";
 import { type ApprovalOptions, answerApproval, listApprovals, type PendingApproval } from "./approvals.ts";

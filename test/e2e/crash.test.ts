@@ -7,7 +7,7 @@ import { submitTurn } from "../../src/client/turns.ts";
 import type { EngineEvent } from "../../src/contracts/events.ts";
 import type { TurnAck } from "../../src/contracts/turn.ts";
 import { readEvents } from "../../src/eventlog/reader.ts";
-import { TurnStatusStore } from "../../src/runtime/turnStatusStore.ts";
+import { TurnStatusStore } from "../../src/eventlog/turnStatusStore.ts";
 import { conclaveModel } from "../helpers/conclaveModel.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { type OpenAIServer, startOpenAIServer } from "../helpers/openaiServer.ts";

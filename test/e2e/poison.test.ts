@@ -13,7 +13,7 @@ import {
   MAX_TURN_ATTEMPTS,
   WAL_ACK_WAIT_MS,
 } from "../../src/eventlog/streams.ts";
-import { TurnStatusStore } from "../../src/runtime/turnStatusStore.ts";
+import { TurnStatusStore } from "../../src/eventlog/turnStatusStore.ts";
 import { deadLetterCounts, readDeadLetters, seededRandom } from "../helpers/fuzz.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { useConclaveProcesses } from "../helpers/processes.ts";

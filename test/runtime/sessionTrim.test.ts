@@ -8,7 +8,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { type ConclaveClient, connect } from "../../src/client/index.ts";
 import { readEvents } from "../../src/eventlog/reader.ts";
 import { retentionSettings } from "../../src/eventlog/retention.ts";
-import { TurnStatusStore } from "../../src/runtime/turnStatusStore.ts";
+import { TurnStatusStore } from "../../src/eventlog/turnStatusStore.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { useInProcessStack } from "../helpers/stack.ts";
 import { until } from "../helpers/wait.ts";

@@ -4,9 +4,9 @@ import { encodeJson } from "../../src/bus/codec.ts";
 import { RUNNER_CONSUMER, streams, subjects } from "../../src/bus/subjects.ts";
 import type { WalEntry } from "../../src/contracts/wal.ts";
 import { ensureDeadLetterStream, ensureTurnWal } from "../../src/eventlog/streams.ts";
+import { TurnStatusStore } from "../../src/eventlog/turnStatusStore.ts";
 import { TurnSettlement } from "../../src/runtime/runner/settlement.ts";
 import { SessionStore } from "../../src/runtime/sessionStore.ts";
-import { TurnStatusStore } from "../../src/runtime/turnStatusStore.ts";
 import { silentLogger } from "../../src/telemetry/log.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 

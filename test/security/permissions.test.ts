@@ -10,13 +10,13 @@ import { DEV_CREDENTIALS, INBOX_PREFIXES, ROLES, type Role } from "../../src/bus
 import { buckets, RUNNER_CONSUMER, streams, subjects } from "../../src/bus/subjects.ts";
 import { submitTurn, watchTurn } from "../../src/client/turns.ts";
 import { readEvents } from "../../src/eventlog/reader.ts";
+import { TurnStatusStore } from "../../src/eventlog/turnStatusStore.ts";
 import { collectInspection } from "../../src/inspect/collector.ts";
 import { createInspectionPublisher } from "../../src/inspect/publisher.ts";
 import type { InspectionRecord } from "../../src/inspect/record.ts";
 import { DEFAULT_NATS_CONFIG } from "../../src/nats/server.ts";
 import { Runner } from "../../src/runtime/runner/runner.ts";
 import { SessionStore } from "../../src/runtime/sessionStore.ts";
-import { TurnStatusStore } from "../../src/runtime/turnStatusStore.ts";
 import { CORE_SERVICES, startWorker, type WorkerHandle } from "../../src/workers/startWorker.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { settledStatus } from "../helpers/turnStatus.ts";

@@ -11,10 +11,10 @@ import { DEFAULT_ERASE_WAIT_MS, EraseRecord, EraseRequest } from "../../contract
 import { TurnStatusRecord } from "../../contracts/wal.ts";
 import { singleLine } from "../../errors.ts";
 import { ensureAuditStream } from "../../eventlog/streams.ts";
+import type { TurnStatusStore } from "../../eventlog/turnStatusStore.ts";
 import { stopSessionSchedules } from "../../schedules/erase.ts";
 import type { Logger } from "../../telemetry/log.ts";
 import { announceErasure } from "../runner/sessionErasures.ts";
-import type { TurnStatusStore } from "../turnStatusStore.ts";
 import { cancelTurn } from "./cancel.ts";
 import { forksOf } from "./eraseForks.ts";
 import { type EraseStoreDeps, eraseStores, type StoresErased } from "./eraseStores.ts";

@@ -5,7 +5,7 @@ import { subjects } from "../../bus/subjects.ts";
 import type { HumanAnswer } from "../../contracts/recipeRun.ts";
 import { turnKey } from "../../contracts/turnKey.ts";
 import type { WalEntry } from "../../contracts/wal.ts";
-import type { TurnStatusStore } from "../turnStatusStore.ts";
+import type { TurnStatusStore } from "../../eventlog/turnStatusStore.ts";
 
 /**
  * Resumes a suspended recipe run: its status goes suspended → pending (only

@@ -7,8 +7,8 @@ import { buckets } from "../../bus/subjects.ts";
 import { turnKey } from "../../contracts/turnKey.ts";
 import { MAX_TIMER_MS } from "../../deadline.ts";
 import { isConclaveError, messageOf } from "../../errors.ts";
+import type { TurnStatusStore } from "../../eventlog/turnStatusStore.ts";
 import type { Logger } from "../../telemetry/log.ts";
-import type { TurnStatusStore } from "../turnStatusStore.ts";
 import { resumeSuspended } from "./resume.ts";
 
 const SuspensionRecord = z.object({

@@ -9,11 +9,11 @@ import { turnKey, turnLabel } from "../../contracts/turnKey.ts";
 import type { TurnStatusRecord, WalEntry } from "../../contracts/wal.ts";
 import { messageOf } from "../../errors.ts";
 import { WAL_ACK_WAIT_MS } from "../../eventlog/streams.ts";
+import type { TurnStatusStore } from "../../eventlog/turnStatusStore.ts";
 import { type Logger, turnFields } from "../../telemetry/log.ts";
 import { beginTurnSpan, endTurnSpan } from "../../telemetry/turnSpans.ts";
 import { redactPii } from "../interception/pii.ts";
 import type { SessionStore } from "../sessionStore.ts";
-import type { TurnStatusStore } from "../turnStatusStore.ts";
 
 /** How a turn ended, as recorded in its status. */
 export type TurnEnd =

@@ -6,9 +6,9 @@ import type { WalEntry } from "../../contracts/wal.ts";
 import { ConclaveError, messageOf } from "../../errors.ts";
 import { readEvents } from "../../eventlog/reader.ts";
 import { MAX_TURN_ATTEMPTS } from "../../eventlog/streams.ts";
+import type { TurnStatusStore } from "../../eventlog/turnStatusStore.ts";
 import type { EventLogWriter } from "../../eventlog/writer.ts";
 import { type Logger, turnFields } from "../../telemetry/log.ts";
-import type { TurnStatusStore } from "../turnStatusStore.ts";
 import { decideRedelivery, decideTakeover, type StoredTurn, type TakeResult } from "./delivery.ts";
 import type { TurnSettlement } from "./settlement.ts";
 

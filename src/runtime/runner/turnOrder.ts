@@ -1,6 +1,6 @@
+import type { TurnStatusStore } from "../../eventlog/turnStatusStore.ts";
 import type { Logger } from "../../telemetry/log.ts";
 import type { SessionStore } from "../sessionStore.ts";
-import type { TurnStatusStore } from "../turnStatusStore.ts";
 
 /** How long a runner that took a session keeps later turns waiting for an earlier one to be delivered. */
 export const TURN_ORDER_WAIT_MS = 15_000;
