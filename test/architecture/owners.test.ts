@@ -1,8 +1,9 @@
 /**
  * One owner for each small concept (issue 35): an error's message, a sleep,
- * a turn's key, the timer limit and the package version are each written in
- * one file, and everywhere else calls it. This reads src/, machines/ and
- * agents/ as text and names, rule by rule, each line that writes one again.
+ * a retry's backoff, a turn's key, the timer limit and the package version
+ * are each written in one file, and everywhere else calls it. This reads
+ * src/, machines/ and agents/ as text and names, rule by rule, each line
+ * that writes one again.
  */
 import { readdir, readFile } from "node:fs/promises";
 import { join, relative } from "node:path";
@@ -33,6 +34,12 @@ const rules: OwnerRule[] = [
     owner: "src/deadline.ts",
     pattern: /new Promise\b.*setTimeout\(\s*(resolve|r)\s*,/,
     example: "await new Promise((resolve) => setTimeout(resolve, 50));",
+  },
+  {
+    name: "backoff formula: use backoffMs()",
+    owner: "src/deadline.ts",
+    pattern: /\* 2 \*\* /,
+    example: "await pause(Math.min(100 * 2 ** attempt, 2_000));",
   },
   {
     name: "hand-written turn key: use turnKey() or turnLabel()",
