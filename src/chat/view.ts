@@ -9,7 +9,7 @@
  */
 import { Box, Static, Text } from "ink";
 import { createElement as h, type ReactElement } from "react";
-import { printable } from "../cli/printable.ts";
+import { printable } from "../client/printable.ts";
 import { type ChatMessage, type ChatState, stageMarks, statusLine } from "./state.ts";
 import { type AgentMark, isSettled, outcomeLine, type TurnView } from "./turnView.ts";
 

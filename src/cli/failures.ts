@@ -12,9 +12,9 @@ import {
   TimeoutError,
 } from "@nats-io/nats-core";
 import { RemoteCallError } from "../bus/errors.ts";
+import { printable } from "../client/printable.ts";
 import type { ErrorCode } from "../contracts/errors.ts";
 import { ConclaveError, type ConclaveErrorCode, isConclaveError, messageOf, singleLine } from "../errors.ts";
-import { printable } from "./printable.ts";
 
 /** The exit statuses of every `conclave` command. */
 export const EXIT = {

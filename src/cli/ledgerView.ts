@@ -1,8 +1,8 @@
 import { type ConclaveClient, connect } from "../client/client.ts";
+import { printable } from "../client/printable.ts";
 import type { TaskBlocker, TaskItem, TaskState, TruthFact } from "../contracts/ledger.ts";
 import { sessionArg } from "./args.ts";
 import type { Bus } from "./command.ts";
-import { printable } from "./printable.ts";
 
 /** The flags every `conclave truth` and `conclave task` verb takes (with the connection's, in the client role). */
 export const LEDGER_FLAGS = {

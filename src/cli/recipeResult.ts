@@ -1,6 +1,6 @@
+import { printable } from "../client/printable.ts";
 import type { RecipeRunResult } from "../eventlog/followRun.ts";
 import { EXIT, type ExitStatus } from "./failures.ts";
-import { printable } from "./printable.ts";
 
 /**
  * How `conclave run` and `conclave resume` end: the final blackboard of a

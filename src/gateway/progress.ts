@@ -5,7 +5,7 @@
  * last notification), so a client sees the reply being written without a
  * notification per token.
  */
-import { renderEvent } from "../cli/render.ts";
+import { renderEvent } from "../client/renderEvent.ts";
 import type { EngineEvent } from "../contracts/events.ts";
 import { singleLine } from "../errors.ts";
 

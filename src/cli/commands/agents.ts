@@ -4,11 +4,11 @@ import { AgentDirectory } from "../../agents/directory.ts";
 import { RemoteCallError } from "../../bus/errors.ts";
 import { requestJson } from "../../bus/request.ts";
 import { subjects } from "../../bus/subjects.ts";
+import { printable } from "../../client/printable.ts";
 import type { AgentManifest } from "../../contracts/agent.ts";
 import type { ToolManifest } from "../../contracts/tool.ts";
 import { defineCommand } from "../command.ts";
 import { EXIT } from "../failures.ts";
-import { printable } from "../printable.ts";
 
 const help = `conclave agents: the agents and tools live workers host
 

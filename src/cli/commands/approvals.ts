@@ -1,6 +1,6 @@
 import { connect } from "../../client/client.ts";
+import { printable } from "../../client/printable.ts";
 import { defineCommand } from "../command.ts";
-import { printable } from "../printable.ts";
 
 const help = `conclave approvals: the tool calls waiting for a person's approval
 

@@ -1,9 +1,9 @@
 import { connect } from "../../client/client.ts";
+import { printable } from "../../client/printable.ts";
 import { describeCost } from "../../cost/summary.ts";
 import { sessionArg, UsageError } from "../args.ts";
 import { defineCommand } from "../command.ts";
 import { EXIT } from "../failures.ts";
-import { printable } from "../printable.ts";
 
 const help = `conclave cost: what a session's turns cost, from the tokens they recorded
 

@@ -1,10 +1,10 @@
 import { connect } from "../../client/client.ts";
+import { printable } from "../../client/printable.ts";
 import type { ForkPoint } from "../../contracts/fork.ts";
 import { SessionId } from "../../contracts/ids.ts";
 import { sessionArg, UsageError } from "../args.ts";
 import { defineCommand } from "../command.ts";
 import { EXIT } from "../failures.ts";
-import { printable } from "../printable.ts";
 
 const help = `conclave fork: start a new session from another's state at a turn
 

@@ -1,12 +1,12 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { connect } from "../../client/client.ts";
+import { printable } from "../../client/printable.ts";
 import { messageOf } from "../../errors.ts";
 import { openMemoryGraph } from "../../memory/graph/open.ts";
 import type { MemoryGraphStore } from "../../memory/graph/store.ts";
 import { validateArtifact } from "../../memory/graph/types.ts";
 import { sessionArg, UsageError } from "../args.ts";
 import { type Bus, defineCommand } from "../command.ts";
-import { printable } from "../printable.ts";
 
 const help = `conclave memory: search a session's memory, export or import its graph
 

@@ -1,10 +1,10 @@
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { printable } from "../../client/printable.ts";
 import { LedgerStore } from "../../ledgers/ledgerStore.ts";
 import { replaySession } from "../../runtime/replay.ts";
 import { SessionStore } from "../../runtime/sessionStore.ts";
 import { sessionArg } from "../args.ts";
 import { defineCommand } from "../command.ts";
-import { printable } from "../printable.ts";
 
 const help = `conclave replay: rebuild a session's state from its event log and check it
 

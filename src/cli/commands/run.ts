@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { resolveAgents } from "../../agents/loadAgents.ts";
 import { connect } from "../../client/client.ts";
+import { printable } from "../../client/printable.ts";
 import type { EngineEvent } from "../../contracts/events.ts";
 import type { JsonObject } from "../../contracts/recipeRun.ts";
 import { readRecipeForRunner } from "../../recipes/load.ts";
@@ -10,7 +11,6 @@ import { resolveTools } from "../../tools/loadTools.ts";
 import { sessionArg, UsageError } from "../args.ts";
 import { defineCommand } from "../command.ts";
 import { EXIT } from "../failures.ts";
-import { printable } from "../printable.ts";
 import { printRunResult } from "../recipeResult.ts";
 import { createEventPrinter } from "../render.ts";
 

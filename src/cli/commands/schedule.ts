@@ -1,11 +1,11 @@
 import { readFileSync } from "node:fs";
 import { connect } from "../../client/client.ts";
+import { printable } from "../../client/printable.ts";
 import type { ScheduleChanges, ScheduleSpec, ScheduleView } from "../../client/schedules.ts";
 import type { JsonObject } from "../../contracts/recipeRun.ts";
 import { parseRecipeText } from "../../recipes/load.ts";
 import { UsageError } from "../args.ts";
 import { defineCommand } from "../command.ts";
-import { printable } from "../printable.ts";
 import { inputArg } from "./run.ts";
 
 const help = `conclave schedule: turns or recipe runs fired at a time, at an interval, or on a cron expression

@@ -1,10 +1,10 @@
 import { connect } from "../../client/client.ts";
+import { printable } from "../../client/printable.ts";
 import { MAX_ERASE_WAIT_MS } from "../../contracts/erase.ts";
 import { SessionId } from "../../contracts/ids.ts";
 import { UsageError } from "../args.ts";
 import { defineCommand } from "../command.ts";
 import { EXIT } from "../failures.ts";
-import { printable } from "../printable.ts";
 
 const help = `conclave session: act on a whole session
 

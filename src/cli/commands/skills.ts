@@ -1,4 +1,5 @@
 import { connect } from "../../client/client.ts";
+import { printable } from "../../client/printable.ts";
 import { consumesOf } from "../../client/skills.ts";
 import { setting } from "../../config/load.ts";
 import { skillsEmbedder } from "../../skills/agentSkills.ts";
@@ -7,7 +8,6 @@ import { SKILL_ROUTER_DEFAULTS, SkillRouter } from "../../skills/router.ts";
 import { sessionArg, UsageError } from "../args.ts";
 import { defineCommand } from "../command.ts";
 import { EXIT } from "../failures.ts";
-import { printable } from "../printable.ts";
 
 const help = `conclave skills: the skills of a directory, and which a message loads
 

@@ -1,3 +1,4 @@
+import { printable } from "../../client/printable.ts";
 import { setting } from "../../config/load.ts";
 import {
   type ClusterStatus,
@@ -10,7 +11,6 @@ import { monitorUrls } from "../../nats/monitor.ts";
 import { UsageError } from "../args.ts";
 import { defineCommand } from "../command.ts";
 import { EXIT } from "../failures.ts";
-import { printable } from "../printable.ts";
 
 const help = `conclave status: the NATS server or cluster, and each Conclave stream's replicas and health
 

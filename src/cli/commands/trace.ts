@@ -1,9 +1,9 @@
 import { connect } from "../../client/client.ts";
+import { printable } from "../../client/printable.ts";
 import { describeStep } from "../../recipes/trace.ts";
 import { sessionArg, turnArg } from "../args.ts";
 import { defineCommand } from "../command.ts";
 import { EXIT } from "../failures.ts";
-import { printable } from "../printable.ts";
 
 const help = `conclave trace: the SimulationTrace of a recipe run, from its durable event log
 

@@ -1,8 +1,8 @@
 import { connect } from "../../client/client.ts";
+import { printable } from "../../client/printable.ts";
 import { sessionArg } from "../args.ts";
 import { defineCommand } from "../command.ts";
 import { EXIT } from "../failures.ts";
-import { printable } from "../printable.ts";
 
 const help = `conclave turns: where each turn of a session stands
 

@@ -1,4 +1,5 @@
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { printable } from "../../client/printable.ts";
 import { LedgerStore } from "../../ledgers/ledgerStore.ts";
 import { replaySession } from "../../runtime/replay.ts";
 import { SessionStore } from "../../runtime/sessionStore.ts";
@@ -7,7 +8,6 @@ import { describeVerify, VERIFY_LEVELS, type VerifyLevel, verifySession } from "
 import { sessionArg, UsageError } from "../args.ts";
 import { defineCommand } from "../command.ts";
 import { EXIT } from "../failures.ts";
-import { printable } from "../printable.ts";
 
 const help = `conclave verify: run a session's checks and show each with its evidence
 
