@@ -20,7 +20,7 @@ import {
 } from "../contracts/council.ts";
 import { CriticReply, CriticRequest } from "../contracts/critic.ts";
 import { PlanWavesReply, PlanWavesRequest } from "../contracts/scheduler.ts";
-import type { CooldownStore } from "./cooldownStore.ts";
+import type { CooldownStore } from "../runtime/cooldownStore.ts";
 
 /**
  * The scheduler actor: plans the turn's waves from the live roster (the

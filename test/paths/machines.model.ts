@@ -13,7 +13,7 @@ import type { CouncilReply, CouncilRequest } from "../../src/contracts/council.t
 import type { CriticReply, CriticRequest } from "../../src/contracts/critic.ts";
 import type { PlanWavesRequest } from "../../src/contracts/scheduler.ts";
 import { neutralModulators, neutralStance } from "../../src/contracts/workspace.ts";
-import type { CooldownStore } from "../../src/workers/cooldownStore.ts";
+import type { CooldownStore } from "../../src/runtime/cooldownStore.ts";
 import {
   AFTER,
   childInput,

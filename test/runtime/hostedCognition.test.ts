@@ -7,9 +7,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { builtinAgents } from "../../src/agents/builtins.ts";
 import { type ConclaveClient, connect } from "../../src/client/index.ts";
+import { CooldownStore } from "../../src/runtime/cooldownStore.ts";
 import { hostsCognition } from "../../src/runtime/runner/parts.ts";
 import { Runner } from "../../src/runtime/runner/runner.ts";
-import { CooldownStore } from "../../src/workers/cooldownStore.ts";
 import { startWorker, type WorkerHandle } from "../../src/workers/startWorker.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { runLocalTurn } from "../helpers/turns.ts";

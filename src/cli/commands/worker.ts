@@ -1,11 +1,11 @@
 import { resolveAgents } from "../../agents/loadAgents.ts";
 import { setting } from "../../config/load.ts";
 import { INSPECT_HELP, processInspection } from "../../inspect/enable.ts";
+import { backendFromEnv, loadBackendPackages } from "../../llm/backendFromEnv.ts";
 import { loadSkills } from "../../skills/load.ts";
 import { createLogger } from "../../telemetry/log.ts";
 import { resolveTools } from "../../tools/loadTools.ts";
 import { loadMcpConfigFile, McpConfigError } from "../../tools/mcp/config.ts";
-import { backendFromEnv, loadBackendPackages } from "../../workers/backendFromEnv.ts";
 import { CORE_SERVICES, type CoreService, startWorker } from "../../workers/startWorker.ts";
 import { UsageError, untilInterrupted } from "../args.ts";
 import { announceReady } from "../childProcess.ts";

@@ -4,7 +4,7 @@ import { safetyCouncil } from "../../cognition/council.ts";
 import { CRITIC_NAMES, collectVerdict } from "../../cognition/critics.ts";
 import { planWaves } from "../../cognition/scheduler.ts";
 import type { Logger } from "../../telemetry/log.ts";
-import type { CooldownStore } from "../../workers/cooldownStore.ts";
+import type { CooldownStore } from "../cooldownStore.ts";
 import type { TurnInterceptor } from "./turnInterceptor.ts";
 
 /** What a runner needs to host the scheduler, the council (with the voice) and the critics itself. */

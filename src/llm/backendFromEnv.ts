@@ -1,7 +1,7 @@
 import { type CognitionBackend, offlineBackend } from "../cognition/backend.ts";
-import { createChatModel, llmConfigFromEnv, OpenAIChatModel } from "../llm/index.ts";
-import { llmBackend } from "../llm/llmBackend.ts";
-import { loadOpenAI } from "../llm/openaiPackage.ts";
+import { createChatModel, llmConfigFromEnv, OpenAIChatModel } from "./index.ts";
+import { llmBackend } from "./llmBackend.ts";
+import { loadOpenAI } from "./openaiPackage.ts";
 
 /**
  * LLM mode when CONCLAVE_LLM_BASE_URL is set (with CONCLAVE_LLM_MODEL), else
