@@ -5,7 +5,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { ToolCallMode, ToolCallRequest } from "../../src/contracts/tool.ts";
 import { diskUsage, processList, sandboxWrite, TOOLS } from "../../src/tools/builtins/index.ts";
 import type { ToolDefinition } from "../../src/tools/defineTool.ts";
-import { runTool } from "../../src/workers/toolEndpoints.ts";
+import { runTool } from "../../src/tools/runTool.ts";
 
 /** Each call gets its own idempotency key unless a test passes one: sandbox_write remembers keys for the whole process. */
 let keys = 0;

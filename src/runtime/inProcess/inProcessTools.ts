@@ -13,7 +13,7 @@ import type { Recipe } from "../../recipes/recipe.ts";
 import type { ToolDefinition } from "../../tools/defineTool.ts";
 import type { ToolPolicy } from "../../tools/policy.ts";
 import { stricterRisk } from "../../tools/risk.ts";
-import { runTool } from "../../workers/toolEndpoints.ts";
+import { runTool } from "../../tools/runTool.ts";
 import { Slots } from "../toolCalls/slots.ts";
 import { type ToolHost, TurnToolCalls, type TurnTools } from "../toolCalls/turnToolCalls.ts";
 

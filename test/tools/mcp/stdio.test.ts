@@ -8,7 +8,7 @@ import { parseMcpConfig } from "../../../src/tools/mcp/config.ts";
 import { mcpToolName } from "../../../src/tools/mcp/names.ts";
 import { openMcpTools } from "../../../src/tools/mcp/open.ts";
 import type { McpToolSource } from "../../../src/tools/mcp/source.ts";
-import { runTool } from "../../../src/workers/toolEndpoints.ts";
+import { runTool } from "../../../src/tools/runTool.ts";
 import { callOf, FILESYSTEM_SERVER } from "./helpers.ts";
 
 const toolNamed = (source: McpToolSource, name: string): ToolDefinition => {
