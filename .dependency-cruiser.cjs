@@ -4,7 +4,10 @@
  * Each floor is a list of path patterns, lowest first; one rule per floor forbids importing above it.
  */
 const FLOORS = [
-  { label: "base", paths: ["^src/(errors|deadline|optionalPackages|version)\\.ts$", "^src/(contracts|stores|cognition)/"] },
+  {
+    label: "base",
+    paths: ["^src/(errors|deadline|optionalPackages|version)\\.ts$", "^src/(contracts|stores|cognition)/"],
+  },
   { label: "config", paths: ["^src/(config|telemetry)/"] },
   { label: "bus", paths: ["^src/(bus|nats)/"] },
   { label: "eventlog", paths: ["^src/eventlog/"] },

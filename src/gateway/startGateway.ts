@@ -6,8 +6,8 @@
 import type { ConclaveClient } from "../client/client.ts";
 import { messageOf } from "../errors.ts";
 import { MissingDependencyError } from "../optionalPackages.ts";
-import type { Logger } from "../telemetry/log.ts";
 import { followErasures } from "../runtime/runner/sessionErasures.ts";
+import type { Logger } from "../telemetry/log.ts";
 import { packageVersion } from "../version.ts";
 import { checkExposure } from "./access.ts";
 import { converseTool } from "./converse.ts";
