@@ -9,6 +9,7 @@ import { streams, subjects } from "../../bus/subjects.ts";
 import { addressOf } from "../../bus/tenancy.ts";
 import { EngineEvent } from "../../contracts/events.ts";
 import { type CancelReply, CancelRequest, type TurnCancelled } from "../../contracts/turn.ts";
+import { turnLabel } from "../../contracts/turnKey.ts";
 import type { TurnStatusRecord } from "../../contracts/wal.ts";
 import { singleLine } from "../../errors.ts";
 import type { TurnStatusStore } from "../../eventlog/turnStatusStore.ts";
@@ -114,7 +115,7 @@ export async function cancelTurn(
       subjects.turnCancelled,
       encodeJson({ session_id: sessionId, turn_id: turnId, reason } satisfies TurnCancelled),
     );
-    deps.log.info(`turn ${sessionId}/${turnId}: cancel requested (${singleLine(reason, 200)})`);
+    deps.log.info(`${turnLabel(sessionId, turnId)}: cancel requested (${singleLine(reason, 200)})`);
   }
   return marked;
 }

@@ -3,6 +3,7 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import { encodeJson } from "../../bus/codec.ts";
 import { subjects } from "../../bus/subjects.ts";
 import type { TurnCancelled } from "../../contracts/turn.ts";
+import { turnLabel } from "../../contracts/turnKey.ts";
 import { usageSummary } from "../../contracts/turnProtocol.ts";
 import type { TurnStatusRecord } from "../../contracts/wal.ts";
 import { singleLine } from "../../errors.ts";
@@ -73,7 +74,7 @@ export async function cancelSuspended(
     encodeJson({ session_id: sessionId, turn_id: turnId, reason } satisfies TurnCancelled),
   );
   deps.log.info(
-    `turn ${sessionId}/${turnId}: cancelled while waiting at '${before.suspended?.node ?? "?"}' (${singleLine(reason, 200)})`,
+    `${turnLabel(sessionId, turnId)}: cancelled while waiting at '${before.suspended?.node ?? "?"}' (${singleLine(reason, 200)})`,
   );
   return deps.statuses.get(sessionId, turnId);
 }

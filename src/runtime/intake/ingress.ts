@@ -8,7 +8,7 @@ import type { ServiceMsg } from "../../bus/service.ts";
 import { subjects } from "../../bus/subjects.ts";
 import { type Addressed, addressOf } from "../../bus/tenancy.ts";
 import { type TurnAck, TurnSubmission } from "../../contracts/turn.ts";
-import { turnKey } from "../../contracts/turnKey.ts";
+import { turnKey, turnLabel } from "../../contracts/turnKey.ts";
 import type { WalEntry } from "../../contracts/wal.ts";
 import { BudgetExceededError, type BudgetGuard, budgetGuardFromEnv } from "../../cost/budget.ts";
 import { isConclaveError, messageOf, singleLine } from "../../errors.ts";
@@ -121,7 +121,7 @@ export async function acceptSubmission(deps: IngressDeps, msg: ServiceMsg): Prom
         accepted = true;
         if (reply) msg.respond(encodeJson(ackOf(address, claim.turnId, true)));
         deps.log.info(
-          `turn ${sessionId}/${claim.turnId} resubmitted with the same idempotency key: nothing queued`,
+          `${turnLabel(sessionId, claim.turnId)} resubmitted with the same idempotency key: nothing queued`,
           turnFields(sessionId, claim.turnId),
         );
         return;
@@ -137,7 +137,7 @@ export async function acceptSubmission(deps: IngressDeps, msg: ServiceMsg): Prom
         accepted = true;
         if (reply) msg.respond(encodeJson(ackOf(address, turnId, true)));
         deps.log.info(
-          `turn ${sessionId}/${turnId} recovered from a reservation whose acceptance died (it was stored)`,
+          `${turnLabel(sessionId, turnId)} recovered from a reservation whose acceptance died (it was stored)`,
           turnFields(sessionId, turnId),
         );
         return;
@@ -207,8 +207,8 @@ export async function acceptSubmission(deps: IngressDeps, msg: ServiceMsg): Prom
     if (reply) msg.respond(encodeJson(ackOf(address, turnId, duplicate, expected)));
     deps.log.info(
       claim?.kind === "recover"
-        ? `turn ${sessionId}/${turnId} recovered from a reservation whose acceptance died${duplicate ? " (it was stored)" : ""}`
-        : `turn ${sessionId}/${turnId} accepted`,
+        ? `${turnLabel(sessionId, turnId)} recovered from a reservation whose acceptance died${duplicate ? " (it was stored)" : ""}`
+        : `${turnLabel(sessionId, turnId)} accepted`,
       turnFields(sessionId, turnId),
     );
   } catch (error) {
