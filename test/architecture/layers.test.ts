@@ -3,9 +3,9 @@
  * .dependency-cruiser.cjs, and an import to a higher floor is reported under
  * its floor's rule.
  */
-import { randomUUID } from "node:crypto";
-import { rm, writeFile } from "node:fs/promises";
-import { join } from "node:path";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
 import { cruise, type ICruiseResult } from "dependency-cruiser";
 import extractDepcruiseOptions from "dependency-cruiser/config-utl/extract-depcruise-options";
 import extractTSConfig from "dependency-cruiser/config-utl/extract-ts-config";
@@ -13,12 +13,12 @@ import { describe, expect, it } from "vitest";
 
 const root = join(import.meta.dirname, "../..");
 
-/** Cruises `paths` (relative to the repository) with the project's rules; the violations, as `rule: from → to`. */
-async function violations(paths: string[], maxDepth: number): Promise<string[]> {
+/** Cruises `paths` (relative to `base`, the repository by default) with the project's rules; the violations, as `rule: from → to`. */
+async function violations(paths: string[], maxDepth: number, base = root): Promise<string[]> {
   const options = await extractDepcruiseOptions(join(root, ".dependency-cruiser.cjs"));
   const reported = await cruise(
     paths,
-    { ...options, baseDir: root, validate: true, maxDepth, outputType: "json" },
+    { ...options, baseDir: base, validate: true, maxDepth, outputType: "json" },
     {},
     { tsConfig: extractTSConfig(join(root, "tsconfig.json")) },
   );
@@ -32,17 +32,31 @@ describe("the layer order", () => {
   }, 30_000);
 
   it("reports an import from the bus up to the runtime under the bus's floor", async () => {
-    const name = `layersProbe${randomUUID().replaceAll("-", "")}.ts`;
-    const file = join(root, "src/bus", name);
-    await writeFile(
-      file,
-      'import type { applyRetention } from "../runtime/runner/retentionParts.ts";\nexport type Probe = typeof applyRetention;\n',
-    );
+    // A tree of two files laid out like ours, in a temporary directory: the checkout is never
+    // written to, so tests that read src/ at the same moment see it as it is.
+    const tree = await mkdtemp(join(tmpdir(), "conclave-layers-"));
+    const write = async (path: string, text: string) => {
+      await mkdir(dirname(join(tree, path)), { recursive: true });
+      await writeFile(join(tree, path), text);
+    };
     try {
-      const found = await violations([`src/bus/${name}`], 1);
-      expect(found).toContain(`floor-2-bus: src/bus/${name} → src/runtime/runner/retentionParts.ts`);
+      await write("src/runtime/runner/retentionParts.ts", "export const applyRetention = (): void => {};\n");
+      await write(
+        "src/bus/probe.ts",
+        'import { applyRetention } from "../runtime/runner/retentionParts.ts";\nexport const probe = applyRetention;\n',
+      );
+      expect(await violations(["src/bus/probe.ts"], 1, tree)).toEqual([
+        "floor-2-bus: src/bus/probe.ts → src/runtime/runner/retentionParts.ts",
+      ]);
+      // The same file importing down (the bus's own floor and below) is no violation.
+      await write(
+        "src/bus/probe.ts",
+        'import { applyRetention } from "./retention.ts";\nexport const probe = applyRetention;\n',
+      );
+      await write("src/bus/retention.ts", "export const applyRetention = (): void => {};\n");
+      expect(await violations(["src/bus/probe.ts"], 1, tree)).toEqual([]);
     } finally {
-      await rm(file, { force: true });
+      await rm(tree, { recursive: true, force: true });
     }
   }, 30_000);
 });
