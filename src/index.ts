@@ -33,9 +33,8 @@ export {
   type TlsFiles,
 } from "./bus/connection.ts";
 export { type ConclaveClient, type ConnectOptions, connect } from "./client/client.ts";
-export type { CompactionOptions } from "./context/compaction.ts";
 export { BYTES_PER_TOKEN, type EncodingName, type Tokenizer } from "./context/tokenizer.ts";
-export type { ArenaPolicy, ContextBudget } from "./contracts/context.ts";
+export type { ArenaPolicy, CompactionSettings, ContextBudget } from "./contracts/context.ts";
 export type { ErrorCode } from "./contracts/errors.ts";
 export type { TurnPolicy } from "./contracts/turnProtocol.ts";
 export {
