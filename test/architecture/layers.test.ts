@@ -3,7 +3,9 @@
  * .dependency-cruiser.cjs, and an import to a higher floor is reported under
  * its floor's rule.
  */
+import { readdirSync } from "node:fs";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { cruise, type ICruiseResult } from "dependency-cruiser";
@@ -26,7 +28,28 @@ async function violations(paths: string[], maxDepth: number, base = root): Promi
   return result.summary.violations.map((v) => `${v.rule.name}: ${v.from} → ${v.to}`);
 }
 
+/** Every floor's path patterns: floor 0's own, and those it may not import (all the floors above). */
+function floorPatterns(): RegExp[] {
+  const config = createRequire(import.meta.url)(join(root, ".dependency-cruiser.cjs")) as {
+    forbidden: { name: string; from: { path: string[] }; to: { path: string[] } }[];
+  };
+  const base = config.forbidden.find((rule) => rule.name.startsWith("floor-0-"));
+  if (!base) throw new Error(".dependency-cruiser.cjs has no floor-0 rule");
+  return [...base.from.path, ...base.to.path].map((pattern) => new RegExp(pattern));
+}
+
 describe("the layer order", () => {
+  it("places every top-level folder and file of src/ on a floor (an unplaced one would go unchecked)", () => {
+    const patterns = floorPatterns();
+    const entries = readdirSync(join(root, "src"), { withFileTypes: true })
+      .filter((entry) => entry.isDirectory() || entry.name.endsWith(".ts"))
+      .map((entry) => (entry.isDirectory() ? `src/${entry.name}/any.ts` : `src/${entry.name}`));
+    const unplaced = [...entries, "machines/any.ts", "agents/any.ts"].filter(
+      (path) => !patterns.some((pattern) => pattern.test(path)),
+    );
+    expect(unplaced, "add them to a floor in .dependency-cruiser.cjs and docs/architecture.md").toEqual([]);
+  });
+
   it("holds for the whole tree", async () => {
     expect(await violations(["src", "machines", "agents"], 0)).toEqual([]);
   }, 30_000);
