@@ -2,8 +2,7 @@ import { randomUUID } from "node:crypto";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { type Announcer, announceAgents } from "../agents/announcement.ts";
-import { UnknownAgentError } from "../agents/builtins.ts";
-import type { AgentDefinition } from "../agents/defineAgent.ts";
+import { type AgentDefinition, AgentDefinitionError } from "../agents/defineAgent.ts";
 import { AgentDirectory } from "../agents/directory.ts";
 import { type BusOptions, busOptions, connectBus } from "../bus/connection.ts";
 import { deadLetter } from "../bus/deadLetters.ts";
@@ -28,7 +27,7 @@ import { throughElections } from "../nats/elections.ts";
 import { CooldownStore } from "../runtime/cooldownStore.ts";
 import { skillsEmbedder, WorkerSkills } from "../skills/agentSkills.ts";
 import { type Logger, silentLogger } from "../telemetry/log.ts";
-import type { ToolDefinition } from "../tools/defineTool.ts";
+import { type ToolDefinition, ToolDefinitionError } from "../tools/defineTool.ts";
 import { parseMcpConfig } from "../tools/mcp/config.ts";
 import { openMcpTools } from "../tools/mcp/open.ts";
 import type { McpToolSource } from "../tools/mcp/source.ts";
@@ -140,6 +139,11 @@ export interface WorkerHandle {
  * ```
  */
 export async function startWorker(options: WorkerOptions): Promise<WorkerHandle> {
+  // Bad input is refused before anything is loaded or connected.
+  const twice = repeated(options.agents.map((agent) => agent.manifest.id));
+  if (twice) throw new AgentDefinitionError(`agent '${twice}' is given twice`);
+  const twiceTool = repeated((options.tools ?? []).map((tool) => tool.manifest.name));
+  if (twiceTool) throw new ToolDefinitionError(`tool '${twiceTool}' is given twice`);
   // The worker's LLM server: given, else the environment's; none offline (a given offline backend included).
   const llm =
     options.llm === false
@@ -200,6 +204,11 @@ export async function startWorker(options: WorkerOptions): Promise<WorkerHandle>
   }
 }
 
+/** The first name that stands twice in `names`, if any. */
+function repeated(names: readonly string[]): string | undefined {
+  return names.find((name, index) => names.indexOf(name) !== index);
+}
+
 async function serveWorker(
   nc: NatsConnection,
   options: WorkerOptions & {
@@ -242,12 +251,8 @@ async function serveWorker(
   const running: Service[] = [];
   const services = options.services ?? [];
   const ids = options.agents.map((agent) => agent.manifest.id);
-  const twice = ids.find((id, index) => ids.indexOf(id) !== index);
-  if (twice) throw new UnknownAgentError(`agent '${twice}' is given twice`);
   const tools = options.tools ?? [];
   const toolNames = tools.map((tool) => tool.manifest.name);
-  const twiceTool = toolNames.find((name, index) => toolNames.indexOf(name) !== index);
-  if (twiceTool) throw new UnknownAgentError(`tool '${twiceTool}' is given twice`);
   let announcer: Announcer | null = null;
   let directory: AgentDirectory | null = null;
   /** What the services opened, closed when the worker stops. */
