@@ -1,11 +1,11 @@
-import { DeliverPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { type BusAccess, busOptions, connectBus } from "../bus/connection.ts";
 import { isStreamNotFound } from "../bus/errors.ts";
 import { requestJson } from "../bus/request.ts";
-import { buckets, streams, subjects } from "../bus/subjects.ts";
+import { buckets, subjects } from "../bus/subjects.ts";
 import type { EraseRecord } from "../contracts/erase.ts";
-import { EngineEvent } from "../contracts/events.ts";
+import type { EngineEvent } from "../contracts/events.ts";
 import type { ForkRecord } from "../contracts/fork.ts";
 import { checkSessionId, checkTurnId } from "../contracts/ids.ts";
 import { type MemoryItem, MemorySearchReply } from "../contracts/memory.ts";
@@ -17,9 +17,7 @@ import type { TurnStatusRecord } from "../contracts/wal.ts";
 import { type PriceTable, priceTableFromEnv, readPriceTable } from "../cost/prices.ts";
 import { type CostSummary, summarizeCost } from "../cost/summary.ts";
 import { ConclaveError, InvalidRequestError } from "../errors.ts";
-import { orderedConsumer, releaseConsumer } from "../eventlog/consumers.ts";
 import type { RecipeRunResult } from "../eventlog/followRun.ts";
-import { PULL_EXPIRES_MS } from "../eventlog/streams.ts";
 import { TurnStatusStore } from "../eventlog/turnStatusStore.ts";
 import {
   type LedgersClient,
@@ -36,6 +34,7 @@ import { type EraseOptions, eraseSession } from "./erase.ts";
 import { type ForkOptions, forkSession } from "./fork.ts";
 import { type ResumeOptions, type RunOptions, resumeRun, runRecipe } from "./recipeRun.ts";
 import { type SchedulesClient, schedulesClient } from "./schedules.ts";
+import { type EventsOptions, readSessionEvents, type SessionEvent } from "./sessionEvents.ts";
 import { type SkillsClient, skillsClient } from "./skills.ts";
 import { type TapeClient, tapeClient } from "./tape.ts";
 import { type SubmitOptions, streamTurn, type TurnStream } from "./turnStream.ts";
@@ -53,24 +52,6 @@ export interface ConnectOptions extends BusAccess {
   name?: string;
   /** Deadline of each request (submit, cancel), in ms. Default 5 000. */
   requestTimeoutMs?: number;
-}
-
-/** An event of a session's log with its position: resume after it with `events(session, { fromSeq: position + 1 })`. */
-export interface SessionEvent {
-  /** The event's sequence number in the event log (the JetStream stream sequence): increasing, not contiguous. */
-  position: number;
-  event: EngineEvent;
-}
-
-/** What `events` reads. */
-export interface EventsOptions {
-  /** The first position to read (see SessionEvent.position), a whole number from 1. Default: the session's first event. */
-  fromSeq?: number;
-  /** Only this turn's events. */
-  turnId?: number;
-  /** Go on with live events once the stored ones are read, until `signal` aborts. Default false. */
-  follow?: boolean;
-  signal?: AbortSignal;
 }
 
 /** Where a turn stands: pending → inflight → done | failed | expired (done includes Cancelled, in `outcome`). */
@@ -344,60 +325,4 @@ export async function connect(options: ConnectOptions = {}): Promise<ConclaveCli
       if (!options.nc) await nc.close();
     },
   };
-}
-
-const decoder = new TextDecoder();
-
-async function* readSessionEvents(
-  nc: NatsConnection,
-  sessionId: string,
-  options: EventsOptions = {},
-): AsyncIterable<SessionEvent> {
-  checkSessionId(sessionId);
-  if (options.turnId !== undefined) checkTurnId(options.turnId);
-  if (options.fromSeq !== undefined && !(Number.isInteger(options.fromSeq) && options.fromSeq >= 1))
-    throw new InvalidRequestError(`bad fromSeq ${String(options.fromSeq)}: a position, a whole number from 1`);
-  const filter =
-    options.turnId === undefined ? subjects.sessionEvents(sessionId) : subjects.turnEvents(sessionId, options.turnId);
-  const jsm = await jetstreamManager(nc);
-  let last: number;
-  try {
-    last = (await jsm.streams.info(streams.events)).state.last_seq;
-  } catch (error) {
-    if (isStreamNotFound(error) && !options.follow) return;
-    throw error;
-  }
-  const consumer = await orderedConsumer(jetstream(nc), streams.events, {
-    filter_subjects: filter,
-    ...(options.fromSeq !== undefined
-      ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: options.fromSeq }
-      : { deliver_policy: DeliverPolicy.All }),
-  });
-  // Without follow, nothing to wait for when no stored event of the filter lies at or after the start
-  // (the consumer's pending count, as the server created it: resuming past the last event ends at once).
-  if (!options.follow && (await consumer.info(true)).num_pending === 0) {
-    await releaseConsumer(consumer);
-    return;
-  }
-  const messages = await consumer.consume({ expires: PULL_EXPIRES_MS });
-  const stop = () => void messages.stop();
-  options.signal?.addEventListener("abort", stop, { once: true });
-  if (options.signal?.aborted) stop();
-  try {
-    for await (const msg of messages) {
-      const parsed = (() => {
-        try {
-          return EngineEvent.safeParse(JSON.parse(decoder.decode(msg.data)));
-        } catch {
-          return null;
-        }
-      })();
-      if (parsed?.success) yield { position: msg.seq, event: parsed.data as EngineEvent };
-      if (!options.follow && (msg.info.pending === 0 || msg.seq >= last)) break;
-    }
-  } finally {
-    options.signal?.removeEventListener("abort", stop);
-    stop();
-    await releaseConsumer(consumer);
-  }
 }

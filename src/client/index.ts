@@ -80,14 +80,13 @@ export {
   type ConnectOptions,
   type CostOptions,
   connect,
-  type EventsOptions,
-  type SessionEvent,
   type TurnStatusView,
 } from "./client.ts";
 export type { EraseOptions } from "./erase.ts";
 export type { ForkOptions } from "./fork.ts";
 export type { ResumeOptions, RunOptions } from "./recipeRun.ts";
 export type { ScheduleChanges, ScheduleSpec, SchedulesClient, ScheduleView } from "./schedules.ts";
+export type { EventsOptions, SessionEvent } from "./sessionEvents.ts";
 export type { ConsumedOutputsOptions, SkillsClient } from "./skills.ts";
 export type { TapeClient } from "./tape.ts";
 export type { SubmitOptions, TurnResult, TurnStream } from "./turnStream.ts";
