@@ -66,4 +66,5 @@ export {
   type ToolRunContext,
   type ToolSpec,
 } from "./tools/defineTool.ts";
-export { startWorker, type WorkerHandle, type WorkerOptions } from "./workers/startWorker.ts";
+export { startWorker } from "./workers/startWorker.ts";
+export type { WorkerHandle, WorkerOptions } from "./workers/workerOptions.ts";

@@ -90,10 +90,5 @@ export {
   type ToolPolicyInput,
   ToolVerdict,
 } from "./tools/policy.ts";
-export {
-  CORE_SERVICES,
-  type CoreService,
-  startWorker,
-  type WorkerHandle,
-  type WorkerOptions,
-} from "./workers/startWorker.ts";
+export { startWorker } from "./workers/startWorker.ts";
+export { CORE_SERVICES, type CoreService, type WorkerHandle, type WorkerOptions } from "./workers/workerOptions.ts";

@@ -14,7 +14,8 @@ import type { Usage } from "../../src/contracts/model.ts";
 import { LlmConfigError } from "../../src/llm/config.ts";
 import { Runner } from "../../src/runtime/runner/runner.ts";
 import { AgentModels } from "../../src/workers/agentModels.ts";
-import { startWorker, type WorkerHandle } from "../../src/workers/startWorker.ts";
+import { startWorker } from "../../src/workers/startWorker.ts";
+import type { WorkerHandle } from "../../src/workers/workerOptions.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { type OpenAIServer, type ReplyHandler, startOpenAIServer } from "../helpers/openaiServer.ts";
 

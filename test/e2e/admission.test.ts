@@ -9,7 +9,8 @@ import { type ConclaveClient, connect, type EngineEvent, type TurnAck } from "..
 import { type CognitionBackend, offlineBackend } from "../../src/cognition/backend.ts";
 import { isConclaveError } from "../../src/errors.ts";
 import { Runner } from "../../src/runtime/runner/runner.ts";
-import { CORE_SERVICES, startWorker, type WorkerHandle } from "../../src/workers/startWorker.ts";
+import { startWorker } from "../../src/workers/startWorker.ts";
+import { CORE_SERVICES, type WorkerHandle } from "../../src/workers/workerOptions.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { waitForEvent } from "../helpers/wait.ts";
 

@@ -14,7 +14,8 @@ import { replaySession } from "../../src/runtime/replay.ts";
 import { Runner } from "../../src/runtime/runner/runner.ts";
 import { SessionStore } from "../../src/runtime/sessionStore.ts";
 import { remoteTurnServices } from "../../src/runtime/turnServices/remoteTurnServices.ts";
-import { CORE_SERVICES, startWorker, type WorkerHandle } from "../../src/workers/startWorker.ts";
+import { startWorker } from "../../src/workers/startWorker.ts";
+import { CORE_SERVICES, type WorkerHandle } from "../../src/workers/workerOptions.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { eventually, sleep, waitForEvent } from "../helpers/wait.ts";
 

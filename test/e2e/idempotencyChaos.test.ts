@@ -11,7 +11,8 @@ import { type ConclaveProcess, spawnConclave } from "../../src/cli/childProcess.
 import { submitTurn } from "../../src/client/turns.ts";
 import { readEvents } from "../../src/eventlog/reader.ts";
 import type { Failpoint } from "../../src/runtime/failpoints.ts";
-import { CORE_SERVICES, startWorker, type WorkerHandle } from "../../src/workers/startWorker.ts";
+import { startWorker } from "../../src/workers/startWorker.ts";
+import { CORE_SERVICES, type WorkerHandle } from "../../src/workers/workerOptions.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { settledStatus } from "../helpers/turnStatus.ts";
 

@@ -9,7 +9,8 @@ import { connect } from "../../src/client/client.ts";
 import { openMemoryGraph } from "../../src/memory/graph/open.ts";
 import { definePatchAdapter, type ProceduralPatch } from "../../src/memory/procedural/index.ts";
 import { Runner } from "../../src/runtime/runner/runner.ts";
-import { CORE_SERVICES, startWorker, type WorkerHandle } from "../../src/workers/startWorker.ts";
+import { startWorker } from "../../src/workers/startWorker.ts";
+import { CORE_SERVICES, type WorkerHandle } from "../../src/workers/workerOptions.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 
 const nats = useNatsServer();

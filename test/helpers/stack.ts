@@ -8,7 +8,8 @@ import type { ConclaveProcess } from "../../src/cli/childProcess.ts";
 import { type ConclaveClient, connect } from "../../src/client/index.ts";
 import { freePort } from "../../src/nats/server.ts";
 import { Runner, type RunnerOptions } from "../../src/runtime/runner/runner.ts";
-import { CORE_SERVICES, startWorker, type WorkerHandle } from "../../src/workers/startWorker.ts";
+import { startWorker } from "../../src/workers/startWorker.ts";
+import { CORE_SERVICES, type WorkerHandle } from "../../src/workers/workerOptions.ts";
 import { useNatsServer } from "./nats.ts";
 import { useConclaveProcesses } from "./processes.ts";
 

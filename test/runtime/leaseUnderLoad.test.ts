@@ -14,7 +14,8 @@ import { TurnStatusStore } from "../../src/eventlog/turnStatusStore.ts";
 import { LIVENESS_TTL_MS } from "../../src/runtime/runner/liveness.ts";
 import { Runner } from "../../src/runtime/runner/runner.ts";
 import type { Logger } from "../../src/telemetry/log.ts";
-import { CORE_SERVICES, startWorker, type WorkerHandle } from "../../src/workers/startWorker.ts";
+import { startWorker } from "../../src/workers/startWorker.ts";
+import { CORE_SERVICES, type WorkerHandle } from "../../src/workers/workerOptions.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 
 const nats = useNatsServer();

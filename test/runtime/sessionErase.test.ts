@@ -13,7 +13,8 @@ import { MIN_RETENTION_MS, retentionSettings } from "../../src/eventlog/retentio
 import { applyRetention } from "../../src/runtime/runner/retentionParts.ts";
 import { Runner } from "../../src/runtime/runner/runner.ts";
 import { SessionStore } from "../../src/runtime/sessionStore.ts";
-import { CORE_SERVICES, startWorker, type WorkerHandle } from "../../src/workers/startWorker.ts";
+import { startWorker } from "../../src/workers/startWorker.ts";
+import { CORE_SERVICES, type WorkerHandle } from "../../src/workers/workerOptions.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { settledStatus } from "../helpers/turnStatus.ts";
 import { until } from "../helpers/wait.ts";

@@ -10,7 +10,8 @@ import { subjects } from "../../src/bus/subjects.ts";
 import { type ConclaveClient, connect } from "../../src/client/index.ts";
 import { EraseRequest } from "../../src/contracts/erase.ts";
 import { Runner } from "../../src/runtime/runner/runner.ts";
-import { CORE_SERVICES, startWorker, type WorkerHandle } from "../../src/workers/startWorker.ts";
+import { startWorker } from "../../src/workers/startWorker.ts";
+import { CORE_SERVICES, type WorkerHandle } from "../../src/workers/workerOptions.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { sleep, until } from "../helpers/wait.ts";
 

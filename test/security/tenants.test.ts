@@ -16,7 +16,8 @@ import type { EngineEvent } from "../../src/contracts/events.ts";
 import { freePort, REPO_ROOT, type RunningNatsServer, startNatsServer } from "../../src/nats/server.ts";
 import { withTenants } from "../../src/nats/tenants.ts";
 import { Runner } from "../../src/runtime/runner/runner.ts";
-import { CORE_SERVICES, startWorker, type WorkerHandle } from "../../src/workers/startWorker.ts";
+import { startWorker } from "../../src/workers/startWorker.ts";
+import { CORE_SERVICES, type WorkerHandle } from "../../src/workers/workerOptions.ts";
 
 /**
  * Tenants: users with accounts of their own (the repo's nats.conf plus two
