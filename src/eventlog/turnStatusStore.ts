@@ -70,7 +70,7 @@ export class TurnStatusStore {
      * back): taking it again is no new attempt, and never makes it poison.
      */
     retake = false,
-  ): Promise<{ before: TurnStatusRecord | null; taken: boolean; poison: boolean; stale: boolean }> {
+  ): Promise<{ before: TurnStatusRecord | null; taken: boolean; poison: boolean; stale: boolean; ownRetake: boolean }> {
     let before: TurnStatusRecord | null = null;
     const staleFor = (record: TurnStatusRecord | null) =>
       record?.answered_through !== undefined && answers < record.answered_through;
@@ -96,7 +96,7 @@ export class TurnStatusStore {
     const open = !previous || previous.status === "pending" || previous.status === "inflight";
     const stale = open && staleFor(previous);
     const poison = open && !stale && !!previous && previous.attempts >= maxAttempts && !ownRetake(previous);
-    return { before: previous, taken: open && !poison && !stale, poison, stale };
+    return { before: previous, taken: open && !poison && !stale, poison, stale, ownRetake: ownRetake(previous) };
   }
 
   /**

@@ -4,11 +4,13 @@
  * heartbeats on the event loop (a runner given no connection settings) the lease lapses, but taking its
  * own turns back is no new attempt: none is poisoned, none fails, each completes once.
  */
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { builtinAgents } from "../../src/agents/builtins.ts";
 import { busOptions } from "../../src/bus/connection.ts";
 import { type ConclaveClient, connect } from "../../src/client/index.ts";
 import { type CognitionBackend, offlineBackend } from "../../src/cognition/backend.ts";
+import { readEvents } from "../../src/eventlog/reader.ts";
 import { MAX_TURN_ATTEMPTS } from "../../src/eventlog/streams.ts";
 import { TurnStatusStore } from "../../src/eventlog/turnStatusStore.ts";
 import { LIVENESS_TTL_MS } from "../../src/runtime/runner/liveness.ts";
@@ -133,5 +135,13 @@ describe("a runner whose event loop is blocked past its lease", () => {
       expect(record?.status).toBe("done");
       expect(record?.attempts).toBeLessThan(MAX_TURN_ATTEMPTS);
     }
-  });
+    // Taking its own attempt back marks a resumption once: never a TURN_RESUMED right after its own.
+    for (const result of results) {
+      const kinds = (
+        await readEvents(jetstream(client.nc), await jetstreamManager(client.nc), result.sessionId, result.turnId)
+      ).map((event) => event.kind);
+      const doubled = kinds.filter((kind, i) => kind === "TURN_RESUMED" && kinds[i - 1] === "TURN_RESUMED");
+      expect(doubled, kinds.join(" ")).toEqual([]);
+    }
+  }, 90_000); // six stalls of 2 leases each, then the turns: longer than the default 30 s on a loaded machine
 });

@@ -99,6 +99,12 @@ export interface TakeResult {
   poison: boolean;
   /** The entry answers a suspension older than the last one answered (or is the run's first entry): a stale copy. */
   stale?: boolean;
+  /**
+   * This runner's own attempt going on: it took the turn before and let it go itself (a delivery that
+   * failed here, its lease lapsed), and no other runner took it meanwhile. No new attempt is counted
+   * towards poison, though the run going on is numbered as a new one.
+   */
+  ownRetake?: boolean;
 }
 
 export type RedeliveryAction =

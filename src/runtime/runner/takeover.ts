@@ -133,6 +133,10 @@ export async function takeRedelivered(
     return null;
   }
   deps.settlement.hold(msg, entry);
+  // Its own attempt going on (a delivery failed here after the take): what that attempt began writing is
+  // stored, or failed, before the log is read, so it is read back rather than written a second time.
+  if (take.ownRetake) await deps.writer.flushed(sessionId, turnId).catch(() => {});
+  deps.writer.abandon(sessionId, turnId);
   const stored = await readForTakeover(deps.js, deps.jsm, sessionId, turnId);
   const takeover = decideTakeover({
     ...stored,
@@ -144,7 +148,9 @@ export async function takeRedelivered(
   }
   // The writer keeps what is stored: a pipeline turn answers its recorded steps from it (`recordedSteps.ts`).
   deps.writer.open(sessionId, turnId, stored.events, stored.lastStreamSeq);
-  if (takeover.kind === "resume") {
+  // Nothing stored since this runner's own TURN_RESUMED: that one still marks where this attempt goes on.
+  const resumedAlready = take.ownRetake && stored.events.at(-1)?.kind === "TURN_RESUMED";
+  if (takeover.kind === "resume" && !resumedAlready) {
     deps.writer.append(sessionId, turnId, {
       kind: "TURN_RESUMED",
       payload: {
