@@ -12,6 +12,12 @@ const decoder = new TextDecoder();
 /** Reading back, how long without a message before the consumer is asked whether anything is left. */
 const CAUGHT_UP_CHECK_MS = 500;
 
+/**
+ * Heartbeats missed in a row (one is due every half PULL_EXPIRES_MS) before a follow gives its consumer up
+ * and makes another from where it got to: 10 s of silence from a server that owes one every 2.5 s.
+ */
+const REMAKE_AFTER_MISSED_HEARTBEATS = 4;
+
 /** How many events are stored under a filter right now. */
 async function storedCount(jsm: JetStreamManager, filter: string): Promise<number> {
   const info = await jsm.streams.info(streams.events, { subjects_filter: filter });
@@ -188,6 +194,17 @@ async function readConsumer(
         );
       }, CAUGHT_UP_CHECK_MS)
     : undefined;
+  // Silence from the server (no message, no heartbeat) for a while: the library's own recovery has not
+  // brought the consumer back (seen after a partition healed: a follow waited out its whole patience
+  // for a turn that had completed), so a fresh one is made from where this read got to.
+  const notifications = messages.status();
+  void (async () => {
+    for await (const note of notifications)
+      if (note.type === "heartbeats_missed" && note.count >= REMAKE_AFTER_MISSED_HEARTBEATS) {
+        void messages.stop();
+        return;
+      }
+  })();
   const statuses = options.connection?.status();
   if (statuses)
     void (async () => {
