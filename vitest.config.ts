@@ -18,7 +18,7 @@ export default defineConfig({
     // One pack of this checkout for the whole run, shared by the files that install it.
     globalSetup: ["test/package/packCache.ts"],
     // Two cores: keep process-heavy suites from starving each other. The cluster files run one at a
-    // time: each runs three nodes, two runners and three workers under load, and elections need CPU.
+    // time: each runs three nodes, three runners and three workers under load, and elections need CPU.
     maxWorkers: clusterOnly ? 1 : 2,
   },
 });

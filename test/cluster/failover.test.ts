@@ -1,6 +1,6 @@
 /**
  * The cluster failure run: a three-node NATS cluster with every stream and
- * bucket R3; two runners and three workers, spread over the nodes (each given
+ * bucket R3; three runners and three workers, spread over the nodes (each given
  * one node's URL); a steady, light load of turns over a few sessions. The node
  * leading the turn WAL is killed (SIGKILL) and later restarted, then the node
  * leading the event log (test/helpers/clusterFaults.ts, shared with the
