@@ -172,7 +172,7 @@ export interface TurnAccount {
 }
 
 /** One stored event with its stream sequence. */
-interface StoredEvent {
+export interface StoredEvent {
   streamSeq: number;
   event: EngineEvent;
 }
@@ -206,8 +206,11 @@ async function sessionLog(nc: NatsConnection, sessionId: string): Promise<Stored
   return stored;
 }
 
-/** Turn-order violations in one session's log: a turn started before the turn before it completed. */
-function turnOrderViolations(sessionId: string, log: StoredEvent[]): string[] {
+/**
+ * Turn-order violations in one session's log (stream order): a turn whose first TURN_STARTED is stored
+ * before the previous turn's TURN_COMPLETED, or while the previous turn never completed.
+ */
+export function turnOrderViolations(sessionId: string, log: StoredEvent[]): string[] {
   const turnIds = [...new Set(log.map(({ event }) => event.turn_id))].sort((a, b) => a - b);
   const violations: string[] = [];
   for (let i = 1; i < turnIds.length; i++) {
