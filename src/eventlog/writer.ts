@@ -233,7 +233,9 @@ export class EventLogWriter {
       kind: record.kind,
       payload,
     } as EngineEvent;
-    if (turn.pending.length === 0) turn.after = this.#sessionTails.get(sessionId);
+    // A turn's first event, and its start, wait for the session's previous turn's end to be stored: a turn queued
+    // (TURN_QUEUED stored) while the one before it ran must not start in the log before that one ends.
+    if (turn.pending.length === 0 || record.kind === "TURN_STARTED") turn.after = this.#sessionTails.get(sessionId);
     const stored = new Promise<PubAck | undefined>((settle, fail) => {
       turn.queue.push({ event, data: encodeJson(event), settle, fail });
     });
@@ -264,6 +266,10 @@ export class EventLogWriter {
         turn.after = undefined;
       }
       while (turn.queue.length > 0) {
+        if (turn.after) {
+          await turn.after; // set by an event appended while this drain was under way (its TURN_STARTED)
+          turn.after = undefined;
+        }
         if (turn.fenced || turn.broken !== undefined) {
           for (const queued of turn.queue.splice(0)) {
             if (turn.fenced) queued.settle(undefined);

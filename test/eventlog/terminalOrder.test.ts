@@ -72,4 +72,48 @@ describe("a turn's terminal event", () => {
     expect(kinds).toHaveLength(5);
     expect(kinds.at(-1)).toBe("TURN_COMPLETED");
   });
+
+  it("comes before the session's next turn starts, even when that turn was queued before it", async () => {
+    const nc = await nats.connect("runner");
+    // Turn 1's end is stored only when released: turn 2, queued meanwhile, must not start in the log before it.
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const real = jetstream(nc);
+    const js = new Proxy(real, {
+      get(target, property, receiver) {
+        if (property !== "publish") return Reflect.get(target, property, receiver);
+        return async (...args: Parameters<JetStreamClient["publish"]>) => {
+          if (args[2]?.msgID === "queued.1.1") await released;
+          return target.publish(...args);
+        };
+      },
+    });
+    const writer = new EventLogWriter(js);
+    writer.append("queued", 1, { kind: "TURN_STARTED", payload: { user_input: "first", turn_id: 1 } });
+    await writer.flushed("queued", 1);
+    writer.append("queued", 2, { kind: "TURN_QUEUED", payload: { position: 1 } });
+    await writer.flushed("queued", 2);
+    writer.append("queued", 1, {
+      kind: "TURN_COMPLETED",
+      payload: { response: "one", outcome: { status: "Complete" }, usage: usageSummary({}) },
+    });
+    writer.append("queued", 2, { kind: "TURN_STARTED", payload: { user_input: "second", turn_id: 2 } });
+    await new Promise((resolve) => setImmediate(resolve)); // a start sent without waiting would be on its way now
+    release();
+    await Promise.all([writer.finish("queued", 1), writer.finish("queued", 2)]);
+
+    const order: string[] = [];
+    const consumer = await jetstream(nc).consumers.get(streams.events, {
+      filter_subjects: subjects.sessionEvents("queued"),
+    });
+    const messages = await consumer.fetch({ max_messages: 10, expires: 2_000 });
+    for await (const msg of messages) {
+      const event = EngineEvent.parse(JSON.parse(decoder.decode(msg.data)));
+      order.push(`${event.turn_id}:${event.kind}`);
+      if (msg.info.pending === 0) break;
+    }
+    expect(order).toEqual(["1:TURN_STARTED", "2:TURN_QUEUED", "1:TURN_COMPLETED", "2:TURN_STARTED"]);
+  });
 });
