@@ -91,8 +91,9 @@ export interface ClusterScalingRun {
   durationS: number;
 }
 
-const RUNNER_ARGS = ["runner", "--cognition", "runner"];
-const WORKER_ARGS = ["worker", "--agents", "*", "--services", "memory"];
+/** A runner's and a worker's arguments, as every scaling bench spawns them (also bench/scaleSlices.ts). */
+export const RUNNER_ARGS = ["runner", "--cognition", "runner"];
+export const WORKER_ARGS = ["worker", "--agents", "*", "--services", "memory"];
 
 /** Runners and workers against one NATS deployment, each given one node's URL in turn. */
 class Deployment {
@@ -151,7 +152,8 @@ const sum = (uses: CpuUse[]) =>
   );
 const most = (uses: CpuUse[]) => round(Math.max(0, ...uses.map((use) => use.perTurnMs)), 3);
 
-function perTurnOf(cpu: CpuUse[]): CpuPerTurn {
+/** CPU per turn by kind, from processes named `runner-…`, `worker-…`, `nats-server-…` and `client`. */
+export function perTurnOf(cpu: CpuUse[]): CpuPerTurn {
   const of = (prefix: string) => cpu.filter((use) => use.process.startsWith(prefix));
   return {
     runners: sum(of("runner-")),

@@ -28,6 +28,8 @@ import { cpuTimeMs, machineBusyMs, processMemory } from "./procfs.ts";
 import { progress } from "./progress.ts";
 import { type BenchResults, renderReport } from "./report.ts";
 import { type ConclaveRun, runConclaveScenario } from "./runConclave.ts";
+import { renderScale, scaleFromFile, scaleTargets, spliceScaleSection, targetLines } from "./scaleReport.ts";
+import { runScaleSlices } from "./scaleSlices.ts";
 import { SCENARIOS, type Scenario } from "./scenarios.ts";
 import { benchSummaryJson } from "./summary.ts";
 import { floorModel, judgeTargets, type Target, tracingTargets } from "./targets.ts";
@@ -37,7 +39,7 @@ import { runUnderLoad } from "./underLoad.ts";
 import { renderUnderLoad, UNDER_LOAD_SECTION_END, UNDER_LOAD_SECTION_START } from "./underLoadReport.ts";
 import { xstateLocalPipeline } from "./xstateLocal.ts";
 
-const USAGE = `npm run bench [-- --render | --only busy-day | --only under-load | --only tracing | --cluster | --help]   (or: npx tsx bench/run.ts …)
+const USAGE = `npm run bench [-- --render | --only busy-day | --only under-load | --only tracing | --cluster | --scale | --help]   (or: npx tsx bench/run.ts …)
 
   (no flag)   runs every measurement (a few minutes; CPU-sensitive: run it on a quiet machine)
               and writes docs/BENCHMARKS.md, docs/benchmarks-summary.json and docs/benchmarks.json
@@ -55,6 +57,10 @@ const USAGE = `npm run bench [-- --render | --only busy-day | --only under-load 
               2, 4, 8 workers; R3 against R1; a few minutes): writes docs/benchmarks-cluster.json
               and its own section of docs/BENCHMARKS.md (the rest is left alone); a smoke run
               (BENCH_CLUSTER_TURNS below 200) prints the section and leaves docs/ alone
+  --scale     runs only the CPU-slice scaling phase (issue 36: k = 1, 2, 4 slices of a runner and
+              2 workers in cgroups of a fixed quota, on 1, 3 and 5 NATS nodes, then unsliced 1
+              against 3 runners): writes docs/benchmarks-scale.json and its own section of
+              docs/BENCHMARKS.md; a smoke run (BENCH_SCALE_TURNS below 100) leaves docs/ alone
   --help      prints this
 
   BENCH_QUICK=1          short phases (noisier numbers; the report says so)
@@ -68,6 +74,10 @@ const USAGE = `npm run bench [-- --render | --only busy-day | --only under-load 
   BENCH_LOAD_KILLS=N     runners killed with turns in flight (default 5; BENCH_LOAD_IN_FLIGHT, default 100)
   BENCH_CLUSTER_TURNS=N  measured turns per point of --cluster (default 200; e.g. 20 for a smoke run)
   BENCH_CLUSTER_SESSIONS=N  concurrent sessions of --cluster (default 8)
+  BENCH_SCALE_TURNS=N    measured turns per slice per point of --scale (default 100; e.g. 20 for a smoke run)
+  BENCH_SCALE_SESSIONS=N concurrent sessions per slice of --scale (default 4)
+  BENCH_SCALE_QUOTA=C    cores of each runner-and-workers slice (default 0.5; NATS: BENCH_SCALE_NATS_QUOTA, 1)
+  BENCH_SCALE_NODES=L    NATS node counts of --scale, one series each (default 1,3,5)
 `;
 
 const DOCS = join(REPO_ROOT, "docs");
@@ -75,6 +85,8 @@ const DOCS = join(REPO_ROOT, "docs");
 const RESULTS_JSON = join(DOCS, "benchmarks.json");
 /** The cluster scaling phase's results (committed): its section of the report is rendered from it. */
 const CLUSTER_JSON = join(DOCS, "benchmarks-cluster.json");
+/** The CPU-slice scaling phase's results (committed), likewise. */
+const SCALE_JSON = join(DOCS, "benchmarks-scale.json");
 
 const QUIET_CORES = 0.25;
 const QUIET_WAIT_S = Number(process.env.BENCH_QUIET_WAIT_S ?? 60);
@@ -245,6 +257,8 @@ function writeReports(results: BenchResults): void {
   // The cluster scaling phase runs apart (--cluster): its last section is kept.
   const cluster = clusterScalingFromFile(CLUSTER_JSON);
   if (cluster) spliceClusterSection(join(DOCS, "BENCHMARKS.md"), cluster);
+  const scale = scaleFromFile(SCALE_JSON);
+  if (scale) spliceScaleSection(join(DOCS, "BENCHMARKS.md"), scale);
   writeFileSync(join(DOCS, "benchmarks-summary.json"), benchSummaryJson(results));
 }
 
@@ -333,6 +347,19 @@ async function clusterOnly(): Promise<void> {
   progress(`done in ${run.durationS} s: docs/benchmarks-cluster.json and its section of docs/BENCHMARKS.md`);
 }
 
+/** `--scale`: the CPU-slice phase alone, like `--cluster` (a smoke run prints and leaves docs/ alone). */
+async function scaleOnly(): Promise<void> {
+  const run = await runScaleSlices(benchPlan(), `s${Date.now().toString(36)}`);
+  const targets = scaleTargets(run);
+  const section = renderScale(run, targets);
+  const path = run.plan.smoke ? join(tmpdir(), `conclave-bench-scale-${Date.now()}.json`) : SCALE_JSON;
+  writeFileSync(path, `${JSON.stringify(run, null, 2)}\n`);
+  if (run.plan.smoke) process.stdout.write(`${section}\n`);
+  else spliceScaleSection(join(DOCS, "BENCHMARKS.md"), section);
+  for (const line of targetLines(targets)) progress(line);
+  progress(`done in ${run.durationS} s; results in ${path}${run.plan.smoke ? "; docs/ left alone (smoke)" : ""}`);
+}
+
 /**
  * `--render`: rewrite the report and its summary from docs/benchmarks.json (the same run), e.g. after
  * editing the report. The targets are judged again on the file's results.
@@ -354,6 +381,7 @@ try {
   if (process.argv.includes("--help") || process.argv.includes("-h")) process.stdout.write(USAGE);
   else if (process.argv.includes("--render")) renderOnly();
   else if (process.argv.includes("--cluster")) await clusterOnly();
+  else if (process.argv.includes("--scale")) await scaleOnly();
   else if (onlyPhase() === "busy-day") await busyDayOnly();
   else if (onlyPhase() === "under-load") await underLoadOnly();
   else if (onlyPhase() === "tracing") await tracingOnly();

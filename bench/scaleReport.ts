@@ -1,0 +1,174 @@
+/**
+ * The "Scaling on CPU slices" section of docs/BENCHMARKS.md and its targets (issue 36), from
+ * docs/benchmarks-scale.json (written by `npm run bench -- --scale`). The section sits between two
+ * markers, so `--scale` replaces only its own section.
+ */
+import { existsSync, readFileSync } from "node:fs";
+import { ms, spliceSection, table, targetsTable } from "./markdown.ts";
+import type { ScalePoint, ScaleRun, ScaleSeries } from "./scaleSlices.ts";
+import { round } from "./stats.ts";
+import { judge, notMeasured, type Target } from "./targets.ts";
+
+export const SCALE_SECTION_START = "<!-- scale-slices: written by npm run bench -- --scale -->";
+export const SCALE_SECTION_END = "<!-- /scale-slices -->";
+
+/** The goals of issue 36's scaling targets. */
+export const SCALE_GOALS = {
+  /** k slices give at least this × k times one slice's turns/s. */
+  perSliceShare: 0.85,
+  /** p50 at k = 4 at most this many times p50 at k = 1. */
+  p50Growth: 1.25,
+  /** Unsliced, 3 runners give at least this share of 1 runner's turns/s. */
+  threeRunners: 0.9,
+  /** On 5 nodes with S ≥ 5 streams, the busiest node's CPU per turn at most this share of 3 nodes, one stream. */
+  busiestNode: 0.5,
+};
+
+/** What the event-log part of the targets says until the log is partitioned. */
+export const ONE_STREAM = "the event log is one stream";
+
+const pointAt = (series: ScaleSeries, slices: number) => series.points.find((point) => point.slices === slices);
+
+/** The targets of one run: per NATS series k = 2, 4 throughput and k = 4 p50; the unsliced pair; the streams. */
+export function scaleTargets(run: Pick<ScaleRun, "series" | "unsliced">): Target[] {
+  const targets: Target[] = [];
+  for (const series of run.series) {
+    const one = pointAt(series, 1);
+    const n = series.natsNodes;
+    for (const k of [2, 4]) {
+      const many = pointAt(series, k);
+      if (!one || !many) continue;
+      targets.push(
+        judge(
+          `scale-throughput-k${k}-n${n}`,
+          `${k} slices give ≥ ${SCALE_GOALS.perSliceShare}·${k} × one slice's turns/s (${n} NATS node${n > 1 ? "s" : ""})`,
+          many.turnsPerSec / one.turnsPerSec,
+          round(SCALE_GOALS.perSliceShare * k, 2),
+          "≥",
+          "x",
+          `${many.turnsPerSec} ÷ ${one.turnsPerSec} turns/s`,
+        ),
+      );
+    }
+    const four = pointAt(series, 4);
+    if (one && four)
+      targets.push(
+        judge(
+          `scale-p50-k4-n${n}`,
+          `p50 at 4 slices ≤ ${SCALE_GOALS.p50Growth} × p50 at 1 slice (${n} NATS node${n > 1 ? "s" : ""})`,
+          four.latency.p50 / one.latency.p50,
+          SCALE_GOALS.p50Growth,
+          "≤",
+          "x",
+          `${ms(four.latency.p50)} ÷ ${ms(one.latency.p50)} ms`,
+        ),
+      );
+  }
+  const [single, three] = run.unsliced;
+  if (single && three)
+    targets.push(
+      judge(
+        "scale-unsliced-3-runners",
+        `unsliced, 3 runners give ≥ ${SCALE_GOALS.threeRunners} × 1 runner's turns/s`,
+        three.turnsPerSec / single.turnsPerSec,
+        SCALE_GOALS.threeRunners,
+        "≥",
+        "x",
+        `${three.turnsPerSec} ÷ ${single.turnsPerSec} turns/s`,
+      ),
+    );
+  targets.push(
+    notMeasured(
+      "scale-nats-streams",
+      `on 5 nodes with S ≥ 5 streams, the busiest node's CPU per turn ≤ ${SCALE_GOALS.busiestNode} × 3 nodes with one stream`,
+      SCALE_GOALS.busiestNode,
+      "≤",
+      "x",
+      ONE_STREAM,
+    ),
+  );
+  return targets;
+}
+
+/** One line per target for the terminal: PASS, MISS or not measured, with its ratio. */
+export function targetLines(targets: Target[]): string[] {
+  return targets.map((t) =>
+    t.notMeasured !== undefined
+      ? `not measured ${t.id}: ${t.notMeasured}`
+      : `${t.met ? "PASS" : "MISS"} ${t.id}: ${round(t.measured, 2)}x (goal ${t.direction} ${t.goal}x)`,
+  );
+}
+
+const cell = (value: number) => (Number.isFinite(value) ? String(round(value, 1)) : "–");
+
+const POINT_HEADERS = [
+  "slices (runner + 2 workers)",
+  "turns/s",
+  "p50 ms",
+  "p95 ms",
+  "CPU/turn runners ms",
+  "workers ms",
+  "client ms",
+  "each NATS node ms",
+  "throttled ms",
+  "cores used",
+  "other processes, cores",
+  "failed",
+];
+
+function pointRow(point: ScalePoint): (string | number)[] {
+  const { perTurn } = point;
+  return [
+    point.slices > 0 ? point.slices : `unsliced, ${point.runners} runner${point.runners > 1 ? "s" : ""} × 2 workers`,
+    cell(point.turnsPerSec),
+    ms(point.latency.p50),
+    ms(point.latency.p95),
+    ms(perTurn.runners),
+    ms(perTurn.workers),
+    ms(perTurn.client),
+    point.natsNodePerTurn.map((value) => ms(value)).join(" / "),
+    point.throttledMs,
+    point.cores,
+    point.backgroundCores,
+    point.failed,
+  ];
+}
+
+const seriesTitle = (series: ScaleSeries) =>
+  `### ${series.natsNodes} NATS node${series.natsNodes > 1 ? "s" : ""} (R${series.replicas})`;
+
+/** The section, with its markers. */
+export function renderScale(run: ScaleRun, targets: Target[] = scaleTargets(run)): string {
+  const { environment, plan } = run;
+  return [
+    SCALE_SECTION_START,
+    "## Scaling on CPU slices",
+    "",
+    `Generated by \`npm run bench -- --scale\` (bench/scaleSlices.ts) on ${environment.cores} cores (${environment.cpuModel}), ${environment.date.slice(0, 10)}, at ${environment.commit}, in ${run.durationS} s; results in [benchmarks-scale.json](benchmarks-scale.json). A slice is one runner (\`runner --cognition runner\`) and two workers (\`worker --agents '*' --services memory\`) in a cgroup of ${plan.quota} core; each NATS node runs in a slice of ${plan.natsQuota} core (cgroups: ${run.cgroups}). Network: ${run.network}. Each point runs ${plan.turnsPerSlice} measured turns per slice at ${plan.sessionsPerSlice} concurrent sessions per slice (closed loop, the offline model) after one unmeasured turn per session: the load per slice is the same at every k. CPU per turn is each process's /proc CPU time over the point ÷ its turns; \`throttled ms\` is how long the quota held the runner-and-workers slices back over the point (cpu.stat), summed.${plan.smoke ? " **Smoke run** (BENCH_SCALE_TURNS below the default): numbers too short to read." : ""}`,
+    "",
+    "### Targets",
+    "",
+    targetsTable(targets),
+    "",
+    ...run.series.flatMap((series) => [seriesTitle(series), "", table(POINT_HEADERS, series.points.map(pointRow)), ""]),
+    "### Unsliced on the whole machine (three NATS nodes, R3)",
+    "",
+    table(POINT_HEADERS, run.unsliced.map(pointRow)),
+    "",
+    "### S = 1 against S ≥ 5 event streams",
+    "",
+    `Not measured: ${ONE_STREAM}.`,
+    SCALE_SECTION_END,
+  ].join("\n");
+}
+
+/** The section from docs/benchmarks-scale.json, or nothing when there is none yet. */
+export function scaleFromFile(path: string): string {
+  if (!existsSync(path)) return "";
+  return renderScale(JSON.parse(readFileSync(path, "utf8")) as ScaleRun);
+}
+
+/** Puts the scale section into the report at `path`: in place of its earlier one, else at the end. */
+export function spliceScaleSection(path: string, section: string): void {
+  spliceSection(path, section, SCALE_SECTION_START, SCALE_SECTION_END);
+}

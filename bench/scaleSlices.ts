@@ -1,0 +1,330 @@
+/**
+ * `npm run bench -- --scale` (issue 36, item 4): how throughput scales when each "machine" is a CPU
+ * slice. A slice is one runner and its two workers in a cgroup of a fixed CPU quota
+ * (bench/cgroups.ts); each NATS node gets a slice of its own. k = 1, 2 and 4 slices run at equal
+ * quota and equal load per slice (a closed loop of a fixed number of sessions per slice), on one
+ * NATS node (R1), then on 3 and on 5 nodes (R3). Last, unsliced on the whole machine: 1 runner
+ * against 3 runners (2 workers), on a three-node cluster.
+ *
+ * The slices talk over loopback, not a bridge between network namespaces. Where cgroups are
+ * unavailable the same points run unsliced, and the run says so. It only spawns `conclave runner`
+ * and `conclave worker` processes and measures them: nothing here knows how runners share sessions.
+ */
+import type { NatsConnection } from "@nats-io/nats-core";
+import { busOptions, connectBus } from "../src/bus/connection.ts";
+import { type ConclaveProcess, spawnConclave } from "../src/cli/childProcess.ts";
+import { startNatsCluster } from "../src/nats/cluster.ts";
+import { startNatsServer } from "../src/nats/server.ts";
+import { type CgroupSupport, type CpuSlice, CpuSlices, cgroupSupport, coresFromEnv } from "./cgroups.ts";
+import { type CpuPerTurn, perTurnOf, RUNNER_ARGS, WORKER_ARGS } from "./clusterScaling.ts";
+import { type CpuUse, conclaveTurn, cpuUseSince } from "./conclave.ts";
+import { describeEnvironment } from "./environment.ts";
+import { closedLoop } from "./load.ts";
+import type { BenchPlan } from "./plan.ts";
+import { cpuTimeMs, machineBusyMs } from "./procfs.ts";
+import { progress } from "./progress.ts";
+import { round, type Summary } from "./stats.ts";
+
+/** How much `--scale` runs; every figure but the node counts is per slice, so load per slice stays equal. */
+export interface ScalePlan {
+  /** Measured turns per slice per point (BENCH_SCALE_TURNS). Default 100. */
+  turnsPerSlice: number;
+  /** Concurrent sessions per slice, closed loop (BENCH_SCALE_SESSIONS). Default 4. */
+  sessionsPerSlice: number;
+  /** CPU quota of each runner-and-workers slice, in cores (BENCH_SCALE_QUOTA). Default 0.5. */
+  quota: number;
+  /** CPU quota of each NATS node's slice, in cores (BENCH_SCALE_NATS_QUOTA). Default 1. */
+  natsQuota: number;
+  /** The slice counts of each series. */
+  slices: number[];
+  /** The NATS node counts, one series each (BENCH_SCALE_NODES, e.g. "1,3,5"). */
+  natsNodes: number[];
+  /** Fewer turns than the default: a smoke run, whose numbers are not written to docs/. */
+  smoke: boolean;
+}
+
+export const DEFAULT_SCALE_TURNS = 100;
+
+/** The plan from BENCH_SCALE_* (see {@link ScalePlan}); a bad value throws in one line. */
+export function scalePlan(env: NodeJS.ProcessEnv = process.env): ScalePlan {
+  const whole = (name: string, fallback: number) => {
+    const text = env[name];
+    if (text === undefined || text === "") return fallback;
+    const value = Number(text);
+    if (!Number.isInteger(value) || value < 1) throw new Error(`${name} must be a whole number above 0, not ${text}`);
+    return value;
+  };
+  const nodesText = env.BENCH_SCALE_NODES || "1,3,5";
+  const natsNodes = nodesText.split(",").map(Number);
+  if (natsNodes.some((n) => !Number.isInteger(n) || n < 1))
+    throw new Error(`BENCH_SCALE_NODES must list node counts above 0, e.g. 1,3,5, not ${nodesText}`);
+  const turnsPerSlice = whole("BENCH_SCALE_TURNS", DEFAULT_SCALE_TURNS);
+  return {
+    turnsPerSlice,
+    sessionsPerSlice: whole("BENCH_SCALE_SESSIONS", 4),
+    quota: coresFromEnv("BENCH_SCALE_QUOTA", 0.5, env),
+    natsQuota: coresFromEnv("BENCH_SCALE_NATS_QUOTA", 1, env),
+    slices: [1, 2, 4],
+    natsNodes,
+    smoke: turnsPerSlice < DEFAULT_SCALE_TURNS,
+  };
+}
+
+/** One measured point. */
+export interface ScalePoint {
+  natsNodes: number;
+  /** Slices of runner and workers; 0 for the unsliced points. */
+  slices: number;
+  runners: number;
+  workers: number;
+  sessions: number;
+  turns: number;
+  failed: number;
+  elapsedMs: number;
+  turnsPerSec: number;
+  latency: Summary;
+  cpu: CpuUse[];
+  perTurn: CpuPerTurn;
+  /** CPU per turn of each NATS node, in node order, in ms. */
+  natsNodePerTurn: number[];
+  /** How long the quota held the runner-and-workers slices back over the point, summed, in ms (0 unsliced). */
+  throttledMs: number;
+  /** CPU the deployment and the client used, in cores, over the point's wall time. */
+  cores: number;
+  /** CPU used meanwhile by other processes, in cores. */
+  backgroundCores: number;
+}
+
+export interface ScaleSeries {
+  natsNodes: number;
+  replicas: 1 | 3;
+  points: ScalePoint[];
+}
+
+export interface ScaleRun {
+  plan: ScalePlan;
+  environment: ReturnType<typeof describeEnvironment>;
+  /** "v1", "v2", or why the points ran unsliced. */
+  cgroups: string;
+  /** How the slices reach NATS. */
+  network: string;
+  series: ScaleSeries[];
+  /** Unsliced, on the whole machine and a three-node cluster: 1 runner, then 3 runners (2 workers each time). */
+  unsliced: ScalePoint[];
+  durationS: number;
+}
+
+/** A NATS deployment for one series: its URLs and node pids, each node in its own slice when sliced. */
+interface Nats {
+  urls: readonly string[];
+  pids: number[];
+  stop(): Promise<void>;
+}
+
+async function startNats(nodes: number, slices: CpuSlices | null, quota: number): Promise<Nats> {
+  const deployment =
+    nodes === 1
+      ? await startNatsServer({}).then((server) => ({
+          urls: [server.url],
+          pids: [server.process.pid ?? -1],
+          stop: () => server.stop(),
+        }))
+      : await startNatsCluster({ nodes, monitorPorts: false }).then((cluster) => ({
+          urls: cluster.urls,
+          pids: cluster.nodes.map((node) => node.process?.pid ?? -1),
+          stop: () => cluster.stop(),
+        }));
+  for (const [index, pid] of deployment.pids.entries()) slices?.make(`nats-${nodes}n-${index + 1}`, quota).add(pid);
+  return deployment;
+}
+
+/** Runners and workers, grown between points; a slice's processes join its cgroup as soon as they are spawned. */
+class Machines {
+  readonly processes: ConclaveProcess[] = [];
+  readonly slices: CpuSlice[] = [];
+  #spawned = 0;
+
+  constructor(
+    private readonly nats: Nats,
+    private readonly replicas: 1 | 3,
+  ) {}
+
+  /** Spawns `runners` runners and `workers` workers, in `slice` when given; resolves once all serve. */
+  async add(tag: string, runners: number, workers: number, slice: CpuSlice | null): Promise<void> {
+    const added: ConclaveProcess[] = [];
+    const spawn = (name: string, args: string[]) => {
+      const url = this.nats.urls[this.#spawned++ % this.nats.urls.length]!;
+      const env = { ...process.env, CONCLAVE_NATS_URL: url, CONCLAVE_REPLICAS: String(this.replicas) };
+      // A slice of half a core starts a TypeScript process slowly: more than the default 20 s to be ready.
+      const child = spawnConclave(name, args, { ...env, CONCLAVE_LOG: "quiet" }, 120_000);
+      if (slice && child.child.pid !== undefined) slice.add(child.child.pid);
+      added.push(child);
+    };
+    for (let w = 1; w <= workers; w++) spawn(`worker-${tag}-${w}`, WORKER_ARGS);
+    for (let r = 1; r <= runners; r++) spawn(`runner-${tag}${runners > 1 ? `-${r}` : ""}`, RUNNER_ARGS);
+    if (slice) this.slices.push(slice);
+    this.processes.push(...added);
+    await Promise.all(added.map((p) => p.ready));
+  }
+
+  pids(): { name: string; pid: number }[] {
+    return [
+      ...this.processes.map((p) => ({ name: p.name, pid: p.child.pid ?? -1 })),
+      ...this.nats.pids.map((pid, index) => ({ name: `nats-server-${index + 1}`, pid })),
+      { name: "client", pid: process.pid },
+    ];
+  }
+
+  throttledMs(): number {
+    return this.slices.reduce((total, slice) => total + slice.throttledMs(), 0);
+  }
+
+  /** Stops runners first, then workers. */
+  async stop(): Promise<void> {
+    const all = this.processes.splice(0);
+    await Promise.all(all.filter((p) => p.name.startsWith("runner-")).map((p) => p.stop()));
+    await Promise.all(all.map((p) => p.stop()));
+    this.slices.splice(0);
+  }
+}
+
+/** One point: a turn per session unmeasured (it opens the session), then the plan's turns measured. */
+async function measure(
+  machines: Machines,
+  nc: NatsConnection,
+  bench: BenchPlan,
+  plan: ScalePlan,
+  shape: { natsNodes: number; slices: number; runners: number; workers: number },
+  prefix: string,
+): Promise<ScalePoint> {
+  const perSlice = Math.max(1, shape.slices);
+  const sessions = plan.sessionsPerSlice * perSlice;
+  const turn = (session: number, index: number) =>
+    conclaveTurn(nc, `${prefix}-${session}`, bench.texts[index % bench.texts.length]!);
+  await closedLoop({ sessions, turnsPerSession: 1, runTurn: turn });
+  const pids = machines.pids();
+  const before = pids.map(({ pid }) => cpuTimeMs(pid));
+  const machineBefore = machineBusyMs();
+  const throttledBefore = machines.throttledMs();
+  const result = await closedLoop({
+    sessions,
+    turnsPerSession: Math.ceil(plan.turnsPerSlice / plan.sessionsPerSlice),
+    runTurn: (session, index) => turn(session, index + 1),
+  });
+  const cpu = cpuUseSince(pids, before, result);
+  const ours = cpu.reduce((total, use) => total + use.cpuMs, 0);
+  const point: ScalePoint = {
+    ...shape,
+    sessions,
+    turns: result.turns,
+    failed: result.failed,
+    elapsedMs: result.elapsedMs,
+    turnsPerSec: result.turnsPerSec,
+    latency: result.latency,
+    cpu,
+    perTurn: perTurnOf(cpu),
+    natsNodePerTurn: cpu.filter((use) => use.process.startsWith("nats-server-")).map((use) => use.perTurnMs),
+    throttledMs: round(machines.throttledMs() - throttledBefore, 0),
+    cores: round(ours / result.elapsedMs, 2),
+    backgroundCores: round(Math.max(0, machineBusyMs() - machineBefore - ours) / result.elapsedMs, 2),
+  };
+  const what = shape.slices > 0 ? `${shape.slices} slice(s)` : `unsliced ${shape.runners} runner(s)`;
+  progress(
+    `  ${shape.natsNodes} NATS node(s), ${what}: ${point.turnsPerSec} turns/s, p50 ${Math.round(point.latency.p50)} ms, p95 ${Math.round(point.latency.p95)} ms, CPU/turn runners ${point.perTurn.runners} ms, workers ${point.perTurn.workers} ms, nats ${point.natsNodePerTurn.join("/")} ms${point.failed ? `, ${point.failed} failed` : ""}`,
+  );
+  return point;
+}
+
+/** Runs `body` against NATS of `nodes` nodes and a client connection, then stops everything it started. */
+async function withDeployment<T>(
+  nodes: number,
+  slices: CpuSlices | null,
+  plan: ScalePlan,
+  body: (machines: Machines, nc: NatsConnection) => Promise<T>,
+): Promise<T> {
+  const nats = await startNats(nodes, slices, plan.natsQuota);
+  try {
+    const machines = new Machines(nats, nodes === 1 ? 1 : 3);
+    const nc = await connectBus(busOptions("client", { servers: nats.urls.join(","), name: "bench-scale-client" }));
+    try {
+      return await body(machines, nc);
+    } finally {
+      await nc.close();
+      await machines.stop();
+    }
+  } finally {
+    await nats.stop();
+  }
+}
+
+/** One series: k = 1, 2, 4 slices against `nodes` NATS nodes, the slices added between points. */
+async function runSeries(
+  nodes: number,
+  slices: CpuSlices | null,
+  bench: BenchPlan,
+  plan: ScalePlan,
+  tag: string,
+): Promise<ScaleSeries> {
+  const points = await withDeployment(nodes, slices, plan, async (machines, nc) => {
+    const measured: ScalePoint[] = [];
+    let made = 0;
+    for (const k of plan.slices) {
+      while (made < k) {
+        made++;
+        const slice = slices?.make(`slice-${nodes}n-${made}`, plan.quota) ?? null;
+        await machines.add(String(made), 1, 2, slice);
+      }
+      const shape = { natsNodes: nodes, slices: k, runners: k, workers: 2 * k };
+      measured.push(await measure(machines, nc, bench, plan, shape, `${tag}-n${nodes}-k${k}`));
+    }
+    return measured;
+  });
+  return { natsNodes: nodes, replicas: nodes === 1 ? 1 : 3, points };
+}
+
+/** Unsliced on the whole machine, a three-node cluster: 1 runner × 2 workers, then 3 runners × 2 workers. */
+async function runUnsliced(bench: BenchPlan, plan: ScalePlan, tag: string): Promise<ScalePoint[]> {
+  const points: ScalePoint[] = [];
+  for (const runners of [1, 3]) {
+    points.push(
+      await withDeployment(3, null, plan, async (machines, nc) => {
+        await machines.add(`u${runners}`, runners, 2, null);
+        const shape = { natsNodes: 3, slices: 0, runners, workers: 2 };
+        return measure(machines, nc, bench, plan, shape, `${tag}-u${runners}`);
+      }),
+    );
+  }
+  return points;
+}
+
+const describeSupport = (support: CgroupSupport) =>
+  support.kind === "none" ? `unavailable (${support.reason}): every point ran unsliced` : support.kind;
+
+/** Runs the whole phase: a series per NATS node count, then the unsliced pair; removes its cgroups at the end. */
+export async function runScaleSlices(bench: BenchPlan, tag: string): Promise<ScaleRun> {
+  const plan = scalePlan();
+  const startedAt = performance.now();
+  const support = cgroupSupport();
+  if (support.kind === "none") progress(`cgroups unavailable (${support.reason}): running unsliced`);
+  progress(
+    `scale: slices of ${plan.quota} core (NATS nodes ${plan.natsQuota} core), cgroups ${support.kind}, loopback; ${plan.turnsPerSlice} turns at ${plan.sessionsPerSlice} sessions per slice${plan.smoke ? " (smoke: BENCH_SCALE_TURNS below the default)" : ""}`,
+  );
+  const slices = support.kind === "none" ? null : new CpuSlices(support);
+  const series: ScaleSeries[] = [];
+  let unsliced: ScalePoint[];
+  try {
+    for (const nodes of plan.natsNodes) series.push(await runSeries(nodes, slices, bench, plan, tag));
+    unsliced = await runUnsliced(bench, plan, tag);
+  } finally {
+    slices?.remove();
+  }
+  return {
+    plan,
+    environment: describeEnvironment(),
+    cgroups: describeSupport(support),
+    network: "loopback (no network namespaces: the slices share the host's loopback)",
+    series,
+    unsliced,
+    durationS: Math.round((performance.now() - startedAt) / 1000),
+  };
+}
