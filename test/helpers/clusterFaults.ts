@@ -72,6 +72,8 @@ export interface ClusterRunCounts {
   takeovers: number;
   /** A session's turn started before its previous turn completed. */
   violations: number;
+  /** Agent answers, model steps or tool calls a turn's log records twice (printed, not held: see turnLoad.ts). */
+  callsRepeated: number;
 }
 
 export interface ClusterRunResult {

@@ -148,6 +148,11 @@ export interface TurnCounts {
   violations: number;
   /** TURN_RESUMED events: turns taken over from another runner (or taken back). */
   takeovers: number;
+  /**
+   * Calls a turn's log records more than once: an agent's answer (AGENT_COMPLETED of one agent in one wave),
+   * a model step (MODEL_CALL_COMPLETED of one call key), a tool call started (TOOL_CALL_STARTED of one call id).
+   */
+  callsRepeated: number;
 }
 
 /** Every acked turn read back. */
@@ -226,6 +231,26 @@ export function turnOrderViolations(sessionId: string, log: StoredEvent[]): stri
   return violations;
 }
 
+/** How many of a turn's recorded calls repeat one recorded before (see `TurnCounts.callsRepeated`). */
+function repeatedCalls(events: EngineEvent[]): number {
+  const seen = new Set<string>();
+  let repeated = 0;
+  for (const event of events) {
+    const call =
+      event.kind === "AGENT_COMPLETED"
+        ? `agent ${event.payload.wave}/${event.payload.agent_id}`
+        : event.kind === "MODEL_CALL_COMPLETED"
+          ? `model ${event.payload.call_key}`
+          : event.kind === "TOOL_CALL_STARTED"
+            ? `tool ${event.payload.call_id}`
+            : null;
+    if (call === null) continue;
+    if (seen.has(call)) repeated += 1;
+    seen.add(call);
+  }
+  return repeated;
+}
+
 /** Waits for every acked turn of `load` (stopped) to settle, then reads each session's log back and counts. */
 export async function accountTurns(nc: NatsConnection, load: TurnLoad, settleMs = 60_000): Promise<TurnAccount> {
   const counts: TurnCounts = {
@@ -235,6 +260,7 @@ export async function accountTurns(nc: NatsConnection, load: TurnLoad, settleMs 
     twice: 0,
     violations: 0,
     takeovers: 0,
+    callsRepeated: 0,
   };
   const account: TurnAccount = {
     counts,
@@ -270,6 +296,7 @@ export async function accountTurns(nc: NatsConnection, load: TurnLoad, settleMs 
       if (completions.length === 0 || status?.status !== "done") counts.lost += 1;
       else if (completions.length > 1) counts.twice += 1;
       else counts.completed += 1;
+      counts.callsRepeated += repeatedCalls(events);
       const takeovers = events.filter((event) => event.kind === "TURN_RESUMED").length;
       counts.takeovers += takeovers;
       if (takeovers > 1) account.retakenInFlight.push(`${key} (${takeovers} takeovers)`);
@@ -289,7 +316,7 @@ export async function accountTurns(nc: NatsConnection, load: TurnLoad, settleMs 
   return account;
 }
 
-/** The counts as one printed line: `submitted 40, completed 40, lost 0, run twice 0, turn-order violations 0, takeovers 2`. */
+/** The counts as one printed line: `submitted 40, completed 40, lost 0, run twice 0, turn-order violations 0, takeovers 2, calls repeated 0`. */
 export function countsLine(counts: TurnCounts): string {
-  return `submitted ${counts.submitted}, completed ${counts.completed}, lost ${counts.lost}, run twice ${counts.twice}, turn-order violations ${counts.violations}, takeovers ${counts.takeovers}`;
+  return `submitted ${counts.submitted}, completed ${counts.completed}, lost ${counts.lost}, run twice ${counts.twice}, turn-order violations ${counts.violations}, takeovers ${counts.takeovers}, calls repeated ${counts.callsRepeated}`;
 }
