@@ -111,7 +111,7 @@ describe("a turn's terminal event", () => {
     const messages = await consumer.fetch({ max_messages: 10, expires: 2_000 });
     for await (const msg of messages) {
       const event = EngineEvent.parse(JSON.parse(decoder.decode(msg.data)));
-      order.push(`${event.turn_id}:${event.kind}`);
+      order.push(`${"turn_id" in event ? event.turn_id : "-"}:${event.kind}`);
       if (msg.info.pending === 0) break;
     }
     expect(order).toEqual(["1:TURN_STARTED", "2:TURN_QUEUED", "1:TURN_COMPLETED", "2:TURN_STARTED"]);
