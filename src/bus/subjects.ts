@@ -2,6 +2,7 @@
  * Every NATS subject Conclave uses, in one place. Public (documented in
  * docs/protocol.md): turn submission and the event log. Internal: worker endpoints.
  */
+import { partitionOf } from "../contracts/partitions.ts";
 import { turnKey } from "../contracts/turnKey.ts";
 
 export const SUBJECT_ROOT = "conclave";
@@ -89,8 +90,18 @@ export const subjects = {
   ledgerEvents: (sessionId: string) => `${SUBJECT_ROOT}.events.${sessionId}.ledger.entries`,
   /** A runner asks the memory service (workers) for a search. */
   memoryQuery: `${SUBJECT_ROOT}.memory.query`,
-  /** JetStream write-ahead log of accepted turns, one subject per session (keeps their order). */
-  wal: (sessionId: string) => `${SUBJECT_ROOT}.wal.${sessionId}`,
+  /**
+   * JetStream write-ahead log of accepted turns, one subject per session (keeps their order), under
+   * the session's partition (`partitionOf`, src/contracts/partitions.ts).
+   */
+  wal: (partition: number, sessionId: string) => `${SUBJECT_ROOT}.wal.${partition}.${sessionId}`,
+  /** The WAL subject of a session's entries, in a WAL of `partitions` partitions. */
+  walOf: (sessionId: string, partitions: number) =>
+    `${SUBJECT_ROOT}.wal.${partitionOf(sessionId, partitions)}.${sessionId}`,
+  /** One partition's WAL entries: what the runner owning it takes. */
+  walPartition: (partition: number) => `${SUBJECT_ROOT}.wal.${partition}.*`,
+  /** A session's WAL entries, whatever its partition (an erase purges them by this filter). */
+  sessionWal: (sessionId: string) => `${SUBJECT_ROOT}.wal.*.${sessionId}`,
   allWal: `${SUBJECT_ROOT}.wal.>`,
   /** JetStream: rejected input and poison turns, kept for inspection. */
   deadLetter: (source: string) => `${SUBJECT_ROOT}.dlq.${source}`,
@@ -136,8 +147,13 @@ export const streams = {
   schedules: "CONCLAVE_SCHEDULES",
 } as const;
 
-/** The durable consumer all runners share on the turn WAL. */
-export const RUNNER_CONSUMER = "conclave-runners";
+/**
+ * The durable consumer of one WAL partition, pulled by the runner that owns it. (`conclave-runners`, the
+ * one consumer all runners shared before partitions, is removed once empty: `ensureTurnWal`.)
+ */
+export const runnerConsumer = (partition: number): string => `conclave-runners-p${partition}`;
+/** The consumer all runners shared before the WAL had partitions (0.1): removed when a runner finds it empty. */
+export const LEGACY_RUNNER_CONSUMER = "conclave-runners";
 /**
  * The KV bucket of blackboards (src/blackboard/natsStore.ts; the runner role needs
  * `$KV.conclave_blackboards.>` and its stream's API subjects). Not in `buckets`: only a recipe run opens it.

@@ -172,6 +172,12 @@ export const CONFIG_SCHEMA = {
     default: "workers",
     doc: "runner: the runner hosts the scheduler, council, critics and memory itself; workers: it asks workers.",
   }),
+  CONCLAVE_PARTITIONS: variable({
+    group: "runner",
+    schema: wholeNumber(1),
+    defaultText: "16",
+    doc: "Partitions of the turn WAL, fixed when the first runner makes it; runners share them out (docs/operations.md, Scaling out).",
+  }),
   CONCLAVE_MAX_RUNNING_TURNS: variable({
     group: "runner",
     schema: wholeNumber(1),

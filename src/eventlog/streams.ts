@@ -1,7 +1,7 @@
 import type { JetStreamManager, StreamConfig, StreamInfo } from "@nats-io/jetstream";
-import { AckPolicy, DiscardPolicy, JetStreamApiError, RetentionPolicy, StorageType } from "@nats-io/jetstream";
+import { DiscardPolicy, JetStreamApiError, StorageType } from "@nats-io/jetstream";
 import { isStreamNotFound } from "../bus/errors.ts";
-import { RUNNER_CONSUMER, streams, subjects } from "../bus/subjects.ts";
+import { streams, subjects } from "../bus/subjects.ts";
 import { checkReplicas, configuredReplicas, patientlySetUp } from "../nats/replicas.ts";
 
 /**
@@ -70,36 +70,6 @@ export const PULL_EXPIRES_MS = 5_000;
  * session's owner (nak) has not tried it.
  */
 export const MAX_TURN_ATTEMPTS = 5;
-
-/**
- * The turn write-ahead log: an accepted turn is stored here before its ack.
- * Work-queue retention: an entry leaves once a runner acks it as finished. All
- * runners share one durable pull consumer with explicit acks.
- */
-export async function ensureTurnWal(jsm: JetStreamManager): Promise<void> {
-  await ensureStream(jsm, {
-    name: streams.turns,
-    subjects: [subjects.allWal],
-    storage: StorageType.File,
-    retention: RetentionPolicy.Workqueue,
-    duplicate_window: 120_000_000_000,
-  });
-  const config = {
-    durable_name: RUNNER_CONSUMER,
-    ack_policy: AckPolicy.Explicit,
-    ack_wait: WAL_ACK_WAIT_MS * 1_000_000,
-    max_deliver: -1,
-    max_ack_pending: 10_000,
-  };
-  const existing = await patientlySetUp(() => jsm.consumers.info(streams.turns, RUNNER_CONSUMER)).catch(() => null);
-  if (!existing) await patientlySetUp(() => jsm.consumers.add(streams.turns, config));
-  else if (existing.config.max_deliver !== -1 || existing.config.ack_wait !== config.ack_wait) {
-    // A store made by an earlier version: bring the shared consumer to today's settings.
-    await patientlySetUp(() =>
-      jsm.consumers.update(streams.turns, RUNNER_CONSUMER, { ack_wait: config.ack_wait, max_deliver: -1 }),
-    );
-  }
-}
 
 /** Rejected input and poison turns, kept for a week for inspection; bounded (the oldest go first), so no peer can fill the store. */
 export const ensureDeadLetterStream = (jsm: JetStreamManager) =>

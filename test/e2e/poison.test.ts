@@ -2,22 +2,19 @@ import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { beforeAll, describe, expect, it } from "vitest";
 import { encodeJson } from "../../src/bus/codec.ts";
-import { RUNNER_CONSUMER, streams, subjects } from "../../src/bus/subjects.ts";
+import { streams, subjects } from "../../src/bus/subjects.ts";
 import type { ConclaveProcess } from "../../src/cli/childProcess.ts";
 import { submitTurn, watchTurn } from "../../src/client/turns.ts";
 import type { WalEntry } from "../../src/contracts/wal.ts";
 import { readEvents } from "../../src/eventlog/reader.ts";
-import {
-  ensureDeadLetterStream,
-  ensureTurnWal,
-  MAX_TURN_ATTEMPTS,
-  WAL_ACK_WAIT_MS,
-} from "../../src/eventlog/streams.ts";
+import { ensureDeadLetterStream, MAX_TURN_ATTEMPTS, WAL_ACK_WAIT_MS } from "../../src/eventlog/streams.ts";
 import { TurnStatusStore } from "../../src/eventlog/turnStatusStore.ts";
+import { ensureTurnWal } from "../../src/eventlog/turnWal.ts";
 import { deadLetterCounts, readDeadLetters, seededRandom } from "../helpers/fuzz.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { useConclaveProcesses } from "../helpers/processes.ts";
 import { eventually, sleep } from "../helpers/wait.ts";
+import { sessionConsumer, walConsumersState, walSubject } from "../helpers/wal.ts";
 
 const SEED = Number(process.env.CONCLAVE_FUZZ_SEED ?? 0x5eed_0007);
 const encoder = new TextEncoder();
@@ -60,8 +57,7 @@ async function stopRunner(): Promise<void> {
 
 /** The runners' shared consumer as the server sees it (read as the runner role, whose consumer it is). */
 async function consumerState() {
-  const info = await (await jetstreamManager(runnerRole)).consumers.info(streams.turns, RUNNER_CONSUMER);
-  return { num_pending: info.num_pending, num_ack_pending: info.num_ack_pending };
+  return walConsumersState(await jetstreamManager(runnerRole));
 }
 
 /** WAL entries still stored under these sessions' subjects. */
@@ -69,8 +65,8 @@ async function walStored(...sessions: string[]): Promise<Record<string, number>>
   const jsm = await jetstreamManager(runnerRole);
   const stored: Record<string, number> = {};
   for (const session of sessions) {
-    const info = await jsm.streams.info(streams.turns, { subjects_filter: subjects.wal(session) });
-    stored[session] = info.state.subjects?.[subjects.wal(session)] ?? 0;
+    const info = await jsm.streams.info(streams.turns, { subjects_filter: walSubject(session) });
+    stored[session] = info.state.subjects?.[walSubject(session)] ?? 0;
   }
   return stored;
 }
@@ -91,12 +87,12 @@ describe("a poison turn", () => {
       submitted_at: Date.now(),
     };
     await statuses.pending(session, 1, entry.submitted_at);
-    const stored = await js.publish(subjects.wal(session), encodeJson(entry), { msgID: `${session}.1` });
+    const stored = await js.publish(walSubject(session), encodeJson(entry), { msgID: `${session}.1` });
     const poisonBefore = await count(POISON_LETTERS);
 
     // Runners that each start the turn and die on it: a delivery through the runners' own consumer,
     // the turn taken as a runner takes it (one more attempt in its status), then handed back (nak).
-    const consumer = await js.consumers.get(streams.turns, RUNNER_CONSUMER);
+    const consumer = await js.consumers.get(streams.turns, sessionConsumer(session));
     const attempts: { delivery: number; attempts: number | undefined }[] = [];
     for (let pulls = 0; attempts.length < MAX_TURN_ATTEMPTS; pulls++) {
       if (pulls > 4 * MAX_TURN_ATTEMPTS) throw new Error(`the entry was not delivered ${MAX_TURN_ATTEMPTS} times`);
@@ -161,7 +157,7 @@ describe("a poison turn", () => {
 
     // The dead letter itself, read back as the read-only observer with a JetStream consumer.
     const poison = (await readDeadLetters(observer, POISON_LETTERS)).filter(
-      ({ letter }) => letter.subject === subjects.wal(session),
+      ({ letter }) => letter.subject === walSubject(session),
     );
     expect(poison).toHaveLength(1);
     expect(poison[0]?.letter).toMatchObject({ code: "internal", truncated: false });
@@ -203,7 +199,7 @@ describe("garbage on the turn WAL", () => {
     const before = await count(WAL_LETTERS);
     // The runner role writes the WAL (a client may not): published as it.
     const js = jetstream(runnerRole);
-    for (const payload of garbage) await js.publish(subjects.wal(session), payload);
+    for (const payload of garbage) await js.publish(walSubject(session), payload);
     const publishedAt = Date.now();
 
     expect(
@@ -242,7 +238,7 @@ describe("garbage on the turn WAL", () => {
 
     // What was kept, read back as the read-only observer with a JetStream consumer.
     const letters = (await readDeadLetters(observer, WAL_LETTERS)).filter(
-      ({ letter }) => letter.subject === subjects.wal(session),
+      ({ letter }) => letter.subject === walSubject(session),
     );
     expect(letters).toHaveLength(garbage.length);
     for (const { letter } of letters) {

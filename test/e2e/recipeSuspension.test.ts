@@ -8,10 +8,11 @@ import { readFileSync } from "node:fs";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { beforeAll, describe, expect, it } from "vitest";
 import { encodeJson } from "../../src/bus/codec.ts";
-import { RUNNER_CONSUMER, streams, subjects } from "../../src/bus/subjects.ts";
+import { streams } from "../../src/bus/subjects.ts";
 import type { ConclaveProcess } from "../../src/cli/childProcess.ts";
 import { type ConclaveClient, connect } from "../../src/client/index.ts";
 import type { EngineEvent } from "../../src/contracts/events.ts";
+import { DEFAULT_PARTITIONS } from "../../src/contracts/partitions.ts";
 import type { JsonObject } from "../../src/contracts/recipeRun.ts";
 import type { WalEntry } from "../../src/contracts/wal.ts";
 import { TurnStatusStore } from "../../src/eventlog/turnStatusStore.ts";
@@ -21,6 +22,7 @@ import { useNatsServer } from "../helpers/nats.ts";
 import { useConclaveProcesses } from "../helpers/processes.ts";
 import { turnLog } from "../helpers/turns.ts";
 import { until } from "../helpers/wait.ts";
+import { sessionConsumer, walSubject } from "../helpers/wal.ts";
 
 const nats = useNatsServer();
 const processes = useConclaveProcesses(() => nats.url);
@@ -152,8 +154,8 @@ describe("a human node", () => {
       submitted_at: Date.now(),
       recipe: { document: approval(), inputs: { topic: "a stale copy" } },
     };
-    const stored = await js.publish(subjects.wal(session), encodeJson(first), { msgID: `${session}.${turnId}.copy` });
-    const consumer = await js.consumers.get(streams.turns, RUNNER_CONSUMER);
+    const stored = await js.publish(walSubject(session), encodeJson(first), { msgID: `${session}.${turnId}.copy` });
+    const consumer = await js.consumers.get(streams.turns, sessionConsumer(session));
     for (;;) {
       const msg = await consumer.next({ expires: 2_000 });
       if (msg?.seq === stored.seq) {
@@ -166,7 +168,7 @@ describe("a human node", () => {
     const statuses = await TurnStatusStore.open(nc);
     const status = await statuses.get(session, turnId);
     await resumeSuspended(
-      { js, statuses },
+      { js, statuses, partitions: DEFAULT_PARTITIONS },
       session,
       turnId,
       { node: "approve", answer: { approved: true }, user_id: "ana", role: "editor", timed_out: false },
@@ -178,7 +180,7 @@ describe("a human node", () => {
     const jsm = await jetstreamManager(nc);
     await until(
       async () => {
-        const info = await jsm.consumers.info(streams.turns, RUNNER_CONSUMER);
+        const info = await jsm.consumers.info(streams.turns, sessionConsumer(session));
         return info.num_pending === 0 && info.num_ack_pending === 0;
       },
       { what: "the stale copy removed from the WAL" },

@@ -5,7 +5,8 @@
  */
 import { jetstreamManager } from "@nats-io/jetstream";
 import { describe, expect, it } from "vitest";
-import { ensureEventStream, ensureTurnWal } from "../../src/eventlog/streams.ts";
+import { ensureEventStream } from "../../src/eventlog/streams.ts";
+import { ensureTurnWal } from "../../src/eventlog/turnWal.ts";
 import type { ClusterStatus } from "../../src/nats/clusterStatus.ts";
 import { runConclave } from "../helpers/cli.ts";
 import { useNatsServer } from "../helpers/nats.ts";

@@ -17,6 +17,7 @@ import { runConclave } from "../helpers/cli.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { useInProcessStack } from "../helpers/stack.ts";
 import { until } from "../helpers/wait.ts";
+import { walSubject } from "../helpers/wal.ts";
 
 const AGE_MS = 20_000;
 const nats = useNatsServer();
@@ -78,7 +79,7 @@ async function reachable(text: string): Promise<string[]> {
   const stores = await Promise.all([
     storedCopies(streams.events, `${subjects.sessionEvents(SESSION).slice(0, -1)}>`, text),
     storedCopies(streams.memory, subjects.memoryEpisode(SESSION, 0).replace(/\.0$/, ".*"), text),
-    storedCopies(streams.turns, subjects.wal(SESSION), text),
+    storedCopies(streams.turns, walSubject(SESSION), text),
     ...[buckets.turns, buckets.sessions, buckets.memoryGraph, buckets.ledgers, "conclave_blackboards"].map((bucket) =>
       storedCopies(`KV_${bucket}`, `$KV.${bucket}.>`, text),
     ),

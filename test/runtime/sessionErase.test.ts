@@ -18,6 +18,7 @@ import { CORE_SERVICES, type WorkerHandle } from "../../src/workers/workerOption
 import { useNatsServer } from "../helpers/nats.ts";
 import { settledStatus } from "../helpers/turnStatus.ts";
 import { until } from "../helpers/wait.ts";
+import { walSubject } from "../helpers/wal.ts";
 
 const DAY = 86_400_000;
 const NS = 1_000_000;
@@ -148,7 +149,7 @@ describe("erasing a session", () => {
     const record = await client.erase("erase-a", { requested_by: "dpo@example.com", reason: "GDPR art. 17" });
 
     expect(await stored(streams.events, "conclave.events.erase-a.>")).toBe(0);
-    expect(await stored(streams.turns, subjects.wal("erase-a"))).toBe(0);
+    expect(await stored(streams.turns, walSubject("erase-a"))).toBe(0);
     expect(await stored(streams.memory, "conclave.memory.episode.erase-a.*")).toBe(0);
     // Kept on purpose: the turn counter (two integers: turn ids are never reused) and the ownership record
     // (a runner's name: deleting it under a live owner would let a second runner take the session).
@@ -196,7 +197,7 @@ describe("erasing a session", () => {
     const record = await client.erase("erase-c");
     expect(record.cancelled_turns).toEqual([1]);
     expect(await stored(streams.events, "conclave.events.erase-c.>")).toBe(0);
-    expect(await stored(streams.turns, subjects.wal("erase-c"))).toBe(0);
+    expect(await stored(streams.turns, walSubject("erase-c"))).toBe(0);
     expect(await client.turns("erase-c")).toEqual([]);
   }, 60_000);
 

@@ -6,7 +6,6 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { builtinAgents } from "../../src/agents/builtins.ts";
 import { NatsBlackboardStore } from "../../src/blackboard/natsStore.ts";
 import { deadLetter } from "../../src/bus/deadLetters.ts";
-import { subjects } from "../../src/bus/subjects.ts";
 import { type ConclaveClient, connect } from "../../src/client/index.ts";
 import { EraseRequest } from "../../src/contracts/erase.ts";
 import { Runner } from "../../src/runtime/runner/runner.ts";
@@ -14,6 +13,7 @@ import { startWorker } from "../../src/workers/startWorker.ts";
 import { CORE_SERVICES, type WorkerHandle } from "../../src/workers/workerOptions.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { sleep, until } from "../helpers/wait.ts";
+import { walSubject } from "../helpers/wal.ts";
 
 /** Strings that live only in the erased sessions: none may be left anywhere under the store directory. */
 const CANARY = {
@@ -76,7 +76,7 @@ describe("erasing a session reaches every copy and the disk", () => {
     await client.truth.upsertFact(SESSION, { statement: `the vault code is ${CANARY.ledger}` });
     await (await NatsBlackboardStore.open(runnerNc)).save(SESSION, { note: CANARY.blackboard });
     const letter = new TextEncoder().encode(JSON.stringify({ session_id: SESSION, text: CANARY.deadLetter }));
-    const refused = { subject: subjects.wal(SESSION), data: letter, code: "invalid_request", reason: "test" };
+    const refused = { subject: walSubject(SESSION), data: letter, code: "invalid_request", reason: "test" };
     expect(await deadLetter(jetstream(runnerNc), "wal", refused)).toBeNull();
     await client.fork({ session: SESSION, at: { turn: 1 }, as: FORK });
     await client.schedules.create({

@@ -1,14 +1,16 @@
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { beforeAll, describe, expect, it } from "vitest";
 import { encodeJson } from "../../src/bus/codec.ts";
-import { RUNNER_CONSUMER, streams, subjects } from "../../src/bus/subjects.ts";
+import { streams } from "../../src/bus/subjects.ts";
 import type { WalEntry } from "../../src/contracts/wal.ts";
-import { ensureDeadLetterStream, ensureTurnWal } from "../../src/eventlog/streams.ts";
+import { ensureDeadLetterStream } from "../../src/eventlog/streams.ts";
 import { TurnStatusStore } from "../../src/eventlog/turnStatusStore.ts";
+import { ensureTurnWal } from "../../src/eventlog/turnWal.ts";
 import { TurnSettlement } from "../../src/runtime/runner/settlement.ts";
 import { SessionStore } from "../../src/runtime/sessionStore.ts";
 import { silentLogger } from "../../src/telemetry/log.ts";
 import { useNatsServer } from "../helpers/nats.ts";
+import { sessionConsumer, walSubject } from "../helpers/wal.ts";
 
 const nats = useNatsServer();
 
@@ -31,8 +33,8 @@ describe("the turn settlement", () => {
     };
     await sessions.nextTurnId("ledger");
     await statuses.pending("ledger", 1, entry.submitted_at);
-    await js.publish(subjects.wal("ledger"), encodeJson(entry), { msgID: "ledger.1" });
-    const consumer = await js.consumers.get(streams.turns, RUNNER_CONSUMER);
+    await js.publish(walSubject("ledger"), encodeJson(entry), { msgID: "ledger.1" });
+    const consumer = await js.consumers.get(streams.turns, sessionConsumer("ledger"));
     const msg = await consumer.next({ expires: 5_000 });
     expect(msg).not.toBeNull();
 
@@ -48,7 +50,7 @@ describe("the turn settlement", () => {
     expect(await statuses.get("ledger", 1)).toMatchObject({ status: "done", outcome: "Complete" });
     expect(await sessions.busy("ledger")).toBe(false);
     expect(ledger.holds("ledger", 1)).toBe(false);
-    const info = await (await jetstreamManager(nc)).consumers.info(streams.turns, RUNNER_CONSUMER);
+    const info = await (await jetstreamManager(nc)).consumers.info(streams.turns, sessionConsumer("ledger"));
     expect(info.num_ack_pending).toBe(0);
     expect((await (await jetstreamManager(nc)).streams.info(streams.turns)).state.messages).toBe(0);
   });

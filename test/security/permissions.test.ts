@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { InspectionEvent } from "xstate";
 import { builtinAgents } from "../../src/agents/builtins.ts";
 import { DEV_CREDENTIALS, INBOX_PREFIXES, ROLES, type Role } from "../../src/bus/connection.ts";
-import { buckets, RUNNER_CONSUMER, streams, subjects } from "../../src/bus/subjects.ts";
+import { buckets, streams, subjects } from "../../src/bus/subjects.ts";
 import { submitTurn, watchTurn } from "../../src/client/turns.ts";
 import { readEvents } from "../../src/eventlog/reader.ts";
 import { TurnStatusStore } from "../../src/eventlog/turnStatusStore.ts";
@@ -22,6 +22,7 @@ import { CORE_SERVICES, type WorkerHandle } from "../../src/workers/workerOption
 import { useNatsServer } from "../helpers/nats.ts";
 import { settledStatus } from "../helpers/turnStatus.ts";
 import { until } from "../helpers/wait.ts";
+import { sessionConsumer, walSubject } from "../helpers/wal.ts";
 
 const nats = useNatsServer();
 
@@ -269,7 +270,7 @@ describe("a worker", () => {
   });
 
   it("cannot write the turn WAL, dead letters of other sources, nor errors", async () => {
-    await denied(jetstream(nc.worker).publish(subjects.wal("perm-w"), "{}"), subjects.wal("perm-w"));
+    await denied(jetstream(nc.worker).publish(walSubject("perm-w"), "{}"), walSubject("perm-w"));
     await denied(jetstream(nc.worker).publish(subjects.deadLetter("submit"), "{}"), subjects.deadLetter("submit"));
     await expectPublishDenied(nc.worker, violations.worker, subjects.sessionErrors("perm-w"));
   });
@@ -278,7 +279,7 @@ describe("a worker", () => {
     await denied(jetstream(nc.worker).publish(`$KV.${buckets.sessions}.counter.perm-w`, "{}"));
     await denied(jetstream(nc.worker).publish(`$KV.${buckets.turns}.perm-w.1`, "{}"));
     await denied(new Kvm(nc.worker).open(buckets.sessions).then((kv) => kv.get("counter.perm-w")));
-    await denied(jetstream(nc.worker).consumers.get(streams.turns, RUNNER_CONSUMER));
+    await denied(jetstream(nc.worker).consumers.get(streams.turns, sessionConsumer("perm")));
     await denied(readEvents(jetstream(nc.worker), await jetstreamManager(nc.worker), "perm-e2e"));
   });
 
@@ -312,14 +313,14 @@ describe("a client", () => {
   it("cannot request workers directly, nor write events, the WAL or dead letters", async () => {
     await denied(nc.client.request(subjects.schedulerPlan, "{}", { timeout: 2_000 }), subjects.schedulerPlan);
     await denied(jetstream(nc.client).publish(subjects.turnEvents("perm-c", 1), "{}"));
-    await denied(jetstream(nc.client).publish(subjects.wal("perm-c"), "{}"));
+    await denied(jetstream(nc.client).publish(walSubject("perm-c"), "{}"));
     await denied(jetstream(nc.client).publish(subjects.deadLetter("submit"), "{}"));
   });
 
   it("reads only the event log and turn status: not the WAL, dead letters, other KV buckets or memory", async () => {
     const jsm = await jetstreamManager(nc.client);
     await denied(jsm.streams.info(streams.turns));
-    await denied(jetstream(nc.client).consumers.get(streams.turns, RUNNER_CONSUMER));
+    await denied(jetstream(nc.client).consumers.get(streams.turns, sessionConsumer("perm")));
     await denied(jetstream(nc.client).consumers.get(streams.deadLetters));
     await denied(jetstream(nc.client).consumers.get(streams.memory));
     await denied(new Kvm(nc.client).open(buckets.sessions).then((kv) => kv.get("counter.perm-e2e")));
@@ -334,7 +335,7 @@ describe("a client", () => {
     await denied(jsm.streams.purge(streams.events));
     await denied(jsm.streams.delete(streams.events));
     await denied(jsm.streams.add({ name: "PERM_STREAM", subjects: ["conclave.perm.>"] }));
-    await denied(jsm.consumers.delete(streams.turns, RUNNER_CONSUMER));
+    await denied(jsm.consumers.delete(streams.turns, sessionConsumer("perm")));
   });
 });
 
@@ -364,7 +365,7 @@ describe("the observer", () => {
     expect((await jsm.streams.info(streams.deadLetters)).config.name).toBe(streams.deadLetters);
     await denied(jsm.streams.purge(streams.deadLetters));
     await denied(jetstream(nc.observer).publish(subjects.deadLetter("observer"), "{}"));
-    await denied(jetstream(nc.observer).consumers.get(streams.turns, RUNNER_CONSUMER));
+    await denied(jetstream(nc.observer).consumers.get(streams.turns, sessionConsumer("perm")));
     await denied(jetstream(nc.observer).consumers.get(streams.memory));
     await denied(new Kvm(nc.observer).open(buckets.sessions).then((kv) => kv.get("counter.perm-e2e")));
     await denied(new Kvm(nc.observer).open(buckets.scheduler).then((kv) => kv.get("perm-e2e")));

@@ -11,6 +11,7 @@ import { TurnAck } from "../../src/contracts/turn.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { useConclaveProcesses } from "../helpers/processes.ts";
 import { until } from "../helpers/wait.ts";
+import { walSubject } from "../helpers/wal.ts";
 import { liveness, violationsOf } from "./hostileHelpers.ts";
 
 /**
@@ -42,7 +43,7 @@ const AGENT = subjects.agent([...AGENTS.keys()][0]!);
 const DISCOVERY = ["$SRV.PING", "$SRV.INFO", "$SRV.STATS", "$SRV.PING.conclave-runner"];
 const RUNNER_DATA = [
   subjects.turnEvents("hostile", 1),
-  subjects.wal("hostile"),
+  walSubject("hostile"),
   `$KV.${buckets.sessions}.counter.hostile`,
   `$KV.${buckets.turns}.hostile.1`,
   subjects.deadLetter("submit"),

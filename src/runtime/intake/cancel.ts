@@ -21,6 +21,8 @@ export interface CancelDeps {
   nc: NatsConnection;
   js: JetStreamClient;
   jsm: JetStreamManager;
+  /** The turn WAL's partition count (a resumed run's entry goes to its session's partition). */
+  partitions: number;
   statuses: TurnStatusStore;
   log: Logger;
 }

@@ -72,7 +72,7 @@ export async function eraseStores(
   const erasers: Record<string, StoreEraser> = {
     // Turns and ledger entries: conclave.events.<s>.<turn> and conclave.events.<s>.ledger.entries.
     events: stream(streams.events, `${subjects.sessionEvents(sessionId).slice(0, -1)}>`),
-    wal: stream(streams.turns, subjects.wal(sessionId)),
+    wal: stream(streams.turns, subjects.sessionWal(sessionId)),
     episodes: stream(streams.memory, `${subjects.memoryEpisode(sessionId, 0).replace(/\.0$/, "")}.*`),
     // Letters refused on a subject naming the session, or whose kept payload names it.
     dead_letters: () =>

@@ -28,6 +28,8 @@ export const MAX_SUBMISSION_BYTES = 65_536;
 export interface IngressDeps {
   nc: NatsConnection;
   js: JetStreamClient;
+  /** The turn WAL's partition count: a session's entries go to its partition's subject. */
+  partitions: number;
   sessions: SessionStore;
   statuses: TurnStatusStore;
   idempotency: IdempotencyStore;
@@ -254,7 +256,7 @@ async function storeEntry(
       Promise.all([
         deps.statuses.pending(sessionId, turnId, entry.submitted_at),
         // The submitter's trace context goes with the entry, for the turn's span on the runner that takes it.
-        deps.js.publish(subjects.wal(sessionId), encodeJson(entry), {
+        deps.js.publish(subjects.walOf(sessionId, deps.partitions), encodeJson(entry), {
           msgID: `${turnKey(sessionId, turnId)}`,
           headers: carriedTraceHeaders(msg.headers),
         }),

@@ -18,6 +18,8 @@ export interface RecipeHostDeps {
   /** The agents live workers announce (shared with the runner's turns and intake; the runner closes it). */
   directory: Promise<AgentDirectory>;
   js: JetStreamClient;
+  /** The turn WAL's partition count (a suspended run's timeout resumes it through its session's partition). */
+  partitions: number;
   statuses: TurnStatusStore;
   log: Logger;
   /** The runner's recipe options. Every field has a default. */
@@ -64,7 +66,12 @@ export class RecipeHost {
   /** Starts hosting: a tool policy that does not parse is refused before anything is opened. */
   static async start(nc: NatsConnection, deps: RecipeHostDeps): Promise<RecipeHost> {
     const policy = ToolPolicy.parse(deps.recipes?.toolPolicy ?? {});
-    const timers = await SuspensionTimers.start(nc, { js: deps.js, statuses: deps.statuses, log: deps.log });
+    const timers = await SuspensionTimers.start(nc, {
+      js: deps.js,
+      statuses: deps.statuses,
+      partitions: deps.partitions,
+      log: deps.log,
+    });
     return new RecipeHost(nc, { ...deps, timers, policy });
   }
 

@@ -16,7 +16,7 @@ import type { TurnStatusStore } from "../../eventlog/turnStatusStore.ts";
  * stored, the status is put back to suspended, so a later answer is taken.
  */
 export async function resumeSuspended(
-  deps: { js: JetStreamClient; statuses: TurnStatusStore },
+  deps: { js: JetStreamClient; statuses: TurnStatusStore; partitions: number },
   sessionId: string,
   turnId: number,
   answer: HumanAnswer,
@@ -35,7 +35,7 @@ export async function resumeSuspended(
     suspension_seq: before.suspended.seq,
   };
   try {
-    await deps.js.publish(subjects.wal(sessionId), encodeJson(entry), {
+    await deps.js.publish(subjects.walOf(sessionId, deps.partitions), encodeJson(entry), {
       msgID: `${turnKey(sessionId, turnId)}.resume.${before.suspended.seq}`,
     });
   } catch (error) {

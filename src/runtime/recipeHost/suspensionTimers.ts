@@ -34,12 +34,12 @@ export class SuspensionTimers {
 
   private constructor(
     private readonly kv: JsonKv<typeof SuspensionRecord>,
-    private readonly deps: { js: JetStreamClient; statuses: TurnStatusStore; log: Logger },
+    private readonly deps: { js: JetStreamClient; statuses: TurnStatusStore; partitions: number; log: Logger },
   ) {}
 
   static async start(
     nc: NatsConnection,
-    deps: { js: JetStreamClient; statuses: TurnStatusStore; log: Logger },
+    deps: { js: JetStreamClient; statuses: TurnStatusStore; partitions: number; log: Logger },
   ): Promise<SuspensionTimers> {
     const timers = new SuspensionTimers(await JsonKv.open(nc, buckets.suspended, SuspensionRecord), deps);
     timers.#watch = await timers.kv.kv.watch();

@@ -33,6 +33,7 @@ export class SessionLeases {
   /** Releases under way: taking the session again waits for them, so a late delete never removes a fresh take. */
   readonly #releasing = new Map<string, Promise<void>>();
   #onLapsed: () => void = () => {};
+  #onMembersChanged: () => void = () => {};
 
   private constructor(
     private readonly owners: JsonKv<typeof Owner>,
@@ -48,16 +49,18 @@ export class SessionLeases {
     const log = options.log ?? silentLogger;
     // The lease may lapse before the leases exist: nothing is owned yet then, so nothing to let go.
     let lapsed = () => {};
+    let membersChanged = () => {};
     const [owners, liveness] = await Promise.all([
       JsonKv.open(nc, buckets.owners, Owner),
       RunnerLiveness.open(nc, runner, {
         log,
-        events: { onLapsed: () => lapsed() },
+        events: { onLapsed: () => lapsed(), onMembersChanged: () => membersChanged() },
         ...(options.heartbeat ? { heartbeat: options.heartbeat } : {}),
       }),
     ]);
     const leases = new SessionLeases(owners, liveness, log);
     lapsed = () => leases.#lapsed();
+    membersChanged = () => leases.#onMembersChanged();
     return leases;
   }
 
@@ -69,6 +72,21 @@ export class SessionLeases {
   /** Calls `handler` when this runner's liveness lease lapses (it then owns no session). */
   whenLapsed(handler: () => void): void {
     this.#onLapsed = handler;
+  }
+
+  /** Calls `handler` when a runner joins or leaves (see `members`). */
+  whenMembersChanged(handler: () => void): void {
+    this.#onMembersChanged = handler;
+  }
+
+  /** The live runners, this one included, sorted (`RunnerLiveness.members`). */
+  members(): string[] {
+    return this.liveness.members();
+  }
+
+  /** The sessions this runner owns now. */
+  ownedSessions(): string[] {
+    return [...this.#owned.keys()];
   }
 
   /** True when this runner owns the session (now or already): never while its own lease has lapsed. */

@@ -39,7 +39,12 @@ export interface LivenessEvents {
   onLapsed?: () => void;
   /** A heartbeat was stored again after a lapse. */
   onRestored?: () => void;
+  /** A runner joined or left (`members` changed). */
+  onMembersChanged?: () => void;
 }
+
+/** How long opening waits for the watch to have read the runners already alive. */
+const FIRST_ROLL_CALL_MS = 2_000;
 
 /** What a heartbeat thread says to the runner (`heartbeatThread.mjs`). */
 type ThreadMessage = { type: "stored" } | { type: "lapsed"; why: string } | { type: "closed" };
@@ -102,9 +107,20 @@ export class RunnerLiveness {
     else await liveness.#beat();
     liveness.#watch = await liveness.kv.kv.watch();
     const watch = liveness.#watch;
+    // The runners alive already are known before this one says which partitions it owns (its own key is there).
+    let rollCalled = () => {};
+    const rollCall = new Promise<void>((resolve) => {
+      rollCalled = resolve;
+    });
     void (async () => {
-      for await (const entry of watch) liveness.#heard(entry);
+      for await (const entry of watch) {
+        liveness.#heard(entry);
+        if (entry.delta === 0) rollCalled();
+      }
     })().catch((error: unknown) => options.log.warn(`runner liveness: watch ended: ${messageOf(error)}`));
+    const timer = setTimeout(rollCalled, FIRST_ROLL_CALL_MS);
+    await rollCall;
+    clearTimeout(timer);
     liveness.#timer = setInterval(() => liveness.#tick(), HEARTBEAT_EVERY_MS);
     liveness.#timer.unref();
     return liveness;
@@ -192,13 +208,25 @@ export class RunnerLiveness {
     }
   }
 
+  /**
+   * The runners alive as far as the watch has told, this one included, sorted: every runner that hears
+   * the same heartbeats computes the same list (partition ownership is derived from it).
+   */
+  members(): string[] {
+    return [this.runner, ...this.#seen.keys()].sort();
+  }
+
   #heard(entry: KvWatchEntry): void {
     if (entry.operation !== "PUT") {
-      this.#seen.delete(runnerOfKey(entry.key)); // stopped cleanly (`close`): dead at once
+      // stopped cleanly (`close`): dead at once
+      if (this.#seen.delete(runnerOfKey(entry.key))) this.events.onMembersChanged?.();
       return;
     }
     const parsed = Heartbeat.safeParse(safeJson(entry));
-    if (parsed.success && parsed.data.runner !== this.runner) this.#seen.set(parsed.data.runner, Date.now());
+    if (!parsed.success || parsed.data.runner === this.runner) return;
+    const joined = !this.#seen.has(parsed.data.runner);
+    this.#seen.set(parsed.data.runner, Date.now());
+    if (joined) this.events.onMembersChanged?.();
   }
 
   #tick(): void {
@@ -207,7 +235,13 @@ export class RunnerLiveness {
     else this.#checkLapse(false);
     // Runners silent past their TTL are dead: forgotten, so the map holds only runners alive of late.
     const now = Date.now();
-    for (const [runner, seen] of this.#seen) if (now - seen >= LIVENESS_TTL_MS) this.#seen.delete(runner);
+    let left = false;
+    for (const [runner, seen] of this.#seen)
+      if (now - seen >= LIVENESS_TTL_MS) {
+        this.#seen.delete(runner);
+        left = true;
+      }
+    if (left) this.events.onMembersChanged?.();
     if (!this.#thread) void this.#beat();
   }
 

@@ -48,6 +48,12 @@ export interface RunnerOptions {
   heartbeat?: BusOptions;
   /** This runner's name in leases and turn status. Default `<host>:<pid>`. */
   id?: string;
+  /**
+   * How many partitions the turn WAL is made with, when this runner is the one that makes it
+   * (docs/operations.md, "Scaling out"). Fixed from then on: asking an existing WAL for another
+   * count is a `config` error. Default: `CONCLAVE_PARTITIONS`, else 16 (`DEFAULT_PARTITIONS`).
+   */
+  partitions?: number;
   /** Where the runner logs. Default: nothing. */
   log?: Logger;
   /** Receives the inspection events of every session and turn actor (the Stately inspector's protocol). */

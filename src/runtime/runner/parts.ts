@@ -1,16 +1,16 @@
 import { hostname } from "node:os";
-import type { ConsumerMessages, JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
+import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { AgentDirectory } from "../../agents/directory.ts";
 import type { Service } from "../../bus/service.ts";
-import { RUNNER_CONSUMER, streams } from "../../bus/subjects.ts";
 import { setting } from "../../config/load.ts";
 import { singleLine } from "../../errors.ts";
 import { retentionSettings } from "../../eventlog/retention.ts";
 import { SessionTrim } from "../../eventlog/sessionTrim.ts";
-import { ensureDeadLetterStream, ensureEventStream, ensureTurnWal, PULL_EXPIRES_MS } from "../../eventlog/streams.ts";
+import { ensureDeadLetterStream, ensureEventStream } from "../../eventlog/streams.ts";
 import { TurnStatusStore } from "../../eventlog/turnStatusStore.ts";
+import { ensureTurnWal } from "../../eventlog/turnWal.ts";
 import { LedgerStore } from "../../ledgers/ledgerStore.ts";
 import { backendFromEnv, loadBackendPackages } from "../../llm/backendFromEnv.ts";
 import { hostSchedules } from "../../schedules/firingLoop.ts";
@@ -41,8 +41,8 @@ export interface RunnerParts {
   recipes: RecipeHost;
   /** The runners' shared NATS service, already answering. */
   intake: Service;
-  /** The WAL's deliveries to this runner, from the shared consumer (the runner starts taking them). */
-  messages: ConsumerMessages;
+  /** The turn WAL's partition count (fixed when it was made): the runner pulls its share of them. */
+  partitions: number;
   /** How many turns run here at once, and which wait: shared with the intake, whose acks say it. */
   admission: Admission;
   /** What the intake admitted and stored that no runner is seen with yet: a burst is held to the limits too. */
@@ -63,7 +63,11 @@ export async function openRunnerParts(nc: NatsConnection, options: RunnerOptions
   const backlog = new IntakeBacklog(admission);
   const js = jetstream(nc);
   const jsm = await jetstreamManager(nc);
-  await Promise.all([ensureEventStream(jsm), ensureTurnWal(jsm), ensureDeadLetterStream(jsm)]);
+  const [, partitions] = await Promise.all([
+    ensureEventStream(jsm),
+    ensureTurnWal(jsm, options.partitions ?? setting(process.env, "CONCLAVE_PARTITIONS")),
+    ensureDeadLetterStream(jsm),
+  ]);
   const id = options.id ?? `${hostname()}:${process.pid}`;
   const log = options.log ?? silentLogger;
   const [store, statuses, leases, idempotency, ledgers] = await Promise.all([
@@ -86,6 +90,7 @@ export async function openRunnerParts(nc: NatsConnection, options: RunnerOptions
   const recipes = await RecipeHost.start(nc, {
     directory,
     js,
+    partitions,
     statuses,
     log,
     ...(options.recipes ? { recipes: options.recipes } : {}),
@@ -97,6 +102,7 @@ export async function openRunnerParts(nc: NatsConnection, options: RunnerOptions
   const intakeDeps = {
     nc,
     js,
+    partitions,
     jsm,
     sessions: store,
     statuses,
@@ -118,8 +124,6 @@ export async function openRunnerParts(nc: NatsConnection, options: RunnerOptions
     retentionSweeps(jsm, retention, log, options.recipes?.blackboard),
     log,
   );
-  const consumer = await js.consumers.get(streams.turns, RUNNER_CONSUMER);
-  const messages = await consumer.consume({ max_messages: 256, expires: PULL_EXPIRES_MS });
   const trim =
     retention.turnsPerSession === undefined
       ? null
@@ -143,7 +147,7 @@ export async function openRunnerParts(nc: NatsConnection, options: RunnerOptions
     directory,
     recipes,
     intake,
-    messages,
+    partitions,
     admission,
     backlog,
     trim,

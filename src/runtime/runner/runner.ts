@@ -1,8 +1,7 @@
-import type { ConsumerMessages, JsMsg } from "@nats-io/jetstream";
+import type { JsMsg } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
 import type { AgentDirectory } from "../../agents/directory.ts";
 import type { Service } from "../../bus/service.ts";
-import { subjects } from "../../bus/subjects.ts";
 import { TurnCancellations } from "../../bus/turnCancellations.ts";
 import type { EngineEvent } from "../../contracts/events.ts";
 import { turnLabel } from "../../contracts/turnKey.ts";
@@ -18,6 +17,7 @@ import type { IntakeBacklog } from "./intakeBacklog.ts";
 import { interruptRunningTurn } from "./interrupt.ts";
 import type { SessionLeases } from "./leases.ts";
 import type { RunnerOptions } from "./options.ts";
+import { PartitionOwnership } from "./partitions.ts";
 import { openRunnerParts, type RunnerParts } from "./parts.ts";
 import { type SessionActorDeps, sessionActors } from "./sessionActors.ts";
 import { followErasures } from "./sessionErasures.ts";
@@ -51,13 +51,21 @@ export type { RecipeRunnerOptions, RunnerOptions } from "./options.ts";
  *   and picking up a turn a dead runner left;
  * - recipe hosting (`../recipeHost/recipeHost.ts`): blackboards, the tool gate,
  *   suspension timers and the recipe turns' actor.
- * Every runner pulls from the WAL's one shared consumer, runs turns only for
- * sessions it owns, and acks an entry once the turn's events are stored. A
- * runner that dies mid-turn leaves its entries unacked: they are delivered
- * again and another runner (or this one, restarted) takes the turn over.
+ * - partitions (`partitions.ts`): the WAL partitions this runner pulls, its
+ *   share among the live runners.
+ * Each runner pulls the consumers of the WAL partitions it owns, runs turns
+ * only for sessions it owns, and acks an entry once the turn's events are
+ * stored. A runner that dies mid-turn leaves its entries unacked: its
+ * partitions go to the survivors, which take its turns over.
  */
-/** How long an entry of a session another runner owns is handed back for before it is delivered again. */
+/**
+ * How long an entry of a session another runner owns is handed back for before it is delivered again:
+ * only while a partition moves (its old owner lets the session go once its turns here end).
+ */
 const DEFER_TO_OWNER_MS = 200;
+
+/** How often a runner looks for sessions to hand over (of partitions it lost) whose turns here have ended. */
+const HAND_OVER_EVERY_MS = 100;
 
 export class Runner {
   readonly #nc: NatsConnection;
@@ -79,7 +87,9 @@ export class Runner {
   readonly #recipes: RecipeHost;
   /** The agents live workers announce, shared by the sessions' turns, recipes and the intake: closed here. */
   readonly #directory: Promise<AgentDirectory>;
-  readonly #messages: ConsumerMessages;
+  readonly #partitions: PartitionOwnership;
+  /** Lets go, every HAND_OVER_EVERY_MS, the idle sessions of partitions this runner no longer owns. */
+  readonly #handOverTimer: NodeJS.Timeout;
   readonly #admission: Admission;
   /** What taking a turn (first or again) needs: the stores, this runner's name, the turns it took before. */
   readonly #takers: RedeliveryDeps;
@@ -90,11 +100,19 @@ export class Runner {
     this.#directory = parts.directory;
     this.#recipes = parts.recipes;
     this.#intake = parts.intake;
-    this.#messages = parts.messages;
     this.#admission = parts.admission;
     this.#backlog = parts.backlog;
     this.#stopFollowingEnds = parts.backlog.followEnds(nc);
     this.#log = options.log ?? silentLogger;
+    this.#partitions = new PartitionOwnership({
+      js: parts.js,
+      partitions: parts.partitions,
+      runner: parts.leases.runner,
+      log: this.#log,
+      onMessage: (msg) => this.#inSessionOrder(msg),
+    });
+    this.#handOverTimer = setInterval(() => this.#handOver(), HAND_OVER_EVERY_MS);
+    this.#handOverTimer.unref();
     this.#options = { turnTtlMs: options.turnTtlMs ?? 600_000, checkpointEvery: options.checkpointEvery ?? 10 };
     this.#writer = new EventLogWriter(parts.js, {
       live: nc, // stream chunks go out live as they come; the log stores them coalesced
@@ -184,16 +202,28 @@ export class Runner {
   /** Opens everything the runner needs (`parts.ts`), builds it, then lets it take the WAL's deliveries. */
   static async start(nc: NatsConnection, options: RunnerOptions = {}): Promise<Runner> {
     const runner = new Runner(nc, await openRunnerParts(nc, options), options);
-    runner.#takeDeliveries();
+    await runner.#takeDeliveries();
     return runner;
   }
 
-  /** Handles the WAL's deliveries as they come, for as long as the runner runs. */
-  #takeDeliveries(): void {
-    const messages = this.#messages;
-    void (async () => {
-      for await (const msg of messages) this.#inSessionOrder(msg);
-    })();
+  /** Pulls this runner's share of the WAL's partitions, and follows the share as runners join and leave. */
+  async #takeDeliveries(): Promise<void> {
+    this.#leases.whenMembersChanged(() => {
+      void this.#partitions.follow(this.#leases.members()).then(() => this.#handOver());
+    });
+    await this.#partitions.follow(this.#leases.members());
+  }
+
+  /**
+   * Lets go of the sessions this runner owns in partitions it no longer owns, each once no turn of it is
+   * here: the partition's new owner takes it on its next delivery (it waits for it until then).
+   */
+  #handOver(): void {
+    for (const sessionId of this.#leases.ownedSessions()) {
+      if (this.#partitions.ownsSession(sessionId)) continue;
+      // Busy (a turn held or delivered, a snapshot being saved, a restore): handed over at a later look.
+      if (this.#sessions.evictIfIdle(sessionId)) this.#letGo(sessionId);
+    }
   }
 
   /**
@@ -203,7 +233,7 @@ export class Runner {
    * its actor in either order.
    */
   #inSessionOrder(msg: JsMsg): void {
-    const session = msg.subject.slice(subjects.wal("").length);
+    const session = msg.subject.slice(msg.subject.lastIndexOf(".") + 1); // conclave.wal.<partition>.<session>
     const previous = this.#delivering.get(session);
     const handled = (previous ?? Promise.resolve())
       .then(() => this.#take(msg))
@@ -383,7 +413,8 @@ export class Runner {
     this.#cancellations.close();
     this.#stopFollowingErasures();
     this.#stopFollowingEnds();
-    await this.#messages.close();
+    clearInterval(this.#handOverTimer);
+    await this.#partitions.close();
     const drained = await this.drain(timeoutMs);
     if (!drained) this.#log.warn(`stopped with ${this.#settlement.size} turn(s) unfinished: handed back to the WAL`);
     this.#settlement.handBackAll();

@@ -161,6 +161,20 @@ export class SessionHost {
     return this.#actors.get(sessionId)?.actor.getSnapshot().context.finished.includes(turnId) ?? false;
   }
 
+  /**
+   * Evicts the session now if nothing of it is under way here (as the idle sweep would, without waiting
+   * for it to have been idle a while); true when it is not live here (any more). A partition that moved
+   * hands its sessions over this way.
+   */
+  evictIfIdle(sessionId: string): boolean {
+    const hosted = this.#actors.get(sessionId);
+    if (hosted && !this.#idle(sessionId, hosted.actor)) return false;
+    if (!hosted && (this.#saves.has(sessionId) || this.#starting.has(sessionId) || this.options.busy?.(sessionId)))
+      return false;
+    this.evict(sessionId);
+    return true;
+  }
+
   /** Stops and forgets the session's actor: its next turn restores it from the stored snapshot. */
   evict(sessionId: string): void {
     const hosted = this.#actors.get(sessionId);

@@ -1,0 +1,136 @@
+/**
+ * The WAL partitions this runner owns, and their consumers. Ownership
+ * follows the live runners (`partitionAssignment.ts`): when one joins or
+ * leaves, each runner computes its new share, starts pulling the partitions
+ * it gained, and stops pulling those it lost. A lost partition's sessions
+ * stay with this runner until their turns here end (the runner then lets
+ * them go, `Runner`), so a session's turns never run on two runners at once
+ * and stay in order: the session lease (`leases.ts`) decides, and the new
+ * owner's deliveries of a session still held here wait for it.
+ */
+import type { ConsumerMessages, JetStreamClient, JsMsg } from "@nats-io/jetstream";
+import { runnerConsumer, streams } from "../../bus/subjects.ts";
+import { partitionOf } from "../../contracts/partitions.ts";
+import { backoffMs, pause } from "../../deadline.ts";
+import { messageOf } from "../../errors.ts";
+import { PULL_EXPIRES_MS } from "../../eventlog/streams.ts";
+import type { Logger } from "../../telemetry/log.ts";
+import { partitionsOf } from "./partitionAssignment.ts";
+
+/** How many WAL entries one partition's pull asks for at once. */
+const PARTITION_BATCH = 128;
+
+export interface PartitionDeps {
+  js: JetStreamClient;
+  /** The WAL's partition count (`ensureTurnWal`). */
+  partitions: number;
+  /** This runner's name. */
+  runner: string;
+  log: Logger;
+  /** Each delivery of an owned partition's WAL entry. */
+  onMessage: (msg: JsMsg) => void;
+}
+
+export class PartitionOwnership {
+  readonly #deps: PartitionDeps;
+  readonly #pulling = new Map<number, ConsumerMessages>();
+  #owned = new Set<number>();
+  /** Ownership changes one at a time, in the order they were asked for. */
+  #changing: Promise<void> = Promise.resolve();
+  #closed = false;
+
+  constructor(deps: PartitionDeps) {
+    this.#deps = deps;
+  }
+
+  /** The WAL's partition count. */
+  get partitions(): number {
+    return this.#deps.partitions;
+  }
+
+  /** The partitions this runner owns now. */
+  get owned(): ReadonlySet<number> {
+    return this.#owned;
+  }
+
+  /** True when the session's partition is this runner's. */
+  ownsSession(sessionId: string): boolean {
+    return this.#owned.has(partitionOf(sessionId, this.#deps.partitions));
+  }
+
+  /** Takes this runner's share among `members` (the live runners): pulls what it gained, stops what it lost. */
+  follow(members: readonly string[]): Promise<void> {
+    const wanted = partitionsOf(this.#deps.runner, members, this.#deps.partitions);
+    this.#changing = this.#changing.then(() => this.#become(wanted));
+    return this.#changing;
+  }
+
+  async #become(wanted: Set<number>): Promise<void> {
+    if (this.#closed) return;
+    const gained = [...wanted].filter((partition) => !this.#owned.has(partition));
+    const lost = [...this.#owned].filter((partition) => !wanted.has(partition));
+    if (gained.length === 0 && lost.length === 0) return;
+    this.#owned = wanted;
+    for (const partition of lost) this.#stop(partition);
+    await Promise.all(gained.map((partition) => this.#start(partition)));
+    this.#deps.log.info(
+      `runner ${this.#deps.runner}: owns WAL partitions ${describe(wanted)} of ${this.#deps.partitions}${
+        gained.length ? `; took ${describe(new Set(gained))}` : ""
+      }${lost.length ? `; handed over ${describe(new Set(lost))}` : ""}`,
+    );
+  }
+
+  /** Pulls the partition's consumer until it is no longer owned; NATS away, it tries again. */
+  async #start(partition: number): Promise<void> {
+    for (let attempt = 0; this.#owned.has(partition) && !this.#closed; attempt++) {
+      try {
+        const consumer = await this.#deps.js.consumers.get(streams.turns, runnerConsumer(partition));
+        const messages = await consumer.consume({ max_messages: PARTITION_BATCH, expires: PULL_EXPIRES_MS });
+        if (!this.#owned.has(partition) || this.#closed) {
+          await messages.close();
+          return;
+        }
+        this.#pulling.set(partition, messages);
+        void (async () => {
+          for await (const msg of messages) this.#deps.onMessage(msg);
+        })().catch((error: unknown) =>
+          this.#deps.log.warn(`WAL partition ${partition}: its deliveries ended: ${messageOf(error)}`),
+        );
+        return;
+      } catch (error) {
+        this.#deps.log.warn(`WAL partition ${partition}: not pulled yet (${messageOf(error)}): trying again`);
+        await pause(backoffMs(attempt, { baseMs: 250, maxMs: 2_000 }));
+      }
+    }
+  }
+
+  #stop(partition: number): void {
+    const messages = this.#pulling.get(partition);
+    this.#pulling.delete(partition);
+    // Entries delivered and not yet handled go back to the WAL (unacked) for the next owner.
+    void messages?.close().catch(() => {});
+  }
+
+  /** Stops pulling every partition. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    await this.#changing.catch(() => {});
+    const pulling = [...this.#pulling.values()];
+    this.#pulling.clear();
+    this.#owned = new Set();
+    await Promise.allSettled(pulling.map((messages) => messages.close()));
+  }
+}
+
+/** `0-3, 8, 10-11`: a set of partitions, briefly. */
+function describe(partitions: ReadonlySet<number>): string {
+  const sorted = [...partitions].sort((a, b) => a - b);
+  const runs: string[] = [];
+  for (let i = 0; i < sorted.length; i++) {
+    let end = i;
+    while (end + 1 < sorted.length && sorted[end + 1] === sorted[end]! + 1) end++;
+    runs.push(end === i ? `${sorted[i]}` : `${sorted[i]}-${sorted[end]}`);
+    i = end;
+  }
+  return runs.length ? runs.join(", ") : "none";
+}
