@@ -149,8 +149,9 @@ describe("runners joining and leaving under load", () => {
     "a runner joins, then another: they take turns, and every turn completes once, in order",
     async () => {
       await startRunner("join-1");
-      // Sessions of a few turns each: new ones keep coming, for the runners that join to own some.
-      const turns = load("join", 3);
+      // The same sessions throughout: a runner that joins takes its share of them as they go on (their
+      // partitions move to it, each session once its turn on the old runner has ended).
+      const turns = load("join");
       await turns.progress(STEP_TURNS);
       const second = await startRunner("join-2");
       const bySecond = await untilTakesPart(turns, second, turns.acks.length);
