@@ -6,8 +6,12 @@
  * NATS node (R1), then on 3 and on 5 nodes (R3). Last, unsliced on the whole machine: 1 runner
  * against 3 runners (2 workers), on a three-node cluster.
  *
- * The slices talk over loopback, not a bridge between network namespaces. Where cgroups are
- * unavailable the same points run unsliced, and the run says so. It only spawns `conclave runner`
+ * Where the machine allows network namespaces (root, `ip netns`), each NATS node of the sliced
+ * series of 3 and 5 nodes runs in a namespace of its own (test/helpers/netns.ts), so the runners and workers reach
+ * NATS, and the nodes one another, over a bridge rather than loopback; the runners and workers stay
+ * in the host's namespace. One node stays on loopback: a JetStream cluster of one node does not
+ * start (it needs routes), and a lone server has no launcher to run it in a namespace. Where cgroups are unavailable the same points run unsliced, and the run
+ * says so. It only spawns `conclave runner`
  * and `conclave worker` processes and measures them: nothing here knows how runners share sessions.
  */
 import type { NatsConnection } from "@nats-io/nats-core";
@@ -15,6 +19,7 @@ import { busOptions, connectBus } from "../src/bus/connection.ts";
 import { type ConclaveProcess, spawnConclave } from "../src/cli/childProcess.ts";
 import { startNatsCluster } from "../src/nats/cluster.ts";
 import { startNatsServer } from "../src/nats/server.ts";
+import { netnsSupport, startNetnsCluster } from "../test/helpers/netns.ts";
 import { type CgroupSupport, type CpuSlice, CpuSlices, cgroupSupport, coresFromEnv } from "./cgroups.ts";
 import { type CpuPerTurn, perTurnOf, RUNNER_ARGS, WORKER_ARGS } from "./clusterScaling.ts";
 import { type CpuUse, conclaveTurn, cpuUseSince } from "./conclave.ts";
@@ -121,9 +126,14 @@ interface Nats {
   stop(): Promise<void>;
 }
 
-async function startNats(nodes: number, slices: CpuSlices | null, quota: number): Promise<Nats> {
-  const deployment =
-    nodes === 1
+async function startNats(nodes: number, slices: CpuSlices | null, quota: number, bridge: boolean): Promise<Nats> {
+  const deployment = bridge
+    ? await startNetnsCluster(nodes).then(({ cluster }) => ({
+        urls: cluster.urls,
+        pids: cluster.nodes.map((node) => node.process?.pid ?? -1),
+        stop: () => cluster.stop(),
+      }))
+    : nodes === 1
       ? await startNatsServer({}).then((server) => ({
           urls: [server.url],
           pids: [server.process.pid ?? -1],
@@ -138,6 +148,9 @@ async function startNats(nodes: number, slices: CpuSlices | null, quota: number)
   return deployment;
 }
 
+/** How many times a runner or worker is started before its failing to be ready ends the run. */
+const MAX_STARTS = 3;
+
 /** Runners and workers, grown between points; a slice's processes join its cgroup as soon as they are spawned. */
 class Machines {
   readonly processes: ConclaveProcess[] = [];
@@ -151,20 +164,31 @@ class Machines {
 
   /** Spawns `runners` runners and `workers` workers, in `slice` when given; resolves once all serve. */
   async add(tag: string, runners: number, workers: number, slice: CpuSlice | null): Promise<void> {
-    const added: ConclaveProcess[] = [];
-    const spawn = (name: string, args: string[]) => {
+    const start = async (name: string, args: string[]) => {
       const url = this.nats.urls[this.#spawned++ % this.nats.urls.length]!;
       const env = { ...process.env, CONCLAVE_NATS_URL: url, CONCLAVE_REPLICAS: String(this.replicas) };
-      // A slice of half a core starts a TypeScript process slowly: more than the default 20 s to be ready.
-      const child = spawnConclave(name, args, { ...env, CONCLAVE_LOG: "quiet" }, 120_000);
-      if (slice && child.child.pid !== undefined) slice.add(child.child.pid);
-      added.push(child);
+      for (let attempt = 1; ; attempt++) {
+        // A slice of half a core starts a TypeScript process slowly: more than the default 20 s to be ready.
+        const child = spawnConclave(name, args, { ...env, CONCLAVE_LOG: "quiet" }, 120_000);
+        if (slice && child.child.pid !== undefined) slice.add(child.child.pid);
+        this.processes.push(child);
+        try {
+          return await child.ready;
+        } catch (error) {
+          // A process that gave up on NATS (a cluster of 5 in slices still placing its streams)
+          // exits before it is ready: start it again, twice at most.
+          this.processes.splice(this.processes.indexOf(child), 1);
+          await child.stop();
+          if (attempt === MAX_STARTS) throw error;
+          progress(`  ${name} exited before it was ready, starting it again: ${(error as Error).message}`);
+        }
+      }
     };
-    for (let w = 1; w <= workers; w++) spawn(`worker-${tag}-${w}`, WORKER_ARGS);
-    for (let r = 1; r <= runners; r++) spawn(`runner-${tag}${runners > 1 ? `-${r}` : ""}`, RUNNER_ARGS);
+    const started: Promise<void>[] = [];
+    for (let w = 1; w <= workers; w++) started.push(start(`worker-${tag}-${w}`, WORKER_ARGS));
+    for (let r = 1; r <= runners; r++) started.push(start(`runner-${tag}${runners > 1 ? `-${r}` : ""}`, RUNNER_ARGS));
     if (slice) this.slices.push(slice);
-    this.processes.push(...added);
-    await Promise.all(added.map((p) => p.ready));
+    await Promise.all(started);
   }
 
   pids(): { name: string; pid: number }[] {
@@ -240,9 +264,11 @@ async function withDeployment<T>(
   nodes: number,
   slices: CpuSlices | null,
   plan: ScalePlan,
+  bridge: boolean,
   body: (machines: Machines, nc: NatsConnection) => Promise<T>,
 ): Promise<T> {
-  const nats = await startNats(nodes, slices, plan.natsQuota);
+  // `ip netns exec` execs nats-server in place: the node's pid is the server's, for its slice and its CPU time.
+  const nats = await startNats(nodes, slices, plan.natsQuota, bridge);
   try {
     const machines = new Machines(nats, nodes === 1 ? 1 : 3);
     const nc = await connectBus(busOptions("client", { servers: nats.urls.join(","), name: "bench-scale-client" }));
@@ -263,9 +289,10 @@ async function runSeries(
   slices: CpuSlices | null,
   bench: BenchPlan,
   plan: ScalePlan,
+  bridge: boolean,
   tag: string,
 ): Promise<ScaleSeries> {
-  const points = await withDeployment(nodes, slices, plan, async (machines, nc) => {
+  const points = await withDeployment(nodes, slices, plan, bridge, async (machines, nc) => {
     const measured: ScalePoint[] = [];
     let made = 0;
     for (const k of plan.slices) {
@@ -287,7 +314,7 @@ async function runUnsliced(bench: BenchPlan, plan: ScalePlan, tag: string): Prom
   const points: ScalePoint[] = [];
   for (const runners of [1, 3]) {
     points.push(
-      await withDeployment(3, null, plan, async (machines, nc) => {
+      await withDeployment(3, null, plan, false, async (machines, nc) => {
         await machines.add(`u${runners}`, runners, 2, null);
         const shape = { natsNodes: 3, slices: 0, runners, workers: 2 };
         return measure(machines, nc, bench, plan, shape, `${tag}-u${runners}`);
@@ -303,17 +330,22 @@ const describeSupport = (support: CgroupSupport) =>
 /** Runs the whole phase: a series per NATS node count, then the unsliced pair; removes its cgroups at the end. */
 export async function runScaleSlices(bench: BenchPlan, tag: string): Promise<ScaleRun> {
   const plan = scalePlan();
+  // spawnConclave adds an exit listener per child: up to 4 slices of 3 processes, and their restarts.
+  process.setMaxListeners(Math.max(process.getMaxListeners(), 64));
   const startedAt = performance.now();
   const support = cgroupSupport();
   if (support.kind === "none") progress(`cgroups unavailable (${support.reason}): running unsliced`);
   progress(
-    `scale: slices of ${plan.quota} core (NATS nodes ${plan.natsQuota} core), cgroups ${support.kind}, loopback; ${plan.turnsPerSlice} turns at ${plan.sessionsPerSlice} sessions per slice${plan.smoke ? " (smoke: BENCH_SCALE_TURNS below the default)" : ""}`,
+    `scale: slices of ${plan.quota} core (NATS nodes ${plan.natsQuota} core), cgroups ${support.kind}; ${plan.turnsPerSlice} turns at ${plan.sessionsPerSlice} sessions per slice${plan.smoke ? " (smoke: BENCH_SCALE_TURNS below the default)" : ""}`,
   );
+  const netns = await netnsSupport();
+  if (!netns.available) progress(`network namespaces unavailable (${netns.reason}): NATS on loopback`);
   const slices = support.kind === "none" ? null : new CpuSlices(support);
   const series: ScaleSeries[] = [];
   let unsliced: ScalePoint[];
   try {
-    for (const nodes of plan.natsNodes) series.push(await runSeries(nodes, slices, bench, plan, tag));
+    for (const nodes of plan.natsNodes)
+      series.push(await runSeries(nodes, slices, bench, plan, netns.available && nodes > 1, tag));
     unsliced = await runUnsliced(bench, plan, tag);
   } finally {
     slices?.remove();
@@ -322,7 +354,9 @@ export async function runScaleSlices(bench: BenchPlan, tag: string): Promise<Sca
     plan,
     environment: describeEnvironment(),
     cgroups: describeSupport(support),
-    network: "loopback (no network namespaces: the slices share the host's loopback)",
+    network: netns.available
+      ? "each NATS node of the 3- and 5-node sliced series in a network namespace of its own, reached over a bridge; runners and workers in the host's namespace; one NATS node and the unsliced points on loopback"
+      : `loopback (network namespaces unavailable: ${netns.reason})`,
     series,
     unsliced,
     durationS: Math.round((performance.now() - startedAt) / 1000),
