@@ -7,6 +7,7 @@ import { coresFromEnv, cpuMaxLine, quotaFor, throttledMs } from "../../bench/cgr
 import type { CpuPerTurn } from "../../bench/clusterScaling.ts";
 import {
   ONE_STREAM,
+  oversubscribed,
   renderScale,
   SCALE_SECTION_END,
   SCALE_SECTION_START,
@@ -97,6 +98,14 @@ describe("scaling targets", () => {
       "PASS scale-unsliced-3-runners: 0.95x (goal ≥ 0.9x)",
       `not measured scale-nats-streams: ${ONE_STREAM}`,
     ]);
+  });
+});
+
+describe("quotas above the machine", () => {
+  it("names the points whose slices and NATS nodes ask for more cores than there are", () => {
+    // 2 cores, slices of 0.5 core; NATS used 3 ms a turn: at k = 4, 2 cores + 30 turns/s × 3 ms.
+    expect(oversubscribed(run())).toEqual(["1 NATS node, 4 slices: 2.09 cores"]);
+    expect(renderScale(run())).toContain("**Quotas above the machine** (1 NATS node, 4 slices: 2.09 cores,");
   });
 });
 
