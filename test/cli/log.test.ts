@@ -1,5 +1,4 @@
 import { spawn } from "node:child_process";
-import { once } from "node:events";
 import { createInterface } from "node:readline";
 import { Writable } from "node:stream";
 import { describe, expect, it } from "vitest";
@@ -68,12 +67,22 @@ describe("process logs", () => {
       stdout += String(chunk);
     });
     try {
-      const [first] = (await once(createInterface({ input: child.stderr }), "line")) as [string];
-      expect(JSON.parse(first)).toMatchObject({
+      // Every line is JSON, up to the one that says the runner serves (its WAL partitions come first).
+      const lines: unknown[] = [];
+      for await (const line of createInterface({ input: child.stderr })) {
+        lines.push(JSON.parse(line));
+        if (/^serving turns/.test((lines.at(-1) as { msg?: string }).msg ?? "")) break;
+      }
+      expect(lines.at(-1)).toMatchObject({
         level: "info",
         role: "runner",
         pid: child.pid,
         msg: expect.stringMatching(/^serving turns/),
+      });
+      expect(lines[0]).toMatchObject({
+        level: "info",
+        role: "runner",
+        msg: expect.stringMatching(/owns WAL partitions/),
       });
     } finally {
       const exited = new Promise((resolve) => child.once("exit", resolve));
