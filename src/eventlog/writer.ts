@@ -382,6 +382,15 @@ export class EventLogWriter {
     return results.length;
   }
 
+  /**
+   * Resolves once every event appended so far, of every turn, is stored or failed: a runner that stops
+   * waits for it before it lets its sessions go, so the runner that takes a turn over reads all of it.
+   */
+  async settled(): Promise<void> {
+    for (const turn of this.#turns.values()) turn.chunks?.flush();
+    await Promise.allSettled([...this.#turns.values()].flatMap((turn) => turn.pending));
+  }
+
   /** Forgets a turn without waiting (it was interrupted by a takeover elsewhere). */
   abandon(sessionId: string, turnId: number): void {
     const key = `${turnKey(sessionId, turnId)}`;

@@ -73,6 +73,10 @@ describe("a WAL delivery", () => {
     // nats-server has handed an abandoned entry to the runner taking it over with a delivery count of 1.
     expect(decideDelivery(facts({ storedAgoMs: FIRST_DELIVERY_WINDOW_MS - 1 }))).toEqual({ kind: "start" });
     expect(decideDelivery(facts({ storedAgoMs: FIRST_DELIVERY_WINDOW_MS }))).toEqual({ kind: "start_if_unattempted" });
+    // Stored before this runner pulled its partition: another runner may have had it, however recent it is.
+    expect(decideDelivery(facts({ storedAgoMs: 5, storedBeforePulled: true }))).toEqual({
+      kind: "start_if_unattempted",
+    });
     const pending = status({ status: "pending", attempts: 0 });
     expect(attemptedBefore({ before: pending, taken: true, poison: false, stale: false })).toBe(false);
     expect(attemptedBefore({ before: null, taken: true, poison: false, stale: false })).toBe(false);

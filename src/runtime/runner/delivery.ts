@@ -25,6 +25,12 @@ export interface DeliveryFacts {
    * count of 1 (none of its pull requests waiting when it fell due), to the runner that took it over.
    */
   storedAgoMs: number;
+  /**
+   * The entry was stored before (or about when) this runner began pulling its partition: another runner may
+   * have had it, and handed it back while nobody pulled the partition, which nats-server then delivers with a
+   * count of 1. Such a delivery is not trusted as a first one.
+   */
+  storedBeforePulled?: boolean;
   /** This runner holds a WAL handle for the turn: it is queued or running here. */
   heldHere: boolean;
   /**
@@ -85,7 +91,9 @@ export function decideDelivery(facts: DeliveryFacts): DeliveryAction {
   if (facts.expired) return { kind: "expire" };
   if (facts.finishedHere) return { kind: "reset_session" };
   if (facts.deliveryCount === 1)
-    return facts.storedAgoMs < FIRST_DELIVERY_WINDOW_MS ? { kind: "start" } : { kind: "start_if_unattempted" };
+    return facts.storedAgoMs < FIRST_DELIVERY_WINDOW_MS && !facts.storedBeforePulled
+      ? { kind: "start" }
+      : { kind: "start_if_unattempted" };
   return { kind: "check_status" };
 }
 

@@ -34,6 +34,8 @@ export interface PartitionDeps {
 export class PartitionOwnership {
   readonly #deps: PartitionDeps;
   readonly #pulling = new Map<number, ConsumerMessages>();
+  /** When this runner began pulling each partition it owns (local clock). */
+  readonly #since = new Map<number, number>();
   #owned = new Set<number>();
   /** Ownership changes one at a time, in the order they were asked for. */
   #changing: Promise<void> = Promise.resolve();
@@ -56,6 +58,14 @@ export class PartitionOwnership {
   /** True when the session's partition is this runner's. */
   ownsSession(sessionId: string): boolean {
     return this.#owned.has(partitionOf(sessionId, this.#deps.partitions));
+  }
+
+  /**
+   * When this runner began pulling the session's partition (ms, local clock); Infinity when it does not.
+   * An entry stored before then may have been another runner's (`DeliveryFacts.storedBeforePulled`).
+   */
+  pulledSince(sessionId: string): number {
+    return this.#since.get(partitionOf(sessionId, this.#deps.partitions)) ?? Number.POSITIVE_INFINITY;
   }
 
   /** Takes this runner's share among `members` (the live runners): pulls what it gained, stops what it lost. */
@@ -91,6 +101,7 @@ export class PartitionOwnership {
           return;
         }
         this.#pulling.set(partition, messages);
+        this.#since.set(partition, Date.now());
         void (async () => {
           for await (const msg of messages) this.#deps.onMessage(msg);
         })().catch((error: unknown) =>
@@ -107,6 +118,7 @@ export class PartitionOwnership {
   #stop(partition: number): void {
     const messages = this.#pulling.get(partition);
     this.#pulling.delete(partition);
+    this.#since.delete(partition);
     // Entries delivered and not yet handled go back to the WAL (unacked) for the next owner.
     void messages?.close().catch(() => {});
   }

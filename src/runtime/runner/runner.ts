@@ -12,7 +12,7 @@ import { type Logger, silentLogger, turnFields } from "../../telemetry/log.ts";
 import type { RecipeHost } from "../recipeHost/recipeHost.ts";
 import { recipeStartOf } from "../recipeHost/recipeStart.ts";
 import type { Admission } from "./admission.ts";
-import { attemptedBefore, decideDelivery, parseEntry, type TakeResult } from "./delivery.ts";
+import { attemptedBefore, decideDelivery, FIRST_DELIVERY_WINDOW_MS, parseEntry, type TakeResult } from "./delivery.ts";
 import type { IntakeBacklog } from "./intakeBacklog.ts";
 import { interruptRunningTurn } from "./interrupt.ts";
 import type { SessionLeases } from "./leases.ts";
@@ -252,10 +252,13 @@ export class Runner {
     const { session_id: sessionId, turn_id: turnId } = entry;
     this.#backlog.seen(sessionId, turnId); // the intake's count hands it to this runner's own
     const heldHere = this.#settlement.holds(sessionId, turnId);
+    const storedAt = Number(msg.timestampNanos / 1_000_000n);
     const action = decideDelivery({
       turnId,
       deliveryCount: msg.info.deliveryCount,
-      storedAgoMs: Date.now() - Number(msg.timestampNanos / 1_000_000n),
+      storedAgoMs: Date.now() - storedAt,
+      // Within a first delivery's window of the pull's start: the server's clock and this one may differ that much.
+      storedBeforePulled: storedAt < this.#partitions.pulledSince(sessionId) + FIRST_DELIVERY_WINDOW_MS,
       heldHere,
       heldOtherEntry: heldHere && this.#settlement.heldSeq(sessionId, turnId) !== msg.seq,
       ownsSession: heldHere || (await this.#leases.acquire(sessionId)),
@@ -419,6 +422,8 @@ export class Runner {
     if (!drained) this.#log.warn(`stopped with ${this.#settlement.size} turn(s) unfinished: handed back to the WAL`);
     this.#settlement.handBackAll();
     this.#sessions.stopAll();
+    // What its turns wrote is stored before their sessions go: a runner taking one over reads all of it.
+    await this.#writer.settled();
     void this.#directory.then(
       (directory) => directory.close(),
       () => {},

@@ -132,7 +132,8 @@ export async function takeRedelivered(
     msg.ack();
     return null;
   }
-  deps.settlement.hold(msg, entry);
+  // A takeover even when its delivery count says first (an entry handed back while nobody pulled its partition).
+  deps.settlement.hold(msg, entry, { takeover: true });
   // Its own attempt going on (a delivery failed here after the take): what that attempt began writing is
   // stored, or failed, before the log is read, so it is read back rather than written a second time.
   if (take.ownRetake) await deps.writer.flushed(sessionId, turnId).catch(() => {});
