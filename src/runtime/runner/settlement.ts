@@ -76,7 +76,8 @@ export class TurnSettlement {
     if (previous) clearInterval(previous.heartbeat);
     // Delivered again and not held here: an earlier attempt let it go or was lost. Its calls still open are
     // abandoned; told before this attempt's first request, on the same connection, so they stop and these do not.
-    else if (this.deps.nc && (msg.info.redelivered || options.takeover)) this.#announceEnd(entry.session_id, entry.turn_id, TURN_TAKEN_OVER);
+    else if (this.deps.nc && (msg.info.redelivered || options.takeover))
+      this.#announceEnd(entry.session_id, entry.turn_id, TURN_TAKEN_OVER);
     // Three signs of life per ack wait (500 ms): one lost or late does not get the entry redelivered.
     const heartbeat = setInterval(() => msg.working(), WAL_ACK_WAIT_MS / 3);
     heartbeat.unref();
