@@ -15,10 +15,21 @@ import { backoffMs, pause } from "../../deadline.ts";
 import { messageOf } from "../../errors.ts";
 import { PULL_EXPIRES_MS } from "../../eventlog/streams.ts";
 import type { Logger } from "../../telemetry/log.ts";
+import { FIRST_DELIVERY_WINDOW_MS } from "./delivery.ts";
 import { partitionsOf } from "./partitionAssignment.ts";
 
 /** How many WAL entries one partition's pull asks for at once. */
 const PARTITION_BATCH = 128;
+
+/** How often a runner looks for sessions to hand over (of partitions it lost) whose turns here have ended. */
+const HAND_OVER_EVERY_MS = 100;
+
+/** Who lives, and what this runner owns (`SessionLeases`). */
+export interface Membership {
+  members(): string[];
+  whenMembersChanged(handler: () => void): void;
+  ownedSessions(): string[];
+}
 
 export interface PartitionDeps {
   js: JetStreamClient;
@@ -29,6 +40,8 @@ export interface PartitionDeps {
   log: Logger;
   /** Each delivery of an owned partition's WAL entry. */
   onMessage: (msg: JsMsg) => void;
+  /** Lets a session of a partition this runner no longer owns go, if nothing of it is under way here. */
+  handOver: (sessionId: string) => void;
 }
 
 export class PartitionOwnership {
@@ -40,9 +53,25 @@ export class PartitionOwnership {
   /** Ownership changes one at a time, in the order they were asked for. */
   #changing: Promise<void> = Promise.resolve();
   #closed = false;
+  #handOverTimer: NodeJS.Timeout | undefined;
 
   constructor(deps: PartitionDeps) {
     this.#deps = deps;
+  }
+
+  /**
+   * Pulls this runner's share among the live runners, follows the share as they join and leave, and
+   * hands over (every HAND_OVER_EVERY_MS, and at each change) the sessions of partitions gone elsewhere.
+   */
+  async start(membership: Membership): Promise<void> {
+    const handOver = () => {
+      for (const sessionId of membership.ownedSessions())
+        if (!this.ownsSession(sessionId)) this.#deps.handOver(sessionId);
+    };
+    membership.whenMembersChanged(() => void this.follow(membership.members()).then(handOver));
+    this.#handOverTimer = setInterval(handOver, HAND_OVER_EVERY_MS);
+    this.#handOverTimer.unref();
+    await this.follow(membership.members());
   }
 
   /** The WAL's partition count. */
@@ -61,11 +90,13 @@ export class PartitionOwnership {
   }
 
   /**
-   * When this runner began pulling the session's partition (ms, local clock); Infinity when it does not.
-   * An entry stored before then may have been another runner's (`DeliveryFacts.storedBeforePulled`).
+   * True when an entry of the session stored at `storedAt` (the stream's time, ms) may have been another
+   * runner's: stored before this runner began pulling its partition, give or take a first delivery's window
+   * (the server's clock and this one may differ that much). See `DeliveryFacts.storedBeforePulled`.
    */
-  pulledSince(sessionId: string): number {
-    return this.#since.get(partitionOf(sessionId, this.#deps.partitions)) ?? Number.POSITIVE_INFINITY;
+  storedBeforePulled(sessionId: string, storedAt: number): boolean {
+    const since = this.#since.get(partitionOf(sessionId, this.#deps.partitions)) ?? Number.POSITIVE_INFINITY;
+    return storedAt < since + FIRST_DELIVERY_WINDOW_MS;
   }
 
   /** Takes this runner's share among `members` (the live runners): pulls what it gained, stops what it lost. */
@@ -126,6 +157,7 @@ export class PartitionOwnership {
   /** Stops pulling every partition. */
   async close(): Promise<void> {
     this.#closed = true;
+    clearInterval(this.#handOverTimer);
     await this.#changing.catch(() => {});
     const pulling = [...this.#pulling.values()];
     this.#pulling.clear();

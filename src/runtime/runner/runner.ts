@@ -12,7 +12,7 @@ import { type Logger, silentLogger, turnFields } from "../../telemetry/log.ts";
 import type { RecipeHost } from "../recipeHost/recipeHost.ts";
 import { recipeStartOf } from "../recipeHost/recipeStart.ts";
 import type { Admission } from "./admission.ts";
-import { attemptedBefore, decideDelivery, FIRST_DELIVERY_WINDOW_MS, parseEntry, type TakeResult } from "./delivery.ts";
+import { attemptedBefore, decideDelivery, parseEntry, type TakeResult } from "./delivery.ts";
 import type { IntakeBacklog } from "./intakeBacklog.ts";
 import { interruptRunningTurn } from "./interrupt.ts";
 import type { SessionLeases } from "./leases.ts";
@@ -39,33 +39,22 @@ export type { RecipeRunnerOptions, RunnerOptions } from "./options.ts";
 
 /**
  * Hosts session and turn actors. Its parts, one job each:
- * - intake (`../intake/`): accepts submissions on `conclave.turn.submit.*`
- *   (a NATS service shared by all runners) and writes them to the turn WAL;
+ * - intake (`../intake/`): accepts submissions on `conclave.turn.submit.*` (a NATS service shared by all
+ *   runners) and writes them to the turn WAL;
+ * - partitions (`partitions.ts`): the WAL partitions this runner pulls, its share among the live runners;
  * - delivery (`delivery.ts`): decides what each WAL delivery means;
- * - the settlement (`settlement.ts`): holds WAL entries while their turns run
- *   and writes every turn's end, once;
- * - what it is built from (`parts.ts`): the stores, the intake and the WAL
- *   consumer, opened before it takes a turn;
+ * - the settlement (`settlement.ts`): holds WAL entries while their turns run and writes every turn's end, once;
+ * - what it is built from (`parts.ts`): the stores and the intake, opened before it takes a turn;
  * - session hosting (`sessionHost.ts`): the session actors and their saved state;
- * - leases and takeover (`leases.ts`, `takeover.ts`): one runner per session,
- *   and picking up a turn a dead runner left;
- * - recipe hosting (`../recipeHost/recipeHost.ts`): blackboards, the tool gate,
- *   suspension timers and the recipe turns' actor.
- * - partitions (`partitions.ts`): the WAL partitions this runner pulls, its
- *   share among the live runners.
- * Each runner pulls the consumers of the WAL partitions it owns, runs turns
- * only for sessions it owns, and acks an entry once the turn's events are
- * stored. A runner that dies mid-turn leaves its entries unacked: its
- * partitions go to the survivors, which take its turns over.
+ * - leases and takeover (`leases.ts`, `takeover.ts`): one runner per session, and picking up a turn a dead
+ *   runner left;
+ * - recipe hosting (`../recipeHost/recipeHost.ts`): blackboards, the tool gate, suspension timers and the
+ *   recipe turns' actor.
+ * It runs turns only for sessions it owns, and acks an entry once the turn's events are stored. A runner that
+ * dies mid-turn leaves its entries unacked: its partitions go to the survivors, which take its turns over.
  */
-/**
- * How long an entry of a session another runner owns is handed back for before it is delivered again:
- * only while a partition moves (its old owner lets the session go once its turns here end).
- */
+/** How long an entry of a session another runner owns (only while a partition moves) is handed back for. */
 const DEFER_TO_OWNER_MS = 200;
-
-/** How often a runner looks for sessions to hand over (of partitions it lost) whose turns here have ended. */
-const HAND_OVER_EVERY_MS = 100;
 
 export class Runner {
   readonly #nc: NatsConnection;
@@ -88,8 +77,6 @@ export class Runner {
   /** The agents live workers announce, shared by the sessions' turns, recipes and the intake: closed here. */
   readonly #directory: Promise<AgentDirectory>;
   readonly #partitions: PartitionOwnership;
-  /** Lets go, every HAND_OVER_EVERY_MS, the idle sessions of partitions this runner no longer owns. */
-  readonly #handOverTimer: NodeJS.Timeout;
   readonly #admission: Admission;
   /** What taking a turn (first or again) needs: the stores, this runner's name, the turns it took before. */
   readonly #takers: RedeliveryDeps;
@@ -110,9 +97,9 @@ export class Runner {
       runner: parts.leases.runner,
       log: this.#log,
       onMessage: (msg) => this.#inSessionOrder(msg),
+      // Once nothing of it is under way here (held, delivered, saving, restoring); its new owner takes it then.
+      handOver: (sessionId) => this.#sessions.evictIfIdle(sessionId) && this.#letGo(sessionId),
     });
-    this.#handOverTimer = setInterval(() => this.#handOver(), HAND_OVER_EVERY_MS);
-    this.#handOverTimer.unref();
     this.#options = { turnTtlMs: options.turnTtlMs ?? 600_000, checkpointEvery: options.checkpointEvery ?? 10 };
     this.#writer = new EventLogWriter(parts.js, {
       live: nc, // stream chunks go out live as they come; the log stores them coalesced
@@ -202,28 +189,8 @@ export class Runner {
   /** Opens everything the runner needs (`parts.ts`), builds it, then lets it take the WAL's deliveries. */
   static async start(nc: NatsConnection, options: RunnerOptions = {}): Promise<Runner> {
     const runner = new Runner(nc, await openRunnerParts(nc, options), options);
-    await runner.#takeDeliveries();
+    await runner.#partitions.start(runner.#leases);
     return runner;
-  }
-
-  /** Pulls this runner's share of the WAL's partitions, and follows the share as runners join and leave. */
-  async #takeDeliveries(): Promise<void> {
-    this.#leases.whenMembersChanged(() => {
-      void this.#partitions.follow(this.#leases.members()).then(() => this.#handOver());
-    });
-    await this.#partitions.follow(this.#leases.members());
-  }
-
-  /**
-   * Lets go of the sessions this runner owns in partitions it no longer owns, each once no turn of it is
-   * here: the partition's new owner takes it on its next delivery (it waits for it until then).
-   */
-  #handOver(): void {
-    for (const sessionId of this.#leases.ownedSessions()) {
-      if (this.#partitions.ownsSession(sessionId)) continue;
-      // Busy (a turn held or delivered, a snapshot being saved, a restore): handed over at a later look.
-      if (this.#sessions.evictIfIdle(sessionId)) this.#letGo(sessionId);
-    }
   }
 
   /**
@@ -257,8 +224,7 @@ export class Runner {
       turnId,
       deliveryCount: msg.info.deliveryCount,
       storedAgoMs: Date.now() - storedAt,
-      // Within a first delivery's window of the pull's start: the server's clock and this one may differ that much.
-      storedBeforePulled: storedAt < this.#partitions.pulledSince(sessionId) + FIRST_DELIVERY_WINDOW_MS,
+      storedBeforePulled: this.#partitions.storedBeforePulled(sessionId, storedAt),
       heldHere,
       heldOtherEntry: heldHere && this.#settlement.heldSeq(sessionId, turnId) !== msg.seq,
       ownsSession: heldHere || (await this.#leases.acquire(sessionId)),
@@ -416,7 +382,6 @@ export class Runner {
     this.#cancellations.close();
     this.#stopFollowingErasures();
     this.#stopFollowingEnds();
-    clearInterval(this.#handOverTimer);
     await this.#partitions.close();
     const drained = await this.drain(timeoutMs);
     if (!drained) this.#log.warn(`stopped with ${this.#settlement.size} turn(s) unfinished: handed back to the WAL`);
