@@ -26,9 +26,9 @@ export interface DeliveryFacts {
    */
   storedAgoMs: number;
   /**
-   * The entry was stored before (or about when) this runner began pulling its partition: another runner may
-   * have had it, and handed it back while nobody pulled the partition, which nats-server then delivers with a
-   * count of 1. Such a delivery is not trusted as a first one.
+   * The entry was stored before this runner began pulling its partition: another runner may have had it,
+   * and handed it back while nobody pulled the partition, which nats-server then delivers with a count of 1.
+   * Such a delivery is not trusted as a first one.
    */
   storedBeforePulled?: boolean;
   /** This runner holds a WAL handle for the turn: it is queued or running here. */

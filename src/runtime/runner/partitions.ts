@@ -8,14 +8,13 @@
  * and stay in order: the session lease (`leases.ts`) decides, and the new
  * owner's deliveries of a session still held here wait for it.
  */
-import type { ConsumerMessages, JetStreamClient, JsMsg } from "@nats-io/jetstream";
+import type { ConsumerMessages, JetStreamClient, JetStreamManager, JsMsg } from "@nats-io/jetstream";
 import { runnerConsumer, streams } from "../../bus/subjects.ts";
 import { partitionOf } from "../../contracts/partitions.ts";
 import { backoffMs, pause } from "../../deadline.ts";
 import { messageOf } from "../../errors.ts";
 import { PULL_EXPIRES_MS } from "../../eventlog/streams.ts";
 import type { Logger } from "../../telemetry/log.ts";
-import { FIRST_DELIVERY_WINDOW_MS } from "./delivery.ts";
 import { partitionsOf } from "./partitionAssignment.ts";
 
 /** How many WAL entries one partition's pull asks for at once. */
@@ -33,6 +32,7 @@ export interface Membership {
 
 export interface PartitionDeps {
   js: JetStreamClient;
+  jsm: JetStreamManager;
   /** The WAL's partition count (`ensureTurnWal`). */
   partitions: number;
   /** This runner's name. */
@@ -47,8 +47,8 @@ export interface PartitionDeps {
 export class PartitionOwnership {
   readonly #deps: PartitionDeps;
   readonly #pulling = new Map<number, ConsumerMessages>();
-  /** When this runner began pulling each partition it owns (local clock). */
-  readonly #since = new Map<number, number>();
+  /** Per partition pulled, the WAL's last stream seq just before this runner began pulling it. */
+  readonly #storedThrough = new Map<number, number>();
   #owned = new Set<number>();
   /** Ownership changes one at a time, in the order they were asked for. */
   #changing: Promise<void> = Promise.resolve();
@@ -90,13 +90,14 @@ export class PartitionOwnership {
   }
 
   /**
-   * True when an entry of the session stored at `storedAt` (the stream's time, ms) may have been another
-   * runner's: stored before this runner began pulling its partition, give or take a first delivery's window
-   * (the server's clock and this one may differ that much). See `DeliveryFacts.storedBeforePulled`.
+   * True when the session's WAL entry at stream seq `streamSeq` was stored before this runner began pulling
+   * its partition, so another runner may have had it (`DeliveryFacts.storedBeforePulled`). True too for a
+   * partition this runner does not pull. (The consumer's own delivered seq cannot tell: an entry handed back
+   * while nobody pulled is rolled back in it.)
    */
-  storedBeforePulled(sessionId: string, storedAt: number): boolean {
-    const since = this.#since.get(partitionOf(sessionId, this.#deps.partitions)) ?? Number.POSITIVE_INFINITY;
-    return storedAt < since + FIRST_DELIVERY_WINDOW_MS;
+  storedBeforePulled(sessionId: string, streamSeq: number): boolean {
+    const through = this.#storedThrough.get(partitionOf(sessionId, this.#deps.partitions));
+    return through === undefined || streamSeq <= through;
   }
 
   /** Takes this runner's share among `members` (the live runners): pulls what it gained, stops what it lost. */
@@ -125,6 +126,8 @@ export class PartitionOwnership {
   async #start(partition: number): Promise<void> {
     for (let attempt = 0; this.#owned.has(partition) && !this.#closed; attempt++) {
       try {
+        // Read before the pull starts: an entry stored later was never another runner's (one read per partition taken).
+        const storedThrough = (await this.#deps.jsm.streams.info(streams.turns)).state.last_seq;
         const consumer = await this.#deps.js.consumers.get(streams.turns, runnerConsumer(partition));
         const messages = await consumer.consume({ max_messages: PARTITION_BATCH, expires: PULL_EXPIRES_MS });
         if (!this.#owned.has(partition) || this.#closed) {
@@ -132,7 +135,7 @@ export class PartitionOwnership {
           return;
         }
         this.#pulling.set(partition, messages);
-        this.#since.set(partition, Date.now());
+        this.#storedThrough.set(partition, storedThrough);
         void (async () => {
           for await (const msg of messages) this.#deps.onMessage(msg);
         })().catch((error: unknown) =>
@@ -149,7 +152,7 @@ export class PartitionOwnership {
   #stop(partition: number): void {
     const messages = this.#pulling.get(partition);
     this.#pulling.delete(partition);
-    this.#since.delete(partition);
+    this.#storedThrough.delete(partition);
     // Entries delivered and not yet handled go back to the WAL (unacked) for the next owner.
     void messages?.close().catch(() => {});
   }

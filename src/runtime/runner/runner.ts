@@ -93,6 +93,7 @@ export class Runner {
     this.#log = options.log ?? silentLogger;
     this.#partitions = new PartitionOwnership({
       js: parts.js,
+      jsm: parts.jsm,
       partitions: parts.partitions,
       runner: parts.leases.runner,
       log: this.#log,
@@ -224,7 +225,7 @@ export class Runner {
       turnId,
       deliveryCount: msg.info.deliveryCount,
       storedAgoMs: Date.now() - storedAt,
-      storedBeforePulled: this.#partitions.storedBeforePulled(sessionId, storedAt),
+      storedBeforePulled: this.#partitions.storedBeforePulled(sessionId, msg.seq),
       heldHere,
       heldOtherEntry: heldHere && this.#settlement.heldSeq(sessionId, turnId) !== msg.seq,
       ownsSession: heldHere || (await this.#leases.acquire(sessionId)),
