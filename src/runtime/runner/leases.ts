@@ -32,6 +32,12 @@ export class SessionLeases {
   readonly #owned = new Map<string, number>();
   /** Releases under way: taking the session again waits for them, so a late delete never removes a fresh take. */
   readonly #releasing = new Map<string, Promise<void>>();
+  /**
+   * What this runner owned when its lease lapsed, with the records' revisions: let go once its heartbeats are
+   * stored again (unless a survivor took them meanwhile). Left naming a live runner that no longer hosts them,
+   * they would keep the sessions from the runner that now pulls their partitions.
+   */
+  readonly #lapsedOwned = new Map<string, number>();
   #onLapsed: () => void = () => {};
   #onMembersChanged: () => void = () => {};
 
@@ -49,17 +55,23 @@ export class SessionLeases {
     const log = options.log ?? silentLogger;
     // The lease may lapse before the leases exist: nothing is owned yet then, so nothing to let go.
     let lapsed = () => {};
+    let restored = () => {};
     let membersChanged = () => {};
     const [owners, liveness] = await Promise.all([
       JsonKv.open(nc, buckets.owners, Owner),
       RunnerLiveness.open(nc, runner, {
         log,
-        events: { onLapsed: () => lapsed(), onMembersChanged: () => membersChanged() },
+        events: {
+          onLapsed: () => lapsed(),
+          onRestored: () => restored(),
+          onMembersChanged: () => membersChanged(),
+        },
         ...(options.heartbeat ? { heartbeat: options.heartbeat } : {}),
       }),
     ]);
     const leases = new SessionLeases(owners, liveness, log);
     lapsed = () => leases.#lapsed();
+    restored = () => leases.#letGoOfLapsed();
     membersChanged = () => leases.#onMembersChanged();
     return leases;
   }
@@ -110,7 +122,16 @@ export class SessionLeases {
       }
       if (holder === null) continue; // released meanwhile: create it again
       const owner = holder.value.runner;
-      if (owner === this.runner) return this.#own(sessionId, holder.revision);
+      if (owner === this.runner) {
+        if (!this.#lapsedOwned.has(sessionId)) return this.#own(sessionId, holder.revision);
+        // Its record from before a lapse, maybe being deleted (`#letGoOfLapsed`): rewritten, so that delete misses.
+        try {
+          return this.#own(sessionId, await this.owners.kv.update(sessionId, encode(this.runner), holder.revision));
+        } catch (error) {
+          if (!isConflict(error)) throw error;
+          continue; // deleted meanwhile: take it anew
+        }
+      }
       // The watch says whether its owner lives; a read of its lease confirms a death before the session is taken.
       if (this.liveness.isAlive(owner) || !(await this.liveness.confirmedDead(owner))) return false;
       try {
@@ -127,6 +148,7 @@ export class SessionLeases {
   }
 
   #own(sessionId: string, revision: number): boolean {
+    this.#lapsedOwned.delete(sessionId);
     this.#owned.set(sessionId, revision);
     return true;
   }
@@ -159,9 +181,22 @@ export class SessionLeases {
 
   #lapsed(): void {
     // The records stay (NATS is likely out of reach): survivors take the sessions over, or this runner takes them
-    // back on their next turns if nobody did.
+    // back on their next turns if nobody did; once it beats again, it deletes those still naming it.
+    for (const [sessionId, revision] of this.#owned) this.#lapsedOwned.set(sessionId, revision);
     this.#owned.clear();
     this.#onLapsed();
+  }
+
+  /** Deletes the records of sessions it owned when its lease lapsed, each unless another runner took it since. */
+  #letGoOfLapsed(): void {
+    for (const [sessionId, revision] of [...this.#lapsedOwned]) {
+      void this.owners.kv.delete(sessionId, { previousSeq: revision }).then(
+        () => this.#lapsedOwned.delete(sessionId),
+        (error: unknown) => {
+          if (isConflict(error)) this.#lapsedOwned.delete(sessionId); // taken by another runner: nothing to undo
+        },
+      );
+    }
   }
 
   async close(): Promise<void> {
