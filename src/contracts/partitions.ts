@@ -13,10 +13,12 @@ export const DEFAULT_PARTITIONS = 16;
 /** The most partitions a WAL may have: each is a durable consumer (a Raft group on a cluster). */
 export const MAX_PARTITIONS = 256;
 
+const encoder = new TextEncoder();
+
 /** 32-bit FNV-1a of the UTF-8 bytes of `text`: small, stable across languages, and well spread. */
 export function fnv1a(text: string): number {
   let hash = 0x811c9dc5;
-  for (const byte of new TextEncoder().encode(text)) {
+  for (const byte of encoder.encode(text)) {
     hash ^= byte;
     hash = Math.imul(hash, 0x01000193) >>> 0;
   }
