@@ -2,9 +2,11 @@
  * `npm run bench -- --scale` (issue 36, item 4): how throughput scales when each "machine" is a CPU
  * slice. A slice is one runner and its two workers in a cgroup of a fixed CPU quota
  * (bench/cgroups.ts); each NATS node gets a slice of its own. k = 1, 2 and 4 slices run at equal
- * quota and equal load per slice (a closed loop of a fixed number of sessions per slice), on one
- * NATS node (R1), then on 3 and on 5 nodes (R3). Last, unsliced on the whole machine: 1 runner
- * against 3 runners (2 workers), on a three-node cluster.
+ * quota and equal load per slice (a closed loop of a fixed number of sessions per slice), once per
+ * series: a number of NATS nodes (one node R1, more R3) and of event-log streams S (the runners'
+ * `CONCLAVE_EVENT_STREAMS`), by default 1 node S = 1, 3 nodes S = 1, 5 nodes S = 1 and 5 nodes S = 5.
+ * Last, unsliced on the whole machine: 1 runner against 3 runners (2 workers), on a three-node
+ * cluster, S = 3.
  *
  * Where the machine allows network namespaces (root, `ip netns`), each NATS node of the sliced
  * series of 3 and 5 nodes runs in a namespace of its own (test/helpers/netns.ts), so the runners and workers reach
@@ -20,7 +22,7 @@ import { type ConclaveProcess, spawnConclave } from "../src/cli/childProcess.ts"
 import { startNatsCluster } from "../src/nats/cluster.ts";
 import { startNatsServer } from "../src/nats/server.ts";
 import { netnsSupport, startNetnsCluster } from "../test/helpers/netns.ts";
-import { type CgroupSupport, type CpuSlice, CpuSlices, cgroupSupport, coresFromEnv } from "./cgroups.ts";
+import { type CgroupSupport, type CpuSlice, CpuSlices, cgroupSupport } from "./cgroups.ts";
 import { type CpuPerTurn, perTurnOf, RUNNER_ARGS, WORKER_ARGS } from "./clusterScaling.ts";
 import { type CpuUse, conclaveTurn, cpuUseSince } from "./conclave.ts";
 import { describeEnvironment } from "./environment.ts";
@@ -28,56 +30,14 @@ import { closedLoop } from "./load.ts";
 import type { BenchPlan } from "./plan.ts";
 import { cpuTimeMs, machineBusyMs } from "./procfs.ts";
 import { progress } from "./progress.ts";
+import { type ScalePlan, type SeriesShape, scalePlan, UNSLICED_EVENT_STREAMS } from "./scalePlan.ts";
 import { round, type Summary } from "./stats.ts";
-
-/** How much `--scale` runs; every figure but the node counts is per slice, so load per slice stays equal. */
-export interface ScalePlan {
-  /** Measured turns per slice per point (BENCH_SCALE_TURNS). Default 100. */
-  turnsPerSlice: number;
-  /** Concurrent sessions per slice, closed loop (BENCH_SCALE_SESSIONS). Default 4. */
-  sessionsPerSlice: number;
-  /** CPU quota of each runner-and-workers slice, in cores (BENCH_SCALE_QUOTA). Default 0.5. */
-  quota: number;
-  /** CPU quota of each NATS node's slice, in cores (BENCH_SCALE_NATS_QUOTA). Default 1. */
-  natsQuota: number;
-  /** The slice counts of each series. */
-  slices: number[];
-  /** The NATS node counts, one series each (BENCH_SCALE_NODES, e.g. "1,3,5"). */
-  natsNodes: number[];
-  /** Fewer turns than the default: a smoke run, whose numbers are not written to docs/. */
-  smoke: boolean;
-}
-
-export const DEFAULT_SCALE_TURNS = 100;
-
-/** The plan from BENCH_SCALE_* (see {@link ScalePlan}); a bad value throws in one line. */
-export function scalePlan(env: NodeJS.ProcessEnv = process.env): ScalePlan {
-  const whole = (name: string, fallback: number) => {
-    const text = env[name];
-    if (text === undefined || text === "") return fallback;
-    const value = Number(text);
-    if (!Number.isInteger(value) || value < 1) throw new Error(`${name} must be a whole number above 0, not ${text}`);
-    return value;
-  };
-  const nodesText = env.BENCH_SCALE_NODES || "1,3,5";
-  const natsNodes = nodesText.split(",").map(Number);
-  if (natsNodes.some((n) => !Number.isInteger(n) || n < 1))
-    throw new Error(`BENCH_SCALE_NODES must list node counts above 0, e.g. 1,3,5, not ${nodesText}`);
-  const turnsPerSlice = whole("BENCH_SCALE_TURNS", DEFAULT_SCALE_TURNS);
-  return {
-    turnsPerSlice,
-    sessionsPerSlice: whole("BENCH_SCALE_SESSIONS", 4),
-    quota: coresFromEnv("BENCH_SCALE_QUOTA", 0.5, env),
-    natsQuota: coresFromEnv("BENCH_SCALE_NATS_QUOTA", 1, env),
-    slices: [1, 2, 4],
-    natsNodes,
-    smoke: turnsPerSlice < DEFAULT_SCALE_TURNS,
-  };
-}
 
 /** One measured point. */
 export interface ScalePoint {
   natsNodes: number;
+  /** Streams of the event log, S. */
+  eventStreams: number;
   /** Slices of runner and workers; 0 for the unsliced points. */
   slices: number;
   runners: number;
@@ -102,6 +62,8 @@ export interface ScalePoint {
 
 export interface ScaleSeries {
   natsNodes: number;
+  /** Streams of the event log, S: every runner of the series had `CONCLAVE_EVENT_STREAMS` so. */
+  eventStreams: number;
   replicas: 1 | 3;
   points: ScalePoint[];
 }
@@ -114,7 +76,7 @@ export interface ScaleRun {
   /** How the slices reach NATS. */
   network: string;
   series: ScaleSeries[];
-  /** Unsliced, on the whole machine and a three-node cluster: 1 runner, then 3 runners (2 workers each time). */
+  /** Unsliced, on the whole machine, a three-node cluster and S = 3: 1 runner, then 3 runners (2 workers each). */
   unsliced: ScalePoint[];
   durationS: number;
 }
@@ -126,7 +88,13 @@ interface Nats {
   stop(): Promise<void>;
 }
 
-async function startNats(nodes: number, slices: CpuSlices | null, quota: number, bridge: boolean): Promise<Nats> {
+async function startNats(
+  nodes: number,
+  slices: CpuSlices | null,
+  quota: number,
+  bridge: boolean,
+  name: string,
+): Promise<Nats> {
   const deployment = bridge
     ? await startNetnsCluster(nodes).then(({ cluster }) => ({
         urls: cluster.urls,
@@ -144,7 +112,7 @@ async function startNats(nodes: number, slices: CpuSlices | null, quota: number,
           pids: cluster.nodes.map((node) => node.process?.pid ?? -1),
           stop: () => cluster.stop(),
         }));
-  for (const [index, pid] of deployment.pids.entries()) slices?.make(`nats-${nodes}n-${index + 1}`, quota).add(pid);
+  for (const [index, pid] of deployment.pids.entries()) slices?.make(`nats-${name}-${index + 1}`, quota).add(pid);
   return deployment;
 }
 
@@ -160,13 +128,20 @@ class Machines {
   constructor(
     private readonly nats: Nats,
     private readonly replicas: 1 | 3,
+    private readonly eventStreams: number,
   ) {}
 
   /** Spawns `runners` runners and `workers` workers, in `slice` when given; resolves once all serve. */
   async add(tag: string, runners: number, workers: number, slice: CpuSlice | null): Promise<void> {
     const start = async (name: string, args: string[]) => {
       const url = this.nats.urls[this.#spawned++ % this.nats.urls.length]!;
-      const env = { ...process.env, CONCLAVE_NATS_URL: url, CONCLAVE_REPLICAS: String(this.replicas) };
+      const env = {
+        ...process.env,
+        CONCLAVE_NATS_URL: url,
+        CONCLAVE_REPLICAS: String(this.replicas),
+        // Fixed by the first runner, which makes the log; every runner asks the same.
+        CONCLAVE_EVENT_STREAMS: String(this.eventStreams),
+      };
       for (let attempt = 1; ; attempt++) {
         // A slice of half a core starts a TypeScript process slowly: more than the default 20 s to be ready.
         const child = spawnConclave(name, args, { ...env, CONCLAVE_LOG: "quiet" }, 120_000);
@@ -218,7 +193,7 @@ async function measure(
   nc: NatsConnection,
   bench: BenchPlan,
   plan: ScalePlan,
-  shape: { natsNodes: number; slices: number; runners: number; workers: number },
+  shape: { natsNodes: number; eventStreams: number; slices: number; runners: number; workers: number },
   prefix: string,
 ): Promise<ScalePoint> {
   const perSlice = Math.max(1, shape.slices);
@@ -254,23 +229,23 @@ async function measure(
   };
   const what = shape.slices > 0 ? `${shape.slices} slice(s)` : `unsliced ${shape.runners} runner(s)`;
   progress(
-    `  ${shape.natsNodes} NATS node(s), ${what}: ${point.turnsPerSec} turns/s, p50 ${Math.round(point.latency.p50)} ms, p95 ${Math.round(point.latency.p95)} ms, CPU/turn runners ${point.perTurn.runners} ms, workers ${point.perTurn.workers} ms, nats ${point.natsNodePerTurn.join("/")} ms${point.failed ? `, ${point.failed} failed` : ""}`,
+    `  ${shape.natsNodes} NATS node(s), S = ${shape.eventStreams}, ${what}: ${point.turnsPerSec} turns/s, p50 ${Math.round(point.latency.p50)} ms, p95 ${Math.round(point.latency.p95)} ms, CPU/turn runners ${point.perTurn.runners} ms, workers ${point.perTurn.workers} ms, nats ${point.natsNodePerTurn.join("/")} ms${point.failed ? `, ${point.failed} failed` : ""}`,
   );
   return point;
 }
 
-/** Runs `body` against NATS of `nodes` nodes and a client connection, then stops everything it started. */
+/** Runs `body` against NATS of `shape`'s nodes and a client connection, then stops everything it started. */
 async function withDeployment<T>(
-  nodes: number,
+  { natsNodes: nodes, eventStreams }: SeriesShape,
   slices: CpuSlices | null,
   plan: ScalePlan,
   bridge: boolean,
   body: (machines: Machines, nc: NatsConnection) => Promise<T>,
 ): Promise<T> {
   // `ip netns exec` execs nats-server in place: the node's pid is the server's, for its slice and its CPU time.
-  const nats = await startNats(nodes, slices, plan.natsQuota, bridge);
+  const nats = await startNats(nodes, slices, plan.natsQuota, bridge, seriesName({ natsNodes: nodes, eventStreams }));
   try {
-    const machines = new Machines(nats, nodes === 1 ? 1 : 3);
+    const machines = new Machines(nats, nodes === 1 ? 1 : 3, eventStreams);
     const nc = await connectBus(busOptions("client", { servers: nats.urls.join(","), name: "bench-scale-client" }));
     try {
       return await body(machines, nc);
@@ -283,40 +258,45 @@ async function withDeployment<T>(
   }
 }
 
-/** One series: k = 1, 2, 4 slices against `nodes` NATS nodes, the slices added between points. */
+/** A series' short name, for cgroups and session ids: `5n5s`. */
+const seriesName = (shape: SeriesShape) => `${shape.natsNodes}n${shape.eventStreams}s`;
+
+/** One series: k = 1, 2, 4 slices against its NATS nodes and event streams, the slices added between points. */
 async function runSeries(
-  nodes: number,
+  series: SeriesShape,
   slices: CpuSlices | null,
   bench: BenchPlan,
   plan: ScalePlan,
   bridge: boolean,
   tag: string,
 ): Promise<ScaleSeries> {
-  const points = await withDeployment(nodes, slices, plan, bridge, async (machines, nc) => {
+  const name = seriesName(series);
+  const points = await withDeployment(series, slices, plan, bridge, async (machines, nc) => {
     const measured: ScalePoint[] = [];
     let made = 0;
     for (const k of plan.slices) {
       while (made < k) {
         made++;
-        const slice = slices?.make(`slice-${nodes}n-${made}`, plan.quota) ?? null;
+        const slice = slices?.make(`slice-${name}-${made}`, plan.quota) ?? null;
         await machines.add(String(made), 1, 2, slice);
       }
-      const shape = { natsNodes: nodes, slices: k, runners: k, workers: 2 * k };
-      measured.push(await measure(machines, nc, bench, plan, shape, `${tag}-n${nodes}-k${k}`));
+      const shape = { ...series, slices: k, runners: k, workers: 2 * k };
+      measured.push(await measure(machines, nc, bench, plan, shape, `${tag}-${name}-k${k}`));
     }
     return measured;
   });
-  return { natsNodes: nodes, replicas: nodes === 1 ? 1 : 3, points };
+  return { ...series, replicas: series.natsNodes === 1 ? 1 : 3, points };
 }
 
-/** Unsliced on the whole machine, a three-node cluster: 1 runner × 2 workers, then 3 runners × 2 workers. */
+/** Unsliced on the whole machine, a three-node cluster, S = 3: 1 runner × 2 workers, then 3 runners × 2 workers. */
 async function runUnsliced(bench: BenchPlan, plan: ScalePlan, tag: string): Promise<ScalePoint[]> {
   const points: ScalePoint[] = [];
+  const unsliced = { natsNodes: 3, eventStreams: UNSLICED_EVENT_STREAMS };
   for (const runners of [1, 3]) {
     points.push(
-      await withDeployment(3, null, plan, false, async (machines, nc) => {
+      await withDeployment(unsliced, null, plan, false, async (machines, nc) => {
         await machines.add(`u${runners}`, runners, 2, null);
-        const shape = { natsNodes: 3, slices: 0, runners, workers: 2 };
+        const shape = { ...unsliced, slices: 0, runners, workers: 2 };
         return measure(machines, nc, bench, plan, shape, `${tag}-u${runners}`);
       }),
     );
@@ -327,7 +307,7 @@ async function runUnsliced(bench: BenchPlan, plan: ScalePlan, tag: string): Prom
 const describeSupport = (support: CgroupSupport) =>
   support.kind === "none" ? `unavailable (${support.reason}): every point ran unsliced` : support.kind;
 
-/** Runs the whole phase: a series per NATS node count, then the unsliced pair; removes its cgroups at the end. */
+/** Runs the whole phase: each series of the plan, then the unsliced pair; removes its cgroups at the end. */
 export async function runScaleSlices(bench: BenchPlan, tag: string): Promise<ScaleRun> {
   const plan = scalePlan();
   // spawnConclave adds an exit listener per child: up to 4 slices of 3 processes, and their restarts.
@@ -344,8 +324,8 @@ export async function runScaleSlices(bench: BenchPlan, tag: string): Promise<Sca
   const series: ScaleSeries[] = [];
   let unsliced: ScalePoint[];
   try {
-    for (const nodes of plan.natsNodes)
-      series.push(await runSeries(nodes, slices, bench, plan, netns.available && nodes > 1, tag));
+    for (const shape of plan.series)
+      series.push(await runSeries(shape, slices, bench, plan, netns.available && shape.natsNodes > 1, tag));
     unsliced = await runUnsliced(bench, plan, tag);
   } finally {
     slices?.remove();

@@ -5,21 +5,23 @@
 import { describe, expect, it } from "vitest";
 import { coresFromEnv, cpuMaxLine, quotaFor, throttledMs } from "../../bench/cgroups.ts";
 import type { CpuPerTurn } from "../../bench/clusterScaling.ts";
+import { scalePlan } from "../../bench/scalePlan.ts";
 import {
-  ONE_STREAM,
   oversubscribed,
   renderScale,
   SCALE_SECTION_END,
   SCALE_SECTION_START,
   scaleTargets,
+  streamsTarget,
   targetLines,
 } from "../../bench/scaleReport.ts";
-import { type ScalePoint, type ScaleRun, scalePlan } from "../../bench/scaleSlices.ts";
+import type { ScalePoint, ScaleRun, ScaleSeries } from "../../bench/scaleSlices.ts";
 
 const perTurn: CpuPerTurn = { runners: 4, busiestRunner: 4, workers: 6, nats: 3, busiestNats: 3, client: 2 };
 
 const point = (slices: number, turnsPerSec: number, p50: number, runners = Math.max(1, slices)): ScalePoint => ({
   natsNodes: 1,
+  eventStreams: 1,
   slices,
   runners,
   workers: 2 * Math.max(1, slices),
@@ -50,7 +52,9 @@ const run = (): ScaleRun => ({
   },
   cgroups: "v1",
   network: "loopback",
-  series: [{ natsNodes: 1, replicas: 1, points: [point(1, 10, 100), point(2, 18, 110), point(4, 30, 140)] }],
+  series: [
+    { natsNodes: 1, eventStreams: 1, replicas: 1, points: [point(1, 10, 100), point(2, 18, 110), point(4, 30, 140)] },
+  ],
   unsliced: [point(0, 20, 50, 1), point(0, 19, 55, 3)],
   durationS: 60,
 });
@@ -74,11 +78,31 @@ describe("CPU slice quotas", () => {
     expect(throttledMs("usage_usec 9\nthrottled_usec 7000\n", true)).toBe(7);
   });
 
-  it("plans a smoke run below the default turns, and the node series from BENCH_SCALE_NODES", () => {
-    const plan = scalePlan({ BENCH_SCALE_TURNS: "20", BENCH_SCALE_NODES: "1,3" });
-    expect(plan).toMatchObject({ turnsPerSlice: 20, smoke: true, natsNodes: [1, 3], slices: [1, 2, 4], quota: 0.5 });
+  it("plans a smoke run below the default turns, and the series of nodes and streams from BENCH_SCALE_SERIES", () => {
+    const plan = scalePlan({ BENCH_SCALE_TURNS: "20", BENCH_SCALE_SERIES: "1:1,3:2" });
+    expect(plan).toMatchObject({
+      turnsPerSlice: 20,
+      smoke: true,
+      series: [
+        { natsNodes: 1, eventStreams: 1 },
+        { natsNodes: 3, eventStreams: 2 },
+      ],
+      slices: [1, 2, 4],
+      quota: 0.5,
+    });
     expect(scalePlan({}).smoke).toBe(false);
-    expect(() => scalePlan({ BENCH_SCALE_NODES: "1,x" })).toThrow(/BENCH_SCALE_NODES/);
+    expect(scalePlan({}).series.map((s) => `${s.natsNodes}:${s.eventStreams}`)).toEqual(["1:1", "3:1", "5:1", "5:5"]);
+  });
+
+  it("refuses a bad BENCH_SCALE_SERIES, and the old BENCH_SCALE_NODES, in one line", () => {
+    for (const bad of ["1,3", "1:x", "0:1", "3:0", "5:17", "3:1,3:1"])
+      expect(() => scalePlan({ BENCH_SCALE_SERIES: bad })).toThrow(
+        new RegExp(`^BENCH_SCALE_SERIES must list nodes:streams pairs, e.g. 1:1,3:1,5:1,5:5 \\(.*\\), not ${bad}$`),
+      );
+    expect(() => scalePlan({ BENCH_SCALE_SERIES: "3:1,3:1" })).toThrow("(3:1 twice)");
+    expect(() => scalePlan({ BENCH_SCALE_NODES: "1,3,5" })).toThrow(
+      /^BENCH_SCALE_NODES is gone: set BENCH_SCALE_SERIES/,
+    );
   });
 });
 
@@ -86,39 +110,85 @@ describe("scaling targets", () => {
   it("judges k slices against 0.85·k, p50 growth at k = 4, and 3 runners against 1", () => {
     const targets = scaleTargets(run());
     const byId = Object.fromEntries(targets.map((t) => [t.id, t]));
-    expect(byId["scale-throughput-k2-n1"]).toMatchObject({ measured: 1.8, goal: 1.7, met: true });
-    expect(byId["scale-throughput-k4-n1"]).toMatchObject({ measured: 3, goal: 3.4, met: false });
-    expect(byId["scale-p50-k4-n1"]).toMatchObject({ measured: 1.4, goal: 1.25, met: false });
+    expect(byId["scale-throughput-k2-n1-s1"]).toMatchObject({ measured: 1.8, goal: 1.7, met: true });
+    expect(byId["scale-throughput-k4-n1-s1"]).toMatchObject({ measured: 3, goal: 3.4, met: false });
+    expect(byId["scale-p50-k4-n1-s1"]).toMatchObject({ measured: 1.4, goal: 1.25, met: false });
     expect(byId["scale-unsliced-3-runners"]).toMatchObject({ measured: 0.95, goal: 0.9, met: true });
-    expect(byId["scale-nats-streams"]?.notMeasured).toBe(ONE_STREAM);
+    const missing = "no series of 5 NATS nodes with S ≥ 5 nor of 3 NATS nodes with S = 1 (BENCH_SCALE_SERIES)";
+    expect(byId["scale-nats-streams"]?.notMeasured).toBe(missing);
     expect(targetLines(targets)).toEqual([
-      "PASS scale-throughput-k2-n1: 1.8x (goal ≥ 1.7x)",
-      "MISS scale-throughput-k4-n1: 3x (goal ≥ 3.4x)",
-      "MISS scale-p50-k4-n1: 1.4x (goal ≤ 1.25x)",
+      "PASS scale-throughput-k2-n1-s1: 1.8x (goal ≥ 1.7x)",
+      "MISS scale-throughput-k4-n1-s1: 3x (goal ≥ 3.4x)",
+      "MISS scale-p50-k4-n1-s1: 1.4x (goal ≤ 1.25x)",
       "PASS scale-unsliced-3-runners: 0.95x (goal ≥ 0.9x)",
-      `not measured scale-nats-streams: ${ONE_STREAM}`,
+      `not measured scale-nats-streams: ${missing}`,
     ]);
+  });
+
+  it("keeps the ids of series on the same nodes apart by their streams", () => {
+    const ids = scaleTargets({ series: [streamed(5, 1, [9]), streamed(5, 5, [9])], unsliced: [] }).map((t) => t.id);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(ids).toContain("scale-throughput-k4-n5-s1");
+    expect(ids).toContain("scale-throughput-k4-n5-s5");
+  });
+});
+
+/** A series of k = 1, 2, 4 on `nodes` nodes and `streams` streams; at k = 4 the nodes' CPU per turn is `atFour`. */
+const streamed = (nodes: number, streams: number, atFour: number[], k4 = true): ScaleSeries => ({
+  natsNodes: nodes,
+  eventStreams: streams,
+  replicas: 3,
+  points: [point(1, 10, 100), point(2, 18, 110), ...(k4 ? [point(4, 30, 140)] : [])].map((p) => ({
+    ...p,
+    natsNodes: nodes,
+    eventStreams: streams,
+    natsNodePerTurn: p.slices === 4 ? atFour : p.natsNodePerTurn.map((ms) => ms * nodes),
+  })),
+});
+
+describe("S = 1 against S ≥ 5 event streams", () => {
+  it("meets the goal when 5 nodes' busiest node uses at most half the CPU per turn of 3 nodes' at k = 4", () => {
+    const target = streamsTarget([streamed(3, 1, [4, 10, 4]), streamed(5, 5, [3, 4, 5, 4, 3])]);
+    expect(target).toMatchObject({ id: "scale-nats-streams", measured: 0.5, goal: 0.5, met: true });
+    expect(target.detail).toBe("5.00 ÷ 10.00 ms at 4 slices");
+  });
+
+  it("misses it above half, and falls back to the largest k both series have", () => {
+    const target = streamsTarget([streamed(3, 1, [4, 10, 4]), streamed(5, 1, [1]), streamed(5, 8, [9], false)]);
+    // No k = 4 on S = 8: k = 2, where the 5-node nodes use 3·5 = 15 ms and the 3-node ones 3·3 = 9 ms.
+    expect(target).toMatchObject({ measured: 1.667, met: false });
+    expect(target.detail).toBe("15.00 ÷ 9.00 ms at 2 slices");
+  });
+
+  it("is not measured, naming the series missing, when either is", () => {
+    expect(streamsTarget([streamed(3, 1, [4]), streamed(5, 1, [2])]).notMeasured).toBe(
+      "no series of 5 NATS nodes with S ≥ 5 (BENCH_SCALE_SERIES)",
+    );
+    expect(streamsTarget([streamed(1, 1, [4]), streamed(5, 5, [2])]).notMeasured).toBe(
+      "no series of 3 NATS nodes with S = 1 (BENCH_SCALE_SERIES)",
+    );
   });
 });
 
 describe("quotas above the machine", () => {
   it("names the points whose slices and NATS nodes ask for more cores than there are", () => {
     // 2 cores, slices of 0.5 core; NATS used 3 ms a turn: at k = 4, 2 cores + 30 turns/s × 3 ms.
-    expect(oversubscribed(run())).toEqual(["1 NATS node, 4 slices: 2.09 cores"]);
-    expect(renderScale(run())).toContain("**Quotas above the machine** (1 NATS node, 4 slices: 2.09 cores,");
+    expect(oversubscribed(run())).toEqual(["1 NATS node, S = 1, 4 slices: 2.09 cores"]);
+    expect(renderScale(run())).toContain("**Quotas above the machine** (1 NATS node, S = 1, 4 slices: 2.09 cores,");
   });
 });
 
 describe("the Scaling on CPU slices section", () => {
-  it("sits between its markers with the targets, one table per series and the streams line", () => {
+  it("sits between its markers with the targets, one table per series and the streams table", () => {
     const section = renderScale(run());
     expect(section.startsWith(SCALE_SECTION_START)).toBe(true);
     expect(section.endsWith(SCALE_SECTION_END)).toBe(true);
     expect(section).toContain("## Scaling on CPU slices");
-    expect(section).toContain("### 1 NATS node (R1)");
+    expect(section).toContain("### 1 NATS node (R1), S = 1 event stream");
+    expect(section).toContain("### Unsliced on the whole machine (three NATS nodes, R3, S = 3 event streams)");
     expect(section).toContain("**Smoke run**");
     expect(section).toContain("unsliced, 3 runners × 2 workers");
-    expect(section).toContain(`Not measured: ${ONE_STREAM}.`);
+    expect(section).toContain("| 1 NATS node, S = 1 | 4 | 3.00 | 30 |");
     expect(section).toContain("| 3x | ≥ 3.4x | 0.88x | **missed** by 1.13x |");
   });
 });
