@@ -180,7 +180,10 @@ function analyseTurn(messages: WireMessage[]): TurnShape | null {
     (m) => INBOX.test(m.reply) && !INBOX.test(m.subject) && !m.subject.startsWith("$JS.API.CONSUMER."),
   );
   // The runner appends the events: its connection is the one whose requests are the turn's hops.
-  const appends = requests.filter((m) => m.subject.startsWith(`conclave.events.${session}.`));
+  // conclave.events.<stream>.<session>.<turn>
+  const appends = requests.filter(
+    (m) => m.subject.split(".")[3] === session && m.subject.startsWith("conclave.events."),
+  );
   const firstEvent = appends[0]?.t;
   const lastEvent = appends.at(-1)?.t;
   const submitEnd = replyAt.get(submitMsg.reply);

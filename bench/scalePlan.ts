@@ -2,6 +2,8 @@
  * The plan of `npm run bench -- --scale` (bench/scaleSlices.ts) from its BENCH_SCALE_* variables:
  * how many turns and sessions per slice, the quotas, and the series (NATS nodes, event streams).
  */
+
+import { MAX_EVENT_STREAMS } from "../src/eventlog/eventStreams.ts";
 import { coresFromEnv } from "./cgroups.ts";
 
 /** How much `--scale` runs; every figure but the node counts is per slice, so load per slice stays equal. */
@@ -36,9 +38,6 @@ export const DEFAULT_SCALE_SERIES = "1:1,3:1,5:1,5:5";
 /** The event streams of the unsliced pair: the runner's default (`DEFAULT_EVENT_STREAMS`). */
 export const UNSLICED_EVENT_STREAMS = 3;
 
-/** The most streams an event log may have (`MAX_EVENT_STREAMS` of src/eventlog/eventStreams.ts). */
-const MAX_STREAMS = 16;
-
 /** BENCH_SCALE_SERIES, a list of `nodes:streams`; a bad or repeated pair throws in one line. */
 export function scaleSeries(text: string): SeriesShape[] {
   const bad = (why: string) =>
@@ -48,8 +47,8 @@ export function scaleSeries(text: string): SeriesShape[] {
     const match = /^\s*(\d+):(\d+)\s*$/.exec(item);
     const natsNodes = Number(match?.[1]);
     const eventStreams = Number(match?.[2]);
-    if (!match || natsNodes < 1 || eventStreams < 1 || eventStreams > MAX_STREAMS)
-      throw bad(`nodes above 0, streams from 1 to ${MAX_STREAMS}`);
+    if (!match || natsNodes < 1 || eventStreams < 1 || eventStreams > MAX_EVENT_STREAMS)
+      throw bad(`nodes above 0, streams from 1 to ${MAX_EVENT_STREAMS}`);
     if (seen.has(`${natsNodes}:${eventStreams}`)) throw bad(`${natsNodes}:${eventStreams} twice`);
     seen.add(`${natsNodes}:${eventStreams}`);
     return { natsNodes, eventStreams };

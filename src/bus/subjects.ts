@@ -37,9 +37,21 @@ export const subjects = {
   turnEnded: `${SUBJECT_ROOT}.turn.ended`,
   /** What a tenant requests to read its session's events (through its account's import). */
   turnWatch: (sessionId: string) => `${SUBJECT_ROOT}.turn.watch.${sessionId}`,
-  /** Public: the ordered events of one turn (JetStream). */
-  turnEvents: (sessionId: string, turnId: number) => `${SUBJECT_ROOT}.events.${turnKey(sessionId, turnId)}`,
-  sessionEvents: (sessionId: string) => `${SUBJECT_ROOT}.events.${sessionId}.*`,
+  /**
+   * Public: the ordered events of one turn (JetStream), in the event-log stream of the session's
+   * partition among the log's `streams` (`conclave.events.<stream>.<session>.<turn>`,
+   * src/eventlog/eventStreams.ts).
+   */
+  turnEvents: (sessionId: string, turnId: number, streams: number) =>
+    `${SUBJECT_ROOT}.events.${partitionOf(sessionId, streams)}.${turnKey(sessionId, turnId)}`,
+  /** Every turn's events of a session (not its ledger entries: one token after the session). */
+  sessionEvents: (sessionId: string, streams: number) =>
+    `${SUBJECT_ROOT}.events.${partitionOf(sessionId, streams)}.${sessionId}.*`,
+  /** Everything a session has in the event log: its turns and its ledger entries. */
+  sessionLog: (sessionId: string, streams: number) =>
+    `${SUBJECT_ROOT}.events.${partitionOf(sessionId, streams)}.${sessionId}.>`,
+  /** Everything one event-log stream holds. */
+  streamEvents: (stream: number) => `${SUBJECT_ROOT}.events.${stream}.>`,
   allEvents: `${SUBJECT_ROOT}.events.>`,
   /**
    * Public, core NATS (not stored): a turn's stream chunks one by one as they are made (LiveChunk), while the
@@ -87,7 +99,8 @@ export const subjects = {
    * JetStream (the event log): a session's ledger events. Two tokens after the session,
    * so `sessionEvents` (one token: the turns) does not match them.
    */
-  ledgerEvents: (sessionId: string) => `${SUBJECT_ROOT}.events.${sessionId}.ledger.entries`,
+  ledgerEvents: (sessionId: string, streams: number) =>
+    `${SUBJECT_ROOT}.events.${partitionOf(sessionId, streams)}.${sessionId}.ledger.entries`,
   /** A runner asks the memory service (workers) for a search. */
   memoryQuery: `${SUBJECT_ROOT}.memory.query`,
   /**
@@ -137,7 +150,6 @@ export const subjects = {
 
 /** JetStream streams and KV buckets. */
 export const streams = {
-  events: "CONCLAVE_EVENTS",
   memory: "CONCLAVE_MEMORY",
   turns: "CONCLAVE_TURNS",
   deadLetters: "CONCLAVE_DEAD_LETTERS",
@@ -146,6 +158,22 @@ export const streams = {
   /** The schedule log: intents created, updated, cancelled, fired, deferred, converged (docs/schedules.md). */
   schedules: "CONCLAVE_SCHEDULES",
 } as const;
+
+/** One stream of the event log (src/eventlog/eventStreams.ts): `CONCLAVE_EVENTS_<index>`. */
+export const eventStream = (index: number): string => `CONCLAVE_EVENTS_${index}`;
+/** The stream of a session's events, in an event log of `count` streams. */
+export const eventStreamOf = (sessionId: string, count: number): string => eventStream(partitionOf(sessionId, count));
+/**
+ * The stream an event-log subject or filter (`conclave.events.<stream>.…`) is stored in: the index is
+ * the subject's third token, so whoever holds a subject needs nothing more to find its stream.
+ */
+export function eventStreamOfSubject(subject: string): string {
+  const index = subject.split(".", 3)[2];
+  if (index === undefined || !/^\d+$/.test(index)) throw new Error(`not an event-log subject: ${subject}`);
+  return eventStream(Number(index));
+}
+/** The one event stream of a log made before it had several (0.1); `conclave migrate events` moves it over. */
+export const LEGACY_EVENT_STREAM = "CONCLAVE_EVENTS";
 
 /**
  * The durable consumer of one WAL partition, pulled by the runner that owns it. (`conclave-runners`, the

@@ -27,6 +27,10 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<{ default:
     summary: "the NATS cluster's nodes, and each stream's replicas and health",
     load: () => import("./commands/status.ts"),
   },
+  migrate: {
+    summary: "move a deployment's stores over to this version (the one-stream event log)",
+    load: () => import("./commands/migrate.ts"),
+  },
   skills: {
     summary: "list a directory's skills; show which a message loads, and why",
     load: () => import("./commands/skills.ts"),

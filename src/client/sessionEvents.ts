@@ -6,11 +6,12 @@
 import { DeliverPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { isStreamNotFound } from "../bus/errors.ts";
-import { streams, subjects } from "../bus/subjects.ts";
+import { eventStreamOfSubject, subjects } from "../bus/subjects.ts";
 import { EngineEvent } from "../contracts/events.ts";
 import { checkSessionId, checkTurnId } from "../contracts/ids.ts";
 import { InvalidRequestError } from "../errors.ts";
 import { orderedConsumer, releaseConsumer } from "../eventlog/consumers.ts";
+import { eventStreamCount } from "../eventlog/eventStreams.ts";
 import { PULL_EXPIRES_MS } from "../eventlog/streams.ts";
 
 /** An event of a session's log with its position: resume after it with `events(session, { fromSeq: position + 1 })`. */
@@ -43,17 +44,21 @@ export async function* readSessionEvents(
   if (options.turnId !== undefined) checkTurnId(options.turnId);
   if (options.fromSeq !== undefined && !(Number.isInteger(options.fromSeq) && options.fromSeq >= 1))
     throw new InvalidRequestError(`bad fromSeq ${String(options.fromSeq)}: a position, a whole number from 1`);
-  const filter =
-    options.turnId === undefined ? subjects.sessionEvents(sessionId) : subjects.turnEvents(sessionId, options.turnId);
   const jsm = await jetstreamManager(nc);
+  const count = await eventStreamCount(jsm);
+  const filter =
+    options.turnId === undefined
+      ? subjects.sessionEvents(sessionId, count)
+      : subjects.turnEvents(sessionId, options.turnId, count);
+  const stream = eventStreamOfSubject(filter);
   let last: number;
   try {
-    last = (await jsm.streams.info(streams.events)).state.last_seq;
+    last = (await jsm.streams.info(stream)).state.last_seq;
   } catch (error) {
     if (isStreamNotFound(error) && !options.follow) return;
     throw error;
   }
-  const consumer = await orderedConsumer(jetstream(nc), streams.events, {
+  const consumer = await orderedConsumer(jetstream(nc), stream, {
     filter_subjects: filter,
     ...(options.fromSeq !== undefined
       ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: options.fromSeq }

@@ -178,6 +178,12 @@ export const CONFIG_SCHEMA = {
     defaultText: "16",
     doc: "Partitions of the turn WAL, fixed when the first runner makes it; runners share them out (docs/operations.md, Scaling out).",
   }),
+  CONCLAVE_EVENT_STREAMS: variable({
+    group: "runner",
+    schema: wholeNumber(1),
+    defaultText: "3",
+    doc: "Streams of the event log, fixed when the first runner makes it; a session's events are in one (docs/operations.md, Scaling out).",
+  }),
   CONCLAVE_MAX_RUNNING_TURNS: variable({
     group: "runner",
     schema: wholeNumber(1),

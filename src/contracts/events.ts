@@ -209,7 +209,7 @@ export const EventEnvelope = {
   ts_monotonic: z.number(),
 };
 
-/** One entry of the ordered event log, as stored on `conclave.events.<session_id>.<turn_id>`. */
+/** One entry of the ordered event log, as stored on `conclave.events.<i>.<session_id>.<turn_id>`. */
 export const EngineEvent = z.discriminatedUnion(
   "kind",
   EVENT_KINDS.map((kind) =>

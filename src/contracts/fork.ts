@@ -4,7 +4,7 @@ import { SessionId, TurnId } from "./ids.ts";
 
 /**
  * Where the fork starts: after a turn, or at a stream position of the
- * source's log (CONCLAVE_EVENTS sequence): the last turn completed by then.
+ * source's log (its CONCLAVE_EVENTS_<i> sequence): the last turn completed by then.
  */
 export const ForkPoint = z.union([
   z.object({ turn: TurnId }).strict(),

@@ -3,7 +3,7 @@ import { InvalidRequestError } from "../errors.ts";
 
 /**
  * A session id is one NATS subject token: it appears verbatim in
- * `conclave.turn.submit.<session_id>` and `conclave.events.<session_id>.<turn_id>`,
+ * `conclave.turn.submit.<session_id>` and `conclave.events.<i>.<session_id>.<turn_id>`,
  * and as a JetStream KV key, so it may not contain dots, wildcards or spaces.
  */
 export const SessionId = z

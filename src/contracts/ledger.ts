@@ -4,7 +4,7 @@ import { AgentId, SessionId } from "./ids.ts";
 /**
  * The truth and task ledgers of a session: what is held true, with
  * its evidence, and what is being worked on (a spec, items, blockers). They
- * are stored as events on the session's log (`conclave.events.<session>.ledger.entries`)
+ * are stored as events on the session's log (`conclave.events.<i>.<session>.ledger.entries`)
  * and folded from it, so a replay reproduces them; a projection in KV keeps the
  * fold for fast reads.
  */

@@ -60,7 +60,7 @@ export const ResumeReply = z.object({
   session_id: SessionId,
   turn_id: TurnId,
   node: z.string(),
-  /** `conclave.events.<session_id>.<turn_id>`: where the rest of the run appears. */
+  /** `conclave.events.<i>.<session_id>.<turn_id>`: where the rest of the run appears. */
   events_subject: z.string(),
   /** The seq of the TURN_SUSPENDED this answers: the run goes on after it. */
   after_seq: z.number().int().min(0),

@@ -44,7 +44,7 @@ export type TurnSubmission = z.infer<typeof TurnSubmission>;
 export const TurnAck = z.object({
   session_id: SessionId,
   turn_id: TurnId,
-  /** `conclave.events.<session_id>.<turn_id>`, for convenience. */
+  /** `conclave.events.<i>.<session_id>.<turn_id>`, for convenience. */
   events_subject: z.string(),
   /** True when this submission repeated an earlier idempotency key: nothing new was queued. */
   duplicate: z.boolean().default(false),

@@ -22,6 +22,8 @@ export const isWrongLastSequence = (error: unknown): boolean =>
 export class EventPublisher {
   constructor(
     private readonly js: JetStreamClient,
+    /** The event log's stream count: which stream each session's events go to. */
+    private readonly eventStreams: number,
     private readonly requests: InboxRequests | null,
     /** How long `storeWithRetry` keeps trying, across a NATS restart. */
     private readonly storeTimeoutMs: number,
@@ -29,7 +31,7 @@ export class EventPublisher {
 
   /** One publish; `expectLast` fences on the subject's last stream sequence. */
   publish(event: EngineEvent, data: Uint8Array, expectLast?: number): Promise<PubAck> {
-    const subject = subjects.turnEvents(event.session_id, event.turn_id);
+    const subject = subjects.turnEvents(event.session_id, event.turn_id, this.eventStreams);
     const msgID = `${turnKey(event.session_id, event.turn_id)}.${event.seq}`;
     if (this.requests)
       return jetStreamPublish(this.requests, subject, data, {

@@ -11,6 +11,7 @@ import type { JsonObject, ToolApproval } from "../contracts/recipeRun.ts";
 import type { TurnOutcome } from "../contracts/turn.ts";
 import { deadlineSignal } from "../deadline.ts";
 import { ConclaveError } from "../errors.ts";
+import { eventStreamCount } from "./eventStreams.ts";
 import { followEvents } from "./reader.ts";
 
 /** Raised when a turn does not complete within the caller's patience. */
@@ -63,9 +64,10 @@ export async function followRun(
   const deadline = deadlineSignal(timeoutMs);
   let result: RecipeRunResult | null = null;
   let prompt: { node: string; prompt: string; required_role?: string; approval?: ToolApproval } | null = null;
+  const streamCount = await eventStreamCount(nc);
   await followEvents(
     jetstream(nc),
-    subjects.turnEvents(sessionId, turnId),
+    subjects.turnEvents(sessionId, turnId, streamCount),
     (event) => {
       if (event.seq <= (options.afterSeq ?? -1)) return false;
       options.onEvent?.(event);

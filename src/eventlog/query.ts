@@ -8,9 +8,10 @@
 import { DeliverPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { isStreamNotFound } from "../bus/errors.ts";
-import { streams, subjects } from "../bus/subjects.ts";
+import { eventStreamOfSubject, subjects } from "../bus/subjects.ts";
 import { EngineEvent, type EventKind } from "../contracts/events.ts";
 import { orderedConsumer, releaseConsumer } from "./consumers.ts";
+import { eventStreamCount } from "./eventStreams.ts";
 import { PULL_EXPIRES_MS } from "./streams.ts";
 
 /** Which events of a session to read. Every bound is inclusive; absent bounds do not limit. */
@@ -53,8 +54,10 @@ const decoder = new TextDecoder();
 const epochMs = (time: Date | number): number => (typeof time === "number" ? time : time.getTime());
 
 /** The filter subject of a session's turn events (ledger entries, two tokens deeper, are not matched). */
-export const rangeFilter = (sessionId: string, turnId?: number): string =>
-  turnId === undefined ? subjects.sessionEvents(sessionId) : subjects.turnEvents(sessionId, turnId);
+export const rangeFilter = (sessionId: string, streamCount: number, turnId?: number): string =>
+  turnId === undefined
+    ? subjects.sessionEvents(sessionId, streamCount)
+    : subjects.turnEvents(sessionId, turnId, streamCount);
 
 /**
  * Every stored event of the session in `range`, in log order, until `visit`
@@ -68,11 +71,12 @@ export async function scanEvents(
   visit: (logged: LoggedEvent) => boolean,
   signal?: AbortSignal,
 ): Promise<void> {
-  const filter = rangeFilter(sessionId, range.turnId);
   const jsm = await jetstreamManager(nc);
+  const filter = rangeFilter(sessionId, await eventStreamCount(jsm), range.turnId);
+  const stream = eventStreamOfSubject(filter);
   let last: number;
   try {
-    last = (await jsm.streams.info(streams.events)).state.last_seq;
+    last = (await jsm.streams.info(stream)).state.last_seq;
   } catch (error) {
     if (isStreamNotFound(error)) return;
     throw error;
@@ -88,7 +92,7 @@ export async function scanEvents(
       : range.since !== undefined
         ? { deliver_policy: DeliverPolicy.StartTime, opt_start_time: new Date(epochMs(range.since)).toISOString() }
         : { deliver_policy: DeliverPolicy.All };
-  const consumer = await orderedConsumer(jetstream(nc), streams.events, { filter_subjects: filter, ...start });
+  const consumer = await orderedConsumer(jetstream(nc), stream, { filter_subjects: filter, ...start });
   // Nothing at or after the start: the consumer would only wait for new events.
   if ((await consumer.info(true)).num_pending === 0) {
     await releaseConsumer(consumer);

@@ -1,11 +1,12 @@
 import type { Consumer, JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import { DeliverPolicy } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
-import { streams, subjects } from "../bus/subjects.ts";
+import { eventStreamOfSubject, subjects } from "../bus/subjects.ts";
 import { EngineEvent } from "../contracts/events.ts";
 import { turnKey } from "../contracts/turnKey.ts";
 import { backoffMs, pause } from "../deadline.ts";
 import { orderedConsumer, releaseConsumer } from "./consumers.ts";
+import { eventStreamCount } from "./eventStreams.ts";
 import { PULL_EXPIRES_MS } from "./streams.ts";
 
 const decoder = new TextDecoder();
@@ -20,7 +21,7 @@ const REMAKE_AFTER_MISSED_HEARTBEATS = 4;
 
 /** How many events are stored under a filter right now. */
 async function storedCount(jsm: JetStreamManager, filter: string): Promise<number> {
-  const info = await jsm.streams.info(streams.events, { subjects_filter: filter });
+  const info = await jsm.streams.info(eventStreamOfSubject(filter), { subjects_filter: filter });
   return Object.values(info.state.subjects ?? {}).reduce((sum, count) => sum + count, 0);
 }
 
@@ -52,7 +53,9 @@ export async function readEvents(
   turnId?: number,
   options: Omit<FollowOptions, "signal"> = {},
 ): Promise<EngineEvent[]> {
-  const filter = turnId === undefined ? subjects.sessionEvents(sessionId) : subjects.turnEvents(sessionId, turnId);
+  const count = await eventStreamCount(jsm);
+  const filter =
+    turnId === undefined ? subjects.sessionEvents(sessionId, count) : subjects.turnEvents(sessionId, turnId, count);
   if ((await storedCount(jsm, filter)) === 0) return [];
   const events: EngineEvent[] = [];
   await followEvents(
@@ -135,7 +138,7 @@ async function followOnce(
 ): Promise<"done" | "lost"> {
   const consumer = await orderedConsumer(
     js,
-    streams.events,
+    eventStreamOfSubject(filter),
     afterStreamSeq === 0
       ? { filter_subjects: filter, deliver_policy: DeliverPolicy.All }
       : { filter_subjects: filter, deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: afterStreamSeq + 1 },

@@ -11,7 +11,7 @@ import { ConclaveError } from "../errors.ts";
 
 /** How long each kind of stored data is kept, in ms; 0 keeps it for ever. Unset: the store is left as it is. */
 export interface RetentionOptions {
-  /** Events of the log (CONCLAVE_EVENTS: turns and ledger entries). Env `CONCLAVE_RETAIN_EVENTS`. */
+  /** Events of the log (CONCLAVE_EVENTS_<i>: turns and ledger entries). Env `CONCLAVE_RETAIN_EVENTS`. */
   eventsMaxAgeMs?: number;
   /** Turn statuses (KV conclave_turns), from their last change. Env `CONCLAVE_RETAIN_TURN_STATUSES`. */
   turnStatusesMaxAgeMs?: number;

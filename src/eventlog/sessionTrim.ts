@@ -9,10 +9,11 @@
  * See docs/operations.md, "Data lifecycle".
  */
 import type { JetStreamManager } from "@nats-io/jetstream";
-import { buckets, streams, subjects } from "../bus/subjects.ts";
+import { buckets, eventStreamOfSubject, streams, subjects } from "../bus/subjects.ts";
 import { messageOf } from "../errors.ts";
 import type { Logger } from "../telemetry/log.ts";
 import { secureErase } from "./eraseSecure.ts";
+import { eventStreamCount } from "./eventStreams.ts";
 
 /** What a trimmed turn may still be: a status that means it is not over (a suspended run waits for a person). */
 const NOT_OVER = new Set(["pending", "inflight", "suspended"]);
@@ -48,9 +49,10 @@ export class SessionTrim {
     try {
       const status = await this.deps.statusOf(sessionId, old);
       if (status && NOT_OVER.has(status.status)) return;
+      const events = subjects.turnEvents(sessionId, old, await eventStreamCount(this.deps.jsm));
       await Promise.all([
         this.deps.trimGraph?.(sessionId, old),
-        this.#erase(sessionId, streams.events, subjects.turnEvents(sessionId, old)),
+        this.#erase(sessionId, eventStreamOfSubject(events), events),
         this.#erase(sessionId, streams.memory, subjects.memoryEpisode(sessionId, old)),
         this.#erase(sessionId, `KV_${buckets.turns}`, `$KV.${buckets.turns}.${sessionId}.${old}`),
       ]);

@@ -29,15 +29,6 @@ export async function ensureStream(
   if (existing) checkReplicas(existing, replicas);
 }
 
-/** The event log: every turn's events, file-backed; `msgID` dedup over two minutes. */
-export const ensureEventStream = (jsm: JetStreamManager) =>
-  ensureStream(jsm, {
-    name: streams.events,
-    subjects: [subjects.allEvents],
-    storage: StorageType.File,
-    duplicate_window: 120_000_000_000,
-  });
-
 /** Episodic memory: one message per committed turn. */
 export const ensureMemoryStream = (jsm: JetStreamManager) =>
   ensureStream(jsm, {

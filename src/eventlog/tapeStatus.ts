@@ -17,9 +17,10 @@
 import { DeliverPolicy, JsHeaders, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { isStreamNotFound } from "../bus/errors.ts";
-import { streams } from "../bus/subjects.ts";
+import { eventStreamOfSubject } from "../bus/subjects.ts";
 import { messageOf } from "../errors.ts";
 import { orderedConsumer, releaseConsumer } from "./consumers.ts";
+import { eventStreamCount } from "./eventStreams.ts";
 import { rangeFilter } from "./query.ts";
 import { PULL_EXPIRES_MS } from "./streams.ts";
 
@@ -90,11 +91,12 @@ type Tape = Pick<TapeStatus, "events" | "turns" | "bytes" | "first" | "last">;
 
 async function readTape(nc: NatsConnection, sessionId: string): Promise<Tape> {
   const empty: Tape = { events: 0, turns: 0, bytes: 0, first: null, last: null };
-  const filter = rangeFilter(sessionId);
   const jsm = await jetstreamManager(nc);
+  const filter = rangeFilter(sessionId, await eventStreamCount(jsm));
+  const stream = eventStreamOfSubject(filter);
   let counts: Record<string, number>;
   try {
-    counts = (await jsm.streams.info(streams.events, { subjects_filter: filter })).state.subjects ?? {};
+    counts = (await jsm.streams.info(stream, { subjects_filter: filter })).state.subjects ?? {};
   } catch (error) {
     if (isStreamNotFound(error)) return empty;
     throw error;
@@ -102,7 +104,7 @@ async function readTape(nc: NatsConnection, sessionId: string): Promise<Tape> {
   const perTurn = Object.values(counts);
   const events = perTurn.reduce((sum, count) => sum + count, 0);
   if (events === 0) return empty;
-  const consumer = await orderedConsumer(jetstream(nc), streams.events, {
+  const consumer = await orderedConsumer(jetstream(nc), stream, {
     filter_subjects: filter,
     deliver_policy: DeliverPolicy.All,
     headers_only: true,

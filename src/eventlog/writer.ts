@@ -104,11 +104,11 @@ export class EventLogWriter {
   readonly #id = randomUUID().slice(0, 8);
   #opened = 0;
 
-  /** Throws a "config" ConclaveError for a bad chunk setting (given, or from the environment). */
-  constructor(js: JetStreamClient, options: Partial<EventLogWriterOptions> = {}) {
+  /** `eventStreams`: the log's stream count (which stream each session's is). Throws "config" on a bad chunk setting. */
+  constructor(js: JetStreamClient, eventStreams: number, options: Partial<EventLogWriterOptions> = {}) {
     this.#options = { storeTimeoutMs: 60_000, ...options };
     const requests = options.transport ? InboxRequests.of(options.transport) : null;
-    this.#publisher = new EventPublisher(js, requests, this.#options.storeTimeoutMs);
+    this.#publisher = new EventPublisher(js, eventStreams, requests, this.#options.storeTimeoutMs);
     this.#chunking = streamChunkSettings({ chunkMs: options.chunkMs, chunkBytes: options.chunkBytes });
     this.#recorded = recordedKinds(options.level ?? eventLevelFromEnv());
   }

@@ -10,11 +10,11 @@ import {
 import type { NatsConnection } from "@nats-io/nats-core";
 import { encodeJson } from "../bus/codec.ts";
 import { CorruptValueError, JsonKv } from "../bus/jsonKv.ts";
-import { buckets, streams, subjects } from "../bus/subjects.ts";
+import { buckets, eventStreamOfSubject, subjects } from "../bus/subjects.ts";
 import { type LedgerDigest, LedgerEvent, type LedgerReplay, Ledgers } from "../contracts/ledger.ts";
 import { pause } from "../deadline.ts";
 import { orderedConsumer, releaseConsumer } from "../eventlog/consumers.ts";
-import { ensureEventStream } from "../eventlog/streams.ts";
+import { ensureEventStreams } from "../eventlog/eventStreams.ts";
 import { decideLedger, type LedgerDecision, LedgerError, type LedgerWrite } from "./decide.ts";
 import { isEmptyDigest, ledgerDigest } from "./digest.ts";
 import { applyLedgerEvent, emptyLedgers, ledgerDifferences } from "./fold.ts";
@@ -34,7 +34,7 @@ export interface LedgerStoreOptions {
 
 /**
  * The truth and task ledgers of every session: events on the session's log
- * (`conclave.events.<session>.ledger.entries`, in CONCLAVE_EVENTS) and a
+ * (`conclave.events.<stream>.<session>.ledger.entries`, in the session's event stream) and a
  * projection of their fold in KV (`conclave_ledgers`, key `<session>`).
  *
  * The log is the truth; the projection is a cache that is caught up with the
@@ -55,13 +55,15 @@ export class LedgerStore {
     private readonly jsm: JetStreamManager,
     private readonly projection: JsonKv<typeof Ledgers>,
     private readonly options: LedgerStoreOptions,
+    /** The event log's stream count: which stream holds each session's ledger events. */
+    private readonly eventStreams: number,
   ) {}
 
   static async open(nc: NatsConnection, options: LedgerStoreOptions = {}): Promise<LedgerStore> {
     const jsm = await jetstreamManager(nc);
-    await ensureEventStream(jsm);
+    const eventStreams = await ensureEventStreams(jsm);
     const projection = await JsonKv.open(nc, buckets.ledgers, Ledgers);
-    return new LedgerStore(jetstream(nc), jsm, projection, options);
+    return new LedgerStore(jetstream(nc), jsm, projection, options, eventStreams);
   }
 
   /** Both ledgers of a session, caught up with its log. */
@@ -117,10 +119,14 @@ export class LedgerStore {
       if (!decision.event) return decision.result;
       let seq: number;
       try {
-        const ack = await this.js.publish(subjects.ledgerEvents(request.session_id), encodeJson(decision.event), {
-          expect: { lastSubjectSequence: state.through_seq },
-          timeout: 5_000,
-        });
+        const ack = await this.js.publish(
+          subjects.ledgerEvents(request.session_id, this.eventStreams),
+          encodeJson(decision.event),
+          {
+            expect: { lastSubjectSequence: state.through_seq },
+            timeout: 5_000,
+          },
+        );
         seq = ack.seq;
       } catch (error) {
         // Another write landed since `state` was read: decide this one again against it.
@@ -185,15 +191,16 @@ export class LedgerStore {
 
   /** The stream sequence of the session's last ledger event (0: none). */
   async #lastSeq(sessionId: string): Promise<number> {
-    const last = await this.jsm.streams.getMessage(streams.events, { last_by_subj: subjects.ledgerEvents(sessionId) });
+    const subject = subjects.ledgerEvents(sessionId, this.eventStreams);
+    const last = await this.jsm.streams.getMessage(eventStreamOfSubject(subject), { last_by_subj: subject });
     return last?.seq ?? 0;
   }
 
   /** `from`, with the session's ledger events after `from.through_seq`, through `last`, folded on. */
   async #foldFrom(from: Ledgers, last: number): Promise<Ledgers> {
     if (last <= from.through_seq) return from;
-    const subject = subjects.ledgerEvents(from.session_id);
-    const consumer = await orderedConsumer(this.js, streams.events, {
+    const subject = subjects.ledgerEvents(from.session_id, this.eventStreams);
+    const consumer = await orderedConsumer(this.js, eventStreamOfSubject(subject), {
       filter_subjects: subject,
       deliver_policy: DeliverPolicy.StartSequence,
       opt_start_seq: from.through_seq + 1,

@@ -22,7 +22,7 @@
 import { type JetStreamManager, jetstreamManager, type StreamInfo } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { isStreamNotFound } from "../bus/errors.ts";
-import { BLACKBOARD_BUCKET, buckets, streams } from "../bus/subjects.ts";
+import { BLACKBOARD_BUCKET, buckets, eventStream, streams } from "../bus/subjects.ts";
 import { messageOf, singleLine } from "../errors.ts";
 import { type MonitorReading, monitorUrls, readMonitors } from "./monitor.ts";
 import { replicasOf } from "./replicas.ts";
@@ -116,14 +116,21 @@ export interface ClusterStatus {
   metaLeaderProblem?: string;
   /** The node the answering nodes still name as meta leader while it is offline or unreachable (`metaLeader` is then absent). */
   lastNamedMetaLeader?: string;
-  /** The node leading the event log (CONCLAVE_EVENTS), where every turn's events are written. */
-  eventLogLeader?: string;
+  /**
+   * Each event-log stream (`CONCLAVE_EVENTS_<i>`) and the node leading it, where the events of its
+   * sessions are written: spread over the nodes, the log's writes are too. `leader` is absent while
+   * a stream has none, or is not made yet.
+   */
+  eventLog: { stream: string; leader?: string }[];
   stores: StoreStatus[];
 }
 
-/** Every stream and KV bucket Conclave creates, by stream name. */
-export const CONCLAVE_STORES: readonly { stream: string; kind: "stream" | "KV bucket" }[] = [
-  ...Object.values(streams).map((stream) => ({ stream, kind: "stream" as const })),
+/** Every stream and KV bucket Conclave creates, by stream name, with the event log's `eventStreams`. */
+export const conclaveStores = (eventStreams: readonly string[]): { stream: string; kind: "stream" | "KV bucket" }[] => [
+  ...[...eventStreams, ...Object.values(streams)].map((stream) => ({
+    stream,
+    kind: "stream" as const,
+  })),
   ...[...Object.values(buckets), BLACKBOARD_BUCKET].map((bucket) => ({
     stream: `KV_${bucket}`,
     kind: "KV bucket" as const,
@@ -139,6 +146,8 @@ export interface ClusterStatusOptions {
   monitor?: string | readonly string[];
   /** How long to wait for each monitoring endpoint. Default 2 s. */
   monitorTimeoutMs?: number;
+  /** The event log's stream count (`eventStreamCount`): its streams are reported with the rest. Default 1. */
+  eventStreams?: number;
 }
 
 /** Reads the status of the cluster (or single server) `nc` is connected to. */
@@ -149,8 +158,9 @@ export async function readClusterStatus(
   const jsm = await jetstreamManager(nc, { checkAPI: false });
   const info = nc.info;
   const urls = monitorUrls(options.monitor);
+  const eventStreams = Array.from({ length: options.eventStreams ?? 1 }, (_, index) => eventStream(index));
   const [stores, monitors] = await Promise.all([
-    Promise.all(CONCLAVE_STORES.map(({ stream, kind }) => storeStatus(jsm, stream, kind))),
+    Promise.all(conclaveStores(eventStreams).map(({ stream, kind }) => storeStatus(jsm, stream, kind))),
     // A single server outside any cluster has no meta group to lead.
     info?.cluster && urls.length > 0 ? readMonitors(urls, options.monitorTimeoutMs ?? 2_000) : null,
   ]);
@@ -204,7 +214,10 @@ export async function readClusterStatus(
     }
   }
   const leader = meta.named === undefined ? undefined : nodes.get(meta.named);
-  const eventLog = stores.find((store) => store.stream === streams.events);
+  const eventLog = eventStreams.map((stream) => {
+    const leader = stores.find((store) => store.stream === stream)?.leader;
+    return leader ? { stream, leader } : { stream };
+  });
   return {
     server: {
       name: serverName,
@@ -222,7 +235,7 @@ export async function readClusterStatus(
             lastNamedMetaLeader: leader.name,
           }
         : { metaLeaderProblem: meta.problem }),
-    ...(eventLog?.leader ? { eventLogLeader: eventLog.leader } : {}),
+    eventLog,
     stores,
   };
 }

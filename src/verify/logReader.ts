@@ -7,9 +7,10 @@
 import { DeliverPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { isStreamNotFound } from "../bus/errors.ts";
-import { streams, subjects } from "../bus/subjects.ts";
+import { eventStreamOfSubject, subjects } from "../bus/subjects.ts";
 import { EngineEvent } from "../contracts/events.ts";
 import { orderedConsumer, releaseConsumer } from "../eventlog/consumers.ts";
+import { eventStreamCount } from "../eventlog/eventStreams.ts";
 import { PULL_EXPIRES_MS } from "../eventlog/streams.ts";
 
 /** One stored message of a session's turns: its event, or why it is not one. */
@@ -34,15 +35,17 @@ function parseMessage(position: number, subject: string, data: Uint8Array): Logg
 /** Every message stored on the session's turn subjects, in log order. */
 export async function readLoggedMessages(nc: NatsConnection, sessionId: string): Promise<LoggedMessage[]> {
   const jsm = await jetstreamManager(nc);
+  const filter = subjects.sessionEvents(sessionId, await eventStreamCount(jsm));
+  const stream = eventStreamOfSubject(filter);
   let last: number;
   try {
-    last = (await jsm.streams.info(streams.events)).state.last_seq;
+    last = (await jsm.streams.info(stream)).state.last_seq;
   } catch (error) {
     if (isStreamNotFound(error)) return [];
     throw error;
   }
-  const consumer = await orderedConsumer(jetstream(nc), streams.events, {
-    filter_subjects: subjects.sessionEvents(sessionId),
+  const consumer = await orderedConsumer(jetstream(nc), stream, {
+    filter_subjects: filter,
     deliver_policy: DeliverPolicy.All,
   });
   const found: LoggedMessage[] = [];

@@ -1,8 +1,9 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { DeliverPolicy, type JetStreamClient } from "@nats-io/jetstream";
-import { streams, subjects } from "../bus/subjects.ts";
+import { subjects } from "../bus/subjects.ts";
 import { messageOf } from "../errors.ts";
 import { orderedConsumer, releaseConsumer } from "../eventlog/consumers.ts";
+import { eventStreamCount, eventStreamNames } from "../eventlog/eventStreams.ts";
 
 /** The fields of a stored turn event the viewer shows; the rest of the payload is passed through as it is. */
 export interface TurnEventLike {
@@ -36,9 +37,9 @@ export function decodeTurnEvent(data: Uint8Array): TurnEventLike | null {
 /**
  * Delivers the turn events written to `conclave.events.>` from now on, until
  * `signal` aborts: every session's events from the moment of the call (the
- * event-log reader reads one session or turn from its start). A bad message is
- * skipped, and a lost stream or connection is retried, resuming after the
- * last event seen.
+ * event-log reader reads one session or turn from its start), from each of the
+ * log's streams. A bad message is skipped, and a lost stream or connection is
+ * retried, resuming after the last event seen.
  */
 export async function followTurnEvents(
   js: JetStreamClient,
@@ -47,12 +48,36 @@ export async function followTurnEvents(
   onProblem: (message: string) => void = () => {},
   retryMs = 1_000,
 ): Promise<void> {
-  // From the moment of the call, even if the stream only appears later.
+  // From the moment of the call, even if the streams only appear later.
   const since = new Date().toISOString();
+  let count: number | null = null;
+  while (count === null && !signal.aborted) {
+    try {
+      count = await eventStreamCount(await js.jetstreamManager());
+    } catch (error) {
+      onProblem(`turn events: ${messageOf(error)}; retrying`);
+      await sleep(retryMs, undefined, { signal }).catch(() => {});
+    }
+  }
+  if (count === null) return;
+  await Promise.all(
+    eventStreamNames(count).map((stream) => followStream(js, stream, since, onEvent, signal, onProblem, retryMs)),
+  );
+}
+
+async function followStream(
+  js: JetStreamClient,
+  stream: string,
+  since: string,
+  onEvent: (event: TurnEventLike) => void,
+  signal: AbortSignal,
+  onProblem: (message: string) => void,
+  retryMs: number,
+): Promise<void> {
   let lastSeq = 0;
   while (!signal.aborted) {
     try {
-      const consumer = await orderedConsumer(js, streams.events, {
+      const consumer = await orderedConsumer(js, stream, {
         filter_subjects: subjects.allEvents,
         ...(lastSeq > 0
           ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: lastSeq + 1 }

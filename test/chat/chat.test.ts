@@ -16,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { subjects } from "../../src/bus/subjects.ts";
 import { CANCEL_REASON } from "../../src/chat/controller.ts";
 import { CONCLAVE_BIN } from "../../src/cli/childProcess.ts";
+import { eventStreamCount } from "../../src/eventlog/eventStreams.ts";
 import { conclaveModel } from "../helpers/conclaveModel.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { type OpenAIServer, type ReplyHandler, startOpenAIServer } from "../helpers/openaiServer.ts";
@@ -128,9 +129,10 @@ describe("conclave chat in a terminal", () => {
     expect(cancelled).toMatch(/stage +(✓ \w+ +){5}✗ council {2}· critics {2}· memory_commit/);
     expect(cancelled).toMatch(/outcome +✘ cancelled: /);
     // Cancelled in the runtime, not only on screen: the turn's stored end says so.
+    const observer = await nats.connect("client");
     const end = await waitForEvent(
-      await nats.connect("client"),
-      subjects.turnEvents("tui", 2),
+      observer,
+      subjects.turnEvents("tui", 2, await eventStreamCount(observer)),
       (event) => event.kind === "TURN_COMPLETED",
     );
     expect(end.payload).toMatchObject({ outcome: { status: "Cancelled", reason: CANCEL_REASON } });

@@ -11,9 +11,10 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import { nanos } from "@nats-io/nats-core";
 import { beforeAll, describe, expect, it } from "vitest";
 import { isStreamNotFound } from "../../src/bus/errors.ts";
-import { buckets, streams } from "../../src/bus/subjects.ts";
+import { buckets, eventStream, eventStreamOf, streams, subjects } from "../../src/bus/subjects.ts";
 import { CONCLAVE_BIN } from "../../src/cli/childProcess.ts";
 import { EPHEMERAL_INACTIVE_MS, orderedConsumer, releaseConsumer } from "../../src/eventlog/consumers.ts";
+import { eventStreamCount, eventStreamNames } from "../../src/eventlog/eventStreams.ts";
 import { runConclave } from "../helpers/cli.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { useInProcessStack } from "../helpers/stack.ts";
@@ -27,8 +28,9 @@ beforeAll(async () => {
   observer = await nats.connect("observer");
 });
 
-/** Every Conclave stream the observer may read the info of: the streams, and the KV buckets' streams. */
-const STREAM_NAMES = [
+/** Every Conclave stream the observer may read the info of: the event log's, the others, and the KV buckets'. */
+const streamNames = async (): Promise<string[]> => [
+  ...eventStreamNames(await eventStreamCount(observer)),
   ...Object.values(streams).filter((name) => name !== streams.audit),
   ...Object.values(buckets).map((bucket) => `KV_${bucket}`),
 ];
@@ -37,7 +39,7 @@ const STREAM_NAMES = [
 async function consumerCounts(): Promise<Record<string, number>> {
   const jsm = await jetstreamManager(observer);
   const counts: Record<string, number> = {};
-  for (const name of STREAM_NAMES) {
+  for (const name of await streamNames()) {
     try {
       counts[name] = (await jsm.streams.info(name)).state.consumer_count;
     } catch (error) {
@@ -73,14 +75,15 @@ describe("consumers of CLI commands", () => {
     const sent = await runConclave(nats.url, ["send", "--session", session, "hello"]);
     expect(sent.code, sent.stderr).toBe(0);
     const before = await consumerCounts();
+    const stream = eventStreamOf(session, await eventStreamCount(observer));
     const child = spawn(process.execPath, [CONCLAVE_BIN, "events", "--session", session, "--follow", "--json"], {
       env: { ...process.env, CONCLAVE_NATS_URL: nats.url, CONCLAVE_LOG: "quiet" },
       stdio: ["ignore", "pipe", "pipe"],
     });
     const exited = once(child, "exit");
-    // Its first event printed: it reads through its consumer, and follows on.
+    // Its first event printed: it reads through its consumer (in the session's stream), and follows on.
     await once(child.stdout, "data");
-    expect((await consumerCounts())[streams.events]).toBe((before[streams.events] ?? 0) + 1);
+    expect(await consumerCounts()).toEqual({ ...before, [stream]: (before[stream] ?? 0) + 1 });
     child.kill("SIGINT");
     const [code] = await exited;
     expect(code).toBe(0);
@@ -90,8 +93,8 @@ describe("consumers of CLI commands", () => {
   it("makes its consumers with the short inactivity threshold, for a reader that dies", {
     timeout: 120_000,
   }, async () => {
-    const consumer = await orderedConsumer(jetstream(observer), streams.events, {
-      filter_subjects: "conclave.events.>",
+    const consumer = await orderedConsumer(jetstream(observer), eventStream(0), {
+      filter_subjects: subjects.streamEvents(0),
     });
     expect((await consumer.info()).config.inactive_threshold).toBe(nanos(EPHEMERAL_INACTIVE_MS));
     await releaseConsumer(consumer);
@@ -100,6 +103,7 @@ describe("consumers of CLI commands", () => {
     const sent = await runConclave(nats.url, ["send", "--session", session, "hello"]);
     expect(sent.code, sent.stderr).toBe(0);
     const before = await consumerCounts();
+    const stream = eventStreamOf(session, await eventStreamCount(observer));
     const child = spawn(process.execPath, [CONCLAVE_BIN, "events", "--session", session, "--follow", "--json"], {
       env: { ...process.env, CONCLAVE_NATS_URL: nats.url, CONCLAVE_LOG: "quiet" },
       stdio: ["ignore", "pipe", "pipe"],
@@ -109,7 +113,7 @@ describe("consumers of CLI commands", () => {
     child.kill("SIGKILL"); // no chance to delete anything
     await exited;
     // nats-server deletes it once its last pull expired and the threshold passed: seconds, not the library's 5 min.
-    const after = await eventually(consumerCounts, (counts) => counts[streams.events] === before[streams.events], {
+    const after = await eventually(consumerCounts, (counts) => counts[stream] === before[stream], {
       timeoutMs: 60_000,
       everyMs: 500,
     });

@@ -7,9 +7,12 @@ import { subjects } from "../../src/bus/subjects.ts";
 import { CONCLAVE_BIN } from "../../src/cli/childProcess.ts";
 import { EXIT } from "../../src/cli/failures.ts";
 import { submitTurn, watchTurn } from "../../src/client/turns.ts";
-import { ensureEventStream } from "../../src/eventlog/streams.ts";
+import { DEFAULT_EVENT_STREAMS, ensureEventStreams } from "../../src/eventlog/eventStreams.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { useConclaveProcesses } from "../helpers/processes.ts";
+
+/** The event log's stream count a runner makes by default. */
+const EVENT_STREAMS = DEFAULT_EVENT_STREAMS;
 
 const nats = useNatsServer();
 const processes = useConclaveProcesses(() => nats.url);
@@ -110,8 +113,8 @@ describe("conclave, with nothing running but NATS", () => {
 describe("conclave send, answered by a runner that never runs the turn", () => {
   it("says in one line, with exit status 1, that the turn did not complete within --timeout", async () => {
     const nc = await nats.connect("runner");
-    await ensureEventStream(await jetstreamManager(nc));
-    const ack = { session_id: "stalled", turn_id: 1, events_subject: subjects.turnEvents("stalled", 1) };
+    await ensureEventStreams(await jetstreamManager(nc));
+    const ack = { session_id: "stalled", turn_id: 1, events_subject: subjects.turnEvents("stalled", 1, EVENT_STREAMS) };
     const stalled = nc.subscribe(subjects.turnSubmit("stalled"), {
       callback: (_error, msg) => {
         msg.respond(JSON.stringify(ack));

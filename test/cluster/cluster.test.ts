@@ -12,7 +12,7 @@ import { z } from "zod";
 import { JsonKv } from "../../src/bus/jsonKv.ts";
 import { buckets } from "../../src/bus/subjects.ts";
 import { type ConclaveClient, connect } from "../../src/client/index.ts";
-import { ensureEventStream } from "../../src/eventlog/streams.ts";
+import { ensureEventStreams, eventStreamCount, eventStreamNames } from "../../src/eventlog/eventStreams.ts";
 import type { ClusterStatus } from "../../src/nats/clusterStatus.ts";
 import { ReplicasMismatchError } from "../../src/nats/replicas.ts";
 import { freePort } from "../../src/nats/server.ts";
@@ -69,12 +69,17 @@ describe("a three-node cluster", () => {
     expect(code).toBe(0);
     const status = JSON.parse(stdout) as ClusterStatus;
     expectThreeNodesAndR3(status);
+    // Every stream of the event log, each led by a node.
+    const streams = eventStreamNames(await eventStreamCount(await nats.connect("observer")));
+    expect(status.eventLog.map((log) => log.stream)).toEqual(streams);
+    for (const log of status.eventLog) expect(["n1", "n2", "n3"], log.stream).toContain(log.leader);
     expect(["n1", "n2", "n3"]).toContain(status.metaLeader);
     const text = await runConclave(nats.node(0).url, ["status", "--monitor", nats.node(2).monitorUrl!]);
     expect(text.code).toBe(0);
     expect(text.stdout).toContain("nodes: 3");
     expect(text.stdout).toContain(`JetStream meta leader: ${status.metaLeader}\n`);
-    expect(text.stdout).toMatch(/CONCLAVE_EVENTS\s+stream\s+R3\s+healthy\s+leader n\d/);
+    for (const stream of streams)
+      expect(text.stdout).toMatch(new RegExp(`${stream}\\s+stream\\s+R3\\s+healthy\\s+leader n\\d`));
     // Without a monitoring endpoint NATS does not tell a Conclave role the meta leader: status says so.
     const unknown = await runConclave(nats.node(0).url, ["status"]);
     expect(unknown.code).toBe(0);
@@ -90,9 +95,11 @@ describe("a three-node cluster", () => {
   it("refuses a process configured for other replicas with one line, and changes nothing", async () => {
     const runner = await nats.connect("runner", 0);
     // In this process CONCLAVE_REPLICAS is unset: one replica.
-    const refused = await ensureEventStream(await jetstreamManager(runner)).catch((error: unknown) => error);
+    const refused = await ensureEventStreams(await jetstreamManager(runner)).catch((error: unknown) => error);
     expect(refused).toBeInstanceOf(ReplicasMismatchError);
-    expect((refused as Error).message).toMatch(/^stream CONCLAVE_EVENTS has 3 replicas but CONCLAVE_REPLICAS is 1;/);
+    expect((refused as Error).message).toMatch(
+      /^stream CONCLAVE_EVENTS_\d+ has 3 replicas but CONCLAVE_REPLICAS is 1;/,
+    );
     const bucket = await JsonKv.open(runner, buckets.sessions, z.unknown()).catch((error: unknown) => error);
     expect(bucket).toBeInstanceOf(ReplicasMismatchError);
     expect((bucket as Error).message).toContain(
@@ -132,7 +139,7 @@ function expectThreeNodesAndR3(status: ClusterStatus): void {
   const present = status.stores.filter((store) => store.health !== "absent");
   // The runner and workers have created the event log, the WAL, the status and session buckets, and more.
   expect(present.map((store) => store.stream)).toEqual(
-    expect.arrayContaining(["CONCLAVE_EVENTS", "CONCLAVE_TURNS", "KV_conclave_turns", "KV_conclave_sessions"]),
+    expect.arrayContaining(["CONCLAVE_EVENTS_0", "CONCLAVE_TURNS", "KV_conclave_turns", "KV_conclave_sessions"]),
   );
   for (const store of present) {
     expect(store, store.stream).toMatchObject({ replicas: 3, health: "healthy" });

@@ -191,7 +191,7 @@ describe(`a fault run (seed ${SEED})`, () => {
       const leaderToCut = async (picked: NatsClusterNode): Promise<NatsClusterNode> => {
         const status = await readClusterStatus(observer, { monitor: nats.cluster.monitorUrl });
         const leaderOf = (stream: string) => status.stores.find((store) => store.stream === stream)?.leader;
-        const leaders = [status.metaLeader, leaderOf("CONCLAVE_EVENTS"), leaderOf("CONCLAVE_TURNS")];
+        const leaders = [status.metaLeader, leaderOf("CONCLAVE_EVENTS_0"), leaderOf("CONCLAVE_TURNS")];
         const name = leaders.find((leader) => faultable.some((node) => node.name === leader));
         return faultable.find((node) => node.name === name) ?? picked;
       };

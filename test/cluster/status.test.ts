@@ -10,7 +10,7 @@
  */
 import { jetstreamManager } from "@nats-io/jetstream";
 import { beforeAll, describe, expect, it } from "vitest";
-import { streams, subjects } from "../../src/bus/subjects.ts";
+import { eventStream, subjects } from "../../src/bus/subjects.ts";
 import { ensureStream } from "../../src/eventlog/streams.ts";
 import { type ClusterStatus, readClusterStatus } from "../../src/nats/clusterStatus.ts";
 import { runConclave } from "../helpers/cli.ts";
@@ -18,11 +18,13 @@ import { useNatsCluster } from "../helpers/natsCluster.ts";
 import { eventually, until } from "../helpers/wait.ts";
 
 const nats = useNatsCluster(3);
+const EVENTS = eventStream(0);
 
 beforeAll(async () => {
-  // The event log, R3: a copy on every node, for the streams' view of the nodes.
+  // The event log's first stream (the one status reads by default), R3: a copy on every node, for the
+  // streams' view of the nodes.
   const jsm = await jetstreamManager(await nats.connect("runner"));
-  await ensureStream(jsm, { name: streams.events, subjects: [subjects.allEvents], num_replicas: 3 });
+  await ensureStream(jsm, { name: EVENTS, subjects: [subjects.streamEvents(0)], num_replicas: 3 });
   await nats.healthy(await nats.connect("observer"));
 });
 
@@ -52,9 +54,7 @@ describe("conclave status when a node dies", () => {
         expect(dead!.offlineBecause).toMatch(/^unreachable \(no answer from http:/);
         expect(status.metaLeader).not.toBe(victim!.name);
         // Its copy of the event log counts as offline too (when the log's info answered at all).
-        const copy = status.stores
-          .find((store) => store.stream === streams.events)
-          ?.copies.find((c) => c.node === dead!.name);
+        const copy = status.stores.find((store) => store.stream === EVENTS)?.copies.find((c) => c.node === dead!.name);
         if (copy) expect(copy).toMatchObject({ leader: false, offline: true });
         return status.metaLeader !== undefined;
       },
@@ -87,8 +87,8 @@ describe("conclave status when a node dies", () => {
     const dead = quiet.nodes.find((node) => node.name === victim!.name);
     expect(dead, JSON.stringify(quiet.nodes)).toMatchObject({ online: false });
     expect(dead!.reachable).toBeUndefined();
-    expect(dead!.offlineBecause).toMatch(/^CONCLAVE_EVENTS's leader has not heard from it for \d+\.\d s$/);
-    const events = quiet.stores.find((store) => store.stream === streams.events);
+    expect(dead!.offlineBecause).toMatch(/^CONCLAVE_EVENTS_0's leader has not heard from it for \d+\.\d s$/);
+    const events = quiet.stores.find((store) => store.stream === EVENTS);
     expect(events).toMatchObject({ health: "degraded" });
     expect(events!.copies.find((copy) => copy.node === victim!.name)).toMatchObject({ offline: true });
   }, 90_000);

@@ -65,8 +65,19 @@ describe("conclave up --cluster 3", () => {
     // `up` gives its processes the nodes' monitoring endpoints: status names the JetStream meta leader.
     expect(stdout).toMatch(/monitoring endpoints: http:\/\/127\.0\.0\.1:\d+,/);
     expect(["n1", "n2", "n3"]).toContain(status.metaLeader);
-    const events = status.stores.find((store) => store.stream === "CONCLAVE_EVENTS");
-    expect(events).toMatchObject({ replicas: 3, health: "healthy" });
+    const events = status.stores.filter((store) => store.stream.startsWith("CONCLAVE_EVENTS_"));
+    expect(events.map((store) => store.stream)).toEqual([
+      "CONCLAVE_EVENTS_0",
+      "CONCLAVE_EVENTS_1",
+      "CONCLAVE_EVENTS_2",
+    ]);
+    for (const stream of events) expect(stream).toMatchObject({ replicas: 3, health: "healthy" });
+    // Each stream's leader is one of the nodes.
+    expect(status.eventLog.map((stream) => ["n1", "n2", "n3"].includes(stream.leader ?? ""))).toEqual([
+      true,
+      true,
+      true,
+    ]);
     for (const store of status.stores.filter((candidate) => candidate.health !== "absent")) {
       expect(store.replicas, store.stream).toBe(3);
     }

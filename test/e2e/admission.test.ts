@@ -5,9 +5,11 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { builtinAgents } from "../../src/agents/builtins.ts";
+import { subjects } from "../../src/bus/subjects.ts";
 import { type ConclaveClient, connect, type EngineEvent, type TurnAck } from "../../src/client/index.ts";
 import { type CognitionBackend, offlineBackend } from "../../src/cognition/backend.ts";
 import { isConclaveError } from "../../src/errors.ts";
+import { eventStreamCount } from "../../src/eventlog/eventStreams.ts";
 import { Runner } from "../../src/runtime/runner/runner.ts";
 import { startWorker } from "../../src/workers/startWorker.ts";
 import { CORE_SERVICES, type WorkerHandle } from "../../src/workers/workerOptions.ts";
@@ -94,16 +96,24 @@ describe("admission control", () => {
 
     const second = client.submit("adm-2", "I'm stressed about my deadline");
     expect((await second.ack).admission).toEqual({ state: "queued", position: 1 });
-    const queued2 = await waitForEvent(watcher, "conclave.events.adm-2.>", queuedEvent("adm-2"));
+    const queued2 = await waitForEvent(
+      watcher,
+      subjects.sessionLog("adm-2", await eventStreamCount(watcher)),
+      queuedEvent("adm-2"),
+    );
     expect(queued2.payload).toEqual({ position: 1 });
 
     const third = client.submit("adm-3", "I'm stressed about my deadline");
     expect((await third.ack).admission).toEqual({ state: "queued", position: 2 });
-    const queued3 = await waitForEvent(watcher, "conclave.events.adm-3.>", queuedEvent("adm-3"));
+    const queued3 = await waitForEvent(
+      watcher,
+      subjects.sessionLog("adm-3", await eventStreamCount(watcher)),
+      queuedEvent("adm-3"),
+    );
     expect(queued3.payload).toEqual({ position: 2 });
     const fifth = client.submit("adm-5", "I'm stressed about my deadline");
     expect((await fifth.ack).admission).toEqual({ state: "queued", position: 3 });
-    await waitForEvent(watcher, "conclave.events.adm-5.>", queuedEvent("adm-5"));
+    await waitForEvent(watcher, subjects.sessionLog("adm-5", await eventStreamCount(watcher)), queuedEvent("adm-5"));
 
     // The queue is full: refused before anything is stored, with a hint of when to come back.
     const refused = await client.submit("adm-4", "I'm stressed about my deadline").ack.catch((error: unknown) => error);
@@ -134,19 +144,28 @@ describe("admission control", () => {
     const watcher = await nats.connect("client");
     const chatty = [client.submit("fair-chatty", "one"), client.submit("fair-chatty", "two")];
     await Promise.all(chatty.map((turn) => turn.ack));
-    await waitForEvent(watcher, "conclave.events.fair-chatty.>", queuedEvent("fair-chatty"));
+    await waitForEvent(
+      watcher,
+      subjects.sessionLog("fair-chatty", await eventStreamCount(watcher)),
+      queuedEvent("fair-chatty"),
+    );
     const quiet = client.submit("fair-quiet", "I'm stressed about my deadline");
     await quiet.ack;
-    await waitForEvent(watcher, "conclave.events.fair-quiet.>", queuedEvent("fair-quiet"));
+    await waitForEvent(
+      watcher,
+      subjects.sessionLog("fair-quiet", await eventStreamCount(watcher)),
+      queuedEvent("fair-quiet"),
+    );
     gate.open();
     await Promise.all([blocker.result, quiet.result, ...chatty.map((turn) => turn.result)]);
     // One turn ran at a time: the order of their starts is the order they were admitted.
-    // The log's position of each TURN_STARTED: the order turns started in.
+    // When each TURN_STARTED was stored: the order turns started in. (Not its position: the sessions' events may
+    // be in different streams of the log, whose positions do not compare. One turn runs at a time, so their
+    // starts are a whole turn apart.)
     const startedAt = async (sessionId: string, turnId: number) => {
-      for await (const { position, event } of client.events(sessionId, { turnId })) {
-        if (event.kind === "TURN_STARTED") return position;
-      }
-      throw new Error(`no TURN_STARTED for ${sessionId}/${turnId}`);
+      const [started] = await client.queryEvents(sessionId, { turnId, kinds: ["TURN_STARTED"] });
+      if (!started) throw new Error(`no TURN_STARTED for ${sessionId}/${turnId}`);
+      return Date.parse(started.time);
     };
     const [chatty1, chatty2, quiet1] = await Promise.all([
       startedAt("fair-chatty", 1),
@@ -168,7 +187,11 @@ describe("admission control", () => {
     const waiting = client.submit("cancel-waiting", "I'm stressed about my deadline");
     expect((await waiting.ack).admission?.state).toBe("queued");
     const watcher = await nats.connect("client");
-    await waitForEvent(watcher, "conclave.events.cancel-waiting.>", queuedEvent("cancel-waiting"));
+    await waitForEvent(
+      watcher,
+      subjects.sessionLog("cancel-waiting", await eventStreamCount(watcher)),
+      queuedEvent("cancel-waiting"),
+    );
     await waiting.cancel("changed my mind");
     const result = await waiting.result;
     expect(result.outcome.status).toBe("Cancelled");

@@ -6,6 +6,7 @@ import type { ConclaveProcess } from "../../src/cli/childProcess.ts";
 import { submitTurn } from "../../src/client/turns.ts";
 import type { EngineEvent } from "../../src/contracts/events.ts";
 import type { TurnAck } from "../../src/contracts/turn.ts";
+import { eventStreamCount } from "../../src/eventlog/eventStreams.ts";
 import { readEvents } from "../../src/eventlog/reader.ts";
 import { TurnStatusStore } from "../../src/eventlog/turnStatusStore.ts";
 import { conclaveModel } from "../helpers/conclaveModel.ts";
@@ -126,13 +127,16 @@ describe("a runner killed mid-turn", () => {
     const caught: { turn: string; runner: string }[] = [];
     /** The dead runners' replacements, started while the turns go on: a start-up may outlast them. */
     const replacements: Promise<void>[] = [];
+    // The sessions' events, in whichever streams of the log they are.
+    const count = await eventStreamCount(observer);
+    const sessionLogs = [...sessions].map((session) => subjects.sessionEvents(session, count));
     for (let round = 0; round < 2; round++) {
       let resumed: Promise<EngineEvent> | undefined;
       for (;;) {
         // A wave stored from now on belongs to a turn under way: its runner dies in the middle of that turn.
         const wave = await waitForEvent(
           observer,
-          subjects.allEvents,
+          sessionLogs,
           (event) => event.kind === "WAVE_STARTED" && sessions.has(event.session_id),
           { from: "now" },
         );
@@ -146,7 +150,7 @@ describe("a runner killed mid-turn", () => {
         // The caught turn taken over (its TURN_RESUMED stored) before the next kill.
         resumed = waitForEvent(
           observer,
-          subjects.allEvents,
+          subjects.sessionEvents(wave.session_id, count),
           (event) =>
             event.kind === "TURN_RESUMED" &&
             `${event.session_id}/${event.turn_id}` === turn &&
@@ -210,7 +214,7 @@ describe("nats-server restarted mid-conversation", () => {
     // The outage begins while the first turn is under way.
     await waitForEvent(
       observer,
-      subjects.turnEvents(before.session_id, before.turn_id),
+      subjects.turnEvents(before.session_id, before.turn_id, await eventStreamCount(observer)),
       (event) => event.kind === "WAVE_STARTED",
     );
     await nats.restart(1_000);

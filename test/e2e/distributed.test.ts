@@ -91,6 +91,13 @@ describe("a turn across worker processes", () => {
   });
 });
 
+/** docs/protocol.md: 32-bit FNV-1a of the id's UTF-8 bytes, written here as an outside client would. */
+function fnv1a(text: string): number {
+  let hash = 0x811c9dc5;
+  for (const byte of Buffer.from(text, "utf8")) hash = Math.imul(hash ^ byte, 0x01000193) >>> 0;
+  return hash;
+}
+
 describe("the public protocol, from a plain NATS client", () => {
   it("turns a published submission into the documented ordered events in JetStream", async () => {
     // Only the NATS library here: no Conclave code on the client side.
@@ -100,8 +107,13 @@ describe("the public protocol, from a plain NATS client", () => {
         "conclave.turn.submit.plain",
         JSON.stringify({ text: "Hello! Do you think you feel things?", user_id: "u-1" }),
       );
-      const consumer = await jetstream(nc).consumers.get("CONCLAVE_EVENTS", {
-        filter_subjects: "conclave.events.plain.1",
+      // The log's stream count, from its first stream's description; the session's stream by the hash.
+      const first = await (await jetstream(nc).jetstreamManager()).streams.info("CONCLAVE_EVENTS_0");
+      const count = Number(first.config.description?.match(/^conclave event log stream 0 of (\d+)$/)?.[1]);
+      expect(count).toBe(3);
+      const stream = fnv1a("plain") % count;
+      const consumer = await jetstream(nc).consumers.get(`CONCLAVE_EVENTS_${stream}`, {
+        filter_subjects: `conclave.events.${stream}.plain.1`,
       });
       const messages = await consumer.consume();
       const events: Record<string, unknown>[] = [];
@@ -114,7 +126,7 @@ describe("the public protocol, from a plain NATS client", () => {
         if (event.kind === "TURN_COMPLETED") break;
       }
       clearTimeout(timer);
-      expect(new Set(subjects)).toEqual(new Set(["conclave.events.plain.1"]));
+      expect(new Set(subjects)).toEqual(new Set([`conclave.events.${stream}.plain.1`]));
       expect(events.map((event) => event.seq)).toEqual(events.map((_, index) => index));
       for (const event of events) {
         expect(Object.keys(event).sort()).toEqual(["kind", "payload", "seq", "session_id", "ts_monotonic", "turn_id"]);
@@ -139,7 +151,7 @@ describe("the public protocol, from a plain NATS client", () => {
       expect(reply.json()).toEqual({
         session_id: "plain-ack",
         turn_id: 1,
-        events_subject: "conclave.events.plain-ack.1",
+        events_subject: `conclave.events.${fnv1a("plain-ack") % 3}.plain-ack.1`,
         duplicate: false,
         admission: { state: "running" },
       });

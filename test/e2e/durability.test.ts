@@ -8,6 +8,7 @@ import { submitTurn, watchTurn } from "../../src/client/turns.ts";
 import type { EngineEvent } from "../../src/contracts/events.ts";
 import type { TurnAck } from "../../src/contracts/turn.ts";
 import type { TurnStatusRecord } from "../../src/contracts/wal.ts";
+import { eventStreamCount } from "../../src/eventlog/eventStreams.ts";
 import { readEvents } from "../../src/eventlog/reader.ts";
 import { TurnStatusStore } from "../../src/eventlog/turnStatusStore.ts";
 import { replaySession } from "../../src/runtime/replay.ts";
@@ -134,7 +135,7 @@ describe("double-texting", () => {
     const firstDone = watchTurn(client, first, (event) => firstEvents.push(event), 20_000);
     await waitForEvent(
       client,
-      subjects.turnEvents(first.session_id, first.turn_id),
+      subjects.turnEvents(first.session_id, first.turn_id, await eventStreamCount(client)),
       (event) => event.kind === "TURN_STAGE_CHANGED" && event.payload.stage === "council",
     );
     councilDelay.ms = 0;

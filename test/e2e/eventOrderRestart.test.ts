@@ -8,13 +8,16 @@
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { afterAll, describe, expect, it } from "vitest";
 import { busOptions, connectBus } from "../../src/bus/connection.ts";
-import { streams, subjects } from "../../src/bus/subjects.ts";
+import { eventStreamOf, subjects } from "../../src/bus/subjects.ts";
 import { EngineEvent } from "../../src/contracts/events.ts";
 import { usageSummary } from "../../src/contracts/turnProtocol.ts";
-import { ensureEventStream } from "../../src/eventlog/streams.ts";
+import { DEFAULT_EVENT_STREAMS, ensureEventStreams } from "../../src/eventlog/eventStreams.ts";
 import { EventLogWriter } from "../../src/eventlog/writer.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { sleep } from "../helpers/wait.ts";
+
+/** The event log's stream count a runner makes by default. */
+const EVENT_STREAMS = DEFAULT_EVENT_STREAMS;
 
 const nats = useNatsServer();
 const decoder = new TextDecoder();
@@ -26,8 +29,8 @@ afterAll(async () => {
 /** The turn's events in the order the stream stores them. */
 async function storedSeqs(sessionId: string, turnId: number): Promise<number[]> {
   const nc = await nats.connect("observer");
-  const consumer = await jetstream(nc).consumers.get(streams.events, {
-    filter_subjects: subjects.turnEvents(sessionId, turnId),
+  const consumer = await jetstream(nc).consumers.get(eventStreamOf(sessionId, EVENT_STREAMS), {
+    filter_subjects: subjects.turnEvents(sessionId, turnId, EVENT_STREAMS),
   });
   const seqs: number[] = [];
   const messages = await consumer.fetch({ max_messages: 10_000, expires: 2_000 });
@@ -42,8 +45,8 @@ describe("events across a nats-server restart", () => {
   it("are stored in seq order: appended before, during and after the outage", async () => {
     const nc = await connectBus(busOptions("runner", { servers: nats.url, persistent: true }));
     closers.push(() => nc.close());
-    await ensureEventStream(await jetstreamManager(nc));
-    const writer = new EventLogWriter(jetstream(nc));
+    await ensureEventStreams(await jetstreamManager(nc));
+    const writer = new EventLogWriter(jetstream(nc), EVENT_STREAMS);
     const append = () =>
       writer.append("restart-order", 1, { kind: "TURN_STAGE_CHANGED", payload: { stage: "deliberation" } });
 

@@ -10,12 +10,13 @@ import { jetstream } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import { beforeAll, describe, expect, it } from "vitest";
 import { encodeJson } from "../../src/bus/codec.ts";
-import { buckets, subjects } from "../../src/bus/subjects.ts";
+import { buckets, eventStreamOf, subjects } from "../../src/bus/subjects.ts";
 import type { ConclaveProcess } from "../../src/cli/childProcess.ts";
 import { type ConclaveClient, connect, type Ledgers } from "../../src/client/index.ts";
 import type { EngineEvent } from "../../src/contracts/events.ts";
 import { LedgerEvent } from "../../src/contracts/ledger.ts";
 import { isConclaveError } from "../../src/errors.ts";
+import { eventStreamCount } from "../../src/eventlog/eventStreams.ts";
 import { runConclave } from "../helpers/cli.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { useConclaveProcesses } from "../helpers/processes.ts";
@@ -57,8 +58,11 @@ async function codeOf(promise: Promise<unknown>): Promise<string | undefined> {
 
 /** The session's ledger events as stored on the log, read with the runner's rights. */
 async function storedLedgerEvents(session: string): Promise<LedgerEvent[]> {
-  const js = jetstream(await nats.connect("runner"));
-  const consumer = await js.consumers.get("CONCLAVE_EVENTS", { filter_subjects: subjects.ledgerEvents(session) });
+  const nc = await nats.connect("runner");
+  const count = await eventStreamCount(nc);
+  const consumer = await jetstream(nc).consumers.get(eventStreamOf(session, count), {
+    filter_subjects: subjects.ledgerEvents(session, count),
+  });
   const events: LedgerEvent[] = [];
   const messages = await consumer.consume();
   for await (const msg of messages) {

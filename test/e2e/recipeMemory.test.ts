@@ -9,10 +9,12 @@
  * taken over by another runner after its own was killed (SIGKILL).
  */
 import { beforeAll, describe, expect, it } from "vitest";
+import { subjects } from "../../src/bus/subjects.ts";
 import type { ConclaveProcess } from "../../src/cli/childProcess.ts";
 import { type ConclaveClient, connect } from "../../src/client/index.ts";
 import type { EngineEvent } from "../../src/contracts/events.ts";
 import type { JsonObject } from "../../src/contracts/recipeRun.ts";
+import { eventStreamCount } from "../../src/eventlog/eventStreams.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { useConclaveProcesses } from "../helpers/processes.ts";
 import { turnLog } from "../helpers/turns.ts";
@@ -156,9 +158,10 @@ describe("a recipe run and the session's memory", () => {
     const running = client.run(session, recipe, { inputs: { question: "saffron again?" }, timeoutMs: 60_000 });
     // Killed once the log holds `hold`'s start: the retrieval, recorded before `before` was asked, is stored too.
     const turnId = 2;
+    const watcher = await nats.connect("client");
     await waitForEvent(
-      await nats.connect("client"),
-      `conclave.events.${session}.${turnId}`,
+      watcher,
+      subjects.turnEvents(session, turnId, await eventStreamCount(watcher)),
       (event) => event.kind === "NODE_STARTED" && event.payload.node === "hold",
     );
     runner.child.kill("SIGKILL");

@@ -5,9 +5,11 @@
  * contiguous log.
  */
 import { beforeAll, describe, expect, it } from "vitest";
+import { subjects } from "../../src/bus/subjects.ts";
 import { type ConclaveClient, connect } from "../../src/client/index.ts";
 import type { EngineEvent } from "../../src/contracts/events.ts";
 import type { JsonObject } from "../../src/contracts/recipeRun.ts";
+import { eventStreamCount } from "../../src/eventlog/eventStreams.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { useConclaveProcesses } from "../helpers/processes.ts";
 import { waitForEvent } from "../helpers/wait.ts";
@@ -46,9 +48,10 @@ describe("a recipe run taken over", () => {
     for await (const _ of holding) break;
     // Killed once the log holds `hold`'s start, so what came before it (write's completion) is stored too: the
     // writer pipelines events, and a node's end that was never stored is rightly run again.
+    const watcher = await nats.connect("client");
     await waitForEvent(
-      await nats.connect("client"),
-      "conclave.events.takeover-1.1",
+      watcher,
+      subjects.turnEvents("takeover-1", 1, await eventStreamCount(watcher)),
       (event) => event.kind === "NODE_STARTED" && event.payload.node === "hold",
     );
     first.child.kill("SIGKILL");

@@ -4,6 +4,7 @@ import { encodeJson } from "../../src/bus/codec.ts";
 import { subjects } from "../../src/bus/subjects.ts";
 import { submitTurn } from "../../src/client/turns.ts";
 import type { EngineEvent } from "../../src/contracts/events.ts";
+import { eventStreamCount } from "../../src/eventlog/eventStreams.ts";
 import { readEvents } from "../../src/eventlog/reader.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { useInProcessStack } from "../helpers/stack.ts";
@@ -27,7 +28,7 @@ describe("a turn whose events could not be stored", () => {
       kind: "TURN_STAGE_CHANGED",
       payload: { stage: "ingest" },
     };
-    await jetstream(nc).publish(subjects.turnEvents(session, 1), encodeJson(foreign));
+    await jetstream(nc).publish(subjects.turnEvents(session, 1, await eventStreamCount(nc)), encodeJson(foreign));
 
     const ack = await submitTurn(await nats.connect("client"), session, { text: "I'm stressed about my deadline" });
     expect(ack.turn_id).toBe(1);

@@ -7,10 +7,14 @@ import { submitTurn, watchTurn } from "../../src/client/turns.ts";
 import { type EngineEvent, LiveChunk } from "../../src/contracts/events.ts";
 import { usageSummary } from "../../src/contracts/turnProtocol.ts";
 import { type Schedule, STREAM_CHUNK_ENV } from "../../src/eventlog/chunkCoalescer.ts";
+import { DEFAULT_EVENT_STREAMS, eventStreamCount } from "../../src/eventlog/eventStreams.ts";
 import { readEvents } from "../../src/eventlog/reader.ts";
 import { EventLogWriter } from "../../src/eventlog/writer.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { useInProcessStack } from "../helpers/stack.ts";
+
+/** The event log's stream count a runner makes by default. */
+const EVENT_STREAMS = DEFAULT_EVENT_STREAMS;
 
 // The runner's chunks are stored only before another event or at 4 KiB, never for their age: what is stored
 // coalesced does not depend on how fast this machine delivers them.
@@ -123,7 +127,11 @@ describe("a turn's stream chunks, on a runner and workers", () => {
     const done = await client.submit("coalesced-late", "I'm stressed about my deadline").result;
     const stored = await readEvents(jetstream(nc), await jetstreamManager(nc), "coalesced-late", 1);
     const replayed: EngineEvent[] = [];
-    const ack = { session_id: "coalesced-late", turn_id: 1, events_subject: subjects.turnEvents("coalesced-late", 1) };
+    const ack = {
+      session_id: "coalesced-late",
+      turn_id: 1,
+      events_subject: subjects.turnEvents("coalesced-late", 1, await eventStreamCount(nc)),
+    };
     await watchTurn(nc, { ...ack, duplicate: false }, (event) => replayed.push(event));
     expect(replayed).toEqual(stored);
     expect(textOf(chunksOf(replayed))).toBe(done.response);
@@ -144,7 +152,11 @@ describe("the event log writer's chunks", () => {
   async function writeTurn(sessionId: string, options: { chunkMs: number; chunkBytes?: number }) {
     const runner = await nats.connect("runner");
     const listening = await listenLive(nc, sessionId, 1);
-    const writer = new EventLogWriter(jetstream(runner), { live: runner, schedule: never, ...options });
+    const writer = new EventLogWriter(jetstream(runner), EVENT_STREAMS, {
+      live: runner,
+      schedule: never,
+      ...options,
+    });
     writer.append(sessionId, 1, started);
     writer.append(sessionId, 1, {
       kind: "STREAM_START",
@@ -201,7 +213,10 @@ describe("the event log writer's chunks", () => {
 
   it("stores what is buffered when the turn is flushed", async () => {
     const runner = await nats.connect("runner");
-    const writer = new EventLogWriter(jetstream(runner), { schedule: never, chunkMs: 25 });
+    const writer = new EventLogWriter(jetstream(runner), EVENT_STREAMS, {
+      schedule: never,
+      chunkMs: 25,
+    });
     writer.append("writer-flushed", 1, started);
     writer.append("writer-flushed", 1, { kind: "STREAM_CHUNK", payload: { stream_id: "s", index: 0, delta: "held" } });
     await writer.flushed("writer-flushed", 1);

@@ -1,24 +1,27 @@
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { beforeAll, describe, expect, it } from "vitest";
 import { encodeJson } from "../../src/bus/codec.ts";
-import { streams, subjects } from "../../src/bus/subjects.ts";
+import { eventStream, subjects } from "../../src/bus/subjects.ts";
 import { usageSummary } from "../../src/contracts/turnProtocol.ts";
+import { DEFAULT_EVENT_STREAMS, ensureEventStreams } from "../../src/eventlog/eventStreams.ts";
 import { readEvents } from "../../src/eventlog/reader.ts";
-import { ensureEventStream } from "../../src/eventlog/streams.ts";
 import { EventLogWriter } from "../../src/eventlog/writer.ts";
 import { SessionStore } from "../../src/runtime/sessionStore.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 
+/** The event log's stream count a runner makes by default. */
+const EVENT_STREAMS = DEFAULT_EVENT_STREAMS;
+
 const nats = useNatsServer();
 
 beforeAll(async () => {
-  await ensureEventStream(await jetstreamManager(await nats.connect("runner")));
+  await ensureEventStreams(await jetstreamManager(await nats.connect("runner")));
 });
 
 describe("event log writer", () => {
   it("stores a turn's events in order with seq contiguous from 0, and total time on completion", async () => {
     const nc = await nats.connect("runner");
-    const writer = new EventLogWriter(jetstream(nc));
+    const writer = new EventLogWriter(jetstream(nc), EVENT_STREAMS);
     writer.append("log", 1, { kind: "TURN_STARTED", payload: { user_input: "hi", turn_id: 1 } });
     for (const stage of ["ingest", "sensing_fast", "context"] as const)
       writer.append("log", 1, { kind: "TURN_STAGE_CHANGED", payload: { stage } });
@@ -50,8 +53,12 @@ describe("event log writer", () => {
       kind: "TURN_STAGE_CHANGED",
       payload: { stage: "ingest" },
     };
-    const first = await js.publish(subjects.turnEvents("dup", 1), encodeJson(event), { msgID: "dup.1.0" });
-    const again = await js.publish(subjects.turnEvents("dup", 1), encodeJson(event), { msgID: "dup.1.0" });
+    const first = await js.publish(subjects.turnEvents("dup", 1, EVENT_STREAMS), encodeJson(event), {
+      msgID: "dup.1.0",
+    });
+    const again = await js.publish(subjects.turnEvents("dup", 1, EVENT_STREAMS), encodeJson(event), {
+      msgID: "dup.1.0",
+    });
     expect(again.duplicate).toBe(true);
     expect(again.seq).toBe(first.seq);
     expect(await readEvents(js, await jetstreamManager(nc), "dup", 1)).toHaveLength(1);
@@ -59,7 +66,7 @@ describe("event log writer", () => {
 
   it("reads a session's turns back in log order, and nothing for an unknown session", async () => {
     const nc = await nats.connect("runner");
-    const writer = new EventLogWriter(jetstream(nc));
+    const writer = new EventLogWriter(jetstream(nc), EVENT_STREAMS);
     for (const turn of [1, 2]) {
       writer.append("multi", turn, { kind: "TURN_STARTED", payload: { user_input: `t${turn}`, turn_id: turn } });
       writer.append("multi", turn, {
@@ -71,8 +78,10 @@ describe("event log writer", () => {
     const events = await readEvents(jetstream(nc), await jetstreamManager(nc), "multi");
     expect(events.map((event) => `${event.turn_id}.${event.seq}`)).toEqual(["1.0", "1.1", "2.0", "2.1"]);
     expect(await readEvents(jetstream(nc), await jetstreamManager(nc), "nobody")).toEqual([]);
-    const info = await (await jetstreamManager(nc)).streams.info(streams.events);
-    expect(info.config.subjects).toEqual(["conclave.events.>"]);
+    for (let index = 0; index < EVENT_STREAMS; index++) {
+      const info = await (await jetstreamManager(nc)).streams.info(eventStream(index));
+      expect(info.config.subjects).toEqual([`conclave.events.${index}.>`]);
+    }
   });
 });
 
@@ -97,10 +106,13 @@ describe("event log reader", () => {
   it("skips a message that is not an event (and says so) instead of stopping", async () => {
     const nc = await nats.connect("runner");
     const js = jetstream(nc);
-    const writer = new EventLogWriter(js);
+    const writer = new EventLogWriter(js, EVENT_STREAMS);
     writer.append("garbled", 1, { kind: "TURN_STARTED", payload: { user_input: "hi", turn_id: 1 } });
     await writer.finish("garbled", 1);
-    const garbage = await js.publish(subjects.turnEvents("garbled", 1), new TextEncoder().encode("{not an event"));
+    const garbage = await js.publish(
+      subjects.turnEvents("garbled", 1, EVENT_STREAMS),
+      new TextEncoder().encode("{not an event"),
+    );
     writer.open(
       "garbled",
       1,
@@ -129,7 +141,7 @@ describe("event log reader", () => {
       [0, "TURN_STARTED"],
       [1, "TURN_COMPLETED"],
     ]);
-    expect(invalid).toEqual(["conclave.events.garbled.1"]);
+    expect(invalid).toEqual([subjects.turnEvents("garbled", 1, EVENT_STREAMS)]);
   });
 });
 
@@ -138,8 +150,10 @@ describe("single-writer fencing", () => {
     const nc = await nats.connect("runner");
     const js = jetstream(nc);
     const fenced: string[] = [];
-    const first = new EventLogWriter(js);
-    const second = new EventLogWriter(js, { onFenced: (session, turn) => fenced.push(`${session}.${turn}`) });
+    const first = new EventLogWriter(js, EVENT_STREAMS);
+    const second = new EventLogWriter(js, EVENT_STREAMS, {
+      onFenced: (session, turn) => fenced.push(`${session}.${turn}`),
+    });
     first.append("fence", 1, { kind: "TURN_STARTED", payload: { user_input: "hi", turn_id: 1 } });
     await first.finish("fence", 1);
     // The second writer believes the turn is fresh (it expects no event on the subject yet).
@@ -154,7 +168,7 @@ describe("single-writer fencing", () => {
   it("lets a writer resuming a turn go on from where the log is", async () => {
     const nc = await nats.connect("runner");
     const js = jetstream(nc);
-    const first = new EventLogWriter(js);
+    const first = new EventLogWriter(js, EVENT_STREAMS);
     first.append("resume", 1, { kind: "TURN_STARTED", payload: { user_input: "hi", turn_id: 1 } });
     await first.finish("resume", 1);
     let lastStreamSeq = 0;
@@ -163,7 +177,7 @@ describe("single-writer fencing", () => {
         lastStreamSeq = seq;
       },
     });
-    const second = new EventLogWriter(js);
+    const second = new EventLogWriter(js, EVENT_STREAMS);
     second.open("resume", 1, stored, lastStreamSeq);
     second.append("resume", 1, { kind: "TURN_STAGE_CHANGED", payload: { stage: "ingest" } });
     await second.finish("resume", 1);

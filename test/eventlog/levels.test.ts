@@ -4,6 +4,7 @@ import { subjects } from "../../src/bus/subjects.ts";
 import { type ConclaveClient, connect } from "../../src/client/index.ts";
 import { EVENT_KINDS, type EventKind, EventPayloads, LiveChunk } from "../../src/contracts/events.ts";
 import { usageSummary } from "../../src/contracts/turnProtocol.ts";
+import { DEFAULT_EVENT_STREAMS } from "../../src/eventlog/eventStreams.ts";
 import {
   EVENT_KIND_LEVELS,
   EVENT_LEVELS,
@@ -16,6 +17,9 @@ import { EventLogWriter } from "../../src/eventlog/writer.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { useInProcessStack } from "../helpers/stack.ts";
 import { waitForMessage } from "../helpers/wait.ts";
+
+/** The event log's stream count a runner makes by default. */
+const EVENT_STREAMS = DEFAULT_EVENT_STREAMS;
 
 describe("event levels", () => {
   it("gives every event kind a level, and each level records the levels below it", () => {
@@ -111,7 +115,10 @@ describe("a log writer at level audit", () => {
     const observer = await auditNats.connect("observer");
     const live = observer.subscribe(subjects.liveChunks("writer-audit", 1));
     await observer.flush(); // subscribed before the first chunk goes out
-    const writer = new EventLogWriter(jetstream(nc), { level: "audit", live: nc });
+    const writer = new EventLogWriter(jetstream(nc), EVENT_STREAMS, {
+      level: "audit",
+      live: nc,
+    });
     writer.append("writer-audit", 1, { kind: "TURN_STARTED", payload: { user_input: "hi", turn_id: 1 } });
     writer.append("writer-audit", 1, { kind: "TURN_STAGE_CHANGED", payload: { stage: "ingest" } });
     writer.append("writer-audit", 1, {

@@ -6,13 +6,16 @@
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { describe, expect, it } from "vitest";
 import { encodeJson } from "../../src/bus/codec.ts";
-import { streams, subjects } from "../../src/bus/subjects.ts";
+import { eventStreamOf, subjects } from "../../src/bus/subjects.ts";
 import { withDeadline } from "../../src/deadline.ts";
 import { secureErase } from "../../src/eventlog/eraseSecure.ts";
+import { DEFAULT_EVENT_STREAMS, ensureEventStreams } from "../../src/eventlog/eventStreams.ts";
 import { readEvents } from "../../src/eventlog/reader.ts";
-import { ensureEventStream } from "../../src/eventlog/streams.ts";
 import { silentLogger } from "../../src/telemetry/log.ts";
 import { useNatsServer } from "../helpers/nats.ts";
+
+/** The event log's stream count a runner makes by default. */
+const EVENT_STREAMS = DEFAULT_EVENT_STREAMS;
 
 const nats = useNatsServer();
 
@@ -20,7 +23,7 @@ describe("reading back while a turn is deleted", () => {
   it("ends, every time, with what was left of the turn, in order", async () => {
     const nc = await nats.connect("runner");
     const [js, jsm] = [jetstream(nc), await jetstreamManager(nc)];
-    await ensureEventStream(jsm);
+    await ensureEventStreams(jsm);
     for (let round = 1; round <= 5; round++) {
       const events = Array.from({ length: 150 }, (_, seq) => ({
         session_id: "deleting",
@@ -30,11 +33,18 @@ describe("reading back while a turn is deleted", () => {
         kind: "TURN_STAGE_CHANGED",
         payload: { stage: "agents" },
       }));
-      await Promise.all(events.map((event) => js.publish(subjects.turnEvents("deleting", round), encodeJson(event))));
-      const erasing = secureErase(jsm, streams.events, subjects.turnEvents("deleting", round), {
-        log: silentLogger,
-        label: "test",
-      });
+      await Promise.all(
+        events.map((event) => js.publish(subjects.turnEvents("deleting", round, EVENT_STREAMS), encodeJson(event))),
+      );
+      const erasing = secureErase(
+        jsm,
+        eventStreamOf("deleting", EVENT_STREAMS),
+        subjects.turnEvents("deleting", round, EVENT_STREAMS),
+        {
+          log: silentLogger,
+          label: "test",
+        },
+      );
       const read = await withDeadline(
         20_000,
         () => readEvents(js, jsm, "deleting", round),

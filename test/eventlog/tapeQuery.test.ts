@@ -1,7 +1,8 @@
 import { jetstream } from "@nats-io/jetstream";
 import { beforeAll, describe, expect, it } from "vitest";
-import { subjects } from "../../src/bus/subjects.ts";
+import { eventStreamOf, subjects } from "../../src/bus/subjects.ts";
 import { type ConclaveClient, connect, type LoggedEvent } from "../../src/client/index.ts";
+import { eventStreamCount } from "../../src/eventlog/eventStreams.ts";
 import { matchText, searchableText, searchWords } from "../../src/eventlog/search.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { useInProcessStack } from "../helpers/stack.ts";
@@ -133,8 +134,9 @@ describe("tapeStatus", () => {
     expect(status.checkpoint_unavailable).toMatch(/runner role/);
     // The bytes are the stored bodies': read them whole to compare.
     const runner = await nats.connect("runner");
-    const consumer = await jetstream(runner).consumers.get("CONCLAVE_EVENTS", {
-      filter_subjects: subjects.sessionEvents("tape"),
+    const count = await eventStreamCount(runner);
+    const consumer = await jetstream(runner).consumers.get(eventStreamOf("tape", count), {
+      filter_subjects: subjects.sessionEvents("tape", count),
     });
     let bytes = 0;
     for (let read = 0; read < all.length; read++) bytes += (await consumer.next())!.data.length;

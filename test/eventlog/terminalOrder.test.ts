@@ -1,17 +1,20 @@
 import { type JetStreamClient, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { beforeAll, describe, expect, it } from "vitest";
-import { streams, subjects } from "../../src/bus/subjects.ts";
+import { eventStreamOf, subjects } from "../../src/bus/subjects.ts";
 import { EngineEvent } from "../../src/contracts/events.ts";
 import { usageSummary } from "../../src/contracts/turnProtocol.ts";
-import { ensureEventStream } from "../../src/eventlog/streams.ts";
+import { DEFAULT_EVENT_STREAMS, ensureEventStreams } from "../../src/eventlog/eventStreams.ts";
 import { EventLogWriter } from "../../src/eventlog/writer.ts";
 import { useNatsServer } from "../helpers/nats.ts";
+
+/** The event log's stream count a runner makes by default. */
+const EVENT_STREAMS = DEFAULT_EVENT_STREAMS;
 
 const nats = useNatsServer();
 const decoder = new TextDecoder();
 
 beforeAll(async () => {
-  await ensureEventStream(await jetstreamManager(await nats.connect("runner")));
+  await ensureEventStreams(await jetstreamManager(await nats.connect("runner")));
 });
 
 /**
@@ -44,7 +47,7 @@ describe("a turn's terminal event", () => {
     // Event 2 is stored only after event 3 is: publishes sent after event 3's (the terminal one, before this
     // fix) reach the stream before it.
     const js = holdingOne(jetstream(nc), "late.1.2", "late.1.3");
-    const writer = new EventLogWriter(js);
+    const writer = new EventLogWriter(js, EVENT_STREAMS);
     writer.append("late", 1, { kind: "TURN_STARTED", payload: { user_input: "hi", turn_id: 1 } });
     writer.append("late", 1, { kind: "TURN_STAGE_CHANGED", payload: { stage: "ingest" } });
     writer.append("late", 1, { kind: "TURN_STAGE_CHANGED", payload: { stage: "sensing_fast" } });
@@ -61,8 +64,8 @@ describe("a turn's terminal event", () => {
 
     // Stream order, not seq order: what a reader that stops at the terminal event sees.
     const kinds: string[] = [];
-    const consumer = await jetstream(nc).consumers.get(streams.events, {
-      filter_subjects: subjects.turnEvents("late", 1),
+    const consumer = await jetstream(nc).consumers.get(eventStreamOf("late", EVENT_STREAMS), {
+      filter_subjects: subjects.turnEvents("late", 1, EVENT_STREAMS),
     });
     const messages = await consumer.fetch({ max_messages: 10, expires: 2_000 });
     for await (const msg of messages) {
@@ -90,7 +93,7 @@ describe("a turn's terminal event", () => {
         };
       },
     });
-    const writer = new EventLogWriter(js);
+    const writer = new EventLogWriter(js, EVENT_STREAMS);
     writer.append("queued", 1, { kind: "TURN_STARTED", payload: { user_input: "first", turn_id: 1 } });
     await writer.flushed("queued", 1);
     writer.append("queued", 2, { kind: "TURN_QUEUED", payload: { position: 1 } });
@@ -105,8 +108,8 @@ describe("a turn's terminal event", () => {
     await Promise.all([writer.finish("queued", 1), writer.finish("queued", 2)]);
 
     const order: string[] = [];
-    const consumer = await jetstream(nc).consumers.get(streams.events, {
-      filter_subjects: subjects.sessionEvents("queued"),
+    const consumer = await jetstream(nc).consumers.get(eventStreamOf("queued", EVENT_STREAMS), {
+      filter_subjects: subjects.sessionEvents("queued", EVENT_STREAMS),
     });
     const messages = await consumer.fetch({ max_messages: 10, expires: 2_000 });
     for await (const msg of messages) {

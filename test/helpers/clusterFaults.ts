@@ -143,7 +143,7 @@ export async function runClusterFaults(options: {
   await fault.end(first);
   await nats.healthy(observer, healMs);
   await load.progress(STEP_TURNS);
-  const second = await faultLeaderOf("CONCLAVE_EVENTS", [...spare, first.name]);
+  const second = await faultLeaderOf("CONCLAVE_EVENTS_0", [...spare, first.name]);
   await load.progress(STEP_TURNS);
   await fault.end(second);
   await nats.healthy(observer, healMs);

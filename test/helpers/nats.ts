@@ -1,25 +1,31 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { afterAll, beforeAll } from "vitest";
 import { busOptions, connectBus, type Role } from "../../src/bus/connection.ts";
-import { freePort, type RunningNatsServer, startNatsServer } from "../../src/nats/server.ts";
+import { DEFAULT_NATS_CONFIG, freePort, type RunningNatsServer, startNatsServer } from "../../src/nats/server.ts";
 import { sleep } from "./wait.ts";
 
 /**
  * Starts a real nats-server (the repo's nats.conf) on a free port with its own
  * temporary JetStream store for the current test file, and stops it after.
+ * `editConfig` changes the configuration first (e.g. a permission an older version granted).
  */
-export function useNatsServer() {
+export function useNatsServer(options: { editConfig?: (config: string) => string } = {}) {
   let server: RunningNatsServer | undefined;
   let port = 0;
   let storeDir = "";
+  let config: string | undefined;
   const connections: NatsConnection[] = [];
   beforeAll(async () => {
     port = await freePort();
     storeDir = mkdtempSync(join(tmpdir(), "conclave-test-nats-"));
-    server = await startNatsServer({ port, storeDir });
+    if (options.editConfig) {
+      config = join(storeDir, "nats.conf");
+      writeFileSync(config, options.editConfig(readFileSync(DEFAULT_NATS_CONFIG, "utf8")));
+    }
+    server = await startNatsServer({ port, storeDir, ...(config ? { config } : {}) });
   });
   afterAll(async () => {
     await Promise.allSettled(connections.map((nc) => nc.close()));
@@ -44,7 +50,7 @@ export function useNatsServer() {
     async restart(downMs = 0): Promise<void> {
       await server?.stop();
       await sleep(downMs); // the outage itself
-      server = await startNatsServer({ port, storeDir });
+      server = await startNatsServer({ port, storeDir, ...(config ? { config } : {}) });
     },
     /** A connection as one of the roles in nats.conf, closed after the file's tests. */
     async connect(role: Role): Promise<NatsConnection> {

@@ -1,6 +1,7 @@
 import type { NatsConnection } from "@nats-io/nats-core";
 import { afterAll, beforeAll } from "vitest";
 import { busOptions, connectBus, type Role } from "../../src/bus/connection.ts";
+import { eventStreamCount } from "../../src/eventlog/eventStreams.ts";
 import { type NatsClusterNode, type RunningNatsCluster, startNatsCluster } from "../../src/nats/cluster.ts";
 import { type ClusterStatus, readClusterStatus } from "../../src/nats/clusterStatus.ts";
 
@@ -85,7 +86,7 @@ async function waitForStores(
   let problem = "";
   while (Date.now() < deadline) {
     try {
-      last = await readClusterStatus(observer);
+      last = await readClusterStatus(observer, { eventStreams: await eventStreamCount(observer) });
       const unwell = last.stores.filter((store) => store.health !== "absent" && !well(store));
       if (unwell.length === 0) return last;
       // Each unwell store's copies, so a failure says which copy on which node is behind or silent.

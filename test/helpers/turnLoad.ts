@@ -11,12 +11,13 @@
  */
 import { DeliverPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
-import { streams, subjects } from "../../src/bus/subjects.ts";
+import { eventStreamOfSubject, subjects } from "../../src/bus/subjects.ts";
 import { type ConclaveClient, TurnTimeoutError } from "../../src/client/index.ts";
 import { EngineEvent } from "../../src/contracts/events.ts";
 import type { TurnAck } from "../../src/contracts/turn.ts";
 import type { TurnStatusRecord } from "../../src/contracts/wal.ts";
 import { orderedConsumer, releaseConsumer } from "../../src/eventlog/consumers.ts";
+import { eventStreamCount } from "../../src/eventlog/eventStreams.ts";
 import { settledStatus } from "./turnStatus.ts";
 import { sleep } from "./wait.ts";
 
@@ -184,11 +185,12 @@ export interface StoredEvent {
 
 /** A session's stored events, every message of it in stream order (none merged, none held back). */
 async function sessionLog(nc: NatsConnection, sessionId: string): Promise<StoredEvent[]> {
-  const filter = subjects.sessionEvents(sessionId);
-  const info = await (await jetstreamManager(nc)).streams.info(streams.events, { subjects_filter: filter });
+  const filter = subjects.sessionEvents(sessionId, await eventStreamCount(nc));
+  const stream = eventStreamOfSubject(filter);
+  const info = await (await jetstreamManager(nc)).streams.info(stream, { subjects_filter: filter });
   const total = Object.values(info.state.subjects ?? {}).reduce((sum, count) => sum + count, 0);
   if (total === 0) return [];
-  const consumer = await orderedConsumer(jetstream(nc), streams.events, {
+  const consumer = await orderedConsumer(jetstream(nc), stream, {
     filter_subjects: filter,
     deliver_policy: DeliverPolicy.All,
   });

@@ -8,7 +8,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { DeliverPolicy, jetstream } from "@nats-io/jetstream";
 import type { NatsConnection, Subscription } from "@nats-io/nats-core";
-import { streams } from "../../src/bus/subjects.ts";
+import { eventStreamOfSubject } from "../../src/bus/subjects.ts";
 import { EngineEvent } from "../../src/contracts/events.ts";
 import { ConclaveError } from "../../src/errors.ts";
 
@@ -73,54 +73,78 @@ export interface EventWaitOptions {
 }
 
 /**
- * Follows the event log (JetStream, `CONCLAVE_EVENTS`) under `filter`, e.g.
- * `subjects.turnEvents(session, turn)`, and resolves with the first event
- * `match` accepts. Throws a WaitTimeoutError after `timeoutMs`, naming the
- * last event kinds seen.
+ * Follows the event log (JetStream, the stream of each filter: `eventStreamOfSubject`) under `filter`,
+ * e.g. `subjects.turnEvents(session, turn, count)`, or under each of several filters at once (sessions
+ * whose events may be in different streams), and resolves with the first event `match` accepts.
+ * Throws a WaitTimeoutError after `timeoutMs`, naming the last event kinds seen.
  */
 export async function waitForEvent<E extends EngineEvent = EngineEvent>(
   nc: NatsConnection,
-  filter: string,
+  filter: string | readonly string[],
   match: (event: EngineEvent) => event is E,
   options?: EventWaitOptions,
 ): Promise<E>;
 export async function waitForEvent(
   nc: NatsConnection,
-  filter: string,
+  filter: string | readonly string[],
   match: (event: EngineEvent) => boolean,
   options?: EventWaitOptions,
 ): Promise<EngineEvent>;
 export async function waitForEvent(
   nc: NatsConnection,
-  filter: string,
+  filter: string | readonly string[],
   match: (event: EngineEvent) => boolean,
   { timeoutMs = 30_000, from = "start" }: EventWaitOptions = {},
 ): Promise<EngineEvent> {
-  const consumer = await jetstream(nc).consumers.get(streams.events, {
-    filter_subjects: filter,
-    deliver_policy: from === "now" ? DeliverPolicy.New : DeliverPolicy.All,
-  });
-  const messages = await consumer.consume();
-  const timer = setTimeout(() => void messages.stop(), timeoutMs);
+  const filters = typeof filter === "string" ? [filter] : [...filter];
+  // One consumer per filter: nats-server 2.9 takes one filter subject per consumer.
+  const consumers = await Promise.all(
+    filters.map((subject) =>
+      jetstream(nc).consumers.get(eventStreamOfSubject(subject), {
+        filter_subjects: subject,
+        deliver_policy: from === "now" ? DeliverPolicy.New : DeliverPolicy.All,
+      }),
+    ),
+  );
+  const all = await Promise.all(consumers.map((consumer) => consumer.consume()));
+  const stopAll = () => {
+    for (const messages of all) void messages.stop();
+  };
+  const timer = setTimeout(stopAll, timeoutMs);
   const seen: string[] = [];
+  let found: EngineEvent | undefined;
   try {
-    for await (const msg of messages) {
-      let parsed: ReturnType<typeof EngineEvent.safeParse>;
-      try {
-        parsed = EngineEvent.safeParse(msg.json());
-      } catch {
-        continue; // not JSON: not an event anyone waits for
-      }
-      if (!parsed.success) continue;
-      const event = parsed.data as EngineEvent;
-      if (match(event)) return event;
-      seen.push(`${event.session_id}/${event.turn_id} ${event.kind}`);
-    }
+    await Promise.all(
+      all.map(async (messages) => {
+        for await (const msg of messages) {
+          if (found) break;
+          let parsed: ReturnType<typeof EngineEvent.safeParse>;
+          try {
+            parsed = EngineEvent.safeParse(msg.json());
+          } catch {
+            continue; // not JSON: not an event anyone waits for
+          }
+          if (!parsed.success) continue;
+          const event = parsed.data as EngineEvent;
+          if (match(event)) {
+            found = event;
+            stopAll();
+            break;
+          }
+          seen.push(`${event.session_id}/${event.turn_id} ${event.kind}`);
+        }
+      }),
+    );
   } finally {
     clearTimeout(timer);
-    await messages.close();
+    await Promise.all(all.map((messages) => messages.close()));
   }
-  throw new WaitTimeoutError(`an event on ${filter}`, timeoutMs, `last seen: ${seen.slice(-5).join(", ") || "none"}`);
+  if (found) return found;
+  throw new WaitTimeoutError(
+    `an event on ${filters.join(", ")}`,
+    timeoutMs,
+    `last seen: ${seen.slice(-5).join(", ") || "none"}`,
+  );
 }
 
 /**

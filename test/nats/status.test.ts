@@ -5,7 +5,7 @@
  */
 import { jetstreamManager } from "@nats-io/jetstream";
 import { describe, expect, it } from "vitest";
-import { ensureEventStream } from "../../src/eventlog/streams.ts";
+import { ensureEventStreams, eventStreamNames } from "../../src/eventlog/eventStreams.ts";
 import { ensureTurnWal } from "../../src/eventlog/turnWal.ts";
 import type { ClusterStatus } from "../../src/nats/clusterStatus.ts";
 import { runConclave } from "../helpers/cli.ts";
@@ -16,9 +16,9 @@ const nats = useNatsServer();
 describe("conclave status on a single server", () => {
   it("shows one node and R1 streams", async () => {
     const jsm = await jetstreamManager(await nats.connect("runner"));
-    await ensureEventStream(jsm);
+    const count = await ensureEventStreams(jsm);
     await ensureTurnWal(jsm);
-    await ensureEventStream(jsm); // an existing R1 stream at R1: accepted, unchanged
+    await ensureEventStreams(jsm); // existing R1 streams at R1: accepted, unchanged
 
     const { code, stdout, stderr } = await runConclave(nats.url, ["status", "--json"]);
     expect(stderr).toBe("");
@@ -27,13 +27,16 @@ describe("conclave status on a single server", () => {
     expect(status.server.cluster).toBeUndefined();
     expect(status.nodes).toHaveLength(1);
     const byName = new Map(status.stores.map((store) => [store.stream, store]));
-    expect(byName.get("CONCLAVE_EVENTS")).toMatchObject({ replicas: 1, health: "healthy" });
+    for (const stream of eventStreamNames(count))
+      expect(byName.get(stream), stream).toMatchObject({ replicas: 1, health: "healthy" });
+    expect(status.eventLog.map((log) => log.stream)).toEqual(eventStreamNames(count));
     expect(byName.get("CONCLAVE_TURNS")).toMatchObject({ replicas: 1, health: "healthy" });
     expect(byName.get("CONCLAVE_AUDIT")).toMatchObject({ health: "absent" });
 
     const text = await runConclave(nats.url, ["status"]);
     expect(text.code).toBe(0);
     expect(text.stdout).toContain("no cluster");
-    expect(text.stdout).toMatch(/CONCLAVE_EVENTS\s+stream\s+R1\s+healthy/);
+    for (const stream of eventStreamNames(count))
+      expect(text.stdout).toMatch(new RegExp(`${stream}\\s+stream\\s+R1\\s+healthy`));
   });
 });

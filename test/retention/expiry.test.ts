@@ -9,9 +9,10 @@ import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { beforeAll, describe, expect, it } from "vitest";
 import { isStreamNotFound } from "../../src/bus/errors.ts";
-import { buckets, streams, subjects } from "../../src/bus/subjects.ts";
+import { buckets, eventStreamOf, streams, subjects } from "../../src/bus/subjects.ts";
 import { type ConclaveClient, connect } from "../../src/client/index.ts";
 import { nextMessage } from "../../src/eventlog/eraseSecure.ts";
+import { eventStreamCount } from "../../src/eventlog/eventStreams.ts";
 import { readEvents } from "../../src/eventlog/reader.ts";
 import { runConclave } from "../helpers/cli.ts";
 import { useNatsServer } from "../helpers/nats.ts";
@@ -76,8 +77,9 @@ async function reachable(text: string): Promise<string[]> {
     (event) => event.kind !== "MEMORY_RETRIEVED" && JSON.stringify(event).toLowerCase().includes(text),
   );
   const searched = await client.memory.search(SESSION, text, { limit: 100 }).catch(() => []);
+  const count = await eventStreamCount(inspector);
   const stores = await Promise.all([
-    storedCopies(streams.events, `${subjects.sessionEvents(SESSION).slice(0, -1)}>`, text),
+    storedCopies(eventStreamOf(SESSION, count), subjects.sessionLog(SESSION, count), text),
     storedCopies(streams.memory, subjects.memoryEpisode(SESSION, 0).replace(/\.0$/, ".*"), text),
     storedCopies(streams.turns, walSubject(SESSION), text),
     ...[buckets.turns, buckets.sessions, buckets.memoryGraph, buckets.ledgers, "conclave_blackboards"].map((bucket) =>

@@ -1,8 +1,8 @@
 import { jetstreamManager } from "@nats-io/jetstream";
 import { describe, expect, it } from "vitest";
-import { streams, subjects } from "../../src/bus/subjects.ts";
+import { eventStream, subjects } from "../../src/bus/subjects.ts";
 import { nextMessage, secureErase, subjectMatches } from "../../src/eventlog/eraseSecure.ts";
-import { ensureEventStream } from "../../src/eventlog/streams.ts";
+import { ensureEventStreams } from "../../src/eventlog/eventStreams.ts";
 import { silentLogger } from "../../src/telemetry/log.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 
@@ -24,26 +24,28 @@ describe("secure erase", () => {
   it("erases exactly the matching messages of the filter, in a stream that interleaves others", async () => {
     const nc = await nats.connect("runner");
     const jsm = await jetstreamManager(nc);
-    await ensureEventStream(jsm);
+    // One stream, so that the two sessions' messages interleave in it.
+    await ensureEventStreams(jsm, 1);
+    const stream = eventStream(0);
     const js = jsm.jetstream();
     // Two sessions' turns interleaved: "gone" is erased, "kept" stays.
     for (let i = 0; i < 30; i++) {
-      await js.publish(subjects.turnEvents(i % 3 === 0 ? "gone" : "kept", i + 1), new TextEncoder().encode(`m${i}`));
+      await js.publish(subjects.turnEvents(i % 3 === 0 ? "gone" : "kept", i + 1, 1), new TextEncoder().encode(`m${i}`));
     }
-    const before = (await jsm.streams.info(streams.events)).state.messages;
-    const spared = (await nextMessage(jsm, streams.events, subjects.sessionEvents("gone"), 1))?.seq;
+    const before = (await jsm.streams.info(stream)).state.messages;
+    const spared = (await nextMessage(jsm, stream, subjects.sessionEvents("gone", 1), 1))?.seq;
     const erased = await secureErase(
       jsm,
-      streams.events,
-      subjects.sessionEvents("gone"),
+      stream,
+      subjects.sessionEvents("gone", 1),
       { log: silentLogger, label: "t" },
       {
         matches: (msg) => msg.seq !== spared,
       },
     );
     expect(erased).toBe(9);
-    expect((await jsm.streams.info(streams.events)).state.messages).toBe(before - 9);
-    expect((await nextMessage(jsm, streams.events, subjects.sessionEvents("gone"), 1))?.seq).toBe(spared);
+    expect((await jsm.streams.info(stream)).state.messages).toBe(before - 9);
+    expect((await nextMessage(jsm, stream, subjects.sessionEvents("gone", 1), 1))?.seq).toBe(spared);
     await nc.close();
   });
 });

@@ -7,9 +7,11 @@
  * out on a real runner: the write lands, its answer is lost.
  */
 import { beforeAll, describe, expect, it } from "vitest";
+import { subjects } from "../../src/bus/subjects.ts";
 import { type ConclaveClient, connect, type EngineEvent } from "../../src/client/index.ts";
 import { submitTurn } from "../../src/client/turns.ts";
 import { isConclaveError } from "../../src/errors.ts";
+import { eventStreamCount } from "../../src/eventlog/eventStreams.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { useConclaveProcesses } from "../helpers/processes.ts";
 import { turnLog } from "../helpers/turns.ts";
@@ -65,7 +67,7 @@ describe("a turn whose WAL write lands but whose answer is lost", () => {
     // It was stored: the runner takes it and it completes.
     const completed = await waitForEvent(
       raw,
-      "conclave.events.lost-answer-raw.1",
+      subjects.turnEvents("lost-answer-raw", 1, await eventStreamCount(raw)),
       (event) => event.kind === "TURN_COMPLETED",
     );
     expect(completed.turn_id).toBe(1);

@@ -5,10 +5,11 @@ import { z } from "zod";
 import { builtinAgents } from "../../src/agents/builtins.ts";
 import { defineAgent } from "../../src/agents/defineAgent.ts";
 import { NatsBlackboardStore } from "../../src/blackboard/natsStore.ts";
-import { BLACKBOARD_BUCKET, buckets, streams, subjects } from "../../src/bus/subjects.ts";
+import { BLACKBOARD_BUCKET, buckets, eventStreamOf, streams, subjects } from "../../src/bus/subjects.ts";
 import { type ConclaveClient, connect } from "../../src/client/index.ts";
 import { EraseRecord } from "../../src/contracts/erase.ts";
 import { isConclaveError } from "../../src/errors.ts";
+import { DEFAULT_EVENT_STREAMS, eventStreamNames } from "../../src/eventlog/eventStreams.ts";
 import { MIN_RETENTION_MS, retentionSettings } from "../../src/eventlog/retention.ts";
 import { applyRetention } from "../../src/runtime/runner/retentionParts.ts";
 import { Runner } from "../../src/runtime/runner/runner.ts";
@@ -100,17 +101,19 @@ async function keysOf(session: string): Promise<string[]> {
 
 describe("retention", () => {
   it("sets the configured maximum ages on the event log, the turn statuses and the episodes at start", async () => {
-    expect((await jsm.streams.info(streams.events)).config.max_age).toBe(7 * DAY * NS);
+    for (const stream of eventStreamNames(DEFAULT_EVENT_STREAMS))
+      expect((await jsm.streams.info(stream)).config.max_age, stream).toBe(7 * DAY * NS);
     expect((await jsm.streams.info(`KV_${buckets.turns}`)).config.max_age).toBe(3 * DAY * NS);
     expect((await jsm.streams.info(streams.memory)).config.max_age).toBe(30 * DAY * NS);
   });
 
   it("brings existing streams to new limits, and leaves a store whose limit is unset as it is", async () => {
     await applyRetention(jsm, { eventsMaxAgeMs: 2 * DAY });
-    expect((await jsm.streams.info(streams.events)).config.max_age).toBe(2 * DAY * NS);
+    for (const stream of eventStreamNames(DEFAULT_EVENT_STREAMS))
+      expect((await jsm.streams.info(stream)).config.max_age, stream).toBe(2 * DAY * NS);
     expect((await jsm.streams.info(`KV_${buckets.turns}`)).config.max_age).toBe(3 * DAY * NS);
     await applyRetention(jsm, { eventsMaxAgeMs: 0 });
-    expect((await jsm.streams.info(streams.events)).config.max_age).toBe(0);
+    expect((await jsm.streams.info(eventStreamNames(DEFAULT_EVENT_STREAMS)[2]!)).config.max_age).toBe(0);
     await applyRetention(jsm, { eventsMaxAgeMs: 7 * DAY });
   });
 
@@ -139,16 +142,29 @@ describe("erasing a session", () => {
     const boards = await NatsBlackboardStore.open(runnerNc);
     await boards.save("erase-a", { secret: SECRET });
     await boards.save("erase-b", { secret: SECRET });
-    expect(await stored(streams.events, "conclave.events.erase-a.>")).toBeGreaterThan(0);
+    expect(
+      await stored(
+        eventStreamOf("erase-a", DEFAULT_EVENT_STREAMS),
+        subjects.sessionLog("erase-a", DEFAULT_EVENT_STREAMS),
+      ),
+    ).toBeGreaterThan(0);
     expect(await stored(streams.memory, "conclave.memory.episode.erase-a.*")).toBe(2);
     const before = await keysOf("erase-a");
     expect(before).toEqual(expect.arrayContaining(["$KV.conclave_turns.erase-a.1", "$KV.conclave_ledgers.erase-a"]));
     const bKeys = await keysOf("erase-b");
-    const bEvents = await stored(streams.events, "conclave.events.erase-b.>");
+    const bEvents = await stored(
+      eventStreamOf("erase-b", DEFAULT_EVENT_STREAMS),
+      subjects.sessionLog("erase-b", DEFAULT_EVENT_STREAMS),
+    );
 
     const record = await client.erase("erase-a", { requested_by: "dpo@example.com", reason: "GDPR art. 17" });
 
-    expect(await stored(streams.events, "conclave.events.erase-a.>")).toBe(0);
+    expect(
+      await stored(
+        eventStreamOf("erase-a", DEFAULT_EVENT_STREAMS),
+        subjects.sessionLog("erase-a", DEFAULT_EVENT_STREAMS),
+      ),
+    ).toBe(0);
     expect(await stored(streams.turns, walSubject("erase-a"))).toBe(0);
     expect(await stored(streams.memory, "conclave.memory.episode.erase-a.*")).toBe(0);
     // Kept on purpose: the turn counter (two integers: turn ids are never reused) and the ownership record
@@ -162,7 +178,12 @@ describe("erasing a session", () => {
     expect((await client.truth.queryLedger("erase-a", { status: "all" })).length).toBe(0);
     // The other session is untouched.
     expect(await keysOf("erase-b")).toEqual(bKeys);
-    expect(await stored(streams.events, "conclave.events.erase-b.>")).toBe(bEvents);
+    expect(
+      await stored(
+        eventStreamOf("erase-b", DEFAULT_EVENT_STREAMS),
+        subjects.sessionLog("erase-b", DEFAULT_EVENT_STREAMS),
+      ),
+    ).toBe(bEvents);
     expect(await boards.load("erase-b")).toEqual({ secret: SECRET });
     expect(await stored(streams.memory, "conclave.memory.episode.erase-b.*")).toBe(1);
 
@@ -196,7 +217,12 @@ describe("erasing a session", () => {
     await running;
     const record = await client.erase("erase-c");
     expect(record.cancelled_turns).toEqual([1]);
-    expect(await stored(streams.events, "conclave.events.erase-c.>")).toBe(0);
+    expect(
+      await stored(
+        eventStreamOf("erase-c", DEFAULT_EVENT_STREAMS),
+        subjects.sessionLog("erase-c", DEFAULT_EVENT_STREAMS),
+      ),
+    ).toBe(0);
     expect(await stored(streams.turns, walSubject("erase-c"))).toBe(0);
     expect(await client.turns("erase-c")).toEqual([]);
   }, 60_000);
@@ -207,11 +233,21 @@ describe("erasing a session", () => {
     await running;
     const refused = await client.erase("erase-d", { wait_ms: 0 }).catch((error: unknown) => error);
     expect(isConclaveError(refused, "timeout")).toBe(true);
-    expect(await stored(streams.events, "conclave.events.erase-d.>")).toBeGreaterThan(0);
+    expect(
+      await stored(
+        eventStreamOf("erase-d", DEFAULT_EVENT_STREAMS),
+        subjects.sessionLog("erase-d", DEFAULT_EVENT_STREAMS),
+      ),
+    ).toBeGreaterThan(0);
     await settledStatus(runnerNc, "erase-d", 1);
     const record = await client.erase("erase-d");
     expect(record.cancelled_turns).toEqual([]);
-    expect(await stored(streams.events, "conclave.events.erase-d.>")).toBe(0);
+    expect(
+      await stored(
+        eventStreamOf("erase-d", DEFAULT_EVENT_STREAMS),
+        subjects.sessionLog("erase-d", DEFAULT_EVENT_STREAMS),
+      ),
+    ).toBe(0);
     // Both requests were answered; only the one that erased left an audit record.
     const audit = await observerJsm.streams.getMessage(streams.audit, { last_by_subj: subjects.auditErase("erase-d") });
     expect(EraseRecord.parse(audit!.json()).erased.events).toBeGreaterThan(0);

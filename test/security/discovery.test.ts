@@ -1,7 +1,8 @@
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { describe, expect, it } from "vitest";
-import { streams, subjects } from "../../src/bus/subjects.ts";
+import { eventStreamOf, subjects } from "../../src/bus/subjects.ts";
+import { DEFAULT_EVENT_STREAMS, eventStreamCount } from "../../src/eventlog/eventStreams.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { useInProcessStack } from "../helpers/stack.ts";
 
@@ -24,7 +25,7 @@ describe("services discovery", () => {
       inboxPrefix: "_INBOX_operator",
     });
     try {
-      const forged = subjects.turnEvents("forged", 1);
+      const forged = subjects.turnEvents("forged", 1, DEFAULT_EVENT_STREAMS);
       for (const verb of ["PING", "INFO", "STATS"])
         operator.publish(`$SRV.${verb}`, new Uint8Array(), { reply: forged });
       // Answered in order on each subscription: once these are answered, the forged ones were handled.
@@ -34,11 +35,12 @@ describe("services discovery", () => {
       expect(names).toContain("conclave-runner");
       expect(names).toContain("conclave-agents");
       const nc = await nats.connect("runner");
-      await jetstream(nc).publish(subjects.turnEvents("control", 1), new Uint8Array([123, 125]));
-      const info = await (await jetstreamManager(nc)).streams.info(streams.events, {
+      const count = await eventStreamCount(nc);
+      await jetstream(nc).publish(subjects.turnEvents("control", 1, count), new Uint8Array([123, 125]));
+      const info = await (await jetstreamManager(nc)).streams.info(eventStreamOf("control", count), {
         subjects_filter: "conclave.events.>",
       });
-      expect(Object.keys(info.state.subjects ?? {})).toEqual([subjects.turnEvents("control", 1)]);
+      expect(Object.keys(info.state.subjects ?? {})).toEqual([subjects.turnEvents("control", 1, count)]);
     } finally {
       await operator.close();
     }

@@ -2,10 +2,11 @@ import { jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { beforeAll, describe, expect, it } from "vitest";
 import { AGENTS } from "../../agents/index.ts";
-import { streams, subjects } from "../../src/bus/subjects.ts";
+import { eventStreamOf, subjects } from "../../src/bus/subjects.ts";
 import type { ConclaveProcess } from "../../src/cli/childProcess.ts";
 import { submitTurn, watchTurn } from "../../src/client/turns.ts";
 import { neutralModulators, neutralStance, SENSOR_NAMES, type Sensors } from "../../src/contracts/workspace.ts";
+import { DEFAULT_EVENT_STREAMS } from "../../src/eventlog/eventStreams.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { useConclaveProcesses } from "../helpers/processes.ts";
 import { until } from "../helpers/wait.ts";
@@ -183,11 +184,13 @@ describe("a push consumer aimed at a worker's subject", () => {
     const agentSubject = subjects.agent(AGENT_ID);
     await normalTurnCompletes("hostile-before-push");
     const jsm = await jetstreamManager(client);
-    const stored = (await jsm.streams.info(streams.events)).state.messages;
+    // The session's stream of the event log (the runner made it with the default count).
+    const eventLog = eventStreamOf("hostile-before-push", DEFAULT_EVENT_STREAMS);
+    const stored = (await jsm.streams.info(eventLog)).state.messages;
     expect(stored).toBeGreaterThan(10);
     const lettersBefore = await letterCount(runnerRole, "worker");
     // The client may create consumers on the event log; nats-server does not check where they deliver.
-    const consumer = await jsm.consumers.add(streams.events, {
+    const consumer = await jsm.consumers.add(eventLog, {
       durable_name: "hostile-push",
       deliver_subject: agentSubject,
       // The services' queue group: without it, queue subscribers are no interest to a push consumer.
@@ -195,11 +198,11 @@ describe("a push consumer aimed at a worker's subject", () => {
       ack_policy: "none" as never,
       deliver_policy: "all" as never,
     });
-    await until(async () => (await jsm.consumers.info(streams.events, consumer.name)).delivered.stream_seq >= stored, {
+    await until(async () => (await jsm.consumers.info(eventLog, consumer.name)).delivered.stream_seq >= stored, {
       what: "every event delivered to the agent subject",
       timeoutMs: 10_000,
     });
-    await jsm.consumers.delete(streams.events, consumer.name);
+    await jsm.consumers.delete(eventLog, consumer.name);
     // One real bad request after the deliveries: its dead letter marks that the worker got past them.
     expectErrorReply(await runnerRole.request(agentSubject, "{", { timeout: 5_000 }));
     await until(async () => (await letterCount(runnerRole, "worker")) > lettersBefore, {

@@ -9,6 +9,7 @@ import { builtinAgents } from "../../src/agents/builtins.ts";
 import { DEV_CREDENTIALS, INBOX_PREFIXES, ROLES, type Role } from "../../src/bus/connection.ts";
 import { buckets, streams, subjects } from "../../src/bus/subjects.ts";
 import { submitTurn, watchTurn } from "../../src/client/turns.ts";
+import { DEFAULT_EVENT_STREAMS, eventStreamNames } from "../../src/eventlog/eventStreams.ts";
 import { readEvents } from "../../src/eventlog/reader.ts";
 import { TurnStatusStore } from "../../src/eventlog/turnStatusStore.ts";
 import { collectInspection } from "../../src/inspect/collector.ts";
@@ -260,8 +261,8 @@ describe("each role can do its job", () => {
 describe("a worker", () => {
   it("cannot write turn events", async () => {
     await denied(
-      jetstream(nc.worker).publish(subjects.turnEvents("perm-w", 1), "{}"),
-      subjects.turnEvents("perm-w", 1),
+      jetstream(nc.worker).publish(subjects.turnEvents("perm-w", 1, DEFAULT_EVENT_STREAMS), "{}"),
+      subjects.turnEvents("perm-w", 1, DEFAULT_EVENT_STREAMS),
     );
   });
 
@@ -312,7 +313,7 @@ describe("a client", () => {
 
   it("cannot request workers directly, nor write events, the WAL or dead letters", async () => {
     await denied(nc.client.request(subjects.schedulerPlan, "{}", { timeout: 2_000 }), subjects.schedulerPlan);
-    await denied(jetstream(nc.client).publish(subjects.turnEvents("perm-c", 1), "{}"));
+    await denied(jetstream(nc.client).publish(subjects.turnEvents("perm-c", 1, DEFAULT_EVENT_STREAMS), "{}"));
     await denied(jetstream(nc.client).publish(walSubject("perm-c"), "{}"));
     await denied(jetstream(nc.client).publish(subjects.deadLetter("submit"), "{}"));
   });
@@ -332,8 +333,10 @@ describe("a client", () => {
 
   it("cannot delete, purge or reconfigure streams", async () => {
     const jsm = await jetstreamManager(nc.client);
-    await denied(jsm.streams.purge(streams.events));
-    await denied(jsm.streams.delete(streams.events));
+    for (const stream of eventStreamNames(DEFAULT_EVENT_STREAMS)) {
+      await denied(jsm.streams.purge(stream));
+      await denied(jsm.streams.delete(stream));
+    }
     await denied(jsm.streams.add({ name: "PERM_STREAM", subjects: ["conclave.perm.>"] }));
     await denied(jsm.consumers.delete(streams.turns, sessionConsumer("perm")));
   });
@@ -348,7 +351,7 @@ describe("the observer", () => {
   });
 
   it("cannot write events, submit turns, or publish inspection records", async () => {
-    await denied(jetstream(nc.observer).publish(subjects.turnEvents("perm-o", 1), "{}"));
+    await denied(jetstream(nc.observer).publish(subjects.turnEvents("perm-o", 1, DEFAULT_EVENT_STREAMS), "{}"));
     await denied(submitTurn(nc.observer, "perm-o", { text: "hi" }));
     await expectPublishDenied(nc.observer, violations.observer, "conclave.inspect.observer:1");
   });

@@ -5,6 +5,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { buckets, subjects } from "../../src/bus/subjects.ts";
 import type { ConclaveProcess } from "../../src/cli/childProcess.ts";
 import { submitTurn, watchTurn } from "../../src/client/turns.ts";
+import { DEFAULT_EVENT_STREAMS } from "../../src/eventlog/eventStreams.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { useConclaveProcesses } from "../helpers/processes.ts";
 import { until } from "../helpers/wait.ts";
@@ -153,7 +154,7 @@ describe("a poisoned idempotency reservation", () => {
 describe("a forged first event in the log", () => {
   it("(what a $SRV.PING answer written into the log looked like) does not stall the session's turn", async () => {
     const forged = JSON.stringify({ type: "io.nats.micro.v1.ping_response", name: "conclave-runner", id: "x" });
-    await jetstream(runnerRole).publish(subjects.turnEvents("hostile-forged-event", 1), forged);
+    await jetstream(runnerRole).publish(subjects.turnEvents("hostile-forged-event", 1, DEFAULT_EVENT_STREAMS), forged);
     expect((await turn("hostile-forged-event")).outcome.status).toBe("Complete");
     expect(liveness(stack)).toEqual(before);
   });

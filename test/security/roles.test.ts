@@ -4,10 +4,11 @@ import { type NatsConnection, PermissionViolationError } from "@nats-io/nats-cor
 import { beforeAll, describe, expect, it } from "vitest";
 import { AGENTS } from "../../agents/index.ts";
 import { ROLES, type Role } from "../../src/bus/connection.ts";
-import { buckets, streams, subjects } from "../../src/bus/subjects.ts";
+import { buckets, eventStreamOf, subjects } from "../../src/bus/subjects.ts";
 import type { ConclaveProcess } from "../../src/cli/childProcess.ts";
 import { watchTurn } from "../../src/client/turns.ts";
 import { TurnAck } from "../../src/contracts/turn.ts";
+import { DEFAULT_EVENT_STREAMS } from "../../src/eventlog/eventStreams.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { useConclaveProcesses } from "../helpers/processes.ts";
 import { until } from "../helpers/wait.ts";
@@ -42,7 +43,7 @@ beforeAll(async () => {
 const AGENT = subjects.agent([...AGENTS.keys()][0]!);
 const DISCOVERY = ["$SRV.PING", "$SRV.INFO", "$SRV.STATS", "$SRV.PING.conclave-runner"];
 const RUNNER_DATA = [
-  subjects.turnEvents("hostile", 1),
+  subjects.turnEvents("hostile", 1, DEFAULT_EVENT_STREAMS),
   walSubject("hostile"),
   `$KV.${buckets.sessions}.counter.hostile`,
   `$KV.${buckets.turns}.hostile.1`,
@@ -129,7 +130,7 @@ describe.each(ROLES)("the %s role", (role) => {
 
 describe("forged reply subjects", () => {
   it("a submission whose reply names a data subject is run, but nothing is written there", async () => {
-    const victimEvents = subjects.turnEvents("hostile-victim", 1);
+    const victimEvents = subjects.turnEvents("hostile-victim", 1, DEFAULT_EVENT_STREAMS);
     const victimKey = `$KV.${buckets.sessions}.counter.hostile-victim`;
     for (const reply of [victimEvents, victimKey]) {
       // The client asks for the ack to go where only the runner may write; it follows the turn by its status instead.
@@ -146,7 +147,9 @@ describe("forged reply subjects", () => {
     await watchTurn(nc.client, last, () => {}, 30_000);
     expect(last.turn_id).toBe(3);
     const jsm = await jetstreamManager(nc.runner);
-    const info = await jsm.streams.info(streams.events, { subjects_filter: subjects.sessionEvents("hostile-victim") });
+    const info = await jsm.streams.info(eventStreamOf("hostile-victim", DEFAULT_EVENT_STREAMS), {
+      subjects_filter: subjects.sessionEvents("hostile-victim", DEFAULT_EVENT_STREAMS),
+    });
     expect(info.state.subjects ?? {}).toEqual({});
     const kv = await new Kvm(nc.runner).create(buckets.sessions, { history: 1 });
     expect(await kv.get("counter.hostile-victim")).toBeNull();

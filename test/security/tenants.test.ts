@@ -9,10 +9,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { builtinAgents } from "../../src/agents/builtins.ts";
 import { busOptions, connectBus } from "../../src/bus/connection.ts";
 import { RemoteCallError } from "../../src/bus/errors.ts";
+import { eventStreamOf, subjects } from "../../src/bus/subjects.ts";
 import { CONCLAVE_BIN } from "../../src/cli/childProcess.ts";
 import { connect as connectClient } from "../../src/client/client.ts";
 import { readThroughRunner, submitTurn, watchTurn } from "../../src/client/turns.ts";
 import type { EngineEvent } from "../../src/contracts/events.ts";
+import { DEFAULT_EVENT_STREAMS } from "../../src/eventlog/eventStreams.ts";
 import { freePort, REPO_ROOT, type RunningNatsServer, startNatsServer } from "../../src/nats/server.ts";
 import { withTenants } from "../../src/nats/tenants.ts";
 import { Runner } from "../../src/runtime/runner/runner.ts";
@@ -132,9 +134,9 @@ describe("tenants", () => {
       "conclave.tenant.alice.turn.submit.chat1",
       "conclave.tenant.alice.ledger.plans",
       "conclave.tenant.alice.memory.search.plans",
-      "conclave.events.alice-chat1.1",
+      subjects.turnEvents("alice-chat1", 1, DEFAULT_EVENT_STREAMS),
       "$JS.API.INFO",
-      "$JS.API.STREAM.INFO.CONCLAVE_EVENTS",
+      `$JS.API.STREAM.INFO.${eventStreamOf("alice-chat1", DEFAULT_EVENT_STREAMS)}`,
       "$KV.conclave_sessions.snapshot.alice-chat1",
     ]) {
       const outcome = await bob.request(subject, new TextEncoder().encode("{}"), { timeout: 1_000 }).then(

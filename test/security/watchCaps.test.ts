@@ -8,9 +8,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { busOptions, connectBus } from "../../src/bus/connection.ts";
 import { RemoteCallError } from "../../src/bus/errors.ts";
 import { requestStream } from "../../src/bus/request.ts";
-import { streams, subjects } from "../../src/bus/subjects.ts";
+import { subjects } from "../../src/bus/subjects.ts";
 import { watchTurn } from "../../src/client/turns.ts";
 import type { TurnAck } from "../../src/contracts/turn.ts";
+import { DEFAULT_EVENT_STREAMS, eventStreamNames } from "../../src/eventlog/eventStreams.ts";
 import { freePort, REPO_ROOT, type RunningNatsServer, startNatsServer } from "../../src/nats/server.ts";
 import { withTenants } from "../../src/nats/tenants.ts";
 import { useConclaveProcesses } from "../helpers/processes.ts";
@@ -45,9 +46,14 @@ const asTenant = async (name: string): Promise<NatsConnection> => {
   return nc;
 };
 
-/** The consumers on the event log now: each follow-watch holds one. */
-const consumers = async (): Promise<number> =>
-  (await (await jetstreamManager(runtime)).streams.info(streams.events)).state.consumer_count;
+/** The consumers on the event log's streams now: each follow-watch holds one. */
+async function consumers(): Promise<number> {
+  const jsm = await jetstreamManager(runtime);
+  let count = 0;
+  for (const stream of eventStreamNames(DEFAULT_EVENT_STREAMS))
+    count += (await jsm.streams.info(stream)).state.consumer_count;
+  return count;
+}
 
 /** Starts a follow-watch of turn 1 of `session` as `nc` (no renewals: a bare request); settles when it ends. */
 const openWatch = (nc: NatsConnection, session: string): Promise<unknown> =>

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { encodeJson } from "../../src/bus/codec.ts";
 import { subjects } from "../../src/bus/subjects.ts";
 import { type ConclaveClient, connect, type VerifyReport } from "../../src/client/index.ts";
+import { DEFAULT_EVENT_STREAMS } from "../../src/eventlog/eventStreams.ts";
 import { runConclave } from "../helpers/cli.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { useConclaveProcesses } from "../helpers/processes.ts";
@@ -87,7 +88,7 @@ describe("verify after the log is tampered with", () => {
     // Test-only: a bogus event with a gap, published on the turn's subject with the runner's rights.
     const js = jetstream(await nats.connect("runner"));
     await js.publish(
-      subjects.turnEvents(SESSION, 2),
+      subjects.turnEvents(SESSION, 2, DEFAULT_EVENT_STREAMS),
       encodeJson({
         session_id: SESSION,
         turn_id: 2,

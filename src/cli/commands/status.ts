@@ -1,5 +1,6 @@
 import { printable } from "../../client/printable.ts";
 import { setting } from "../../config/load.ts";
+import { DEFAULT_EVENT_STREAMS, eventStreamCount } from "../../eventlog/eventStreams.ts";
 import {
   type ClusterStatus,
   type NodeStatus,
@@ -19,7 +20,7 @@ Usage: conclave status [--monitor URL[,URL…]] [--json]
 Shows the server this connection reached, the cluster's nodes (online or offline, and why:
 its monitoring endpoint does not answer, or a leader has not heard from it for over
 ${SILENT_AFTER_MS / 1000} s; how many streams each leads), the JetStream meta leader, the node
-leading the event log, and for each Conclave stream and KV bucket its replicas (R1, R3…), its
+leading each of the event log's streams, and for each Conclave stream and KV bucket its replicas (R1, R3…), its
 leader and each copy: current, behind (lag) or offline. Health: healthy · degraded (a copy
 offline or behind: writes go on while a majority is up) · no_leader (writes wait for an
 election) · absent (not created yet) · unreadable. With --json, one JSON object.
@@ -40,7 +41,10 @@ export default defineCommand({
     const invalid = monitor.find((url) => !/^https?:\/\/[^/\s]+$/.test(url));
     if (invalid !== undefined)
       throw new UsageError(`--monitor takes http://HOST:PORT URLs, not ${JSON.stringify(invalid)}`);
-    const status = await readClusterStatus(await bus(), { monitor });
+    const nc = await bus();
+    // An observer that may not read the log's first stream still gets the rest of the status.
+    const eventStreams = await eventStreamCount(nc).catch(() => DEFAULT_EVENT_STREAMS);
+    const status = await readClusterStatus(nc, { monitor, eventStreams });
     if (values.json) console.log(JSON.stringify(status));
     else for (const line of describe(status)) console.log(printable(line, { newlines: false }));
     return EXIT.ok;
@@ -63,7 +67,9 @@ function describe(status: ClusterStatus): string[] {
       `JetStream meta leader: none reachable (last named ${lastNamed.name}, ${lastNamed.reachable === false ? "unreachable" : "offline"})`,
     );
   else lines.push(`JetStream meta leader: unknown: ${status.metaLeaderProblem}`);
-  if (status.eventLogLeader) lines.push(`event log leader: ${status.eventLogLeader}`);
+  lines.push(
+    `event log: ${status.eventLog.length} streams, led by ${status.eventLog.map((stream) => `${stream.stream} ${stream.leader ?? "(none)"}`).join(", ")}`,
+  );
   lines.push("streams and KV buckets:");
   const width = Math.max(...status.stores.map((store) => store.stream.length));
   for (const store of status.stores) lines.push(`  ${store.stream.padEnd(width)}  ${storeLine(store)}`);

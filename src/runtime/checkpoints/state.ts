@@ -14,7 +14,7 @@ import { SessionSnapshot } from "./sessionSnapshot.ts";
 
 /**
  * Where a fold stands: every turn through `through_turn_id`, the session's
- * ledger events through stream sequence `events_seq` (CONCLAVE_EVENTS), and
+ * ledger events through stream sequence `events_seq` (the session's CONCLAVE_EVENTS_<i>), and
  * the schedule log through `schedules_seq` (CONCLAVE_SCHEDULES).
  */
 export const TapeCut = z.object({
@@ -22,7 +22,7 @@ export const TapeCut = z.object({
   events_seq: z.number().int().min(0),
   schedules_seq: z.number().int().min(0),
   /**
-   * The stream sequence the turns through `through_turn_id` end at (CONCLAVE_EVENTS): the turns after
+   * The stream sequence the turns through `through_turn_id` end at (the session's CONCLAVE_EVENTS_<i>): the turns after
    * them are read from there in one pass. 0 (and in checkpoints written before it existed): from the start.
    */
   turns_seq: z.number().int().min(0).default(0),

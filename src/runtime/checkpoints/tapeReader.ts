@@ -5,10 +5,11 @@
  */
 import { DeliverPolicy, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import { isStreamNotFound } from "../../bus/errors.ts";
-import { streams, subjects } from "../../bus/subjects.ts";
+import { eventStreamOfSubject, streams, subjects } from "../../bus/subjects.ts";
 import { EngineEvent } from "../../contracts/events.ts";
 import { LedgerEvent } from "../../contracts/ledger.ts";
 import { orderedConsumer, releaseConsumer } from "../../eventlog/consumers.ts";
+import { eventStreamCount } from "../../eventlog/eventStreams.ts";
 import { PULL_EXPIRES_MS } from "../../eventlog/streams.ts";
 import { ScheduleEvent } from "../../schedules/intent.ts";
 import type { TapeStep } from "./fold.ts";
@@ -121,7 +122,8 @@ export async function readTurn(
   turnId: number,
   kinds?: ReadonlySet<string>,
 ): Promise<StoredTurn> {
-  const stored = await readStored(clients, streams.events, subjects.turnEvents(sessionId, turnId), 0);
+  const filter = subjects.turnEvents(sessionId, turnId, await eventStreamCount(clients.jsm));
+  const stored = await readStored(clients, eventStreamOfSubject(filter), filter, 0);
   const events: { event: EngineEvent; seq: number; time: number }[] = [];
   for (const message of stored) {
     const event = eventOf(message, kinds);
@@ -142,7 +144,8 @@ export async function readTurns(
   kinds?: ReadonlySet<string>,
 ): Promise<StoredTurn[]> {
   if (range.last < range.first) return [];
-  const stored = await readStored(clients, streams.events, subjects.sessionEvents(sessionId), range.afterSeq);
+  const filter = subjects.sessionEvents(sessionId, await eventStreamCount(clients.jsm));
+  const stored = await readStored(clients, eventStreamOfSubject(filter), filter, range.afterSeq);
   const byTurn = new Map<number, { event: EngineEvent; seq: number; time: number }[]>();
   for (const message of stored) {
     const turnId = (message.json as { turn_id?: unknown } | undefined)?.turn_id;
@@ -174,10 +177,11 @@ export async function readLogSteps(
   bound: TapeBound,
 ): Promise<TapeStep[]> {
   const steps: TapeStep[] = [];
+  const ledgerFilter = subjects.ledgerEvents(sessionId, await eventStreamCount(clients.jsm));
   const ledger = await readStored(
     clients,
-    streams.events,
-    subjects.ledgerEvents(sessionId),
+    eventStreamOfSubject(ledgerFilter),
+    ledgerFilter,
     cut.events_seq,
     (message) => bound.events_seq === undefined || message.seq <= bound.events_seq,
   );

@@ -5,13 +5,14 @@ import { deadLetter } from "../../bus/deadLetters.ts";
 import { asHandlerError, HandlerError, isStreamNotFound, respondWithError } from "../../bus/errors.ts";
 import { isInboxReply } from "../../bus/replies.ts";
 import type { ServiceMsg } from "../../bus/service.ts";
-import { streams, subjects } from "../../bus/subjects.ts";
+import { eventStreamOfSubject, subjects } from "../../bus/subjects.ts";
 import { addressOf } from "../../bus/tenancy.ts";
 import { EngineEvent } from "../../contracts/events.ts";
 import { type CancelReply, CancelRequest, type TurnCancelled } from "../../contracts/turn.ts";
 import { turnLabel } from "../../contracts/turnKey.ts";
 import type { TurnStatusRecord } from "../../contracts/wal.ts";
 import { singleLine } from "../../errors.ts";
+import { eventStreamCount } from "../../eventlog/eventStreams.ts";
 import type { TurnStatusStore } from "../../eventlog/turnStatusStore.ts";
 import type { Logger } from "../../telemetry/log.ts";
 import { cancelSuspended, type SuspendedCancelDeps } from "./cancelSuspended.ts";
@@ -145,7 +146,8 @@ async function endedWhileSuspended(
 /** The turn's last stored event, else null. */
 async function lastEventOf(jsm: JetStreamManager, sessionId: string, turnId: number): Promise<EngineEvent | null> {
   try {
-    const last = await jsm.streams.getMessage(streams.events, { last_by_subj: subjects.turnEvents(sessionId, turnId) });
+    const subject = subjects.turnEvents(sessionId, turnId, await eventStreamCount(jsm));
+    const last = await jsm.streams.getMessage(eventStreamOfSubject(subject), { last_by_subj: subject });
     if (!last) return null;
     const parsed = EngineEvent.safeParse(last.json());
     return parsed.success ? (parsed.data as EngineEvent) : null;

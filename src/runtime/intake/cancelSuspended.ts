@@ -7,6 +7,7 @@ import { turnLabel } from "../../contracts/turnKey.ts";
 import { usageSummary } from "../../contracts/turnProtocol.ts";
 import type { TurnStatusRecord } from "../../contracts/wal.ts";
 import { singleLine } from "../../errors.ts";
+import { eventStreamCount } from "../../eventlog/eventStreams.ts";
 import type { TurnStatusStore } from "../../eventlog/turnStatusStore.ts";
 import { EventLogWriter } from "../../eventlog/writer.ts";
 import type { Logger } from "../../telemetry/log.ts";
@@ -93,7 +94,7 @@ async function recordCancelled(
   // Its end is stored already (its status written late): a turn has one end.
   const ended = stored.find((event) => event.kind === "TURN_COMPLETED");
   if (ended?.kind === "TURN_COMPLETED") return ended.payload.outcome.status;
-  const writer = new EventLogWriter(deps.js);
+  const writer = new EventLogWriter(deps.js, await eventStreamCount(deps.jsm));
   writer.open(sessionId, turnId, stored, lastStreamSeq);
   writer.append(sessionId, turnId, {
     kind: "TURN_COMPLETED",

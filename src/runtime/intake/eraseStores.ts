@@ -13,10 +13,11 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import type { BlackboardOptions } from "../../blackboard/open.ts";
 import { isLetterOfSession } from "../../bus/deadLetters.ts";
 import { isStreamNotFound } from "../../bus/errors.ts";
-import { BLACKBOARD_BUCKET, buckets, streams, subjects } from "../../bus/subjects.ts";
+import { BLACKBOARD_BUCKET, buckets, eventStreamOfSubject, streams, subjects } from "../../bus/subjects.ts";
 import type { ErasedCounts } from "../../contracts/erase.ts";
 import { messageOf, singleLine } from "../../errors.ts";
 import { type EraseProgress, secureErase } from "../../eventlog/eraseSecure.ts";
+import { eventStreamCount } from "../../eventlog/eventStreams.ts";
 import { MEMORY_GRAPH_ENV } from "../../memory/graph/open.ts";
 import { eraseSessionSchedules } from "../../schedules/erase.ts";
 import type { Logger } from "../../telemetry/log.ts";
@@ -57,6 +58,7 @@ export async function eraseStores(
   options: { withForks?: boolean } = {},
 ): Promise<StoresErased> {
   const env = deps.env ?? process.env;
+  const eventLog = subjects.sessionLog(sessionId, await eventStreamCount(deps.jsm));
   const progress = (store: string): EraseProgress => ({
     log: deps.log,
     label: `erase of session ${sessionId}: ${store}`,
@@ -70,8 +72,8 @@ export async function eraseStores(
     () =>
       eraseKeys(deps, bucket, filters, markers, progress(bucket));
   const erasers: Record<string, StoreEraser> = {
-    // Turns and ledger entries: conclave.events.<s>.<turn> and conclave.events.<s>.ledger.entries.
-    events: stream(streams.events, `${subjects.sessionEvents(sessionId).slice(0, -1)}>`),
+    // Turns and ledger entries: conclave.events.<stream>.<s>.<turn> and ….<s>.ledger.entries.
+    events: stream(eventStreamOfSubject(eventLog), eventLog),
     wal: stream(streams.turns, subjects.sessionWal(sessionId)),
     episodes: stream(streams.memory, `${subjects.memoryEpisode(sessionId, 0).replace(/\.0$/, "")}.*`),
     // Letters refused on a subject naming the session, or whose kept payload names it.

@@ -27,6 +27,7 @@ import { addressOf } from "../../bus/tenancy.ts";
 import type { EngineEvent } from "../../contracts/events.ts";
 import { type ForkPoint, type ForkRecord, ForkRequest } from "../../contracts/fork.ts";
 import { singleLine } from "../../errors.ts";
+import { eventStreamCount } from "../../eventlog/eventStreams.ts";
 import { openMemoryGraph } from "../../memory/graph/open.ts";
 import type { MemoryGraphArtifact, MemoryNode } from "../../memory/graph/types.ts";
 import type { Logger } from "../../telemetry/log.ts";
@@ -142,9 +143,13 @@ export async function forkSession(deps: ForkDeps, sourceId: string, request: For
     { events_seq: end.seq, schedules_time: 0 },
   );
   copied.ledger_events = 0;
+  const eventStreams = await eventStreamCount(deps.jsm);
   for (const step of ledger) {
     if (step.kind !== "ledger") continue;
-    await deps.js.publish(subjects.ledgerEvents(forkId), encodeJson({ ...step.event, session_id: forkId }));
+    await deps.js.publish(
+      subjects.ledgerEvents(forkId, eventStreams),
+      encodeJson({ ...step.event, session_id: forkId }),
+    );
     copied.ledger_events++;
   }
   const graph = await openMemoryGraph({ nc: deps.nc, env: deps.env ?? process.env });
@@ -173,7 +178,9 @@ export async function forkSession(deps: ForkDeps, sourceId: string, request: For
       copied,
     },
   };
-  await deps.js.publish(subjects.turnEvents(forkId, turnId), encodeJson(forked), { msgID: `${forkId}.${turnId}.0` });
+  await deps.js.publish(subjects.turnEvents(forkId, turnId, eventStreams), encodeJson(forked), {
+    msgID: `${forkId}.${turnId}.0`,
+  });
   // The fork's own checkpoint, folded from its log like any other (the SESSION_FORKED and the copied ledger events).
   const domains = await tapeAtTurn(clients, deps.sessions, forkId, turnId);
   await deps.sessions.saveSnapshot(forkId, domains.session);

@@ -30,6 +30,8 @@ export interface IngressDeps {
   js: JetStreamClient;
   /** The turn WAL's partition count: a session's entries go to its partition's subject. */
   partitions: number;
+  /** The event log's stream count: the ack names the turn's events subject in its session's stream. */
+  eventStreams: number;
   sessions: SessionStore;
   statuses: TurnStatusStore;
   idempotency: IdempotencyStore;
@@ -77,11 +79,19 @@ async function checkBudget(deps: IngressDeps, address: Addressed): Promise<void>
   );
 }
 
-const ackOf = (address: Addressed, turnId: number, duplicate: boolean, admitted?: Admitted): TurnAck => ({
+const ackOf = (
+  deps: Pick<IngressDeps, "eventStreams">,
+  address: Addressed,
+  turnId: number,
+  duplicate: boolean,
+  admitted?: Admitted,
+): TurnAck => ({
   session_id: address.view,
   turn_id: turnId,
   // A tenant reads its events through the runner; a client of the runtime's account may read the log itself.
-  events_subject: address.tenant ? subjects.turnWatch(address.view) : subjects.turnEvents(address.sessionId, turnId),
+  events_subject: address.tenant
+    ? subjects.turnWatch(address.view)
+    : subjects.turnEvents(address.sessionId, turnId, deps.eventStreams),
   duplicate,
   ...(admitted ? { admission: admitted } : {}),
 });
@@ -121,7 +131,7 @@ export async function acceptSubmission(deps: IngressDeps, msg: ServiceMsg): Prom
       claim = await throughElections(() => deps.idempotency.claim(sessionId, key));
       if (claim.kind === "accepted") {
         accepted = true;
-        if (reply) msg.respond(encodeJson(ackOf(address, claim.turnId, true)));
+        if (reply) msg.respond(encodeJson(ackOf(deps, address, claim.turnId, true)));
         deps.log.info(
           `${turnLabel(sessionId, claim.turnId)} resubmitted with the same idempotency key: nothing queued`,
           turnFields(sessionId, claim.turnId),
@@ -137,7 +147,7 @@ export async function acceptSubmission(deps: IngressDeps, msg: ServiceMsg): Prom
         // A runner took it, so it was stored: the key's turn, accepted. Storing it again could run it twice.
         await deps.idempotency.accept(sessionId, claim.handle, turnId);
         accepted = true;
-        if (reply) msg.respond(encodeJson(ackOf(address, turnId, true)));
+        if (reply) msg.respond(encodeJson(ackOf(deps, address, turnId, true)));
         deps.log.info(
           `${turnLabel(sessionId, turnId)} recovered from a reservation whose acceptance died (it was stored)`,
           turnFields(sessionId, turnId),
@@ -206,7 +216,7 @@ export async function acceptSubmission(deps: IngressDeps, msg: ServiceMsg): Prom
     // A recovered reservation whose turn was already in the WAL is a repeat of an accepted turn.
     const duplicate = claim?.kind === "recover" && alreadyStored;
     const expected = admitted && admitted.state !== "busy" && !duplicate ? admitted : undefined;
-    if (reply) msg.respond(encodeJson(ackOf(address, turnId, duplicate, expected)));
+    if (reply) msg.respond(encodeJson(ackOf(deps, address, turnId, duplicate, expected)));
     deps.log.info(
       claim?.kind === "recover"
         ? `${turnLabel(sessionId, turnId)} recovered from a reservation whose acceptance died${duplicate ? " (it was stored)" : ""}`

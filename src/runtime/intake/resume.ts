@@ -10,6 +10,7 @@ import { type ResumeReply, ResumeRequest } from "../../contracts/recipeRun.ts";
 import { turnLabel } from "../../contracts/turnKey.ts";
 import type { TurnStatusRecord } from "../../contracts/wal.ts";
 import { singleLine } from "../../errors.ts";
+import { eventStreamCount } from "../../eventlog/eventStreams.ts";
 import { resumeSuspended } from "../recipeHost/resume.ts";
 import type { SuspensionTimers } from "../recipeHost/suspensionTimers.ts";
 import type { CancelDeps } from "./cancel.ts";
@@ -101,7 +102,7 @@ export async function serveResume(deps: CancelDeps & { timers: SuspensionTimers 
       session_id: view,
       turn_id: request.turn_id,
       node: resumed.node,
-      events_subject: subjects.turnEvents(sessionId, request.turn_id),
+      events_subject: subjects.turnEvents(sessionId, request.turn_id, await eventStreamCount(deps.jsm)),
       after_seq: resumed.seq,
     };
     if (isInboxReply(msg.reply, "runner")) msg.respond(encodeJson(reply));

@@ -9,6 +9,7 @@ import type { EngineEvent } from "../../contracts/events.ts";
 import { type RollbackReply, RollbackRequest, ToolCallReply, type ToolCallRequest } from "../../contracts/tool.ts";
 import { turnKey, turnLabel } from "../../contracts/turnKey.ts";
 import { messageOf, singleLine } from "../../errors.ts";
+import { eventStreamCount } from "../../eventlog/eventStreams.ts";
 import { EventLogWriter } from "../../eventlog/writer.ts";
 import { readForTakeover } from "../runner/takeover.ts";
 import { DEFAULT_TOOL_TIMEOUT_MS } from "../toolCalls/turnToolCalls.ts";
@@ -68,7 +69,7 @@ export async function serveRollback(deps: CancelDeps, msg: ServiceMsg): Promise<
       );
     }
     const undo = callsToUndo(stored.events);
-    const writer = new EventLogWriter(deps.js);
+    const writer = new EventLogWriter(deps.js, await eventStreamCount(deps.jsm));
     writer.open(sessionId, turnId, stored.events, stored.lastStreamSeq);
     const calls: RollbackReply["calls"] = [];
     for (const { finished, requested } of undo) {

@@ -54,6 +54,12 @@ export interface RunnerOptions {
    * count is a `config` error. Default: `CONCLAVE_PARTITIONS`, else 16 (`DEFAULT_PARTITIONS`).
    */
   partitions?: number;
+  /**
+   * How many streams the event log is made with, when this runner is the one that makes it
+   * (docs/operations.md, "Scaling out"). Fixed from then on, like `partitions`. Default:
+   * `CONCLAVE_EVENT_STREAMS`, else 3 (`DEFAULT_EVENT_STREAMS`).
+   */
+  eventStreams?: number;
   /** Where the runner logs. Default: nothing. */
   log?: Logger;
   /** Receives the inspection events of every session and turn actor (the Stately inspector's protocol). */

@@ -6,9 +6,10 @@ import { AgentDirectory } from "../../agents/directory.ts";
 import type { Service } from "../../bus/service.ts";
 import { setting } from "../../config/load.ts";
 import { singleLine } from "../../errors.ts";
+import { ensureEventStreams } from "../../eventlog/eventStreams.ts";
 import { retentionSettings } from "../../eventlog/retention.ts";
 import { SessionTrim } from "../../eventlog/sessionTrim.ts";
-import { ensureDeadLetterStream, ensureEventStream } from "../../eventlog/streams.ts";
+import { ensureDeadLetterStream } from "../../eventlog/streams.ts";
 import { TurnStatusStore } from "../../eventlog/turnStatusStore.ts";
 import { ensureTurnWal } from "../../eventlog/turnWal.ts";
 import { LedgerStore } from "../../ledgers/ledgerStore.ts";
@@ -43,6 +44,8 @@ export interface RunnerParts {
   intake: Service;
   /** The turn WAL's partition count (fixed when it was made): the runner pulls its share of them. */
   partitions: number;
+  /** The event log's stream count (fixed when it was made): where each session's events are written. */
+  eventStreams: number;
   /** How many turns run here at once, and which wait: shared with the intake, whose acks say it. */
   admission: Admission;
   /** What the intake admitted and stored that no runner is seen with yet: a burst is held to the limits too. */
@@ -63,8 +66,8 @@ export async function openRunnerParts(nc: NatsConnection, options: RunnerOptions
   const backlog = new IntakeBacklog(admission);
   const js = jetstream(nc);
   const jsm = await jetstreamManager(nc);
-  const [, partitions] = await Promise.all([
-    ensureEventStream(jsm),
+  const [eventStreams, partitions] = await Promise.all([
+    ensureEventStreams(jsm, options.eventStreams ?? setting(process.env, "CONCLAVE_EVENT_STREAMS")),
     ensureTurnWal(jsm, options.partitions ?? setting(process.env, "CONCLAVE_PARTITIONS")),
     ensureDeadLetterStream(jsm),
   ]);
@@ -103,6 +106,7 @@ export async function openRunnerParts(nc: NatsConnection, options: RunnerOptions
     nc,
     js,
     partitions,
+    eventStreams,
     jsm,
     sessions: store,
     statuses,
@@ -148,6 +152,7 @@ export async function openRunnerParts(nc: NatsConnection, options: RunnerOptions
     recipes,
     intake,
     partitions,
+    eventStreams,
     admission,
     backlog,
     trim,

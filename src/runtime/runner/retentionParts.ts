@@ -13,9 +13,10 @@ import { isStreamNotFound } from "../../bus/errors.ts";
 import type { Service } from "../../bus/service.ts";
 import { BLACKBOARD_BUCKET, buckets, streams } from "../../bus/subjects.ts";
 import { messageOf } from "../../errors.ts";
+import { ensureEventStreams, eventStreamNames } from "../../eventlog/eventStreams.ts";
 import type { RetentionOptions } from "../../eventlog/retention.ts";
 import { SWEEP_BATCH, sweepEveryMs, sweepSessionState } from "../../eventlog/sessionStateSweep.ts";
-import { ensureEventStream, ensureMemoryStream } from "../../eventlog/streams.ts";
+import { ensureMemoryStream } from "../../eventlog/streams.ts";
 import { NatsMemoryGraphStore } from "../../memory/graph/natsGraphStore.ts";
 import { MEMORY_GRAPH_ENV } from "../../memory/graph/open.ts";
 import type { MemoryGraphStore } from "../../memory/graph/store.ts";
@@ -160,7 +161,13 @@ export async function applyRetention(
   const set = (ageMs: number | undefined, stream: string, ensure: () => Promise<unknown> = async () => {}) => {
     if (ageMs !== undefined) jobs.push(ensure().then(() => setMaxAge(jsm, stream, ageMs)));
   };
-  set(settings.eventsMaxAgeMs, streams.events, () => ensureEventStream(jsm));
+  const eventsMaxAge = settings.eventsMaxAgeMs;
+  if (eventsMaxAge !== undefined)
+    jobs.push(
+      ensureEventStreams(jsm).then(async (count) => {
+        await Promise.all(eventStreamNames(count).map((name) => setMaxAge(jsm, name, eventsMaxAge)));
+      }),
+    );
   set(settings.eventsMaxAgeMs, `KV_${buckets.ledgers}`);
   set(settings.episodesMaxAgeMs, streams.memory, () => ensureMemoryStream(jsm));
   set(settings.turnStatusesMaxAgeMs, `KV_${buckets.turns}`);

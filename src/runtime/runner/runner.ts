@@ -102,7 +102,7 @@ export class Runner {
       handOver: (sessionId) => this.#sessions.evictIfIdle(sessionId) && this.#letGo(sessionId),
     });
     this.#options = { turnTtlMs: options.turnTtlMs ?? 600_000, checkpointEvery: options.checkpointEvery ?? 10 };
-    this.#writer = new EventLogWriter(parts.js, {
+    this.#writer = new EventLogWriter(parts.js, parts.eventStreams, {
       live: nc, // stream chunks go out live as they come; the log stores them coalesced
       transport: nc,
       onFenced: (sessionId, turnId) =>
