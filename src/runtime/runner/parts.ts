@@ -5,7 +5,8 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import { AgentDirectory } from "../../agents/directory.ts";
 import type { Service } from "../../bus/service.ts";
 import { setting } from "../../config/load.ts";
-import { singleLine } from "../../errors.ts";
+import { messageOf, singleLine } from "../../errors.ts";
+import { balanceEventLeaders } from "../../eventlog/eventLeaders.ts";
 import { ensureEventStreams } from "../../eventlog/eventStreams.ts";
 import { retentionSettings } from "../../eventlog/retention.ts";
 import { SessionTrim } from "../../eventlog/sessionTrim.ts";
@@ -73,6 +74,12 @@ export async function openRunnerParts(nc: NatsConnection, options: RunnerOptions
   ]);
   const id = options.id ?? `${hostname()}:${process.pid}`;
   const log = options.log ?? silentLogger;
+  // Stream leaders bunched on one node would take every write of the log: spread them, without holding the start.
+  if (nc.info?.cluster)
+    void balanceEventLeaders(nc, jsm, eventStreams).then(
+      (asked) => asked > 0 && log.info(`event log: asked ${asked} stream leader(s) to step down, spreading them`),
+      (error: unknown) => log.debug(`event log leaders left as they are: ${messageOf(error)}`),
+    );
   const [store, statuses, leases, idempotency, ledgers] = await Promise.all([
     SessionStore.open(nc),
     TurnStatusStore.open(nc),
