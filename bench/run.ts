@@ -59,9 +59,10 @@ const USAGE = `npm run bench [-- --render | --only busy-day | --only under-load 
               (BENCH_CLUSTER_TURNS below 200) prints the section and leaves docs/ alone
   --scale     runs only the CPU-slice scaling phase (issue 36: k = 1, 2, 4 slices of a runner and
               2 workers in cgroups of a fixed quota, on 1, 3 and 5 NATS nodes with S = 1 event
-              stream and on 5 with S = 5, then unsliced 1 against 3 runners): writes
-              docs/benchmarks-scale.json and its own section of docs/BENCHMARKS.md; a smoke run
-              (BENCH_SCALE_TURNS below 100) leaves docs/ alone
+              stream and on 5 with S = 5, then unsliced 1 against 3 runners, then 2 runners joining
+              1 mid-load): writes docs/benchmarks-scale.json and its own section of
+              docs/BENCHMARKS.md; a smoke run (BENCH_SCALE_TURNS below 100, or only some
+              BENCH_SCALE_PHASES) leaves docs/ alone
   --help      prints this
 
   BENCH_QUICK=1          short phases (noisier numbers; the report says so)
@@ -79,6 +80,7 @@ const USAGE = `npm run bench [-- --render | --only busy-day | --only under-load 
   BENCH_SCALE_SESSIONS=N concurrent sessions per slice of --scale (default 4)
   BENCH_SCALE_QUOTA=C    cores of each runner-and-workers slice (default 0.5; NATS: BENCH_SCALE_NATS_QUOTA, 1)
   BENCH_SCALE_SERIES=L   series of --scale, nodes:streams (NATS nodes, event streams S; default 1:1,3:1,5:1,5:5)
+  BENCH_SCALE_PHASES=L   phases of --scale to run, of series,unsliced,join (default all; e.g. join for a smoke run)
 `;
 
 const DOCS = join(REPO_ROOT, "docs");

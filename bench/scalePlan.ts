@@ -20,8 +20,28 @@ export interface ScalePlan {
   slices: number[];
   /** The series, each NATS nodes and event streams (BENCH_SCALE_SERIES, e.g. "1:1,3:1,5:1,5:5"). */
   series: SeriesShape[];
-  /** Fewer turns than the default: a smoke run, whose numbers are not written to docs/. */
+  /** The phases to run, in this order (BENCH_SCALE_PHASES, e.g. "join"); absent in runs made before it. */
+  phases: ScalePhase[];
+  /** Fewer turns than the default, or only some phases: a smoke run, whose numbers are not written to docs/. */
   smoke: boolean;
+}
+
+/** A phase of `--scale`: the sliced series, the unsliced pair, a runner joining mid-load. */
+export type ScalePhase = "series" | "unsliced" | "join";
+
+/** Every phase, in the order they run; BENCH_SCALE_PHASES picks some of them. */
+export const SCALE_PHASES: readonly ScalePhase[] = ["series", "unsliced", "join"];
+
+/** BENCH_SCALE_PHASES, a comma-separated list of {@link SCALE_PHASES}; an unknown or repeated one throws in one line. */
+export function scalePhases(text: string): ScalePhase[] {
+  const names = text.split(",").map((name) => name.trim());
+  const unknown = names.filter((name) => !(SCALE_PHASES as readonly string[]).includes(name));
+  const twice = names.filter((name, index) => names.indexOf(name) !== index);
+  if (unknown.length > 0 || twice.length > 0)
+    throw new Error(
+      `BENCH_SCALE_PHASES must list some of ${SCALE_PHASES.join(",")} (${unknown.length > 0 ? `unknown: ${unknown.map((n) => `"${n}"`).join(", ")}` : `${twice[0]} twice`}), not ${text}`,
+    );
+  return SCALE_PHASES.filter((phase) => names.includes(phase));
 }
 
 export const DEFAULT_SCALE_TURNS = 100;
@@ -68,6 +88,7 @@ export function scalePlan(env: NodeJS.ProcessEnv = process.env): ScalePlan {
     throw new Error(`BENCH_SCALE_NODES is gone: set BENCH_SCALE_SERIES, nodes:streams, e.g. ${DEFAULT_SCALE_SERIES}`);
   const series = scaleSeries(env.BENCH_SCALE_SERIES || DEFAULT_SCALE_SERIES);
   const turnsPerSlice = whole("BENCH_SCALE_TURNS", DEFAULT_SCALE_TURNS);
+  const phases = scalePhases(env.BENCH_SCALE_PHASES || SCALE_PHASES.join(","));
   return {
     turnsPerSlice,
     sessionsPerSlice: whole("BENCH_SCALE_SESSIONS", 4),
@@ -75,6 +96,7 @@ export function scalePlan(env: NodeJS.ProcessEnv = process.env): ScalePlan {
     natsQuota: coresFromEnv("BENCH_SCALE_NATS_QUOTA", 1, env),
     slices: [1, 2, 4],
     series,
-    smoke: turnsPerSlice < DEFAULT_SCALE_TURNS,
+    phases,
+    smoke: turnsPerSlice < DEFAULT_SCALE_TURNS || phases.length < SCALE_PHASES.length,
   };
 }

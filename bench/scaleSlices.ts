@@ -5,8 +5,9 @@
  * quota and equal load per slice (a closed loop of a fixed number of sessions per slice), once per
  * series: a number of NATS nodes (one node R1, more R3) and of event-log streams S (the runners'
  * `CONCLAVE_EVENT_STREAMS`), by default 1 node S = 1, 3 nodes S = 1, 5 nodes S = 1 and 5 nodes S = 5.
- * Last, unsliced on the whole machine: 1 runner against 3 runners (2 workers), on a three-node
- * cluster, S = 3.
+ * Then, unsliced on the whole machine: 1 runner against 3 runners (2 workers), on a three-node
+ * cluster, S = 3. Last, on the same, 2 runners join 1 mid-load (bench/scaleJoin.ts).
+ * BENCH_SCALE_PHASES runs only some of the three.
  *
  * Where the machine allows network namespaces (root, `ip netns`), each NATS node of the sliced
  * series of 3 and 5 nodes runs in a namespace of its own (test/helpers/netns.ts), so the runners and workers reach
@@ -30,6 +31,7 @@ import { closedLoop } from "./load.ts";
 import type { BenchPlan } from "./plan.ts";
 import { cpuTimeMs, machineBusyMs } from "./procfs.ts";
 import { progress } from "./progress.ts";
+import { type JoinResult, runJoin } from "./scaleJoin.ts";
 import { type ScalePlan, type SeriesShape, scalePlan, UNSLICED_EVENT_STREAMS } from "./scalePlan.ts";
 import { round, type Summary } from "./stats.ts";
 
@@ -78,6 +80,8 @@ export interface ScaleRun {
   series: ScaleSeries[];
   /** Unsliced, on the whole machine, a three-node cluster and S = 3: 1 runner, then 3 runners (2 workers each). */
   unsliced: ScalePoint[];
+  /** Two runners joining one mid-load (bench/scaleJoin.ts); absent when the phase did not run. */
+  join?: JoinResult;
   durationS: number;
 }
 
@@ -120,7 +124,7 @@ async function startNats(
 const MAX_STARTS = 3;
 
 /** Runners and workers, grown between points; a slice's processes join its cgroup as soon as they are spawned. */
-class Machines {
+export class Machines {
   readonly processes: ConclaveProcess[] = [];
   readonly slices: CpuSlice[] = [];
   #spawned = 0;
@@ -235,7 +239,7 @@ async function measure(
 }
 
 /** Runs `body` against NATS of `shape`'s nodes and a client connection, then stops everything it started. */
-async function withDeployment<T>(
+export async function withDeployment<T>(
   { natsNodes: nodes, eventStreams }: SeriesShape,
   slices: CpuSlices | null,
   plan: ScalePlan,
@@ -307,7 +311,7 @@ async function runUnsliced(bench: BenchPlan, plan: ScalePlan, tag: string): Prom
 const describeSupport = (support: CgroupSupport) =>
   support.kind === "none" ? `unavailable (${support.reason}): every point ran unsliced` : support.kind;
 
-/** Runs the whole phase: each series of the plan, then the unsliced pair; removes its cgroups at the end. */
+/** Runs the whole phase: each series of the plan, the unsliced pair, the join (those of BENCH_SCALE_PHASES); removes its cgroups at the end. */
 export async function runScaleSlices(bench: BenchPlan, tag: string): Promise<ScaleRun> {
   const plan = scalePlan();
   // spawnConclave adds an exit listener per child: up to 4 slices of 3 processes, and their restarts.
@@ -316,17 +320,23 @@ export async function runScaleSlices(bench: BenchPlan, tag: string): Promise<Sca
   const support = cgroupSupport();
   if (support.kind === "none") progress(`cgroups unavailable (${support.reason}): running unsliced`);
   progress(
-    `scale: slices of ${plan.quota} core (NATS nodes ${plan.natsQuota} core), cgroups ${support.kind}; ${plan.turnsPerSlice} turns at ${plan.sessionsPerSlice} sessions per slice${plan.smoke ? " (smoke: BENCH_SCALE_TURNS below the default)" : ""}`,
+    `scale: slices of ${plan.quota} core (NATS nodes ${plan.natsQuota} core), cgroups ${support.kind}; ${plan.turnsPerSlice} turns at ${plan.sessionsPerSlice} sessions per slice${plan.smoke ? " (smoke: BENCH_SCALE_TURNS below the default, or only some BENCH_SCALE_PHASES)" : ""}`,
   );
   const netns = await netnsSupport();
   if (!netns.available) progress(`network namespaces unavailable (${netns.reason}): NATS on loopback`);
   const slices = support.kind === "none" ? null : new CpuSlices(support);
   const series: ScaleSeries[] = [];
-  let unsliced: ScalePoint[];
+  let unsliced: ScalePoint[] = [];
+  let join: JoinResult | undefined;
   try {
-    for (const shape of plan.series)
-      series.push(await runSeries(shape, slices, bench, plan, netns.available && shape.natsNodes > 1, tag));
-    unsliced = await runUnsliced(bench, plan, tag);
+    if (plan.phases.includes("series"))
+      for (const shape of plan.series)
+        series.push(await runSeries(shape, slices, bench, plan, netns.available && shape.natsNodes > 1, tag));
+    if (plan.phases.includes("unsliced")) unsliced = await runUnsliced(bench, plan, tag);
+    if (plan.phases.includes("join")) {
+      progress("scale: join, 2 runners added to 1 under load (three NATS nodes, unsliced)");
+      join = await runJoin(bench, plan, tag);
+    }
   } finally {
     slices?.remove();
   }
@@ -339,6 +349,7 @@ export async function runScaleSlices(bench: BenchPlan, tag: string): Promise<Sca
       : `loopback (network namespaces unavailable: ${netns.reason})`,
     series,
     unsliced,
+    ...(join ? { join } : {}),
     durationS: Math.round((performance.now() - startedAt) / 1000),
   };
 }

@@ -5,7 +5,9 @@
 import { describe, expect, it } from "vitest";
 import { coresFromEnv, cpuMaxLine, quotaFor, throttledMs } from "../../bench/cgroups.ts";
 import type { CpuPerTurn } from "../../bench/clusterScaling.ts";
-import { scalePlan } from "../../bench/scalePlan.ts";
+import type { JoinResult } from "../../bench/scaleJoin.ts";
+import { joinTargets } from "../../bench/scaleJoinReport.ts";
+import { scalePhases, scalePlan } from "../../bench/scalePlan.ts";
 import {
   oversubscribed,
   renderScale,
@@ -40,7 +42,7 @@ const point = (slices: number, turnsPerSec: number, p50: number, runners = Math.
 });
 
 const run = (): ScaleRun => ({
-  plan: scalePlan({ BENCH_SCALE_TURNS: "20" }),
+  plan: scalePlan({ BENCH_SCALE_TURNS: "20", BENCH_SCALE_PHASES: "series,unsliced" }),
   environment: {
     date: "2026-11-29T00:00:00Z",
     cpuModel: "test cpu",
@@ -94,6 +96,22 @@ describe("CPU slice quotas", () => {
     expect(scalePlan({}).series.map((s) => `${s.natsNodes}:${s.eventStreams}`)).toEqual(["1:1", "3:1", "5:1", "5:5"]);
   });
 
+  it("runs every phase by default, and only those BENCH_SCALE_PHASES names, in their order", () => {
+    expect(scalePlan({}).phases).toEqual(["series", "unsliced", "join"]);
+    const joinOnly = scalePlan({ BENCH_SCALE_PHASES: "join" });
+    expect(joinOnly.phases).toEqual(["join"]);
+    // Only some phases: a smoke, so docs/benchmarks-scale.json is not overwritten by a partial run.
+    expect(joinOnly.smoke).toBe(true);
+    expect(scalePhases(" join, series ")).toEqual(["series", "join"]);
+  });
+
+  it("refuses an unknown or repeated BENCH_SCALE_PHASES in one line", () => {
+    expect(() => scalePlan({ BENCH_SCALE_PHASES: "join,joins" })).toThrow(
+      /^BENCH_SCALE_PHASES must list some of series,unsliced,join \(unknown: "joins"\), not join,joins$/,
+    );
+    expect(() => scalePhases("join,join")).toThrow("(join twice), not join,join");
+  });
+
   it("refuses a bad BENCH_SCALE_SERIES, and the old BENCH_SCALE_NODES, in one line", () => {
     for (const bad of ["1,3", "1:x", "0:1", "3:0", "5:17", "3:1,3:1"])
       expect(() => scalePlan({ BENCH_SCALE_SERIES: bad })).toThrow(
@@ -122,11 +140,17 @@ describe("scaling targets", () => {
       "MISS scale-p50-k4-n1-s1: 1.4x (goal ≤ 1.25x)",
       "PASS scale-unsliced-3-runners: 0.95x (goal ≥ 0.9x)",
       `not measured scale-nats-streams: ${missing}`,
+      "not measured scale-join-wait: the join phase did not run (BENCH_SCALE_PHASES)",
+      "not measured scale-join-lost-twice: the join phase did not run (BENCH_SCALE_PHASES)",
     ]);
   });
 
   it("keeps the ids of series on the same nodes apart by their streams", () => {
-    const ids = scaleTargets({ series: [streamed(5, 1, [9]), streamed(5, 5, [9])], unsliced: [] }).map((t) => t.id);
+    const ids = scaleTargets({
+      plan: run().plan,
+      series: [streamed(5, 1, [9]), streamed(5, 5, [9])],
+      unsliced: [],
+    }).map((t) => t.id);
     expect(new Set(ids).size).toBe(ids.length);
     expect(ids).toContain("scale-throughput-k4-n5-s1");
     expect(ids).toContain("scale-throughput-k4-n5-s5");
@@ -190,5 +214,63 @@ describe("the Scaling on CPU slices section", () => {
     expect(section).toContain("unsliced, 3 runners × 2 workers");
     expect(section).toContain("| 1 NATS node, S = 1 | 4 | 3.00 | 30 |");
     expect(section).toContain("| 3x | ≥ 3.4x | 0.88x | **missed** by 1.13x |");
+  });
+});
+
+const joined = (over: Partial<JoinResult> = {}): JoinResult => ({
+  natsNodes: 3,
+  eventStreams: 3,
+  sessions: 4,
+  runners: 1,
+  added: 2,
+  turnsBefore: 50,
+  turnsAcross: 54,
+  joinMs: 3200,
+  p99BeforeMs: 400,
+  longestAcrossMs: 1900,
+  overBudget: 0,
+  failed: 0,
+  runTwice: 0,
+  ...over,
+});
+
+describe("a runner joins mid-load", () => {
+  it("meets both targets when no turn across the join waits 2 s past the p99 before it, none lost or run twice", () => {
+    const [wait, lost] = joinTargets({ plan: run().plan, join: joined() });
+    expect(wait).toMatchObject({ id: "scale-join-wait", measured: 1500, goal: 2000, unit: " ms", met: true });
+    expect(wait?.detail).toBe("1900.00 − 400.00 ms; 0 of 54 turns over");
+    expect(lost).toMatchObject({ id: "scale-join-lost-twice", measured: 0, goal: 0, met: true });
+  });
+
+  it("misses them on a turn 2 s past the p99, and on a lost or run-twice turn", () => {
+    const join = joined({ longestAcrossMs: 2600, overBudget: 1, failed: 1, runTwice: 2 });
+    const [wait, lost] = joinTargets({ plan: run().plan, join });
+    expect(wait).toMatchObject({ measured: 2200, met: false });
+    expect(lost).toMatchObject({ measured: 3, met: false, detail: "1 lost, 2 run twice" });
+    expect(targetLines([wait!, lost!])).toEqual([
+      "MISS scale-join-wait: 2200 ms (goal ≤ 2000 ms)",
+      "MISS scale-join-lost-twice: 3 turns (goal ≤ 0 turns)",
+    ]);
+  });
+
+  it("is not measured when the phase did not run, or in a results file made before it", () => {
+    const skipped = joinTargets({ plan: scalePlan({ BENCH_SCALE_PHASES: "series" }) });
+    expect(skipped.map((t) => t.notMeasured)).toEqual([
+      "the join phase did not run (BENCH_SCALE_PHASES)",
+      "the join phase did not run (BENCH_SCALE_PHASES)",
+    ]);
+    expect(joinTargets({ plan: scalePlan({}) })[1]?.notMeasured).toBe("the join phase gave no result");
+    const { phases: _, ...older } = run().plan;
+    expect(joinTargets({ plan: older as ScaleRun["plan"] })[0]?.notMeasured).toBe(
+      "not in this run (made before the bench measured it)",
+    );
+  });
+
+  it("renders its table after the unsliced one", () => {
+    const section = renderScale({ ...run(), join: joined() });
+    expect(section).toContain("### A runner joins mid-load (three NATS nodes)");
+    expect(section).toContain("| 50 | 400.00 | 3200 | 54 | 1900.00 | 0 | 0 | 0 |");
+    expect(section.indexOf("### Unsliced")).toBeLessThan(section.indexOf("### A runner joins"));
+    expect(renderScale(run())).not.toContain("### A runner joins");
   });
 });
