@@ -235,11 +235,15 @@ export function renderScale(run: ScaleRun, targets: Target[] = scaleTargets(run)
           "",
         ]),
     ...joinSection(run),
-    "### S = 1 against S ≥ 5 event streams",
-    "",
-    `The busiest NATS node's CPU per turn, which the \`scale-nats-streams\` target compares (5 nodes, S ≥ 5 against 3 nodes, S = 1); each series' runners made its log with \`CONCLAVE_EVENT_STREAMS\` = S.`,
-    "",
-    streamsTable(run),
+    ...(run.series.length === 0
+      ? []
+      : [
+          "### S = 1 against S ≥ 5 event streams",
+          "",
+          `The busiest NATS node's CPU per turn, which the \`scale-nats-streams\` target compares (5 nodes, S ≥ 5 against 3 nodes, S = 1); each series' runners made its log with \`CONCLAVE_EVENT_STREAMS\` = S.`,
+          "",
+          streamsTable(run),
+        ]),
     SCALE_SECTION_END,
   ].join("\n");
 }

@@ -272,5 +272,10 @@ describe("a runner joins mid-load", () => {
     expect(section).toContain("| 50 | 400.00 | 3200 | 54 | 1900.00 | 0 | 0 | 0 |");
     expect(section.indexOf("### Unsliced")).toBeLessThan(section.indexOf("### A runner joins"));
     expect(renderScale(run())).not.toContain("### A runner joins");
+    // A join-only run (BENCH_SCALE_PHASES=join) shows no empty series, unsliced or streams tables.
+    const joinOnly = renderScale({ ...run(), series: [], unsliced: [], join: joined() });
+    expect(joinOnly).not.toContain("### Unsliced");
+    expect(joinOnly).not.toContain("### S = 1 against");
+    expect(joinOnly.endsWith(`| 0 |\n\n${SCALE_SECTION_END}`)).toBe(true);
   });
 });
