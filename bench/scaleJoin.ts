@@ -44,6 +44,8 @@ export interface JoinResult {
   failed: number;
   /** Turns whose log holds more than one TURN_COMPLETED or a TURN_RESUMED. */
   runTwice: number;
+  /** Each measured turn in start order: its start from the join's start (negative before it) and its latency, in ms. */
+  turns: { startedMs: number; latencyMs: number; ok: boolean }[];
 }
 
 /** One turn as the join phase saw it: when it started and ended (performance.now()), and how. */
@@ -108,6 +110,7 @@ export async function runJoin(bench: BenchPlan, plan: ScalePlan, tag: string): P
       progress(`  join: ${added} runners ready after ${Math.round(readyAt - joinAt)} ms`);
     };
     let afterReady = 0;
+    let thrown = 0;
     const completed = (sample: JoinSample) => {
       samples.push(sample);
       if (!joining && samples.length >= half) joining = join();
@@ -120,7 +123,7 @@ export async function runJoin(bench: BenchPlan, plan: ScalePlan, tag: string): P
         try {
           ok = (await conclaveTurn(nc, sessionIds[session]!, text(index))).ok;
         } catch (error) {
-          progress(`  join: turn failed: ${error instanceof Error ? error.message : error}`);
+          if (++thrown <= 3) progress(`  join: turn failed: ${error instanceof Error ? error.message : error}`);
         }
         completed({ startedAt, endedAt: performance.now(), ok });
       }
@@ -147,6 +150,9 @@ export async function runJoin(bench: BenchPlan, plan: ScalePlan, tag: string): P
       overBudget: across.filter((s) => latency(s) > p99BeforeMs + JOIN_WAIT_BUDGET_MS).length,
       failed: samples.filter((s) => !s.ok).length,
       runTwice: await turnsRunTwice(nc, sessionIds),
+      turns: [...samples]
+        .sort((a, b) => a.startedAt - b.startedAt)
+        .map((s) => ({ startedMs: round(s.startedAt - joinAt, 1), latencyMs: round(latency(s), 1), ok: s.ok })),
     };
     progress(
       `  join: p99 before ${Math.round(result.p99BeforeMs)} ms, longest across ${Math.round(result.longestAcrossMs)} ms, ${result.overBudget} over p99 + ${JOIN_WAIT_BUDGET_MS} ms, ${result.failed} failed, ${result.runTwice} run twice`,

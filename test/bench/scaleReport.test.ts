@@ -231,6 +231,7 @@ const joined = (over: Partial<JoinResult> = {}): JoinResult => ({
   overBudget: 0,
   failed: 0,
   runTwice: 0,
+  turns: [],
   ...over,
 });
 
