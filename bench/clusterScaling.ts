@@ -17,7 +17,7 @@ import { startNatsServer } from "../src/nats/server.ts";
 import { type CpuUse, conclaveTurn, cpuUseSince } from "./conclave.ts";
 import { describeEnvironment } from "./environment.ts";
 import { closedLoop } from "./load.ts";
-import type { BenchPlan } from "./plan.ts";
+import { type BenchPlan, wholeFromEnv } from "./plan.ts";
 import { cpuTimeMs, machineBusyMs } from "./procfs.ts";
 import { progress } from "./progress.ts";
 import { round, type Summary } from "./stats.ts";
@@ -35,13 +35,7 @@ export interface ClusterScalingPlan {
 export const DEFAULT_CLUSTER_TURNS = 200;
 
 export function clusterScalingPlan(env = process.env): ClusterScalingPlan {
-  const whole = (name: string, fallback: number) => {
-    const text = env[name];
-    if (text === undefined || text === "") return fallback;
-    const value = Number(text);
-    if (!Number.isInteger(value) || value < 1) throw new Error(`${name} must be a whole number above 0, not ${text}`);
-    return value;
-  };
+  const whole = (name: string, fallback: number) => wholeFromEnv(name, fallback, env);
   const turns = whole("BENCH_CLUSTER_TURNS", DEFAULT_CLUSTER_TURNS);
   return { turns, sessions: whole("BENCH_CLUSTER_SESSIONS", 8), smoke: turns < DEFAULT_CLUSTER_TURNS };
 }

@@ -48,6 +48,15 @@ export interface BusyDayPlan {
   kills: number;
 }
 
+/** A whole number above 0 from `env[name]`, else `fallback` when unset; anything else throws in one line. */
+export function wholeFromEnv(name: string, fallback: number, env: NodeJS.ProcessEnv = process.env): number {
+  const text = env[name];
+  if (text === undefined || text === "") return fallback;
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < 1) throw new Error(`${name} must be a whole number above 0, not ${text}`);
+  return value;
+}
+
 const positive = (raw: string | undefined, fallback: number): number => {
   const value = Number(raw);
   return Number.isInteger(value) && value > 0 ? value : fallback;

@@ -5,6 +5,7 @@
 
 import { MAX_EVENT_STREAMS } from "../src/eventlog/eventStreams.ts";
 import { coresFromEnv } from "./cgroups.ts";
+import { wholeFromEnv } from "./plan.ts";
 
 /** How much `--scale` runs; every figure but the node counts is per slice, so load per slice stays equal. */
 export interface ScalePlan {
@@ -77,13 +78,7 @@ export function scaleSeries(text: string): SeriesShape[] {
 
 /** The plan from BENCH_SCALE_* (see {@link ScalePlan}); a bad value throws in one line. */
 export function scalePlan(env: NodeJS.ProcessEnv = process.env): ScalePlan {
-  const whole = (name: string, fallback: number) => {
-    const text = env[name];
-    if (text === undefined || text === "") return fallback;
-    const value = Number(text);
-    if (!Number.isInteger(value) || value < 1) throw new Error(`${name} must be a whole number above 0, not ${text}`);
-    return value;
-  };
+  const whole = (name: string, fallback: number) => wholeFromEnv(name, fallback, env);
   if (env.BENCH_SCALE_NODES)
     throw new Error(`BENCH_SCALE_NODES is gone: set BENCH_SCALE_SERIES, nodes:streams, e.g. ${DEFAULT_SCALE_SERIES}`);
   const series = scaleSeries(env.BENCH_SCALE_SERIES || DEFAULT_SCALE_SERIES);
