@@ -6,12 +6,13 @@
 import { DeliverPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { isStreamNotFound } from "../bus/errors.ts";
-import { eventStreamOfSubject, subjects } from "../bus/subjects.ts";
+import { eventStreamOfSubject } from "../bus/subjects.ts";
 import { EngineEvent } from "../contracts/events.ts";
 import { checkSessionId, checkTurnId } from "../contracts/ids.ts";
 import { InvalidRequestError } from "../errors.ts";
 import { orderedConsumer, releaseConsumer } from "../eventlog/consumers.ts";
 import { eventStreamCount } from "../eventlog/eventStreams.ts";
+import { rangeFilter } from "../eventlog/query.ts";
 import { PULL_EXPIRES_MS } from "../eventlog/streams.ts";
 
 /** An event of a session's log with its position: resume after it with `events(session, { fromSeq: position + 1 })`. */
@@ -46,10 +47,7 @@ export async function* readSessionEvents(
     throw new InvalidRequestError(`bad fromSeq ${String(options.fromSeq)}: a position, a whole number from 1`);
   const jsm = await jetstreamManager(nc);
   const count = await eventStreamCount(jsm);
-  const filter =
-    options.turnId === undefined
-      ? subjects.sessionEvents(sessionId, count)
-      : subjects.turnEvents(sessionId, options.turnId, count);
+  const filter = rangeFilter(sessionId, count, options.turnId);
   const stream = eventStreamOfSubject(filter);
   let last: number;
   try {

@@ -13,6 +13,12 @@ export const DEFAULT_PARTITIONS = 16;
 /** The most partitions a WAL may have: each is a durable consumer (a Raft group on a cluster). */
 export const MAX_PARTITIONS = 256;
 
+/** Streams of an event log made without `CONCLAVE_EVENT_STREAMS` (src/eventlog/eventStreams.ts): one leader per node of a three-node cluster. */
+export const DEFAULT_EVENT_STREAMS = 3;
+
+/** The most streams an event log may have (the roles in nats.conf name each one). */
+export const MAX_EVENT_STREAMS = 16;
+
 const encoder = new TextEncoder();
 
 /** 32-bit FNV-1a of the UTF-8 bytes of `text`: small, stable across languages, and well spread. */

@@ -14,15 +14,12 @@ import { jetstreamManager, StorageType } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { isStreamNotFound } from "../bus/errors.ts";
 import { eventStream, LEGACY_EVENT_STREAM, subjects } from "../bus/subjects.ts";
+import { DEFAULT_EVENT_STREAMS, MAX_EVENT_STREAMS } from "../contracts/partitions.ts";
 import { ConclaveError } from "../errors.ts";
 import { patientlySetUp } from "../nats/replicas.ts";
 import { ensureStream } from "./streams.ts";
 
-/** Streams of an event log made without `CONCLAVE_EVENT_STREAMS`: one leader per node of a three-node cluster. */
-export const DEFAULT_EVENT_STREAMS = 3;
-
-/** The most streams an event log may have (the roles in nats.conf name each one). */
-export const MAX_EVENT_STREAMS = 16;
+export { DEFAULT_EVENT_STREAMS, MAX_EVENT_STREAMS } from "../contracts/partitions.ts";
 
 const describe = (index: number, count: number) => `conclave event log stream ${index} of ${count}`;
 const COUNT_IN_DESCRIPTION = /^conclave event log stream \d+ of (\d+)$/;

@@ -13,10 +13,11 @@
  * Run again after an interruption, it goes on after the last message copied.
  * Positions (stream sequences) and stored times are the new streams'.
  */
-import { DeliverPolicy, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
+import { DeliverPolicy, type JetStreamClient, type JetStreamManager, type StreamInfo } from "@nats-io/jetstream";
 import { headers as makeHeaders } from "@nats-io/nats-core";
 import { isStreamNotFound } from "../bus/errors.ts";
-import { eventStreamOf, LEGACY_EVENT_STREAM, SUBJECT_ROOT } from "../bus/subjects.ts";
+import { LEGACY_EVENT_STREAM, SUBJECT_ROOT } from "../bus/subjects.ts";
+import { partitionOf } from "../contracts/partitions.ts";
 import { ConclaveError } from "../errors.ts";
 import { orderedConsumer, releaseConsumer } from "./consumers.ts";
 import { ensureEventStreams, eventStreamNames } from "./eventStreams.ts";
@@ -55,7 +56,7 @@ export async function migrateEvents(
   jsm: JetStreamManager,
   options: MigrateOptions = {},
 ): Promise<EventsMigration | null> {
-  let legacy: Awaited<ReturnType<JetStreamManager["streams"]["info"]>>;
+  let legacy: StreamInfo;
   try {
     legacy = await jsm.streams.info(LEGACY_EVENT_STREAM);
   } catch (error) {
@@ -123,8 +124,7 @@ function newSubject(subject: string, count: number): string {
   const session = rest?.split(".")[0];
   if (!rest || !session)
     throw new ConclaveError("invalid_request", `a message on ${subject} is not an event-log message: not moved`);
-  const stream = eventStreamOf(session, count).slice("CONCLAVE_EVENTS_".length);
-  return `${OLD_PREFIX}${stream}.${rest}`;
+  return `${OLD_PREFIX}${partitionOf(session, count)}.${rest}`;
 }
 
 /** The highest old sequence copied so far: the last copy of each new stream says it. */

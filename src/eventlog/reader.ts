@@ -1,12 +1,13 @@
 import type { Consumer, JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import { DeliverPolicy } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
-import { eventStreamOfSubject, subjects } from "../bus/subjects.ts";
+import { eventStreamOfSubject } from "../bus/subjects.ts";
 import { EngineEvent } from "../contracts/events.ts";
 import { turnKey } from "../contracts/turnKey.ts";
 import { backoffMs, pause } from "../deadline.ts";
 import { orderedConsumer, releaseConsumer } from "./consumers.ts";
 import { eventStreamCount } from "./eventStreams.ts";
+import { rangeFilter } from "./query.ts";
 import { PULL_EXPIRES_MS } from "./streams.ts";
 
 const decoder = new TextDecoder();
@@ -54,8 +55,7 @@ export async function readEvents(
   options: Omit<FollowOptions, "signal"> = {},
 ): Promise<EngineEvent[]> {
   const count = await eventStreamCount(jsm);
-  const filter =
-    turnId === undefined ? subjects.sessionEvents(sessionId, count) : subjects.turnEvents(sessionId, turnId, count);
+  const filter = rangeFilter(sessionId, count, turnId);
   if ((await storedCount(jsm, filter)) === 0) return [];
   const events: EngineEvent[] = [];
   await followEvents(

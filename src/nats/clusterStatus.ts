@@ -23,6 +23,7 @@ import { type JetStreamManager, jetstreamManager, type StreamInfo } from "@nats-
 import type { NatsConnection } from "@nats-io/nats-core";
 import { isStreamNotFound } from "../bus/errors.ts";
 import { BLACKBOARD_BUCKET, buckets, eventStream, streams } from "../bus/subjects.ts";
+import { DEFAULT_EVENT_STREAMS } from "../contracts/partitions.ts";
 import { messageOf, singleLine } from "../errors.ts";
 import { type MonitorReading, monitorUrls, readMonitors } from "./monitor.ts";
 import { replicasOf } from "./replicas.ts";
@@ -146,7 +147,7 @@ export interface ClusterStatusOptions {
   monitor?: string | readonly string[];
   /** How long to wait for each monitoring endpoint. Default 2 s. */
   monitorTimeoutMs?: number;
-  /** The event log's stream count (`eventStreamCount`): its streams are reported with the rest. Default 1. */
+  /** The event log's stream count (`eventStreamCount`): its streams are reported with the rest. Default `DEFAULT_EVENT_STREAMS`. */
   eventStreams?: number;
 }
 
@@ -158,7 +159,9 @@ export async function readClusterStatus(
   const jsm = await jetstreamManager(nc, { checkAPI: false });
   const info = nc.info;
   const urls = monitorUrls(options.monitor);
-  const eventStreams = Array.from({ length: options.eventStreams ?? 1 }, (_, index) => eventStream(index));
+  const eventStreams = Array.from({ length: options.eventStreams ?? DEFAULT_EVENT_STREAMS }, (_, index) =>
+    eventStream(index),
+  );
   const [stores, monitors] = await Promise.all([
     Promise.all(conclaveStores(eventStreams).map(({ stream, kind }) => storeStatus(jsm, stream, kind))),
     // A single server outside any cluster has no meta group to lead.

@@ -13,6 +13,7 @@ import { WatchId, WatchRenewal } from "../../contracts/watch.ts";
 import { deadlineSignal } from "../../deadline.ts";
 import { singleLine } from "../../errors.ts";
 import { eventStreamCount } from "../../eventlog/eventStreams.ts";
+import { rangeFilter } from "../../eventlog/query.ts";
 import { followEvents, readEvents } from "../../eventlog/reader.ts";
 import type { Logger } from "../../telemetry/log.ts";
 import { isRenewal, type WatchLease, WatchLeases, watchLimitsFrom } from "./watchLeases.ts";
@@ -96,11 +97,7 @@ export async function serveWatch(deps: WatchDeps, msg: ServiceMsg): Promise<void
         ? WatchRequest.parse({})
         : decodeJson(msg.data, WatchRequest, `watch of session ${view}`, MAX_WATCH_BYTES);
     const follow = request.follow ?? request.turn_id !== undefined;
-    const streamCount = await eventStreamCount(deps.jsm);
-    const filter =
-      request.turn_id === undefined
-        ? subjects.sessionEvents(sessionId, streamCount)
-        : subjects.turnEvents(sessionId, request.turn_id, streamCount);
+    const filter = rangeFilter(sessionId, await eventStreamCount(deps.jsm), request.turn_id);
     const send = (event: EngineEvent) => msg.respond(encodeJson({ ...event, session_id: view }));
     if (!follow) {
       for (const event of await readEvents(deps.js, deps.jsm, sessionId, request.turn_id)) send(event);
