@@ -137,18 +137,30 @@ export async function runClusterFaults(options: {
     return node;
   };
 
-  await load.progress(STEP_TURNS);
-  const first = await faultLeaderOf("CONCLAVE_TURNS", spare);
-  await load.progress(STEP_TURNS); // turns go on with two nodes of three
-  await fault.end(first);
-  await nats.healthy(observer, healMs);
-  await load.progress(STEP_TURNS);
-  const second = await faultLeaderOf("CONCLAVE_EVENTS_0", [...spare, first.name]);
-  await load.progress(STEP_TURNS);
-  await fault.end(second);
-  await nats.healthy(observer, healMs);
-  await load.progress(STEP_TURNS);
-  await load.stop();
+  // Each step is printed as it begins: a run that times out shows where it stood.
+  const step = async <T>(what: string, run: () => Promise<T>): Promise<T> => {
+    console.log(
+      `cluster ${label} run +${Math.round((Date.now() - load.started) / 1_000)} s: ${what} (${load.finished()} turns finished, ${load.inFlight.size} in flight)`,
+    );
+    return run();
+  };
+  const progress = () => step(`waiting for ${STEP_TURNS} more turns`, () => load.progress(STEP_TURNS));
+  const healthy = () => step("waiting for the cluster to be healthy", () => nats.healthy(observer, healMs));
+
+  await progress();
+  const first = await step("fault on the WAL's leader", () => faultLeaderOf("CONCLAVE_TURNS", spare));
+  await progress(); // turns go on with two nodes of three
+  await step(`fault on ${first.name} ends`, () => fault.end(first));
+  await healthy();
+  await progress();
+  const second = await step("fault on the event log's leader", () =>
+    faultLeaderOf("CONCLAVE_EVENTS_0", [...spare, first.name]),
+  );
+  await progress();
+  await step(`fault on ${second.name} ends`, () => fault.end(second));
+  await healthy();
+  await progress();
+  await step("stopping the load", () => load.stop());
 
   // Every acked turn settles, and its log holds it exactly once.
   const account = await accountTurns(observer, load);
