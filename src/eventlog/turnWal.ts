@@ -12,6 +12,7 @@ import { LEGACY_RUNNER_CONSUMER, runnerConsumer, streams, subjects } from "../bu
 import { DEFAULT_PARTITIONS, MAX_PARTITIONS } from "../contracts/partitions.ts";
 import { ConclaveError } from "../errors.ts";
 import { patientlySetUp } from "../nats/replicas.ts";
+import { nextMessage } from "./eraseSecure.ts";
 import { ensureStream, WAL_ACK_WAIT_MS } from "./streams.ts";
 
 /** How a partition consumer names its partition and the WAL's count, for the next runner to read back. */
@@ -107,4 +108,38 @@ async function retireSharedConsumer(jsm: JetStreamManager): Promise<void> {
       `the turn WAL holds ${left} entr${left === 1 ? "y" : "ies"} of runners from before partitions: let a runner of that version finish them, then start this one (docs/operations.md, "Upgrading to partitions")`,
     );
   await patientlySetUp(() => jsm.consumers.delete(streams.turns, LEGACY_RUNNER_CONSUMER));
+}
+
+/** Entries of one session the WAL is read for at most (a session's accepted, unsettled turns). */
+const MAX_SESSION_ENTRIES = 1_000;
+
+/**
+ * The turn ids whose entries the WAL still holds for a session, oldest
+ * first: accepted and not yet settled (a settled entry leaves the WAL). One
+ * message read per entry, on the session's own subject.
+ */
+export async function walTurnIds(jsm: JetStreamManager, sessionId: string, partitions: number): Promise<number[]> {
+  const subject = subjects.walOf(sessionId, partitions);
+  const ids: number[] = [];
+  let seq = 0;
+  for (let read = 0; read < MAX_SESSION_ENTRIES; read++) {
+    const msg = await nextMessage(jsm, streams.turns, subject, seq + 1);
+    // nats-server 2.9 may answer with an earlier message: nothing after `seq`, then.
+    if (!msg || msg.seq <= seq) break;
+    seq = msg.seq;
+    const turnId = turnIdOf(msg.data);
+    if (turnId !== null) ids.push(turnId);
+  }
+  return ids;
+}
+
+const decoder = new TextDecoder();
+
+function turnIdOf(data: Uint8Array): number | null {
+  try {
+    const turnId = (JSON.parse(decoder.decode(data)) as { turn_id?: unknown }).turn_id;
+    return typeof turnId === "number" ? turnId : null;
+  } catch {
+    return null; // not a turn: the runner that pulls it keeps it as a dead letter
+  }
 }

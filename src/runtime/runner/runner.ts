@@ -7,6 +7,7 @@ import type { EngineEvent } from "../../contracts/events.ts";
 import { turnLabel } from "../../contracts/turnKey.ts";
 import type { WalEntry } from "../../contracts/wal.ts";
 import { ConclaveError, isConclaveError, messageOf } from "../../errors.ts";
+import { walTurnIds } from "../../eventlog/turnWal.ts";
 import { EventLogWriter } from "../../eventlog/writer.ts";
 import { type Logger, silentLogger, turnFields } from "../../telemetry/log.ts";
 import type { RecipeHost } from "../recipeHost/recipeHost.ts";
@@ -156,7 +157,12 @@ export class Runner {
       for (const sessionId of this.#sessions.live()) this.#ends.resetSession(sessionId);
       this.#settlement.handBackAll();
     });
-    this.#order = new TurnOrder({ store: parts.store, statuses: parts.statuses, log: this.#log });
+    this.#order = new TurnOrder({
+      store: parts.store,
+      statuses: parts.statuses,
+      log: this.#log,
+      walTurnIds: (sessionId) => walTurnIds(parts.jsm, sessionId, parts.partitions),
+    });
     this.#ends = new TurnEnds({
       writer: this.#writer,
       sessions: this.#sessions,

@@ -1,14 +1,18 @@
+import { messageOf } from "../../errors.ts";
 import type { TurnStatusStore } from "../../eventlog/turnStatusStore.ts";
 import type { Logger } from "../../telemetry/log.ts";
 import type { SessionStore } from "../sessionStore.ts";
 
-/** How long a runner that took a session keeps later turns waiting for an earlier one to be delivered. */
+/** How long a runner that took a session waits for an earlier turn before it looks again whether that turn can still come. */
 export const TURN_ORDER_WAIT_MS = 15_000;
 
 interface Barrier {
   /** Earlier turns of the session, accepted and not finished, that this runner has not been handed yet. */
   awaiting: Set<number>;
+  /** When to look again whether the awaited turns can still come. */
   until: number;
+  /** The look under way, shared by the deliveries that wait on it. */
+  recheck?: Promise<void>;
 }
 
 /**
@@ -18,14 +22,23 @@ interface Barrier {
  * order) may reach the runner that takes the session. When a runner first
  * takes a session, it notes the turns accepted after the session's last
  * finished one that are still pending or inflight, and runs no later turn
- * until those have reached it (or TURN_ORDER_WAIT_MS has passed: a turn
- * that never comes must not stop the session for good).
+ * until those have reached it. Every TURN_ORDER_WAIT_MS it looks again: a
+ * turn that ended meanwhile (on another runner) or whose WAL entry is gone
+ * (it can never come) is waited for no more; one whose entry the WAL still
+ * holds is, however long its redelivery takes (a partition healing can take
+ * minutes), since running a later turn first would break the session's order.
  */
 export class TurnOrder {
   readonly #barriers = new Map<string, Promise<Barrier>>();
 
   constructor(
-    private readonly deps: { store: SessionStore; statuses: TurnStatusStore; log: Logger },
+    private readonly deps: {
+      store: SessionStore;
+      statuses: TurnStatusStore;
+      log: Logger;
+      /** The session's turn ids whose entries the WAL still holds (`walTurnIds`). */
+      walTurnIds: (sessionId: string) => Promise<number[]>;
+    },
     private readonly waitMs = TURN_ORDER_WAIT_MS,
   ) {}
 
@@ -37,16 +50,14 @@ export class TurnOrder {
       this.#barriers.set(sessionId, barrier);
       barrier.catch(() => this.#barriers.delete(sessionId));
     }
-    const { awaiting, until } = await barrier;
-    if (awaiting.size === 0) return true;
-    if (Date.now() > until) {
-      this.deps.log.warn(
-        `session ${sessionId}: turn(s) ${[...awaiting].join(", ")} did not arrive within ${this.waitMs} ms; later turns go ahead`,
-      );
-      awaiting.clear();
-      return true;
+    const current = await barrier;
+    if (current.awaiting.size > 0 && Date.now() > current.until) {
+      current.recheck ??= this.#recheck(sessionId, current).finally(() => {
+        current.recheck = undefined;
+      });
+      await current.recheck;
     }
-    return ![...awaiting].some((earlier) => earlier < turnId);
+    return ![...current.awaiting].some((earlier) => earlier < turnId);
   }
 
   /** The turn reached the session's actor: later turns need not wait for it any more. */
@@ -57,6 +68,36 @@ export class TurnOrder {
   /** This runner no longer hosts the session: the next time it does, it looks again. */
   forget(sessionId: string): void {
     this.#barriers.delete(sessionId);
+  }
+
+  /** Drops the awaited turns that ended or can no longer come; waits on for the others. */
+  async #recheck(sessionId: string, barrier: Barrier): Promise<void> {
+    const awaited = [...barrier.awaiting];
+    try {
+      const [statuses, inWal] = await Promise.all([
+        Promise.all(awaited.map((id) => this.deps.statuses.get(sessionId, id))),
+        this.deps.walTurnIds(sessionId),
+      ]);
+      const held = new Set(inWal);
+      awaited.forEach((id, index) => {
+        const status = statuses[index]?.status;
+        if (status === "pending" || status === "inflight") {
+          if (held.has(id)) return;
+          this.deps.log.warn(
+            `session ${sessionId}: turn ${id} is accepted but its WAL entry is gone, so it cannot come; later turns go ahead`,
+          );
+        }
+        barrier.awaiting.delete(id);
+      });
+    } catch (error) {
+      // Nothing could be read (NATS unreachable): nothing is known to have changed, so the turns still wait.
+      this.deps.log.warn(`session ${sessionId}: could not look at its earlier turns (${messageOf(error)}); waiting on`);
+    }
+    if (barrier.awaiting.size > 0)
+      this.deps.log.info(
+        `session ${sessionId}: turn(s) ${[...barrier.awaiting].join(", ")} still in the WAL, not delivered here yet: later turns wait for them`,
+      );
+    barrier.until = Date.now() + this.waitMs;
   }
 
   async #survey(sessionId: string): Promise<Barrier> {
