@@ -310,8 +310,17 @@ export async function accountTurns(nc: NatsConnection, load: TurnLoad, settleMs 
         );
       // Contiguous as a reader sees it: each seq once (a rewrite of one is deduplicated), 0..n-1, ending the turn.
       const bySeq = new Map(events.map((event) => [event.seq, event]));
-      const contiguous = [...bySeq.keys()].sort((a, b) => a - b).every((seq, index) => seq === index);
-      if (!contiguous || bySeq.get(bySeq.size - 1)?.kind !== "TURN_COMPLETED") account.broken.push(key);
+      const seqs = [...bySeq.keys()].sort((a, b) => a - b);
+      const contiguous = seqs.every((seq, index) => seq === index);
+      const last = bySeq.get(bySeq.size - 1)?.kind;
+      if (!contiguous || last !== "TURN_COMPLETED") {
+        const missing = seqs.length
+          ? Array.from({ length: seqs.at(-1)! + 1 }, (_, seq) => seq).filter((seq) => !bySeq.has(seq))
+          : [];
+        account.broken.push(
+          `${key} (${seqs.length} seqs to ${seqs.at(-1) ?? "none"}, missing [${missing.join(", ")}], kinds ${events.map((event) => `${event.seq}:${event.kind}`).join(" ")})`,
+        );
+      }
     }
   }
   counts.violations = account.outOfOrder.length;
