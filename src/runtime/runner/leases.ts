@@ -2,7 +2,8 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import { z } from "zod";
 import { isConflict, JsonKv } from "../../bus/jsonKv.ts";
 import { buckets } from "../../bus/subjects.ts";
-import { isConclaveError } from "../../errors.ts";
+import { backoffMs, pause } from "../../deadline.ts";
+import { isConclaveError, messageOf } from "../../errors.ts";
 import { type Logger, silentLogger } from "../../telemetry/log.ts";
 import { type HeartbeatConnection, RunnerLiveness } from "./liveness.ts";
 
@@ -13,6 +14,8 @@ const encode = (runner: string) => encoder.encode(JSON.stringify({ runner }));
 
 /** Tries to take a session before giving up for this delivery (each lost one means the key changed meanwhile). */
 const ACQUIRE_ATTEMPTS = 3;
+/** How a release NATS did not take is tried again: from 250 ms, doubling, at most 5 s apart. */
+const RELEASE_RETRY = { baseMs: 250, maxMs: 5_000 };
 
 /**
  * One runner owns a session at a time. Ownership is a key of the
@@ -32,6 +35,10 @@ export class SessionLeases {
   readonly #owned = new Map<string, number>();
   /** Releases under way: taking the session again waits for them, so a late delete never removes a fresh take. */
   readonly #releasing = new Map<string, Promise<void>>();
+  /** Stops a release's retries: taken again here (`acquire`), so the record is read afresh instead. */
+  readonly #stopReleasing = new Map<string, AbortController>();
+  /** Closing: each release is tried once more, not again. */
+  readonly #closing = new AbortController();
   /**
    * What this runner owned when its lease lapsed, with the records' revisions: let go once its heartbeats are
    * stored again (unless a survivor took them meanwhile). Left naming a live runner that no longer hosts them,
@@ -103,6 +110,7 @@ export class SessionLeases {
 
   /** True when this runner owns the session (now or already): never while its own lease has lapsed. */
   async acquire(sessionId: string): Promise<boolean> {
+    this.#stopReleasing.get(sessionId)?.abort();
     await this.#releasing.get(sessionId);
     if (!this.liveness.alive) return false;
     if (this.#owned.has(sessionId)) return true;
@@ -167,16 +175,39 @@ export class SessionLeases {
     const revision = this.#owned.get(sessionId);
     if (revision === undefined) return this.#releasing.get(sessionId) ?? Promise.resolve();
     this.#owned.delete(sessionId);
-    const releasing = this.owners.kv
-      .delete(sessionId, { previousSeq: revision })
-      // Taken by another runner (a conflict), or NATS away (the record names this runner, which takes it again
-      // on the session's next turn here, or lets it go to a survivor when it dies): either way nothing to undo.
-      .catch(() => {})
-      .finally(() => {
-        if (this.#releasing.get(sessionId) === releasing) this.#releasing.delete(sessionId);
-      });
+    const stop = new AbortController();
+    this.#stopReleasing.set(sessionId, stop);
+    const releasing = this.#deleteRecord(sessionId, revision, stop.signal).finally(() => {
+      if (this.#releasing.get(sessionId) === releasing) this.#releasing.delete(sessionId);
+      if (this.#stopReleasing.get(sessionId) === stop) this.#stopReleasing.delete(sessionId);
+    });
     this.#releasing.set(sessionId, releasing);
     return releasing;
+  }
+
+  /**
+   * Deletes the session's ownership record as of `revision`; resolves once it is deleted or another runner
+   * took it (a conflict: nothing to undo). NATS out of reach (a heal, an election): tried again, backing off,
+   * until `stop` fires or the leases close. A record left naming this runner, alive and no longer pulling the
+   * session's partition, would keep every later turn of the session from the runner that does.
+   */
+  async #deleteRecord(sessionId: string, revision: number, stop?: AbortSignal): Promise<void> {
+    const signal = stop ? AbortSignal.any([stop, this.#closing.signal]) : this.#closing.signal;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.owners.kv.delete(sessionId, { previousSeq: revision });
+        return;
+      } catch (error) {
+        if (isConflict(error)) return;
+        if (attempt === 0)
+          this.log.warn(`session ${sessionId}: not let go yet (${messageOf(error)}); trying again`, {
+            session_id: sessionId,
+          });
+      }
+      if (signal.aborted) return;
+      await pause(backoffMs(attempt, RELEASE_RETRY), signal);
+      if (signal.aborted) return;
+    }
   }
 
   #lapsed(): void {
@@ -189,17 +220,16 @@ export class SessionLeases {
 
   /** Deletes the records of sessions it owned when its lease lapsed, each unless another runner took it since. */
   #letGoOfLapsed(): void {
+    // Taken back here meanwhile (`acquire` rewrites the record): the delete conflicts, and ends.
     for (const [sessionId, revision] of [...this.#lapsedOwned]) {
-      void this.owners.kv.delete(sessionId, { previousSeq: revision }).then(
-        () => this.#lapsedOwned.delete(sessionId),
-        (error: unknown) => {
-          if (isConflict(error)) this.#lapsedOwned.delete(sessionId); // taken by another runner: nothing to undo
-        },
-      );
+      void this.#deleteRecord(sessionId, revision).then(() => {
+        if (this.#lapsedOwned.get(sessionId) === revision) this.#lapsedOwned.delete(sessionId);
+      });
     }
   }
 
   async close(): Promise<void> {
+    this.#closing.abort();
     await Promise.allSettled([...this.#owned.keys()].map((sessionId) => this.release(sessionId)));
     await this.liveness.close();
   }
