@@ -1,4 +1,5 @@
 import { assign } from "xstate";
+import { retrievedRefs } from "../../src/contracts/memory.ts";
 import { turnSetup } from "./setup.ts";
 import { failed, overran } from "./warnings.ts";
 
@@ -26,9 +27,10 @@ export const contextState = turnSetup.createStateConfig({
         }),
         {
           type: "record",
+          // By reference: the log keeps no copy of older turns' text (it lives only where its source does).
           params: ({ event }) => ({
             kind: "MEMORY_RETRIEVED",
-            payload: event.output,
+            payload: retrievedRefs(event.output),
           }),
         },
         {

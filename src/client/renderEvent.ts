@@ -1,4 +1,5 @@
 import type { EngineEvent } from "../contracts/events.ts";
+import { isRetrievedRefs, retrievedCounts } from "../contracts/memory.ts";
 import { singleLine } from "../errors.ts";
 import { printable } from "./printable.ts";
 
@@ -30,8 +31,12 @@ export function describeEvent(event: EngineEvent): string | null {
     }
     case "SAFETY_INTERRUPT":
       return `  ⚠ safety interrupt: ${event.payload.sensor} ${fmt(event.payload.value)}`;
-    case "MEMORY_RETRIEVED":
-      return `      memory: ${event.payload.episodes.length} recent episode(s)`;
+    case "MEMORY_RETRIEVED": {
+      // The log names what was retrieved, by reference (its text lives in the memory store, while it is kept).
+      const { episodes, facts, threads } = retrievedCounts(event.payload);
+      const by = isRetrievedRefs(event.payload) ? " (by reference: read from memory while kept)" : "";
+      return `      memory: ${episodes} episode(s), ${facts} fact(s), ${threads} open thread(s)${by}`;
+    }
     case "SCHEDULE_PLANNED": {
       const { skipped, budget } = event.payload;
       return `      scheduler: ${budget.planned} of ${budget.limit} tokens planned${skipped.length > 0 ? `; skipped ${skipped.map((s) => `${s.agent_id} (${s.reason})`).join(", ")}` : ""}`;

@@ -5,7 +5,7 @@ import { ReplyFallback, StreamId } from "./council.ts";
 import { CriticResult, CriticsVerdict } from "./critic.ts";
 import { ErrorCode } from "./errors.ts";
 import { SessionId, TurnId } from "./ids.ts";
-import { MemoryRetrieveReply } from "./memory.ts";
+import { MemoryRetrievedPayload } from "./memory.ts";
 import { RecipeEventPayloads } from "./recipeRun.ts";
 import { PlanWavesReply } from "./scheduler.ts";
 import { SkillEventPayloads } from "./skill.ts";
@@ -49,8 +49,12 @@ export const EventPayloads = {
     stream_id: StreamId,
   }),
   SAFETY_INTERRUPT: z.object({ reason: z.string(), sensor: z.string(), value: z.number() }),
-  /** What the context stage retrieved: episodes, user facts, open threads, the ledgers' digest. */
-  MEMORY_RETRIEVED: MemoryRetrieveReply,
+  /**
+   * What the context stage retrieved, by reference (episodes' turns, facts', threads' and procedures'
+   * node ids; whether the ledgers' digest was given), none of its text: the text lives only in its
+   * source. A log written before references holds the text itself (episodes, user facts, …): read too.
+   */
+  MEMORY_RETRIEVED: MemoryRetrievedPayload,
   WORKSPACE_PATCHED: z.object({ patch: z.record(z.string(), z.unknown()) }),
   /** The session's older turns folded into its summary, at the configured pressure (docs/context.md). */
   CONTEXT_COMPACTED: ContextCompactedPayload,

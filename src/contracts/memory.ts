@@ -4,11 +4,36 @@ import { LedgerDigest } from "./ledger.ts";
 import { TurnWarning } from "./turn.ts";
 import { Episode } from "./workspace.ts";
 
+/** A memory graph node's id, as a reference names it (`fact.<key>`, `thread.<key>`, `procedure.<label>`). */
+const NodeRef = z.string().min(1).max(400);
+
+/**
+ * What a retrieval gave, by reference: the source records' ids, each list in the order given, and
+ * none of their text. What a turn's MEMORY_RETRIEVED stores, so a retrieved fact or episode lives
+ * only where its source does: a reference whose source was trimmed, expired or erased resolves to nothing.
+ */
+export const MemoryRefs = z.object({
+  /** The turns whose episodes were given (the episode store's and the graph's `episode.<turn>`). */
+  episodes: z.array(TurnId).max(50),
+  /** The user facts' node ids. */
+  facts: z.array(NodeRef).max(200),
+  /** The open threads' node ids. */
+  threads: z.array(NodeRef).max(200),
+  /** The procedures' node ids. */
+  procedures: z.array(NodeRef).max(20),
+});
+export type MemoryRefs = z.infer<typeof MemoryRefs>;
+
 export const MemoryRetrieveRequest = z.object({
   session_id: SessionId,
   turn_id: TurnId,
   user_message: z.string(),
   limit: z.number().int().min(0).max(50).default(3),
+  /**
+   * Not a retrieval but a read: the records these references name, as they are stored now (a
+   * taken-over turn's recorded retrieval). Nothing is ranked; a record that is gone is left out.
+   */
+  resolve: MemoryRefs.optional(),
 });
 export type MemoryRetrieveRequest = z.infer<typeof MemoryRetrieveRequest>;
 
@@ -23,8 +48,70 @@ export const MemoryRetrieveReply = z.object({
   procedures: z.array(z.string()).max(20).optional(),
   /** The session's truth and task ledgers in short (added by the runner; absent when both are empty). */
   ledgers: LedgerDigest.optional(),
+  /**
+   * The ids of what the lists above hold, in their order (set by the memory service; absent from an
+   * older one's reply). A resolution's reply names only what it found.
+   */
+  refs: MemoryRefs.optional(),
+  /** A resolution's: how many of the references it was given name a record that is gone. */
+  unresolved: z.number().int().min(0).optional(),
 });
 export type MemoryRetrieveReply = z.infer<typeof MemoryRetrieveReply>;
+
+/**
+ * The MEMORY_RETRIEVED payload since references (issue 41): what was retrieved, by reference, and
+ * whether the ledgers' digest was given (read from the ledgers, which keep their own retention).
+ */
+export const MemoryRetrievedRefs = z.object({
+  refs: MemoryRefs,
+  /** The turn's context held the session's ledger digest. */
+  ledgers: z.boolean().optional(),
+});
+export type MemoryRetrievedRefs = z.infer<typeof MemoryRetrievedRefs>;
+
+/**
+ * A stored MEMORY_RETRIEVED: references (what is written now), or, in a log written before
+ * references, the retrieval with its text embedded (still read).
+ */
+export const MemoryRetrievedPayload = z.union([MemoryRetrievedRefs, MemoryRetrieveReply]);
+export type MemoryRetrievedPayload = z.infer<typeof MemoryRetrievedPayload>;
+
+/** True when the stored payload holds references, not an older log's embedded text. */
+export const isRetrievedRefs = (payload: MemoryRetrievedPayload): payload is MemoryRetrievedRefs =>
+  "refs" in payload && !("user_facts" in payload);
+
+/**
+ * What a retrieval's MEMORY_RETRIEVED stores: its references, none of its text. A reply without
+ * `refs` (an older memory service) is referenced by its episodes' turns alone.
+ */
+export function retrievedRefs(reply: MemoryRetrieveReply): MemoryRetrievedRefs {
+  const refs = reply.refs ?? {
+    episodes: reply.episodes.map((episode) => episode.turn_id),
+    facts: [],
+    threads: [],
+    procedures: [],
+  };
+  return { refs, ...(reply.ledgers ? { ledgers: true } : {}) };
+}
+
+/** How many items a stored MEMORY_RETRIEVED names, either shape: for counts and renderings. */
+export function retrievedCounts(payload: MemoryRetrievedPayload): {
+  episodes: number;
+  facts: number;
+  threads: number;
+  procedures: number;
+} {
+  if (isRetrievedRefs(payload)) {
+    const { episodes, facts, threads, procedures } = payload.refs;
+    return { episodes: episodes.length, facts: facts.length, threads: threads.length, procedures: procedures.length };
+  }
+  return {
+    episodes: payload.episodes.length,
+    facts: payload.user_facts.length,
+    threads: payload.open_threads.length,
+    procedures: payload.procedures?.length ?? 0,
+  };
+}
 
 export const MemoryCommitRequest = z.object({ episode: Episode });
 export type MemoryCommitRequest = z.infer<typeof MemoryCommitRequest>;

@@ -1,5 +1,6 @@
 import type {
   MemoryItem,
+  MemoryRefs,
   MemoryRetrieveReply,
   MemoryRetrieveRequest,
   MemorySearchReply,
@@ -11,7 +12,7 @@ import type { EpisodeStore } from "./episodeStore.ts";
 import type { MemoryGraphStore } from "./graph/store.ts";
 import type { MemoryNode } from "./graph/types.ts";
 import { type RankItem, type RankOptions, rankMemory, topicsOf } from "./learn/index.ts";
-import { proceduresOf } from "./procedural/index.ts";
+import { procedureNodesOf } from "./procedural/index.ts";
 import { episodeOfNode, isFact, isThread } from "./turnNodes.ts";
 
 /** How recall ranks (see {@link MemoryRecall}). */
@@ -60,6 +61,7 @@ export class MemoryRecall {
    * similarity (with an embedder), then recency, so the most recent when none is about the message.
    */
   async retrieve(request: MemoryRetrieveRequest, signal?: AbortSignal): Promise<MemoryRetrieveReply> {
+    if (request.resolve) return this.resolve(request.session_id, request.resolve);
     const [nodes, procedural] = await Promise.all([
       this.graph.nodes(request.session_id),
       this.graph.nodes(request.session_id, "procedural"),
@@ -71,11 +73,64 @@ export class MemoryRecall {
       budgetTokens: this.options.budgetTokens,
       ...query,
     });
+    const facts = ranked.filter((item) => item.kind === "fact");
+    const threads = ranked.filter((item) => item.kind === "thread");
+    const procedures = procedureNodesOf(procedural);
+    const given = await episodes;
     return {
-      episodes: await episodes,
-      user_facts: ranked.filter((item) => item.kind === "fact").map((item) => item.text),
-      open_threads: ranked.filter((item) => item.kind === "thread").map((item) => item.text),
-      procedures: proceduresOf(procedural),
+      episodes: given,
+      user_facts: facts.map((item) => item.text),
+      open_threads: threads.map((item) => item.text),
+      procedures: procedures.map((node) => node.text),
+      refs: {
+        episodes: given.map((episode) => episode.turn_id),
+        facts: facts.map((item) => item.id),
+        threads: threads.map((item) => item.id),
+        procedures: procedures.map((node) => node.id),
+      },
+    };
+  }
+
+  /**
+   * The records `refs` names, as they are stored now, in their order: a read by id, nothing
+   * ranked. A reference whose record is gone (its turn trimmed, its entry expired, the session
+   * erased) resolves to nothing; `unresolved` counts them.
+   */
+  async resolve(sessionId: string, refs: MemoryRefs): Promise<MemoryRetrieveReply> {
+    const nodes = await this.graph.nodes(sessionId);
+    const byId = new Map(nodes.map((node) => [node.id, node]));
+    const found = (ids: readonly string[], keep: (node: MemoryNode) => boolean) =>
+      ids.flatMap((id) => {
+        const node = byId.get(id);
+        return node && keep(node) ? [node] : [];
+      });
+    const facts = found(refs.facts, isFact);
+    const threads = found(refs.threads, isThread);
+    const procedures = found(refs.procedures, (node) => node.kind === "procedural");
+    const episodes = (
+      await Promise.all(
+        refs.episodes.map(async (turn) => {
+          const node = byId.get(`episode.${turn}`);
+          const episode = node ? episodeOfNode(node) : null;
+          // `recent` before turn + 1, one of them: exactly that turn's episode, by one direct get.
+          return episode ?? (await this.episodes.recent(sessionId, turn + 1, 1))[0];
+        }),
+      )
+    ).filter((episode): episode is Episode => episode !== undefined && refs.episodes.includes(episode.turn_id));
+    const named = refs.episodes.length + refs.facts.length + refs.threads.length + refs.procedures.length;
+    const resolved = episodes.length + facts.length + threads.length + procedures.length;
+    return {
+      episodes,
+      user_facts: facts.map((node) => node.text),
+      open_threads: threads.map((node) => node.text),
+      procedures: procedures.map((node) => node.text),
+      refs: {
+        episodes: episodes.map((episode) => episode.turn_id),
+        facts: facts.map((node) => node.id),
+        threads: threads.map((node) => node.id),
+        procedures: procedures.map((node) => node.id),
+      },
+      unresolved: named - resolved,
     };
   }
 

@@ -15,6 +15,7 @@ import type { MemoryGraphArtifact } from "../../src/memory/graph/types.ts";
 import { replayTape } from "../../src/runtime/checkpoints/tape.ts";
 import { SessionStore } from "../../src/runtime/sessionStore.ts";
 import { runConclave } from "../helpers/cli.ts";
+import { retrievedOf } from "../helpers/memoryRefs.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { useConclaveProcesses } from "../helpers/processes.ts";
 
@@ -65,11 +66,10 @@ describe("conclave fork", () => {
 
     const next = await say("fork-new", "Tell me about my family.");
     expect(next[0]?.turn_id).toBe(2);
-    const retrieved = next.find((event) => event.kind === "MEMORY_RETRIEVED");
-    if (retrieved?.kind !== "MEMORY_RETRIEVED") throw new Error("no MEMORY_RETRIEVED");
-    expect(retrieved.payload.user_facts).toContain("has a sister called Ana");
-    expect(retrieved.payload.user_facts).not.toContain("loves jazz");
-    expect(retrieved.payload.episodes.map((episode) => episode.turn_id)).toEqual([1]);
+    const retrieved = await retrievedOf(await nats.connect("runner"), next);
+    expect(retrieved.user_facts).toContain("has a sister called Ana");
+    expect(retrieved.user_facts).not.toContain("loves jazz");
+    expect(retrieved.episodes.map((episode) => episode.turn_id)).toEqual([1]);
 
     // The fork's log begins with where it came from.
     const forkLog = await storedEvents("fork-new");

@@ -14,6 +14,7 @@ import type { EngineEvent } from "../../src/contracts/events.ts";
 import { openMemoryGraph } from "../../src/memory/graph/open.ts";
 import type { MemoryGraphArtifact } from "../../src/memory/graph/types.ts";
 import { runConclave } from "../helpers/cli.ts";
+import { retrievedOf } from "../helpers/memoryRefs.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { useConclaveProcesses } from "../helpers/processes.ts";
 
@@ -87,17 +88,15 @@ describe("a memory that learns", () => {
     await startAll(2);
 
     const sixth = await say(session, "I can't sleep after my night shift, and I still need to call the bank.");
-    const retrieved = sixth.find((event) => event.kind === "MEMORY_RETRIEVED");
-    expect(retrieved?.kind).toBe("MEMORY_RETRIEVED");
-    if (retrieved?.kind !== "MEMORY_RETRIEVED") return;
+    const retrieved = await retrievedOf(await nats.connect("runner"), sixth);
     // The work fact shares the message's topics (night shift → work): first; the rest by recency.
-    expect(retrieved.payload.user_facts).toEqual([
+    expect(retrieved.user_facts).toEqual([
       "works night shifts at the hospital",
       "lives in Lisbon",
       "loves jazz",
       "has a sister called Ana",
     ]);
-    expect(retrieved.payload.open_threads).toEqual(["reminder: call the bank tomorrow"]);
+    expect(retrieved.open_threads).toEqual(["reminder: call the bank tomorrow"]);
 
     // Search: what is about money (the bank) comes first: the thread and the two turns that spoke of it.
     const found = await client.memory.search(session, "bank", { limit: 3 });

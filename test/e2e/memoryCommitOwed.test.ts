@@ -10,6 +10,7 @@ import { streams, subjects } from "../../src/bus/subjects.ts";
 import type { ConclaveProcess } from "../../src/cli/childProcess.ts";
 import { type ConclaveClient, connect } from "../../src/client/index.ts";
 import type { EngineEvent } from "../../src/contracts/events.ts";
+import { retrievedOf } from "../helpers/memoryRefs.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { useConclaveProcesses } from "../helpers/processes.ts";
 
@@ -39,11 +40,8 @@ const completedOf = (events: EngineEvent[]) => {
   return completed.payload;
 };
 
-const retrievedOf = (events: EngineEvent[]) => {
-  const retrieved = events.find((event) => event.kind === "MEMORY_RETRIEVED");
-  if (retrieved?.kind !== "MEMORY_RETRIEVED") throw new Error("the turn retrieved no memory");
-  return retrieved.payload;
-};
+/** What the turn's MEMORY_RETRIEVED names, read back from the memory service (the log holds references). */
+const retrievedIn = async (events: EngineEvent[]) => retrievedOf(await nats.connect("runner"), events);
 
 /** Messages the episodes stream holds for the session's turn. */
 async function storedEpisodes(session: string, turnId: number): Promise<number> {
@@ -73,7 +71,7 @@ describe("a memory commit whose worker died", () => {
     memoryWorker = await processes.spawn("memory-2", ["worker", "--services", "memory"]);
     const back = await say(session, "What do you remember about me?");
     expect(completedOf(back).outcome.status).toBe("Complete");
-    const retrieved = retrievedOf(back);
+    const retrieved = await retrievedIn(back);
     expect(retrieved.user_facts).toContain("lives in Lisbon");
     const byTurn = [...retrieved.episodes].sort((a, b) => a.turn_id - b.turn_id);
     expect(byTurn.map((episode) => [episode.turn_id, episode.user_text])).toEqual([
@@ -90,7 +88,9 @@ describe("a memory commit whose worker died", () => {
     // Nothing is owed any more: the turn after commits at once, and its retrieval has every turn before it.
     const later = await say(session, "Thanks.");
     expect(completedOf(later).outcome.status).toBe("Complete");
-    expect(retrievedOf(later).episodes.map((episode) => episode.turn_id)).toEqual(expect.arrayContaining([1, 2, 3]));
+    expect((await retrievedIn(later)).episodes.map((episode) => episode.turn_id)).toEqual(
+      expect.arrayContaining([1, 2, 3]),
+    );
     expect(await storedEpisodes(session, 2)).toBe(1);
   });
 });

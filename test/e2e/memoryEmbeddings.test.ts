@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ConclaveClient, connect } from "../../src/client/index.ts";
 import type { EngineEvent } from "../../src/contracts/events.ts";
 import { openMemoryGraph } from "../../src/memory/graph/open.ts";
+import { retrievedOf } from "../helpers/memoryRefs.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { type OpenAIServer, scripted, startOpenAIServer } from "../helpers/openaiServer.ts";
 import { useConclaveProcesses } from "../helpers/processes.ts";
@@ -49,10 +50,9 @@ describe("a memory service with CONCLAVE_EMBEDDING_MODEL", () => {
     }
     const message = "My sister is coming over, what should we cook?";
     const fourth = await say(session, message);
-    const retrieved = fourth.find((event) => event.kind === "MEMORY_RETRIEVED");
-    if (retrieved?.kind !== "MEMORY_RETRIEVED") throw new Error("no MEMORY_RETRIEVED");
+    const retrieved = await retrievedOf(await nats.connect("runner"), fourth);
     // The turn about the sister first, though two turns came after it (their order: by similarity to the message).
-    const turns = retrieved.payload.episodes.map((episode) => episode.turn_id);
+    const turns = retrieved.episodes.map((episode) => episode.turn_id);
     expect(turns[0]).toBe(1);
     expect([...turns].sort()).toEqual([1, 2, 3]);
 
@@ -60,7 +60,7 @@ describe("a memory service with CONCLAVE_EMBEDDING_MODEL", () => {
     expect(new Set(model.embeddingRequests.map((request) => request.model))).toEqual(new Set(["embed-e2e"]));
     expect(inputs).toContainEqual([message]);
     // Turn 1's commit: its episode and its fact, in one call.
-    const reply = retrieved.payload.episodes[0]?.response;
+    const reply = retrieved.episodes[0]?.response;
     expect(inputs).toContainEqual([`I have a sister called Ana. → ${reply}`, "has a sister called Ana"]);
 
     const graph = await openMemoryGraph({ nc: await nats.connect("worker") });

@@ -15,6 +15,7 @@ import { type ConclaveClient, connect } from "../../src/client/index.ts";
 import type { EngineEvent } from "../../src/contracts/events.ts";
 import type { JsonObject } from "../../src/contracts/recipeRun.ts";
 import { eventStreamCount } from "../../src/eventlog/eventStreams.ts";
+import { retrievedOf } from "../helpers/memoryRefs.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { useConclaveProcesses } from "../helpers/processes.ts";
 import { turnLog } from "../helpers/turns.ts";
@@ -79,8 +80,7 @@ describe("a recipe run and the session's memory", () => {
     const events = await logOf(session, run.turnId);
     expect(events.map((event) => event.seq)).toEqual(events.map((_, index) => index));
     expect(count(events, "MEMORY_RETRIEVED")).toBe(1);
-    const retrieved = events.find((event) => event.kind === "MEMORY_RETRIEVED");
-    expect(retrieved?.kind === "MEMORY_RETRIEVED" && retrieved.payload.user_facts).toEqual(["lives in Lisbon"]);
+    expect((await retrievedOf(await nats.connect("runner"), events)).user_facts).toEqual(["lives in Lisbon"]);
     // Committed before the run's end, once.
     const kinds = events.map((event) => event.kind);
     expect(count(events, "MEMORY_COMMITTED")).toBe(1);

@@ -34,7 +34,8 @@ function countedServices(calls: string[]): TurnServices {
   return {
     ...local,
     retrieveMemory: (request, signal) => {
-      calls.push("memory");
+      // A takeover reading back the recorded references (by id, nothing ranked) is no retrieval: noted apart.
+      calls.push(request.resolve ? "memory_resolve" : "memory");
       return local.retrieveMemory(request, signal);
     },
     planWaves: (request, signal) => {
@@ -182,9 +183,14 @@ describe("a turn taken over after its last recorded step", () => {
     const resumed = await resume(stored);
     const recorded = recordedCalls(stored);
     expect(recorded.length).toBeGreaterThan(0);
+    // The recorded retrieval is stored by reference, without its text, and read back by them once: not retrieved again.
+    const retrieved = stored.find((event) => event.kind === "MEMORY_RETRIEVED");
+    expect(retrieved?.payload).toEqual({ refs: { episodes: [], facts: [], threads: [], procedures: [] } });
+    expect(resumed.calls.filter((call) => call === "memory_resolve")).toEqual(["memory_resolve"]);
+    const asked = resumed.calls.filter((call) => call !== "memory_resolve");
     // Nothing recorded is asked again; everything else is asked once.
-    expect(resumed.calls.filter((call) => recorded.includes(call))).toEqual([]);
-    expect([...recorded, ...resumed.calls].sort()).toEqual([...first.calls].sort());
+    expect(asked.filter((call) => recorded.includes(call))).toEqual([]);
+    expect([...recorded, ...asked].sort()).toEqual([...first.calls].sort());
     // The log reads as the uninterrupted turn's: the same events, each once, seq contiguous.
     expect(withoutStreams(resumed.log)).toEqual(withoutStreams(first.log));
     expect(resumed.log.map((event) => event.seq)).toEqual(resumed.log.map((_, index) => index));
@@ -203,7 +209,8 @@ describe("a turn taken over after its last recorded step", () => {
     const stored = first.log.slice(0, chunk + 1);
 
     const resumed = await resume(stored);
-    expect(resumed.calls[0]).toBe("voice:1"); // the cut rendering is made again, first
+    // The recorded retrieval is read back by reference; then the cut rendering is made again, first of the calls.
+    expect(resumed.calls.slice(0, 2)).toEqual(["memory_resolve", "voice:1"]);
     const starts = resumed.log.flatMap((event) =>
       event.kind === "STREAM_START" && event.payload.stream_id === "default" ? [event.payload] : [],
     );

@@ -117,10 +117,9 @@ describe("tenants", () => {
     const ack = await submitTurn(await asTenant("alice"), "plans", { text: "what about Friday?" });
     const events: EngineEvent[] = [];
     await watchTurn(await asTenant("alice"), ack, (event) => events.push(event), 30_000);
+    // The log notes the digest was given (by reference: its text stays in the ledgers).
     const retrieved = events.find((event) => event.kind === "MEMORY_RETRIEVED");
-    expect(retrieved?.kind === "MEMORY_RETRIEVED" && retrieved.payload.ledgers?.facts).toEqual([
-      "Alice flies on Friday",
-    ]);
+    expect(retrieved?.kind === "MEMORY_RETRIEVED" && retrieved.payload.ledgers).toBe(true);
     // Memory search: alice's session's episode, not bob's.
     const found = await alice.memory.search("plans", "Friday");
     expect(found.map((item) => item.kind)).toContain("episode");

@@ -10,6 +10,7 @@ export {
   type ProcedureData,
   procedureId,
   procedureNode,
+  procedureNodesOf,
   procedureOf,
   proceduresOf,
   proceduresSummary,

@@ -108,25 +108,30 @@ export function proceduresSummary(recorded: RecordedPatches | undefined): string
   return `; procedures applied ${count("applied")} noted ${count("noted")} failed ${count("failed")}`;
 }
 
-const inContext = new WeakMap<readonly MemoryNode[], string[]>();
+const inContext = new WeakMap<readonly MemoryNode[], readonly MemoryNode[]>();
 
 /**
- * The instructions a turn's context gets: of the procedural nodes whose last adapter result is
- * `applied`, the most recently taught first, at most {@link MAX_PROCEDURES_IN_CONTEXT}. Worked out
- * once per node array (a store hands back the same array until the session changes).
+ * The procedural nodes whose instructions a turn's context gets: those whose last adapter result
+ * is `applied`, the most recently taught first, at most {@link MAX_PROCEDURES_IN_CONTEXT}. Worked
+ * out once per node array (a store hands back the same array until the session changes).
  */
-export function proceduresOf(nodes: readonly MemoryNode[]): string[] {
-  let instructions = inContext.get(nodes);
-  if (!instructions) {
-    instructions = nodes
+export function procedureNodesOf(nodes: readonly MemoryNode[]): readonly MemoryNode[] {
+  let chosen = inContext.get(nodes);
+  if (!chosen) {
+    chosen = nodes
       .flatMap((node) => {
         const procedure = procedureOf(node);
         return procedure?.results.at(-1)?.status === "applied" ? [{ node, procedure }] : [];
       })
       .sort((a, b) => b.procedure.updated_turn - a.procedure.updated_turn || b.node.updated_at - a.node.updated_at)
       .slice(0, MAX_PROCEDURES_IN_CONTEXT)
-      .map(({ node }) => node.text);
-    inContext.set(nodes, instructions);
+      .map(({ node }) => node);
+    inContext.set(nodes, chosen);
   }
-  return [...instructions];
+  return chosen;
+}
+
+/** The instructions a turn's context gets (the text of {@link procedureNodesOf}'s nodes). */
+export function proceduresOf(nodes: readonly MemoryNode[]): string[] {
+  return procedureNodesOf(nodes).map((node) => node.text);
 }

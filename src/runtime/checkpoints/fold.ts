@@ -7,6 +7,7 @@
  */
 import type { EngineEvent } from "../../contracts/events.ts";
 import type { LedgerEvent } from "../../contracts/ledger.ts";
+import { retrievedCounts } from "../../contracts/memory.ts";
 import { emptyPriceTable } from "../../cost/prices.ts";
 import { type CostRow, type CostSummary, summarizeCost } from "../../cost/summary.ts";
 import { applyLedgerEvent } from "../../ledgers/fold.ts";
@@ -80,16 +81,9 @@ function foldMemory(memory: TapeMemory, turnId: number, events: readonly EngineE
   for (const event of events) {
     if (event.kind === "MEMORY_COMMITTED" && event.payload.stored && !next.committed_turns.includes(turnId))
       next = { ...next, committed_turns: [...next.committed_turns, turnId] };
+    // Counts only, of either shape: a checkpoint (and a fork's SESSION_FORKED) keeps no retrieved text.
     if (event.kind === "MEMORY_RETRIEVED")
-      next = {
-        ...next,
-        last_retrieved: {
-          turn_id: turnId,
-          user_facts: [...event.payload.user_facts],
-          open_threads: [...event.payload.open_threads],
-          episodes: event.payload.episodes.length,
-        },
-      };
+      next = { ...next, last_retrieved: { turn_id: turnId, ...retrievedCounts(event.payload) } };
   }
   return next;
 }

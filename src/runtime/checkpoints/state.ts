@@ -56,13 +56,20 @@ export const TapeCost: z.ZodType<CostSummary> = z.object({
 export const TapeMemory = z.object({
   /** Turns whose MEMORY_COMMITTED says the episode was stored, in turn order. */
   committed_turns: z.array(z.number().int().min(1)),
-  /** The last completed turn's MEMORY_RETRIEVED, in short (null before any). */
+  /**
+   * The last completed turn's MEMORY_RETRIEVED, in short: how many of each it gave, no text (the
+   * text lives only in the memory store). A checkpoint written before references also holds the
+   * facts' and threads' text (`user_facts`, `open_threads`): read, and not written again.
+   */
   last_retrieved: z
     .object({
       turn_id: z.number().int().min(0),
-      user_facts: z.array(z.string()),
-      open_threads: z.array(z.string()),
       episodes: z.number().int().min(0),
+      facts: z.number().int().min(0).optional(),
+      threads: z.number().int().min(0).optional(),
+      procedures: z.number().int().min(0).optional(),
+      user_facts: z.array(z.string()).optional(),
+      open_threads: z.array(z.string()).optional(),
     })
     .nullable(),
 });

@@ -9,7 +9,8 @@ import type { RecordedRunMemory } from "./runMemory.ts";
 /**
  * How a recipe run starts, with what its log holds of its memory steps
  * (MEMORY_RETRIEVED, MEMORY_COMMITTED): a run that goes on from its log
- * takes them from there, and does not retrieve or commit again.
+ * takes them from there, and does not retrieve or commit again (a retrieval
+ * recorded by reference is resolved: its records read by id, not ranked again).
  */
 export type RecipeRunStart = RecipeStart & { memory?: RecordedRunMemory };
 

@@ -10,7 +10,13 @@
  * takes them from there: it does not retrieve or commit again.
  * `policy.memory` switches either off.
  */
-import type { MemoryCommitReply, MemoryRetrieveReply } from "../../contracts/memory.ts";
+import {
+  isRetrievedRefs,
+  type MemoryCommitReply,
+  type MemoryRetrievedPayload,
+  type MemoryRetrieveReply,
+  retrievedRefs,
+} from "../../contracts/memory.ts";
 import type { JsonObject } from "../../contracts/recipeRun.ts";
 import type { TurnWarning } from "../../contracts/turn.ts";
 import type { TurnRecord } from "../../contracts/turnProtocol.ts";
@@ -27,7 +33,8 @@ const EPISODES_GIVEN = 3;
 
 /** What an earlier attempt of the run recorded of its memory steps (read from its log). */
 export interface RecordedRunMemory {
-  retrieved?: MemoryRetrieveReply;
+  /** Its MEMORY_RETRIEVED: references (resolved from the memory store), or an older log's text. */
+  retrieved?: MemoryRetrievedPayload;
   committed?: MemoryCommitReply;
 }
 
@@ -84,6 +91,22 @@ const warning = (stage: TurnWarning["stage"], error: unknown): TurnWarning => ({
 });
 
 /**
+ * The memory a run recorded, for the run that goes on from its log: an older log's text as it is;
+ * references resolved from the memory store (a read by id, not a retrieval: what is gone since is
+ * left out). A resolution that fails, or no memory service: the run goes on without its memory.
+ */
+async function recordedMemory(
+  recorded: MemoryRetrievedPayload | undefined,
+  request: { session_id: string; turn_id: number; user_message: string; limit: number },
+  retrieveMemory: RunMemoryServices["retrieveMemory"],
+  budget: () => AbortSignal,
+): Promise<MemoryRetrieveReply | undefined> {
+  if (!recorded || !isRetrievedRefs(recorded)) return recorded;
+  if (!retrieveMemory) return undefined;
+  return retrieveMemory({ ...request, resolve: recorded.refs }, budget()).catch(() => undefined);
+}
+
+/**
  * The memory of one run. Retrieval starts at once (it overlaps the run's
  * first steps: agent calls wait for it); its MEMORY_RETRIEVED (or the
  * STAGE_WARNING of its failure) is recorded when it answers and the run's
@@ -112,17 +135,18 @@ export function runMemory(options: {
     open = resolve;
   });
   const retrieveMemory = services.retrieveMemory;
+  const request = {
+    session_id: turn.session_id,
+    turn_id: turn.turn_id,
+    user_message: runInputText(options.inputs),
+    limit: EPISODES_GIVEN,
+  };
+  const budget = () => AbortSignal.any([signal, AbortSignal.timeout(RETRIEVE_BUDGET_MS)]);
   let retrieved: Promise<MemoryRetrieveReply | undefined> = Promise.resolve(
-    policy.retrieve ? recorded.retrieved : undefined,
+    policy.retrieve ? recordedMemory(recorded.retrieved, request, retrieveMemory, budget) : undefined,
   );
   if (policy.retrieve && !recorded.retrieved && retrieveMemory) {
-    const request = {
-      session_id: turn.session_id,
-      turn_id: turn.turn_id,
-      user_message: runInputText(options.inputs),
-      limit: EPISODES_GIVEN,
-    };
-    const asked = retrieveMemory(request, AbortSignal.any([signal, AbortSignal.timeout(RETRIEVE_BUDGET_MS)])).then(
+    const asked = retrieveMemory(request, budget()).then(
       (reply) => ({ reply }),
       (error: unknown) => ({ error }),
     );
@@ -133,7 +157,7 @@ export function runMemory(options: {
         record({ kind: "STAGE_WARNING", payload: warning("context", settled.error) });
         return undefined;
       }
-      record({ kind: "MEMORY_RETRIEVED", payload: settled.reply });
+      record({ kind: "MEMORY_RETRIEVED", payload: retrievedRefs(settled.reply) });
       return settled.reply;
     });
   }

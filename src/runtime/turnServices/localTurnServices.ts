@@ -50,11 +50,13 @@ export function localTurnServices(
     screen: passThroughScreen,
     callAgent,
     deliberate: (input, signal) => deliberateRound(input, callAgent, signal),
-    retrieveMemory: async ({ session_id, limit }) => ({
-      episodes: (episodes.get(session_id) ?? []).slice(-limit),
-      user_facts: [],
-      open_threads: [],
-    }),
+    retrieveMemory: async ({ session_id, limit, resolve }) => {
+      const kept = episodes.get(session_id) ?? [];
+      // A resolution reads the episodes its references name (those still kept); a retrieval, the last few.
+      const given = resolve ? kept.filter((episode) => resolve.episodes.includes(episode.turn_id)) : kept.slice(-limit);
+      const refs = { episodes: given.map((episode) => episode.turn_id), facts: [], threads: [], procedures: [] };
+      return { episodes: given, user_facts: [], open_threads: [], refs };
+    },
     planWaves: async (request) => {
       const { cooldowns: next, ...plan } = planWaves(manifests, {
         sensors: request.sensors,

@@ -1,6 +1,7 @@
 /**
  * A taken-over pipeline turn repeats nothing: the steps an earlier attempt
- * recorded in the turn's event log (memory retrieval, the schedule, each
+ * recorded in the turn's event log (memory retrieval, by reference: its
+ * records are read by id from the memory store, not ranked again; the schedule, each
  * agent's answer, each deliberation round, the council's decision, each
  * rendering of the voice, each critics' verdict, the memory commit) are
  * answered from the log, not asked again, and their events are not
@@ -19,7 +20,7 @@ import type { CouncilDecision, CouncilReply, SafetyCouncilReply, VoiceReply } fr
 import type { CriticsVerdict } from "../../contracts/critic.ts";
 import { ErrorCode } from "../../contracts/errors.ts";
 import type { EngineEvent, EventKind, EventPayload } from "../../contracts/events.ts";
-import type { MemoryCommitReply, MemoryRetrieveReply } from "../../contracts/memory.ts";
+import { isRetrievedRefs, type MemoryCommitReply, type MemoryRetrievedPayload } from "../../contracts/memory.ts";
 import type { PlanWavesReply } from "../../contracts/scheduler.ts";
 import type { DeliberateInput, DeliberateOutput, TurnRecord } from "../../contracts/turnProtocol.ts";
 import { ConclaveError } from "../../errors.ts";
@@ -147,7 +148,8 @@ export class RecordedSteps {
     return found?.payload as Payload<K> | undefined;
   }
 
-  memory(): MemoryRetrieveReply | undefined {
+  /** The recorded retrieval: its references (resolved by the interceptor), or an older log's text. */
+  memory(): MemoryRetrievedPayload | undefined {
     return this.#last("MEMORY_RETRIEVED");
   }
 
@@ -302,6 +304,9 @@ export function recordedStepsInterceptor(
     retrieveMemory: async (input, next) => {
       const { request } = input;
       const recorded = stepsOf(request.session_id, request.turn_id)?.memory();
+      // References are resolved: a read of the records they name, as stored now (not a retrieval).
+      if (recorded && isRetrievedRefs(recorded))
+        return next({ ...input, request: { ...request, resolve: recorded.refs } });
       if (recorded) return recorded;
       await live("memory", request);
       return next(input);
