@@ -1,3 +1,5 @@
+import { type DurabilityPlan, durabilityPlan } from "./durabilityPlan.ts";
+
 /**
  * How long and how hard the bench runs. `BENCH_QUICK=1` shrinks every phase
  * (for trying the bench out; its numbers are noisier and it says so in the report).
@@ -24,6 +26,8 @@ export interface BenchPlan {
   busyDay: BusyDayPlan;
   /** "Under load" (issue 42): the burst, the soak and the takeover under load (bench/underLoad.ts). */
   underLoad: UnderLoadPlan;
+  /** The durability section (issue 37): one long session's storage and the takeovers (bench/durability.ts). */
+  durability: DurabilityPlan;
   /** The user messages, round-robin: each runs all nine stages (two waves, the council speaks). */
   texts: string[];
 }
@@ -113,6 +117,7 @@ export function benchPlan(env = process.env): BenchPlan {
   return {
     busyDay: busyDayPlan(quick, env),
     underLoad: underLoadPlan(quick, env),
+    durability: durabilityPlan(quick, env),
     quick,
     levels: [1, 10, 100],
     warmupTurns: quick ? 100 : 400,

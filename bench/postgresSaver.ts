@@ -38,6 +38,8 @@ export interface PostgresSaverSetup {
 /** A PostgreSQL the bench started for LangGraph.js + PostgresSaver. */
 export interface BenchPostgres {
   setup: PostgresSaverSetup;
+  /** Its connection URL (e.g. to read the savers' table sizes: bench/durability.ts). */
+  url: string;
   /** A new pipeline with its own saver (and pool) on this server; `close()` ends the pool. */
   pipeline(services: TurnServices, start: { modulators: Modulators; stance: Stance }): Promise<InProcessPipeline>;
   stop(): Promise<void>;
@@ -72,6 +74,7 @@ export async function startBenchPostgres(): Promise<BenchPostgres | { setup: Pos
   progress(`PostgreSQL ${setup.version} on port ${server.port} (postmaster ${server.postmasterPid()})`);
   return {
     setup,
+    url: server.url,
     pipeline: async (services, start) => {
       // What `PostgresSaver.fromConnString` builds (a default pool), plus an error listener: pool.end() does not
       // wait for its connections to close, and a server stopping right after must not crash the bench.

@@ -15,6 +15,8 @@ import { runBusyDay } from "./busyDay.ts";
 import { renderBusyDay } from "./busyDayReport.ts";
 import { runClusterScaling } from "./clusterScaling.ts";
 import { clusterScalingFromFile, renderClusterScaling, spliceClusterSection } from "./clusterScalingReport.ts";
+import { durabilityOnly, runDurability } from "./durability.ts";
+import { DURABILITY_MARKERS, type DurabilityRun, durabilityTargets, renderDurability } from "./durabilityReport.ts";
 import { describeEnvironment } from "./environment.ts";
 import { type InProcessPipeline, type InProcessResult, runInProcess } from "./inprocess.ts";
 import { langGraphPipeline } from "./langgraph.ts";
@@ -51,6 +53,10 @@ const USAGE = `npm run bench [-- --render | --only busy-day | --only under-load 
               sessions, a soak, takeovers with turns in flight): prints their section and targets on
               stdout, results to a temporary file; a full-size run (not BENCH_QUICK) also replaces
               its own section of docs/BENCHMARKS.md (the rest is left alone)
+  --only durability (or BENCH_ONLY=durability) runs only the durability section (issue 37: bytes per
+              turn of one long session, its storage against PostgresSaver's, takeovers on one server and
+              on three nodes): prints its section and targets, results to a temporary file; a full-size
+              run (not BENCH_QUICK) also replaces its own section of docs/BENCHMARKS.md
   --only tracing    (or BENCH_ONLY=tracing) runs only the tracing-cost phase (two deployments, tracing
               off and on, c=1): prints its section and targets on stdout, results to a temporary file
   --cluster   runs only the cluster scaling phase (a three-node cluster, R3: 1, 2, 4 runners and
@@ -74,6 +80,8 @@ const USAGE = `npm run bench [-- --render | --only busy-day | --only under-load 
   BENCH_BURST_RUNS=N     bursts, each on a fresh deployment (default 3)
   BENCH_SOAK_TURNS=N     turns of the soak (default 20000), from BENCH_SOAK_CLIENTS sessions (default 50)
   BENCH_LOAD_KILLS=N     runners killed with turns in flight (default 5; BENCH_LOAD_IN_FLIGHT, default 100)
+  BENCH_DURABILITY_TURNS=N  turns of the durability section's one session (default 500, quick 50)
+  BENCH_DURABILITY_KILLS=N  runners killed on each deployment of the durability section (default 10, quick 3)
   BENCH_CLUSTER_TURNS=N  measured turns per point of --cluster (default 200; e.g. 20 for a smoke run)
   BENCH_CLUSTER_SESSIONS=N  concurrent sessions of --cluster (default 8)
   BENCH_SCALE_TURNS=N    measured turns per slice per point of --scale (default 100; e.g. 20 for a smoke run)
@@ -153,7 +161,7 @@ async function runInProcessPipelines(
  * Every target of a run, judged on its results: the fast path's, then the busy day's. `--render`
  * judges again, so an older results file shows the current targets ("not measured" where it lacks a figure).
  */
-function judgeAll(results: Omit<BenchResults, "targets"> & { targets?: Target[] }): Target[] {
+function judgeAll(results: Omit<Results, "targets"> & { targets?: Target[] }): Target[] {
   const main = results.conclave[0]!;
   const inProcess = results.inProcess.find((s) => s.scenario === main.scenario)?.pipelines ?? [];
   const busyDay =
@@ -163,8 +171,12 @@ function judgeAll(results: Omit<BenchResults, "targets"> & { targets?: Target[] 
     ...judgeTargets(main, inProcess, { postgresSaver: results.postgresSaver, tracing: results.tracing }),
     ...busyDay,
     ...underLoad,
+    ...(results.durability ? durabilityTargets(results.durability) : []),
   ];
 }
+
+/** A run's results with the durability section's (issue 37), rendered apart from report.ts. */
+type Results = BenchResults & { durability?: DurabilityRun };
 
 /** The tracing phase; a failure is reported, not fatal. */
 async function tracingPhase(plan: BenchPlan, tag: string): Promise<TracingCostRun | { error: string }> {
@@ -227,8 +239,10 @@ async function main(): Promise<void> {
   const memoryRetrieval = await runMemoryRetrieval(plan);
   const busyDay = await runBusyDay(plan, tag);
   const underLoad = await runUnderLoad(plan, tag);
+  const durability = await runDurability(plan, tag);
   const main = conclave[0]!;
   const measured = {
+    durability,
     latencyHiding,
     memoryRetrieval,
     busyDay,
@@ -245,7 +259,7 @@ async function main(): Promise<void> {
     ...(postgresSaver ? { postgresSaver } : {}),
     tracing,
   };
-  const results: BenchResults = { ...measured, targets: judgeAll(measured) };
+  const results: Results = { ...measured, targets: judgeAll(measured) };
   mkdirSync(DOCS, { recursive: true });
   writeFileSync(RESULTS_JSON, `${JSON.stringify(results, null, 2)}\n`);
   writeReports(results);
@@ -255,13 +269,14 @@ async function main(): Promise<void> {
 }
 
 /** The committed outputs of a run: the report and its summary. */
-function writeReports(results: BenchResults): void {
+function writeReports(results: Results): void {
   writeFileSync(join(DOCS, "BENCHMARKS.md"), renderReport(results));
   // The cluster scaling phase runs apart (--cluster): its last section is kept.
   const cluster = clusterScalingFromFile(CLUSTER_JSON);
   if (cluster) spliceClusterSection(join(DOCS, "BENCHMARKS.md"), cluster);
   const scale = scaleFromFile(SCALE_JSON);
   if (scale) spliceScaleSection(join(DOCS, "BENCHMARKS.md"), scale);
+  spliceSection(join(DOCS, "BENCHMARKS.md"), renderDurability(results.durability), ...DURABILITY_MARKERS);
   writeFileSync(join(DOCS, "benchmarks-summary.json"), benchSummaryJson(results));
 }
 
@@ -369,7 +384,7 @@ async function scaleOnly(): Promise<void> {
  */
 function renderOnly(): void {
   if (!existsSync(RESULTS_JSON)) throw new Error("no docs/benchmarks.json to render: run `npm run bench` first");
-  const results = JSON.parse(readFileSync(RESULTS_JSON, "utf8")) as BenchResults;
+  const results = JSON.parse(readFileSync(RESULTS_JSON, "utf8")) as Results;
   writeReports({ ...results, targets: judgeAll(results) });
   progress("docs/BENCHMARKS.md and docs/benchmarks-summary.json rendered from docs/benchmarks.json");
 }
@@ -388,8 +403,9 @@ try {
   else if (onlyPhase() === "busy-day") await busyDayOnly();
   else if (onlyPhase() === "under-load") await underLoadOnly();
   else if (onlyPhase() === "tracing") await tracingOnly();
+  else if (onlyPhase() === "durability") await durabilityOnly(benchPlan(), join(DOCS, "BENCHMARKS.md"));
   else if (onlyPhase() !== undefined)
-    throw new Error(`unknown --only ${onlyPhase()}: the phases are busy-day, under-load and tracing`);
+    throw new Error(`unknown --only ${onlyPhase()}: the phases are busy-day, under-load, tracing and durability`);
   else await main();
   process.exit(0);
 } catch (error) {

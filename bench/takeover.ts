@@ -12,7 +12,7 @@ import { SIMULATED_MODEL_MS, startSimulatedModelCluster } from "./simulatedModel
 import { round, type Summary, summarize } from "./stats.ts";
 
 /** The event after which the runner is killed: wave 0's agents have answered (recorded), wave 1 is next. */
-const KILL_AFTER = "WAVE_COMPLETED";
+export const KILL_AFTER = "WAVE_COMPLETED";
 
 export interface TakeoverKill {
   session: string;
@@ -55,11 +55,12 @@ export async function kill(victim: ConclaveProcess): Promise<void> {
 
 /**
  * One turn, its runner SIGKILLed once KILL_AFTER is stored: times from the
- * kill to TURN_RESUMED and TURN_COMPLETED as the client sees them.
+ * kill to TURN_RESUMED and TURN_COMPLETED as the client sees them. `cluster`
+ * holds the runners that may own it (also a three-node deployment's: bench/durabilityTakeover.ts).
  */
-async function killedTurn(
+export async function killedTurn(
   nc: NatsConnection,
-  cluster: BenchCluster,
+  cluster: Pick<BenchCluster, "processes">,
   statuses: TurnStatusStore,
   session: string,
   text: string,

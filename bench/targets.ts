@@ -133,6 +133,18 @@ export const FAST_PATH_GOALS = {
   tracingOnAddedPct: 10,
 } as const;
 
+/** The goals of issue 37 ("The cheap turn"), item 6: the durability section (judged in bench/durabilityReport.ts). */
+export const DURABILITY_GOALS = {
+  /** Bytes persisted per turn, largest ÷ smallest between checkpoints from turn 10 to the last: within 10%. */
+  bytesPerTurnFlatness: 1.1,
+  /** Conclave's storage after the session's turns ÷ LangGraph.js + PostgresSaver's tables after the same. */
+  storageVsPostgresSaver: 0.1,
+  /** SIGKILL of a runner mid-turn → TURN_RESUMED, p95, ms (one server and three nodes). */
+  takeoverP95Ms: 2_000,
+  /** Model tokens spent again on calls the log already recorded. */
+  tokensRespent: 0,
+} as const;
+
 /** What the fast-path targets are judged on besides the main deployment and the in-process pipelines. */
 export interface TargetInputs {
   /** The PostgreSQL behind LangGraph.js + PostgresSaver, or why there was none (absent in older runs). */
