@@ -12,6 +12,12 @@ import { type LogLineListener, spawnLogged } from "./loggedProcess.ts";
 
 const HOOKS = pathToFileURL(join(import.meta.dirname, "processHooks.mjs")).href;
 
+/** `env` with the bench hooks preloaded (bench/processHooks.mjs): the process then answers {@link controlProcess}. */
+export const withBenchHooks = (env: NodeJS.ProcessEnv): NodeJS.ProcessEnv => ({
+  ...env,
+  NODE_OPTIONS: [env.NODE_OPTIONS, `--import=${HOOKS}`].filter(Boolean).join(" "),
+});
+
 export interface BenchProcess {
   name: string;
   pid: number;
@@ -75,6 +81,30 @@ function benchConfig(password: string): { path: string; remove: () => void } {
   return { path, remove: () => rmSync(directory, { recursive: true, force: true }) };
 }
 
+/** Asks a process's bench hooks (see {@link withBenchHooks}) to do something and waits for the answer. */
+export function controlProcess(
+  target: ConclaveProcess,
+  message: Record<string, unknown>,
+  timeoutMs = 30_000,
+): Promise<HookReply> {
+  return new Promise<HookReply>((resolve, reject) => {
+    const id = ++nextId;
+    const timer = setTimeout(() => {
+      target.child.off("message", onMessage);
+      reject(new Error(`${target.name} did not answer ${String(message.bench)} within ${timeoutMs} ms`));
+    }, timeoutMs);
+    const onMessage = (reply: { bench?: string; id?: number } & HookReply) => {
+      if (reply?.bench !== "reply" || reply.id !== id) return;
+      clearTimeout(timer);
+      target.child.off("message", onMessage);
+      if (reply.error) reject(new Error(`${target.name}: ${reply.error}`));
+      else resolve(reply);
+    };
+    target.child.on("message", onMessage);
+    target.child.send({ ...message, id });
+  });
+}
+
 export async function startBenchCluster(options: ClusterOptions = {}): Promise<BenchCluster> {
   const password = randomBytes(12).toString("hex");
   const config = benchConfig(password);
@@ -82,13 +112,7 @@ export async function startBenchCluster(options: ClusterOptions = {}): Promise<B
   // Should the bench itself crash, the server must not outlive it.
   const killServer = () => server.process.kill("SIGKILL");
   process.once("exit", killServer);
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    ...options.env,
-    CONCLAVE_NATS_URL: server.url,
-    CONCLAVE_LOG: "quiet",
-    NODE_OPTIONS: [process.env.NODE_OPTIONS, `--import=${HOOKS}`].filter(Boolean).join(" "),
-  };
+  const env = withBenchHooks({ ...process.env, ...options.env, CONCLAVE_NATS_URL: server.url, CONCLAVE_LOG: "quiet" });
   const envOf = (name: string) => (options.processEnv ? { ...env, ...options.processEnv(name) } : env);
   const start = (name: string, args: string[]) =>
     options.onLogLine
@@ -109,23 +133,7 @@ export async function startBenchCluster(options: ClusterOptions = {}): Promise<B
   }
   const runner = processes.find((p) => p.name === "runner");
   if (!runner) throw new Error("the layout has no runner");
-  const control: BenchCluster["control"] = (target, message, timeoutMs = 30_000) =>
-    new Promise<HookReply>((resolve, reject) => {
-      const id = ++nextId;
-      const timer = setTimeout(() => {
-        target.child.off("message", onMessage);
-        reject(new Error(`${target.name} did not answer ${String(message.bench)} within ${timeoutMs} ms`));
-      }, timeoutMs);
-      const onMessage = (reply: { bench?: string; id?: number } & HookReply) => {
-        if (reply?.bench !== "reply" || reply.id !== id) return;
-        clearTimeout(timer);
-        target.child.off("message", onMessage);
-        if (reply.error) reject(new Error(`${target.name}: ${reply.error}`));
-        else resolve(reply);
-      };
-      target.child.on("message", onMessage);
-      target.child.send({ ...message, id });
-    });
+  const control = controlProcess;
   // NTP-style over IPC: the sample with the shortest round trip bounds the error by half of it.
   const clockOffset = async (target: ConclaveProcess) => {
     let best = { rtt: Number.POSITIVE_INFINITY, offset: 0 };

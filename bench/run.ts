@@ -89,6 +89,8 @@ const USAGE = `npm run bench [-- --render | --only busy-day | --only under-load 
   BENCH_SCALE_QUOTA=C    cores of each runner-and-workers slice (default 0.5; NATS: BENCH_SCALE_NATS_QUOTA, 1)
   BENCH_SCALE_SERIES=L   series of --scale, nodes:streams (NATS nodes, event streams S; default 1:1,3:1,5:1,5:5)
   BENCH_SCALE_PHASES=L   phases of --scale to run, of series,unsliced,join (default all; e.g. join for a smoke run)
+  BENCH_SCALE_PROFILE=1  CPU-profile --scale's runners and workers over each measured window: self time per
+                         turn by function and origin, printed and kept in the JSON (a smoke run: the profiler costs CPU)
 `;
 
 const DOCS = join(REPO_ROOT, "docs");

@@ -23,7 +23,7 @@ export interface ScalePlan {
   series: SeriesShape[];
   /** The phases to run, in this order (BENCH_SCALE_PHASES, e.g. "join"); absent in runs made before it. */
   phases: ScalePhase[];
-  /** Fewer turns than the default, or only some phases: a smoke run, whose numbers are not written to docs/. */
+  /** Fewer turns than the default, only some phases, or profiled: a smoke run, whose numbers are not written to docs/. */
   smoke: boolean;
 }
 
@@ -92,6 +92,8 @@ export function scalePlan(env: NodeJS.ProcessEnv = process.env): ScalePlan {
     slices: [1, 2, 4],
     series,
     phases,
-    smoke: turnsPerSlice < DEFAULT_SCALE_TURNS || phases.length < SCALE_PHASES.length,
+    // A profiled run (BENCH_SCALE_PROFILE=1) pays the profiler's CPU: its figures are not the targets'.
+    smoke:
+      turnsPerSlice < DEFAULT_SCALE_TURNS || phases.length < SCALE_PHASES.length || env.BENCH_SCALE_PROFILE === "1",
   };
 }

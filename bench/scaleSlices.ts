@@ -24,6 +24,7 @@ import { startNatsCluster } from "../src/nats/cluster.ts";
 import { startNatsServer } from "../src/nats/server.ts";
 import { netnsSupport, startNetnsCluster } from "../test/helpers/netns.ts";
 import { type CgroupSupport, type CpuSlice, CpuSlices, cgroupSupport } from "./cgroups.ts";
+import { withBenchHooks } from "./cluster.ts";
 import { type CpuPerTurn, perTurnOf, RUNNER_ARGS, WORKER_ARGS } from "./clusterScaling.ts";
 import { type CpuUse, conclaveTurn, cpuUseSince } from "./conclave.ts";
 import { describeEnvironment } from "./environment.ts";
@@ -33,6 +34,7 @@ import { cpuTimeMs, machineBusyMs } from "./procfs.ts";
 import { progress } from "./progress.ts";
 import { type JoinResult, runJoin } from "./scaleJoin.ts";
 import { type ScalePlan, type SeriesShape, scalePlan, UNSLICED_EVENT_STREAMS } from "./scalePlan.ts";
+import { type PointProfile, scaleProfileDirectory, startProfiles, stopProfiles } from "./scaleProfile.ts";
 import { round, type Summary } from "./stats.ts";
 
 /** One measured point. */
@@ -60,6 +62,8 @@ export interface ScalePoint {
   cores: number;
   /** CPU used meanwhile by other processes, in cores. */
   backgroundCores: number;
+  /** Where the runners' and workers' CPU went, per turn (`BENCH_SCALE_PROFILE=1`). */
+  profile?: PointProfile;
 }
 
 export interface ScaleSeries {
@@ -133,6 +137,8 @@ export class Machines {
     private readonly nats: Nats,
     private readonly replicas: 1 | 3,
     private readonly eventStreams: number,
+    /** Where CPU profiles go (`BENCH_SCALE_PROFILE=1`): the processes start with the bench hooks. */
+    readonly profileDirectory: string | null = scaleProfileDirectory(),
   ) {}
 
   /** Spawns `runners` runners and `workers` workers, in `slice` when given; resolves once all serve. */
@@ -148,7 +154,8 @@ export class Machines {
       };
       for (let attempt = 1; ; attempt++) {
         // A slice of half a core starts a TypeScript process slowly: more than the default 20 s to be ready.
-        const child = spawnConclave(name, args, { ...env, CONCLAVE_LOG: "quiet" }, 120_000);
+        const quiet = { ...env, CONCLAVE_LOG: "quiet" };
+        const child = spawnConclave(name, args, this.profileDirectory ? withBenchHooks(quiet) : quiet, 120_000);
         if (slice && child.child.pid !== undefined) slice.add(child.child.pid);
         this.processes.push(child);
         try {
@@ -209,13 +216,18 @@ async function measure(
   const before = pids.map(({ pid }) => cpuTimeMs(pid));
   const machineBefore = machineBusyMs();
   const throttledBefore = machines.throttledMs();
+  const directory = machines.profileDirectory;
+  const profiled = directory ? await startProfiles(machines.processes) : [];
   const result = await closedLoop({
     sessions,
     turnsPerSession: Math.ceil(plan.turnsPerSlice / plan.sessionsPerSlice),
     runTurn: (session, index) => turn(session, index + 1),
   });
+
   const cpu = cpuUseSince(pids, before, result);
   const ours = cpu.reduce((total, use) => total + use.cpuMs, 0);
+  const perTurn = perTurnOf(cpu);
+  const profile = directory ? await stopProfiles(profiled, directory, prefix, perTurn) : undefined;
   const point: ScalePoint = {
     ...shape,
     sessions,
@@ -225,11 +237,12 @@ async function measure(
     turnsPerSec: result.turnsPerSec,
     latency: result.latency,
     cpu,
-    perTurn: perTurnOf(cpu),
+    perTurn,
     natsNodePerTurn: cpu.filter((use) => use.process.startsWith("nats-server-")).map((use) => use.perTurnMs),
     throttledMs: round(machines.throttledMs() - throttledBefore, 0),
     cores: round(ours / result.elapsedMs, 2),
     backgroundCores: round(Math.max(0, machineBusyMs() - machineBefore - ours) / result.elapsedMs, 2),
+    ...(profile ? { profile } : {}),
   };
   const what = shape.slices > 0 ? `${shape.slices} slice(s)` : `unsliced ${shape.runners} runner(s)`;
   progress(
