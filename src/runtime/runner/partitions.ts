@@ -20,8 +20,10 @@ import { partitionsOf } from "./partitionAssignment.ts";
 /** How many WAL entries one partition's pull asks for at once. */
 const PARTITION_BATCH = 128;
 
-/** How often a runner looks for sessions to hand over (of partitions it lost) whose turns here have ended. */
+/** How often a runner looks for sessions to hand over (of partitions it lost) whose turns here have ended, while some are left. */
 const HAND_OVER_EVERY_MS = 100;
+/** How often it looks when none was left at the last look (a safety net: partitions move only when runners do). */
+const HAND_OVER_IDLE_EVERY_MS = 5_000;
 
 /** Who lives, and what this runner owns (`SessionLeases`). */
 export interface Membership {
@@ -64,14 +66,22 @@ export class PartitionOwnership {
    * hands over (every HAND_OVER_EVERY_MS, and at each change) the sessions of partitions gone elsewhere.
    */
   async start(membership: Membership): Promise<void> {
+    /** Offers each session of a partition gone elsewhere; looks again soon while some are left, rarely when none. */
     const handOver = () => {
+      clearTimeout(this.#handOverTimer);
+      if (this.#closed) return;
+      let left = 0;
       for (const sessionId of membership.ownedSessions())
-        if (!this.ownsSession(sessionId)) this.#deps.handOver(sessionId);
+        if (!this.ownsSession(sessionId)) {
+          this.#deps.handOver(sessionId);
+          left += 1;
+        }
+      this.#handOverTimer = setTimeout(handOver, left > 0 ? HAND_OVER_EVERY_MS : HAND_OVER_IDLE_EVERY_MS);
+      this.#handOverTimer.unref();
     };
     membership.whenMembersChanged(() => void this.follow(membership.members()).then(handOver));
-    this.#handOverTimer = setInterval(handOver, HAND_OVER_EVERY_MS);
-    this.#handOverTimer.unref();
     await this.follow(membership.members());
+    handOver();
   }
 
   /** The WAL's partition count. */
@@ -160,7 +170,7 @@ export class PartitionOwnership {
   /** Stops pulling every partition. */
   async close(): Promise<void> {
     this.#closed = true;
-    clearInterval(this.#handOverTimer);
+    clearTimeout(this.#handOverTimer);
     await this.#changing.catch(() => {});
     const pulling = [...this.#pulling.values()];
     this.#pulling.clear();
