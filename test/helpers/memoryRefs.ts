@@ -4,6 +4,7 @@
  * taken-over turn does, from the memory service (a read by id, nothing ranked).
  */
 import type { NatsConnection } from "@nats-io/nats-core";
+import { RemoteCallError } from "../../src/bus/errors.ts";
 import { requestJson } from "../../src/bus/request.ts";
 import { subjects } from "../../src/bus/subjects.ts";
 import type { EngineEvent } from "../../src/contracts/events.ts";
@@ -24,5 +25,13 @@ export async function retrievedOf(nc: NatsConnection, events: readonly EngineEve
     limit: 0,
     resolve: event.payload.refs,
   };
-  return requestJson(nc, subjects.memoryRetrieve, request, MemoryRetrieveReply, { timeoutMs: 10_000 });
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await requestJson(nc, subjects.memoryRetrieve, request, MemoryRetrieveReply, { timeoutMs: 10_000 });
+    } catch (error) {
+      // The end of the turn just watched reaches the worker a moment after its last event, and stops the
+      // calls of that turn open then: this one, if it was. Asked again, it is not open when the end arrives.
+      if (!(error instanceof RemoteCallError && error.code === "cancelled") || attempt === 3) throw error;
+    }
+  }
 }

@@ -5,20 +5,14 @@
  * expiry exits 0. A real nats-server; every wait polls the store until the
  * entry is gone (the stores' own clocks), bounded.
  */
-import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { beforeAll, describe, expect, it } from "vitest";
-import { isStreamNotFound } from "../../src/bus/errors.ts";
-import { buckets, eventStreamOf, streams, subjects } from "../../src/bus/subjects.ts";
 import { type ConclaveClient, connect } from "../../src/client/index.ts";
-import { nextMessage } from "../../src/eventlog/eraseSecure.ts";
-import { eventStreamCount } from "../../src/eventlog/eventStreams.ts";
-import { readEvents } from "../../src/eventlog/reader.ts";
 import { runConclave } from "../helpers/cli.ts";
 import { useNatsServer } from "../helpers/nats.ts";
+import { reachable } from "../helpers/reachable.ts";
 import { useInProcessStack } from "../helpers/stack.ts";
 import { until } from "../helpers/wait.ts";
-import { walSubject } from "../helpers/wal.ts";
 
 const AGE_MS = 20_000;
 const nats = useNatsServer();
@@ -48,50 +42,8 @@ beforeAll(async () => {
 const SESSION = "retention-canaries";
 /** One canary per turn: a word that occurs nowhere else. */
 const canary = (turn: number) => `zqcanary${turn}x`;
-const decoder = new TextDecoder();
-
-/** Every stored message of `stream` on `filter` that holds `text` (case-insensitive): where it is. */
-async function storedCopies(stream: string, filter: string, text: string): Promise<string[]> {
-  const jsm = await jetstreamManager(inspector);
-  const found: string[] = [];
-  for (let seq = 1; ; ) {
-    const msg = await nextMessage(jsm, stream, filter, seq).catch((error: unknown) => {
-      if (isStreamNotFound(error)) return null;
-      throw error;
-    });
-    if (!msg || msg.seq < seq) return found;
-    const stored = decoder.decode(msg.data);
-    if (`${msg.subject} ${stored}`.toLowerCase().includes(text) && !stored.includes('"kind":"MEMORY_RETRIEVED"'))
-      found.push(`${stream} ${msg.subject}`);
-    seq = msg.seq + 1;
-  }
-}
-
-/** Where `text` can still be reached: the session's events, memory search, and every store of its content. */
-async function reachable(text: string): Promise<string[]> {
-  const [js, jsm] = [jetstream(observer), await jetstreamManager(observer)];
-  // Not yet (issue 41, retention item 3): a later turn's MEMORY_RETRIEVED embeds the older turns' text it
-  // retrieved, and lives as long as that later turn. Its copies are left out here until retrieval references
-  // older content instead; the stream scan below leaves them out for the same reason.
-  const events = (await readEvents(js, jsm, SESSION)).filter(
-    (event) => event.kind !== "MEMORY_RETRIEVED" && JSON.stringify(event).toLowerCase().includes(text),
-  );
-  const searched = await client.memory.search(SESSION, text, { limit: 100 }).catch(() => []);
-  const count = await eventStreamCount(inspector);
-  const stores = await Promise.all([
-    storedCopies(eventStreamOf(SESSION, count), subjects.sessionLog(SESSION, count), text),
-    storedCopies(streams.memory, subjects.memoryEpisode(SESSION, 0).replace(/\.0$/, ".*"), text),
-    storedCopies(streams.turns, walSubject(SESSION), text),
-    ...[buckets.turns, buckets.sessions, buckets.memoryGraph, buckets.ledgers, "conclave_blackboards"].map((bucket) =>
-      storedCopies(`KV_${bucket}`, `$KV.${bucket}.>`, text),
-    ),
-  ]);
-  return [
-    ...events.map((event) => `event ${event.kind}`),
-    ...searched.filter((item) => item.text.toLowerCase().includes(text)).map((item) => `search ${item.kind}`),
-    ...stores.flat(),
-  ];
-}
+/** Where `text` can still be reached: the session's events (MEMORY_RETRIEVED included), memory search, every store. */
+const reachableIn = (text: string) => reachable({ client, observer, inspector }, SESSION, text);
 
 describe("retention that expires content", () => {
   it("a turn trimmed by count leaves nothing reachable; what ages out goes too, and replay still exits 0", async () => {
@@ -102,18 +54,18 @@ describe("retention that expires content", () => {
     await client.truth.upsertFact(SESSION, { statement: `The office is in ${canary(9)}` });
 
     // Turn 1 fell out of the window when turn 3 ended: its events, episode, status, graph entries and copies go.
-    await until(async () => (await reachable(canary(1))).length === 0, {
+    await until(async () => (await reachableIn(canary(1))).length === 0, {
       what: `no copy of ${canary(1)} left`,
       timeoutMs: 15_000,
       everyMs: 250,
     });
     // Inside the window, the last turn is still reachable (the check can see a canary when there is one).
-    expect(await reachable(canary(3))).not.toEqual([]);
-    expect(await reachable(canary(9))).not.toEqual([]);
+    expect(await reachableIn(canary(3))).not.toEqual([]);
+    expect(await reachableIn(canary(9))).not.toEqual([]);
 
     // Past the maximum age, every store has dropped the rest (polled: nats-server's own expiry, the runner's sweeps).
     for (const turn of [2, 3, 9]) {
-      await until(async () => (await reachable(canary(turn))).length === 0, {
+      await until(async () => (await reachableIn(canary(turn))).length === 0, {
         what: `${canary(turn)} expired everywhere`,
         timeoutMs: AGE_MS + 60_000,
         everyMs: 1_000,

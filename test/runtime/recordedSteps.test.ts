@@ -232,6 +232,26 @@ describe("a turn taken over after its last recorded step", () => {
     expect(resumed.log.filter((event) => event.kind === "TURN_COMPLETED")).toHaveLength(1);
   });
 
+  it("reads a log written before references: the retrieval it embeds is given back as it was, not asked", async () => {
+    const first = await firstRun();
+    const cut = first.log.findIndex((event) => event.kind === "MEMORY_RETRIEVED");
+    const episode = { session_id: "s", turn_id: 1, user_text: "older", response: "reply", intent: "chat", ts: 1 };
+    const older = { episodes: [episode], user_facts: ["lives in Lisbon"], open_threads: [] };
+    // The older shape, through the event schema as a reader parses it.
+    const stored = [
+      ...first.log.slice(0, cut),
+      EngineEvent.parse({ ...first.log[cut], payload: older }) as EngineEvent,
+    ];
+    expect(stored.at(-1)?.payload).toEqual(older);
+
+    const resumed = await resume(stored);
+    expect(resumed.calls.filter((call) => call.startsWith("memory"))).toEqual(["memory_commit"]);
+    expect(resumed.log.filter((event) => event.kind === "MEMORY_RETRIEVED").map((event) => event.payload)).toEqual([
+      older,
+    ]);
+    expect(resumed.output.outcome).toEqual(first.output.outcome);
+  });
+
   it("gives a recorded agent failure back as it was, without asking the agent", async () => {
     const first = await firstRun();
     const failed = first.log.find((event) => event.kind === "AGENT_FAILED");
