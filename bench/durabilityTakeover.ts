@@ -177,7 +177,12 @@ async function singleServer(plan: DurabilityPlan, text: string, tag: string): Pr
 async function threeNodes(plan: DurabilityPlan, text: string, tag: string): Promise<TakeoverSeries> {
   const model = await startOpenAIServer(conclaveModel({ latencyMs: SIMULATED_MODEL_MS }));
   // A busy two-core machine can take longer than the default 20 s to elect the meta leader.
-  const nats = await startNatsCluster({ nodes: 3, monitorPorts: false, readyTimeoutMs: 60_000 });
+  const nats = await startNatsCluster({ nodes: 3, monitorPorts: false, readyTimeoutMs: 60_000 }).catch(
+    async (error: unknown) => {
+      await model.stop();
+      throw error;
+    },
+  );
   const processes: ConclaveProcess[] = [];
   const connections: NatsConnection[] = [];
   let spawned = 0;
