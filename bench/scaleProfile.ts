@@ -11,7 +11,11 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { jetstreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/nats-core";
+import { eventStream } from "../src/bus/subjects.ts";
 import type { ConclaveProcess } from "../src/cli/childProcess.ts";
+import { conclaveStores } from "../src/nats/clusterStatus.ts";
 import { controlProcess } from "./cluster.ts";
 import { type ProfileEntry, summarizeProfile } from "./profile.ts";
 import { progress } from "./progress.ts";
@@ -49,6 +53,8 @@ export interface KindProfile {
 /** One point's profiles. */
 export interface PointProfile {
   kinds: KindProfile[];
+  /** Writes per turn by store: what every replica of it applies (NATS's share of the turn, by store). */
+  writes: StoreWrites[];
   /** The .cpuprofile files (open them in Chrome DevTools). */
   files: string[];
 }
@@ -72,6 +78,7 @@ export async function stopProfiles(
   directory: string,
   label: string,
   cpuPerTurn: Record<KindProfile["kind"], number>,
+  writes: StoreWrites[],
 ): Promise<PointProfile> {
   const files: string[] = [];
   const byKind = new Map<KindProfile["kind"], ReturnType<typeof summarizeProfile>[]>();
@@ -110,7 +117,8 @@ export async function stopProfiles(
         .map((entry) => `${entry.name} ${entry.ms}`)
         .join(", ")}`,
     );
-  return { kinds, files };
+  progress(`    writes per turn: ${writes.map((store) => `${store.stream} ${store.perTurn}`).join(", ")}`);
+  return { kinds, writes, files };
 }
 
 /**
@@ -127,4 +135,26 @@ export function splitByShare(entries: readonly ProfileEntry[], busyMs: number, c
       const share = busyMs > 0 ? ms / busyMs : 0;
       return { name, ms: round(share * cpuMsPerTurn, 2), share: round(share, 3) };
     });
+}
+
+/** Writes per turn to one stream or bucket over a point (its last sequence's growth ÷ turns): each is applied by every replica. */
+export interface StoreWrites {
+  stream: string;
+  perTurn: number;
+}
+
+/** Each Conclave store's last sequence now (a store that cannot be read is left out). */
+export async function storeSequences(nc: NatsConnection, eventStreams: number): Promise<Map<string, number>> {
+  const jsm = await jetstreamManager(nc);
+  const names = conclaveStores(Array.from({ length: eventStreams }, (_, i) => eventStream(i))).map((s) => s.stream);
+  const infos = await Promise.all(names.map((name) => jsm.streams.info(name).catch(() => null)));
+  return new Map(infos.flatMap((info) => (info ? [[info.config.name, info.state.last_seq] as const] : [])));
+}
+
+/** The stores written over a point, most writes per turn first. */
+export function writesPerTurn(before: Map<string, number>, after: Map<string, number>, turns: number): StoreWrites[] {
+  return [...after]
+    .map(([stream, seq]) => ({ stream, perTurn: round((seq - (before.get(stream) ?? 0)) / Math.max(turns, 1), 2) }))
+    .filter((writes) => writes.perTurn > 0)
+    .sort((a, b) => b.perTurn - a.perTurn);
 }

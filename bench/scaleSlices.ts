@@ -34,7 +34,14 @@ import { cpuTimeMs, machineBusyMs } from "./procfs.ts";
 import { progress } from "./progress.ts";
 import { type JoinResult, runJoin } from "./scaleJoin.ts";
 import { type ScalePlan, type SeriesShape, scalePlan, UNSLICED_EVENT_STREAMS } from "./scalePlan.ts";
-import { type PointProfile, scaleProfileDirectory, startProfiles, stopProfiles } from "./scaleProfile.ts";
+import {
+  type PointProfile,
+  scaleProfileDirectory,
+  startProfiles,
+  stopProfiles,
+  storeSequences,
+  writesPerTurn,
+} from "./scaleProfile.ts";
 import { round, type Summary } from "./stats.ts";
 
 /** One measured point. */
@@ -177,6 +184,11 @@ export class Machines {
     await Promise.all(started);
   }
 
+  /** The NATS URLs the processes were given. */
+  get natsUrls(): readonly string[] {
+    return this.nats.urls;
+  }
+
   pids(): { name: string; pid: number }[] {
     return [
       ...this.processes.map((p) => ({ name: p.name, pid: p.child.pid ?? -1 })),
@@ -218,6 +230,11 @@ async function measure(
   const throttledBefore = machines.throttledMs();
   const directory = machines.profileDirectory;
   const profiled = directory ? await startProfiles(machines.processes) : [];
+  // The observer role reads every store's state (`conclave status` does); the client role may not.
+  const observer = directory
+    ? await connectBus(busOptions("observer", { servers: machines.natsUrls.join(","), name: "bench-scale-observer" }))
+    : null;
+  const sequences = observer ? await storeSequences(observer, shape.eventStreams) : null;
   const result = await closedLoop({
     sessions,
     turnsPerSession: Math.ceil(plan.turnsPerSlice / plan.sessionsPerSlice),
@@ -227,7 +244,12 @@ async function measure(
   const cpu = cpuUseSince(pids, before, result);
   const ours = cpu.reduce((total, use) => total + use.cpuMs, 0);
   const perTurn = perTurnOf(cpu);
-  const profile = directory ? await stopProfiles(profiled, directory, prefix, perTurn) : undefined;
+  const writes =
+    observer && sequences
+      ? writesPerTurn(sequences, await storeSequences(observer, shape.eventStreams), result.turns)
+      : [];
+  await observer?.close();
+  const profile = directory ? await stopProfiles(profiled, directory, prefix, perTurn, writes) : undefined;
   const point: ScalePoint = {
     ...shape,
     sessions,
