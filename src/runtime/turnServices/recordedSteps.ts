@@ -305,8 +305,11 @@ export function recordedStepsInterceptor(
       const { request } = input;
       const recorded = stepsOf(request.session_id, request.turn_id)?.memory();
       // References are resolved: a read of the records they name, as stored now (not a retrieval).
-      if (recorded && isRetrievedRefs(recorded))
-        return next({ ...input, request: { ...request, resolve: recorded.refs } });
+      if (recorded && isRetrievedRefs(recorded)) {
+        const { ledgers, ...resolved } = await next({ ...input, request: { ...request, resolve: recorded.refs } });
+        // The ledgers' digest as the recorded attempt had it: read again if it was given, else none.
+        return recorded.ledgers && ledgers ? { ...resolved, ledgers } : resolved;
+      }
       if (recorded) return recorded;
       await live("memory", request);
       return next(input);
