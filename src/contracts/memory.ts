@@ -16,9 +16,9 @@ export const MemoryRefs = z.object({
   /** The turns whose episodes were given (the episode store's and the graph's `episode.<turn>`). */
   episodes: z.array(TurnId).max(50),
   /** The user facts' node ids. */
-  facts: z.array(NodeRef).max(200),
+  facts: z.array(NodeRef).max(1_000),
   /** The open threads' node ids. */
-  threads: z.array(NodeRef).max(200),
+  threads: z.array(NodeRef).max(1_000),
   /** The procedures' node ids. */
   procedures: z.array(NodeRef).max(20),
 });
