@@ -1,5 +1,5 @@
-import { assign } from "xstate";
-import { retrievedRefs } from "../../src/contracts/memory.ts";
+import { assign, enqueueActions } from "xstate";
+import { retrievedRefs, unresolvedMemoryWarning } from "../../src/contracts/memory.ts";
 import { turnSetup } from "./setup.ts";
 import { failed, overran } from "./warnings.ts";
 
@@ -46,6 +46,12 @@ export const contextState = turnSetup.createStateConfig({
             },
           }),
         },
+        // A taken-over turn's recorded references read back: a source gone since (trimmed, expired, erased) is
+        // left out of its context, and the log says so.
+        enqueueActions(({ event, enqueue }) => {
+          const gone = event.output.unresolved ?? 0;
+          if (gone > 0) enqueue({ type: "warn", params: unresolvedMemoryWarning(gone) });
+        }),
       ],
     },
     onError: {

@@ -94,6 +94,17 @@ export function retrievedRefs(reply: MemoryRetrieveReply): MemoryRetrievedRefs {
   return { refs, ...(reply.ledgers ? { ledgers: true } : {}) };
 }
 
+/**
+ * The warning of a turn (or run) that went on from its log and resolved its recorded references
+ * to fewer records than they name: `gone` of them are no longer stored, and are left out.
+ */
+export const unresolvedMemoryWarning = (gone: number): TurnWarning => ({
+  stage: "context",
+  code: "not_found",
+  message: `${gone} retrieved memory item(s) are no longer stored (trimmed, expired or erased): left out`,
+  subject: "memory",
+});
+
 /** How many items a stored MEMORY_RETRIEVED names, either shape: for counts and renderings. */
 export function retrievedCounts(payload: MemoryRetrievedPayload): {
   episodes: number;

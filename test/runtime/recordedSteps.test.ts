@@ -252,6 +252,27 @@ describe("a turn taken over after its last recorded step", () => {
     expect(resumed.output.outcome).toEqual(first.output.outcome);
   });
 
+  it("leaves out what a recorded reference names that is gone since, and says so in a warning", async () => {
+    const first = await firstRun();
+    const cut = first.log.findIndex((event) => event.kind === "MEMORY_RETRIEVED");
+    const refs = { episodes: [7], facts: ["fact.gone"], threads: [], procedures: [] };
+    const stored = [
+      ...first.log.slice(0, cut),
+      EngineEvent.parse({ ...first.log[cut], payload: { refs } }) as EngineEvent,
+    ];
+
+    const resumed = await resume(stored);
+    expect(resumed.calls.filter((call) => call === "memory" || call === "memory_resolve")).toEqual(["memory_resolve"]);
+    const warning = resumed.log.find((event) => event.kind === "STAGE_WARNING" && event.payload.stage === "context");
+    expect(warning?.payload).toEqual({
+      stage: "context",
+      code: "not_found",
+      message: "2 retrieved memory item(s) are no longer stored (trimmed, expired or erased): left out",
+      subject: "memory",
+    });
+    expect(resumed.output.outcome.status).toBe("PartialSuccess");
+  });
+
   it("gives a recorded agent failure back as it was, without asking the agent", async () => {
     const first = await firstRun();
     const failed = first.log.find((event) => event.kind === "AGENT_FAILED");

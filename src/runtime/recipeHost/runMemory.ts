@@ -16,6 +16,7 @@ import {
   type MemoryRetrievedPayload,
   type MemoryRetrieveReply,
   retrievedRefs,
+  unresolvedMemoryWarning,
 } from "../../contracts/memory.ts";
 import type { JsonObject } from "../../contracts/recipeRun.ts";
 import type { TurnWarning } from "../../contracts/turn.ts";
@@ -145,6 +146,15 @@ export function runMemory(options: {
   let retrieved: Promise<MemoryRetrieveReply | undefined> = Promise.resolve(
     policy.retrieve ? recordedMemory(recorded.retrieved, request, retrieveMemory, budget) : undefined,
   );
+  if (policy.retrieve && recorded.retrieved && isRetrievedRefs(recorded.retrieved)) {
+    const fromLog = retrieved;
+    // What the references name and is gone since is left out, and the log says so once the run has begun.
+    retrieved = Promise.all([fromLog, begun]).then(([memory]) => {
+      const gone = memory?.unresolved ?? 0;
+      if (gone > 0) record({ kind: "STAGE_WARNING", payload: unresolvedMemoryWarning(gone) });
+      return memory;
+    });
+  }
   if (policy.retrieve && !recorded.retrieved && retrieveMemory) {
     const asked = retrieveMemory(request, budget()).then(
       (reply) => ({ reply }),

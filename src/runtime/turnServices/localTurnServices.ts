@@ -55,7 +55,10 @@ export function localTurnServices(
       // A resolution reads the episodes its references name (those still kept); a retrieval, the last few.
       const given = resolve ? kept.filter((episode) => resolve.episodes.includes(episode.turn_id)) : kept.slice(-limit);
       const refs = { episodes: given.map((episode) => episode.turn_id), facts: [], threads: [], procedures: [] };
-      return { episodes: given, user_facts: [], open_threads: [], refs };
+      if (!resolve) return { episodes: given, user_facts: [], open_threads: [], refs };
+      // Kept here: episodes only; whatever else a reference names is gone.
+      const named = resolve.episodes.length + resolve.facts.length + resolve.threads.length + resolve.procedures.length;
+      return { episodes: given, user_facts: [], open_threads: [], refs, unresolved: named - given.length };
     },
     planWaves: async (request) => {
       const { cooldowns: next, ...plan } = planWaves(manifests, {
