@@ -76,19 +76,7 @@ export class MemoryRecall {
     const facts = ranked.filter((item) => item.kind === "fact");
     const threads = ranked.filter((item) => item.kind === "thread");
     const procedures = procedureNodesOf(procedural);
-    const given = await episodes;
-    return {
-      episodes: given,
-      user_facts: facts.map((item) => item.text),
-      open_threads: threads.map((item) => item.text),
-      procedures: procedures.map((node) => node.text),
-      refs: {
-        episodes: given.map((episode) => episode.turn_id),
-        facts: facts.map((item) => item.id),
-        threads: threads.map((item) => item.id),
-        procedures: procedures.map((node) => node.id),
-      },
-    };
+    return replyOf(await episodes, facts, threads, procedures);
   }
 
   /**
@@ -119,19 +107,7 @@ export class MemoryRecall {
     ).filter((episode): episode is Episode => episode !== undefined && refs.episodes.includes(episode.turn_id));
     const named = refs.episodes.length + refs.facts.length + refs.threads.length + refs.procedures.length;
     const resolved = episodes.length + facts.length + threads.length + procedures.length;
-    return {
-      episodes,
-      user_facts: facts.map((node) => node.text),
-      open_threads: threads.map((node) => node.text),
-      procedures: procedures.map((node) => node.text),
-      refs: {
-        episodes: episodes.map((episode) => episode.turn_id),
-        facts: facts.map((node) => node.id),
-        threads: threads.map((node) => node.id),
-        procedures: procedures.map((node) => node.id),
-      },
-      unresolved: named - resolved,
-    };
+    return { ...replyOf(episodes, facts, threads, procedures), unresolved: named - resolved };
   }
 
   /** Everything the session's memory holds about `query` (facts, threads open or closed, episodes), best first. */
@@ -257,4 +233,25 @@ export class MemoryRecall {
     }
     return items;
   }
+}
+
+/** A retrieval's reply: the records' text for the turn, and the references its log keeps instead. */
+function replyOf(
+  episodes: Episode[],
+  facts: readonly { id: string; text: string }[],
+  threads: readonly { id: string; text: string }[],
+  procedures: readonly { id: string; text: string }[],
+): MemoryRetrieveReply {
+  return {
+    episodes,
+    user_facts: facts.map((item) => item.text),
+    open_threads: threads.map((item) => item.text),
+    procedures: procedures.map((item) => item.text),
+    refs: {
+      episodes: episodes.map((episode) => episode.turn_id),
+      facts: facts.map((item) => item.id),
+      threads: threads.map((item) => item.id),
+      procedures: procedures.map((item) => item.id),
+    },
+  };
 }
