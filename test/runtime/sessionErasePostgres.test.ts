@@ -5,10 +5,12 @@
  * it, memory search finds nothing of the erased fact, no table of the backend's schema
  * holds it, and the next turn of the session does not retrieve it.
  */
+import type { NatsConnection } from "@nats-io/nats-core";
 import { escapeIdentifier, Pool } from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ConclaveClient, connect } from "../../src/client/index.ts";
 import type { EngineEvent } from "../../src/contracts/events.ts";
+import { retrievedOf } from "../helpers/memoryRefs.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { usePostgresServer } from "../helpers/postgres.ts";
 import { useConclaveProcesses } from "../helpers/processes.ts";
@@ -23,6 +25,8 @@ const nats = useNatsServer();
 const postgres = usePostgresServer();
 const processes = useConclaveProcesses(() => nats.url);
 let client: ConclaveClient;
+/** Asks the memory service what a turn's references name, as a runner does on a takeover. */
+let runner: NatsConnection;
 let db: Pool;
 
 beforeAll(async () => {
@@ -37,6 +41,7 @@ beforeAll(async () => {
     processes.spawn("runner", ["runner"]),
   ]);
   client = await connect({ nc: await nats.connect("client") });
+  runner = await nats.connect("runner");
   db = new Pool({ connectionString: postgres.url, max: 2 });
 });
 
@@ -62,13 +67,19 @@ async function canaryRows(): Promise<string[]> {
   return found;
 }
 
-/** A turn of the session, and its events as stored text. */
+/**
+ * A turn of the session: its events and what its memory retrieval gave, as text. The log keeps the
+ * retrieval by reference (issue 41), so what it gave is read back through the memory service.
+ */
 async function turn(session: string, text: string): Promise<string> {
   const events: EngineEvent[] = [];
   const submitted = client.submit(session, text);
   for await (const event of submitted) events.push(event);
   expect((await submitted.result).outcome.status).toBe("Complete");
-  return JSON.stringify(events).toLowerCase();
+  const retrieved = events.some((event) => event.kind === "MEMORY_RETRIEVED")
+    ? await retrievedOf(runner, events)
+    : null;
+  return JSON.stringify({ events, retrieved }).toLowerCase();
 }
 
 const texts = (items: { text: string }[]) => items.map((item) => item.text.toLowerCase()).join("\n");
