@@ -166,6 +166,7 @@ export class Runner {
       walTurnIds: (sessionId) => walTurnIds(parts.jsm, sessionId, parts.partitions),
     });
     this.#ends = new TurnEnds({
+      statuses: parts.statuses,
       writer: this.#writer,
       sessions: this.#sessions,
       settlement: this.#settlement,
@@ -263,20 +264,8 @@ export class Runner {
           { status: "expired", reason: `waited over ${this.#options.turnTtlMs} ms` },
           { msg },
         );
-      case "reset_session": {
-        const status = (await this.#takers.statuses.get(sessionId, turnId))?.status;
-        if (status === "done" || status === "failed" || status === "expired") {
-          msg.ack(); // it did end: a late copy (its first ack was lost), nothing to reset
-          return;
-        }
-        this.#log.warn(
-          `${turnLabel(sessionId, turnId)} ran here but never ended: restoring its session`,
-          turnFields(sessionId, turnId),
-        );
-        this.#ends.resetSession(sessionId);
-        msg.nak(0);
-        return;
-      }
+      case "reset_session":
+        return this.#ends.ranButNeverEnded(msg, sessionId, turnId);
       case "start":
       case "start_if_unattempted": {
         if (!(await this.#order.mayRun(sessionId, turnId))) return this.#waitForEarlierTurn(msg);

@@ -1,8 +1,10 @@
+import type { JsMsg } from "@nats-io/jetstream";
 import { turnLabel } from "../../contracts/turnKey.ts";
 import type { TurnOutput, TurnSuspension } from "../../contracts/turnProtocol.ts";
 import { usageSummary } from "../../contracts/turnProtocol.ts";
 import type { WalEntry } from "../../contracts/wal.ts";
 import { type ConclaveError, messageOf, singleLine } from "../../errors.ts";
+import type { TurnStatusStore } from "../../eventlog/turnStatusStore.ts";
 import type { EventLogWriter } from "../../eventlog/writer.ts";
 import { type Logger, turnFields } from "../../telemetry/log.ts";
 import type { SuspensionTimers } from "../recipeHost/suspensionTimers.ts";
@@ -22,6 +24,7 @@ import type { TurnOrder } from "./turnOrder.ts";
 export class TurnEnds {
   constructor(
     private readonly deps: {
+      statuses: Pick<TurnStatusStore, "get">;
       writer: EventLogWriter;
       sessions: SessionHost;
       settlement: TurnSettlement;
@@ -56,6 +59,25 @@ export class TurnEnds {
     const markedDone = this.deps.settlement.markDone(sessionId, turnId);
     await this.deps.writer.finish(sessionId, turnId);
     await this.deps.settlement.settle(sessionId, turnId, { status: "failed", reason: message }, { markedDone });
+  }
+
+  /**
+   * A delivery of a turn this runner's session actor already ran (`reset_session`): acked when its status
+   * shows it ended (a late copy whose first ack was lost); else its end was never settled, so the session is
+   * restored from what is stored and the entry taken again at once.
+   */
+  async ranButNeverEnded(msg: JsMsg, sessionId: string, turnId: number): Promise<void> {
+    const status = (await this.deps.statuses.get(sessionId, turnId))?.status;
+    if (status === "done" || status === "failed" || status === "expired") {
+      msg.ack();
+      return;
+    }
+    this.deps.log.warn(
+      `${turnLabel(sessionId, turnId)} ran here but never ended: restoring its session`,
+      turnFields(sessionId, turnId),
+    );
+    this.resetSession(sessionId);
+    msg.nak(0);
   }
 
   /** Forgets the session's actor and hands back its held turns: they are taken again from stored state. */
