@@ -299,7 +299,8 @@ export class Runner {
   /** A delivery after the first: poison, a late duplicate, or a takeover (`takeover.ts`); a turn taken runs here. */
   async #redelivered(msg: JsMsg, entry: WalEntry, take?: TakeResult): Promise<void> {
     const taken = await takeRedelivered(this.#takers, msg, entry, take);
-    if (!taken) return;
+    // Settled (it had ended, or is poison): later turns of the session wait for it no more.
+    if (!taken) return this.#order.arrived(entry.session_id, entry.turn_id);
     // Taken over from a dead runner: late already, it starts at once rather than queue again.
     this.#admission.admitNow(entry.session_id, entry.turn_id, entry.tenant);
     await this.#enqueue(entry, taken.cancelReason, taken.events);
