@@ -22,15 +22,16 @@ const THINK_MS = 300;
 /** Turns finished between two steps of the run. */
 export const STEP_TURNS = 8;
 /**
- * How long a client follows one turn. Generous: a fault on the node leading the WAL's consumer
- * can hold turns for up to about 40 s (the runners' pulls wait out their heartbeats), and the
- * printed latency says how long it was.
+ * How long a client follows one turn, as the fault run's clients do (test/cluster/faults.test.ts).
+ * Generous: this run promises no turn lost or run twice, not a latency. A heal holds every turn
+ * while the cut node's groups elect again (the slowest turns of passing runs took 41–59 s), and
+ * the printed slowest turn says how long it was.
  */
-const FOLLOW_TIMEOUT_MS = 60_000;
+const FOLLOW_TIMEOUT_MS = 90_000;
 /** The whole run's bound: the load must end within it. */
 const RUN_BOUND_MS = 180_000;
-/** The whole test's bound (the run, then reading every turn back). */
-export const CLUSTER_RUN_TEST_MS = 240_000;
+/** The whole test's bound (the run, a last follow, then reading every turn back). */
+export const CLUSTER_RUN_TEST_MS = 300_000;
 
 type NatsCluster = ReturnType<typeof useNatsCluster>;
 
