@@ -54,11 +54,6 @@ export type { RecipeRunnerOptions, RunnerOptions } from "./options.ts";
  * It runs turns only for sessions it owns, and acks an entry once the turn's events are stored. A runner that
  * dies mid-turn leaves its entries unacked: its partitions go to the survivors, which take its turns over.
  */
-/** How long an entry of a session another runner owns (only while a partition moves) is handed back for. */
-const DEFER_TO_OWNER_MS = 200;
-/** A turn left to its session's owner is logged at every this many deliveries (about every 10 s). */
-const DEFERRALS_SAID_EVERY = 50;
-
 export class Runner {
   readonly #nc: NatsConnection;
   readonly #leases: SessionLeases;
@@ -248,15 +243,7 @@ export class Runner {
         msg.ack();
         return;
       case "defer_to_owner":
-        // Its owner will get it. With several runners a turn may land here more than once before it does
-        // (`npm run bench -- --cluster` measures what that costs); a shorter wait was tried and left out.
-        msg.nak(DEFER_TO_OWNER_MS);
-        // Said now and then: a session its owner never lets go stalls silently otherwise.
-        if (msg.info.deliveryCount % DEFERRALS_SAID_EVERY === 0)
-          this.#log.warn(
-            `${turnLabel(sessionId, turnId)}: left ${msg.info.deliveryCount} times to the session's owner`,
-          );
-        return;
+        return this.#settlement.deferToOwner(msg, sessionId, turnId);
       case "expire":
         return this.#settlement.settle(
           sessionId,

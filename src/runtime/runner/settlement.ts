@@ -15,6 +15,11 @@ import { beginTurnSpan, endTurnSpan } from "../../telemetry/turnSpans.ts";
 import { redactPii } from "../interception/pii.ts";
 import type { SessionStore } from "../sessionStore.ts";
 
+/** How long an entry of a session another runner owns is handed back for. */
+const DEFER_TO_OWNER_MS = 200;
+/** A turn left to its session's owner is logged at every this many deliveries (about every 10 s). */
+const DEFERRALS_SAID_EVERY = 50;
+
 /** How a turn ended, as recorded in its status. */
 export type TurnEnd =
   | { status: "done"; outcome: string }
@@ -114,6 +119,19 @@ export class TurnSettlement {
   handBack(sessionId: string, turnId: number, delayMs = 1_000): void {
     this.#release(turnKey(sessionId, turnId), (msg) => msg.nak(delayMs));
     endTurnSpan(sessionId, turnId, { status: "handed_back" });
+  }
+
+  /**
+   * Gives back an entry of a session another runner owns (only while a partition moves): its owner will
+   * get it. With several runners a turn may land here more than once before it does (`npm run bench --
+   * --cluster` measures what that costs); a shorter wait was tried and left out. Said now and then: a
+   * session its owner never lets go would stall silently otherwise.
+   */
+  deferToOwner(msg: JsMsg, sessionId: string, turnId: number): void {
+    msg.nak(DEFER_TO_OWNER_MS);
+    const count = msg.info.deliveryCount;
+    if (count % DEFERRALS_SAID_EVERY === 0)
+      this.deps.log.warn(`${turnLabel(sessionId, turnId)}: left ${count} times to the session's owner`);
   }
 
   /** Gives back every entry held for a session (its actor is gone, so they must be taken again). */
