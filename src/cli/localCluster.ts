@@ -1,8 +1,8 @@
 import { join, resolve } from "node:path";
 import { AuthorizationError } from "@nats-io/nats-core";
 import { busOptions, connectBus, isProduction } from "../bus/connection.ts";
-import { isSet } from "../config/load.ts";
 import { ConclaveError } from "../errors.ts";
+import { describeLlm, llmConfigFromEnv } from "../llm/config.ts";
 import { type RunningNatsCluster, startNatsCluster } from "../nats/cluster.ts";
 import { type RunningNatsServer, startNatsServer } from "../nats/server.ts";
 import { UnavailableError } from "./failures.ts";
@@ -37,9 +37,12 @@ export const LLM_LAYOUT: { name: string; args: string[] }[] = [
   { name: "runner", args: ["runner"] },
 ];
 
-/** The layout `conclave up` starts in this environment: LLM_LAYOUT when a model is configured (CONCLAVE_LLM_BASE_URL or OPENAI_BASE_URL). */
+/**
+ * The layout `conclave up` starts in this environment: LLM_LAYOUT when a model is configured (an
+ * API key or a base URL: see llmConfigFromEnv, whose LlmConfigError a half-set configuration throws).
+ */
 export const layoutFor = (env: NodeJS.ProcessEnv = process.env) =>
-  isSet(env, "CONCLAVE_LLM_BASE_URL") ? LLM_LAYOUT : DEFAULT_LAYOUT;
+  llmConfigFromEnv(env) ? LLM_LAYOUT : DEFAULT_LAYOUT;
 
 export interface LocalClusterOptions {
   url: string;
@@ -107,6 +110,8 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
   let server: RunningNatsServer | null = null;
   let natsCluster: RunningNatsCluster | null = null;
   const env: NodeJS.ProcessEnv = { ...process.env, ...options.env, CONCLAVE_NATS_URL: options.url };
+  // Before anything starts: a half-set LLM configuration stops here, in one line.
+  options.log(`model: ${describeLlm(llmConfigFromEnv(env))}`);
   const clustered = options.clusterNodes !== undefined;
   if (await reachable(options.url, env)) {
     if (clustered) {

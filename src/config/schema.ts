@@ -6,7 +6,7 @@
  * the whole table with each value's origin.
  *
  * Precedence of one variable: its `CONCLAVE_*` name, then its standard
- * fallbacks in order (OPENAI_API_KEY, OPENAI_BASE_URL, NATS_URL, NATS_CREDS),
+ * fallbacks in order (OPENAI_API_KEY, OPENAI_BASE_URL, OPENAI_MODEL, NATS_URL, NATS_CREDS),
  * then its default. An empty value counts as unset.
  */
 import { z } from "zod";
@@ -117,7 +117,7 @@ export const CONFIG_SCHEMA = {
     schema: httpUrl,
     fallbacks: ["OPENAI_BASE_URL"],
     mask: "url",
-    defaultText: "none: the deterministic offline model",
+    defaultText: "https://api.openai.com/v1 when an API key is set; else none: the deterministic offline model",
     doc: "OpenAI-compatible API (OpenAI, Ollama, vLLM, llama.cpp), where /chat/completions is appended. Set: LLM mode.",
   }),
   CONCLAVE_LLM_API_KEY: variable({
@@ -126,13 +126,14 @@ export const CONFIG_SCHEMA = {
     fallbacks: ["OPENAI_API_KEY"],
     mask: "secret",
     defaultText: "none; a placeholder for a server on loopback, else required",
-    doc: "Bearer token sent to the LLM server (and its /embeddings).",
+    doc: "Bearer token sent to the LLM server (and its /embeddings). Set alone: LLM mode on OpenAI with the default model.",
   }),
   CONCLAVE_LLM_MODEL: variable({
     group: "llm",
     schema: modelName,
-    defaultText: "none: required with a base URL",
-    doc: "Model id sent with every request.",
+    fallbacks: ["OPENAI_MODEL"],
+    defaultText: "gpt-4.1-mini when an API key is set; else required with a base URL",
+    doc: "Model id sent with every request; `offline` keeps the offline model even with a key set.",
   }),
   CONCLAVE_LLM_TIMEOUT_MS: variable({
     group: "llm",

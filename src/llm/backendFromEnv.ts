@@ -4,9 +4,9 @@ import { llmBackend } from "./llmBackend.ts";
 import { loadOpenAI } from "./openaiPackage.ts";
 
 /**
- * LLM mode when CONCLAVE_LLM_BASE_URL is set (with CONCLAVE_LLM_MODEL), else
- * the deterministic offline model. A half-set configuration throws
- * LlmConfigError naming the variable, so a typo never silently goes offline.
+ * LLM mode when an API key or a base URL is set (see llmConfigFromEnv: OPENAI_API_KEY alone is
+ * OpenAI with the default model), else the deterministic offline model. A half-set configuration
+ * throws LlmConfigError naming the variable, so a typo never silently goes offline.
  */
 export function backendFromEnv(env: NodeJS.ProcessEnv = process.env): CognitionBackend {
   const config = llmConfigFromEnv(env);

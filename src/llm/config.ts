@@ -10,8 +10,8 @@ import { ConclaveError } from "../errors.ts";
 export interface LlmConfig {
   /**
    * Base URL of the API, ending where `/chat/completions` is appended, e.g. `http://127.0.0.1:11434/v1`.
-   * Env `CONCLAVE_LLM_BASE_URL`, else `OPENAI_BASE_URL`. No default: when unset or empty, no LLM is used (the
-   * offline model runs).
+   * Env `CONCLAVE_LLM_BASE_URL`, else `OPENAI_BASE_URL`. Default {@link DEFAULT_LLM_BASE_URL} (OpenAI) when an
+   * API key is set; with neither, no LLM is used (the offline model runs).
    */
   baseURL: string;
   /**
@@ -19,7 +19,10 @@ export interface LlmConfig {
    * for a server elsewhere; a server on loopback without one gets a placeholder (local servers take any).
    */
   apiKey: string;
-  /** Model id sent with every request. Env `CONCLAVE_LLM_MODEL`. Required when a base URL is set. */
+  /**
+   * Model id sent with every request. Env `CONCLAVE_LLM_MODEL`, else `OPENAI_MODEL`. Default
+   * {@link DEFAULT_LLM_MODEL} when an API key is set; required for a keyless (local) server.
+   */
   model: string;
   /**
    * Default deadline of one call in milliseconds, retries and the whole streamed body included;
@@ -40,6 +43,15 @@ export const LLM_CONFIG_DEFAULTS = {
   maxRetries: CONFIG_SCHEMA.CONCLAVE_LLM_MAX_RETRIES.default,
 } as const;
 
+/** The server an API key alone selects: OpenAI's. */
+export const DEFAULT_LLM_BASE_URL = "https://api.openai.com/v1";
+
+/** The model an API key alone selects: a current, cheap OpenAI chat model with structured outputs and tools. */
+export const DEFAULT_LLM_MODEL = "gpt-4.1-mini";
+
+/** The value of `CONCLAVE_LLM_MODEL` (or `OPENAI_MODEL`) that keeps the offline model whatever else is set. */
+export const OFFLINE_LLM_MODEL = "offline";
+
 /**
  * The API key sent to a server on this machine when none is set: the openai client refuses to be
  * made without one, and local servers (Ollama, vLLM, llama.cpp) take any. Never sent elsewhere.
@@ -59,27 +71,40 @@ const LOOPBACK_HOST = /^(localhost|.+\.localhost|127(\.\d{1,3}){3}|\[::1\])$/i;
 export const isLoopbackUrl = (url: string): boolean => LOOPBACK_HOST.test(new URL(url).hostname);
 
 /**
- * Reads the LLM settings; `null` when no base URL is set (offline model). Each setting is its
- * `CONCLAVE_LLM_*` variable, else for the base URL and key the standard `OPENAI_BASE_URL` and
- * `OPENAI_API_KEY`, else its default. With no key anywhere, a server on loopback gets a
- * placeholder ({@link LOCAL_SERVER_API_KEY}); any other server is a LlmConfigError naming the
- * variables, as is a bad value.
+ * Reads the LLM settings; `null` for the offline model: when neither a base URL nor an API key is
+ * set, or the model is {@link OFFLINE_LLM_MODEL}. Each setting is its `CONCLAVE_LLM_*` variable, else
+ * the standard `OPENAI_BASE_URL`, `OPENAI_API_KEY`, `OPENAI_MODEL`, else its default. An API key
+ * alone is OpenAI ({@link DEFAULT_LLM_BASE_URL}) with {@link DEFAULT_LLM_MODEL}; a base URL without
+ * a key must be on loopback (it gets the placeholder {@link LOCAL_SERVER_API_KEY}) and name its model.
+ * Anything else, and a bad value, is a LlmConfigError naming the variables.
  */
 export function llmConfigFromEnv(env: NodeJS.ProcessEnv = process.env): LlmConfig | null {
   const error = (message: string) => new LlmConfigError(message);
   const base = readSetting(env, "CONCLAVE_LLM_BASE_URL", { error });
-  if (base.value === undefined) return null;
+  const key = readSetting(env, "CONCLAVE_LLM_API_KEY", { error });
+  const model = readSetting(env, "CONCLAVE_LLM_MODEL", { error });
+  if (model.value === OFFLINE_LLM_MODEL) return null;
+  if (base.value === undefined && key.value === undefined) return null;
   const from = base.origin.kind === "fallback" ? base.origin.variable : "CONCLAVE_LLM_BASE_URL";
-  const model = setting(env, "CONCLAVE_LLM_MODEL", { error });
-  if (model === undefined) throw new LlmConfigError(`CONCLAVE_LLM_MODEL is required when ${from} is set`);
-  const apiKey = setting(env, "CONCLAVE_LLM_API_KEY", { error }) ?? localKeyFor(base.value, from);
+  const baseURL = base.value ?? DEFAULT_LLM_BASE_URL;
+  const apiKey = key.value ?? localKeyFor(baseURL, from);
+  if (model.value === undefined && key.value === undefined)
+    throw new LlmConfigError(
+      `CONCLAVE_LLM_MODEL (or OPENAI_MODEL) is required when ${from} is set without an API key: set the model the server has`,
+    );
   return {
-    baseURL: base.value,
+    baseURL,
     apiKey,
-    model,
+    model: model.value ?? DEFAULT_LLM_MODEL,
     timeoutMs: setting(env, "CONCLAVE_LLM_TIMEOUT_MS", { error }),
     maxRetries: setting(env, "CONCLAVE_LLM_MAX_RETRIES", { error }),
   };
+}
+
+/** The model a process runs, in one line: `gpt-4.1-mini at https://api.openai.com/v1`, or the offline model. */
+export function describeLlm(config: LlmConfig | null): string {
+  if (!config) return "the offline model (deterministic; set OPENAI_API_KEY for an LLM)";
+  return `${config.model} at ${maskUrl(config.baseURL)}`;
 }
 
 /** The placeholder key for a server on loopback; for any other, the error saying which key to set. */

@@ -98,7 +98,7 @@ export function embeddingConfigFromEnv(
   const server = llm === undefined ? llmConfigFromEnv(env) : llm;
   if (!server) {
     throw new EmbeddingConfigError(
-      `CONCLAVE_EMBEDDING_MODEL=${JSON.stringify(model)} needs CONCLAVE_LLM_BASE_URL or OPENAI_BASE_URL (embeddings go to its /embeddings): set it, or set CONCLAVE_EMBEDDING_MODEL=offline, or unset it`,
+      `CONCLAVE_EMBEDDING_MODEL=${JSON.stringify(model)} needs CONCLAVE_LLM_BASE_URL or OPENAI_BASE_URL, or OPENAI_API_KEY for OpenAI (embeddings go to the LLM server's /embeddings): set one, or set CONCLAVE_EMBEDDING_MODEL=offline, or unset it`,
     );
   }
   const dimensions = setting(env, "CONCLAVE_EMBEDDING_DIMENSIONS", { error });

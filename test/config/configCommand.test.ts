@@ -113,4 +113,24 @@ describe("conclave config", () => {
       episodesMaxAgeMs: 0,
     });
   });
+
+  it("warns about a half-set LLM configuration on stderr, one line each, and still exits 0", async () => {
+    const result = await conclaveConfig([], { OPENAI_MODEL: "gpt-4.1", CONCLAVE_LLM_TIMEOUT_MS: "5000" });
+    expect(result.code).toBe(0);
+    expect(result.stderr.trim().split("\n")).toEqual([
+      expect.stringMatching(/^conclave config: warning: OPENAI_MODEL is set without an API key or base URL/),
+      expect.stringMatching(/^conclave config: warning: CONCLAVE_LLM_TIMEOUT_MS is set but no LLM is configured/),
+    ]);
+    expect(result.stdout).toMatch(/CONCLAVE_LLM_MODEL\s+gpt-4\.1\s+from OPENAI_MODEL \(standard name\)/);
+    const whole = await conclaveConfig([], { OPENAI_API_KEY: "sk-x" });
+    expect(whole).toMatchObject({ code: 0, stderr: "" });
+  });
+
+  it("fails (exit 2) on an LLM configuration the processes would refuse as a whole", async () => {
+    const result = await conclaveConfig([], { OPENAI_BASE_URL: "https://llm.example.com/v1", OPENAI_MODEL: "m" });
+    expect(result.code).toBe(2);
+    expect(result.stderr.trim().split("\n").at(-1)).toMatch(
+      /^conclave config: OPENAI_BASE_URL="https:\/\/llm\.example\.com\/v1" is not on this machine and no API key is set/,
+    );
+  });
 });

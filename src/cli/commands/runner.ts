@@ -1,4 +1,6 @@
 import { INSPECT_HELP, processInspection } from "../../inspect/enable.ts";
+import { describeLlm, llmConfigFromEnv } from "../../llm/config.ts";
+import { hostsCognition } from "../../runtime/runner/parts.ts";
 import { Runner } from "../../runtime/runner/runner.ts";
 import { createLogger } from "../../telemetry/log.ts";
 import { toolPolicyFromEnv } from "../../tools/policyFile.ts";
@@ -43,6 +45,11 @@ export default defineCommand({
     const hostCognition = values.cognition === undefined ? undefined : cognitionFlag(values.cognition);
     logStrayRejections(log);
     const options = connectionOptions();
+    log.info(
+      hostsCognition(hostCognition)
+        ? `model: ${describeLlm(llmConfigFromEnv())}`
+        : "model: none in the runner (the scheduler, council and critics run on workers, with theirs)",
+    );
     const nc = await bus();
     const inspection = processInspection(nc, "runner", values.inspect);
     const runner = await Runner.start(nc, {

@@ -2,6 +2,7 @@ import { spawn } from "node:child_process";
 import { DEFAULT_NATS_URL } from "../../bus/connection.ts";
 import { setting } from "../../config/load.ts";
 import { inspectionWanted } from "../../inspect/enable.ts";
+import { DEFAULT_LLM_MODEL } from "../../llm/config.ts";
 import { portArg } from "../../viewer/localHttp.ts";
 import { UsageError, untilInterrupted } from "../args.ts";
 import { defineCommand } from "../command.ts";
@@ -30,7 +31,10 @@ Usage: conclave up [--nats-url URL] [--data-dir DIR] [--cluster N] [--agents LIS
 
 Starts, each as its own process:
 ${DEFAULT_LAYOUT.map(({ name, args }) => `  ${name.padEnd(42)} conclave ${args.join(" ")}`).join("\n")}
-In LLM mode (CONCLAVE_LLM_BASE_URL set) the scheduler, council and critics stay on a worker
+The first line says the model: OPENAI_API_KEY alone is OpenAI with ${DEFAULT_LLM_MODEL};
+OPENAI_BASE_URL and OPENAI_MODEL (or CONCLAVE_LLM_*, which win) choose another server and
+model; with none of them, the deterministic offline model runs (docs/agents.md).
+In LLM mode the scheduler, council and critics stay on a worker
 (${LLM_LAYOUT[2]!.name}) and the runner asks it: a model call under way survives a runner's death.
 nats-server is started with nats.conf unless a server already answers at the URL.
 A process that dies is restarted after a backoff (250 ms, doubling with each recent

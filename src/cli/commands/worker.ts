@@ -2,6 +2,7 @@ import { resolveAgents } from "../../agents/loadAgents.ts";
 import { setting } from "../../config/load.ts";
 import { INSPECT_HELP, processInspection } from "../../inspect/enable.ts";
 import { backendFromEnv, loadBackendPackages } from "../../llm/backendFromEnv.ts";
+import { DEFAULT_LLM_MODEL, describeLlm, llmConfigFromEnv } from "../../llm/config.ts";
 import { loadSkills } from "../../skills/load.ts";
 import { createLogger } from "../../telemetry/log.ts";
 import { resolveTools } from "../../tools/loadTools.ts";
@@ -42,10 +43,11 @@ Each agent is served on conclave.agent.<agent_id>, announced to the runners and
 the scheduler (conclave.agents.announce), and as a NATS service (ping/info/stats). Several workers may host the same agent: requests
 are spread over them (queue group). Runs until interrupted.
 
-Thinking: with CONCLAVE_LLM_BASE_URL and CONCLAVE_LLM_MODEL set, agents, council,
-voice and critics call that OpenAI-compatible endpoint (Ollama, vLLM, llama.cpp's
-server, OpenAI; key in CONCLAVE_LLM_API_KEY); otherwise the deterministic offline
-model answers.
+Thinking: with OPENAI_API_KEY set, agents, council, voice and critics call OpenAI
+with ${DEFAULT_LLM_MODEL}; with OPENAI_BASE_URL (or CONCLAVE_LLM_BASE_URL) they call that
+OpenAI-compatible endpoint instead (Ollama, vLLM, llama.cpp's server); OPENAI_MODEL
+(or CONCLAVE_LLM_MODEL) names the model. Otherwise the deterministic offline model
+answers. The model is logged at start; conclave config checks the settings.
 
 ${INSPECT_HELP}`;
 
@@ -81,6 +83,7 @@ export default defineCommand({
     const backend = backendFromEnv();
     await loadBackendPackages(backend);
     const log = createLogger("worker");
+    log.info(`model: ${describeLlm(llmConfigFromEnv())}`);
     logStrayRejections(log);
     const nc = await bus();
     const inspection = processInspection(nc, "worker", values.inspect);
