@@ -294,6 +294,10 @@ export const LedgerReplay = z.object({
    * maximum age, or erased): the fold cannot be compared, so it is not, and this says why.
    */
   expired_events: z.number().int().min(1).optional(),
+  /** The stream sequence the fold started after: a replay checkpoint's ledgers, or 0 (the start). */
+  from_seq: z.number().int().min(0).optional(),
+  /** The ledger events the fold read from the log (those after `from_seq`). */
+  events_read: z.number().int().min(0).optional(),
 });
 export type LedgerReplay = z.infer<typeof LedgerReplay>;
 

@@ -7,7 +7,7 @@
  */
 import type { EngineEvent } from "../contracts/events.ts";
 import type { Usage } from "../contracts/usage.ts";
-import { modelOfActor, type PriceTable, priceOf } from "./prices.ts";
+import { modelOfActor, type PriceTable, priceOf, UNKNOWN_MODEL } from "./prices.ts";
 
 /** Tokens and what they cost. */
 export interface CostAmount {
@@ -119,6 +119,45 @@ export function summarizeCost(
     by_actor: [...actors.values()],
     by_model: [...models.values()],
     by_skill: [...skills.values()],
+  };
+}
+
+/**
+ * An unpriced summary (as a replay checkpoint folds it: every actor on the `unknown` model) priced
+ * with `table`, as {@link summarizeCost} would have priced its turns: each actor on its model, the
+ * model rows regrouped from the actor rows. Null when that cannot be exact: a turn's or a skill's
+ * row adds up several actors' tokens, so it can be priced afterwards only when one model is priced
+ * and every actor runs on it, or when no actor's model is priced.
+ */
+export function priceSummary(
+  unpriced: CostSummary,
+  table: PriceTable,
+  options: SummarizeOptions = {},
+): CostSummary | null {
+  const modelOf = new Map(unpriced.by_actor.map((row) => [row.name, modelOfActor(row.name, table, options.models)]));
+  const models = new Set(modelOf.values());
+  const priced = [...models].filter((model) => table.models[model] !== undefined);
+  if (priced.length > 0 && models.size > 1) return null;
+  const only = priced[0];
+  const reprice = <R extends CostAmount>(row: R): R => {
+    const usd = only === undefined ? null : priceOf(only, row.prompt_tokens, row.completion_tokens, table);
+    const tokens = row.prompt_tokens + row.completion_tokens;
+    return { ...row, usd: usd ?? 0, unpriced_tokens: usd === null ? tokens : 0 };
+  };
+  const byModel = new Map<string, CostRow>();
+  for (const row of unpriced.by_actor) {
+    const name = modelOf.get(row.name) ?? UNKNOWN_MODEL;
+    const into = rowOf(byModel, name, () => ({ name, ...zero() }));
+    into.prompt_tokens += row.prompt_tokens;
+    into.completion_tokens += row.completion_tokens;
+  }
+  return {
+    ...unpriced,
+    total: reprice({ ...unpriced.total }),
+    by_turn: unpriced.by_turn.map(reprice),
+    by_actor: unpriced.by_actor.map((row) => reprice({ ...row, model: modelOf.get(row.name) ?? UNKNOWN_MODEL })),
+    by_model: [...byModel.values()].map(reprice),
+    by_skill: unpriced.by_skill.map(reprice),
   };
 }
 

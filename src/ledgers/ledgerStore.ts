@@ -147,9 +147,10 @@ export class LedgerStore {
   /**
    * Folds the session's whole ledger log again and compares it with the stored projection; when
    * events the projection folded have left the log (`expired_events`), there is nothing to compare
-   * with, and the replay says so rather than report a difference.
+   * with, and the replay says so rather than report a difference. With `from` (a replay
+   * checkpoint's ledgers, folded through its `through_seq`), only the events after it are read.
    */
-  async replay(sessionId: string): Promise<LedgerReplay> {
+  async replay(sessionId: string, from?: Ledgers | null): Promise<LedgerReplay> {
     const [stored, last] = await Promise.all([
       this.#projected(sessionId).catch((error: unknown) => {
         if (error instanceof CorruptValueError) return null;
@@ -157,16 +158,19 @@ export class LedgerStore {
       }),
       this.#lastSeq(sessionId),
     ]);
-    const rebuilt = await this.#foldFrom(emptyLedgers(sessionId), last);
+    const base = from && from.session_id === sessionId ? from : emptyLedgers(sessionId);
+    const tally = { read: 0 };
+    const rebuilt = await this.#foldFrom(base, last, tally);
+    const read = { from_seq: base.through_seq, events_read: tally.read };
     // Events the projection counted that the log no longer has left it (retention's maximum age): no fold can match.
     const expired = stored ? stored.events - rebuilt.events : 0;
-    if (expired > 0) return { rebuilt, stored, matches: true, differences: [], expired_events: expired };
+    if (expired > 0) return { rebuilt, stored, matches: true, differences: [], expired_events: expired, ...read };
     const differences = stored
       ? ledgerDifferences(rebuilt, stored)
       : rebuilt.events > 0
         ? ["no stored projection"]
         : [];
-    return { rebuilt, stored, matches: differences.length === 0, differences };
+    return { rebuilt, stored, matches: differences.length === 0, differences, ...read };
   }
 
   /** The stored projection; a damaged one reads as none (it is rebuilt from the log and replaced). */
@@ -196,8 +200,8 @@ export class LedgerStore {
     return last?.seq ?? 0;
   }
 
-  /** `from`, with the session's ledger events after `from.through_seq`, through `last`, folded on. */
-  async #foldFrom(from: Ledgers, last: number): Promise<Ledgers> {
+  /** `from`, with the session's ledger events after `from.through_seq`, through `last`, folded on (`tally` counts them). */
+  async #foldFrom(from: Ledgers, last: number, tally?: { read: number }): Promise<Ledgers> {
     if (last <= from.through_seq) return from;
     const subject = subjects.ledgerEvents(from.session_id, this.eventStreams);
     const consumer = await orderedConsumer(this.js, eventStreamOfSubject(subject), {
@@ -209,6 +213,7 @@ export class LedgerStore {
     let state = from;
     try {
       for await (const msg of messages) {
+        if (tally) tally.read += 1;
         const parsed = (() => {
           try {
             return LedgerEvent.safeParse(JSON.parse(decoder.decode(msg.data)));

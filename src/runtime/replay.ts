@@ -3,9 +3,11 @@ import { modulatorsFromSensors } from "../cognition/workspace.ts";
 import { observeUsage } from "../context/arena.ts";
 import { emptyArenaState } from "../contracts/context.ts";
 import type { EngineEvent } from "../contracts/events.ts";
+import type { LedgerReplay } from "../contracts/ledger.ts";
 import { neutralModulators, neutralStance } from "../contracts/workspace.ts";
 import { readEvents } from "../eventlog/reader.ts";
-import type { SessionSnapshot, SessionStore } from "./sessionStore.ts";
+import type { LedgerStore } from "../ledgers/ledgerStore.ts";
+import type { Checkpoint, SessionSnapshot, SessionStore } from "./sessionStore.ts";
 
 export const emptySnapshot = (): SessionSnapshot => ({
   turns_completed: 0,
@@ -64,6 +66,29 @@ export interface ReplayResult {
    * or never stored): the stored state may have folded them, so a difference is not one, and `matches` is true.
    */
   missing_turns: number[];
+  /** The turn events the fold read from the log (the delta after the checkpoint, or every turn). */
+  events_read: number;
+  /** Why a fold asked to start from the checkpoint started from the first turn (none, or unreadable). */
+  note?: string;
+}
+
+/** Where a replay starts: the session's latest checkpoint (the default), or its first event. */
+export type ReplayFrom = "checkpoint" | "start";
+
+/** The checkpoint a replay starts from: none when asked for the start, or when there is none or it cannot be read (`note` says which). */
+export async function replayCheckpoint(
+  sessions: Pick<SessionStore, "checkpoint">,
+  sessionId: string,
+  from: ReplayFrom,
+): Promise<{ checkpoint: Checkpoint | null; note?: string }> {
+  if (from === "start") return { checkpoint: null };
+  try {
+    const checkpoint = await sessions.checkpoint(sessionId);
+    return checkpoint ? { checkpoint } : { checkpoint: null, note: "no checkpoint yet: folded from the start" };
+  } catch (error) {
+    const reason = (error as Error).message.split("\n")[0];
+    return { checkpoint: null, note: `the checkpoint could not be read (${reason}): folded from the start` };
+  }
 }
 
 const close = (a: number, b: number) => Math.abs(a - b) < 1e-9;
@@ -84,25 +109,29 @@ export function compareSnapshots(rebuilt: SessionSnapshot, stored: SessionSnapsh
 
 /**
  * Rebuilds a session's state from its event log, starting at the latest
- * checkpoint rather than the first turn, and compares it with the stored
- * snapshot.
+ * checkpoint (only the turns after it are read) or, with `from: "start"`, at
+ * the first turn, and compares it with the stored snapshot. With no
+ * checkpoint, or one that cannot be read, it folds from the first turn and `note` says so.
  */
 export async function replaySession(
   js: JetStreamClient,
   jsm: JetStreamManager,
   sessions: SessionStore,
   sessionId: string,
+  options: { from?: ReplayFrom } = {},
 ): Promise<ReplayResult> {
-  const [checkpoint, stored, lastTurnId] = await Promise.all([
-    sessions.checkpoint(sessionId),
+  const [{ checkpoint, note }, stored, lastTurnId] = await Promise.all([
+    replayCheckpoint(sessions, sessionId, options.from ?? "checkpoint"),
     sessions.snapshot(sessionId),
     sessions.lastTurnId(sessionId),
   ]);
   let state = checkpoint?.snapshot ?? emptySnapshot();
   const from = checkpoint?.through_turn_id ?? 0;
   const missing: number[] = [];
+  let read = 0;
   for (let turnId = from + 1; turnId <= lastTurnId; turnId++) {
     const events = await readEvents(js, jsm, sessionId, turnId);
+    read += events.length;
     if (events.length === 0) missing.push(turnId);
     state = foldTurn(state, events);
   }
@@ -117,5 +146,22 @@ export async function replaySession(
     matches: differences.length === 0,
     differences,
     missing_turns: missing,
+    events_read: read,
+    ...(note ? { note } : {}),
   };
+}
+
+/**
+ * The session's ledgers folded again and compared with their projection
+ * ({@link LedgerStore.replay}): from the latest checkpoint's ledgers plus the
+ * events after them, or from the first event (`from: "start"`, or no usable checkpoint).
+ */
+export async function replayLedgers(
+  ledgers: Pick<LedgerStore, "replay">,
+  sessions: Pick<SessionStore, "checkpoint">,
+  sessionId: string,
+  options: { from?: ReplayFrom } = {},
+): Promise<LedgerReplay> {
+  const { checkpoint } = await replayCheckpoint(sessions, sessionId, options.from ?? "checkpoint");
+  return ledgers.replay(sessionId, checkpoint?.domains?.ledgers ?? null);
 }

@@ -46,6 +46,10 @@ export interface StateReplay {
   matches: boolean;
   /** Fields that differ, `field: rebuilt ≠ stored`. */
   differences: string[];
+  /** The turn events the fold read. */
+  events_read?: number;
+  /** Why a replay asked to start from the checkpoint started from the first turn. */
+  note?: string;
 }
 
 function replayStateCheck(result: StateReplay): VerifyCheck {
@@ -57,7 +61,8 @@ function replayStateCheck(result: StateReplay): VerifyCheck {
     name: "replay_state",
     ok: result.matches,
     evidence: [
-      `replayed ${range}${result.from_turn_id > 0 ? ` from the checkpoint after turn ${result.from_turn_id}` : ""}: ${result.rebuilt.turns_completed} turns completed, last turn ${result.rebuilt.last_turn_id}`,
+      `replayed ${range}${result.from_turn_id > 0 ? ` from the checkpoint after turn ${result.from_turn_id}` : ""}${result.events_read !== undefined ? ` (${result.events_read} events read)` : ""}: ${result.rebuilt.turns_completed} turns completed, last turn ${result.rebuilt.last_turn_id}`,
+      ...(result.note ? [`note: ${result.note}`] : []),
       result.matches ? "matches the stored state" : "differs from the stored state:",
       ...result.differences,
     ],

@@ -96,7 +96,13 @@ function foldTurnStep(state: TapeState, turnId: number, events: readonly EngineE
     const parsed = ForkedDomains.safeParse(forked.payload.state);
     // A damaged SESSION_FORKED is folded as nothing, by every fold alike.
     if (!parsed.success) return { ...state, cut };
-    return { ...state, cut, ...parsed.data, cost: { ...parsed.data.cost, session_id: state.session_id } };
+    return {
+      ...state,
+      cut,
+      ...parsed.data,
+      cost: { ...parsed.data.cost, session_id: state.session_id },
+      forked_at_turn: turnId,
+    };
   }
   return {
     ...state,

@@ -95,6 +95,11 @@ export const TapeState = z.object({
   memory: TapeMemory,
   /** The session's schedules by intent id, as the schedule log folds them. */
   schedules: z.record(z.string(), TapeIntent),
+  /**
+   * The turn whose SESSION_FORKED began this session (a fork): its domains, cost included, came
+   * from the source. Absent for a session that is not a fork (and in checkpoints written before it existed).
+   */
+  forked_at_turn: z.number().int().min(0).optional(),
 });
 export type TapeState = z.infer<typeof TapeState>;
 

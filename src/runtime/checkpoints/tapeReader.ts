@@ -135,17 +135,20 @@ export async function readTurn(
 /**
  * The session's turns `first`…`last`, read in one pass over its turns' subjects from stream sequence
  * `afterSeq` on (where the turns before `first` end: a session's turn is stored after the one before
- * it ended); events of other turns met on the way (a rollback stored later) are left out.
+ * it ended); events of other turns met on the way (a rollback stored later) are left out. `tally`
+ * counts the stored messages read.
  */
 export async function readTurns(
   clients: TapeClients,
   sessionId: string,
   range: { afterSeq: number; first: number; last: number },
   kinds?: ReadonlySet<string>,
+  tally?: { read: number },
 ): Promise<StoredTurn[]> {
   if (range.last < range.first) return [];
   const filter = subjects.sessionEvents(sessionId, await eventStreamCount(clients.jsm));
   const stored = await readStored(clients, eventStreamOfSubject(filter), filter, range.afterSeq);
+  if (tally) tally.read += stored.length;
   const byTurn = new Map<number, { event: EngineEvent; seq: number; time: number }[]>();
   for (const message of stored) {
     const turnId = (message.json as { turn_id?: unknown } | undefined)?.turn_id;
