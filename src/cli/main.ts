@@ -102,6 +102,10 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<{ default:
     summary: "the effective configuration: each variable, its value (secrets masked), where it came from",
     load: () => import("./commands/config.ts"),
   },
+  doctor: {
+    summary: "which optional features are installed, and the one npm install line that adds the rest",
+    load: () => import("./commands/doctor.ts"),
+  },
   schemas: { summary: "write the JSON Schemas of the wire messages", load: () => import("./commands/schemas.ts") },
   graph: { summary: "draw a statechart as Mermaid, DOT or JSON", load: () => import("./commands/graph.ts") },
   recipe: {
@@ -134,7 +138,7 @@ ${Object.entries(COMMANDS)
 
 Global options:
   --debug        print the stack of a failure   [$CONCLAVE_DEBUG=1]
-  --json         (send, run, resume, trace, events, turns, replay, cost, verify, cancel, config) output and failures as JSON
+  --json         (send, run, resume, trace, events, turns, replay, cost, verify, cancel, config, doctor) output and failures as JSON
   -V, --version  print the version
 
 ${EXIT_HELP}`;

@@ -134,7 +134,7 @@ export const DIAGRAM_SCRIPT = String.raw`
 
   /** Lays the graph out and draws it into container; resolves to { nodes: Map(path → g), edges: [{ edge, path, label }] }. */
   function draw(graph, container) {
-    if (!elk) return Promise.reject(new Error("the layout library (elk.js) did not load"));
+    if (!elk) return Promise.reject(new Error("the layout library did not load: the viewer needs the optional package elkjs, npm install elkjs"));
     var built = elkGraph(graph);
     if (!layouts.has(graph)) layouts.set(graph, elk.layout(built.elk));
     return layouts.get(graph).then(function (laid) {

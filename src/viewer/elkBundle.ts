@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import { messageOf } from "../errors.ts";
+import { messageOf, singleLine } from "../errors.ts";
 
 /**
  * elkjs's browser bundle (the ELK layout engine, in-thread: no web worker),
@@ -14,9 +14,11 @@ export function readElkBundle(): ElkBundle {
     const path = createRequire(import.meta.url).resolve("elkjs/lib/elk.bundled.js");
     return { ok: true, script: readFileSync(path, "utf8") };
   } catch (error) {
-    return {
-      ok: false,
-      reason: `elkjs's browser bundle could not be read (${messageOf(error)}): npm install elkjs (an optional peer) to draw the diagrams`,
-    };
+    const code = (error as { code?: unknown }).code;
+    const reason =
+      code === "MODULE_NOT_FOUND"
+        ? "the optional package elkjs is not installed"
+        : `elkjs's browser bundle could not be read (${singleLine(messageOf(error), 200)})`;
+    return { ok: false, reason: `${reason}: npm install elkjs to draw them (each machine shows as text cards)` };
   }
 }

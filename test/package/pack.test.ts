@@ -42,6 +42,8 @@ const DEPENDENCIES_KIB_WITH_ALL_PEERS = 90_084;
 /** The environment of a command run there: no LLM (the offline model) and the default NATS stores, whatever this shell has. */
 const OFFLINE_NATS_ONLY = {
   CONCLAVE_LLM_BASE_URL: "",
+  // An OPENAI_API_KEY in this shell would select LLM mode: `offline` keeps the offline model.
+  CONCLAVE_LLM_MODEL: "offline",
   CONCLAVE_MEMORY_BACKEND: "",
   CONCLAVE_POSTGRES_URL: "",
   CONCLAVE_REDIS_URL: "",
@@ -170,6 +172,35 @@ describe("the packed package, installed into an empty project", () => {
     expect(failure?.stderr).toMatch(
       /^conclave send: Tracing \(asked for by the OTEL_\* variables\) needs the optional packages? [^\n]*@opentelemetry\/sdk-trace-base[^\n]*: npm install [^\n]*@opentelemetry\/exporter-trace-otlp-proto[^\n]*\n$/,
     );
+  });
+
+  it("`conclave doctor` lists every optional feature as missing, and the one line that adds them", async () => {
+    const conclave = join(project().dir, "node_modules", ".bin", "conclave");
+    const { stdout } = await project().run(conclave, ["doctor", "--json"], { env: OFFLINE_NATS_ONLY });
+    const report = JSON.parse(stdout) as {
+      features: { id: string; available: boolean; packageStates: { name: string; problem?: string }[] }[];
+      install: string | null;
+    };
+    expect(report.features.length).toBeGreaterThanOrEqual(12);
+    for (const feature of report.features) {
+      expect(feature.available).toBe(false);
+      for (const state of feature.packageStates) expect(state.problem).toBe("not installed");
+    }
+    const installed = (report.install ?? "").replace(/^npm install /, "").split(" ");
+    expect(installed.sort()).toEqual(
+      [
+        ...new Set([
+          ...OPTIONAL_PEERS,
+          "@a2a-js/sdk",
+          "@opentelemetry/resources",
+          "@opentelemetry/context-async-hooks",
+          "@opentelemetry/core",
+        ]),
+      ].sort(),
+    );
+    const text = (await project().run(conclave, ["doctor"], { env: OFFLINE_NATS_ONLY })).stdout;
+    expect(text).toMatch(/✗ the viewer's statechart diagrams \(conclave viewer\)\s+elkjs \(not installed\)/);
+    expect(text).toContain(`${report.features.length} of ${report.features.length} features need packages`);
   });
 
   it("`conclave --version` prints the package's version", async () => {

@@ -13,6 +13,7 @@ import {
   gatewayTools,
   openHttpGateway,
 } from "../../gateway/startGateway.ts";
+import { checkFeature, fallbackLine, optionalFeature } from "../../optionalFeatures.ts";
 import { createLogger } from "../../telemetry/log.ts";
 import { packageVersion } from "../../version.ts";
 import { portArg } from "../../viewer/localHttp.ts";
@@ -102,6 +103,9 @@ export default defineCommand({
       principals.size > 1 ? ` (${principals.size} principals)` : principals.size ? " (bearer token required)" : "";
     console.log(`Conclave gateway: MCP on ${http.mcpUrl}${access}`);
     if (http.a2aCardUrl) console.log(`Conclave gateway: A2A agent card on ${http.a2aCardUrl}`);
+    // Without its packages /ag-ui answers 501: said here, in one line, rather than left for a caller to find.
+    const agui = await checkFeature(optionalFeature("agui"));
+    console.log(`Conclave gateway: ${agui.available ? `AG-UI on ${http.aguiUrl}` : fallbackLine(agui)}`);
     log.info(`tools: ${tools.map((tool) => tool.name).join(", ")}`);
     announceReady();
     await untilInterrupted();
