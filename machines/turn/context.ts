@@ -48,6 +48,8 @@ export interface TurnContext extends TurnInput {
   open_threads: string[];
   /** Standing instructions on how to answer the user (procedural memory), most recently taught first. */
   procedures: string[];
+  /** The persona memory evolved for the session, as text; null while it has none. */
+  persona: string | null;
   /** The session's truth and task ledgers in short; null when both are empty. */
   ledgers: LedgerDigest | null;
   context_arena: ContextArenaState;
@@ -88,7 +90,7 @@ export interface TurnContext extends TurnInput {
 /** The part of an agent's context the context arena plans: what memory and the ledgers bring. */
 export type PlannedMemory = Pick<
   AgentContext,
-  "episodes" | "user_facts" | "open_threads" | "procedures" | "ledgers" | "summary" | "tool_failures"
+  "episodes" | "user_facts" | "open_threads" | "procedures" | "persona" | "ledgers" | "summary" | "tool_failures"
 >;
 
 /** A turn's context before its first stage. */
@@ -108,6 +110,7 @@ export const initialContext = ({ input }: { input: TurnInput }): TurnContext => 
   user_facts: [],
   open_threads: [],
   procedures: [],
+  persona: null,
   ledgers: null,
   waves: [],
   wave: 0,
@@ -178,6 +181,7 @@ export const retrievedMemory = (context: TurnContext): PlannedMemory => ({
   ...(context.user_facts.length > 0 ? { user_facts: context.user_facts } : {}),
   ...(context.open_threads.length > 0 ? { open_threads: context.open_threads } : {}),
   ...(context.procedures.length > 0 ? { procedures: context.procedures } : {}),
+  ...(context.persona ? { persona: context.persona } : {}),
   ...(context.ledgers ? { ledgers: context.ledgers } : {}),
 });
 

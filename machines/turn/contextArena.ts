@@ -13,12 +13,13 @@ type RecordAction = { type: "record"; params: TurnRecord };
 
 /** The memory part of a planned agent context. */
 const memoryOf = (context: PlannedMemory): PlannedMemory => {
-  const { episodes, user_facts, open_threads, procedures, ledgers, summary, tool_failures } = context;
+  const { episodes, user_facts, open_threads, procedures, persona, ledgers, summary, tool_failures } = context;
   return {
     episodes,
     ...(user_facts ? { user_facts } : {}),
     ...(open_threads ? { open_threads } : {}),
     ...(procedures ? { procedures } : {}),
+    ...(persona ? { persona } : {}),
     ...(ledgers ? { ledgers } : {}),
     ...(summary ? { summary } : {}),
     ...(tool_failures ? { tool_failures } : {}),

@@ -23,6 +23,7 @@ export const contextState = turnSetup.createStateConfig({
           user_facts: ({ event }) => event.output.user_facts,
           open_threads: ({ event }) => event.output.open_threads,
           procedures: ({ event }) => event.output.procedures ?? [],
+          persona: ({ event }) => event.output.persona ?? null,
           ledgers: ({ event }) => event.output.ledgers ?? null,
         }),
         {

@@ -61,6 +61,11 @@ export interface AgentMemoryView {
    */
   readonly procedures: readonly string[];
   /**
+   * The persona memory evolved for the session (its traits, strongest first), as the context
+   * arena kept it within the `identity_persona` zone's budget; null while it has none.
+   */
+  readonly persona: string | null;
+  /**
    * The session's truth and task ledgers in short (active facts, the task's
    * goal, open items and blockers); null when both are empty.
    */

@@ -122,6 +122,7 @@ async function answerAgent(
       userFacts: request.context.user_facts ?? [],
       openThreads: request.context.open_threads ?? [],
       procedures: request.context.procedures ?? [],
+      persona: request.context.persona ?? null,
       ledgers: request.context.ledgers ?? null,
     },
     // The offline mode has no model for the agent itself (the offline tool model serves only ctx.tools.run).

@@ -107,6 +107,10 @@ function plannedContext(context: AgentContext, plan: ContextPlan, summary: Conte
   if (context.user_facts) planned.user_facts = keep(context.user_facts, (_, index) => `user_fact:${index}`)!;
   if (context.open_threads) planned.open_threads = keep(context.open_threads, (_, index) => `thread:${index}`)!;
   if (context.procedures) planned.procedures = keep(context.procedures, (_, index) => `procedure:${index}`)!;
+  // The persona as the plan kept it: cut to its zone's budget when longer; left out when dropped.
+  const persona = plan.kept.persona;
+  if (persona === undefined) delete planned.persona;
+  else planned.persona = persona;
   if (context.ledgers) {
     const { goal, ...task } = context.ledgers.task;
     planned.ledgers = {

@@ -87,6 +87,8 @@ export interface ContextPlan {
   /** The prompt text: one section per zone that kept something, in zone order. */
   text: string;
   report: ContextPlanReport;
+  /** Each kept item's text by its id, as planned (cut short, with a note, where it was truncated). */
+  kept: Readonly<Record<string, string>>;
 }
 
 const TRUNCATION_NOTE = " […truncated]";
@@ -217,6 +219,7 @@ export function planContext(sources: ContextSources, options: PlanOptions): Cont
   ) as Record<Zone, ZoneReport>;
   return {
     text,
+    kept: Object.fromEntries(ZONES.flatMap((zone) => kept.get(zone)!.map((item) => [item.id, item.text]))),
     report: {
       pressure,
       target_tokens: target,

@@ -2,7 +2,7 @@
  * The zones of an agent's context, in their fixed order, and the items each
  * holds, taken from what the turn gives an agent (AgentContext).
  *
- *   identity_persona  the council's stance (persona) and standing instructions (procedures)
+ *   identity_persona  standing instructions (procedures), the persona memory evolved, the council's stance
  *   truth             the truth ledger's active facts
  *   task_state        the user's message, the task ledger, the turn's signals and claims
  *   tool_failures     tool calls that failed earlier in the turn
@@ -103,9 +103,10 @@ export function contextItems(sources: ContextSources): ContextItem[] {
     if (text.trim().length > 0) items.push({ zone, id, text, rank, order, ...(pinned ? { pinned } : {}) });
   };
 
-  // Identity and persona: standing instructions (most recently taught first), then the council's stance.
+  // Identity and persona: standing instructions (most recently taught first), the persona, the council's stance.
   for (const [index, procedure] of (context.procedures ?? []).entries())
     add("identity_persona", `procedure:${index}`, procedure, index);
+  if (context.persona) add("identity_persona", "persona", context.persona, 50);
   const stance = readings(context.stance);
   if (stance) add("identity_persona", "stance", `The council's stance: ${stance}.`, 100);
 

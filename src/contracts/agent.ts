@@ -115,6 +115,11 @@ export const AgentContext = z.object({
   open_threads: z.array(z.string()).optional(),
   /** Standing instructions on how to answer the user, learnt by procedural memory ("Keep answers short"). */
   procedures: z.array(z.string()).max(20).optional(),
+  /**
+   * The persona memory evolved for the session, as the context arena kept it in the
+   * `identity_persona` zone (cut to the zone's budget, with a note, when longer).
+   */
+  persona: z.string().max(4_000).optional(),
   /** The session's truth and task ledgers in short (absent when both are empty). */
   ledgers: LedgerDigest.optional(),
   /** The session's older turns in short, once the context arena compacted them (docs/context.md): `episodes` holds only later turns. */

@@ -21,6 +21,8 @@ export const MemoryRefs = z.object({
   threads: z.array(NodeRef).max(1_000),
   /** The procedures' node ids. */
   procedures: z.array(NodeRef).max(20),
+  /** The persona's node id, when the persona was given (absent from references written before it was). */
+  persona: z.array(NodeRef).max(1).optional(),
 });
 export type MemoryRefs = z.infer<typeof MemoryRefs>;
 
@@ -46,6 +48,11 @@ export const MemoryRetrieveReply = z.object({
    * "Answer in Spanish"), those an adapter applied, the most recently taught first, a few at most.
    */
   procedures: z.array(z.string()).max(20).optional(),
+  /**
+   * The persona memory evolved for the session (its traits, strongest first, as text); absent
+   * while it has none. The context arena puts it in the `identity_persona` zone.
+   */
+  persona: z.string().max(4_000).optional(),
   /** The session's truth and task ledgers in short (added by the runner; absent when both are empty). */
   ledgers: LedgerDigest.optional(),
   /**

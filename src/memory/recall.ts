@@ -11,7 +11,7 @@ import type { Embedder } from "../llm/embeddings.ts";
 import type { EpisodeStore } from "./episodeStore.ts";
 import type { MemoryGraphStore } from "./graph/store.ts";
 import type { MemoryNode } from "./graph/types.ts";
-import { type RankItem, type RankOptions, rankMemory, topicsOf } from "./learn/index.ts";
+import { personaText, type RankItem, type RankOptions, rankMemory, topicsOf } from "./learn/index.ts";
 import { procedureNodesOf } from "./procedural/index.ts";
 import { episodeOfNode, isFact, isThread } from "./turnNodes.ts";
 
@@ -62,9 +62,10 @@ export class MemoryRecall {
    */
   async retrieve(request: MemoryRetrieveRequest, signal?: AbortSignal): Promise<MemoryRetrieveReply> {
     if (request.resolve) return this.resolve(request.session_id, request.resolve);
-    const [nodes, procedural] = await Promise.all([
+    const [nodes, procedural, persona] = await Promise.all([
       this.graph.nodes(request.session_id),
       this.graph.nodes(request.session_id, "procedural"),
+      this.graph.nodes(request.session_id, "persona"),
     ]);
     const query = await this.#queryVector(nodes, request.user_message, "retrieve", signal);
     // Started first: a session whose episodes are not in the graph reads them from the store meanwhile.
@@ -76,7 +77,7 @@ export class MemoryRecall {
     const facts = ranked.filter((item) => item.kind === "fact");
     const threads = ranked.filter((item) => item.kind === "thread");
     const procedures = procedureNodesOf(procedural);
-    return replyOf(await episodes, facts, threads, procedures);
+    return replyOf(await episodes, facts, threads, procedures, persona[0]);
   }
 
   /**
@@ -95,6 +96,7 @@ export class MemoryRecall {
     const facts = found(refs.facts, isFact);
     const threads = found(refs.threads, isThread);
     const procedures = found(refs.procedures, (node) => node.kind === "procedural");
+    const [persona] = found(refs.persona ?? [], (node) => node.kind === "persona");
     const episodes = (
       await Promise.all(
         refs.episodes.map(async (turn) => {
@@ -105,9 +107,14 @@ export class MemoryRecall {
         }),
       )
     ).filter((episode): episode is Episode => episode !== undefined && refs.episodes.includes(episode.turn_id));
-    const named = refs.episodes.length + refs.facts.length + refs.threads.length + refs.procedures.length;
-    const resolved = episodes.length + facts.length + threads.length + procedures.length;
-    return { ...replyOf(episodes, facts, threads, procedures), unresolved: named - resolved };
+    const named =
+      refs.episodes.length +
+      refs.facts.length +
+      refs.threads.length +
+      refs.procedures.length +
+      (refs.persona?.length ?? 0);
+    const resolved = episodes.length + facts.length + threads.length + procedures.length + (persona ? 1 : 0);
+    return { ...replyOf(episodes, facts, threads, procedures, persona), unresolved: named - resolved };
   }
 
   /** Everything the session's memory holds about `query` (facts, threads open or closed, episodes), best first. */
@@ -241,17 +248,22 @@ function replyOf(
   facts: readonly { id: string; text: string }[],
   threads: readonly { id: string; text: string }[],
   procedures: readonly { id: string; text: string }[],
+  personaNode?: MemoryNode,
 ): MemoryRetrieveReply {
+  const traits = personaNode?.data.traits;
+  const persona = traits && typeof traits === "object" ? personaText(traits as Record<string, number>) : "";
   return {
     episodes,
     user_facts: facts.map((item) => item.text),
     open_threads: threads.map((item) => item.text),
     procedures: procedures.map((item) => item.text),
+    ...(persona ? { persona } : {}),
     refs: {
       episodes: episodes.map((episode) => episode.turn_id),
       facts: facts.map((item) => item.id),
       threads: threads.map((item) => item.id),
       procedures: procedures.map((item) => item.id),
+      ...(persona && personaNode ? { persona: [personaNode.id] } : {}),
     },
   };
 }

@@ -33,9 +33,11 @@ export {
   initialPersona,
   PERSONA_MAX_TOPIC_TRAITS,
   PERSONA_SMOOTHING,
+  PERSONA_TEXT_MAX,
   PERSONA_TRAIT_FLOOR,
   type PersonaSignals,
   type PersonaState,
+  personaText,
   personaTurn,
   shouldEvolve,
 } from "./persona.ts";

@@ -107,6 +107,26 @@ export function personaTurn(
   return { state: evolvePersona(next, signals()), evolved: true };
 }
 
+/** Longest persona text memory hands a turn (characters): the context arena cuts it further, to its zone's budget. */
+export const PERSONA_TEXT_MAX = 2_000;
+
+/**
+ * The persona as the agents read it: its traits, strongest first (names break ties), each as words
+ * with its value, e.g. `attentive to jazz 0.51, knows user 0.2`. Empty when it has no trait; cut
+ * to {@link PERSONA_TEXT_MAX} characters, weakest traits first.
+ */
+export function personaText(traits: Readonly<Record<string, number>>): string {
+  const parts = Object.entries(traits)
+    .filter(([, value]) => Number.isFinite(value))
+    .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))
+    .map(([name, value]) => `${name.replaceAll("_", " ")} ${Math.round(value * 100) / 100}`);
+  if (parts.length === 0) return "";
+  const lead = "What this conversation has taught you to attend to: ";
+  let text = lead + parts.join(", ");
+  if (text.length > PERSONA_TEXT_MAX) text = `${text.slice(0, PERSONA_TEXT_MAX - 1)}…`;
+  return text;
+}
+
 /** `n / (n + half)`: 0 at 0, one half at `half`, approaching 1. Negative or NaN counts as 0. */
 function saturate(n: number, half: number): number {
   return n > 0 ? n / (n + half) : 0;
