@@ -14,7 +14,8 @@ import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_pr
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { ConclaveProcess } from "../../src/cli/childProcess.ts";
+import { createInterface } from "node:readline";
+import { CONCLAVE_BIN, type ConclaveProcess } from "../../src/cli/childProcess.ts";
 import { withDeadline } from "../../src/deadline.ts";
 
 const ROOT = join(import.meta.dirname, "../..");
@@ -22,17 +23,11 @@ const ROOT = join(import.meta.dirname, "../..");
 const READY_MARK = ".conclave-release-built";
 
 /** A built previous release. */
-export interface PreviousRelease {
-  /** Its version, as its CHANGELOG heading and package.json name it. */
-  version: string;
+export interface PreviousRelease extends ConclaveBuild {
   /** Its full commit. */
   commit: string;
-  /** How the commit was found: `tag v0.2.0`, or `commit f089474 (no tag v0.2.0 in this clone)`. */
+  /** How the commit was found: `tag v0.2.0`, or `commit f089474 (no tag v0.2.0 here)`. */
   resolvedBy: string;
-  /** The built release's directory. */
-  dir: string;
-  /** Its `conclave` command: the compiled CLI, run with `node`. */
-  bin: string;
 }
 
 /** The release a CHANGELOG heading names. */
@@ -152,23 +147,54 @@ function buildPreviousRelease(): PreviousRelease {
   return found;
 }
 
+/** A build of Conclave whose `conclave` command can be started: the previous release, or {@link CURRENT_BUILD}. */
+export interface ConclaveBuild {
+  /** Its version, as printed: a release's as its CHANGELOG heading names it (`0.2.0`), or `current`. */
+  version: string;
+  /** The directory it runs in. */
+  dir: string;
+  /** Its `conclave` command, run with `node` (a release's compiled CLI, dist/src/cli/main.js). */
+  bin: string;
+}
+
+/** This checkout's code, run from its sources as `spawnConclave` runs it. */
+export const CURRENT_BUILD: ConclaveBuild = { version: "current", dir: ROOT, bin: CONCLAVE_BIN };
+
+/** A line a started process logged at warn or error (its log is one JSON object a line on stderr). */
+export interface LoggedProblem {
+  process: string;
+  level: "warn" | "error";
+  msg: string;
+}
+
 /**
- * Starts the release's `conclave <args>` as src/cli/childProcess.ts's `spawnConclave` starts the
- * current code's: its own process group, `{ type: "ready" }` over IPC once it serves, SIGTERM then
- * SIGKILL to stop it.
+ * Starts `conclave <args>` of `build` as src/cli/childProcess.ts's `spawnConclave` starts the current
+ * code's: its own process group, `{ type: "ready" }` over IPC once it serves, SIGTERM then SIGKILL to
+ * stop it. Its stderr is passed on line by line, and each warning or error it logs is also given to
+ * `onProblem`.
  */
-export function spawnRelease(
-  release: PreviousRelease,
+export function spawnBuild(
+  build: ConclaveBuild,
   name: string,
   args: string[],
   env: NodeJS.ProcessEnv,
+  onProblem: (problem: LoggedProblem) => void = () => {},
   readyTimeoutMs = 20_000,
 ): ConclaveProcess {
-  const child: ChildProcess = spawn(process.execPath, [release.bin, ...args], {
-    cwd: release.dir,
-    stdio: ["ignore", "inherit", "inherit", "ipc"],
+  const child: ChildProcess = spawn(process.execPath, [build.bin, ...args], {
+    cwd: build.dir,
+    stdio: ["ignore", "inherit", "pipe", "ipc"],
     env,
     detached: true,
+  });
+  createInterface({ input: child.stderr! }).on("line", (line) => {
+    process.stderr.write(`${line}\n`);
+    try {
+      const { level, msg } = JSON.parse(line) as { level?: unknown; msg?: unknown };
+      if (level === "warn" || level === "error") onProblem({ process: name, level, msg: String(msg) });
+    } catch {
+      // Not a log line (a crash's stack): passed on above.
+    }
   });
   const killOnExit = () => child.kill("SIGKILL");
   process.once("exit", killOnExit);
@@ -182,10 +208,10 @@ export function spawnRelease(
           if (message?.type === "ready") resolve();
         });
         child.once("exit", (code, signal) =>
-          reject(new Error(`${name} (${release.version}) exited before it was ready (${signal ?? `code ${code}`})`)),
+          reject(new Error(`${name} (${build.version}) exited before it was ready (${signal ?? `code ${code}`})`)),
         );
       }),
-    () => new Error(`${name} (${release.version}) did not become ready within ${readyTimeoutMs} ms`),
+    () => new Error(`${name} (${build.version}) did not become ready within ${readyTimeoutMs} ms`),
   );
   ready.catch(() => {});
   return {

@@ -1,6 +1,6 @@
 import { afterAll } from "vitest";
 import { type ConclaveProcess, spawnConclave } from "../../src/cli/childProcess.ts";
-import { type PreviousRelease, spawnRelease } from "./previousRelease.ts";
+import { type ConclaveBuild, type LoggedProblem, spawnBuild } from "./previousRelease.ts";
 
 /** Spawns `conclave` subprocesses against a test server; all are stopped after the file's tests. */
 export function useConclaveProcesses(url: () => string, env: () => NodeJS.ProcessEnv = () => ({})) {
@@ -25,14 +25,17 @@ export function useConclaveProcesses(url: () => string, env: () => NodeJS.Proces
     async spawn(name: string, args: string[], extraEnv: NodeJS.ProcessEnv = {}): Promise<ConclaveProcess> {
       return track(spawnConclave(name, args, environment(extraEnv)));
     },
-    /** Starts `conclave <args>` of a previous release (./previousRelease.ts), in the same environment. */
-    async spawnRelease(
-      release: PreviousRelease,
+    /**
+     * Starts `conclave <args>` of `build` (a previous release, or the current code: ./previousRelease.ts)
+     * in the same environment; each warning or error it logs is also given to `onProblem`.
+     */
+    async spawnBuild(
+      build: ConclaveBuild,
       name: string,
       args: string[],
-      extraEnv: NodeJS.ProcessEnv = {},
+      onProblem?: (problem: LoggedProblem) => void,
     ): Promise<ConclaveProcess> {
-      return track(spawnRelease(release, name, args, environment(extraEnv)));
+      return track(spawnBuild(build, name, args, environment({}), onProblem));
     },
   };
 }

@@ -9,8 +9,9 @@
  * nothing lost, nothing run twice (no turn completed twice, no agent answer, model step or tool call
  * recorded twice), zero turn-order violations, every acked turn completed, each turn's log contiguous
  * (seq 0..n-1, ending with TURN_COMPLETED), the old processes exiting 0 on SIGTERM, the old runners
- * running turns before the upgrade and only the current ones after it. It prints the release it built,
- * each step as it begins and the counts.
+ * running turns before the upgrade and only the current ones after it. A second run rolls back the
+ * same way (current processes replaced one by one by the previous release's) and holds the same. Each
+ * prints the release it built, each step as it begins and the counts.
  *
  * Heavy (it builds the previous release once per commit, cached in the temp directory): it runs in the
  * serial run, `npm run test:cluster` (vitest.config.ts).
@@ -19,11 +20,17 @@ import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import type { NatsConnection } from "@nats-io/nats-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { ConclaveProcess } from "../../src/cli/childProcess.ts";
 import { type ConclaveClient, connect } from "../../src/client/index.ts";
 import { useNatsServer } from "../helpers/nats.ts";
-import { type PreviousRelease, previousRelease } from "../helpers/previousRelease.ts";
+import {
+  type ConclaveBuild,
+  CURRENT_BUILD,
+  type LoggedProblem,
+  type PreviousRelease,
+  previousRelease,
+} from "../helpers/previousRelease.ts";
 import { useConclaveProcesses } from "../helpers/processes.ts";
 import { accountTurns, countsLine, startTurnLoad } from "../helpers/turnLoad.ts";
 
@@ -41,6 +48,12 @@ const RUN_BOUND_MS = 240_000;
 const TEST_MS = 330_000;
 /** Building the previous release from scratch (extract, maybe `npm ci`, `npm run build`). */
 const BUILD_MS = 600_000;
+/**
+ * The warnings that say a process met a stored record or a message it could not read (a newer format
+ * refused, a record left out, quarantined or skipped): any of them fails the run, as any error does.
+ */
+const UNREADABLE =
+  /format_too_new|reads formats up to|is not a valid|is not a |quarantin|corrupt|skipped a message|ignored an/i;
 const WORKER_ARGS = ["worker", "--agents", "*", "--services", "scheduler,council,critics,memory"];
 
 let release: PreviousRelease;
@@ -55,6 +68,8 @@ beforeAll(async () => {
   console.log(
     `upgrade: previous release ${release.version} (commit ${release.commit.slice(0, 7)}, ${release.resolvedBy}) to current ${current}`,
   );
+  for (let i = 0; i < 2; i++) clients.push(await connect({ nc: await nats.connect("client") }));
+  observer = await nats.connect("observer");
 }, BUILD_MS);
 afterAll(async () => {
   await Promise.allSettled(clients.map((client) => client.close()));
@@ -65,98 +80,121 @@ interface Member {
   process: ConclaveProcess;
   id: string;
 }
+/** The processes a test leaves serving, stopped after it. */
+let serving: Member[] = [];
+afterEach(async () => {
+  await Promise.allSettled(serving.map((m) => m.process.stop(5_000)));
+  serving = [];
+});
+
+/** Which release's processes a run starts with and which it ends with. */
+type Direction = "upgrade" | "rollback";
+
+/**
+ * Two runners and two workers of one release under load, replaced one by one with the other's (workers
+ * first, then runners: each new one ready before an old one stops), then every acked turn read back;
+ * prints each step and the counts, and holds them.
+ */
+async function rollingReplace(direction: Direction): Promise<void> {
+  /** Every warning and error the processes log. */
+  const problems: LoggedProblem[] = [];
+  const [fromBuild, toBuild] = direction === "upgrade" ? [release, CURRENT_BUILD] : [CURRENT_BUILD, release];
+  const [fromName, toName] = [fromBuild.version, toBuild.version];
+  const starter = (build: ConclaveBuild) => async (name: string, args: string[]) => {
+    const started = await processes.spawnBuild(build, `${name}-${build.version}`, args, (p) => problems.push(p));
+    return { process: started, id: `${hostname()}:${started.child.pid}` };
+  };
+  const [from, to] = [starter(fromBuild), starter(toBuild)];
+  const oldWorkers = await Promise.all([from("worker-1", WORKER_ARGS), from("worker-2", WORKER_ARGS)]);
+  const oldRunners = await Promise.all([from("runner-1", ["runner"]), from("runner-2", ["runner"])]);
+  serving.push(...oldWorkers, ...oldRunners);
+
+  const load = startTurnLoad({
+    clients,
+    sessions: SESSIONS,
+    label: direction,
+    thinkMs: 0,
+    followTimeoutMs: 60_000,
+    runBoundMs: RUN_BOUND_MS,
+    turnsPerSession: TURNS_PER_SESSION,
+  });
+  // Each step printed as it begins: a run that times out shows where it stood.
+  const step = async <T>(what: string, run: () => Promise<T>): Promise<T> => {
+    console.log(
+      `${direction} +${Math.round((Date.now() - load.started) / 1_000)} s: ${what} (${load.finished()} turns finished, ${load.inFlight.size} in flight)`,
+    );
+    return run();
+  };
+  const progress = () => step(`waiting for ${STEP_TURNS} more turns`, () => load.progress(STEP_TURNS));
+  /** How each replaced process ended on SIGTERM. */
+  const exits: string[] = [];
+  const replace = async (kind: string, i: number, old: Member, args: string[]): Promise<Member> => {
+    const started = await step(`${toName} ${kind}-${i + 1} starts`, () => to(`${kind}-${i + 1}`, args));
+    serving.push(started);
+    await progress();
+    await step(`${fromName} ${old.process.name} stopped with SIGTERM`, async () => {
+      await old.process.stop(30_000);
+      const { exitCode, signalCode } = old.process.child;
+      exits.push(`${old.process.name}: ${signalCode ?? `code ${exitCode}`}`);
+    });
+    await progress();
+    return started;
+  };
+
+  await progress();
+  const oldEra = load.acks.length;
+  for (const [i, worker] of oldWorkers.entries()) await replace("worker", i, worker, WORKER_ARGS);
+  const newRunners: Member[] = [];
+  for (const [i, runner] of oldRunners.entries()) newRunners.push(await replace("runner", i, runner, ["runner"]));
+  // Acked once only the new processes serve: every one of these runs on a new runner.
+  const newEra = load.acks.length;
+  await progress();
+  await step("stopping the load", () => load.stop());
+
+  const result = await accountTurns(observer, load);
+  const ranBy = (from: number, to: number, runners: Member[]) =>
+    load.acks
+      .slice(from, to)
+      .filter((ack) => runners.some((r) => r.id === result.statuses.get(`${ack.session_id}/${ack.turn_id}`)?.runner))
+      .length;
+  const byOld = ranBy(0, oldEra, oldRunners);
+  const byNew = ranBy(newEra, load.acks.length, newRunners);
+  console.log(
+    `${direction} ${fromName} to ${toName} in ${Math.round((Date.now() - load.started) / 1_000)} s: ${countsLine(result.counts)}; broken logs ${result.broken.length}; slowest turn ${Math.round(result.slowest)} ms; follows timed out ${load.stalled.size}; turns run by ${fromName} runners before ${byOld} of ${oldEra}, by ${toName} runners after ${byNew} of ${load.acks.length - newEra}; SIGTERM exits: ${exits.join(", ")}; logged ${problems.filter((p) => p.level === "error").length} errors, ${problems.filter((p) => p.level === "warn").length} warnings`,
+  );
+  for (const problem of new Set(problems.map((p) => `${p.process} ${p.level}: ${p.msg}`))) console.log(`  ${problem}`);
+
+  expect(load.failures).toEqual([]);
+  expect(result.broken).toEqual([]);
+  expect(result.outOfOrder).toEqual([]);
+  expect(result.increasing).toEqual([]);
+  expect(result.stalledDetail).toEqual([]);
+  expect(result.retakenInFlight).toEqual([]);
+  expect(result.counts).toMatchObject({
+    completed: result.counts.submitted,
+    lost: 0,
+    twice: 0,
+    violations: 0,
+    callsRepeated: 0,
+  });
+  expect(result.counts.submitted).toBeGreaterThanOrEqual(10 * STEP_TURNS);
+  expect(exits).toEqual([...oldWorkers, ...oldRunners].map((m) => `${m.process.name}: code 0`));
+  // A record or message one version cannot read shows as an error or a warning that it left one out.
+  expect(problems.filter((p) => p.level === "error" || UNREADABLE.test(p.msg))).toEqual([]);
+  expect(byOld).toBe(oldEra);
+  expect(byNew).toBe(load.acks.length - newEra);
+}
 
 describe("a rolling upgrade under load", () => {
   it(
-    "runners and workers of the previous release replaced one by one: no turn lost, run twice or out of order",
-    async () => {
-      const member = (process: ConclaveProcess): Member => ({ process, id: `${hostname()}:${process.child.pid}` });
-      const old = (name: string, args: string[]) =>
-        processes.spawnRelease(release, `${name}-${release.version}`, args).then(member);
-      const current = (name: string, args: string[]) => processes.spawn(`${name}-current`, args).then(member);
-      const oldWorkers = await Promise.all([old("worker-1", WORKER_ARGS), old("worker-2", WORKER_ARGS)]);
-      const oldRunners = await Promise.all([old("runner-1", ["runner"]), old("runner-2", ["runner"])]);
-      for (let i = 0; i < 2; i++) clients.push(await connect({ nc: await nats.connect("client") }));
-      observer = await nats.connect("observer");
+    "runners and workers of the previous release replaced one by one with current ones: no turn lost, run twice or out of order",
+    () => rollingReplace("upgrade"),
+    TEST_MS,
+  );
 
-      const load = startTurnLoad({
-        clients,
-        sessions: SESSIONS,
-        label: "upgrade",
-        thinkMs: 0,
-        followTimeoutMs: 60_000,
-        runBoundMs: RUN_BOUND_MS,
-        turnsPerSession: TURNS_PER_SESSION,
-      });
-      // Each step printed as it begins: a run that times out shows where it stood.
-      const step = async <T>(what: string, run: () => Promise<T>): Promise<T> => {
-        console.log(
-          `upgrade +${Math.round((Date.now() - load.started) / 1_000)} s: ${what} (${load.finished()} turns finished, ${load.inFlight.size} in flight)`,
-        );
-        return run();
-      };
-      const progress = () => step(`waiting for ${STEP_TURNS} more turns`, () => load.progress(STEP_TURNS));
-      /** How each old process ended on SIGTERM. */
-      const exits: string[] = [];
-      const stop = (what: string, stopped: Member) =>
-        step(`${what} ${stopped.process.name} stopped with SIGTERM`, async () => {
-          await stopped.process.stop(30_000);
-          const { exitCode, signalCode } = stopped.process.child;
-          exits.push(`${stopped.process.name}: ${signalCode ?? `code ${exitCode}`}`);
-        });
-
-      await progress();
-      const oldEra = load.acks.length;
-      const newWorkers: Member[] = [];
-      for (const [i, worker] of oldWorkers.entries()) {
-        newWorkers.push(await step(`current worker-${i + 1} starts`, () => current(`worker-${i + 1}`, WORKER_ARGS)));
-        await progress();
-        await stop("old worker", worker);
-        await progress();
-      }
-      const newRunners: Member[] = [];
-      for (const [i, runner] of oldRunners.entries()) {
-        newRunners.push(await step(`current runner-${i + 1} starts`, () => current(`runner-${i + 1}`, ["runner"])));
-        await progress();
-        await stop("old runner", runner);
-        await progress();
-      }
-      // Acked once only current processes serve: every one of these runs on a current runner.
-      const newEra = load.acks.length;
-      await progress();
-      await step("stopping the load", () => load.stop());
-
-      const result = await accountTurns(observer, load);
-      const ranBy = (from: number, to: number, runners: Member[]) =>
-        load.acks
-          .slice(from, to)
-          .filter((ack) =>
-            runners.some((r) => r.id === result.statuses.get(`${ack.session_id}/${ack.turn_id}`)?.runner),
-          ).length;
-      const byOld = ranBy(0, oldEra, oldRunners);
-      const byNewAfter = ranBy(newEra, load.acks.length, newRunners);
-      console.log(
-        `upgrade ${release.version} to current in ${Math.round((Date.now() - load.started) / 1_000)} s: ${countsLine(result.counts)}; broken logs ${result.broken.length}; slowest turn ${Math.round(result.slowest)} ms; follows timed out ${load.stalled.size}; turns run by old runners before the upgrade ${byOld} of ${oldEra}, by current runners after it ${byNewAfter} of ${load.acks.length - newEra}; SIGTERM exits: ${exits.join(", ")}`,
-      );
-
-      expect(load.failures).toEqual([]);
-      expect(result.broken).toEqual([]);
-      expect(result.outOfOrder).toEqual([]);
-      expect(result.increasing).toEqual([]);
-      expect(result.stalledDetail).toEqual([]);
-      expect(result.retakenInFlight).toEqual([]);
-      expect(result.counts).toMatchObject({
-        completed: result.counts.submitted,
-        lost: 0,
-        twice: 0,
-        violations: 0,
-        callsRepeated: 0,
-      });
-      expect(result.counts.submitted).toBeGreaterThanOrEqual(10 * STEP_TURNS);
-      expect(exits).toEqual([...oldWorkers, ...oldRunners].map((m) => `${m.process.name}: code 0`));
-      expect(byOld).toBe(oldEra);
-      expect(byNewAfter).toBe(load.acks.length - newEra);
-    },
+  it(
+    "rolled back the same way, current processes replaced by the previous release's: no turn lost, run twice or out of order",
+    () => rollingReplace("rollback"),
     TEST_MS,
   );
 });
