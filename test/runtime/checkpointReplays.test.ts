@@ -129,6 +129,10 @@ describe("replay, verify and cost from the latest checkpoint", () => {
     expect(fromStart.events_read).toBe(TURNS);
     expect(fromCheckpoint.from_seq).toBeGreaterThan(0);
     expect(fromCheckpoint.events_read).toBeLessThan(TURNS);
+    // The runner answers the client's replay (and so client.verify's ledgers check) the same way.
+    const viaClient = await client.ledgers.replay(SESSION);
+    expect(viaClient.rebuilt).toEqual(fromStart.rebuilt);
+    expect(viaClient.from_seq).toBe(fromCheckpoint.from_seq);
   });
 
   it("prices the checkpoint's cost plus the turns after it to the client's fold from the start, reading fewer events", async () => {

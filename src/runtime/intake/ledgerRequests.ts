@@ -9,11 +9,15 @@ import { isLedgerWrite, LedgerError } from "../../ledgers/decide.ts";
 import { ledgerDigest, queryTruth } from "../../ledgers/digest.ts";
 import type { LedgerStore } from "../../ledgers/ledgerStore.ts";
 import type { Logger } from "../../telemetry/log.ts";
+import { replayLedgers } from "../replay.ts";
+import type { SessionStore } from "../sessionStore.ts";
 
 /** What answering a ledger request needs. */
 export interface LedgerDeps {
   ledgers: LedgerStore;
   log: Logger;
+  /** Where a replay finds the session's latest checkpoint (it folds from its ledgers); absent: from the start. */
+  sessions?: Pick<SessionStore, "checkpoint">;
 }
 
 /** A result naming the runtime's session id (both ledgers, a replay) as the tenant names it. */
@@ -47,7 +51,7 @@ export const MAX_LEDGER_REQUEST_BYTES = 65_536;
 export async function serveLedger(deps: LedgerDeps, msg: ServiceMsg): Promise<void> {
   try {
     const { sessionId, view, tenant } = addressOf(msg.subject);
-    const asked = decodeJson(msg.data, LedgerRequest, `ledger request for session ${view}`, MAX_LEDGER_REQUEST_BYTES);
+    const asked = decodeMessage(msg, LedgerRequest, `ledger request for session ${view}`, MAX_LEDGER_REQUEST_BYTES);
     if (tenant && asked.user_id !== undefined)
       throw new HandlerError(
         "forbidden",
@@ -105,7 +109,7 @@ async function answerLedger(
     if (isLedgerWrite(request)) return store.write(request, by);
     switch (request.op) {
       case "ledgers.replay":
-        return store.replay(sessionId);
+        return deps.sessions ? replayLedgers(store, deps.sessions, sessionId) : store.replay(sessionId);
       case "truth.query":
         return queryTruth(await store.state(sessionId), request);
       default: {
@@ -118,7 +122,7 @@ async function answerLedger(
     }
   })();
   if (isInboxReply(msg.reply, "runner"))
-    msg.respond(encodeJson({ result: sessionId === view ? result : asViewed(result, view) }));
+    respondJson(msg, { result: sessionId === view ? result : asViewed(result, view) });
 }
 
 /** The error reply to a request that failed, logged. */
