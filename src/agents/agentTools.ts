@@ -116,6 +116,15 @@ export function agentDelegation(
   };
 }
 
+/** Why a tool is not offered, and the fix: where the tool must be listed, and how a worker hosts it. */
+function notOfferedMessage(name: string, request: AgentRequest): string {
+  const hosted =
+    "a worker must host it: export it with defineTool from the agent's --agents module, or give its module to --tools";
+  if (request.recipe)
+    return `it is not offered to this agent call: list '${name}' in the recipe node's tools, and ${hosted}`;
+  return `it is not offered to this agent call: list '${name}' in the agent's tools (defineAgent({ tools: [...] })), and ${hosted}`;
+}
+
 export function agentTools(
   request: AgentRequest,
   options: {
@@ -131,7 +140,7 @@ export function agentTools(
   let index = 0;
   const call = async (name: string, args: unknown, callOptions: { confidence?: number } = {}) => {
     if (!options.ask || !available.some((tool) => tool.name === name))
-      throw new ToolCallRefusedError(name, "unknown_tool", "it is not offered to this agent call");
+      throw new ToolCallRefusedError(name, "unknown_tool", notOfferedMessage(name, request));
     const reply = await options.ask({
       ...callRefOf(request),
       // Calls are numbered in the order the agent makes them: the same run makes the same calls again.

@@ -54,6 +54,21 @@ export function describeEvent(event: EngineEvent): string | null {
       if (own !== "" && own !== JSON.stringify(contribution)) said.push(`output ${singleLine(own, 200)}`);
       return `        ✓ ${event.payload.agent_id} (${fmt(event.payload.elapsed_ms)} ms on ${event.payload.worker})${said.length > 0 ? `: ${said.join("; ")}` : ""}`;
     }
+    case "TOOL_CALL_REQUESTED":
+      return `          ⚙ ${event.payload.agent_id} calls ${event.payload.tool}(${singleLine(JSON.stringify(event.payload.args) ?? "", 160)})`;
+    case "TOOL_CALL_DENIED":
+      return `          ⚙ ${event.payload.tool} refused: ${event.payload.refusal}: ${singleLine(event.payload.message, 200)}`;
+    case "TOOL_CALL_FINISHED": {
+      const { tool, ok, elapsed_ms } = event.payload;
+      const simulated = event.payload.simulated ? " (simulated)" : "";
+      return ok
+        ? `          ⚙ ${tool} → ${singleLine(JSON.stringify(event.payload.result) ?? "(nothing)", 200)} (${fmt(elapsed_ms)} ms)${simulated}`
+        : `          ⚙ ${tool} failed: ${event.payload.error?.code ?? "error"}: ${singleLine(event.payload.error?.message ?? "", 200)}`;
+    }
+    case "TOOL_CALL_ROLLED_BACK":
+      return `  ↶ ${event.payload.tool} (${event.payload.call_id}) ${event.payload.ok ? "rolled back" : `not rolled back: ${event.payload.error ?? ""}`}`;
+    case "AGENT_DELEGATED":
+      return `          ↪ ${event.payload.agent_id} asked ${event.payload.to}${event.payload.ok ? "" : `: failed: ${event.payload.error?.message ?? ""}`}`;
     case "AGENT_FAILED":
       return `        ✗ ${event.payload.agent_id}: ${event.payload.code}: ${event.payload.message}`;
     case "STANCE_UPDATED":

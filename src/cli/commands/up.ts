@@ -19,8 +19,10 @@ Usage: conclave up [--nats-url URL] [--data-dir DIR] [--cluster N] [--agents LIS
                    the next ones (routes 2000 above), stores in DIR/nats-cluster; streams and KV
                    buckets get N replicas (CONCLAVE_REPLICAS=N); see \`conclave status\`
   --agents LIST    also start a worker hosting these agents: your modules (./my-agents.js,
-                   exporting agents made with defineAgent) and/or built-in patterns
-  --tools LIST     and these tools ('builtin', your modules exporting tools made with defineTool)
+                   exporting agents made with defineAgent, and the tools made with defineTool
+                   they export, hosted with them) and/or built-in patterns
+  --tools LIST     and these tools ('builtin', your modules exporting tools made with defineTool);
+                   an agent calls a tool it lists in defineAgent's tools
   --serve          also start the gateway (conclave serve: MCP, AG-UI, A2A) on 127.0.0.1, kept
                    running like the others; its access and bounds from the environment
                    (CONCLAVE_GATEWAY_TOKEN, CONCLAVE_GATEWAY_PRINCIPALS, CONCLAVE_GATEWAY_*)

@@ -5,7 +5,7 @@ import { backendFromEnv, loadBackendPackages } from "../../llm/backendFromEnv.ts
 import { DEFAULT_LLM_MODEL, describeLlm, llmConfigFromEnv } from "../../llm/config.ts";
 import { loadSkills } from "../../skills/load.ts";
 import { createLogger } from "../../telemetry/log.ts";
-import { resolveTools } from "../../tools/loadTools.ts";
+import { agentModuleTools, mergeTools, resolveTools } from "../../tools/loadTools.ts";
 import { loadMcpConfigFile, McpConfigError } from "../../tools/mcp/config.ts";
 import { startWorker } from "../../workers/startWorker.ts";
 import { CORE_SERVICES, type CoreService } from "../../workers/workerOptions.ts";
@@ -21,7 +21,8 @@ Usage: conclave worker --agents <list> [--tools <list>] [--mcp <file>] [--servic
   --agents LIST      agents to host, comma-separated: built-in ones by pattern,
                      '*' matching anything ('emotion.*', 'inhibition.censor,monitoring.*',
                      '*'), and modules of your own (./my-agents.js) whose exports
-                     are agents made with defineAgent
+                     are agents made with defineAgent; the tools such a module
+                     exports (made with defineTool) are hosted with them
   --tools LIST       tools to host, comma-separated: 'builtin' (disk_usage,
                      process_list, sandbox_write) and modules of your own
                      (./my-tools.js) whose exports are tools made with defineTool;
@@ -67,7 +68,11 @@ export default defineCommand({
     if (!values.agents && !values.services && !values.tools && !values.mcp)
       throw new UsageError("give --agents, --tools, --mcp, --services, or several of them");
     const agents = values.agents ? await resolveAgents(values.agents) : [];
-    const tools = values.tools ? await resolveTools(values.tools) : [];
+    // The tools an agent module exports are hosted with its agents, beside the --tools ones.
+    const tools = mergeTools(
+      values.agents ? await agentModuleTools(values.agents) : [],
+      values.tools ? await resolveTools(values.tools) : [],
+    );
     const mcpServers = values.mcp ? await mcpServersOf(values.mcp) : undefined;
     const services = (values.services ?? "")
       .split(",")
