@@ -51,7 +51,7 @@ export const MAX_LEDGER_REQUEST_BYTES = 65_536;
 export async function serveLedger(deps: LedgerDeps, msg: ServiceMsg): Promise<void> {
   try {
     const { sessionId, view, tenant } = addressOf(msg.subject);
-    const asked = decodeMessage(msg, LedgerRequest, `ledger request for session ${view}`, MAX_LEDGER_REQUEST_BYTES);
+    const asked = decodeJson(msg.data, LedgerRequest, `ledger request for session ${view}`, MAX_LEDGER_REQUEST_BYTES);
     if (tenant && asked.user_id !== undefined)
       throw new HandlerError(
         "forbidden",
@@ -122,7 +122,7 @@ async function answerLedger(
     }
   })();
   if (isInboxReply(msg.reply, "runner"))
-    respondJson(msg, { result: sessionId === view ? result : asViewed(result, view) });
+    msg.respond(encodeJson({ result: sessionId === view ? result : asViewed(result, view) }));
 }
 
 /** The error reply to a request that failed, logged. */
