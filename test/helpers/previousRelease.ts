@@ -26,7 +26,7 @@ const READY_MARK = ".conclave-release-built";
 export interface PreviousRelease extends ConclaveBuild {
   /** Its full commit. */
   commit: string;
-  /** How the commit was found: `tag v0.2.0`, or `commit f089474 (no tag v0.2.0 here)`. */
+  /** How the commit was found: `tag v0.2.0`, or `no tag v0.2.0 here: the CHANGELOG's commit`. */
   resolvedBy: string;
 }
 
@@ -55,7 +55,7 @@ export function resolvePreviousRelease(): ReleaseHeading & { resolvedBy: string 
   const tagged = git(["rev-parse", "--verify", "--quiet", `refs/tags/${heading.tag}^{commit}`]);
   if (tagged) return { ...heading, commit: tagged, resolvedBy: `tag ${heading.tag}` };
   const named = git(["rev-parse", "--verify", "--quiet", `${heading.commit}^{commit}`]);
-  if (named) return { ...heading, commit: named, resolvedBy: `commit ${heading.commit} (no tag ${heading.tag} here)` };
+  if (named) return { ...heading, commit: named, resolvedBy: `no tag ${heading.tag} here: the CHANGELOG's commit` };
   throw new Error(
     `previous release ${heading.version}: neither tag ${heading.tag} nor commit ${heading.commit} is in this clone (git fetch --tags, or a clone deep enough to hold it)`,
   );

@@ -98,10 +98,20 @@ type Direction = "upgrade" | "rollback";
 async function rollingReplace(direction: Direction): Promise<void> {
   /** Every warning and error the processes log. */
   const problems: LoggedProblem[] = [];
+  const fatal = (p: LoggedProblem) => p.level === "error" || UNREADABLE.test(p.msg);
+  /** Rejects at the first fatal problem logged: the run stops there, naming it, rather than at its bound. */
+  let failFast: (error: Error) => void = () => {};
+  const failed = new Promise<never>((_, reject) => {
+    failFast = reject;
+  });
+  failed.catch(() => {});
   const [fromBuild, toBuild] = direction === "upgrade" ? [release, CURRENT_BUILD] : [CURRENT_BUILD, release];
   const [fromName, toName] = [fromBuild.version, toBuild.version];
   const starter = (build: ConclaveBuild) => async (name: string, args: string[]) => {
-    const started = await processes.spawnBuild(build, `${name}-${build.version}`, args, (p) => problems.push(p));
+    const started = await processes.spawnBuild(build, `${name}-${build.version}`, args, (p) => {
+      problems.push(p);
+      if (fatal(p)) failFast(new Error(`${p.process} logged a ${p.level}: ${p.msg}`));
+    });
     return { process: started, id: `${hostname()}:${started.child.pid}` };
   };
   const [from, to] = [starter(fromBuild), starter(toBuild)];
@@ -125,7 +135,8 @@ async function rollingReplace(direction: Direction): Promise<void> {
     );
     return run();
   };
-  const progress = () => step(`waiting for ${STEP_TURNS} more turns`, () => load.progress(STEP_TURNS));
+  const progress = () =>
+    step(`waiting for ${STEP_TURNS} more turns`, () => Promise.race([load.progress(STEP_TURNS), failed]));
   /** How each replaced process ended on SIGTERM. */
   const exits: string[] = [];
   const replace = async (kind: string, i: number, old: Member, args: string[]): Promise<Member> => {
@@ -141,14 +152,22 @@ async function rollingReplace(direction: Direction): Promise<void> {
     return started;
   };
 
-  await progress();
-  const oldEra = load.acks.length;
-  for (const [i, worker] of oldWorkers.entries()) await replace("worker", i, worker, WORKER_ARGS);
   const newRunners: Member[] = [];
-  for (const [i, runner] of oldRunners.entries()) newRunners.push(await replace("runner", i, runner, ["runner"]));
-  // Acked once only the new processes serve: every one of these runs on a new runner.
-  const newEra = load.acks.length;
-  await progress();
+  let oldEra = 0;
+  let newEra = 0;
+  try {
+    await progress();
+    oldEra = load.acks.length;
+    for (const [i, worker] of oldWorkers.entries()) await replace("worker", i, worker, WORKER_ARGS);
+    for (const [i, runner] of oldRunners.entries()) newRunners.push(await replace("runner", i, runner, ["runner"]));
+    // Acked once only the new processes serve: every one of these runs on a new runner.
+    newEra = load.acks.length;
+    await progress();
+  } catch (error) {
+    // The sessions end their current turn and stop (not awaited: a stuck one ends at the load's bound).
+    load.stop().catch(() => {});
+    throw error;
+  }
   await step("stopping the load", () => load.stop());
 
   const result = await accountTurns(observer, load);
