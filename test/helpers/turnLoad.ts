@@ -175,6 +175,8 @@ export interface TurnAccount {
   slowest: number;
   /** The settled status of each acked turn (`session/turn`), whose `runner` names the runner that ran it. */
   statuses: Map<string, TurnStatusRecord>;
+  /** The sessions' stored events by format major (`v`; 0 for none): which releases wrote the logs. */
+  formats: Record<number, number>;
 }
 
 /** One stored event with its stream sequence. */
@@ -184,7 +186,11 @@ export interface StoredEvent {
 }
 
 /** A session's stored events, every message of it in stream order (none merged, none held back). */
-async function sessionLog(nc: NatsConnection, sessionId: string): Promise<StoredEvent[]> {
+async function sessionLog(
+  nc: NatsConnection,
+  sessionId: string,
+  formats: Record<number, number> = {},
+): Promise<StoredEvent[]> {
   const filter = subjects.sessionEvents(sessionId, await eventStreamCount(nc));
   const stream = eventStreamOfSubject(filter);
   const info = await (await jetstreamManager(nc)).streams.info(stream, { subjects_filter: filter });
@@ -202,7 +208,11 @@ async function sessionLog(nc: NatsConnection, sessionId: string): Promise<Stored
       const before = read;
       for await (const msg of batch) {
         read += 1;
-        const parsed = EngineEvent.safeParse(msg.json());
+        const raw = msg.json<{ v?: unknown }>();
+        // The stored format major (docs/protocol.md, "Format versions"): its `v`, 0 without one.
+        const format = typeof raw?.v === "number" ? raw.v : 0;
+        formats[format] = (formats[format] ?? 0) + 1;
+        const parsed = EngineEvent.safeParse(raw);
         if (parsed.success) stored.push({ streamSeq: msg.seq, event: parsed.data as EngineEvent });
       }
       if (read === before) throw new Error(`${sessionId}: read ${read} of its ${total} stored events`);
@@ -274,6 +284,7 @@ export async function accountTurns(nc: NatsConnection, load: TurnLoad, settleMs 
     skipped: 0,
     slowest: 0,
     statuses: new Map(),
+    formats: {},
   };
   const sessions = [...new Set(load.acks.map((ack) => ack.session_id))];
   for (const sessionId of sessions) {
@@ -283,7 +294,7 @@ export async function accountTurns(nc: NatsConnection, load: TurnLoad, settleMs 
       const status = await settledStatus(nc, sessionId, turnId, settleMs).catch(() => null);
       if (status) account.statuses.set(`${sessionId}/${turnId}`, status);
     }
-    const log = await sessionLog(nc, sessionId);
+    const log = await sessionLog(nc, sessionId, account.formats);
     account.outOfOrder.push(...turnOrderViolations(sessionId, log));
     acked.forEach((turnId, index) => {
       const previous = index === 0 ? 0 : acked[index - 1]!;

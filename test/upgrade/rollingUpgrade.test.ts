@@ -178,8 +178,12 @@ async function rollingReplace(direction: Direction): Promise<void> {
       .length;
   const byOld = ranBy(0, oldEra, oldRunners);
   const byNew = ranBy(newEra, load.acks.length, newRunners);
+  // Printed, not held: which formats the two releases wrote (`0`: no `v`, as 0.2.0 and before).
+  const formats = Object.entries(result.formats)
+    .map(([format, count]) => `${format}: ${count}`)
+    .join(", ");
   console.log(
-    `${direction} ${fromName} to ${toName} in ${Math.round((Date.now() - load.started) / 1_000)} s: ${countsLine(result.counts)}; broken logs ${result.broken.length}; slowest turn ${Math.round(result.slowest)} ms; follows timed out ${load.stalled.size}; turns run by ${fromName} runners before ${byOld} of ${oldEra}, by ${toName} runners after ${byNew} of ${load.acks.length - newEra}; SIGTERM exits: ${exits.join(", ")}; logged ${problems.filter((p) => p.level === "error").length} errors, ${problems.filter((p) => p.level === "warn").length} warnings`,
+    `${direction} ${fromName} to ${toName} in ${Math.round((Date.now() - load.started) / 1_000)} s: ${countsLine(result.counts)}; broken logs ${result.broken.length}; slowest turn ${Math.round(result.slowest)} ms; follows timed out ${load.stalled.size}; turns run by ${fromName} runners before ${byOld} of ${oldEra}, by ${toName} runners after ${byNew} of ${load.acks.length - newEra}; SIGTERM exits: ${exits.join(", ")}; logged ${problems.filter((p) => p.level === "error").length} errors, ${problems.filter((p) => p.level === "warn").length} warnings; events stored by format ${formats}`,
   );
   for (const problem of new Set(problems.map((p) => `${p.process} ${p.level}: ${p.msg}`))) console.log(`  ${problem}`);
 
