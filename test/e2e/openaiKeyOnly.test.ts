@@ -3,7 +3,7 @@
  * (pointing at the suite's OpenAI-compatible server) runs an LLM-mode turn with the default model,
  * says which model it runs, and the reply is the server's.
  */
-import { execFile } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -60,5 +60,47 @@ describe("OPENAI_API_KEY and OPENAI_BASE_URL alone", () => {
     expect(model.requests.some((request) => request.response_format?.json_schema?.name === "agent_output")).toBe(true);
     expect(model.requests.filter((request) => request.stream)).not.toHaveLength(0);
     expect(new Set(model.requests.map((request) => request.model))).toEqual(new Set([DEFAULT_LLM_MODEL]));
+  });
+});
+
+/** The first line of `conclave <args>`'s log that says the model (it is said before connecting), then the process is stopped. */
+async function modelLine(args: string[], env: Record<string, string>): Promise<string> {
+  // Nothing answers on port 9: the process says its model, then waits for NATS until stopped.
+  const child = spawn(process.execPath, [CONCLAVE_BIN, ...args], {
+    env: { ...onlyThese(env), CONCLAVE_LOG: "info", CONCLAVE_NATS_URL: "nats://127.0.0.1:9" },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  try {
+    return await new Promise<string>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no model line in: ${output}`)), 60_000);
+      const check = (chunk: Buffer) => {
+        output += chunk.toString();
+        const line = /"msg":"(model: [^"]*)"/.exec(output);
+        if (line) {
+          clearTimeout(timer);
+          resolve(line[1]!);
+        }
+      };
+      child.stdout.on("data", check);
+      child.stderr.on("data", check);
+    });
+  } finally {
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    child.kill("SIGKILL");
+    await exited;
+  }
+}
+
+describe("a worker and a runner", () => {
+  it("say at start which model they run", async () => {
+    const key = { OPENAI_API_KEY: "sk-test-one-key" };
+    expect(await modelLine(["worker", "--services", "memory"], key)).toBe(
+      `model: ${DEFAULT_LLM_MODEL} at https://api.openai.com/v1`,
+    );
+    expect(await modelLine(["runner", "--cognition", "runner"], { ...key, OPENAI_MODEL: "gpt-4.1" })).toBe(
+      "model: gpt-4.1 at https://api.openai.com/v1",
+    );
+    expect(await modelLine(["worker", "--services", "memory"], {})).toMatch(/^model: the offline model/);
   });
 });
