@@ -2,6 +2,7 @@ import type { NatsConnection, Subscription } from "@nats-io/nats-core";
 import { z } from "zod";
 import { encodeJson } from "../bus/codec.ts";
 import { subjects } from "../bus/subjects.ts";
+import { FORMAT_HEADERS, publishJson } from "../bus/wire.ts";
 import { AgentManifest } from "../contracts/agent.ts";
 import { ToolManifest } from "../contracts/tool.ts";
 
@@ -80,7 +81,7 @@ export async function announceAgents(
     heartbeat_ms: heartbeatMs,
   } satisfies z.input<typeof AgentAnnouncement>);
   const announce = () => {
-    if (!nc.isClosed()) nc.publish(subjects.agentsAnnounce, announcement);
+    if (!nc.isClosed()) nc.publish(subjects.agentsAnnounce, announcement, { headers: FORMAT_HEADERS });
   };
   const rollcall: Subscription = nc.subscribe(subjects.agentsRollcall, { callback: announce });
   announce();
@@ -92,7 +93,7 @@ export async function announceAgents(
       clearInterval(timer);
       rollcall.unsubscribe();
       if (nc.isClosed()) return;
-      nc.publish(subjects.agentsWithdraw, encodeJson({ worker } satisfies AgentWithdrawal));
+      publishJson(nc, subjects.agentsWithdraw, { worker } satisfies AgentWithdrawal);
       await nc.flush().catch(() => {});
     },
   };

@@ -1,7 +1,7 @@
 import type { NatsConnection, Subscription } from "@nats-io/nats-core";
 import type { z } from "zod";
-import { decodeJson } from "../bus/codec.ts";
 import { subjects } from "../bus/subjects.ts";
+import { decodeMessage } from "../bus/wire.ts";
 import type { AgentManifest } from "../contracts/agent.ts";
 import type { ToolManifest } from "../contracts/tool.ts";
 import { fromWireJsonSchema } from "../contracts/wireJsonSchema.ts";
@@ -64,7 +64,7 @@ export class AgentDirectory {
         callback: (error, msg) => {
           if (error) return;
           try {
-            directory.#learn(decodeJson(msg.data, AgentAnnouncement, "agent announcement"));
+            directory.#learn(decodeMessage(msg, AgentAnnouncement, "agent announcement"));
             heard();
           } catch (invalid) {
             options.onInvalid?.(messageOf(invalid));
@@ -75,7 +75,7 @@ export class AgentDirectory {
         callback: (error, msg) => {
           if (error) return;
           try {
-            directory.#workers.delete(decodeJson(msg.data, AgentWithdrawal, "agent withdrawal").worker);
+            directory.#workers.delete(decodeMessage(msg, AgentWithdrawal, "agent withdrawal").worker);
             directory.#index = null;
           } catch (invalid) {
             options.onInvalid?.(messageOf(invalid));

@@ -61,6 +61,7 @@ export class NatsBlackboardStore implements BlackboardStore {
           return await JsonKv.open(nc, BLACKBOARD_BUCKET, Blackboard, {
             history: 1,
             maxValueSize: MAX_BLACKBOARD_BYTES,
+            versioned: false, // the blackboard's keys are the recipe's: no reserved `v` among them
           });
         } catch (error) {
           throw new BlackboardStoreError("unavailable", "nats", `${what}: ${scrubbed(error)}`, { cause: error });

@@ -1,4 +1,5 @@
 import type { z } from "zod";
+import { withFormat } from "../contracts/format.ts";
 import { describeIssues } from "../contracts/issues.ts";
 import { HandlerError } from "./errors.ts";
 
@@ -7,6 +8,9 @@ const decoder = new TextDecoder("utf-8", { fatal: true });
 const encoder = new TextEncoder();
 
 export const encodeJson = (value: unknown): Uint8Array => encoder.encode(JSON.stringify(value));
+
+/** A record to store (an event, a WAL entry, a KV value), stamped with this release's format version (`v`). */
+export const encodeRecord = (record: object): Uint8Array => encodeJson(withFormat(record));
 
 /**
  * Deepest nesting of arrays and objects a message body may have. Deeper

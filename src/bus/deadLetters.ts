@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import type { JetStreamClient } from "@nats-io/jetstream";
 import { lenientSetting } from "../config/load.ts";
 import { singleLine } from "../errors.ts";
-import { encodeJson } from "./codec.ts";
+import { encodeRecord } from "./codec.ts";
 import { subjects } from "./subjects.ts";
 
 const decoder = new TextDecoder();
@@ -141,7 +141,7 @@ export async function deadLetter(
     const admitted = (options.limiter ?? sharedLimiter).take(`${source} ${message.subject}`);
     if (!admitted) return null;
     const letter = letterOf(source, message, options.payload ?? peerPayloadPolicy(), admitted.suppressed);
-    await js.publish(subjects.deadLetter(source), encodeJson(letter), { timeout: 2_000 });
+    await js.publish(subjects.deadLetter(source), encodeRecord(letter), { timeout: 2_000 });
     return null;
   } catch (error) {
     return error instanceof Error ? error : new Error(String(error));

@@ -60,6 +60,7 @@ export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   conflict: 409,
   internal: 500,
   unavailable: 503,
+  format_too_new: 426,
 };
 
 /** Longest message kept in an error reply's body (the peer's input it may quote is cut). */

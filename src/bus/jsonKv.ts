@@ -3,9 +3,11 @@ import type { KV, KvOptions } from "@nats-io/kv";
 import { Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/nats-core";
 import type { z } from "zod";
+import { checkRecordFormat, FormatTooNewError } from "../contracts/format.ts";
 import { describeIssues } from "../contracts/issues.ts";
 import { ConclaveError, messageOf, singleLine } from "../errors.ts";
 import { checkBucketReplicas, configuredReplicas, patientlySetUp } from "../nats/replicas.ts";
+import { encodeJson, encodeRecord } from "./codec.ts";
 import { deadLetter } from "./deadLetters.ts";
 
 const decoder = new TextDecoder();
@@ -14,7 +16,6 @@ const decoder = new TextDecoder();
 export const isConflict = (error: unknown): boolean =>
   (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamWrongLastSequence) ||
   /wrong last sequence|key exists/i.test(String((error as Error)?.message));
-const encoder = new TextEncoder();
 
 /**
  * A stored value that is not valid JSON or fails its schema (damaged, or
@@ -56,6 +57,12 @@ export interface JsonKvOptions {
    * the write is a compare-and-set, and a conflict reads afresh. Default 0 (off).
    */
   cacheRevisions?: number;
+  /**
+   * Stamp each value with the format version (`v`, docs/protocol.md "Format versions") and refuse a
+   * newer one on read. Default true. Off only for values that are maps of names the user or agents
+   * choose (a blackboard, per-agent cooldowns), where a reserved key would collide with theirs.
+   */
+  versioned?: boolean;
 }
 
 /**
@@ -74,6 +81,7 @@ export class JsonKv<S extends z.ZodType> {
     private readonly schema: S,
     private readonly report: QuarantineReport,
     private readonly cacheSize: number,
+    private readonly versioned: boolean,
   ) {}
 
   static async open<S extends z.ZodType>(
@@ -82,7 +90,7 @@ export class JsonKv<S extends z.ZodType> {
     schema: S,
     options: Partial<KvOptions> & JsonKvOptions = {},
   ): Promise<JsonKv<S>> {
-    const { onQuarantine, cacheRevisions = 0, ...kvOptions } = options;
+    const { onQuarantine, cacheRevisions = 0, versioned = true, ...kvOptions } = options;
     const js = jetstream(nc);
     const report: QuarantineReport =
       onQuarantine ??
@@ -98,7 +106,7 @@ export class JsonKv<S extends z.ZodType> {
     const kv = await patientlySetUp(() => new Kvm(nc).create(bucket, { history: 1, ...kvOptions, replicas }));
     // An existing bucket is opened as it is: its replicas are checked, never changed.
     await checkBucketReplicas(kv, bucket, replicas);
-    return new JsonKv(kv, bucket, schema, report, cacheRevisions);
+    return new JsonKv(kv, bucket, schema, report, cacheRevisions, versioned);
   }
 
   /**
@@ -127,10 +135,14 @@ export class JsonKv<S extends z.ZodType> {
   #decode(key: string, revision: number, raw: Uint8Array): z.infer<S> {
     let problem: string;
     try {
-      const parsed = this.schema.safeParse(JSON.parse(decoder.decode(raw)));
+      const json: unknown = JSON.parse(decoder.decode(raw));
+      // A newer format is not damage: refused (FormatTooNewError), never quarantined.
+      if (this.versioned) checkRecordFormat(json, `KV ${this.bucket}/${key} (revision ${revision})`);
+      const parsed = this.schema.safeParse(json);
       if (parsed.success) return parsed.data;
       problem = describeIssues(parsed.error, { join: "; " });
     } catch (error) {
+      if (error instanceof FormatTooNewError) throw error;
       problem = `not JSON (${messageOf(error)})`;
     }
     const error = new CorruptValueError(this.bucket, key, revision, problem);
@@ -143,15 +155,20 @@ export class JsonKv<S extends z.ZodType> {
     throw error;
   }
 
+  /** A value as stored: stamped with the format version unless the bucket is unversioned. */
+  encode(value: z.infer<S>): Uint8Array {
+    return this.versioned ? encodeRecord(value as object) : encodeJson(value);
+  }
+
   async put(key: string, value: z.infer<S>): Promise<void> {
     this.#known.delete(key); // a put racing an update must not leave the older copy behind
-    this.#remember(key, value, await this.kv.put(key, encoder.encode(JSON.stringify(value))));
+    this.#remember(key, value, await this.kv.put(key, this.encode(value)));
   }
 
   /** Creates the key; false when it already exists. */
   async create(key: string, value: z.infer<S>): Promise<boolean> {
     try {
-      this.#remember(key, value, await this.kv.create(key, encoder.encode(JSON.stringify(value))));
+      this.#remember(key, value, await this.kv.create(key, this.encode(value)));
       return true;
     } catch (error) {
       if (isConflict(error)) return false;
@@ -180,7 +197,7 @@ export class JsonKv<S extends z.ZodType> {
         continue;
       }
       try {
-        const data = encoder.encode(JSON.stringify(next));
+        const data = this.encode(next);
         this.#remember(
           key,
           next,

@@ -2,6 +2,7 @@ import type { Msg, MsgHdrs, NatsConnection, QueuedIterator } from "@nats-io/nats
 import { NoRespondersError, RequestError, TimeoutError } from "@nats-io/nats-core";
 import type { z } from "zod";
 import { ErrorReply } from "../contracts/errors.ts";
+import { checkHeaderFormat, FORMAT_HEADER } from "../contracts/format.ts";
 import { describeIssues } from "../contracts/issues.ts";
 import { tracingActive } from "../telemetry/tracer.ts";
 import { encodeJson } from "./codec.ts";
@@ -9,6 +10,7 @@ import { isErrorCode, RemoteCallError } from "./errors.ts";
 import { InboxRequests } from "./inboxRequests.ts";
 import { tracedRequest } from "./requestSpans.ts";
 import { ServiceErrorCodeHeader, ServiceErrorHeader } from "./service.ts";
+import { withFormatHeader } from "./wire.ts";
 
 export interface RequestOptions {
   timeoutMs: number;
@@ -42,7 +44,7 @@ export async function requestJson<S extends z.ZodType>(
     // Over the connection's own inbox (inboxRequests.ts): no error object built for a request that succeeds.
     const pending = InboxRequests.of(nc).request(subject, encodeJson(payload), {
       timeoutMs: options.timeoutMs,
-      ...(options.headers ? { headers: options.headers } : {}),
+      headers: withFormatHeader(options.headers),
     });
     msg = options.signal ? await raceAbort(pending, options.signal) : await pending;
   } catch (error) {
@@ -53,6 +55,7 @@ export async function requestJson<S extends z.ZodType>(
     }
     throw error;
   }
+  checkHeaderFormat(msg.headers?.get(FORMAT_HEADER), `the reply on ${subject}`);
   const body: unknown = msg.data.length > 0 ? safeJson(msg.data) : undefined;
   if (msg.headers?.get(ServiceErrorHeader)) {
     const remote = ErrorReply.safeParse(body);
@@ -134,7 +137,7 @@ export async function requestStream<S extends z.ZodType>(
     const replies = await nc.requestMany(subject, encodeJson(payload), {
       strategy: "sentinel",
       maxWait: options.timeoutMs,
-      headers: options.headers,
+      headers: withFormatHeader(options.headers),
     });
     // The iterator nats-core returns is a QueuedIterator; its stop() ends the iteration.
     stopWaiting = () => (replies as QueuedIterator<unknown>).stop();
@@ -145,6 +148,7 @@ export async function requestStream<S extends z.ZodType>(
         finished = true;
         break;
       }
+      checkHeaderFormat(msg.headers?.get(FORMAT_HEADER), `a reply on ${subject}`);
       const body = safeJson(msg.data);
       if (msg.headers?.get(ServiceErrorHeader)) {
         const remote = ErrorReply.safeParse(body);

@@ -11,11 +11,12 @@ import {
 import type { z } from "zod";
 import { withDeadline } from "../deadline.ts";
 import { tracingActive } from "../telemetry/tracer.ts";
-import { decodeJson, encodeJson } from "./codec.ts";
+import { encodeJson } from "./codec.ts";
 import { asHandlerError, HandlerError, respondWithError } from "./errors.ts";
 import { failActiveSpan, serveInSpan } from "./serverSpans.ts";
 import type { ServiceGroup, ServiceMsg } from "./service.ts";
 import type { StepReplies } from "./stepReplies.ts";
+import { decodeMessage } from "./wire.ts";
 
 /** Where a request's call learns that its turn is over: `TurnCancellations`, or a worker's `TurnAborts`. */
 export interface TurnWatch {
@@ -156,7 +157,7 @@ async function answer<S extends z.ZodType>(
   run: (request: z.infer<S>, msg: ServiceMsg) => Promise<Uint8Array>,
 ): Promise<void> {
   try {
-    const request = decodeJson(msg.data, endpoint.request, `request on ${msg.subject}`);
+    const request = decodeMessage(msg, endpoint.request, `request on ${msg.subject}`);
     const key = stream ? undefined : endpoint.stepKey?.(request);
     const work = () => run(request, msg);
     // A repeat waits on another worker running the step no longer than the step itself may take.

@@ -25,6 +25,7 @@ import {
 } from "@nats-io/nats-core";
 import { messageOf, singleLine } from "../errors.ts";
 import { isInboxReply, type ServingRole } from "./replies.ts";
+import { FORMAT_HEADERS, withFormatHeader } from "./wire.ts";
 
 /** Header of an error reply: a one-line description. */
 export const ServiceErrorHeader = "Nats-Service-Error";
@@ -254,13 +255,13 @@ class NatsServiceMsg implements ServiceMsg {
     return this.msg.headers;
   }
   respond(data?: Uint8Array | string): boolean {
-    return this.msg.respond(data);
+    return this.msg.respond(data, { headers: FORMAT_HEADERS });
   }
   respondError(code: number, description: string, data: Uint8Array = Empty): boolean {
     const errorHeaders = headers();
     errorHeaders.set(ServiceErrorCodeHeader, `${code}`);
     errorHeaders.set(ServiceErrorHeader, description);
-    return this.msg.respond(data, { headers: errorHeaders });
+    return this.msg.respond(data, { headers: withFormatHeader(errorHeaders) });
   }
 }
 

@@ -2,8 +2,10 @@ import { createHash } from "node:crypto";
 import { type KV, type KvEntry, Kvm } from "@nats-io/kv";
 import { headers, type MsgHdrs, type NatsConnection } from "@nats-io/nats-core";
 import { z } from "zod";
+import { parseRecord } from "../contracts/format.ts";
 import { messageOf, singleLine } from "../errors.ts";
 import { checkBucketReplicas, configuredReplicas } from "../nats/replicas.ts";
+import { encodeRecord } from "./codec.ts";
 import { HandlerError } from "./errors.ts";
 import { KnownSteps } from "./knownSteps.ts";
 import { buckets } from "./subjects.ts";
@@ -51,9 +53,8 @@ interface LaterClaim {
 /** What waiting on another worker's claim ended with. */
 type Waited = { reply: Uint8Array } | { free: true } | { stale: number };
 
-const encoder = new TextEncoder();
 const decoder = new TextDecoder();
-const encode = (record: StepRecord): Uint8Array => encoder.encode(JSON.stringify(record));
+const encode = (record: StepRecord): Uint8Array => encodeRecord(record);
 
 /**
  * Steps shared by every worker of a service, in the `conclave_step_replies` KV bucket: a step
@@ -280,7 +281,7 @@ export class SharedSteps {
         next = entries.next();
         const entry: KvEntry = result.value;
         if (entry.operation !== "PUT") return { free: true };
-        const record = StepRecord.safeParse(safeJson(entry.value));
+        const record = parseRecord(StepRecord, safeJson(entry.value), `step ${key}`);
         // Not ours to read (a corrupt value): run the step rather than wait on it.
         if (!record.success) return { free: true };
         if (record.data.state === "done") return { reply: Buffer.from(record.data.reply, "base64") };

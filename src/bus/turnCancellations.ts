@@ -1,7 +1,7 @@
 import type { NatsConnection } from "@nats-io/nats-core";
 import { TurnCancelled } from "../contracts/turn.ts";
-import { decodeJson } from "./codec.ts";
 import { subjects } from "./subjects.ts";
+import { decodeMessage } from "./wire.ts";
 
 const keyOf = (sessionId: string, turnId: number) => `${sessionId}\u0000${turnId}`;
 
@@ -28,7 +28,7 @@ export class TurnCancellations {
         if (error) return;
         let cancelled: TurnCancelled;
         try {
-          cancelled = decodeJson(msg.data, TurnCancelled, "turn cancellation");
+          cancelled = decodeMessage(msg, TurnCancelled, "turn cancellation");
         } catch {
           return; // not a cancellation: nothing to stop
         }

@@ -91,6 +91,7 @@ const EXIT_BY_REMOTE_CODE: Record<ErrorCode, ExitStatus> = {
   unknown_subject: EXIT.internal,
   internal: EXIT.internal,
   unavailable: EXIT.unavailable,
+  format_too_new: EXIT.unavailable,
 };
 
 const START_HINT = "`npx conclave up` starts NATS, a runner and the workers.";

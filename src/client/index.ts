@@ -27,6 +27,7 @@ export {
   EventPayloads,
 } from "../contracts/events.ts";
 export type { ForkPoint, ForkRecord } from "../contracts/fork.ts";
+export { FormatTooNewError } from "../contracts/format.ts";
 export type {
   LedgerDigest,
   LedgerReplay,

@@ -1,6 +1,6 @@
 import type { NatsConnection, Subscription } from "@nats-io/nats-core";
-import { decodeJson } from "../bus/codec.ts";
 import { subjects } from "../bus/subjects.ts";
+import { decodeMessage } from "../bus/wire.ts";
 import { type EngineEvent, LiveChunk } from "../contracts/events.ts";
 
 type Chunk = Extract<EngineEvent, { kind: "STREAM_CHUNK" }>;
@@ -141,7 +141,7 @@ export function subscribeLiveChunks(
       callback: (error, msg) => {
         if (error) return;
         try {
-          merger.live(decodeJson(msg.data, LiveChunk, "live chunk"));
+          merger.live(decodeMessage(msg, LiveChunk, "live chunk"));
         } catch {
           // Not a live chunk: the log has the turn's chunks.
         }

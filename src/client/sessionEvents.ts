@@ -7,7 +7,8 @@ import { DeliverPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { isStreamNotFound } from "../bus/errors.ts";
 import { eventStreamOfSubject } from "../bus/subjects.ts";
-import { EngineEvent } from "../contracts/events.ts";
+import { type EngineEvent, parseStoredEvent } from "../contracts/events.ts";
+import { FormatTooNewError } from "../contracts/format.ts";
 import { checkSessionId, checkTurnId } from "../contracts/ids.ts";
 import { InvalidRequestError } from "../errors.ts";
 import { orderedConsumer, releaseConsumer } from "../eventlog/consumers.ts";
@@ -76,8 +77,9 @@ export async function* readSessionEvents(
     for await (const msg of messages) {
       const parsed = (() => {
         try {
-          return EngineEvent.safeParse(JSON.parse(decoder.decode(msg.data)));
-        } catch {
+          return parseStoredEvent(JSON.parse(decoder.decode(msg.data)), `event ${msg.subject} (stream seq ${msg.seq})`);
+        } catch (error) {
+          if (error instanceof FormatTooNewError) throw error;
           return null;
         }
       })();

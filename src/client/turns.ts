@@ -1,10 +1,10 @@
 import { jetstream } from "@nats-io/jetstream";
 import { type NatsConnection, nuid } from "@nats-io/nats-core";
 import { z } from "zod";
-import { encodeJson } from "../bus/codec.ts";
 import { RemoteCallError } from "../bus/errors.ts";
 import { requestJson, requestStream } from "../bus/request.ts";
 import { subjects } from "../bus/subjects.ts";
+import { publishJson } from "../bus/wire.ts";
 import { EngineEvent, LiveChunk } from "../contracts/events.ts";
 import { TurnAck, type TurnSubmission } from "../contracts/turn.ts";
 import { WATCH_RENEW_MS } from "../contracts/watch.ts";
@@ -154,7 +154,7 @@ async function watchThroughRunner(
   const watchId = nuid.next();
   const renewals = setInterval(() => {
     try {
-      nc.publish(ack.events_subject, encodeJson({ renew: watchId }));
+      publishJson(nc, ack.events_subject, { renew: watchId });
     } catch {
       // The connection is closing: the watch ends with it.
     }

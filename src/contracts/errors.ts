@@ -33,6 +33,11 @@ export const ErrorCode = z.enum([
    * after `retry_after_ms`. A turn submitted with an idempotency key resolves to the same turn when retried.
    */
   "unavailable",
+  /**
+   * A request, reply or stored record in a newer format than the reader's (docs/protocol.md, "Format
+   * versions"): the reader is of an older release; upgrade it.
+   */
+  "format_too_new",
 ]);
 export type ErrorCode = z.infer<typeof ErrorCode>;
 

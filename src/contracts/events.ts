@@ -4,6 +4,7 @@ import { ContextCompactedPayload, ContextPlannedPayload } from "./context.ts";
 import { ReplyFallback, StreamId } from "./council.ts";
 import { CriticResult, CriticsVerdict } from "./critic.ts";
 import { ErrorCode } from "./errors.ts";
+import { checkRecordFormat } from "./format.ts";
 import { SessionId, TurnId } from "./ids.ts";
 import { MemoryRetrievedPayload } from "./memory.ts";
 import { RecipeEventPayloads } from "./recipeRun.ts";
@@ -221,6 +222,16 @@ export const EngineEvent = z.discriminatedUnion(
   ) as unknown as [z.ZodObject<{ kind: z.ZodLiteral<EventKind> }>, ...z.ZodObject<{ kind: z.ZodLiteral<EventKind> }>[]],
 );
 export type EngineEvent = z.infer<z.ZodObject<typeof EventEnvelope>> & EventBody;
+
+/**
+ * A stored event's JSON read as an event. A record of a newer format than this process reads is
+ * refused with `FormatTooNewError` (contracts/format.ts) (thrown, not reported as invalid: misreading it would be
+ * worse); an older one, or one without a version, is parsed as always. `where` names it in the error.
+ */
+export function parseStoredEvent(json: unknown, where: string): ReturnType<typeof EngineEvent.safeParse> {
+  checkRecordFormat(json, where);
+  return EngineEvent.safeParse(json);
+}
 
 /**
  * One stream chunk as published live on core NATS (`conclave.live.<session>.<turn>`), one message per chunk,

@@ -1,6 +1,6 @@
 import type { NatsConnection } from "@nats-io/nats-core";
-import { encodeJson } from "../bus/codec.ts";
 import { subjects } from "../bus/subjects.ts";
+import { publishJson } from "../bus/wire.ts";
 import type { LiveChunk } from "../contracts/events.ts";
 
 /**
@@ -13,7 +13,7 @@ import type { LiveChunk } from "../contracts/events.ts";
 export function sendLiveChunk(nc: NatsConnection, chunk: LiveChunk): void {
   if (nc.isClosed()) return;
   try {
-    nc.publish(subjects.liveChunks(chunk.session_id, chunk.turn_id), encodeJson(chunk));
+    publishJson(nc, subjects.liveChunks(chunk.session_id, chunk.turn_id), chunk);
   } catch {
     // Closing or draining: live readers get the chunk from the log.
   }

@@ -9,7 +9,7 @@ import { DeliverPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { isStreamNotFound } from "../bus/errors.ts";
 import { eventStreamOfSubject, subjects } from "../bus/subjects.ts";
-import { EngineEvent, type EventKind } from "../contracts/events.ts";
+import { type EngineEvent, type EventKind, parseStoredEvent } from "../contracts/events.ts";
 import { orderedConsumer, releaseConsumer } from "./consumers.ts";
 import { eventStreamCount } from "./eventStreams.ts";
 import { PULL_EXPIRES_MS } from "./streams.ts";
@@ -108,7 +108,8 @@ export async function scanEvents(
     for await (const msg of messages) {
       const stored = msg.time.getTime();
       if (msg.seq > toSeq || stored > until) break;
-      const event = stored >= since ? parseEvent(msg.data, kinds) : null;
+      const event =
+        stored >= since ? parseEvent(msg.data, kinds, `event ${msg.subject} (stream seq ${msg.seq})`) : null;
       if (event && !visit({ position: msg.seq, time: msg.time.toISOString(), event })) break;
       if (msg.info.pending === 0 || msg.seq >= toSeq) break;
     }
@@ -120,15 +121,16 @@ export async function scanEvents(
 }
 
 /** A stored message as an event of one of `kinds` (any kind when null); null when it is not one. */
-function parseEvent(data: Uint8Array, kinds: ReadonlySet<string> | null): EngineEvent | null {
+function parseEvent(data: Uint8Array, kinds: ReadonlySet<string> | null, where: string): EngineEvent | null {
+  let raw: { kind?: unknown };
   try {
-    const raw = JSON.parse(decoder.decode(data)) as { kind?: unknown };
-    if (kinds && !kinds.has(String(raw.kind))) return null; // not parsed further: not asked for
-    const parsed = EngineEvent.safeParse(raw);
-    return parsed.success ? (parsed.data as EngineEvent) : null;
+    raw = JSON.parse(decoder.decode(data)) as { kind?: unknown };
   } catch {
     return null;
   }
+  if (kinds && !kinds.has(String(raw.kind))) return null; // not parsed further: not asked for
+  const parsed = parseStoredEvent(raw, where);
+  return parsed.success ? (parsed.data as EngineEvent) : null;
 }
 
 /** The first `limit` events of the session in the query's range, in log order, with their positions and times. */

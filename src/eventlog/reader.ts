@@ -2,7 +2,8 @@ import type { Consumer, JetStreamClient, JetStreamManager } from "@nats-io/jetst
 import { DeliverPolicy } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { eventStreamOfSubject } from "../bus/subjects.ts";
-import { EngineEvent } from "../contracts/events.ts";
+import { type EngineEvent, parseStoredEvent } from "../contracts/events.ts";
+import { FormatTooNewError } from "../contracts/format.ts";
 import { turnKey } from "../contracts/turnKey.ts";
 import { backoffMs, pause } from "../deadline.ts";
 import { orderedConsumer, releaseConsumer } from "./consumers.ts";
@@ -107,6 +108,7 @@ export async function followEvents(
     } catch (error) {
       if (options.signal?.aborted) return;
       if (isClosedConnection(error)) throw error; // nothing to pick up again on
+      if (error instanceof FormatTooNewError) throw error; // picking up again would skip it: refused, said
       lostSince ??= Date.now();
       if (!options.signal && Date.now() - lostSince > RESUME_WITHIN_MS) throw error;
       outcome = "lost";
@@ -221,8 +223,9 @@ async function readConsumer(
       options.onStreamSeq?.(msg.seq);
       const parsed = (() => {
         try {
-          return EngineEvent.safeParse(JSON.parse(decoder.decode(msg.data)));
+          return parseStoredEvent(JSON.parse(decoder.decode(msg.data)), `event ${msg.subject} (stream seq ${msg.seq})`);
         } catch (error) {
+          if (error instanceof FormatTooNewError) throw error;
           return { success: false as const, error };
         }
       })();

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { JetStreamClient, PubAck } from "@nats-io/jetstream";
-import { encodeJson } from "../bus/codec.ts";
+import { encodeRecord } from "../bus/codec.ts";
 import { InboxRequests } from "../bus/inboxRequests.ts";
 import type { EngineEvent } from "../contracts/events.ts";
 import { turnKey } from "../contracts/turnKey.ts";
@@ -237,7 +237,7 @@ export class EventLogWriter {
     // (TURN_QUEUED stored) while the one before it ran must not start in the log before that one ends.
     if (turn.pending.length === 0 || record.kind === "TURN_STARTED") turn.after = this.#sessionTails.get(sessionId);
     const stored = new Promise<PubAck | undefined>((settle, fail) => {
-      turn.queue.push({ event, data: encodeJson(event), settle, fail });
+      turn.queue.push({ event, data: encodeRecord(event), settle, fail });
     });
     turn.pending.push(stored);
     if (record.kind === "TURN_COMPLETED") this.#setSessionTail(sessionId, stored);

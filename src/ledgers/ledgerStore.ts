@@ -8,9 +8,10 @@ import {
   jetstreamManager,
 } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
-import { encodeJson } from "../bus/codec.ts";
+import { encodeRecord } from "../bus/codec.ts";
 import { CorruptValueError, JsonKv } from "../bus/jsonKv.ts";
 import { buckets, eventStreamOfSubject, subjects } from "../bus/subjects.ts";
+import { parseRecord } from "../contracts/format.ts";
 import { type LedgerDigest, LedgerEvent, type LedgerReplay, Ledgers } from "../contracts/ledger.ts";
 import { pause } from "../deadline.ts";
 import { orderedConsumer, releaseConsumer } from "../eventlog/consumers.ts";
@@ -121,7 +122,7 @@ export class LedgerStore {
       try {
         const ack = await this.js.publish(
           subjects.ledgerEvents(request.session_id, this.eventStreams),
-          encodeJson(decision.event),
+          encodeRecord(decision.event),
           {
             expect: { lastSubjectSequence: state.through_seq },
             timeout: 5_000,
@@ -216,7 +217,7 @@ export class LedgerStore {
         if (tally) tally.read += 1;
         const parsed = (() => {
           try {
-            return LedgerEvent.safeParse(JSON.parse(decoder.decode(msg.data)));
+            return parseRecord(LedgerEvent, JSON.parse(decoder.decode(msg.data)), `ledger event ${msg.seq}`);
           } catch (error) {
             return { success: false as const, error };
           }

@@ -1,7 +1,8 @@
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
-import { encodeJson } from "../bus/codec.ts";
+import { encodeRecord } from "../bus/codec.ts";
 import { isConflict } from "../bus/jsonKv.ts";
 import { streams, subjects } from "../bus/subjects.ts";
+import { parseRecord } from "../contracts/format.ts";
 import { turnKey } from "../contracts/turnKey.ts";
 import { Episode } from "../contracts/workspace.ts";
 
@@ -9,7 +10,7 @@ const decoder = new TextDecoder();
 
 const parseEpisode = (data: Uint8Array): Episode | null => {
   try {
-    const parsed = Episode.safeParse(JSON.parse(decoder.decode(data)));
+    const parsed = parseRecord(Episode, JSON.parse(decoder.decode(data)), "episode");
     return parsed.success ? parsed.data : null;
   } catch {
     return null;
@@ -37,7 +38,7 @@ export class EpisodeStore {
    */
   async commit(episode: Episode): Promise<void> {
     try {
-      await this.js.publish(subjects.memoryEpisode(episode.session_id, episode.turn_id), encodeJson(episode), {
+      await this.js.publish(subjects.memoryEpisode(episode.session_id, episode.turn_id), encodeRecord(episode), {
         msgID: `episode.${turnKey(episode.session_id, episode.turn_id)}`,
         expect: { lastSubjectSequence: 0 },
       });

@@ -39,7 +39,10 @@ export class CooldownStore {
   ) {}
 
   static async open(nc: NatsConnection, options: CooldownStoreOptions = {}): Promise<CooldownStore> {
-    return new CooldownStore(await JsonKv.open(nc, buckets.scheduler, CooldownRecord), options);
+    return new CooldownStore(
+      await JsonKv.open(nc, buckets.scheduler, CooldownRecord, { versioned: false }) /* keys are agent ids */,
+      options,
+    );
   }
 
   /**

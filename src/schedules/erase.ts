@@ -1,4 +1,5 @@
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
+import { encodeRecord } from "../bus/codec.ts";
 import { isStreamNotFound } from "../bus/errors.ts";
 import { streams, subjects } from "../bus/subjects.ts";
 import { type EraseProgress, nextMessage, secureErase } from "../eventlog/eraseSecure.ts";
@@ -54,7 +55,7 @@ async function markErased(js: JetStreamClient, jsm: JetStreamManager, id: string
   const event = last ? ScheduleEvent.safeParse(safeJson(last.data)) : null;
   if (last && event?.success && event.data.kind === "erased") return last.seq;
   const erased: ScheduleEvent = { kind: "erased", at: Date.now(), id };
-  return (await js.publish(subjects.scheduleLog(id), JSON.stringify(erased))).seq;
+  return (await js.publish(subjects.scheduleLog(id), encodeRecord(erased))).seq;
 }
 
 /** The intents of the session: each intent's first log entry (its creation) names its session. */

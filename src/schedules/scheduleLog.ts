@@ -1,7 +1,9 @@
 import { DeliverPolicy, type JetStreamClient, type JetStreamManager, StorageType } from "@nats-io/jetstream";
 import { type KV, Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/nats-core";
+import { encodeRecord } from "../bus/codec.ts";
 import { buckets, streams, subjects } from "../bus/subjects.ts";
+import { parseRecord } from "../contracts/format.ts";
 import { orderedConsumer, releaseConsumer } from "../eventlog/consumers.ts";
 import { ensureStream, PULL_EXPIRES_MS } from "../eventlog/streams.ts";
 import { configuredReplicas, patientlySetUp } from "../nats/replicas.ts";
@@ -37,7 +39,7 @@ export class ScheduleLog {
   /** Appends an event; `expectNew` makes it fail when the intent's subject already has one (creation). */
   async append(event: ScheduleEvent, expectNew = false): Promise<number> {
     const id = event.kind === "created" ? event.intent.id : event.id;
-    const ack = await this.js.publish(subjects.scheduleLog(id), encoder.encode(JSON.stringify(event)), {
+    const ack = await this.js.publish(subjects.scheduleLog(id), encodeRecord(event), {
       ...(expectNew ? { expect: { lastSubjectSequence: 0 } } : {}),
     });
     return ack.seq;
@@ -72,7 +74,7 @@ export class ScheduleLog {
       for await (const msg of messages) {
         const parsed = (() => {
           try {
-            return ScheduleEvent.safeParse(JSON.parse(decoder.decode(msg.data)));
+            return parseRecord(ScheduleEvent, JSON.parse(decoder.decode(msg.data)), `schedule log entry ${msg.seq}`);
           } catch {
             return null;
           }

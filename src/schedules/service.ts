@@ -1,8 +1,9 @@
-import { decodeJson, encodeJson } from "../bus/codec.ts";
+import { encodeJson } from "../bus/codec.ts";
 import { HandlerError, STATUS_BY_CODE } from "../bus/errors.ts";
 import { isInboxReply } from "../bus/replies.ts";
 import type { ServiceGroup, ServiceMsg } from "../bus/service.ts";
 import { subjects } from "../bus/subjects.ts";
+import { decodeMessage, respondJson } from "../bus/wire.ts";
 import { isConclaveError, messageOf } from "../errors.ts";
 import type { Logger } from "../telemetry/log.ts";
 import type { IntentSpec, IntentState } from "./intent.ts";
@@ -46,7 +47,7 @@ async function answer(msg: ServiceMsg, parts: ScheduleServiceParts): Promise<voi
       }),
     );
   try {
-    const request = decodeJson(msg.data, ScheduleRequest, "schedule request", MAX_SCHEDULE_REQUEST_BYTES);
+    const request = decodeMessage(msg, ScheduleRequest, "schedule request", MAX_SCHEDULE_REQUEST_BYTES);
     // What another runner wrote a moment ago is part of the answer.
     await parts.seen(await parts.log.lastSeq());
     const view = (state: IntentState): ScheduleView => ({ ...state, next_due: parts.nextDue(state) });
@@ -54,7 +55,7 @@ async function answer(msg: ServiceMsg, parts: ScheduleServiceParts): Promise<voi
       const schedules = [...parts.intents.values()]
         .filter((state) => request.session_id === undefined || state.intent.session_id === request.session_id)
         .map(view);
-      msg.respond(encodeJson({ schedules }));
+      respondJson(msg, { schedules });
       return;
     }
     const at = Date.now();
@@ -84,7 +85,7 @@ async function answer(msg: ServiceMsg, parts: ScheduleServiceParts): Promise<voi
     const id = request.op === "create" ? request.intent.id : request.id;
     const state = parts.intents.get(id);
     if (!state) throw new Error(`schedule ${id} missing from the log after writing it`);
-    msg.respond(encodeJson({ schedule: view(state) }));
+    respondJson(msg, { schedule: view(state) });
   } catch (error) {
     if (error instanceof HandlerError) fail(error);
     else if (isConclaveError(error, "invalid_request")) fail(new HandlerError("invalid_request", error.message));

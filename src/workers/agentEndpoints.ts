@@ -3,12 +3,12 @@ import { fromPromise } from "xstate";
 import { agentMachine } from "../../machines/agent.ts";
 import type { AgentDefinition } from "../agents/defineAgent.ts";
 import { runAgent } from "../agents/runAgent.ts";
-import { encodeJson } from "../bus/codec.ts";
 import { HandlerError } from "../bus/errors.ts";
 import { requestJson } from "../bus/request.ts";
 import { type ServeOptions, serveActor } from "../bus/serveActor.ts";
 import type { ServiceGroup } from "../bus/service.ts";
 import { subjects } from "../bus/subjects.ts";
+import { publishJson } from "../bus/wire.ts";
 import { type AgentReply, AgentRequest } from "../contracts/agent.ts";
 import type { ChatModel } from "../contracts/model.ts";
 import { type GateRequest, ToolGateReply } from "../contracts/tool.ts";
@@ -59,7 +59,7 @@ export function serveAgent(
           ...(input.stream_subject
             ? {
                 onStream: (part) => {
-                  if (!host.nc.isClosed()) host.nc.publish(input.stream_subject!, encodeJson(part));
+                  if (!host.nc.isClosed()) publishJson(host.nc, input.stream_subject!, part);
                 },
               }
             : {}),

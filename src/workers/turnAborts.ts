@@ -1,8 +1,8 @@
 import type { NatsConnection } from "@nats-io/nats-core";
-import { decodeJson } from "../bus/codec.ts";
 import type { TurnWatch } from "../bus/serveActor.ts";
 import { subjects } from "../bus/subjects.ts";
 import { TurnCancellations } from "../bus/turnCancellations.ts";
+import { decodeMessage } from "../bus/wire.ts";
 import { TURN_TAKEN_OVER, TurnEnded } from "../contracts/turn.ts";
 
 const keyOf = (sessionId: string, turnId: number) => `${sessionId}\u0000${turnId}`;
@@ -35,7 +35,7 @@ export class TurnAborts implements TurnWatch {
         if (error) return;
         let ended: TurnEnded;
         try {
-          ended = decodeJson(msg.data, TurnEnded, "turn end");
+          ended = decodeMessage(msg, TurnEnded, "turn end");
         } catch {
           return; // not a turn's end: nothing to stop
         }

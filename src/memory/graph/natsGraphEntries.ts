@@ -1,6 +1,7 @@
 import type { JsMsg } from "@nats-io/jetstream";
 import type { z } from "zod";
 import { CorruptValueError } from "../../bus/jsonKv.ts";
+import { FormatTooNewError, parseRecord } from "../../contracts/format.ts";
 import { describeIssues } from "../../contracts/issues.ts";
 import { messageOf } from "../../errors.ts";
 import type { FollowedSession } from "./natsFollowedSession.ts";
@@ -50,11 +51,13 @@ export class GraphEntryReader {
   #decode<T>(key: string, msg: JsMsg, schema: z.ZodType<T>, misplaced: (value: T) => string | null): T | undefined {
     let problem: string;
     try {
-      const parsed = schema.safeParse(JSON.parse(decoder.decode(msg.data)));
+      const parsed = parseRecord(schema, JSON.parse(decoder.decode(msg.data)), `memory graph entry ${key}`);
       if (parsed.success) {
         const wrong = misplaced(parsed.data);
         if (!wrong) return parsed.data;
         problem = wrong;
+      } else if (parsed.error instanceof FormatTooNewError) {
+        problem = parsed.error.message;
       } else {
         problem = describeIssues(parsed.error, { ...GRAPH_ISSUES, join: "; " });
       }

@@ -7,6 +7,7 @@
 import { DeliverPolicy, type JetStreamClient, type JsMsg, jetstream } from "@nats-io/jetstream";
 import { type KV, Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/nats-core";
+import { encodeRecord } from "../../bus/codec.ts";
 import { deadLetter } from "../../bus/deadLetters.ts";
 import { type CorruptValueError, KV_DEAD_LETTERS } from "../../bus/jsonKv.ts";
 import { orderedConsumer, releaseConsumer } from "../../eventlog/consumers.ts";
@@ -40,8 +41,6 @@ const MAX_VALUE_BYTES = 256 * 1024;
 
 /** KV writes in flight at once during an import or a removal. */
 const WRITE_BATCH = 64;
-
-const encoder = new TextEncoder();
 
 /** Options of the NATS store. */
 export interface NatsMemoryGraphStoreOptions {
@@ -117,7 +116,7 @@ export class NatsMemoryGraphStore implements MemoryGraphStore {
     const node = nextNode(input, followed.graph.node(input.id));
     const key = nodeKey(sessionId, node.id);
     const revision = await this.#call(`upsert of node '${node.id}'`, sessionId, () =>
-      this.kv.put(key, encoder.encode(JSON.stringify(node))),
+      this.kv.put(key, encodeRecord(node)),
     );
     return followed.applyNode(key, revision, node) ?? followed.graph.node(node.id) ?? node;
   }
@@ -138,7 +137,7 @@ export class NatsMemoryGraphStore implements MemoryGraphStore {
     if (followed.graph.hasEdge(edge)) return;
     const key = edgeKey(edge);
     const revision = await this.#call(`add of edge '${edge.from}' → '${edge.to}'`, edge.session_id, () =>
-      this.kv.put(key, encoder.encode(JSON.stringify(edge))),
+      this.kv.put(key, encodeRecord(edge)),
     );
     followed.applyEdge(key, revision, edge);
   }
@@ -188,11 +187,11 @@ export class NatsMemoryGraphStore implements MemoryGraphStore {
     await this.#deleteKeys(followed, oldNodes, what);
     await this.#batches(artifact.nodes, what, sessionId, async (node) => {
       const key = nodeKey(sessionId, node.id);
-      followed.applyNode(key, await this.kv.put(key, encoder.encode(JSON.stringify(node))), node);
+      followed.applyNode(key, await this.kv.put(key, encodeRecord(node)), node);
     });
     await this.#batches(artifact.edges, what, sessionId, async (edge) => {
       const key = edgeKey(edge);
-      followed.applyEdge(key, await this.kv.put(key, encoder.encode(JSON.stringify(edge))), edge);
+      followed.applyEdge(key, await this.kv.put(key, encodeRecord(edge)), edge);
     });
   }
 

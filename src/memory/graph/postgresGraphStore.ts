@@ -5,6 +5,7 @@
  * their nodes (removing a node removes its edges). Parameterised queries only.
  */
 import { DatabaseError, Pool, type PoolClient } from "pg";
+import { FormatTooNewError, parseRecord, withFormat } from "../../contracts/format.ts";
 import { describeIssues } from "../../contracts/issues.ts";
 import { checkPostgresUrl, migrateUnderLock } from "../../stores/postgres.ts";
 import { redactUrl, scrubbed } from "../../stores/redact.ts";
@@ -175,7 +176,7 @@ export class PostgresMemoryGraphStore implements MemoryGraphStore {
     const graph = await this.#session(sessionId);
     const node = nextNode(input, graph.node(input.id));
     await this.#call(`upsert of node '${node.id}'`, sessionId, () =>
-      this.pool.query(UPSERT_NODE, [sessionId, node.id, node.kind, JSON.stringify(node), node.updated_at]),
+      this.pool.query(UPSERT_NODE, [sessionId, node.id, node.kind, JSON.stringify(withFormat(node)), node.updated_at]),
     );
     return graph.putNode(node);
   }
@@ -248,7 +249,7 @@ export class PostgresMemoryGraphStore implements MemoryGraphStore {
             sessionId,
             batch.map((node) => node.id),
             batch.map((node) => node.kind),
-            batch.map((node) => JSON.stringify(node)),
+            batch.map((node) => JSON.stringify(withFormat(node))),
             batch.map((node) => node.updated_at),
           ]);
         }
@@ -338,9 +339,11 @@ export class PostgresMemoryGraphStore implements MemoryGraphStore {
     );
     const graph = new SessionGraph(sessionId);
     for (const row of nodes.rows) {
-      const parsed = MemoryNode.safeParse(row.body);
+      const parsed = parseRecord(MemoryNode, row.body, `memory node ${row.id}`);
       const problem = !parsed.success
-        ? describeIssues(parsed.error, { ...GRAPH_ISSUES, join: "; " })
+        ? parsed.error instanceof FormatTooNewError
+          ? parsed.error.message
+          : describeIssues(parsed.error, { ...GRAPH_ISSUES, join: "; " })
         : parsed.data.id !== row.id || parsed.data.session_id !== sessionId
           ? `body is node '${parsed.data.id}' of session '${parsed.data.session_id}'`
           : null;

@@ -6,7 +6,7 @@
 import { DeliverPolicy, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import { isStreamNotFound } from "../../bus/errors.ts";
 import { eventStreamOfSubject, streams, subjects } from "../../bus/subjects.ts";
-import { EngineEvent } from "../../contracts/events.ts";
+import { type EngineEvent, parseStoredEvent } from "../../contracts/events.ts";
 import { LedgerEvent } from "../../contracts/ledger.ts";
 import { orderedConsumer, releaseConsumer } from "../../eventlog/consumers.ts";
 import { eventStreamCount } from "../../eventlog/eventStreams.ts";
@@ -96,7 +96,7 @@ export interface StoredTurn {
 function eventOf(message: Stored, kinds: ReadonlySet<string> | undefined): EngineEvent | null {
   const kind = (message.json as { kind?: unknown } | undefined)?.kind;
   if (kinds && kind !== "TURN_COMPLETED" && !kinds.has(String(kind))) return null;
-  const parsed = EngineEvent.safeParse(message.json);
+  const parsed = parseStoredEvent(message.json, `event at stream seq ${message.seq}`);
   return parsed.success ? (parsed.data as EngineEvent) : null;
 }
 

@@ -1,13 +1,13 @@
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
-import { decodeJson, encodeJson } from "../../bus/codec.ts";
 import { deadLetter } from "../../bus/deadLetters.ts";
 import { asHandlerError, HandlerError, isStreamNotFound, respondWithError } from "../../bus/errors.ts";
 import { isInboxReply } from "../../bus/replies.ts";
 import type { ServiceMsg } from "../../bus/service.ts";
 import { eventStreamOfSubject, subjects } from "../../bus/subjects.ts";
 import { addressOf } from "../../bus/tenancy.ts";
-import { EngineEvent } from "../../contracts/events.ts";
+import { decodeMessage, publishJson, respondJson } from "../../bus/wire.ts";
+import { type EngineEvent, parseStoredEvent } from "../../contracts/events.ts";
 import { type CancelReply, CancelRequest, type TurnCancelled } from "../../contracts/turn.ts";
 import { turnLabel } from "../../contracts/turnKey.ts";
 import type { TurnStatusRecord } from "../../contracts/wal.ts";
@@ -60,19 +60,19 @@ export async function serveCancel(
   try {
     const { sessionId, view, tenant } = addressOf(msg.subject);
     if (tenant) throw new HandlerError("invalid_request", "tenants cannot cancel turns yet");
-    const request = decodeJson(msg.data, CancelRequest, `cancel request for session ${view}`, MAX_CANCEL_BYTES);
+    const request = decodeMessage(msg, CancelRequest, `cancel request for session ${view}`, MAX_CANCEL_BYTES);
     const reason = request.reason ?? DEFAULT_CANCEL_REASON;
     // Its end may be stored while its status still says inflight (the status is written after): that is finished.
     const last = await lastEventOf(deps.jsm, sessionId, request.turn_id);
     if (last?.kind === "TURN_COMPLETED") {
       const outcome = last.payload.outcome.status;
       const reply: CancelReply = { session_id: view, turn_id: request.turn_id, status: "finished", outcome };
-      if (isInboxReply(msg.reply, "runner")) msg.respond(encodeJson(reply));
+      if (isInboxReply(msg.reply, "runner")) respondJson(msg, reply);
       return;
     }
     if (await endedWhileSuspended(deps, sessionId, request.turn_id, reason, last?.kind === "TURN_SUSPENDED")) {
       const reply: CancelReply = { session_id: view, turn_id: request.turn_id, status: "cancelling" };
-      if (isInboxReply(msg.reply, "runner")) msg.respond(encodeJson(reply));
+      if (isInboxReply(msg.reply, "runner")) respondJson(msg, reply);
       return;
     }
     const marked = await cancelTurn(deps, sessionId, request.turn_id, reason);
@@ -84,7 +84,7 @@ export async function serveCancel(
       status: open ? "cancelling" : "finished",
       ...(!open && marked.outcome ? { outcome: marked.outcome } : {}),
     };
-    if (isInboxReply(msg.reply, "runner")) msg.respond(encodeJson(reply));
+    if (isInboxReply(msg.reply, "runner")) respondJson(msg, reply);
   } catch (error) {
     const failure = asHandlerError(error);
     deps.log.warn(`cancel on ${msg.subject}: ${singleLine(failure.message)}`);
@@ -114,10 +114,11 @@ export async function cancelTurn(
 ): Promise<TurnStatusRecord | null> {
   const marked = await deps.statuses.requestCancel(sessionId, turnId, reason);
   if (marked && (marked.status === "pending" || marked.status === "inflight")) {
-    deps.nc.publish(
-      subjects.turnCancelled,
-      encodeJson({ session_id: sessionId, turn_id: turnId, reason } satisfies TurnCancelled),
-    );
+    publishJson(deps.nc, subjects.turnCancelled, {
+      session_id: sessionId,
+      turn_id: turnId,
+      reason,
+    } satisfies TurnCancelled);
     deps.log.info(`${turnLabel(sessionId, turnId)}: cancel requested (${singleLine(reason, 200)})`);
   }
   return marked;
@@ -149,7 +150,7 @@ async function lastEventOf(jsm: JetStreamManager, sessionId: string, turnId: num
     const subject = subjects.turnEvents(sessionId, turnId, await eventStreamCount(jsm));
     const last = await jsm.streams.getMessage(eventStreamOfSubject(subject), { last_by_subj: subject });
     if (!last) return null;
-    const parsed = EngineEvent.safeParse(last.json());
+    const parsed = parseStoredEvent(last.json(), `event ${subject} (stream seq ${last.seq})`);
     return parsed.success ? (parsed.data as EngineEvent) : null;
   } catch (error) {
     if (isStreamNotFound(error)) return null;

@@ -1,7 +1,7 @@
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
-import { encodeJson } from "../../bus/codec.ts";
 import { subjects } from "../../bus/subjects.ts";
+import { publishJson } from "../../bus/wire.ts";
 import type { TurnCancelled } from "../../contracts/turn.ts";
 import { turnLabel } from "../../contracts/turnKey.ts";
 import { usageSummary } from "../../contracts/turnProtocol.ts";
@@ -70,10 +70,11 @@ export async function cancelSuspended(
   await deps.statuses.finish(sessionId, turnId, "done", { outcome, reason });
   await deps.sessions.markDone(sessionId, turnId).catch(() => {});
   await deps.timers.forget(sessionId, turnId);
-  deps.nc.publish(
-    subjects.turnCancelled,
-    encodeJson({ session_id: sessionId, turn_id: turnId, reason } satisfies TurnCancelled),
-  );
+  publishJson(deps.nc, subjects.turnCancelled, {
+    session_id: sessionId,
+    turn_id: turnId,
+    reason,
+  } satisfies TurnCancelled);
   deps.log.info(
     `${turnLabel(sessionId, turnId)}: cancelled while waiting at '${before.suspended?.node ?? "?"}' (${singleLine(reason, 200)})`,
   );

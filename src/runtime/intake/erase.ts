@@ -1,12 +1,13 @@
 import { type JetStreamClient, type JetStreamManager, jetstream } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/nats-core";
-import { decodeJson, encodeJson } from "../../bus/codec.ts";
+import { decodeJson, encodeRecord } from "../../bus/codec.ts";
 import { asHandlerError, HandlerError, respondWithError } from "../../bus/errors.ts";
 import { isInboxReply } from "../../bus/replies.ts";
 import type { ServiceMsg } from "../../bus/service.ts";
 import { buckets, subjects } from "../../bus/subjects.ts";
 import { addressOf } from "../../bus/tenancy.ts";
+import { decodeMessage, respondJson } from "../../bus/wire.ts";
 import { DEFAULT_ERASE_WAIT_MS, EraseRecord, EraseRequest } from "../../contracts/erase.ts";
 import { TurnStatusRecord } from "../../contracts/wal.ts";
 import { singleLine } from "../../errors.ts";
@@ -52,7 +53,7 @@ const isOpen = (status: string) => status === "pending" || status === "inflight"
 export async function serveErase(deps: EraseDeps, msg: ServiceMsg): Promise<void> {
   try {
     const { sessionId, view, tenant } = addressOf(msg.subject);
-    const request = decodeJson(msg.data, EraseRequest, `erase request for session ${view}`, MAX_ERASE_BYTES);
+    const request = decodeMessage(msg, EraseRequest, `erase request for session ${view}`, MAX_ERASE_BYTES);
     const record = await eraseSession(deps, sessionId, { ...request, ...(tenant ? { tenant } : {}) });
     if (record.failed.length > 0) {
       throw new HandlerError(
@@ -61,7 +62,7 @@ export async function serveErase(deps: EraseDeps, msg: ServiceMsg): Promise<void
       );
     }
     const reply: EraseRecord = { ...record.audit, session_id: view };
-    if (isInboxReply(msg.reply, "runner")) msg.respond(encodeJson(reply));
+    if (isInboxReply(msg.reply, "runner")) respondJson(msg, reply);
   } catch (error) {
     const failure = asHandlerError(error);
     deps.log.warn(`erase on ${msg.subject}: ${singleLine(failure.message)}`);
@@ -137,7 +138,7 @@ export async function eraseSession(
     ...(forks.length > 0 ? { forks, forks_erased: withForks } : {}),
   };
   await ensureAuditStream(deps.jsm);
-  await deps.js.publish(subjects.auditErase(sessionId), encodeJson(EraseRecord.parse(audit)));
+  await deps.js.publish(subjects.auditErase(sessionId), encodeRecord(EraseRecord.parse(audit)));
   deps.log.info(`session ${sessionId} erased (${summary(stores)})`);
   return { audit, failed };
 }

@@ -7,7 +7,7 @@
 import type { JetStreamManager } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/nats-core";
-import { encodeJson } from "../../bus/codec.ts";
+import { encodeRecord } from "../../bus/codec.ts";
 import { isStreamNotFound } from "../../bus/errors.ts";
 import { buckets } from "../../bus/subjects.ts";
 
@@ -17,7 +17,7 @@ export const forkKey = (sourceId: string, forkId: string) => `forks.${sourceId}.
 /** Notes that `forkId` was forked from `sourceId` at `atTurn`. */
 export async function recordFork(nc: NatsConnection, sourceId: string, forkId: string, atTurn: number): Promise<void> {
   const kv = await new Kvm(nc).open(buckets.sessions);
-  await kv.put(forkKey(sourceId, forkId), encodeJson({ at_turn: atTurn }));
+  await kv.put(forkKey(sourceId, forkId), encodeRecord({ at_turn: atTurn }));
 }
 
 /** The sessions forked from `sessionId` (directly), sorted. */

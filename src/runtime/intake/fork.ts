@@ -18,12 +18,13 @@
  */
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
-import { decodeJson, encodeJson } from "../../bus/codec.ts";
+import { encodeRecord } from "../../bus/codec.ts";
 import { asHandlerError, HandlerError, respondWithError } from "../../bus/errors.ts";
 import { isInboxReply } from "../../bus/replies.ts";
 import type { ServiceMsg } from "../../bus/service.ts";
 import { subjects } from "../../bus/subjects.ts";
 import { addressOf } from "../../bus/tenancy.ts";
+import { decodeMessage, respondJson } from "../../bus/wire.ts";
 import type { EngineEvent } from "../../contracts/events.ts";
 import { type ForkPoint, type ForkRecord, ForkRequest } from "../../contracts/fork.ts";
 import { singleLine } from "../../errors.ts";
@@ -55,9 +56,9 @@ export async function serveFork(deps: ForkDeps, msg: ServiceMsg): Promise<void> 
   try {
     const { sessionId, view, tenant } = addressOf(msg.subject);
     if (tenant) throw new HandlerError("forbidden", "forking is not offered to tenant accounts");
-    const request = decodeJson(msg.data, ForkRequest, `fork request for session ${view}`, MAX_FORK_BYTES);
+    const request = decodeMessage(msg, ForkRequest, `fork request for session ${view}`, MAX_FORK_BYTES);
     const record = await forkSession(deps, sessionId, request);
-    if (isInboxReply(msg.reply, "runner")) msg.respond(encodeJson(record));
+    if (isInboxReply(msg.reply, "runner")) respondJson(msg, record);
   } catch (error) {
     const failure = asHandlerError(error);
     deps.log.warn(`fork on ${msg.subject}: ${singleLine(failure.message)}`);
@@ -148,7 +149,7 @@ export async function forkSession(deps: ForkDeps, sourceId: string, request: For
     if (step.kind !== "ledger") continue;
     await deps.js.publish(
       subjects.ledgerEvents(forkId, eventStreams),
-      encodeJson({ ...step.event, session_id: forkId }),
+      encodeRecord({ ...step.event, session_id: forkId }),
     );
     copied.ledger_events++;
   }
@@ -178,7 +179,7 @@ export async function forkSession(deps: ForkDeps, sourceId: string, request: For
       copied,
     },
   };
-  await deps.js.publish(subjects.turnEvents(forkId, turnId, eventStreams), encodeJson(forked), {
+  await deps.js.publish(subjects.turnEvents(forkId, turnId, eventStreams), encodeRecord(forked), {
     msgID: `${forkId}.${turnId}.0`,
   });
   // The fork's own checkpoint, folded from its log like any other (the SESSION_FORKED and the copied ledger events).

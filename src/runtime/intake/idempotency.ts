@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { z } from "zod";
+import { encodeRecord } from "../../bus/codec.ts";
 import { isConflict, JsonKv } from "../../bus/jsonKv.ts";
 import { buckets } from "../../bus/subjects.ts";
 import { pause } from "../../deadline.ts";
@@ -64,8 +65,7 @@ export class ReservationLostError extends ConclaveError<"internal"> {
 const keyName = (sessionId: string, key: string) =>
   `idem.${sessionId}.${createHash("sha256").update(key).digest("hex").slice(0, 32)}`;
 
-const encoder = new TextEncoder();
-const encode = (reservation: Reservation) => encoder.encode(JSON.stringify(reservation));
+const encode = (reservation: Reservation) => encodeRecord(reservation);
 
 /**
  * Idempotency keys of submissions: the first submission with a key reserves

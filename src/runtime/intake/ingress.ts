@@ -1,12 +1,13 @@
 import type { JetStreamClient } from "@nats-io/jetstream";
 import { type NatsConnection, TimeoutError } from "@nats-io/nats-core";
-import { decodeJson, encodeJson } from "../../bus/codec.ts";
+import { encodeRecord } from "../../bus/codec.ts";
 import { deadLetter } from "../../bus/deadLetters.ts";
 import { asHandlerError, errorReply, HandlerError, respondWithError } from "../../bus/errors.ts";
 import { isInboxReply } from "../../bus/replies.ts";
 import type { ServiceMsg } from "../../bus/service.ts";
 import { subjects } from "../../bus/subjects.ts";
 import { type Addressed, addressOf } from "../../bus/tenancy.ts";
+import { decodeMessage, publishJson, respondJson } from "../../bus/wire.ts";
 import { type TurnAck, TurnSubmission } from "../../contracts/turn.ts";
 import { turnKey, turnLabel } from "../../contracts/turnKey.ts";
 import type { WalEntry } from "../../contracts/wal.ts";
@@ -122,7 +123,7 @@ export async function acceptSubmission(deps: IngressDeps, msg: ServiceMsg): Prom
   try {
     address = addressOf(msg.subject);
     const { sessionId } = address;
-    const submission = decodeJson(msg.data, TurnSubmission, `turn for session ${sessionId}`, MAX_SUBMISSION_BYTES);
+    const submission = decodeMessage(msg, TurnSubmission, `turn for session ${sessionId}`, MAX_SUBMISSION_BYTES);
     const recipeName = submission.recipe
       ? await checkRecipeSubmission(deps.recipes, submission.recipe, address.tenant)
       : undefined;
@@ -131,7 +132,7 @@ export async function acceptSubmission(deps: IngressDeps, msg: ServiceMsg): Prom
       claim = await throughElections(() => deps.idempotency.claim(sessionId, key));
       if (claim.kind === "accepted") {
         accepted = true;
-        if (reply) msg.respond(encodeJson(ackOf(deps, address, claim.turnId, true)));
+        if (reply) respondJson(msg, ackOf(deps, address, claim.turnId, true));
         deps.log.info(
           `${turnLabel(sessionId, claim.turnId)} resubmitted with the same idempotency key: nothing queued`,
           turnFields(sessionId, claim.turnId),
@@ -147,7 +148,7 @@ export async function acceptSubmission(deps: IngressDeps, msg: ServiceMsg): Prom
         // A runner took it, so it was stored: the key's turn, accepted. Storing it again could run it twice.
         await deps.idempotency.accept(sessionId, claim.handle, turnId);
         accepted = true;
-        if (reply) msg.respond(encodeJson(ackOf(deps, address, turnId, true)));
+        if (reply) respondJson(msg, ackOf(deps, address, turnId, true));
         deps.log.info(
           `${turnLabel(sessionId, turnId)} recovered from a reservation whose acceptance died (it was stored)`,
           turnFields(sessionId, turnId),
@@ -216,7 +217,7 @@ export async function acceptSubmission(deps: IngressDeps, msg: ServiceMsg): Prom
     // A recovered reservation whose turn was already in the WAL is a repeat of an accepted turn.
     const duplicate = claim?.kind === "recover" && alreadyStored;
     const expected = admitted && admitted.state !== "busy" && !duplicate ? admitted : undefined;
-    if (reply) msg.respond(encodeJson(ackOf(deps, address, turnId, duplicate, expected)));
+    if (reply) respondJson(msg, ackOf(deps, address, turnId, duplicate, expected));
     deps.log.info(
       claim?.kind === "recover"
         ? `${turnLabel(sessionId, turnId)} recovered from a reservation whose acceptance died${duplicate ? " (it was stored)" : ""}`
@@ -266,7 +267,7 @@ async function storeEntry(
       Promise.all([
         deps.statuses.pending(sessionId, turnId, entry.submitted_at),
         // The submitter's trace context goes with the entry, for the turn's span on the runner that takes it.
-        deps.js.publish(subjects.walOf(sessionId, deps.partitions), encodeJson(entry), {
+        deps.js.publish(subjects.walOf(sessionId, deps.partitions), encodeRecord(entry), {
           msgID: `${turnKey(sessionId, turnId)}`,
           headers: carriedTraceHeaders(msg.headers),
         }),
@@ -306,9 +307,10 @@ async function refuse(
     try {
       // A tenant's account may import its errors (`conclave.tenant.<tenant>.errors.*` as `conclave.errors.*`).
       const view = address?.view ?? "_";
-      deps.nc.publish(
+      publishJson(
+        deps.nc,
         address?.tenant ? subjects.tenantErrors(address.tenant, view) : subjects.sessionErrors(view),
-        encodeJson(errorReply(failure.code, failure.message, failure.issues, failure.retryAfterMs)),
+        errorReply(failure.code, failure.message, failure.issues, failure.retryAfterMs),
       );
     } catch {
       // The connection is closing: the submitter was not waiting for an answer anyway.

@@ -1,8 +1,9 @@
-import { decodeJson, encodeJson } from "../../bus/codec.ts";
+import { decodeJson } from "../../bus/codec.ts";
 import { asHandlerError, HandlerError, respondWithError } from "../../bus/errors.ts";
 import { isInboxReply } from "../../bus/replies.ts";
 import type { ServiceMsg } from "../../bus/service.ts";
 import { addressOf } from "../../bus/tenancy.ts";
+import { decodeMessage, respondJson } from "../../bus/wire.ts";
 import { AgentLedgerRequest, type LedgerReplay, LedgerRequest, type Ledgers } from "../../contracts/ledger.ts";
 import { singleLine } from "../../errors.ts";
 import { isLedgerWrite, LedgerError } from "../../ledgers/decide.ts";
@@ -51,7 +52,7 @@ export const MAX_LEDGER_REQUEST_BYTES = 65_536;
 export async function serveLedger(deps: LedgerDeps, msg: ServiceMsg): Promise<void> {
   try {
     const { sessionId, view, tenant } = addressOf(msg.subject);
-    const asked = decodeJson(msg.data, LedgerRequest, `ledger request for session ${view}`, MAX_LEDGER_REQUEST_BYTES);
+    const asked = decodeMessage(msg, LedgerRequest, `ledger request for session ${view}`, MAX_LEDGER_REQUEST_BYTES);
     if (tenant && asked.user_id !== undefined)
       throw new HandlerError(
         "forbidden",
@@ -122,7 +123,7 @@ async function answerLedger(
     }
   })();
   if (isInboxReply(msg.reply, "runner"))
-    msg.respond(encodeJson({ result: sessionId === view ? result : asViewed(result, view) }));
+    respondJson(msg, { result: sessionId === view ? result : asViewed(result, view) });
 }
 
 /** The error reply to a request that failed, logged. */

@@ -1,10 +1,10 @@
-import { decodeJson, encodeJson } from "../../bus/codec.ts";
 import { asHandlerError, HandlerError, respondWithError } from "../../bus/errors.ts";
 import { isInboxReply } from "../../bus/replies.ts";
 import { requestJson } from "../../bus/request.ts";
 import type { ServiceMsg } from "../../bus/service.ts";
 import { subjects } from "../../bus/subjects.ts";
 import { addressOf } from "../../bus/tenancy.ts";
+import { decodeMessage, respondJson } from "../../bus/wire.ts";
 import { MemorySearchReply, MemorySearchRequest } from "../../contracts/memory.ts";
 import { singleLine } from "../../errors.ts";
 import type { CancelDeps } from "./cancel.ts";
@@ -18,7 +18,7 @@ import type { CancelDeps } from "./cancel.ts";
 export async function serveMemorySearch(deps: CancelDeps, msg: ServiceMsg): Promise<void> {
   try {
     const { sessionId, view } = addressOf(msg.subject);
-    const request = decodeJson(msg.data, MemorySearchRequest, `memory search for session ${view}`, 8_192);
+    const request = decodeMessage(msg, MemorySearchRequest, `memory search for session ${view}`, 8_192);
     if (request.session_id !== view)
       throw new HandlerError("invalid_request", `the request names session ${request.session_id}, the subject ${view}`);
     // A tenant names its session as it knows it; memory keeps it under the runtime's id.
@@ -29,7 +29,7 @@ export async function serveMemorySearch(deps: CancelDeps, msg: ServiceMsg): Prom
       MemorySearchReply,
       { timeoutMs: 5_000 },
     );
-    if (isInboxReply(msg.reply, "runner")) msg.respond(encodeJson(reply));
+    if (isInboxReply(msg.reply, "runner")) respondJson(msg, reply);
   } catch (error) {
     const failure = asHandlerError(error);
     deps.log.warn(`memory search on ${msg.subject}: ${singleLine(failure.message)}`);

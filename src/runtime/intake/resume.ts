@@ -1,11 +1,11 @@
 import { z } from "zod";
-import { decodeJson, encodeJson } from "../../bus/codec.ts";
 import { deadLetter } from "../../bus/deadLetters.ts";
 import { asHandlerError, HandlerError, respondWithError } from "../../bus/errors.ts";
 import { isInboxReply } from "../../bus/replies.ts";
 import type { ServiceMsg } from "../../bus/service.ts";
 import { subjects } from "../../bus/subjects.ts";
 import { addressOf } from "../../bus/tenancy.ts";
+import { decodeMessage, respondJson } from "../../bus/wire.ts";
 import { type ResumeReply, ResumeRequest } from "../../contracts/recipeRun.ts";
 import { turnLabel } from "../../contracts/turnKey.ts";
 import type { TurnStatusRecord } from "../../contracts/wal.ts";
@@ -61,7 +61,7 @@ export async function serveResume(deps: CancelDeps & { timers: SuspensionTimers 
   try {
     const { sessionId, view, tenant } = addressOf(msg.subject);
     if (tenant) throw new HandlerError("invalid_request", "tenants cannot resume runs yet");
-    const request = decodeJson(msg.data, ResumeRequest, `resume request for session ${view}`, MAX_RESUME_BYTES);
+    const request = decodeMessage(msg, ResumeRequest, `resume request for session ${view}`, MAX_RESUME_BYTES);
     const status = await settledStatus(deps, sessionId, request.turn_id);
     if (!status) throw new HandlerError("not_found", `session ${view} has no turn ${request.turn_id}`);
     if (wasCancelled(status)) {
@@ -105,7 +105,7 @@ export async function serveResume(deps: CancelDeps & { timers: SuspensionTimers 
       events_subject: subjects.turnEvents(sessionId, request.turn_id, await eventStreamCount(deps.jsm)),
       after_seq: resumed.seq,
     };
-    if (isInboxReply(msg.reply, "runner")) msg.respond(encodeJson(reply));
+    if (isInboxReply(msg.reply, "runner")) respondJson(msg, reply);
   } catch (error) {
     const failure = asHandlerError(error);
     deps.log.warn(`resume on ${msg.subject}: ${singleLine(failure.message)}`);

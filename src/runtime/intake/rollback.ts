@@ -1,10 +1,10 @@
-import { decodeJson, encodeJson } from "../../bus/codec.ts";
 import { asHandlerError, HandlerError, respondWithError } from "../../bus/errors.ts";
 import { isInboxReply } from "../../bus/replies.ts";
 import { requestJson } from "../../bus/request.ts";
 import type { ServiceMsg } from "../../bus/service.ts";
 import { subjects } from "../../bus/subjects.ts";
 import { addressOf } from "../../bus/tenancy.ts";
+import { decodeMessage, respondJson } from "../../bus/wire.ts";
 import type { EngineEvent } from "../../contracts/events.ts";
 import { type RollbackReply, RollbackRequest, ToolCallReply, type ToolCallRequest } from "../../contracts/tool.ts";
 import { turnKey, turnLabel } from "../../contracts/turnKey.ts";
@@ -55,7 +55,7 @@ export async function serveRollback(deps: CancelDeps, msg: ServiceMsg): Promise<
   try {
     const { sessionId, view, tenant } = addressOf(msg.subject);
     if (tenant) throw new HandlerError("invalid_request", "tenants cannot roll turns back yet");
-    const request = decodeJson(msg.data, RollbackRequest, `rollback request for session ${view}`, MAX_ROLLBACK_BYTES);
+    const request = decodeMessage(msg, RollbackRequest, `rollback request for session ${view}`, MAX_ROLLBACK_BYTES);
     const turnId = request.turn_id;
     // Its log says whether it ended (its status says so a moment later).
     const stored = await readForTakeover(deps.js, deps.jsm, sessionId, turnId);
@@ -109,7 +109,7 @@ export async function serveRollback(deps: CancelDeps, msg: ServiceMsg): Promise<
       `${turnLabel(sessionId, turnId)}: rolled back ${calls.filter((call) => call.ok).length} of ${calls.length} write call(s)`,
     );
     const reply: RollbackReply = { session_id: view, turn_id: turnId, calls };
-    if (isInboxReply(msg.reply, "runner")) msg.respond(encodeJson(reply));
+    if (isInboxReply(msg.reply, "runner")) respondJson(msg, reply);
   } catch (error) {
     const failure = asHandlerError(error);
     deps.log.warn(`rollback on ${msg.subject}: ${singleLine(failure.message)}`);

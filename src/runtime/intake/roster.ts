@@ -1,10 +1,10 @@
 import type { AgentRoster } from "../../agents/announcement.ts";
 import type { AgentDirectory } from "../../agents/directory.ts";
-import { encodeJson } from "../../bus/codec.ts";
 import { INBOX_PREFIXES } from "../../bus/connection.ts";
 import { asHandlerError, respondWithError } from "../../bus/errors.ts";
 import { isInboxReply, isReplyUnder } from "../../bus/replies.ts";
 import type { ServiceMsg } from "../../bus/service.ts";
+import { respondJson } from "../../bus/wire.ts";
 import { singleLine } from "../../errors.ts";
 import type { Logger } from "../../telemetry/log.ts";
 
@@ -40,7 +40,7 @@ export async function serveRoster(deps: RosterDeps, msg: ServiceMsg): Promise<vo
   try {
     const directory = await deps.directory;
     const roster: AgentRoster = { runner: deps.runner, agents: directory.roster(), tools: directory.tools() };
-    msg.respond(encodeJson(roster));
+    respondJson(msg, roster);
   } catch (error) {
     const failure = asHandlerError(error);
     deps.log.warn(`roster on ${msg.subject}: ${singleLine(failure.message)}`);

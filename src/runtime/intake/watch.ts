@@ -7,6 +7,7 @@ import { isInboxReply } from "../../bus/replies.ts";
 import type { ServiceMsg } from "../../bus/service.ts";
 import { subjects } from "../../bus/subjects.ts";
 import { addressOf } from "../../bus/tenancy.ts";
+import { decodeMessage, respondJson } from "../../bus/wire.ts";
 import { type EngineEvent, LiveChunk } from "../../contracts/events.ts";
 import { TurnId } from "../../contracts/ids.ts";
 import { WatchId, WatchRenewal } from "../../contracts/watch.ts";
@@ -95,10 +96,10 @@ export async function serveWatch(deps: WatchDeps, msg: ServiceMsg): Promise<void
     const request =
       msg.data.length === 0
         ? WatchRequest.parse({})
-        : decodeJson(msg.data, WatchRequest, `watch of session ${view}`, MAX_WATCH_BYTES);
+        : decodeMessage(msg, WatchRequest, `watch of session ${view}`, MAX_WATCH_BYTES);
     const follow = request.follow ?? request.turn_id !== undefined;
     const filter = rangeFilter(sessionId, await eventStreamCount(deps.jsm), request.turn_id);
-    const send = (event: EngineEvent) => msg.respond(encodeJson({ ...event, session_id: view }));
+    const send = (event: EngineEvent) => respondJson(msg, { ...event, session_id: view });
     if (!follow) {
       for (const event of await readEvents(deps.js, deps.jsm, sessionId, request.turn_id)) send(event);
     } else {
@@ -181,7 +182,7 @@ function relayLiveChunks(
       callback: (error, live) => {
         if (error) return;
         try {
-          send(encodeJson({ ...decodeJson(live.data, LiveChunk, "live chunk"), session_id: view }));
+          send(encodeJson({ ...decodeMessage(live, LiveChunk, "live chunk"), session_id: view }));
         } catch {
           // Not a live chunk, or the watcher is gone: the log has the turn's chunks.
         }

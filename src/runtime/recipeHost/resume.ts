@@ -1,5 +1,5 @@
 import type { JetStreamClient } from "@nats-io/jetstream";
-import { encodeJson } from "../../bus/codec.ts";
+import { encodeRecord } from "../../bus/codec.ts";
 import { HandlerError } from "../../bus/errors.ts";
 import { subjects } from "../../bus/subjects.ts";
 import type { HumanAnswer } from "../../contracts/recipeRun.ts";
@@ -35,7 +35,7 @@ export async function resumeSuspended(
     suspension_seq: before.suspended.seq,
   };
   try {
-    await deps.js.publish(subjects.walOf(sessionId, deps.partitions), encodeJson(entry), {
+    await deps.js.publish(subjects.walOf(sessionId, deps.partitions), encodeRecord(entry), {
       msgID: `${turnKey(sessionId, turnId)}.resume.${before.suspended.seq}`,
     });
   } catch (error) {

@@ -10,6 +10,7 @@
  *   2. `decideRedelivery` — for a delivery after the first, from the turn's status;
  *   3. `decideTakeover`   — for a turn taken over, from its stored events.
  */
+import { FORMAT_VERSION, FormatTooNewError, recordFormat } from "../../contracts/format.ts";
 import { type TurnStatusRecord, WalEntry } from "../../contracts/wal.ts";
 import { messageOf } from "../../errors.ts";
 import { WAL_ACK_WAIT_MS } from "../../eventlog/streams.ts";
@@ -183,10 +184,21 @@ export function decideTakeover(stored: StoredTurn): TakeoverAction {
 
 const decoder = new TextDecoder();
 
-/** A delivery's record as a WAL entry, or why it is not one. */
-export function parseEntry(data: Uint8Array): { ok: true; entry: WalEntry } | { ok: false; reason: string } {
+/**
+ * A delivery's record as a WAL entry, or why it is not one. `tooNew`: the entry is in a newer format
+ * than this runner reads (a runner of a newer release wrote it): not invalid, only not this runner's to run.
+ */
+export function parseEntry(
+  data: Uint8Array,
+): { ok: true; entry: WalEntry } | { ok: false; reason: string; tooNew?: FormatTooNewError } {
   try {
-    const parsed = WalEntry.safeParse(JSON.parse(decoder.decode(data)));
+    const json: unknown = JSON.parse(decoder.decode(data));
+    const format = recordFormat(json);
+    if (format > FORMAT_VERSION) {
+      const tooNew = new FormatTooNewError("WAL entry", format);
+      return { ok: false, reason: tooNew.message, tooNew };
+    }
+    const parsed = WalEntry.safeParse(json);
     return parsed.success ? { ok: true, entry: parsed.data } : { ok: false, reason: parsed.error.message };
   } catch (error) {
     return { ok: false, reason: messageOf(error) };

@@ -29,6 +29,7 @@ import { connect } from "@nats-io/transport-node";
  * @property {number} ttlMs
  * @property {number} everyMs
  * @property {number} watchdogMs
+ * @property {number} format the stored format version each heartbeat carries as `v`
  */
 
 const setup = /** @type {HeartbeatSetup} */ (workerData);
@@ -90,7 +91,7 @@ async function beat() {
       kv = await new Kvm(nc).open(setup.bucket);
       reopen = false;
     }
-    const value = JSON.stringify({ runner: setup.runner, at: sentAt });
+    const value = JSON.stringify({ v: setup.format, runner: setup.runner, at: sentAt });
     revision = revision === undefined ? await kv.put(setup.key, value) : await kv.update(setup.key, value, revision);
     lastStored = sentAt;
     if (!held) {

@@ -1,6 +1,6 @@
 import type { NatsConnection } from "@nats-io/nats-core";
-import { decodeJson } from "../../bus/codec.ts";
 import { subjects } from "../../bus/subjects.ts";
+import { decodeMessage } from "../../bus/wire.ts";
 import { TurnEnded } from "../../contracts/turn.ts";
 import { turnKey } from "../../contracts/turnKey.ts";
 import type { Admission, AdmissionPreview } from "./admission.ts";
@@ -92,7 +92,7 @@ export class IntakeBacklog {
         if (error) return;
         try {
           // Ended, or taken over (then the runner that took it counts it): either way a runner had it.
-          const ended = decodeJson(msg.data, TurnEnded, "turn end");
+          const ended = decodeMessage(msg, TurnEnded, "turn end");
           this.seen(ended.session_id, ended.turn_id);
         } catch {
           // Not a turn end: nothing to count.

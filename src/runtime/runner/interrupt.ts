@@ -1,6 +1,6 @@
 import type { NatsConnection } from "@nats-io/nats-core";
-import { encodeJson } from "../../bus/codec.ts";
 import { subjects } from "../../bus/subjects.ts";
+import { publishJson } from "../../bus/wire.ts";
 import type { TurnCancelled } from "../../contracts/turn.ts";
 import type { SessionActor } from "./sessionHost.ts";
 
@@ -20,7 +20,7 @@ export function interruptRunningTurn(
   if (running === undefined || running >= byTurnId) return;
   const stop: TurnCancelled = { session_id: sessionId, turn_id: running, reason: `interrupted by turn ${byTurnId}` };
   try {
-    nc.publish(subjects.turnCancelled, encodeJson(stop));
+    publishJson(nc, subjects.turnCancelled, stop);
   } catch {
     // The connection is closing: the workers' calls end at their own deadlines.
   }

@@ -1,5 +1,6 @@
 import type { NatsConnection } from "@nats-io/nats-core";
 import { z } from "zod";
+import { encodeRecord } from "../../bus/codec.ts";
 import { isConflict, JsonKv } from "../../bus/jsonKv.ts";
 import { buckets } from "../../bus/subjects.ts";
 import { backoffMs, pause } from "../../deadline.ts";
@@ -9,8 +10,7 @@ import { type HeartbeatConnection, RunnerLiveness } from "./liveness.ts";
 
 const Owner = z.object({ runner: z.string() });
 
-const encoder = new TextEncoder();
-const encode = (runner: string) => encoder.encode(JSON.stringify({ runner }));
+const encode = (runner: string) => encodeRecord({ runner });
 
 /** Tries to take a session before giving up for this delivery (each lost one means the key changed meanwhile). */
 const ACQUIRE_ATTEMPTS = 3;

@@ -2,9 +2,11 @@ import { Worker } from "node:worker_threads";
 import type { KvWatchEntry } from "@nats-io/kv";
 import type { NatsConnection, QueuedIterator } from "@nats-io/nats-core";
 import { z } from "zod";
+import { encodeRecord } from "../../bus/codec.ts";
 import { type BusOptions, serverUrls } from "../../bus/connection.ts";
 import { isConflict, JsonKv } from "../../bus/jsonKv.ts";
 import { buckets } from "../../bus/subjects.ts";
+import { FORMAT_VERSION } from "../../contracts/format.ts";
 import { isConclaveError, messageOf } from "../../errors.ts";
 import type { Logger } from "../../telemetry/log.ts";
 
@@ -27,7 +29,6 @@ export const EVENT_LOOP_WATCHDOG_MS = 10_000;
 const THREAD_START_MS = 15_000;
 
 const Heartbeat = z.object({ runner: z.string().min(1), at: z.number() });
-const encoder = new TextEncoder();
 
 /** A runner's key in `conclave_runners`: its name in base64url (names such as `host:pid` are no valid KV keys). */
 export const runnerKey = (runner: string): string => Buffer.from(runner).toString("base64url");
@@ -141,6 +142,7 @@ export class RunnerLiveness {
       workerData: {
         connection: { ...connection, servers: serverUrls(connection.servers) },
         bucket: buckets.runners,
+        format: FORMAT_VERSION,
         key: runnerKey(this.runner),
         runner: this.runner,
         ttlMs: LIVENESS_TTL_MS,
@@ -222,6 +224,7 @@ export class RunnerLiveness {
       if (this.#seen.delete(runnerOfKey(entry.key))) this.events.onMembersChanged?.();
       return;
     }
+    // Any format: a heartbeat of a newer release still says a runner is alive (its `runner` and `at` stay).
     const parsed = Heartbeat.safeParse(safeJson(entry));
     if (!parsed.success || parsed.data.runner === this.runner) return;
     const joined = !this.#seen.has(parsed.data.runner);
@@ -255,7 +258,7 @@ export class RunnerLiveness {
         this.kv = await RunnerLiveness.#bucket(this.nc);
         this.#reopen = false;
       }
-      const value = encoder.encode(JSON.stringify({ runner: this.runner, at: sentAt }));
+      const value = encodeRecord({ runner: this.runner, at: sentAt });
       const key = runnerKey(this.runner);
       // Over the last heartbeat only: it fails when the key expired meanwhile, which proves the lease lapsed.
       this.#revision =

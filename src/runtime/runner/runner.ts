@@ -219,6 +219,7 @@ export class Runner {
   /** One WAL delivery: run the turn here, leave it to its owner, or settle it as done, expired or invalid. */
   async #take(msg: JsMsg): Promise<void> {
     const parsed = parseEntry(msg.data);
+    if (!parsed.ok && parsed.tooNew) return this.#settlement.leaveForNewer(msg, parsed.tooNew);
     if (!parsed.ok) return this.#settlement.rejectInvalid(msg, parsed.reason);
     const entry = parsed.entry;
     const { session_id: sessionId, turn_id: turnId } = entry;

@@ -10,9 +10,10 @@
  */
 import type { NatsConnection } from "@nats-io/nats-core";
 import { z } from "zod";
-import { decodeJson, encodeJson } from "../../bus/codec.ts";
+import { encodeJson } from "../../bus/codec.ts";
 import { isInboxReply } from "../../bus/replies.ts";
 import { subjects } from "../../bus/subjects.ts";
+import { decodeMessage, FORMAT_HEADERS, respondJson } from "../../bus/wire.ts";
 import { SessionId } from "../../contracts/ids.ts";
 import { messageOf } from "../../errors.ts";
 
@@ -50,7 +51,7 @@ export function followErasures(
       }
       let sessionId: string;
       try {
-        sessionId = decodeJson(msg.data, SessionErased, "session erasure").session_id;
+        sessionId = decodeMessage(msg, SessionErased, "session erasure").session_id;
       } catch {
         return; // Not an erasure: nothing to forget.
       }
@@ -62,7 +63,7 @@ export function followErasures(
           return;
         }
         // Only a worker's answer to a runner: a reply subject naming anything else is never written.
-        if (ack && isInboxReply(msg.reply, "worker")) msg.respond(encodeJson({ by: ack.as }));
+        if (ack && isInboxReply(msg.reply, "worker")) respondJson(msg, { by: ack.as });
       })();
     },
   });
@@ -91,10 +92,11 @@ export async function announceErasure(
       strategy: "stall",
       maxWait: options.waitMs ?? ERASURE_ACK_WAIT_MS,
       stall: options.quietMs ?? ERASURE_ACK_QUIET_MS,
+      headers: FORMAT_HEADERS,
     });
     for await (const reply of replies) {
       try {
-        answered.add(decodeJson(reply.data, ErasureAck, "erasure acknowledgement").by);
+        answered.add(decodeMessage(reply, ErasureAck, "erasure acknowledgement").by);
       } catch {
         // Not an acknowledgement (a no-responders status): nobody answered with it.
       }

@@ -1,9 +1,10 @@
 import type { JetStreamClient, JsMsg } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
-import { encodeJson } from "../../bus/codec.ts";
 import { deadLetter } from "../../bus/deadLetters.ts";
 import { subjects } from "../../bus/subjects.ts";
+import { publishJson } from "../../bus/wire.ts";
 import type { ErrorCode } from "../../contracts/errors.ts";
+import type { FormatTooNewError } from "../../contracts/format.ts";
 import { TURN_TAKEN_OVER, type TurnEnded } from "../../contracts/turn.ts";
 import { turnKey, turnLabel } from "../../contracts/turnKey.ts";
 import type { TurnStatusRecord, WalEntry } from "../../contracts/wal.ts";
@@ -55,6 +56,8 @@ export class TurnSettlement {
   readonly #held = new Map<string, HeldTurn>();
   readonly #settling = new Map<string, Promise<void>>();
   #idle: (() => void) | null = null;
+  /** When a newer-format WAL entry was last reported (`leaveForNewer`). */
+  #saidTooNewAt = 0;
 
   constructor(
     private readonly deps: {
@@ -223,13 +226,26 @@ export class TurnSettlement {
     if (!nc || nc.isClosed()) return;
     const ended: TurnEnded = { session_id: sessionId, turn_id: turnId, reason };
     try {
-      nc.publish(subjects.turnEnded, encodeJson(ended));
+      publishJson(nc, subjects.turnEnded, ended);
     } catch (error) {
       this.deps.log.warn(`${turnLabel(sessionId, turnId)}: end not told to workers: ${messageOf(error)}`);
     }
   }
 
   /** Removes an entry that is not a turn at all (invalid), keeping it as a dead letter. */
+  /**
+   * A WAL entry in a newer format than this runner reads (a rolling upgrade under way): handed back
+   * for a runner of the newer release, never dropped. Said once a minute, not once a delivery.
+   */
+  leaveForNewer(msg: JsMsg, tooNew: FormatTooNewError): void {
+    const now = Date.now();
+    if (now - this.#saidTooNewAt >= 60_000) {
+      this.#saidTooNewAt = now;
+      this.deps.log.warn(`WAL entry ${msg.seq}: ${tooNew.message}; left for a runner of the newer release`);
+    }
+    msg.nak(5_000);
+  }
+
   async rejectInvalid(msg: JsMsg, reason: string): Promise<void> {
     const lost = await deadLetter(this.deps.js, "wal", {
       subject: msg.subject,

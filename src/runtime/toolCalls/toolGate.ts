@@ -1,11 +1,11 @@
 import { randomUUID } from "node:crypto";
 import type { Msg, NatsConnection, Subscription } from "@nats-io/nats-core";
 import type { AgentDirectory } from "../../agents/directory.ts";
-import { decodeJson, encodeJson } from "../../bus/codec.ts";
 import { asHandlerError, errorReply, HandlerError } from "../../bus/errors.ts";
 import { isInboxReply } from "../../bus/replies.ts";
 import { requestJson } from "../../bus/request.ts";
 import { subjects } from "../../bus/subjects.ts";
+import { decodeMessage, respondJson } from "../../bus/wire.ts";
 import {
   type DelegateRequest,
   GateRequest,
@@ -77,7 +77,7 @@ export class ToolGate {
 
   async #answer(msg: Msg): Promise<void> {
     try {
-      const request = decodeJson(msg.data, GateRequest, `tool call on ${msg.subject}`);
+      const request = decodeMessage(msg, GateRequest, `tool call on ${msg.subject}`);
       const turn = this.#turns.get(`${turnKey(request.session_id, request.turn_id)}`);
       if (!turn)
         throw new HandlerError("not_found", `turn ${request.session_id}/${request.turn_id} is not running here`);
@@ -90,12 +90,12 @@ export class ToolGate {
             : kind === "read_output"
               ? await this.#read(request as ToolOutputRead)
               : await turn.call(request as ToolGateRequest, this.#host(request.session_id));
-      if (isInboxReply(msg.reply, "runner")) msg.respond(encodeJson(reply));
+      if (isInboxReply(msg.reply, "runner")) respondJson(msg, reply);
     } catch (error) {
       // An error body without service headers: requestJson reads it as the remote's error.
       const failure = asHandlerError(error, "tool call failed");
       if (isInboxReply(msg.reply, "runner"))
-        msg.respond(encodeJson(errorReply(failure.code, failure.message, failure.issues)));
+        respondJson(msg, errorReply(failure.code, failure.message, failure.issues));
     }
   }
 

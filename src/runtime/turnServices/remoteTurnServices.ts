@@ -3,10 +3,10 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import type { z } from "zod";
 import { AgentDirectory } from "../../agents/directory.ts";
 import { InvalidAgentOutputError } from "../../agents/runAgent.ts";
-import { decodeJson } from "../../bus/codec.ts";
 import { RemoteCallError } from "../../bus/errors.ts";
 import { requestJson, requestStream } from "../../bus/request.ts";
 import { subjects } from "../../bus/subjects.ts";
+import { decodeMessage } from "../../bus/wire.ts";
 import { CRITIC_NAMES, collectVerdict } from "../../cognition/critics.ts";
 import { SEED_SENSORS, type SensorOptions } from "../../cognition/sensors.ts";
 import { AgentReply, AgentStreamPart } from "../../contracts/agent.ts";
@@ -199,7 +199,7 @@ function agentStreams(nc: NatsConnection) {
       callback: (error, msg) => {
         if (error) return;
         try {
-          const part = decodeJson(msg.data, AgentStreamPart, `agent stream part on ${msg.subject}`);
+          const part = decodeMessage(msg, AgentStreamPart, `agent stream part on ${msg.subject}`);
           listeners.get(keyOf(part))?.(part);
         } catch {
           // Not a part of any call of ours: nothing to route it to.
