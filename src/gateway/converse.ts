@@ -6,12 +6,33 @@ import { randomBytes } from "node:crypto";
 import { z } from "zod";
 import { SessionId } from "../contracts/ids.ts";
 import { describeIssues } from "../contracts/issues.ts";
+import { MAX_TURN_TEXT } from "../contracts/turn.ts";
 import { sessionOf } from "./principals.ts";
 import { errorResult, failureOf } from "./results.ts";
 import type { GatewayTool, ToolLimits } from "./tools.ts";
 
-/** Longest message `converse` takes, in characters (a turn's text goes to every agent). */
-export const MAX_CONVERSE_TEXT = 32_000;
+/**
+ * Longest message `converse` (and A2A, AG-UI) takes, in characters: the runner's own
+ * limit on a turn's text, so what the tool advertises is what a turn accepts.
+ */
+export const MAX_CONVERSE_TEXT = MAX_TURN_TEXT;
+
+/** What a `converse` result's `structuredContent` holds (its `outputSchema`). */
+const CONVERSE_OUTPUT_SCHEMA: NonNullable<GatewayTool["outputSchema"]> = {
+  type: "object",
+  properties: {
+    session_id: { type: "string", description: "The conversation: pass it back to go on." },
+    turn_id: { type: "integer", minimum: 1 },
+    reply: { type: "string", description: "The reply; empty when the council chose silence." },
+    outcome: {
+      type: "object",
+      properties: { status: { type: "string", enum: ["Complete", "PartialSuccess"] } },
+      required: ["status"],
+    },
+    warnings: { type: "array", items: { type: "object" } },
+  },
+  required: ["session_id", "turn_id", "reply", "outcome"],
+};
 
 const ConverseArgs = z.strictObject({
   session_id: SessionId.optional(),
@@ -41,6 +62,7 @@ export function converseTool(limits: ToolLimits): GatewayTool {
       required: ["text"],
       additionalProperties: false,
     },
+    outputSchema: CONVERSE_OUTPUT_SCHEMA,
     async call(client, args, { signal, progress, principal, onSession }) {
       const parsed = ConverseArgs.safeParse(args);
       if (!parsed.success) return errorResult(`converse: ${describeIssues(parsed.error, { join: "; " })}`);

@@ -78,7 +78,12 @@ export function createMcpServer(options: McpServerOptions): Server {
   );
   const byName = new Map(options.tools.map((tool) => [tool.name, tool]));
   server.setRequestHandler(ListToolsRequestSchema, () => ({
-    tools: options.tools.map(({ name, description, inputSchema }) => ({ name, description, inputSchema })),
+    tools: options.tools.map(({ name, description, inputSchema, outputSchema }) => ({
+      name,
+      description,
+      inputSchema,
+      ...(outputSchema ? { outputSchema } : {}),
+    })),
   }));
   server.setRequestHandler(CallToolRequest, async (request, extra) => {
     const tool = byName.get(request.params.name);

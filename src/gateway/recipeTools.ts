@@ -80,6 +80,25 @@ function inputSchemaOf(recipe: Recipe): GatewayTool["inputSchema"] {
   return { ...schema, type: "object" };
 }
 
+/** What a recipe tool's result's `structuredContent` holds: a completed run's output, or where it waits. */
+const RUN_OUTPUT_SCHEMA: NonNullable<GatewayTool["outputSchema"]> = {
+  type: "object",
+  properties: {
+    status: { type: "string", enum: ["completed", "suspended"] },
+    session_id: { type: "string" },
+    turn_id: { type: "integer", minimum: 1 },
+    outcome: { type: "object", description: "How a completed run ended." },
+    output: { description: "A completed run's final blackboard." },
+    node: { type: "string", description: "Where a suspended run waits." },
+    prompt: { type: "string" },
+    required_role: { type: "string" },
+    expires_at: { type: "string" },
+    approval: { type: "object" },
+    answer_with: { type: "string", description: "The command that answers a suspended run." },
+  },
+  required: ["status", "session_id", "turn_id"],
+};
+
 /** The tool that runs `loaded`. */
 export function recipeTool(loaded: LoadedRecipe, limits: ToolLimits): GatewayTool {
   const { recipe, document } = loaded;
@@ -91,6 +110,7 @@ export function recipeTool(loaded: LoadedRecipe, limits: ToolLimits): GatewayToo
       "Returns the run's final blackboard" +
       (human ? ", or, when it waits at a human node, where it waits and the command that answers it." : "."),
     inputSchema: inputSchemaOf(recipe),
+    outputSchema: RUN_OUTPUT_SCHEMA,
     async call(client, args, { signal, progress, principal, onSession }) {
       signal.throwIfAborted();
       const sessionId = sessionOf(principal, newSessionId("run"));

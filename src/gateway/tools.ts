@@ -32,6 +32,8 @@ export interface GatewayTool {
   description: string;
   /** A JSON Schema of type object. */
   inputSchema: { type: "object"; [key: string]: unknown };
+  /** A JSON Schema of type object for its results' `structuredContent` (failures carry none). */
+  outputSchema?: { type: "object"; [key: string]: unknown };
   /** Runs it: a result, never a throw (failures are `isError` results). */
   call(client: ConclaveClient, args: Record<string, unknown>, context: CallContext): Promise<ToolResult>;
 }

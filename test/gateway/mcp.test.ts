@@ -9,6 +9,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CONCLAVE_BIN } from "../../src/cli/childProcess.ts";
+import { MAX_TURN_TEXT } from "../../src/contracts/turn.ts";
 import { useGatewayStack } from "../helpers/stack.ts";
 import { eventually } from "../helpers/wait.ts";
 
@@ -34,6 +35,24 @@ describe("conclave serve over Streamable HTTP", () => {
       required: ["message"],
     });
     expect(tools.find((tool) => tool.name === "converse")?.inputSchema).toMatchObject({ required: ["text"] });
+  });
+
+  it("converse advertises the runner's limit on a turn's text, and each tool its outputSchema", async () => {
+    const { tools } = await mcp.listTools();
+    const converse = tools.find((tool) => tool.name === "converse");
+    expect(converse?.inputSchema.properties?.text).toMatchObject({ maxLength: MAX_TURN_TEXT });
+    expect(converse?.outputSchema).toMatchObject({
+      type: "object",
+      required: ["session_id", "turn_id", "reply", "outcome"],
+    });
+    expect(tools.find((tool) => tool.name === "support-triage")?.outputSchema).toMatchObject({
+      type: "object",
+      required: ["status", "session_id", "turn_id"],
+    });
+    // One character over is refused by the tool itself, in one line, before a turn exists.
+    const over = await mcp.callTool({ name: "converse", arguments: { text: "x".repeat(MAX_TURN_TEXT + 1) } });
+    expect(over.isError).toBe(true);
+    expect((over.content as { text: string }[])[0]?.text).toMatch(/^converse: .*16000/);
   });
 
   it("converse: the turn's events arrive as progress, then the reply; the session goes on", async () => {
