@@ -19,8 +19,9 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: "forks",
-    // One pack of this checkout for the whole run, shared by the files that install it.
-    globalSetup: ["test/package/packCache.ts"],
+    // The offline model unless a test sets one (modelEnvironment.ts); one pack of this checkout for
+    // the whole run, shared by the files that install it.
+    globalSetup: ["test/setup/modelEnvironment.ts", "test/package/packCache.ts"],
     // Two cores: keep process-heavy suites from starving each other. The serial run's files run one at
     // a time: each runs several runners and workers under load (a cluster's elections need CPU).
     maxWorkers: clusterOnly ? 1 : 2,
