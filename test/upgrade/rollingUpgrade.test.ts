@@ -23,6 +23,7 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { ConclaveProcess } from "../../src/cli/childProcess.ts";
 import { type ConclaveClient, connect } from "../../src/client/index.ts";
+import { FORMAT_VERSION } from "../../src/contracts/format.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import {
   type ConclaveBuild,
@@ -178,7 +179,7 @@ async function rollingReplace(direction: Direction): Promise<void> {
       .length;
   const byOld = ranBy(0, oldEra, oldRunners);
   const byNew = ranBy(newEra, load.acks.length, newRunners);
-  // Printed, not held: which formats the two releases wrote (`0`: no `v`, as 0.2.0 and before).
+  // Which formats the two releases wrote (`0`: no `v`, as 0.2.0 and before): both, in each direction.
   const formats = Object.entries(result.formats)
     .map(([format, count]) => `${format}: ${count}`)
     .join(", ");
@@ -188,6 +189,7 @@ async function rollingReplace(direction: Direction): Promise<void> {
   for (const problem of new Set(problems.map((p) => `${p.process} ${p.level}: ${p.msg}`))) console.log(`  ${problem}`);
 
   expect(load.failures).toEqual([]);
+  expect(Object.keys(result.formats).sort()).toEqual(["0", String(FORMAT_VERSION)]);
   expect(result.broken).toEqual([]);
   expect(result.outOfOrder).toEqual([]);
   expect(result.increasing).toEqual([]);
