@@ -5,6 +5,7 @@
  * last notification), so a client sees the reply being written without a
  * notification per token.
  */
+import { printable } from "../client/printable.ts";
 import { renderEvent } from "../client/renderEvent.ts";
 import type { EngineEvent } from "../contracts/events.ts";
 import { singleLine } from "../errors.ts";
@@ -65,6 +66,30 @@ export function progressReporter(send: (update: ProgressUpdate) => void): Progre
       if (line !== null && line.trim() !== "") emit(line.trim());
     },
     flush,
+  };
+}
+
+/**
+ * A reporter of stage changes only, for a client that shows a task's status
+ * rather than a log (A2A's `working` updates): `stage <name>` when a turn
+ * enters a stage, `node <name> (<kind>)` when a recipe run starts a node.
+ * Agents' answers, stream chunks and the rest are left out.
+ */
+export function stageReporter(send: (update: ProgressUpdate) => void): ProgressReporter {
+  let progress = 0;
+  let last = "";
+  return {
+    event(event) {
+      let line: string;
+      if (event.kind === "TURN_STAGE_CHANGED") line = `stage ${event.payload.stage}`;
+      else if (event.kind === "NODE_STARTED") line = `node ${event.payload.node} (${event.payload.kind})`;
+      else return;
+      if (line === last) return;
+      last = line;
+      progress += 1;
+      send({ progress, message: singleLine(printable(line), MAX_MESSAGE) });
+    },
+    flush() {},
   };
 }
 

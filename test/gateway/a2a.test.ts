@@ -13,6 +13,7 @@ import {
   JsonRpcTransportFactory,
 } from "@a2a-js/sdk/client";
 import { beforeAll, describe, expect, it } from "vitest";
+import { STAGES } from "../../src/contracts/turn.ts";
 import { freePort } from "../../src/nats/server.ts";
 import { useGatewayStack } from "../helpers/stack.ts";
 import { eventually } from "../helpers/wait.ts";
@@ -108,7 +109,7 @@ describe("conclave serve over A2A (JSON-RPC)", () => {
     expect(turns.map((turn) => turn.status)).toEqual(["done", "done"]);
   });
 
-  it("a streamed message: the task, working updates with the turn's events, the reply, completed", async () => {
+  it("a streamed message: the task, a working update per stage, the reply, completed", async () => {
     const events: StreamResponse[] = [];
     for await (const event of a2a.sendMessageStream(message([text("tell me something kind")]))) events.push(event);
     const cases = events.map((event) => event.payload?.$case);
@@ -118,8 +119,12 @@ describe("conclave serve over A2A (JSON-RPC)", () => {
         ? textsOf(event.payload.value.status.message?.parts)
         : [],
     );
+    // Only stage changes: one line per stage the turn entered, none for agents, stream chunks or the rest.
     expect(working.length).toBeGreaterThan(3);
-    expect(working.some((line) => line.startsWith("▸ "))).toBe(true);
+    expect(working.length).toBeLessThanOrEqual(STAGES.length + 1);
+    for (const line of working) expect(line).toMatch(/^stage [a-z_]+$/);
+    expect(new Set(working).size).toBe(working.length);
+    expect(working).toContain("stage agents");
     expect(cases).toContain("artifactUpdate");
     const last = events.at(-1)?.payload;
     expect(last?.$case).toBe("statusUpdate");

@@ -3,8 +3,8 @@
  * is one call of a tool, its task the call. Without a skill it is a
  * `converse` turn in the session named by the task's contextId; with
  * `metadata.skill` naming a recipe it is a run of that recipe, its inputs
- * the message's data part. The call's events are `working` status updates
- * (progress.ts's lines), its result the task's end (outcome.ts). A run that
+ * the message's data part. The call's stage changes are `working` status
+ * updates (progress.ts's stageReporter), its result the task's end (outcome.ts). A run that
  * waits for a person leaves the task input-required; the next message in
  * the task answers it (answer.ts). tasks/cancel aborts the call (its turn or
  * run is cancelled in Conclave); on a task whose run waits (input-required),
@@ -18,7 +18,7 @@ import type { AgentExecutor, ExecutionEventBus, RequestContext } from "@a2a-js/s
 import type { ConclaveClient } from "../../client/client.ts";
 import { messageOf } from "../../errors.ts";
 import { type GatewayClients, type Principal, runtimeSessionOf } from "../principals.ts";
-import { type ProgressReporter, progressReporter } from "../progress.ts";
+import { type ProgressReporter, stageReporter } from "../progress.ts";
 import { errorResult, type ToolResult } from "../results.ts";
 import { callTool, describeCallFailure, type GatewayTool } from "../tools.ts";
 import { answerWaitingRun } from "./answer.ts";
@@ -74,7 +74,7 @@ export class ConclaveAgentExecutor implements AgentExecutor {
     bus.publish(context.task ? { kind: "task", data: context.task } : submittedTask(ids, message, { skill }));
     const controller = new AbortController();
     this.running.set(ids.taskId, controller);
-    const progress = progressReporter(({ message: line }) => {
+    const progress = stageReporter(({ message: line }) => {
       if (!controller.signal.aborted) bus.publish(statusUpdate(ids, TaskState.TASK_STATE_WORKING, [textPart(line)]));
     });
     try {
