@@ -42,6 +42,15 @@ export function spawnConclave(
     env,
     detached: true,
   });
+  return superviseConclave(name, child, readyTimeoutMs);
+}
+
+/**
+ * A started `conclave` child as a {@link ConclaveProcess}: killed if this process exits first,
+ * `ready` once it says so over IPC (an UnavailableError if it exits before, or takes longer than
+ * `readyTimeoutMs`), and `stop` as SIGTERM then SIGKILL. For a child started with an IPC channel.
+ */
+export function superviseConclave(name: string, child: ChildProcess, readyTimeoutMs = 20_000): ConclaveProcess {
   const killOnExit = () => child.kill("SIGKILL");
   process.once("exit", killOnExit);
   child.once("exit", () => process.removeListener("exit", killOnExit));

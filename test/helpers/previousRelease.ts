@@ -15,8 +15,7 @@ import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, symlinkSync, w
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
-import { CONCLAVE_BIN, type ConclaveProcess } from "../../src/cli/childProcess.ts";
-import { withDeadline } from "../../src/deadline.ts";
+import { CONCLAVE_BIN, type ConclaveProcess, superviseConclave } from "../../src/cli/childProcess.ts";
 
 const ROOT = join(import.meta.dirname, "../..");
 /** Written last into a built release: a directory without it is an interrupted build. */
@@ -196,34 +195,5 @@ export function spawnBuild(
       // Not a log line (a crash's stack): passed on above.
     }
   });
-  const killOnExit = () => child.kill("SIGKILL");
-  process.once("exit", killOnExit);
-  child.once("exit", () => process.removeListener("exit", killOnExit));
-  const exited = new Promise<void>((done) => child.once("exit", () => done()));
-  const ready = withDeadline(
-    readyTimeoutMs,
-    () =>
-      new Promise<void>((resolve, reject) => {
-        child.on("message", (message: { type?: string }) => {
-          if (message?.type === "ready") resolve();
-        });
-        child.once("exit", (code, signal) =>
-          reject(new Error(`${name} (${build.version}) exited before it was ready (${signal ?? `code ${code}`})`)),
-        );
-      }),
-    () => new Error(`${name} (${build.version}) did not become ready within ${readyTimeoutMs} ms`),
-  );
-  ready.catch(() => {});
-  return {
-    name,
-    child,
-    ready,
-    stop: async (graceMs = 10_000) => {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill("SIGTERM");
-      const timer = setTimeout(() => child.kill("SIGKILL"), graceMs);
-      await exited;
-      clearTimeout(timer);
-    },
-  };
+  return superviseConclave(name, child, readyTimeoutMs);
 }
