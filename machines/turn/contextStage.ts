@@ -1,5 +1,6 @@
 import { assign, enqueueActions } from "xstate";
 import { retrievedRefs, unresolvedMemoryWarning } from "../../src/contracts/memory.ts";
+import { mergeUsage } from "./context.ts";
 import { turnSetup } from "./setup.ts";
 import { failed, overran } from "./warnings.ts";
 
@@ -25,6 +26,8 @@ export const contextState = turnSetup.createStateConfig({
           procedures: ({ event }) => event.output.procedures ?? [],
           persona: ({ event }) => event.output.persona ?? null,
           ledgers: ({ event }) => event.output.ledgers ?? null,
+          // Memory's model calls for the retrieval (its message's embedding) count in the turn's cost.
+          usage: ({ context, event }) => mergeUsage(context.usage, event.output.usage ?? {}),
         }),
         {
           type: "record",

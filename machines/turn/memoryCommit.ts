@@ -1,5 +1,6 @@
+import { assign } from "xstate";
 import { usageSummary } from "../../src/contracts/turnProtocol.ts";
-import { outcomeOf } from "./context.ts";
+import { mergeUsage, outcomeOf } from "./context.ts";
 import { turnSetup } from "./setup.ts";
 import { failed, overran } from "./warnings.ts";
 
@@ -22,6 +23,8 @@ export const memoryCommit = turnSetup.createStateConfig({
     onDone: {
       target: "completed",
       actions: [
+        // Memory's model calls (fact extraction, embeddings) count in the turn's cost and its budget.
+        assign({ usage: ({ context, event }) => mergeUsage(context.usage, event.output.usage ?? {}) }),
         {
           type: "record",
           params: ({ event }) => ({
@@ -30,6 +33,7 @@ export const memoryCommit = turnSetup.createStateConfig({
               summary: event.output.summary,
               stored: event.output.stored,
               ...(event.output.warnings?.length ? { warnings: event.output.warnings } : {}),
+              ...(event.output.usage ? { usage: event.output.usage } : {}),
             },
           }),
         },

@@ -166,6 +166,8 @@ export const EventPayloads = {
     stored: z.boolean(),
     /** Phases of the commit that failed (each a STAGE_WARNING too). */
     warnings: z.array(TurnWarning).optional(),
+    /** Tokens of the commit's model calls (fact extraction, embeddings), by source, each with its model. */
+    usage: z.record(z.string(), Usage).optional(),
   }),
   STAGE_WARNING: TurnWarning,
   TURN_COMPLETED: z.object({

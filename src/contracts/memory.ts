@@ -2,6 +2,7 @@ import { z } from "zod";
 import { SessionId, TurnId } from "./ids.ts";
 import { LedgerDigest } from "./ledger.ts";
 import { TurnWarning } from "./turn.ts";
+import { Usage } from "./usage.ts";
 import { Episode } from "./workspace.ts";
 
 /** A memory graph node's id, as a reference names it (`fact.<key>`, `thread.<key>`, `procedure.<label>`). */
@@ -61,7 +62,11 @@ export const MemoryRetrieveReply = z.object({
    */
   refs: MemoryRefs.optional(),
   /** A resolution's: how many of the references it was given name a record that is gone. */
-  unresolved: z.number().int().min(0).optional(),
+  unresolved: z.number().int().min(0).optional() /**
+   * The tokens of the model calls memory made for it, by source (`memory:embeddings`,
+   * `memory:extraction`), each with the model it ran on: the turn's cost counts them. Absent when it made none.
+   */,
+  usage: z.record(z.string(), Usage).optional(),
 });
 export type MemoryRetrieveReply = z.infer<typeof MemoryRetrieveReply>;
 
@@ -72,7 +77,10 @@ export type MemoryRetrieveReply = z.infer<typeof MemoryRetrieveReply>;
 export const MemoryRetrievedRefs = z.object({
   refs: MemoryRefs,
   /** The turn's context held the session's ledger digest. */
-  ledgers: z.boolean().optional(),
+  ledgers: z
+    .boolean()
+    .optional() /** The tokens the retrieval's model calls used (its message's embedding), by source: see MemoryRetrieveReply. */,
+  usage: z.record(z.string(), Usage).optional(),
 });
 export type MemoryRetrievedRefs = z.infer<typeof MemoryRetrievedRefs>;
 
@@ -98,7 +106,7 @@ export function retrievedRefs(reply: MemoryRetrieveReply): MemoryRetrievedRefs {
     threads: [],
     procedures: [],
   };
-  return { refs, ...(reply.ledgers ? { ledgers: true } : {}) };
+  return { refs, ...(reply.ledgers ? { ledgers: true } : {}), ...(reply.usage ? { usage: reply.usage } : {}) };
 }
 
 /**
@@ -139,6 +147,11 @@ export const MemoryCommitReply = z.object({
   stored: z.boolean(),
   /** Phases of the commit that failed (episode_write, fact_extraction, …): the turn ends PartialSuccess naming them. */
   warnings: z.array(TurnWarning).max(16).optional(),
+  /**
+   * The tokens of the model calls memory made for it, by source (`memory:embeddings`,
+   * `memory:extraction`), each with the model it ran on: the turn's cost counts them. Absent when it made none.
+   */
+  usage: z.record(z.string(), Usage).optional(),
 });
 export type MemoryCommitReply = z.infer<typeof MemoryCommitReply>;
 

@@ -162,7 +162,7 @@ export interface ScreenOutput {
 }
 
 /** The turn's cost summary for TURN_COMPLETED: totals, and the usage of each actor. */
-export const usageSummary = (byActor: Record<string, Usage>): TurnUsage => ({
-  ...Object.values(byActor).reduce(addUsage, noUsage()),
-  by_actor: byActor,
-});
+export const usageSummary = (byActor: Record<string, Usage>): TurnUsage => {
+  const { prompt_tokens, completion_tokens } = Object.values(byActor).reduce(addUsage, noUsage());
+  return { prompt_tokens, completion_tokens, by_actor: byActor };
+};

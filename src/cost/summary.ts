@@ -1,9 +1,11 @@
 /**
  * A session's cost summary, folded from its event log: each turn's
- * TURN_COMPLETED carries the tokens it used per actor (its `usage`), each
- * AGENT_COMPLETED the skills the agent had loaded. Tokens are priced with a
- * price table (prices.ts); tokens of an unpriced model are counted, never
- * guessed at.
+ * TURN_COMPLETED carries the tokens it used per actor (its `usage`: the
+ * agents, council, voice and critics, and memory's `memory:extraction` and
+ * `memory:embeddings`), each AGENT_COMPLETED the skills the agent had loaded.
+ * Tokens are priced on the model the call recorded, else the actor's model
+ * in the price table (prices.ts); tokens of an unpriced model are counted,
+ * never guessed at.
  */
 import type { EngineEvent } from "../contracts/events.ts";
 import type { Usage } from "../contracts/usage.ts";
@@ -88,7 +90,8 @@ export function summarizeCost(
     if (event.kind !== "TURN_COMPLETED") continue;
     const turn = rowOf(turns, String(event.turn_id), () => ({ name: String(event.turn_id), ...zero() }));
     for (const [actor, usage] of Object.entries(event.payload.usage.by_actor)) {
-      const model = modelOfActor(actor, table, options.models);
+      // The model the call recorded; an older log's (or a call that names none): the actor's in the price table.
+      const model = usage.model ?? modelOfActor(actor, table, options.models);
       const usd = priceOf(model, usage.prompt_tokens, usage.completion_tokens, table);
       add(total, usage, usd);
       add(turn, usage, usd);
@@ -134,7 +137,12 @@ export function priceSummary(
   table: PriceTable,
   options: SummarizeOptions = {},
 ): CostSummary | null {
-  const modelOf = new Map(unpriced.by_actor.map((row) => [row.name, modelOfActor(row.name, table, options.models)]));
+  const modelOf = new Map(
+    unpriced.by_actor.map((row) => [
+      row.name,
+      row.model !== UNKNOWN_MODEL ? row.model : modelOfActor(row.name, table, options.models),
+    ]),
+  );
   const models = new Set(modelOf.values());
   const priced = [...models].filter((model) => table.models[model] !== undefined);
   if (priced.length > 0 && models.size > 1) return null;

@@ -9,6 +9,7 @@ import type { CreateEmbeddingResponse } from "openai/resources/embeddings";
 import { setting } from "../config/load.ts";
 import { CONFIG_SCHEMA } from "../config/schema.ts";
 import { registerSecrets } from "../config/secrets.ts";
+import type { Usage } from "../contracts/usage.ts";
 import { deadlineSignal, timedOut, unlessAborted } from "../deadline.ts";
 import type { LlmErrorCode } from "../errors.ts";
 import { messageOf } from "../errors.ts";
@@ -30,8 +31,9 @@ export interface Embedder {
   /**
    * One vector per text, in order; all of one length. An empty list costs no call. Fails with an
    * {@link EmbeddingError} (the openai embedder; after its retries, or at its deadline).
+   * `onUsage` is told the tokens a call to a model used, with the model (the offline embedder makes none).
    */
-  embed(texts: readonly string[], signal?: AbortSignal): Promise<number[][]>;
+  embed(texts: readonly string[], signal?: AbortSignal, onUsage?: (usage: Usage) => void): Promise<number[][]>;
 }
 
 /** Where embeddings come from: the offline embedder, or a model on an OpenAI-compatible server. */
@@ -163,7 +165,7 @@ export function openAIEmbedder(config: Omit<OpenAIEmbeddingConfig, "kind">): Emb
   return {
     id: `openai:${model}${dimensions === undefined ? "" : `@${dimensions}`}`,
     model,
-    embed: async (texts, signal) => {
+    embed: async (texts, signal, onUsage) => {
       if (texts.length === 0) return [];
       // Ours, not the client's timeout, which is per attempt: this one bounds the call, retries included.
       const deadline = deadlineSignal(timeoutMs, signal);
@@ -181,7 +183,12 @@ export function openAIEmbedder(config: Omit<OpenAIEmbeddingConfig, "kind">): Emb
           ),
           deadline,
         );
-        return vectorsOf(response, texts.length, dimensions);
+        const vectors = vectorsOf(response, texts.length, dimensions);
+        // Embeddings are billed by their input tokens, on the model asked for (the name the price table uses).
+        const tokens = response?.usage?.prompt_tokens;
+        if (onUsage && Number.isInteger(tokens) && tokens >= 0)
+          onUsage({ prompt_tokens: tokens, completion_tokens: 0, model });
+        return vectors;
       } catch (error) {
         throw failure(error, timeoutMs, deadline);
       }

@@ -6,6 +6,7 @@ import type {
   MemorySearchReply,
   MemorySearchRequest,
 } from "../contracts/memory.ts";
+import { MEMORY_EMBEDDINGS_ACTOR, type Usage } from "../contracts/usage.ts";
 import type { Episode } from "../contracts/workspace.ts";
 import type { Embedder } from "../llm/embeddings.ts";
 import type { EpisodeStore } from "./episodeStore.ts";
@@ -67,7 +68,10 @@ export class MemoryRecall {
       this.graph.nodes(request.session_id, "procedural"),
       this.graph.nodes(request.session_id, "persona"),
     ]);
-    const query = await this.#queryVector(nodes, request.user_message, "retrieve", signal);
+    let usage: Usage | undefined;
+    const query = await this.#queryVector(nodes, request.user_message, "retrieve", signal, (used) => {
+      usage = used;
+    });
     // Started first: a session whose episodes are not in the graph reads them from the store meanwhile.
     const episodes = this.#rankedEpisodes(request, nodes, query);
     const ranked = rankMemory(this.#rankItems(nodes, false), request.user_message, {
@@ -77,7 +81,9 @@ export class MemoryRecall {
     const facts = ranked.filter((item) => item.kind === "fact");
     const threads = ranked.filter((item) => item.kind === "thread");
     const procedures = procedureNodesOf(procedural);
-    return replyOf(await episodes, facts, threads, procedures, persona[0]);
+    const reply = replyOf(await episodes, facts, threads, procedures, persona[0]);
+    // The message's embedding is a model call of the turn: its cost counts it.
+    return usage ? { ...reply, usage: { [MEMORY_EMBEDDINGS_ACTOR]: usage } } : reply;
   }
 
   /**
@@ -177,11 +183,12 @@ export class MemoryRecall {
     during: "retrieve" | "search",
     /** The turn's: an embeddings call left open when the turn is over is aborted. */
     signal?: AbortSignal,
+    onUsage?: (usage: Usage) => void,
   ): Promise<Pick<RankOptions, "embedding">> {
     const embedder = this.options.embedder;
     if (!embedder || !this.#anyVector(nodes, embedder) || topicsOf(message).length === 0) return {};
     try {
-      const [vector] = await embedder.embed([message], signal);
+      const [vector] = await embedder.embed([message], signal, onUsage);
       return vector ? { embedding: { query: vector } } : {};
     } catch (error) {
       if (!signal?.aborted) this.options.onEmbeddingError?.(error, during); // aborted: nobody waits for it

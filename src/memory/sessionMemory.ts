@@ -7,6 +7,7 @@ import type {
 } from "../contracts/memory.ts";
 import type { ChatModel } from "../contracts/model.ts";
 import type { TurnWarning } from "../contracts/turn.ts";
+import { addUsage, MEMORY_EMBEDDINGS_ACTOR, MEMORY_EXTRACTION_ACTOR, noUsage, type Usage } from "../contracts/usage.ts";
 import type { Episode } from "../contracts/workspace.ts";
 import type { Embedder } from "../llm/embeddings.ts";
 import type { EpisodeStore } from "./episodeStore.ts";
@@ -131,6 +132,11 @@ export class SessionMemory {
     const episode = { ...input, ts: input.ts || Date.now() };
     const sessionId = episode.session_id;
     const warnings: TurnWarning[] = [];
+    // The tokens of the model calls this commit makes, by source: the turn's cost counts them.
+    const usage: Record<string, Usage> = {};
+    const used = (source: string) => (call: Usage) => {
+      usage[source] = addUsage(usage[source] ?? noUsage(), call);
+    };
     const phase = async <T>(name: MemoryPhase, work: () => Promise<T>): Promise<T | undefined> => {
       try {
         return await work();
@@ -163,6 +169,7 @@ export class SessionMemory {
             this.options.model,
             { openThreads: threads.filter((thread) => thread.status === "open") },
           );
+          if (learning.usage) used(MEMORY_EXTRACTION_ACTOR)(learning.usage);
           return { learning, merged: mergeLearning({ facts, threads }, learning, episode.turn_id) };
         })
       : undefined;
@@ -180,7 +187,8 @@ export class SessionMemory {
       const plain = [episodeNode(episode, learned.learning.episode), ...changedNodes(sessionId, learned.merged)];
       // With an embedder, the vectors of what this turn writes, in one call; without them the nodes are stored all the same.
       const [episodeWrite, ...learnedNodes] =
-        (await phase("pattern_persistence", () => this.#embedded(plain, known))) ?? plain;
+        (await phase("pattern_persistence", () => this.#embedded(plain, known, used(MEMORY_EMBEDDINGS_ACTOR)))) ??
+        plain;
       // Both stored (true), or a warning says which phase fell short (undefined).
       learnedWrites = Promise.all([
         phase("episode_write", () => this.graph.upsertNode(episodeWrite as MemoryNodeInput)),
@@ -231,6 +239,7 @@ export class SessionMemory {
       summary: summary + (procedural ?? ""),
       stored: stored === true,
       ...(warnings.length > 0 ? { warnings } : {}),
+      ...(Object.keys(usage).length > 0 ? { usage } : {}),
     };
   }
 
@@ -259,11 +268,15 @@ export class SessionMemory {
   }
 
   /** The nodes with their vectors ({@link embedNodes}); as they are without an embedder. */
-  async #embedded(nodes: MemoryNodeInput[], known: readonly MemoryNode[] | undefined): Promise<MemoryNodeInput[]> {
+  async #embedded(
+    nodes: MemoryNodeInput[],
+    known: readonly MemoryNode[] | undefined,
+    onUsage: (usage: Usage) => void,
+  ): Promise<MemoryNodeInput[]> {
     const embedder = this.options.embedder;
     if (!embedder) return nodes;
     try {
-      return await embedNodes(embedder, nodes, known);
+      return await embedNodes(embedder, nodes, known, onUsage);
     } catch (error) {
       this.options.onEmbeddingError?.(error, "commit");
       throw error;

@@ -2,6 +2,7 @@
  * The nodes a turn's memory commit writes (its episode, the facts and threads the merge changed),
  * their vectors, and the Episode read back from an episodic node. Pure but for the embedder's call.
  */
+import type { Usage } from "../contracts/usage.ts";
 import type { Episode } from "../contracts/workspace.ts";
 import { type Embedder, EmbeddingError } from "../llm/embeddings.ts";
 import {
@@ -152,11 +153,13 @@ export function turnEdges(
  * @throws the embedder's error, or an {@link EmbeddingError} (`invalid_output`) when its vectors do
  *   not fit a node (1 to MAX_EMBEDDING_DIMENSIONS finite numbers, one per text): the caller then
  *   stores the nodes as they are.
+ * `onUsage` is told the tokens of the embeddings call, when it made one (see `Embedder.embed`).
  */
 export async function embedNodes(
   embedder: Embedder,
   nodes: readonly MemoryNodeInput[],
   known: readonly MemoryNode[] | undefined,
+  onUsage?: (usage: Usage) => void,
 ): Promise<MemoryNodeInput[]> {
   const stored = new Map(known?.map((node) => [node.id, node]));
   const vectors = nodes.map((node) => {
@@ -164,7 +167,7 @@ export async function embedNodes(
     return before?.text === node.text && before.data.embedding_model === embedder.id ? before.embedding : undefined;
   });
   const missing = nodes.flatMap((node, index) => (vectors[index] ? [] : [node.text]));
-  const made = missing.length > 0 ? await embedder.embed(missing) : [];
+  const made = missing.length > 0 ? await embedder.embed(missing, undefined, onUsage) : [];
   if (made.length !== missing.length) {
     throw new EmbeddingError("invalid_output", `got ${made.length} vectors for ${missing.length} texts`);
   }

@@ -141,11 +141,14 @@ export function inToolSpan<T>(tool: string, call: ToolCall, run: () => Promise<T
   );
 }
 
+/** The tokens of one embeddings call (see `Embedder.embed`). */
+type EmbeddingUsage = { prompt_tokens: number; completion_tokens: number; model?: string };
+
 /** An embedder, as far as its spans need it. */
 interface EmbedderLike {
   readonly id: string;
   readonly model: string;
-  embed(texts: readonly string[], signal?: AbortSignal): Promise<number[][]>;
+  embed(texts: readonly string[], signal?: AbortSignal, onUsage?: (usage: EmbeddingUsage) => void): Promise<number[][]>;
 }
 
 /**
@@ -159,7 +162,7 @@ export function withEmbeddingSpans<E extends EmbedderLike>(embedder: E): E {
   const embed = embedder.embed.bind(embedder);
   return {
     ...embedder,
-    embed: (texts: readonly string[], signal?: AbortSignal) =>
+    embed: (texts: readonly string[], signal?: AbortSignal, onUsage?: (usage: EmbeddingUsage) => void) =>
       inSpan(
         `embeddings ${embedder.model}`,
         {
@@ -171,7 +174,7 @@ export function withEmbeddingSpans<E extends EmbedderLike>(embedder: E): E {
             "conclave.embeddings.inputs": texts.length,
           },
         },
-        () => embed(texts, signal),
+        () => embed(texts, signal, onUsage),
       ),
   };
 }

@@ -87,6 +87,8 @@ export interface OpenAIServer {
   requests: ChatRequestBody[];
   /** Bodies of the embeddings requests received (POST /v1/embeddings), in order. */
   embeddingRequests: EmbeddingRequestBody[];
+  /** The usage each answered call reported (chat completions and embeddings), with the model asked, in order. */
+  served: ServedUsage[];
   /** Requests received (any route) whose connection is still open and that are not answered yet. */
   readonly openRequests: number;
   /** Resolves with the first chat request received that `match`es (one received before included). */
@@ -97,6 +99,14 @@ export interface OpenAIServer {
    */
   closed(match: (body: ChatRequestBody) => boolean): Promise<{ aborted: boolean }>;
   stop(): Promise<void>;
+}
+
+/** The tokens one answered call reported: what the client is told it used. */
+export interface ServedUsage {
+  route: "chat" | "embeddings";
+  model: string;
+  prompt_tokens: number;
+  completion_tokens: number;
 }
 
 /** An embeddings request body as the server received it. */
@@ -169,6 +179,7 @@ export async function startOpenAIServer(
 ): Promise<OpenAIServer> {
   const requests: ChatRequestBody[] = [];
   const embeddingRequests: EmbeddingRequestBody[] = [];
+  const served: ServedUsage[] = [];
   const tracked = new RequestTracker();
   const server = createServer((req, res) => {
     tracked.opened(res);
@@ -199,6 +210,15 @@ export async function startOpenAIServer(
       sendJson(res, reply.status, reply.body ?? errorBodyOf(reply, req), reply.headers);
       return;
     }
+    const usage = usageOf(body, reply);
+    // A stream reports its usage only when asked to (stream_options.include_usage).
+    if (usage && (!body.stream || body.stream_options?.include_usage))
+      served.push({
+        route: "chat",
+        model: body.model,
+        prompt_tokens: usage.prompt_tokens,
+        completion_tokens: usage.completion_tokens,
+      });
     if ("toolCalls" in reply) {
       if (body.stream) throw new Error("streamed tool calls are not scripted");
       sendJson(res, 200, toolCallsCompletion(body, reply));
@@ -233,6 +253,7 @@ export async function startOpenAIServer(
     const vectors =
       scripted.vectors ?? inputs.map((text) => hashedEmbedding(text, body.dimensions ?? TEST_EMBEDDING_DIMS));
     const tokens = inputs.reduce((sum, text) => sum + Math.ceil(text.length / 4), 0);
+    served.push({ route: "embeddings", model: body.model, prompt_tokens: tokens, completion_tokens: 0 });
     sendJson(res, 200, {
       object: "list",
       data: vectors.map((vector, at) => ({
@@ -256,6 +277,7 @@ export async function startOpenAIServer(
     url: `http://127.0.0.1:${port}/v1`,
     requests,
     embeddingRequests,
+    served,
     get openRequests() {
       return tracked.open;
     },

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import type { ChatModel } from "../../contracts/model.ts";
+import type { Usage } from "../../contracts/usage.ts";
 import { messageOf } from "../../errors.ts";
 import { cleanPatchLabel, MAX_PATCH_INSTRUCTION, type ProceduralPatch } from "../procedural/patch.ts";
 import { clausesOf, cut, ITEM_CHARS, lastPerKey, normalise, sentencesOf, stripLead, unique } from "./clauses.ts";
@@ -70,6 +71,8 @@ export interface Learning {
   path: "model" | "offline";
   /** Why the model was not used although one was given (its call failed); absent otherwise. */
   fallback_reason?: string;
+  /** The tokens of the model's call, with its model: absent on the offline path (and when the call failed). */
+  usage?: Usage;
 }
 
 /** Options of {@link extractLearning}. */
@@ -152,7 +155,7 @@ export async function extractLearning(
       signal: options.signal,
       timeoutMs: options.timeoutMs,
     });
-    return fromModel(result.value, turn, options.openThreads);
+    return { ...fromModel(result.value, turn, options.openThreads), usage: { ...result.usage, model: model.model } };
   } catch (error) {
     if (options.signal?.aborted) throw error;
     return { ...extractOffline(turn, options.openThreads), fallback_reason: messageOf(error) };

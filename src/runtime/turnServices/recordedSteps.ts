@@ -239,6 +239,7 @@ export class RecordedSteps {
       summary: committed.summary,
       stored: committed.stored,
       ...(committed.warnings ? { warnings: committed.warnings } : {}),
+      ...(committed.usage ? { usage: committed.usage } : {}),
     };
   }
 
@@ -306,7 +307,16 @@ export function recordedStepsInterceptor(
       const recorded = stepsOf(request.session_id, request.turn_id)?.memory();
       // References are resolved: a read of the records they name, as stored now (not a retrieval).
       if (recorded && isRetrievedRefs(recorded)) {
-        const { ledgers, ...resolved } = await next({ ...input, request: { ...request, resolve: recorded.refs } });
+        const {
+          ledgers,
+          usage: _reread,
+          ...read
+        } = await next({
+          ...input,
+          request: { ...request, resolve: recorded.refs },
+        });
+        // The usage the recorded retrieval's model calls had (a read of references makes none).
+        const resolved = recorded.usage ? { ...read, usage: recorded.usage } : read;
         // The ledgers' digest as the recorded attempt had it: read again if it was given, else none.
         return recorded.ledgers && ledgers ? { ...resolved, ledgers } : resolved;
       }
