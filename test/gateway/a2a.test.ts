@@ -246,6 +246,51 @@ describe("conclave serve over A2A (JSON-RPC)", () => {
     expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
   });
 
+  it("v0.3's method names are served beside v1.0's, with v0.3's params and results", async () => {
+    const rpc = async (id: number, method: string, params: unknown) => {
+      const response = await fetch(`${baseUrl}/a2a`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ jsonrpc: "2.0", id, method, params }),
+      });
+      return { status: response.status, type: response.headers.get("content-type") ?? "", text: await response.text() };
+    };
+    const legacyMessage = (value: string) => ({
+      message: {
+        kind: "message",
+        messageId: crypto.randomUUID(),
+        role: "user",
+        contextId: "a2a-v03",
+        parts: [{ kind: "text", text: value }],
+      },
+    });
+    const sent = await rpc(1, "message/send", legacyMessage("hello from an older client"));
+    expect(sent.status).toBe(200);
+    const task = JSON.parse(sent.text) as {
+      id: number;
+      result: { kind: string; id: string; status: { state: string } };
+    };
+    expect(task).toMatchObject({
+      id: 1,
+      result: { kind: "task", contextId: "a2a-v03", status: { state: "completed" } },
+    });
+    const got = JSON.parse((await rpc(2, "tasks/get", { id: task.result.id })).text);
+    expect(got).toMatchObject({ id: 2, result: { kind: "task", id: task.result.id, status: { state: "completed" } } });
+    const streamed = await rpc(3, "message/stream", legacyMessage("and streamed"));
+    expect(streamed.type).toMatch(/^text\/event-stream/);
+    const events = streamed.text
+      .split("\n")
+      .filter((line) => line.startsWith("data: "))
+      .map((line) => JSON.parse(line.slice(6)) as { id: number; result: { kind: string; status?: { state: string } } });
+    expect(events.every((event) => event.id === 3)).toBe(true);
+    expect(events.at(-1)?.result).toMatchObject({ kind: "status-update", status: { state: "completed" } });
+    // An unknown task is the same JSON-RPC error under v0.3's names.
+    expect(JSON.parse((await rpc(4, "tasks/get", { id: "nope" })).text)).toMatchObject({
+      id: 4,
+      error: { code: -32001 },
+    });
+  });
+
   it("the HTTP+JSON binding: send, stream, get and cancel with the SDK's REST transport", async () => {
     const rest = await new ClientFactory(
       ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { preferredTransports: ["HTTP+JSON"] }),

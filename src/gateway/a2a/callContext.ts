@@ -32,19 +32,24 @@ export function principalOfContext(context: ServerCallContext | undefined): Prin
   return user instanceof PrincipalUser ? user.principal : SOLE_PRINCIPAL;
 }
 
-/** The request's context; throws the SDK's VersionNotSupportedError for a version the card does not list. */
+/**
+ * The request's context; throws the SDK's VersionNotSupportedError for a version the card does not list.
+ * `legacyVersion`: the request is a v0.3 JSON-RPC method (`message/send`…), whose name says its
+ * version: it is served as that version, whatever `A2A-Version` says.
+ */
 export function callContext(
   request: IncomingMessage,
   card: AgentCard,
   binding: "JSONRPC" | "HTTP+JSON",
+  legacyVersion?: string,
 ): ServerCallContext {
   const version = request.headers[A2A_VERSION_HEADER.toLowerCase()];
   const context = defaultServerCallContextBuilder({
     extensions: undefined,
     user: new PrincipalUser(callerOf(request)),
     headers: request.headers,
-    requestedVersion: (Array.isArray(version) ? version[0] : version) || undefined,
+    requestedVersion: legacyVersion ?? ((Array.isArray(version) ? version[0] : version) || undefined),
   });
-  validateVersion(context.requestedVersion, card, binding);
+  if (legacyVersion === undefined) validateVersion(context.requestedVersion, card, binding);
   return context;
 }

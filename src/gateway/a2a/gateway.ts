@@ -7,6 +7,7 @@
  * through loadA2aGateway (open.ts).
  */
 import type { SendMessageRequest, StreamResponse } from "@a2a-js/sdk";
+import { LegacyJsonRpcTransportHandler } from "@a2a-js/sdk/compat/v0_3/server";
 import { RequestMalformedError } from "@a2a-js/sdk/errors";
 import { DefaultRequestHandler, JsonRpcTransportHandler, type ServerCallContext } from "@a2a-js/sdk/server";
 import { MAX_CONVERSE_TEXT } from "../converse.ts";
@@ -92,6 +93,10 @@ export function createA2aGateway(options: {
         transport,
         card,
         mapError: (error) => JsonRpcTransportHandler.mapToJSONRPCError(error),
+        legacy: {
+          transport: new LegacyJsonRpcTransportHandler(handler),
+          mapError: (error) => LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError(error),
+        },
         ...(options.onError ? { onError: options.onError } : {}),
       }),
       [`${A2A_REST_PATH}/*`]: restRoute({
