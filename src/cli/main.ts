@@ -113,7 +113,7 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<{ default:
     load: () => import("./commands/recipe.ts"),
   },
   serve: {
-    summary: "a gateway speaking MCP (HTTP or stdio) for callers without NATS",
+    summary: "a gateway speaking MCP (HTTP or stdio), A2A and AG-UI for callers without NATS",
     load: () => import("./commands/serve.ts"),
   },
   viewer: {

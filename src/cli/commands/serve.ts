@@ -22,7 +22,7 @@ import { announceReady } from "../childProcess.ts";
 import { defineCommand } from "../command.ts";
 import { logStrayRejections } from "../strayRejections.ts";
 
-const help = `conclave serve: a gateway for callers that do not speak NATS: MCP (Model Context Protocol) and A2A
+const help = `conclave serve: a gateway for callers that do not speak NATS: MCP (Model Context Protocol), A2A and AG-UI
 
 Usage: conclave serve [--recipes DIR] [--host H] [--port N] [--token-file F | --principals F] [options]
        conclave serve --stdio [--recipes DIR] [options]
@@ -48,7 +48,10 @@ conclave resume/approve command that answers it. A2A (Agent2Agent, with
 @a2a-js/sdk installed): the agent card on /.well-known/agent-card.json, JSON-RPC on /a2a,
 HTTP+JSON on /a2a/rest; a message is a converse turn (its contextId the session) or, with
 metadata {"skill": "<recipe>"}, a run; a run waiting for a person is an input-required task,
-answered by the next message in it. See docs/gateway.md.
+answered by the next message in it. AG-UI (with @ag-ui/core and @ag-ui/encoder installed):
+POST /ag-ui takes a RunAgentInput and streams the turn as AG-UI events, for web frontends
+(CopilotKit and the like); its thread is the session. The banner says when A2A or AG-UI is
+off, and conclave doctor which package adds it. See docs/gateway.md.
 
 It is a client of Conclave (the client role, or a tenant's login): start several side by
 side if you like. Runs until interrupted, or with --stdio until stdin closes.`;
@@ -102,7 +105,10 @@ export default defineCommand({
     const access =
       principals.size > 1 ? ` (${principals.size} principals)` : principals.size ? " (bearer token required)" : "";
     console.log(`Conclave gateway: MCP on ${http.mcpUrl}${access}`);
-    if (http.a2aCardUrl) console.log(`Conclave gateway: A2A agent card on ${http.a2aCardUrl}`);
+    // Without @a2a-js/sdk no card is served: said here too, as for AG-UI below.
+    console.log(
+      `Conclave gateway: ${http.a2aCardUrl ? `A2A agent card on ${http.a2aCardUrl}` : fallbackLine(await checkFeature(optionalFeature("a2a")))}`,
+    );
     // Without its packages /ag-ui answers 501: said here, in one line, rather than left for a caller to find.
     const agui = await checkFeature(optionalFeature("agui"));
     console.log(`Conclave gateway: ${agui.available ? `AG-UI on ${http.aguiUrl}` : fallbackLine(agui)}`);
