@@ -4,11 +4,17 @@ import { describeFailure, EXIT, EXIT_HELP, failureLine, stackOf } from "./failur
 import { exitQuietlyWhenStdoutCloses } from "./stdio.ts";
 
 /**
- * Every command: its one-line summary, and its module, whose default export
- * is made with defineCommand (command.ts). Each is loaded only when it runs:
- * `--version` and `--help` need none of them.
+ * Every command: its one-line summary, whether it takes `--json` (listed in
+ * `--help`; test/cli/help.test.ts checks it against the command's own flags),
+ * and its module, whose default export is made with defineCommand
+ * (command.ts). Each is loaded only when it runs: `--version` and `--help`
+ * need none of them.
  */
-const COMMANDS: Record<string, { summary: string; load: () => Promise<{ default: Command }> }> = {
+const COMMANDS: Record<string, { summary: string; json?: true; load: () => Promise<{ default: Command }> }> = {
+  init: {
+    summary: "write a new project: an agent with a tool, a recipe, a test, ESM package.json scripts",
+    load: () => import("./commands/init.ts"),
+  },
   up: {
     summary: "start nats-server, a runner and the workers, until interrupted",
     load: () => import("./commands/up.ts"),
@@ -22,8 +28,9 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<{ default:
     summary: "host agents and/or the scheduler, council, critics and memory",
     load: () => import("./commands/worker.ts"),
   },
-  agents: { summary: "list the agents live workers host", load: () => import("./commands/agents.ts") },
+  agents: { json: true, summary: "list the agents live workers host", load: () => import("./commands/agents.ts") },
   status: {
+    json: true,
     summary: "the NATS cluster's nodes, and each stream's replicas and health",
     load: () => import("./commands/status.ts"),
   },
@@ -32,83 +39,117 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<{ default:
     load: () => import("./commands/migrate.ts"),
   },
   skills: {
+    json: true,
     summary: "list a directory's skills; show which a message loads, and why",
     load: () => import("./commands/skills.ts"),
   },
-  send: { summary: "publish a user turn and stream its events", load: () => import("./commands/send.ts") },
+  send: { json: true, summary: "publish a user turn and stream its events", load: () => import("./commands/send.ts") },
   chat: { summary: "talk in a terminal UI, watching each turn run live", load: () => import("./commands/chat.ts") },
-  events: { summary: "read a session's event log back", load: () => import("./commands/events.ts") },
-  cancel: { summary: "stop a turn, wherever it runs (it ends Cancelled)", load: () => import("./commands/cancel.ts") },
+  events: { json: true, summary: "read a session's event log back", load: () => import("./commands/events.ts") },
+  cancel: {
+    json: true,
+    summary: "stop a turn, wherever it runs (it ends Cancelled)",
+    load: () => import("./commands/cancel.ts"),
+  },
   session: {
+    json: true,
     summary: "erase everything stored of a session (kept: a content-free audit record)",
     load: () => import("./commands/session.ts"),
   },
-  run: { summary: "run a recipe (a Coreason manifest) and stream it", load: () => import("./commands/run.ts") },
+  run: {
+    json: true,
+    summary: "run a recipe (a Coreason manifest) and stream it",
+    load: () => import("./commands/run.ts"),
+  },
   resume: {
+    json: true,
     summary: "answer a recipe run suspended at a human node, and follow it on",
     load: () => import("./commands/resume.ts"),
   },
-  trace: { summary: "the SimulationTrace of a recipe run, step by step", load: () => import("./commands/trace.ts") },
+  trace: {
+    json: true,
+    summary: "the SimulationTrace of a recipe run, step by step",
+    load: () => import("./commands/trace.ts"),
+  },
   memory: {
+    json: true,
     summary: "search a session's memory (facts, threads, episodes); export or import its graph",
     load: () => import("./commands/memory.ts"),
   },
   truth: {
+    json: true,
     summary: "a session's truth ledger: upsert, resolve, query facts with evidence",
     load: () => import("./commands/truth.ts"),
   },
   task: {
+    json: true,
     summary: "a session's task ledger: spec, items, blockers",
     load: () => import("./commands/task.ts"),
   },
   rollback: {
+    json: true,
     summary: "undo a finished turn's executed write tool calls, last first",
     load: () => import("./commands/rollback.ts"),
   },
   schedule: {
+    json: true,
     summary: "create, update, cancel and list schedules (turns or recipe runs at times, intervals, cron)",
     load: () => import("./commands/schedule.ts"),
   },
   approvals: {
+    json: true,
     summary: "the tool calls waiting for a person's approval",
     load: () => import("./commands/approvals.ts"),
   },
   approve: {
+    json: true,
     summary: "approve a tool call a run waits for, and follow the run on",
     load: () => import("./commands/approve.ts"),
   },
   deny: {
+    json: true,
     summary: "deny a tool call a run waits for, and follow the run on",
     load: () => import("./commands/deny.ts"),
   },
   turns: {
+    json: true,
     summary: "where each turn of a session stands (pending, inflight, suspended, done, failed, expired)",
     load: () => import("./commands/turns.ts"),
   },
   replay: {
+    json: true,
     summary: "rebuild a session's state from its event log and check it",
     load: () => import("./commands/replay.ts"),
   },
-  fork: { summary: "start a new session from another's state at a turn", load: () => import("./commands/fork.ts") },
+  fork: {
+    json: true,
+    summary: "start a new session from another's state at a turn",
+    load: () => import("./commands/fork.ts"),
+  },
   cost: {
+    json: true,
     summary: "what a session's turns cost: tokens and dollars per actor, model, skill and turn",
     load: () => import("./commands/cost.ts"),
   },
   verify: {
+    json: true,
     summary: "run a session's checks (log contiguity, outputs, ledgers, replay) with evidence",
     load: () => import("./commands/verify.ts"),
   },
   config: {
+    json: true,
     summary: "the effective configuration: each variable, its value (secrets masked), where it came from",
     load: () => import("./commands/config.ts"),
   },
   doctor: {
+    json: true,
     summary: "which optional features are installed, and the one npm install line that adds the rest",
     load: () => import("./commands/doctor.ts"),
   },
   schemas: { summary: "write the JSON Schemas of the wire messages", load: () => import("./commands/schemas.ts") },
   graph: { summary: "draw a statechart as Mermaid, DOT or JSON", load: () => import("./commands/graph.ts") },
   recipe: {
+    json: true,
     summary: "check or draw a recipe file, or print the recipe JSON Schema",
     load: () => import("./commands/recipe.ts"),
   },
@@ -126,6 +167,19 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<{ default:
   },
 };
 
+/** `text` in lines of at most 100 characters, each after `indent`, broken at spaces. */
+function wrap(text: string, indent: string): string {
+  const lines: string[] = [];
+  let line = "";
+  for (const word of text.split(" ")) {
+    if (line !== "" && indent.length + line.length + 1 + word.length > 100) {
+      lines.push(indent + line);
+      line = word;
+    } else line = line === "" ? word : `${line} ${word}`;
+  }
+  return [...lines, indent + line].join("\n");
+}
+
 const HELP = `conclave: an actor-model multi-agent runtime on XState and NATS
 
 Usage: conclave <command> [options]     (conclave <command> --help for more)
@@ -138,7 +192,13 @@ ${Object.entries(COMMANDS)
 
 Global options:
   --debug        print the stack of a failure   [$CONCLAVE_DEBUG=1]
-  --json         (send, run, resume, trace, events, turns, replay, cost, verify, cancel, config, doctor) output and failures as JSON
+  --json         output and failures as JSON, in the commands that take it:
+${wrap(
+  Object.keys(COMMANDS)
+    .filter((name) => COMMANDS[name]?.json)
+    .join(", "),
+  "                 ",
+)}
   -V, --version  print the version
 
 ${EXIT_HELP}`;

@@ -1,0 +1,163 @@
+/**
+ * What `conclave init` writes (src/cli/commands/init.ts): the files of a new
+ * project, an agent with a tool, a one-step recipe, a test of the agent, a
+ * README, and the package.json fields that run them. Kept apart from the
+ * command so the texts read as the files they become.
+ */
+
+/** The agent module: `--agents` hosts its agent and, beside it, its `defineTool` export. */
+export const AGENT_FILE = "agents/echo.js";
+/** The one-step recipe calling the agent. */
+export const RECIPE_FILE = "recipes/echo.yaml";
+/** The agent's test, run by `node --test`. */
+export const TEST_FILE = "test/echo.test.js";
+
+/** The session `npm run send` talks in. */
+const SESSION = "hello";
+
+/** The npm scripts the scaffold adds: name → command. */
+export const SCRIPTS: Record<string, string> = {
+  start: `conclave up --agents ./${AGENT_FILE}`,
+  test: "node --test",
+  send: `conclave send --session ${SESSION} "Hello there, how are you?"`,
+  recipe: `conclave run ${RECIPE_FILE} --input '{"message": "Hello there, how are you?"}'`,
+};
+
+/** `npm init -y`'s placeholder test script: replaced as if absent. */
+export const NPM_PLACEHOLDER_TEST = 'echo "Error: no test specified" && exit 1';
+
+const agentModule = `// An agent and the tool it calls. \`conclave up --agents ./${AGENT_FILE}\` hosts both:
+// the agent, and every defineTool export of this module. See Conclave's docs/agents.md.
+import { defineAgent, defineTool } from "conclave/worker";
+import { z } from "zod";
+
+/** A tool: counts the words of a text. Safe (it reads nothing, writes nothing). */
+export const countWords = defineTool({
+  name: "count_words",
+  description: "Counts the words of a text.",
+  risk: "safe",
+  input: z.object({ text: z.string() }),
+  output: z.object({ words: z.number() }),
+  run: ({ text }) => ({ words: text.split(/\\s+/).filter(Boolean).length }),
+});
+
+/** The agent: echoes the message back with its word count, which it asks the tool for. */
+export const echo = defineAgent({
+  name: "app.echo", // served on conclave.agent.app.echo; a recipe names it in agent_ref
+  description: "Echoes the user's message and says how many words it has.",
+  priority: "ALWAYS_ON", // asked on every turn
+  tools: ["count_words"], // the tools it may call
+  output: z.object({
+    words: z.number(),
+    proposals: z.array(z.object({ kind: z.literal("say"), text: z.string() })),
+  }),
+  async run(ctx) {
+    const message = ctx.input.user_message;
+    const { words } = await ctx.tools.call("count_words", { text: message });
+    return { words, proposals: [{ kind: "say", text: \`You said "\${message}" (\${words} words).\` }] };
+  },
+});
+`;
+
+const recipe = `# One step: the app.echo agent answers the message. \`npm run recipe\` runs it
+# (with \`npm start\` running): the run's output is the agent's own answer.
+apiVersion: coreason.ai/v2
+kind: Recipe
+metadata:
+  name: echo
+  description: Echo a message with its word count.
+status: published
+interface:
+  inputs:
+    type: object
+    properties:
+      message: { type: string, minLength: 1 }
+    required: [message]
+  outputs:
+    type: object
+    required: [echo]
+topology:
+  entry_point: echo
+  nodes:
+    - type: agent
+      id: echo
+      agent_ref: app.echo
+      inputs_map: { message: message }
+      output_key: echo
+`;
+
+const agentTest = `// The agent's test: its run called directly, its tool calls answered by the tool itself.
+// \`npm test\` (node --test) runs it, with no NATS and no Conclave process.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { countWords, echo } from "../${AGENT_FILE}";
+
+/** What a worker gives run(ctx), reduced to what this agent reads. */
+function contextFor(message) {
+  const calls = [];
+  return {
+    calls,
+    ctx: {
+      input: { user_message: message },
+      tools: {
+        async call(name, args) {
+          assert.equal(name, "count_words");
+          calls.push(args);
+          return countWords.run(countWords.input.parse(args), {});
+        },
+      },
+      stream() {},
+      signal: new AbortController().signal,
+    },
+  };
+}
+
+test("the tool counts words", () => {
+  assert.deepEqual(countWords.run({ text: "  one two   three " }, {}), { words: 3 });
+});
+
+test("the agent echoes the message with its word count, asking the tool", async () => {
+  const { ctx, calls } = contextFor("Hello there, how are you?");
+  const output = echo.output.parse(await echo.run(ctx)); // the check a worker makes of every answer
+  assert.deepEqual(calls, [{ text: "Hello there, how are you?" }]);
+  assert.equal(output.words, 5);
+  assert.deepEqual(output.proposals, [{ kind: "say", text: 'You said "Hello there, how are you?" (5 words).' }]);
+});
+`;
+
+const readme = `# A Conclave project
+
+Made by \`conclave init\`. An agent with a tool (\`${AGENT_FILE}\`), a one-step recipe that
+calls it (\`${RECIPE_FILE}\`), and a test of the agent (\`${TEST_FILE}\`).
+
+\`\`\`sh
+npm install          # conclave and zod
+npm test             # the agent's test (node --test): no NATS needed
+npm start            # conclave up: NATS, a runner, the workers, and a worker for ./agents (keep it running)
+npm run send         # in another terminal: a turn in session "${SESSION}"; the events show the tool call
+npm run recipe       # the one-step recipe: its output is the agent's own answer
+\`\`\`
+
+| script | runs |
+| --- | --- |
+${Object.entries(SCRIPTS)
+  .map(
+    ([name, command]) =>
+      `| \`npm ${name === "start" || name === "test" ? name : `run ${name}`}\` | \`${command.replaceAll("|", "\\|")}\` |`,
+  )
+  .join("\n")}
+
+A turn sent with \`npm run send\` also runs Conclave's built-in agents and council, so the reply
+is theirs with your agent's proposal in it; the recipe gives your agent's answer alone.
+\`npx conclave doctor\` lists the optional features (LLM mode, the chat, the viewer's
+diagrams...) and the one \`npm install\` line that adds them. Conclave runs as ES modules:
+\`package.json\` says \`"type": "module"\`.
+`;
+
+/** The files `conclave init` writes, path (relative to the project) → text; package.json apart. */
+export const SCAFFOLD_FILES: Record<string, string> = {
+  [AGENT_FILE]: agentModule,
+  [RECIPE_FILE]: recipe,
+  [TEST_FILE]: agentTest,
+  "README.md": readme,
+};
