@@ -63,6 +63,8 @@ export interface CommandSpec<F extends Flags> {
 export interface Command {
   /** The whole text of `--help`. */
   help: string;
+  /** Every flag it takes: its own, `--help`, and with a role the connection flags (a group: its subcommands'). */
+  flags: Flags;
   /** Runs the command's arguments (after its name): its exit status, or a thrown failure. */
   run(argv: string[]): Promise<number>;
 }
@@ -80,6 +82,7 @@ export function defineCommand<const F extends Flags>(spec: CommandSpec<F>): Comm
   const flags: Flags = { ...HELP_FLAG, ...(spec.role ? CONNECTION_FLAGS : {}), ...spec.flags };
   return {
     help,
+    flags,
     async run(argv) {
       const { values, positionals } = parse(argv, flags, spec.positionals ?? false);
       if (values.help) {
@@ -152,6 +155,8 @@ export function defineCommandGroup(spec: { help: string; subcommands: Record<str
   const names = Object.keys(spec.subcommands);
   return {
     help,
+    // What any of its subcommands takes (`conclave recipe validate --json` makes `recipe` a --json command).
+    flags: Object.assign({}, ...Object.values(spec.subcommands).map((subcommand) => subcommand.flags)),
     async run([name, ...rest]) {
       if (name === undefined)
         throw new UsageError(`give a subcommand: ${names.slice(0, -1).join(", ")} or ${names.at(-1)}`);

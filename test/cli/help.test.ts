@@ -1,11 +1,13 @@
 /**
  * What `conclave --help` and a command's `--help` say, as a user runs them
- * (no NATS needed): the gateway's help names every protocol it serves.
+ * (no NATS needed): the gateway's help names every protocol it serves, and
+ * the global help lists exactly the commands whose own flags include --json.
  */
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import { CONCLAVE_BIN } from "../../src/cli/childProcess.ts";
+import type { Command } from "../../src/cli/command.ts";
 
 const execute = promisify(execFile);
 
@@ -25,5 +27,41 @@ describe("conclave --help", () => {
     expect(serve).toContain("@ag-ui/core");
     const global = await help(["--help"]);
     expect(global.split("\n").find((line) => line.trimStart().startsWith("serve "))).toMatch(/MCP.*A2A.*AG-UI/);
+  });
+});
+
+/** The commands `conclave --help` lists, and those its `--json` line names. */
+function parseGlobalHelp(text: string): { commands: string[]; json: string[] } {
+  const lines = text.split("\n");
+  const start = lines.indexOf("Commands:");
+  const commands: string[] = [];
+  for (const line of lines.slice(start + 1)) {
+    const name = /^ {2}([a-z]+) /.exec(line)?.[1];
+    if (!name) break;
+    commands.push(name);
+  }
+  // The --json option's text: its line and the indented lines after it.
+  const at = lines.findIndex((line) => line.trimStart().startsWith("--json"));
+  const text_ = [
+    lines[at],
+    ...lines.slice(at + 1).filter((_, i, rest) => rest.slice(0, i + 1).every((l) => /^ {10,}\S/.test(l))),
+  ].join(" ");
+  const json = [...text_.matchAll(/\b([a-z]+)\b/g)]
+    .map((match) => match[1] ?? "")
+    .filter((word) => commands.includes(word));
+  return { commands, json };
+}
+
+describe("conclave --help's --json", () => {
+  it("names every command that takes --json, and no other", async () => {
+    const { commands, json } = parseGlobalHelp(await help(["--help"]));
+    expect(commands.length).toBeGreaterThan(30);
+    const takesJson: string[] = [];
+    for (const name of commands) {
+      const command = ((await import(`../../src/cli/commands/${name}.ts`)) as { default: Command }).default;
+      if ("json" in command.flags) takesJson.push(name);
+    }
+    expect(takesJson.length).toBeGreaterThan(10);
+    expect([...new Set(json)].sort()).toEqual(takesJson.sort());
   });
 });
