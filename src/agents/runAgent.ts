@@ -220,6 +220,8 @@ function agentModel(
 ): AgentModel {
   const caller = `agent:${agent.manifest.id}`;
   const limits = { signal, timeoutMs: request.timeout_ms, maxTokens: agent.manifest.token_budget };
+  // Each call's usage names the model it ran on (cost prices it by that); the offline model costs nothing.
+  const counted = (usage: Usage) => count(model.model === "offline" ? usage : { ...usage, model: model.model });
   return {
     name: model.model,
     structured: async ({ system, user, schema, schemaName }) => {
@@ -231,7 +233,7 @@ function agentModel(
         schemaName: schemaName ?? "agent_output",
         ...limits,
       });
-      count(usage);
+      counted(usage);
       return value;
     },
     text: async ({ system, user, onDelta }) => {
@@ -242,7 +244,7 @@ function agentModel(
         text += part.delta;
         onDelta?.(part.delta);
       }
-      count(await parts.usage);
+      counted(await parts.usage);
       return text;
     },
   };

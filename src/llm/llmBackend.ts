@@ -3,7 +3,7 @@ import type { CognitionBackend } from "../cognition/backend.ts";
 import { UnknownCriticError } from "../cognition/backend.ts";
 import { tokenize } from "../cognition/voice.ts";
 import { CouncilDecision } from "../contracts/council.ts";
-import type { ChatModel } from "../contracts/model.ts";
+import type { ChatModel, Usage } from "../contracts/model.ts";
 import { councilPrompt, criticPrompt, LLM_CRITICS, voicePrompt } from "./prompts.ts";
 
 const Verdict = z.object({ passed: z.boolean(), score: z.number().min(0).max(1), feedback: z.string() });
@@ -15,6 +15,8 @@ const Verdict = z.object({ passed: z.boolean(), score: z.number().min(0).max(1),
  * (when the server sends any) on the `thinking` stream.
  */
 export function llmBackend(model: ChatModel): CognitionBackend {
+  // Each call's usage names the model it ran on: cost prices it by that (docs/cost.md).
+  const onModel = (usage: Usage): Usage => ({ ...usage, model: model.model });
   return {
     name: model.model,
     model,
@@ -26,7 +28,7 @@ export function llmBackend(model: ChatModel): CognitionBackend {
         schemaName: "council_decision",
         signal,
       });
-      return { decision: value, usage };
+      return { decision: value, usage: onModel(usage) };
     },
     render: async (request, emit, signal) => {
       const stream = model.stream({ caller: "voice", ...voicePrompt(request), signal });
@@ -53,7 +55,7 @@ export function llmBackend(model: ChatModel): CognitionBackend {
         emit({ type: "chunk", stream_id: part.type === "reasoning" ? "thinking" : "default", delta });
       }
       if (open) emit({ type: "end", stream_id: open });
-      return { text: text.trim(), usage: await stream.usage };
+      return { text: text.trim(), usage: onModel(await stream.usage) };
     },
     judge: async (critic, request, signal) => {
       if (!LLM_CRITICS.includes(critic)) throw new UnknownCriticError(critic);
@@ -64,7 +66,7 @@ export function llmBackend(model: ChatModel): CognitionBackend {
         schemaName: "critic_verdict",
         signal,
       });
-      return { result: { critic, ...value, feedback: value.passed ? "" : value.feedback }, usage };
+      return { result: { critic, ...value, feedback: value.passed ? "" : value.feedback }, usage: onModel(usage) };
     },
   };
 }

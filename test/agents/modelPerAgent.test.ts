@@ -125,11 +125,11 @@ describe("an agent's own model", () => {
     expect(outputs.get("acme.offline_named")).toEqual({ model: "offline", note: "no model" });
   });
 
-  it("counts each agent's tokens as its own model reported them", () => {
-    expect(usage["agent:acme.plain"]).toEqual(USAGE["default-model"]);
-    expect(usage["agent:acme.special"]).toEqual(USAGE["special-model"]);
-    expect(usage["agent:acme.remote"]).toEqual(USAGE["remote-model"]);
-    expect(usage["agent:acme.offline_remote"]).toEqual(USAGE["remote-model"]);
+  it("counts each agent's tokens as its own model reported them, naming that model", () => {
+    expect(usage["agent:acme.plain"]).toEqual({ ...USAGE["default-model"], model: "default-model" });
+    expect(usage["agent:acme.special"]).toEqual({ ...USAGE["special-model"], model: "special-model" });
+    expect(usage["agent:acme.remote"]).toEqual({ ...USAGE["remote-model"], model: "remote-model" });
+    expect(usage["agent:acme.offline_remote"]).toEqual({ ...USAGE["remote-model"], model: "remote-model" });
     expect(usage["agent:acme.offline_named"]).toBeUndefined();
   });
 

@@ -188,7 +188,7 @@ describe("runAgent", () => {
     });
     const answer = await runAgent(asking, agentRequest("acme.asking", context("rain?")), { model, signal: signal() });
     expect(answer.output).toEqual({ rain: true, confidence: 0.9, proposals: [] });
-    expect(answer.usage).toEqual({ prompt_tokens: 15, completion_tokens: 11 });
+    expect(answer.usage).toEqual({ prompt_tokens: 15, completion_tokens: 11, model: model.model });
     expect(deltas.join("")).toBe("Take an umbrella.");
     expect(server.requests[0]?.response_format?.json_schema?.name).toBe("agent_output");
     expect(server.requests[0]?.max_tokens).toBe(123);

@@ -80,7 +80,8 @@ describe("a session's cost", () => {
     const unpriced = await client.cost(SESSION, { prices: { models: {}, actors: {}, tenants: {} } });
     expect(unpriced.total.usd).toBe(0);
     expect(unpriced.total.unpriced_tokens).toBe(summary.total.prompt_tokens + summary.total.completion_tokens);
-    expect(unpriced.by_model.map((row) => row.name)).toEqual(["unknown"]);
+    // Each call recorded the model it ran on: no actor is left on `unknown`.
+    expect(unpriced.by_model.map((row) => row.name)).toEqual(["scripted-model"]);
   });
 
   it("`conclave cost` prints a readable summary, and the same summary as JSON with --json", async () => {

@@ -61,7 +61,7 @@ describe("GenAI spans", () => {
       model,
       signal: new AbortController().signal,
     });
-    expect(answer.usage).toEqual({ prompt_tokens: 17, completion_tokens: 6 });
+    expect(answer.usage).toEqual({ prompt_tokens: 17, completion_tokens: 6, model: model.model });
 
     const [run] = named("invoke_agent acme.reader");
     expect(run?.kind).toBe(SpanKind.INTERNAL);
