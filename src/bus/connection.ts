@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import {
   type Authenticator,
+  ConnectionError,
   credsAuthenticator,
   type NatsConnection,
   nkeyAuthenticator,
@@ -10,6 +11,7 @@ import { connect } from "@nats-io/transport-node";
 import { setting as configSetting, type Env } from "../config/load.ts";
 import { CONFIG_SCHEMA } from "../config/schema.ts";
 import { ConclaveError, messageOf, singleLine } from "../errors.ts";
+import { NatsUnreachableError } from "./errors.ts";
 
 /** Who a process is on the bus: nats.conf gives each role its own user and permissions. */
 export type Role = "client" | "runner" | "worker" | "observer";
@@ -366,8 +368,9 @@ function authenticatorOf(options: BusOptions): Authenticator | undefined {
 
 export async function connectBus(options: BusOptions): Promise<NatsConnection> {
   const authenticator = authenticatorOf(options);
+  const servers = serverUrls(options.servers);
   return connect({
-    servers: serverUrls(options.servers),
+    servers,
     ...(authenticator ? { authenticator } : { user: options.user, pass: options.password }),
     ...(options.tls ? { tls: options.tls } : {}),
     name: options.name,
@@ -384,6 +387,8 @@ export async function connectBus(options: BusOptions): Promise<NatsConnection> {
     // pings, ~10 s, and the process moves to another server of the cluster; the client's default
     // (2 min × 2) would leave a runner or worker on a cut-off node for minutes.
     ...(options.persistent ? { pingInterval: PERSISTENT_PING_MS, maxPingOut: 2 } : {}),
+  }).catch((error: unknown) => {
+    throw error instanceof ConnectionError ? new NatsUnreachableError(servers, error) : error;
   });
 }
 

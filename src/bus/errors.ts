@@ -1,4 +1,6 @@
 import { JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
+import { ConnectionError } from "@nats-io/nats-core";
+import { maskUrl } from "../config/mask.ts";
 import { ErrorCode, type ErrorReply } from "../contracts/errors.ts";
 import { ConclaveError, messageOf, singleLine } from "../errors.ts";
 import { encodeJson } from "./codec.ts";
@@ -98,5 +100,17 @@ export function respondWithError(msg: ServiceMsg, failure: HandlerError): Error 
     return null;
   } catch (error) {
     return error instanceof Error ? error : new Error(String(error));
+  }
+}
+
+/** NATS could not be reached at first connect: the client's ConnectionError, with the URLs tried (passwords masked). */
+export class NatsUnreachableError extends ConnectionError {
+  /** The server URLs tried, their passwords masked. */
+  readonly servers: string[];
+  constructor(servers: readonly string[], cause: ConnectionError) {
+    const masked = servers.map(maskUrl);
+    super(`${cause.message} at ${masked.join(", ")}`, { cause });
+    this.name = "NatsUnreachableError";
+    this.servers = masked;
   }
 }

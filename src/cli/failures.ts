@@ -11,7 +11,7 @@ import {
   NoRespondersError,
   TimeoutError,
 } from "@nats-io/nats-core";
-import { RemoteCallError } from "../bus/errors.ts";
+import { NatsUnreachableError, RemoteCallError } from "../bus/errors.ts";
 import { printable } from "../client/printable.ts";
 import type { ErrorCode } from "../contracts/errors.ts";
 import { ConclaveError, type ConclaveErrorCode, isConclaveError, messageOf, singleLine } from "../errors.ts";
@@ -117,6 +117,11 @@ export function describeFailure(error: unknown): Failure {
         (error.code in EXIT_BY_REMOTE_CODE ? EXIT_BY_REMOTE_CODE[error.code as ErrorCode] : EXIT.internal),
     );
   // The NATS client's own errors, by class.
+  if (error instanceof NatsUnreachableError) {
+    const cause = error.cause instanceof Error ? error.cause.message : error.message;
+    const at = error.servers.join(", ");
+    return one("unavailable", `cannot reach NATS at ${at} (${cause}); is it running? ${START_HINT}`, EXIT.unavailable);
+  }
   if (error instanceof ConnectionError)
     return one("unavailable", `cannot reach NATS (${error.message}); is it running? ${START_HINT}`, EXIT.unavailable);
   if (error instanceof TimeoutError || error instanceof NoRespondersError || error instanceof ClosedConnectionError)

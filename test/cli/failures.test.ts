@@ -99,11 +99,13 @@ describe("conclave, with nothing running but NATS", () => {
     expect(JSON.parse(expectOneLine(json.stderr))).toMatchObject({ error: { code: "no_responders" } });
   });
 
-  it("says in one line, with exit status 3, that NATS cannot be reached; --debug adds the stack", async () => {
-    const args = ["events", "--session", "s", "--nats-url", "nats://127.0.0.1:1"];
+  it("says in one line, with exit status 3, that NATS cannot be reached and where; --debug adds the stack", async () => {
+    const args = ["events", "--session", "s", "--nats-url", "nats://ana:s3cret@127.0.0.1:1"];
     const result = await cli(args);
     expect(result.code).toBe(EXIT.unavailable);
-    expect(expectOneLine(result.stderr)).toMatch(/^conclave events: cannot reach NATS/);
+    const line = expectOneLine(result.stderr);
+    expect(line).toMatch(/^conclave events: cannot reach NATS at nats:\/\/ana:\*+@127\.0\.0\.1:1 \(/);
+    expect(line).not.toContain("s3cret");
     const debug = await cli([...args, "--debug"]);
     expect(debug.code).toBe(EXIT.unavailable);
     expect(debug.stderr).toMatch(STACK);
