@@ -23,7 +23,11 @@ export const SkillId = z
   .string()
   .regex(/^[a-z0-9][a-z0-9._-]{0,63}$/, "a skill id is lowercase letters, digits, '.', '_' and '-' (at most 64)");
 
-/** What a skill file holds (one skill); `instructions` or `instructions_uri`, exactly one. */
+/**
+ * What a skill file holds (one skill); `instructions` or `instructions_uri`, exactly one.
+ * A file without an `id` takes its `name` as the id (load.ts), as the Agent Skills
+ * format's `SKILL.md` (only `name` and `description`) is written.
+ */
 export const SkillDefinition = z
   .strictObject({
     id: SkillId,
@@ -43,6 +47,14 @@ export const SkillDefinition = z
     consumes: z.array(SkillId).max(32).optional(),
     /** Free labels. */
     tags: z.array(z.string().max(64)).max(32).optional(),
+    /**
+     * The Agent Skills format's optional fields (a `SKILL.md` written for other tools):
+     * accepted and kept, not acted on.
+     */
+    license: z.string().max(500).optional(),
+    compatibility: z.string().max(500).optional(),
+    metadata: z.record(z.string(), z.unknown()).optional(),
+    "allowed-tools": z.union([z.string().max(2_000), z.array(z.string().max(200)).max(100)]).optional(),
   })
   .superRefine((skill, ctx) => {
     if ((skill.instructions === undefined) === (skill.instructions_uri === undefined))

@@ -4,8 +4,8 @@ import { basename, extname, isAbsolute, join, relative, resolve } from "node:pat
 import { fileURLToPath } from "node:url";
 import { parse as parseYaml } from "yaml";
 import { describeIssues } from "../contracts/issues.ts";
-import { messageOf } from "../errors.ts";
-import { SkillDefinition, SkillDefinitionError } from "./definition.ts";
+import { messageOf, singleLine } from "../errors.ts";
+import { SkillDefinition, SkillDefinitionError, SkillId } from "./definition.ts";
 
 /** A skill as loaded: its definition and the file it came from. */
 export interface Skill {
@@ -81,7 +81,7 @@ function readSkill(root: string, file: string): Skill {
   } catch (error) {
     throw new SkillDefinitionError(`${where}: ${messageOf(error).split("\n")[0]}`);
   }
-  const parsed = SkillDefinition.safeParse(raw);
+  const parsed = SkillDefinition.safeParse(withIdFromName(raw, where));
   if (!parsed.success) throw new SkillDefinitionError(`${where}: ${describeIssues(parsed.error, { join: "; " })}`);
   const definition = parsed.data;
   if (definition.instructions_uri !== undefined) {
@@ -90,6 +90,21 @@ function readSkill(root: string, file: string): Skill {
       throw new SkillDefinitionError(`${where}: instructions_uri ${definition.instructions_uri} is not a file`);
   }
   return { definition, file };
+}
+
+/**
+ * A definition without an `id` takes its `name` as the id (the Agent Skills format has no
+ * `id`: its `name` is one), when the name is a valid id; else a one-line error asking for an id.
+ */
+function withIdFromName(raw: unknown, where: string): unknown {
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) return raw;
+  const { id, name } = raw as Record<string, unknown>;
+  if (id !== undefined || typeof name !== "string") return raw;
+  if (!SkillId.safeParse(name).success)
+    throw new SkillDefinitionError(
+      `${where}: no id, and its name '${singleLine(name, 80)}' is not one (lowercase letters, digits, '.', '_' and '-', at most 64): give an id`,
+    );
+  return { ...raw, id: name };
 }
 
 function readLimited(file: string, where: string): string {

@@ -25,6 +25,27 @@ describe("loading skills", () => {
     expect(await instructionsOf(summarise!, dir)).toBe("Keep it to three bullet points.");
   });
 
+  it("reads a SKILL.md as the Agent Skills format writes it: name and description, the name as its id", async () => {
+    const dir = skillsDir({
+      "pdf-processing/SKILL.md":
+        "---\nname: pdf-processing\ndescription: Extract text and tables from PDF files. Use when the user mentions PDFs.\n---\n\n# PDF processing\n\nUse pdfplumber.\n",
+      "data-analysis/SKILL.md":
+        '---\nname: data-analysis\ndescription: Analyse tables.\nlicense: Apache-2.0\ncompatibility: needs python3\nmetadata:\n  author: example-org\n  version: "1.0"\nallowed-tools: Bash(python3:*) Read\n---\nRead the table first.\n',
+    });
+    const skills = loadSkills(dir);
+    expect(skills.map((skill) => [skill.definition.id, skill.definition.name, skill.definition.load_strategy])).toEqual(
+      [
+        ["data-analysis", "data-analysis", "eager"],
+        ["pdf-processing", "pdf-processing", "eager"],
+      ],
+    );
+    expect(skills[0]?.definition).toMatchObject({ license: "Apache-2.0", metadata: { author: "example-org" } });
+    expect(await instructionsOf(skills[1]!, dir)).toBe("# PDF processing\n\nUse pdfplumber.");
+    // A name that is not an id still needs one, and the error says so.
+    const named = skillsDir({ "x/SKILL.md": "---\nname: PDF Reader\ndescription: x\n---\nRead.\n" });
+    expect(() => loadSkills(named)).toThrow(/SKILL\.md: no id, and its name 'PDF Reader' is not one .*give an id$/);
+  });
+
   it.each([
     [
       "a lazy skill without a trigger intent",
