@@ -13,6 +13,7 @@ import { builtinAgents } from "../../src/agents/builtins.ts";
 import { buckets } from "../../src/bus/subjects.ts";
 import { type ConclaveClient, type CostSummary, connect } from "../../src/client/index.ts";
 import type { PriceTable } from "../../src/cost/prices.ts";
+import { priceSummary } from "../../src/cost/summary.ts";
 import { LedgerStore } from "../../src/ledgers/ledgerStore.ts";
 import { replayCost } from "../../src/runtime/checkpoints/costReplay.ts";
 import type { TapeClients } from "../../src/runtime/checkpoints/tapeReader.ts";
@@ -153,16 +154,33 @@ describe("replay, verify and cost from the latest checkpoint", () => {
     expect(tokens.summary).toEqual(await client.cost(SESSION, { prices: unpriced }));
   });
 
-  it("folds the cost from the start, and says why, when the table prices the checkpoint's actors on different models", async () => {
+  it("prices the checkpoint's calls on the models they recorded, the actors map only for calls that name none", async () => {
     const mixed: PriceTable = {
       ...PRICES,
       models: { ...PRICES.models, big: { input_per_million: 10, output_per_million: 30 } },
       actors: { council: "big" },
     };
+    // Every call recorded scripted-model: the map does not move the council, and the checkpoint is used.
     const replayed = await replayCost(clients, sessions, SESSION, { table: mixed });
-    expect(replayed.from_turn_id).toBe(0);
-    expect(replayed.note).toMatch(/different models: folded from the start/);
-    expect(replayed.summary).toEqual(await client.cost(SESSION, { prices: mixed }));
+    expect(replayed.from_turn_id).toBe(6);
+    expect(replayed.note).toBeUndefined();
+    expect(rounded(replayed.summary)).toEqual(rounded(await client.cost(SESSION, { prices: mixed })));
+    expect(replayed.summary.by_actor.find((row) => row.name === "council")?.model).toBe("scripted-model");
+    // An older log's checkpoint (no model recorded) that the map puts on different models cannot be priced afterwards.
+    const row = { prompt_tokens: 10, completion_tokens: 5, usd: 0, unpriced_tokens: 15 };
+    const older: CostSummary = {
+      session_id: SESSION,
+      turns: 1,
+      total: { ...row, prompt_tokens: 20, completion_tokens: 10, unpriced_tokens: 30 },
+      by_turn: [{ name: "1", ...row, prompt_tokens: 20, completion_tokens: 10, unpriced_tokens: 30 }],
+      by_actor: [
+        { name: "council", model: "unknown", ...row },
+        { name: "voice", model: "unknown", ...row },
+      ],
+      by_model: [{ name: "unknown", ...row, prompt_tokens: 20, completion_tokens: 10, unpriced_tokens: 30 }],
+      by_skill: [],
+    };
+    expect(priceSummary(older, mixed)).toBeNull();
   });
 
   it("`conclave replay`, `verify` and `cost` start from the checkpoint; --from-start folds every turn", async () => {
