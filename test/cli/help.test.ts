@@ -40,13 +40,14 @@ function parseGlobalHelp(text: string): { commands: string[]; json: string[] } {
     if (!name) break;
     commands.push(name);
   }
-  // The --json option's text: its line and the indented lines after it.
+  // The --json option's text: its line and the continuation lines (indented past the option names) after it.
   const at = lines.findIndex((line) => line.trimStart().startsWith("--json"));
-  const text_ = [
-    lines[at],
-    ...lines.slice(at + 1).filter((_, i, rest) => rest.slice(0, i + 1).every((l) => /^ {10,}\S/.test(l))),
-  ].join(" ");
-  const json = [...text_.matchAll(/\b([a-z]+)\b/g)]
+  const option = [lines[at] ?? ""];
+  for (const line of lines.slice(at + 1)) {
+    if (!/^ {10,}\S/.test(line)) break;
+    option.push(line);
+  }
+  const json = [...option.join(" ").matchAll(/\b([a-z]+)\b/g)]
     .map((match) => match[1] ?? "")
     .filter((word) => commands.includes(word));
   return { commands, json };
