@@ -154,11 +154,16 @@ describe("format versions, stored and on the wire", () => {
     // Delivered, handed back, delivered again: the runner has seen it at least twice and kept it.
     const walStream = streams.turns;
     const partitionConsumer = runnerConsumer(partitionOf("future", DEFAULT_PARTITIONS));
-    await until(async () => (await jsm.consumers.info(walStream, partitionConsumer)).num_redelivered > 0);
+    // The runner hands it back for 5 s (Settlement.leaveForNewer): the second delivery comes after that.
+    await until(async () => (await jsm.consumers.info(walStream, partitionConsumer)).num_redelivered > 0, {
+      timeoutMs: 30_000,
+      everyMs: 100,
+      what: "the newer-format WAL entry delivered a second time",
+    });
     expect((await jsm.streams.getMessage(walStream, { seq: stored.seq }))?.seq).toBe(stored.seq);
     const letter = await jsm.streams
       .getMessage(streams.deadLetters, { last_by_subj: subjects.deadLetter("wal") })
       .catch(() => null);
     expect(letter ?? null).toBeNull();
-  });
+  }, 45_000);
 });
