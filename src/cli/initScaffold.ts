@@ -59,31 +59,31 @@ export const echo = defineAgent({
 });
 `;
 
-const recipe = `# One step: the app.echo agent answers the message. \`npm run recipe\` runs it
-# (with \`npm start\` running): the run's output is the agent's own answer.
+const recipe = `# One step: the app.echo agent answers the message, with its count_words tool.
+# \`npm run recipe\` runs it (with \`npm start\` running): the run's output is the
+# agent's own answer. The workflow shape of the Coreason format, whose agent
+# definitions list the tools the agent may call (see Conclave's docs/recipes.md).
 apiVersion: coreason.ai/v2
 kind: Recipe
 metadata:
   name: echo
   description: Echo a message with its word count.
-status: published
 interface:
   inputs:
     type: object
     properties:
       message: { type: string, minLength: 1 }
     required: [message]
-  outputs:
-    type: object
-    required: [echo]
-topology:
-  entry_point: echo
-  nodes:
-    - type: agent
-      id: echo
-      agent_ref: app.echo
-      inputs_map: { message: message }
-      output_key: echo
+definitions:
+  count_words: { type: tool, id: count_words, name: count_words, risk_level: safe, description: counts the words of a text }
+  echo: { type: agent, id: app.echo, tools: [count_words] }
+workflow:
+  start: echo
+  steps:
+    echo:
+      type: agent
+      agent: echo
+      inputs: { message: message }
 `;
 
 const agentTest = `// The agent's test: its run called directly, its tool calls answered by the tool itself.
