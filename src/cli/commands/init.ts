@@ -122,7 +122,7 @@ export default defineCommand({
     for (const change of changes) lines.push(`    ${change}`);
     if (before && changes.length === 0) lines.push("    nothing to change");
     lines.push("", "Next:");
-    if (shown !== ".") lines.push(`  cd ${shown}`);
+    if (shown !== ".") lines.push(`  cd ${/^[\w./-]+$/.test(shown) ? shown : `'${shown.replaceAll("'", "'\\''")}'`}`);
     lines.push(
       "  npm install         # conclave and zod",
       "  npm test            # the agent's test (node --test)",
