@@ -6,7 +6,10 @@
 const FLOORS = [
   {
     label: "base",
-    paths: ["^src/(errors|deadline|optionalPackages|optionalFeatures|version)\\.ts$", "^src/(contracts|stores|cognition)/"],
+    paths: [
+      "^src/(errors|deadline|optionalPackages|optionalFeatures|version)\\.ts$",
+      "^src/(contracts|stores|cognition)/",
+    ],
   },
   { label: "config", paths: ["^src/(config|telemetry)/"] },
   { label: "bus", paths: ["^src/(bus|nats)/"] },
