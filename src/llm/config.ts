@@ -10,7 +10,7 @@ import { ConclaveError } from "../errors.ts";
 export interface LlmConfig {
   /**
    * Base URL of the API, ending where `/chat/completions` is appended, e.g. `http://127.0.0.1:11434/v1`.
-   * Env `CONCLAVE_LLM_BASE_URL`, else `OPENAI_BASE_URL`. Default {@link DEFAULT_LLM_BASE_URL} (OpenAI) when an
+   * Env `CONCLAVE_LLM_BASE_URL`, else `OPENAI_BASE_URL`. Default `https://api.openai.com/v1` (OpenAI) when an
    * API key is set; with neither, no LLM is used (the offline model runs).
    */
   baseURL: string;
@@ -21,7 +21,7 @@ export interface LlmConfig {
   apiKey: string;
   /**
    * Model id sent with every request. Env `CONCLAVE_LLM_MODEL`, else `OPENAI_MODEL`. Default
-   * {@link DEFAULT_LLM_MODEL} when an API key is set; required for a keyless (local) server.
+   * `gpt-4.1-mini` when an API key is set; required for a keyless (local) server.
    */
   model: string;
   /**
@@ -72,9 +72,9 @@ export const isLoopbackUrl = (url: string): boolean => LOOPBACK_HOST.test(new UR
 
 /**
  * Reads the LLM settings; `null` for the offline model: when neither a base URL nor an API key is
- * set, or the model is {@link OFFLINE_LLM_MODEL}. Each setting is its `CONCLAVE_LLM_*` variable, else
+ * set, or the model is `offline`. Each setting is its `CONCLAVE_LLM_*` variable, else
  * the standard `OPENAI_BASE_URL`, `OPENAI_API_KEY`, `OPENAI_MODEL`, else its default. An API key
- * alone is OpenAI ({@link DEFAULT_LLM_BASE_URL}) with {@link DEFAULT_LLM_MODEL}; a base URL without
+ * alone is OpenAI (`https://api.openai.com/v1`) with `gpt-4.1-mini`; a base URL without
  * a key must be on loopback (it gets the placeholder {@link LOCAL_SERVER_API_KEY}) and name its model.
  * Anything else, and a bad value, is a LlmConfigError naming the variables.
  */
