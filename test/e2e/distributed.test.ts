@@ -130,8 +130,17 @@ describe("the public protocol, from a plain NATS client", () => {
       expect(new Set(subjects)).toEqual(new Set([`conclave.events.${stream}.plain.1`]));
       expect(events.map((event) => event.seq)).toEqual(events.map((_, index) => index));
       for (const event of events) {
-        expect(Object.keys(event).sort()).toEqual(["kind", "payload", "seq", "session_id", "ts_monotonic", "turn_id"]);
-        expect(event).toMatchObject({ session_id: "plain", turn_id: 1 });
+        expect(Object.keys(event).sort()).toEqual([
+          "kind",
+          "payload",
+          "seq",
+          "session_id",
+          "ts_monotonic",
+          "turn_id",
+          "v",
+        ]);
+        // docs/protocol.md, "Format versions": the format this release stores.
+        expect(event).toMatchObject({ session_id: "plain", turn_id: 1, v: 1 });
       }
       expect(events[0]).toMatchObject({
         kind: "TURN_STARTED",
