@@ -5,11 +5,14 @@
  * src/, machines/ and agents/ as text and names, rule by rule, each line
  * that writes one again.
  */
+import { readFileSync } from "node:fs";
 import { readdir, readFile } from "node:fs/promises";
 import { join, relative } from "node:path";
 import { describe, expect, it } from "vitest";
 
 const root = join(import.meta.dirname, "../..");
+/** This checkout's version, as a string literal would write it. */
+const version = (JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { version: string }).version;
 
 interface OwnerRule {
   /** What the rule keeps in one place, as the failure names it. */
@@ -57,8 +60,8 @@ const rules: OwnerRule[] = [
   {
     name: "package version: use packageVersion()",
     owner: "src/version.ts",
-    pattern: /["'`]0\.1\.0["'`]/,
-    example: 'version: "0.1.0",',
+    pattern: new RegExp(`["'\`]${version.replaceAll(".", "\\.")}["'\`]`),
+    example: `version: "${version}",`,
   },
 ];
 

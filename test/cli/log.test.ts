@@ -67,7 +67,7 @@ describe("process logs", () => {
       stdout += String(chunk);
     });
     try {
-      // Every line is JSON, up to the one that says the runner serves (its WAL partitions come first).
+      // Every line is JSON, up to the one that says the runner serves (its model, then its WAL partitions, come first).
       const lines: unknown[] = [];
       for await (const line of createInterface({ input: child.stderr })) {
         lines.push(JSON.parse(line));
@@ -79,7 +79,8 @@ describe("process logs", () => {
         pid: child.pid,
         msg: expect.stringMatching(/^serving turns/),
       });
-      expect(lines[0]).toMatchObject({
+      expect(lines[0]).toMatchObject({ level: "info", role: "runner", msg: expect.stringMatching(/^model: /) });
+      expect(lines[1]).toMatchObject({
         level: "info",
         role: "runner",
         msg: expect.stringMatching(/owns WAL partitions/),

@@ -52,7 +52,7 @@ describe("the watch subject", () => {
     expect(ErrorReply.parse(over.json()).error.code).toBe("payload_too_large");
     for (const body of [padded(MAX_WATCH_BYTES), encodeJson({}), new Uint8Array()]) {
       const served = await watch("big-watch", body);
-      expect(served.headers?.get("Nats-Service-Error-Code") ?? null).toBeNull();
+      expect(served.headers?.has("Nats-Service-Error-Code") ?? false).toBe(false);
       expect(served.data).toHaveLength(0); // no events yet: the end of the stream at once
     }
   });

@@ -48,7 +48,7 @@ export function mergeManifest(
   name: string,
   force: boolean,
 ): { manifest: Manifest; changes: string[] } {
-  const manifest: Manifest = existing ? { ...existing } : { name, version: "0.1.0", private: true };
+  const manifest: Manifest = existing ? { ...existing } : { name, version: "1.0.0", private: true };
   const changes: string[] = [];
   if (manifest.type !== "module") {
     changes.push(
