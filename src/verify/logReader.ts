@@ -9,7 +9,7 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import { isStreamNotFound } from "../bus/errors.ts";
 import { eventStreamOfSubject, subjects } from "../bus/subjects.ts";
 import { EngineEvent } from "../contracts/events.ts";
-import { FORMAT_VERSION, FormatTooNewError, recordFormat } from "../contracts/format.ts";
+import { FormatTooNewError, parseRecord } from "../contracts/format.ts";
 import { orderedConsumer, releaseConsumer } from "../eventlog/consumers.ts";
 import { eventStreamCount } from "../eventlog/eventStreams.ts";
 import { PULL_EXPIRES_MS } from "../eventlog/streams.ts";
@@ -28,11 +28,14 @@ function parseMessage(position: number, subject: string, data: Uint8Array): Logg
   } catch {
     return { position, subject, invalid: "not JSON" };
   }
-  if (recordFormat(json) > FORMAT_VERSION) {
-    return { position, subject, invalid: new FormatTooNewError(`event ${subject}`, recordFormat(json)).message };
+  const parsed = parseRecord(EngineEvent, json, `event ${subject}`);
+  if (!parsed.success) {
+    const invalid =
+      parsed.error instanceof FormatTooNewError
+        ? parsed.error.message
+        : (parsed.error.issues[0]?.message ?? "not an event");
+    return { position, subject, invalid };
   }
-  const parsed = EngineEvent.safeParse(json);
-  if (!parsed.success) return { position, subject, invalid: parsed.error.issues[0]?.message ?? "not an event" };
   return { position, subject, event: parsed.data as EngineEvent };
 }
 

@@ -10,7 +10,7 @@
  *   2. `decideRedelivery` — for a delivery after the first, from the turn's status;
  *   3. `decideTakeover`   — for a turn taken over, from its stored events.
  */
-import { FORMAT_VERSION, FormatTooNewError, recordFormat } from "../../contracts/format.ts";
+import { FormatTooNewError, parseRecord } from "../../contracts/format.ts";
 import { type TurnStatusRecord, WalEntry } from "../../contracts/wal.ts";
 import { messageOf } from "../../errors.ts";
 import { WAL_ACK_WAIT_MS } from "../../eventlog/streams.ts";
@@ -192,14 +192,10 @@ export function parseEntry(
   data: Uint8Array,
 ): { ok: true; entry: WalEntry } | { ok: false; reason: string; tooNew?: FormatTooNewError } {
   try {
-    const json: unknown = JSON.parse(decoder.decode(data));
-    const format = recordFormat(json);
-    if (format > FORMAT_VERSION) {
-      const tooNew = new FormatTooNewError("WAL entry", format);
-      return { ok: false, reason: tooNew.message, tooNew };
-    }
-    const parsed = WalEntry.safeParse(json);
-    return parsed.success ? { ok: true, entry: parsed.data } : { ok: false, reason: parsed.error.message };
+    const parsed = parseRecord(WalEntry, JSON.parse(decoder.decode(data)), "WAL entry");
+    if (parsed.success) return { ok: true, entry: parsed.data };
+    const tooNew = parsed.error instanceof FormatTooNewError ? parsed.error : undefined;
+    return { ok: false, reason: parsed.error.message, ...(tooNew ? { tooNew } : {}) };
   } catch (error) {
     return { ok: false, reason: messageOf(error) };
   }
