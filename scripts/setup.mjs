@@ -2,8 +2,9 @@
 // `npm run setup`: installs the npm dependencies, then the system packages the project
 // needs when they are missing: nats-server (to run), Chromium (for the offline viewer's
 // browser test), openssl (certificates for the TLS tests), tmux (the chat's terminal test),
-// and redis-server and PostgreSQL (the recipe blackboard tests, which start private
-// instances on free ports). As root it uses apt-get; otherwise it prints what to run.
+// redis-server and PostgreSQL (the recipe blackboard tests, which start private
+// instances on free ports), and a C compiler with the NATS C client (the test of an
+// outside client reading the event log). As root it uses apt-get; otherwise it prints what to run.
 import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync, readdirSync } from "node:fs";
 import { delimiter, join } from "node:path";
@@ -38,7 +39,7 @@ const find = (binary) => {
   return null;
 };
 
-/** The Debian package and the binary it provides, and why the project needs it. */
+/** The Debian package and the binary (or, with `file`, the file) it provides, and why the project needs it. */
 const SYSTEM_PACKAGES = [
   {
     binary: "nats-server",
@@ -77,13 +78,27 @@ const SYSTEM_PACKAGES = [
     why: "the PostgreSQL blackboard tests start their own cluster (npm test)",
     other: "brew install postgresql, or your system's PostgreSQL server package",
   },
+  {
+    binary: "cc",
+    apt: "gcc",
+    why: "compiles the C client of the event-log test (npm test)",
+    other: "your system's C compiler",
+  },
+  {
+    binary: "libnats (nats/nats.h)",
+    file: "/usr/include/nats/nats.h",
+    apt: "libnats-dev",
+    why: "the NATS C client, which the event-log test reads a turn with as an outside client (npm test)",
+    other: "build https://github.com/nats-io/nats.c and install it, so that `cc … -lnats` links",
+  },
 ];
+const present = (pkg) => (pkg.file ? existsSync(pkg.file) : find(pkg.binary));
 
 step("installing npm dependencies");
 run("npm", ["install", "--no-audit", "--no-fund"]);
 
 const missing = SYSTEM_PACKAGES.filter(
-  (pkg) => !find(pkg.binary) && !(pkg.binary === "chromium" && process.env.CHROMIUM_PATH),
+  (pkg) => !present(pkg) && !(pkg.binary === "chromium" && process.env.CHROMIUM_PATH),
 );
 if (missing.length > 0) {
   const isRoot = typeof process.getuid === "function" && process.getuid() === 0;
@@ -97,7 +112,7 @@ if (missing.length > 0) {
   }
 }
 const stillMissing = SYSTEM_PACKAGES.filter(
-  (pkg) => !find(pkg.binary) && !(pkg.binary === "chromium" && process.env.CHROMIUM_PATH),
+  (pkg) => !present(pkg) && !(pkg.binary === "chromium" && process.env.CHROMIUM_PATH),
 );
 if (stillMissing.length > 0) {
   console.error("\n[setup] missing, and this script can only install them as root with apt-get:");
