@@ -56,15 +56,18 @@ export const memoryCommit = turnSetup.createStateConfig({
 
 export const completed = turnSetup.createStateConfig({
   type: "final",
-  entry: {
-    type: "record",
-    params: ({ context }) => ({
-      kind: "TURN_COMPLETED",
-      payload: {
-        response: context.response,
-        usage: usageSummary(context.usage),
-        outcome: outcomeOf(context),
-      },
-    }),
-  },
+  entry: [
+    "rememberTurn",
+    {
+      type: "record",
+      params: ({ context }) => ({
+        kind: "TURN_COMPLETED",
+        payload: {
+          response: context.response,
+          usage: usageSummary(context.usage),
+          outcome: outcomeOf(context),
+        },
+      }),
+    },
+  ],
 });

@@ -11,8 +11,15 @@
 import type { CompactionSettings } from "../contracts/context.ts";
 import type { ChatModel } from "../contracts/model.ts";
 import type { Episode } from "../contracts/workspace.ts";
+import { firstSentenceOf } from "./conversation.ts";
 import type { Tokenizer } from "./tokenizer.ts";
 import type { ContextSummary } from "./zones.ts";
+
+/**
+ * A turn as compaction reads it: its message and its reply. An Episode is one; so is a turn of
+ * the conversation the arena carries (conversation.ts), the first sentence of each side.
+ */
+export type CompactedTurn = Pick<Episode, "turn_id" | "user_text" | "response">;
 
 /** How compaction runs: its settings, and the tokenizer counting the summary. */
 export interface CompactionOptions extends CompactionSettings {
@@ -36,12 +43,12 @@ export interface Compaction {
   tokens_after: number;
 }
 
-/** The episodes compaction would fold in now: newer than the summary, older than the recent turns kept. */
-export function compactableEpisodes(
-  episodes: readonly Episode[],
+/** The turns compaction would fold in now: newer than the summary, older than the recent turns kept. */
+export function compactableEpisodes<T extends CompactedTurn>(
+  episodes: readonly T[],
   summary: ContextSummary | null,
   keepRecentTurns: number,
-): Episode[] {
+): T[] {
   const fresh = episodes
     .filter((episode) => summary === null || episode.turn_id > summary.through_turn)
     .sort((a, b) => a.turn_id - b.turn_id);
@@ -50,8 +57,7 @@ export function compactableEpisodes(
 
 /** The first sentence of a text, on one line, at most `maxTokens` tokens. */
 function firstSentence(text: string, maxTokens: number, tokenizer: Tokenizer): string {
-  const line = text.replace(/\s+/g, " ").trim();
-  const sentence = /^.*?[.!?](?=\s|$)/.exec(line)?.[0] ?? line;
+  const sentence = firstSentenceOf(text);
   const short = tokenizer.truncate(sentence, maxTokens);
   return short === sentence ? sentence : `${short}…`;
 }
@@ -66,7 +72,7 @@ function bounded(lines: string[], maxTokens: number, tokenizer: Tokenizer): stri
 
 /** The offline summariser: extractive and deterministic. */
 export function summariseOffline(
-  episodes: readonly Episode[],
+  episodes: readonly CompactedTurn[],
   previous: ContextSummary | null,
   options: CompactionOptions,
 ): ContextSummary {
@@ -87,7 +93,7 @@ export function summariseOffline(
 /** The model summariser: the session's model writes the summary (one call; its usage is returned). */
 export async function summariseWithModel(
   model: ChatModel,
-  episodes: readonly Episode[],
+  episodes: readonly CompactedTurn[],
   previous: ContextSummary | null,
   options: CompactionOptions & { signal?: AbortSignal },
 ): Promise<ContextSummary> {
@@ -114,7 +120,7 @@ export async function summariseWithModel(
 
 /** Folds the older of `episodes` into the summary, offline; null when there is nothing to fold. */
 export function compactOffline(
-  episodes: readonly Episode[],
+  episodes: readonly CompactedTurn[],
   previous: ContextSummary | null,
   options: CompactionOptions,
 ): Compaction | null {
@@ -126,7 +132,7 @@ export function compactOffline(
 /** Folds the older of `episodes` into the summary through a model; null when there is nothing to fold. */
 export async function compactWithModel(
   model: ChatModel,
-  episodes: readonly Episode[],
+  episodes: readonly CompactedTurn[],
   previous: ContextSummary | null,
   options: CompactionOptions & { signal?: AbortSignal },
 ): Promise<Compaction | null> {
@@ -137,7 +143,7 @@ export async function compactWithModel(
 }
 
 function describe(
-  older: Episode[],
+  older: CompactedTurn[],
   previous: ContextSummary | null,
   summary: ContextSummary,
   summariser: Compaction["summariser"],
