@@ -61,6 +61,11 @@ const COMMANDS: Record<string, { summary: string; json?: true; load: () => Promi
     summary: "run a recipe (a Coreason manifest) and stream it",
     load: () => import("./commands/run.ts"),
   },
+  eval: {
+    json: true,
+    summary: "run a dataset's cases as turns of an agent or a recipe, score them, exit 1 under a threshold",
+    load: () => import("./commands/eval.ts"),
+  },
   resume: {
     json: true,
     summary: "answer a recipe run suspended at a human node, and follow it on",

@@ -84,6 +84,24 @@ export {
   type TurnStatusView,
 } from "./client.ts";
 export type { EraseOptions } from "./erase.ts";
+export { type CaseChange, compareReports, type EvalComparison } from "./eval/compare.ts";
+export {
+  type DatasetCase,
+  type EvalCaseInput,
+  parseDataset,
+  type ScorerInput,
+  type ScorerSpec,
+} from "./eval/dataset.ts";
+export { type Judge, type JudgeRequest, type JudgeVerdict, offlineJudge } from "./eval/judge.ts";
+export {
+  type CaseResult,
+  DEFAULT_EVAL_THRESHOLD,
+  type EvalOptions,
+  type EvalReport,
+  runEval,
+} from "./eval/runEval.ts";
+export type { ScoreResult } from "./eval/scorers.ts";
+export type { EvalTarget } from "./eval/target.ts";
 export type { ForkOptions } from "./fork.ts";
 export type { ResumeOptions, RunOptions } from "./recipeRun.ts";
 export type { ScheduleChanges, ScheduleSpec, SchedulesClient, ScheduleView } from "./schedules.ts";
