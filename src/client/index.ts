@@ -84,7 +84,7 @@ export {
   type TurnStatusView,
 } from "./client.ts";
 export type { EraseOptions } from "./erase.ts";
-export { type CaseChange, compareReports, type EvalComparison } from "./eval/compare.ts";
+export { type CaseChange, type ComparableRun, compareReports, type EvalComparison } from "./eval/compare.ts";
 export {
   type DatasetCase,
   type EvalCaseInput,

@@ -5,7 +5,6 @@
 import { z } from "zod";
 import { describeIssues } from "../../contracts/issues.ts";
 import { InvalidRequestError } from "../../errors.ts";
-import type { EvalReport } from "./runEval.ts";
 
 /** What a report must hold to be compared with (the rest is ignored). */
 const ComparableReport = z.object({
@@ -13,6 +12,13 @@ const ComparableReport = z.object({
   score: z.number(),
   cases: z.array(z.object({ id: z.string(), score: z.number(), passed: z.boolean() })),
 });
+
+/** What a comparison reads of a run's report (an EvalReport, or one read back from JSON). */
+export interface ComparableRun {
+  run_id: string;
+  score: number;
+  cases: readonly { id: string; score: number }[];
+}
 
 /** One case in both runs, or in one of them. */
 export interface CaseChange {
@@ -38,20 +44,17 @@ export interface EvalComparison {
 }
 
 /** An earlier report, as read back from JSON; InvalidRequestError (one line) when it is none. */
-export function parseReport(value: unknown, source = "report"): Pick<EvalReport, "run_id" | "score" | "cases"> {
+export function parseReport(value: unknown, source = "report"): ComparableRun {
   const parsed = ComparableReport.safeParse(value);
   if (!parsed.success)
     throw new InvalidRequestError(
       `${source} is not an eval report: ${describeIssues(parsed.error, { limit: 2, join: "; " })}`,
     );
-  return parsed.data as Pick<EvalReport, "run_id" | "score" | "cases">;
+  return parsed.data;
 }
 
 /** How `after` (this run) differs from `before`, case by case in this run's order, then the cases gone. */
-export function compareReports(
-  before: Pick<EvalReport, "run_id" | "score" | "cases">,
-  after: Pick<EvalReport, "run_id" | "score" | "cases">,
-): EvalComparison {
+export function compareReports(before: ComparableRun, after: ComparableRun): EvalComparison {
   const earlier = new Map(before.cases.map((one) => [one.id, one.score]));
   const cases: CaseChange[] = after.cases.map(({ id, score }) => {
     const previous = earlier.get(id);
