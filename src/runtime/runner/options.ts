@@ -27,6 +27,12 @@ export interface RunnerOptions {
    * (what `conclave up` starts), else false (workers serve them).
    */
   hostCognition?: boolean;
+  /**
+   * How a runner hosting them (`hostCognition`) runs the scheduler, council, voice and critics: as
+   * XState actors of its own (the default, seen by the inspector and the viewer), or as plain calls.
+   * @internal the bench's comparison of the two (bench/cognitionActors.ts)
+   */
+  cognitionCalls?: "actors" | "direct";
   /** Request and response interceptors. Default: prompt-injection guard and PII redaction. */
   interceptors?: InterceptorChains;
   /** Turns that waited longer than this before a runner took them are expired, not run. Default 10 min. */

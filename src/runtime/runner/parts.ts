@@ -23,6 +23,7 @@ import { localSubmit } from "../intake/localSubmit.ts";
 import { serveIntake } from "../intake/service.ts";
 import { RecipeHost } from "../recipeHost/recipeHost.ts";
 import { SessionStore } from "../sessionStore.ts";
+import { startCognitionActors } from "../turnServices/cognitionActors.ts";
 import type { HostedCognition } from "../turnServices/hostedCognition.ts";
 import { Admission, admissionLimits } from "./admission.ts";
 import { IntakeBacklog } from "./intakeBacklog.ts";
@@ -189,5 +190,9 @@ async function hostedCognition(
     remember: COOLDOWNS_REMEMBERED,
     onSaveError: (sessionId, error) => log.warn(`cooldowns of ${sessionId} not saved: ${String(error)}`),
   });
-  return { backend, cooldowns, directory, log };
+  const direct = options.cognitionCalls === "direct";
+  const actors = direct
+    ? undefined
+    : startCognitionActors({ backend, cooldowns, ...(options.inspect ? { inspect: options.inspect } : {}) });
+  return { backend, cooldowns, directory, log, ...(actors ? { actors } : {}) };
 }

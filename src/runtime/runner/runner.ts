@@ -78,12 +78,15 @@ export class Runner {
   readonly #admission: Admission;
   /** What taking a turn (first or again) needs: the stores, this runner's name, the turns it took before. */
   readonly #takers: RedeliveryDeps;
+  /** The scheduler, council, voice and critics, when this runner hosts them: their actors stop with it. */
+  readonly #cognition: RunnerParts["cognition"];
 
   private constructor(nc: NatsConnection, parts: RunnerParts, options: RunnerOptions) {
     this.#nc = nc;
     this.#leases = parts.leases;
     this.#directory = parts.directory;
     this.#recipes = parts.recipes;
+    this.#cognition = parts.cognition;
     this.#intake = parts.intake;
     this.#admission = parts.admission;
     this.#backlog = parts.backlog;
@@ -379,6 +382,7 @@ export class Runner {
     if (!drained) this.#log.warn(`stopped with ${this.#settlement.size} turn(s) unfinished: handed back to the WAL`);
     this.#settlement.handBackAll();
     this.#sessions.stopAll();
+    this.#cognition?.actors?.stop();
     // What its turns wrote is stored before their sessions go: a runner taking one over reads all of it.
     await this.#writer.settled();
     void this.#directory.then(
