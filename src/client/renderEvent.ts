@@ -43,6 +43,10 @@ export function describeEvent(event: EngineEvent): string | null {
     }
     case "WAVE_STARTED":
       return `      wave ${event.payload.wave}: ${event.payload.agents.join(", ")}`;
+    case "STEP_TIMED": {
+      const { step, agent_id, elapsed_ms, ok } = event.payload;
+      return `        ⏱ ${step}${agent_id ? ` ${agent_id}` : ""}: ${fmt(elapsed_ms)} ms${ok ? "" : " (failed)"}`;
+    }
     case "AGENT_COMPLETED": {
       const { output, contribution } = event.payload;
       const said = [

@@ -27,6 +27,18 @@ export const EventPayloads = {
    * (TURN_STARTED) when one frees. `position`: turns waiting ahead of it, plus one, when it was queued.
    */
   TURN_QUEUED: z.object({ position: z.number().int().min(1) }),
+  /**
+   * One call of the turn's services timed (`debug` level only): which `step` (a TurnServices call:
+   * `retrieveMemory`, `callAgent`, `decide`…), the agent asked when it is an agent call, how long it
+   * took on the runner's clock, and whether it answered. A step answered from the log after a takeover
+   * is not timed.
+   */
+  STEP_TIMED: z.object({
+    step: z.string(),
+    agent_id: z.string().optional(),
+    elapsed_ms: z.number(),
+    ok: z.boolean(),
+  }),
   /** A runner took over a turn whose runner died (the events up to `after_seq` are the earlier attempt's). */
   TURN_RESUMED: z.object({
     attempt: z.number().int().min(2),

@@ -8,8 +8,9 @@
  * - `audit`: what governance needs, and everything a reader of the log
  *   depends on to take a turn over, replay a session or verify it.
  * - `ops` (the default): everything recorded before levels existed.
- * - `debug`: ops and detail too costly to record by default. No kind is
- *   `debug` yet: today `debug` records what `ops` does.
+ * - `debug`: ops and detail too costly to record by default: STEP_TIMED, one
+ *   event per call of the turn's services (memory, the scheduler, each agent,
+ *   deliberation, the council, the voice, the critics), with how long it took.
  */
 import { setting } from "../config/load.ts";
 import { EVENT_KINDS, type EventKind } from "../contracts/events.ts";
@@ -52,6 +53,7 @@ export const EVENT_KIND_LEVELS = {
   TURN_STARTED: "audit",
   TURN_STAGE_CHANGED: "ops",
   TURN_QUEUED: "ops",
+  STEP_TIMED: "debug",
   TURN_RESUMED: "audit",
   SESSION_FORKED: "audit",
   SENSORS_FAST_UPDATED: "audit",

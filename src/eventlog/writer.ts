@@ -16,7 +16,7 @@ import {
 } from "./chunkCoalescer.ts";
 import { monotonicNow } from "./clock.ts";
 import { EventPublisher, isWrongLastSequence } from "./eventPublisher.ts";
-import { eventLevelFromEnv, recordedKinds } from "./levels.ts";
+import { type EventLevel, eventLevelFromEnv, recordedKinds } from "./levels.ts";
 import { sendLiveChunk } from "./liveChunks.ts";
 import { EventLogError, type EventLogWriterOptions } from "./writerOptions.ts";
 
@@ -100,6 +100,8 @@ export class EventLogWriter {
   readonly #chunking: StreamChunkOptions;
   /** The kinds stored at this writer's level (one Set lookup an event). */
   readonly #recorded: ReadonlySet<string>;
+  /** How much of a turn this writer stores (`CONCLAVE_EVENT_LEVEL`, or the `level` option). */
+  readonly level: EventLevel;
   /** This writer's name in its live chunks, and how many turns it opened (each hold on a turn is named apart). */
   readonly #id = randomUUID().slice(0, 8);
   #opened = 0;
@@ -110,7 +112,8 @@ export class EventLogWriter {
     const requests = options.transport ? InboxRequests.of(options.transport) : null;
     this.#publisher = new EventPublisher(js, eventStreams, requests, this.#options.storeTimeoutMs);
     this.#chunking = streamChunkSettings({ chunkMs: options.chunkMs, chunkBytes: options.chunkBytes });
-    this.#recorded = recordedKinds(options.level ?? eventLevelFromEnv());
+    this.level = options.level ?? eventLevelFromEnv();
+    this.#recorded = recordedKinds(this.level);
   }
 
   /**

@@ -26,8 +26,9 @@ describe("event levels", () => {
     for (const kind of Object.keys(EventPayloads) as EventKind[]) expect(EVENT_LEVELS).toContain(levelOf(kind));
     expect(Object.keys(EVENT_KIND_LEVELS).sort()).toEqual([...EVENT_KINDS].sort());
     const [audit, ops, debug] = EVENT_LEVELS.map((level) => recordedKinds(level));
-    expect([...ops!].sort()).toEqual([...EVENT_KINDS].sort()); // ops: everything recorded before levels
-    expect([...debug!].sort()).toEqual([...ops!].sort()); // no debug-only kind yet
+    expect([...debug!].sort()).toEqual([...EVENT_KINDS].sort()); // debug: everything
+    // ops: everything recorded before levels existed; debug adds the steps' timings.
+    expect([...debug!].filter((kind) => !ops!.has(kind))).toEqual(["STEP_TIMED"]);
     for (const kind of audit!) expect(ops!.has(kind)).toBe(true);
     // What takeover, replay and verify read is audit.
     for (const kind of [
@@ -69,15 +70,22 @@ beforeAll(() => {
   vi.stubEnv("CONCLAVE_EVENT_LEVEL", "audit"); // read by the runner's log writer as it starts
 });
 useInProcessStack(auditNats);
+const debugNats = useNatsServer();
+beforeAll(() => {
+  vi.stubEnv("CONCLAVE_EVENT_LEVEL", "debug");
+});
+useInProcessStack(debugNats);
 beforeAll(() => {
   vi.unstubAllEnvs();
 });
 
 let opsClient: ConclaveClient;
 let auditClient: ConclaveClient;
+let debugClient: ConclaveClient;
 beforeAll(async () => {
   opsClient = await connect({ nc: await opsNats.connect("client") });
   auditClient = await connect({ nc: await auditNats.connect("client") });
+  debugClient = await connect({ nc: await debugNats.connect("client") });
 });
 afterAll(() => vi.unstubAllEnvs());
 
@@ -106,6 +114,50 @@ describe("a runner at level audit", () => {
     // The thinner log still verifies: every turn's seqs are contiguous, with its terminal event.
     const report = await auditClient.verify("levels", "quick");
     expect(report.checks.find((check) => check.name === "log_contiguity")?.ok).toBe(true);
+  }, 60_000);
+});
+
+describe("a runner at level debug", () => {
+  it("records every step of the turn timed, and otherwise what ops records", async () => {
+    const text = "I'm worried about my deadline tomorrow, can you help me plan?";
+    const debug = await debugClient.submit("levels-debug", text).result;
+    const ops = await opsClient.submit("levels-debug", text).result;
+    expect(debug.response).toBe(ops.response);
+    const eventsOf = async (client: ConclaveClient) => {
+      const events = [];
+      for await (const { event } of client.events("levels-debug")) events.push(event);
+      return events;
+    };
+    const debugEvents = await eventsOf(debugClient);
+    const opsEvents = await eventsOf(opsClient);
+    expect(opsEvents.some((event) => event.kind === "STEP_TIMED")).toBe(false);
+    // Without its timings, the debug log is the ops log, kind for kind.
+    expect(debugEvents.filter((event) => event.kind !== "STEP_TIMED").map((event) => event.kind)).toEqual(
+      opsEvents.map((event) => event.kind),
+    );
+    const timings = debugEvents.flatMap((event) => (event.kind === "STEP_TIMED" ? [event.payload] : []));
+    const steps = new Set(timings.map((timing) => timing.step));
+    for (const step of ["screen", "retrieveMemory", "planWaves", "callAgent", "decide", "renderVoice", "runCritics"])
+      expect(steps).toContain(step);
+    expect(steps).toContain("commitMemory");
+    // One timing per agent asked, each before that agent's answer is recorded.
+    const answered = debugEvents.flatMap((event) =>
+      event.kind === "AGENT_COMPLETED" || event.kind === "AGENT_FAILED" ? [event] : [],
+    );
+    const agentTimings = debugEvents.filter(
+      (event) => event.kind === "STEP_TIMED" && event.payload.step === "callAgent",
+    );
+    expect(agentTimings).toHaveLength(answered.length);
+    for (const reply of answered) {
+      const timing = agentTimings.find(
+        (event) => event.kind === "STEP_TIMED" && event.payload.agent_id === reply.payload.agent_id,
+      );
+      expect(timing?.seq).toBeLessThan(reply.seq);
+    }
+    for (const timing of timings) {
+      expect(timing.ok).toBe(true);
+      expect(timing.elapsed_ms).toBeGreaterThanOrEqual(0);
+    }
   }, 60_000);
 });
 

@@ -27,6 +27,7 @@ import {
   turnInterceptorOrder,
 } from "../../src/runtime/turnServices/runnerTurnServices.ts";
 import { skillRecordsInterceptor } from "../../src/runtime/turnServices/skillRecording.ts";
+import { stepTimingsInterceptor } from "../../src/runtime/turnServices/stepTimings.ts";
 import { tracingInterceptor } from "../../src/runtime/turnServices/tracedServices.ts";
 import {
   composeTurnServices,
@@ -105,6 +106,7 @@ const layers: { [N in TurnInterceptorName]: { make: (below: TurnServices) => Tur
         }).interceptor(below, { record: () => {}, flushed: async () => {}, stored: () => [] }),
     },
     skillRecords: { make: () => skillRecordsInterceptor(() => {}) },
+    stepTimings: { make: () => stepTimingsInterceptor("debug", () => {}) as TurnInterceptor },
     tracing: { make: () => tracingInterceptor() as TurnInterceptor },
     // The request chain is the screen: nothing below it screens.
     screening: { make: () => screeningInterceptor(defaultInterceptors()), answers: ["screen"] },
@@ -178,6 +180,7 @@ describe("a runner's turn interceptors", () => {
       "recordedSteps",
       "pipelineTools",
       "skillRecords",
+      "stepTimings",
       "tracing",
       "screening",
       "ledgerDigest",

@@ -22,6 +22,7 @@ import { remoteTurnServices } from "../turnServices/remoteTurnServices.ts";
 import { replyFallbackInterceptor } from "../turnServices/replyFallback.ts";
 import { runnerTurnServices } from "../turnServices/runnerTurnServices.ts";
 import { skillRecordsInterceptor } from "../turnServices/skillRecording.ts";
+import { stepTimingsInterceptor } from "../turnServices/stepTimings.ts";
 import { tracingInterceptor } from "../turnServices/tracedServices.ts";
 import type { RunnerOptions } from "./options.ts";
 import type { SessionActor } from "./sessionHost.ts";
@@ -88,6 +89,7 @@ export function sessionActors(
   const services = runnerTurnServices(inProcess ?? remoteTurnServices(deps.nc, { directory: deps.directory }), {
     shared: {
       skillRecords: skillRecordsInterceptor(record),
+      stepTimings: stepTimingsInterceptor(writer.level, record),
       tracing: tracingInterceptor(),
       screening: screeningInterceptor(chains),
       ledgerDigest: ledgerDigestInterceptor(deps.ledgers, deps.log),

@@ -13,13 +13,15 @@ import type { TurnServices } from "./turnServices.ts";
  * 2. `pipelineTools`: a wave agent offered its tools and delegates, and its
  *    tool calls' approvals (`onApproval`).
  * 3. `skillRecords`: the agents' skill work recorded as replies arrive.
- * 4. `tracing`: each stage in a span (none without a tracer provider).
- * 5. `screening`: the request and response interceptor chains (PII, the
+ * 4. `stepTimings`: each call timed and recorded as STEP_TIMED (the `debug`
+ *    event level only; none at any other).
+ * 5. `tracing`: each stage in a span (none without a tracer provider).
+ * 6. `screening`: the request and response interceptor chains (PII, the
  *    prompt-injection guard, the stream screen).
- * 6. `ledgerDigest`: the ledgers' digest read alongside memory retrieval.
- * 7. `replyFallback`: the deterministic council and voice when the asked
+ * 7. `ledgerDigest`: the ledgers' digest read alongside memory retrieval.
+ * 8. `replyFallback`: the deterministic council and voice when the asked
  *    ones cannot answer in their share of the stage.
- * 8. `hostedCognition`: the scheduler, council, voice and critics run in the
+ * 9. `hostedCognition`: the scheduler, council, voice and critics run in the
  *    runner, when it hosts them; else workers are asked.
  *
  * The first two are a pipeline turn's only: a recipe turn's services start
@@ -29,6 +31,7 @@ export const turnInterceptorOrder = [
   "recordedSteps",
   "pipelineTools",
   "skillRecords",
+  "stepTimings",
   "tracing",
   "screening",
   "ledgerDigest",
