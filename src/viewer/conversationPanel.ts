@@ -7,6 +7,10 @@
  * run's steps go by. The page reaches the gateway across origins (another
  * port of this machine), which a gateway without a token allows.
  *
+ * It sits in the page's side column, under the event list (never over it).
+ * The endpoint is the page's `?gateway=`, else the viewer's `--gateway`
+ * (in the page's `#viewer-config`), else {@link DEFAULT_AGUI_URL}.
+ *
  * Self-contained (markup, style and script in one string, all ids and
  * classes `conv-…`), so that the page includes it with one line.
  */
@@ -15,14 +19,13 @@
 export const DEFAULT_AGUI_URL = "http://127.0.0.1:7430/ag-ui";
 
 const STYLE = `
-  .conv-panel { position: fixed; right: 12px; bottom: 12px; z-index: 20; width: 380px; max-width: calc(100vw - 24px);
-    background: #fff; border: 1px solid #d0d7de; border-radius: 8px; box-shadow: 0 4px 16px rgba(0,0,0,.12); }
+  .conv-panel { flex: none; background: #fff; border: 1px solid #d0d7de; border-radius: 8px; }
   .conv-panel > summary { cursor: pointer; padding: 6px 10px; font-weight: 600; list-style: none; }
   .conv-panel[open] > summary { border-bottom: 1px solid #d0d7de; }
   .conv-panel .conv-stage { float: right; font-weight: 400; color: #57606a; font-size: 12px; }
   .conv-settings { display: flex; gap: 4px; padding: 6px 10px 0; }
   .conv-settings input { flex: 1; min-width: 0; font-size: 11px; }
-  .conv-messages { list-style: none; margin: 0; padding: 6px 10px; height: 260px; overflow-y: auto; }
+  .conv-messages { list-style: none; margin: 0; padding: 6px 10px; height: min(260px, 28vh); overflow-y: auto; }
   .conv-messages li { margin: 4px 0; padding: 4px 8px; border-radius: 8px; white-space: pre-wrap; }
   .conv-messages .conv-user { background: #ddf4ff; margin-left: 40px; }
   .conv-messages .conv-assistant { background: #f6f8fa; margin-right: 40px; }
@@ -58,7 +61,8 @@ const SCRIPT = `
   const params = new URLSearchParams(location.search);
   const url = $("conv-url"), thread = $("conv-thread"), list = $("conv-messages");
   const form = $("conv-form"), text = $("conv-text"), stage = $("conv-stage");
-  url.value = params.get("gateway") || ${JSON.stringify(DEFAULT_AGUI_URL)};
+  var config = $("viewer-config") ? JSON.parse($("viewer-config").textContent) : {};
+  url.value = params.get("gateway") || config.gateway || ${JSON.stringify(DEFAULT_AGUI_URL)};
   thread.value = params.get("thread") || "viewer-" + Math.random().toString(16).slice(2, 14);
   if (params.has("gateway")) $("conv-panel").open = true;
   /** The thread's messages as AG-UI has them: sent with each run. */

@@ -141,8 +141,18 @@ export const DIAGRAM_SCRIPT = String.raw`
       var id = "conclave-arrow-" + drawn++;
       var width = Math.ceil(laid.width), height = Math.ceil(laid.height);
       var svg = shape("svg", { "class": "statechart", width: width, height: height, viewBox: "0 0 " + width + " " + height });
-      // Shrunk to fit the column, but never below 80% (the labels would not read): past that it scrolls.
-      svg.style.width = "min(" + width + "px, max(100%, " + Math.round(width * 0.8) + "px))";
+      // Fitted to its box, width and height (never drawn larger than laid out); "actual size" shows it
+      // unscaled, scrolling in its box, for labels too small to read.
+      var toggle = document.createElement("button");
+      toggle.type = "button";
+      toggle.className = "fit-toggle";
+      var fit = function (fitted) {
+        container.classList.toggle("actual", !fitted);
+        svg.style.width = fitted ? "min(" + width + "px, 100%)" : width + "px";
+        toggle.textContent = fitted ? "actual size" : "fit";
+        toggle.title = fitted ? "show the diagram unscaled (it scrolls)" : "fit the diagram to its box";
+      };
+      toggle.addEventListener("click", function () { fit(container.classList.contains("actual")); });
       var defs = shape("defs", {}, svg);
       ["", "-taken"].forEach(function (suffix) {
         var marker = shape("marker", { id: id + suffix, viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 8, markerHeight: 8, markerUnits: "userSpaceOnUse", orient: "auto-start-reverse" }, defs);
@@ -173,6 +183,8 @@ export const DIAGRAM_SCRIPT = String.raw`
       });
       container.textContent = "";
       container.appendChild(svg);
+      container.appendChild(toggle);
+      fit(true);
       return { nodes: nodes, edges: edges };
     });
   }
@@ -183,9 +195,11 @@ export const DIAGRAM_SCRIPT = String.raw`
 
 /** The diagram's look: boxes, edges, and the live and just-taken highlights. */
 export const DIAGRAM_STYLE = `
-  .graph { flex: 1; min-width: 0; max-height: 85vh; overflow: auto; }
+  .graph { flex: 1; min-width: 0; max-height: var(--fit-height, 85vh); overflow: auto; position: relative; }
   .graph .note { color: #9a6700; font-size: 12px; }
-  svg.statechart { display: block; height: auto; font: 12px system-ui, -apple-system, "Segoe UI", sans-serif; }
+  svg.statechart { display: block; height: auto; max-height: var(--fit-height, 85vh); font: 12px system-ui, -apple-system, "Segoe UI", sans-serif; }
+  .graph.actual svg.statechart { max-height: none; }
+  .graph .fit-toggle { position: absolute; top: 2px; right: 2px; font-size: 11px; padding: 0 6px; opacity: .75; }
   .dnode > .box { fill: #fff; stroke: #8c959f; stroke-width: 1.4; }
   .dnode.kind-compound > .box, .dnode.kind-parallel > .box { fill: #f6f8fa; }
   .dnode.kind-parallel > .dnode > .box { stroke-dasharray: 5 3; }

@@ -2,21 +2,32 @@ import type { MachineGraph } from "../graph/machineGraph.ts";
 import { CONVERSATION_PANEL } from "./conversationPanel.ts";
 import { DIAGRAM_SCRIPT, DIAGRAM_STYLE } from "./diagramScript.ts";
 import { VIEWER_SCRIPT } from "./pageScript.ts";
+import { TURN_EVENTS_SCRIPT } from "./turnEventsScript.ts";
+import { TURN_LINKS } from "./turnLinks.ts";
+
+/** What the page is told besides the machines: see the viewer's --gateway and --traces-url. */
+export interface PageConfig {
+  /** The AG-UI endpoint the conversation panel talks to, unless the page's `?gateway=` names another. */
+  gateway?: string;
+  /** The trace UI's page for a turn, `{session}` and `{turn}` replaced; without it the page says "tracing off". */
+  tracesUrl?: string;
+}
 
 /**
  * The viewer's one page: styles, the machines' graphs as JSON and the scripts
  * inline, plus the layout library from the viewer itself (`elk.js`): works offline.
  */
-export function viewerPage(machines: { key: string; graph: MachineGraph }[]): string {
-  // `<` escaped so no machine name can close the script element.
+export function viewerPage(machines: { key: string; graph: MachineGraph }[], config: PageConfig = {}): string {
+  // `<` escaped so no machine name (or URL) can close the script element.
   const data = JSON.stringify(machines).replace(/</g, "\\u003c");
+  const settings = JSON.stringify(config).replace(/</g, "\\u003c");
   return `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Conclave viewer</title>
-<style>${STYLE}${DIAGRAM_STYLE}</style>
+<style>${STYLE}${DIAGRAM_STYLE}${TURN_LINKS.style}</style>
 </head>
 <body>
 <header>
@@ -25,21 +36,27 @@ export function viewerPage(machines: { key: string; graph: MachineGraph }[]): st
   <span class="hint">statecharts drawn from <code>machines/</code> and from the recipes seen running; states light up as live actors enter them</span>
   <span id="processes"></span>
 </header>
+<script type="application/json" id="viewer-config">${settings}</script>
 <div class="layout">
   <main>
     <div id="recipes"></div>
     <div id="machines"></div>
   </main>
-  <section id="events">
-    <h2>Turn events <small>live from conclave.events.&gt;</small></h2>
-    <ol id="event-list"></ol>
-  </section>
+  <aside id="side-col">
+    ${TURN_LINKS.markup}
+    <section id="events">
+      <h2>Turn events <small>live from conclave.events.&gt;</small></h2>
+      <ol id="event-list"></ol>
+    </section>
+    ${CONVERSATION_PANEL}
+  </aside>
 </div>
 <script type="application/json" id="machine-data">${data}</script>
 <script src="elk.js"></script>
 <script>${DIAGRAM_SCRIPT}</script>
+<script>${TURN_EVENTS_SCRIPT}</script>
+<script>${TURN_LINKS.script}</script>
 <script>${VIEWER_SCRIPT}</script>
-${CONVERSATION_PANEL}
 </body>
 </html>
 `;
@@ -56,8 +73,26 @@ const STYLE = `
   #status.live { background: #1a7f37; color: #fff; }
   #status.down { background: #9a6700; color: #fff; }
   #processes .process { margin-right: 6px; font-size: 11px; background: #2d3446; padding: 1px 6px; border-radius: 4px; }
-  .layout { display: flex; align-items: flex-start; gap: 12px; padding: 12px; }
-  main { flex: 1; min-width: 0; }
+  /* Wide: the page is the window; the machines scroll in their column, the side column (links, events,
+     conversation) stacks its parts, none over another. Narrow: one column, the side column below. */
+  :root { --fit-height: 80vh; }
+  .layout { display: flex; flex-direction: column; gap: 12px; padding: 12px; }
+  main { min-width: 0; }
+  #side-col { display: flex; flex-direction: column; gap: 8px; min-width: 0; }
+  #events { max-height: 60vh; }
+  @media (min-width: 960px) {
+    :root { --fit-height: calc(100vh - 150px); }
+    body { height: 100vh; display: flex; flex-direction: column; }
+    header { flex: none; }
+    .layout { flex: 1; min-height: 0; flex-direction: row; align-items: stretch; }
+    main { flex: 1; overflow: auto; }
+    #side-col { width: 400px; flex: none; min-height: 0; }
+    #events { flex: 1 1 auto; min-height: 100px; max-height: none; }
+  }
+  @media (max-width: 1279px) {
+    .machine-body { flex-direction: column; align-items: stretch; }
+    .machine-body > .side { width: auto; }
+  }
   .machine { background: #fff; border: 1px solid #d0d7de; border-radius: 8px; padding: 8px 12px; margin-bottom: 12px; }
   .machine h2 { margin: 0 0 6px; font-size: 15px; }
   .machine.recipe { border-color: #8250df; }
@@ -96,8 +131,7 @@ const STYLE = `
   .actors .session { font-size: 11px; background: #eaeef2; padding: 0 4px; border-radius: 3px; }
   .actors .none { color: #8c959f; }
   .trail small { color: #8c959f; }
-  #events { width: 400px; flex: none; background: #fff; border: 1px solid #d0d7de; border-radius: 8px; padding: 8px 10px;
-    position: sticky; top: 12px; max-height: calc(100vh - 24px); overflow: auto; }
+  #events { background: #fff; border: 1px solid #d0d7de; border-radius: 8px; padding: 8px 10px; overflow: auto; }
   #events h2 { margin: 0 0 6px; font-size: 15px; }
   #events h2 small { font-weight: normal; color: #6e7781; font-size: 11px; }
   #event-list { list-style: none; margin: 0; padding: 0; }

@@ -6,8 +6,8 @@
  * (`recipe-gone` removes one), `actor` updates light up the states live actors
  * are in (a state that was just left fades out, so a fast turn still shows its
  * path; the node a suspended recipe run waits at is marked; the transition the
- * followed actor just took is lit on the diagram), `turn-event`s fill
- * the event list. Written without template literals so it
+ * followed actor just took is lit on the diagram), `turn-event`s go to
+ * the event list (turnEventsScript.ts). Written without template literals so it
  * can live in a TypeScript string. DOM is built with textContent only.
  */
 export const VIEWER_SCRIPT = String.raw`
@@ -88,6 +88,7 @@ export const VIEWER_SCRIPT = String.raw`
 
     var section = el("section", "machine" + (entry.recipe ? " recipe" : ""));
     section.dataset.machine = entry.key;
+    section.id = "machine-" + entry.key;
     section.dataset.machineId = graph.id;
     if (entry.recipe) section.dataset.recipe = entry.recipe;
     var title = el("h2", null, entry.recipe ? "recipe " + entry.recipe : entry.key);
@@ -292,65 +293,13 @@ export const VIEWER_SCRIPT = String.raw`
     if (view.actors.size === 0) view.actorList.appendChild(el("li", "none", "none right now"));
   }
 
-  // ---- turn events ---------------------------------------------------------
-
-  function summary(event) {
-    var p = event.payload || {};
-    switch (event.kind) {
-      case "TURN_STARTED": return p.user_input;
-      case "TURN_STAGE_CHANGED": return p.stage;
-      case "WAVE_STARTED": return "wave " + p.wave + ": " + (p.agents || []).join(", ");
-      case "AGENT_COMPLETED": return p.agent_id + (p.worker ? " @ " + p.worker : "");
-      case "AGENT_FAILED": return p.agent_id + ": " + p.code;
-      case "STAGE_WARNING": return p.stage + ": " + p.message;
-      case "CONSENSUS_UPDATED": return "level " + p.level;
-      case "COUNCIL_DECISION_MADE": return (p.speak ? "speak: " : "silent: ") + p.intent;
-      case "VOICE_RENDERED": return p.text;
-      case "CRITICS_UPDATED": return p.passed ? "passed" : "failed";
-      case "TURN_COMPLETED": return (p.outcome && p.outcome.status) + " in " + Math.round(p.total_time_ms || 0) + " ms";
-      case "RECIPE_STARTED": return p.recipe + (p.version ? " v" + p.version : "") + " (" + p.shape + ")";
-      case "NODE_STARTED": return p.node + " (" + p.kind + ")" + (p.attempt > 1 ? " attempt " + p.attempt : "");
-      case "NODE_COMPLETED": return p.node + (p.agent ? ": " + p.agent : "");
-      case "NODE_FAILED": return p.node + ": " + p.code + (p.retrying ? ", retrying" : "");
-      case "ROUTE_TAKEN": return p.from + " \u2192 " + p.to + (p.reason ? " (" + p.reason + ")" : "");
-      case "EVALUATION_SCORED": return p.node + ": " + p.score + (p.passed ? " passed" : " failed");
-      case "HUMAN_INPUT_REQUESTED": return p.node + ": " + p.prompt + (p.required_role ? " [" + p.required_role + "]" : "");
-      case "TURN_SUSPENDED": return "waits at " + p.node;
-      case "HUMAN_INPUT_RECEIVED": return p.node + (p.timed_out ? ": timed out" : p.user_id ? " by " + p.user_id : "");
-      default: return "";
-    }
-  }
-
-  var eventList = document.getElementById("event-list");
-  var turnGroups = new Map();
-  function onTurnEvent(event) {
-    recorded.turnEvents++;
-    var id = event.session_id + "/" + event.turn_id;
-    var group = turnGroups.get(id);
-    if (!group) {
-      group = el("li", "turn");
-      group.dataset.turn = id;
-      group.appendChild(el("div", "turn-head", "session " + event.session_id + " \u00b7 turn " + event.turn_id));
-      group.rows = group.appendChild(el("ol", "turn-events"));
-      turnGroups.set(id, group);
-      eventList.insertBefore(group, eventList.firstChild);
-      while (turnGroups.size > 15) {
-        var oldest = turnGroups.keys().next().value;
-        turnGroups.get(oldest).remove();
-        turnGroups.delete(oldest);
-      }
-    }
-    var row = el("li", "event kind-" + event.kind);
-    row.dataset.kind = event.kind;
-    row.appendChild(el("span", "seq", "#" + event.seq));
-    row.appendChild(el("b", null, " " + event.kind + " "));
-    var text = summary(event);
-    if (text !== undefined && text !== null && text !== "") row.appendChild(el("span", "summary", String(text).slice(0, 160)));
-    group.rows.appendChild(row);
-  }
-
   // ---- wiring --------------------------------------------------------------
 
+  var turns = window.conclaveTurns;
+  function onTurnEvent(event) {
+    recorded.turnEvents++;
+    turns.add(event);
+  }
   var main = document.getElementById("machines");
   var recipeList = document.getElementById("recipes");
   var processes = document.getElementById("processes");
@@ -378,8 +327,7 @@ export const VIEWER_SCRIPT = String.raw`
       main.appendChild(view.section);
       paint(view);
     });
-    eventList.textContent = "";
-    turnGroups.clear();
+    turns.reset();
     processes.textContent = "";
   }
   reset();

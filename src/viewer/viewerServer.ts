@@ -1,6 +1,9 @@
+import type { ServerResponse } from "node:http";
 import { type JetStreamManager, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
 import type { AnyStateMachine } from "xstate";
+import { SessionId } from "../contracts/ids.ts";
+import { messageOf } from "../errors.ts";
 import { readEvents } from "../eventlog/reader.ts";
 import { machineGraph } from "../graph/machineGraph.ts";
 import { collectInspection } from "../inspect/collector.ts";
@@ -26,6 +29,7 @@ import { followTurnEvents, type TurnEventLike } from "./turnEventFeed.ts";
  *   GET /events         the event stream: hello, process, recipe, recipe-gone, actor, turn-event
  *   GET /machines.json  the machines' graphs
  *   GET /recipes.json   the diagrams of the recipes seen running
+ *   GET /log.json?session=S&turn=N   a turn's whole stored event log, as the tape holds it
  */
 export interface Viewer {
   url: string;
@@ -38,11 +42,18 @@ export interface ViewerOptions {
   log: Logger;
   /** Turn events kept for a page opened mid-way. */
   keepEvents?: number;
+  /** The AG-UI endpoint the page's conversation panel talks to (default: conversationPanel's DEFAULT_AGUI_URL). */
+  gateway?: string;
+  /** The trace UI's page for a turn, `{session}` and `{turn}` replaced (see `conclave viewer --traces-url`); without it the page says "tracing off". */
+  tracesUrl?: string;
 }
 
 export async function startViewer(nc: NatsConnection, options: ViewerOptions): Promise<Viewer> {
   const graphs = Object.entries(options.machines).map(([key, machine]) => ({ key, graph: machineGraph(machine) }));
-  const page = viewerPage(graphs);
+  const page = viewerPage(graphs, {
+    ...(options.gateway ? { gateway: options.gateway } : {}),
+    ...(options.tracesUrl ? { tracesUrl: options.tracesUrl } : {}),
+  });
   const elk = readElkBundle();
   // Without it the page still shows every machine, as cards.
   if (!elk.ok) options.log.warn(`the viewer draws no diagrams: ${elk.reason}`);
@@ -50,14 +61,15 @@ export async function startViewer(nc: NatsConnection, options: ViewerOptions): P
   const warn = warnSparingly(options.log);
   const js = jetstream(nc);
   let jsm: Promise<JetStreamManager> | null = null;
-  const readDocument = async (turn: TurnRef) => {
+  const turnLog = async (turn: TurnRef) => {
     jsm ??= jetstreamManager(nc).catch((error: unknown) => {
       jsm = null;
       throw error;
     });
-    const started = (await readEvents(js, await jsm, turn.session_id, turn.turn_id)).find(
-      (event) => event.kind === "RECIPE_STARTED",
-    );
+    return readEvents(js, await jsm, turn.session_id, turn.turn_id);
+  };
+  const readDocument = async (turn: TurnRef) => {
+    const started = (await turnLog(turn)).find((event) => event.kind === "RECIPE_STARTED");
     return started?.kind === "RECIPE_STARTED" ? started.payload.document : null;
   };
   const recipes = new RecipeDiagrams({
@@ -110,7 +122,8 @@ export async function startViewer(nc: NatsConnection, options: ViewerOptions): P
   );
 
   const { server, url } = await listenLocal((request, response) => {
-    const path = new URL(request.url ?? "/", "http://127.0.0.1").pathname;
+    const requested = new URL(request.url ?? "/", "http://127.0.0.1");
+    const path = requested.pathname;
     if (request.method !== "GET") return sendText(response, 405, "text/plain", "GET only\n");
     if (path === "/") return sendText(response, 200, "text/html", page);
     if (path === "/elk.js")
@@ -120,6 +133,7 @@ export async function startViewer(nc: NatsConnection, options: ViewerOptions): P
     if (path === "/machines.json") return sendText(response, 200, "application/json", JSON.stringify(graphs));
     if (path === "/recipes.json")
       return sendText(response, 200, "application/json", JSON.stringify(recipes.diagrams()));
+    if (path === "/log.json") return sendTurnLog(response, requested.searchParams, turnLog);
     if (path === "/events")
       return hub.attach(request, response, [
         { event: "hello", data: { machines: graphs.map(({ key }) => key) } },
@@ -146,6 +160,24 @@ export async function startViewer(nc: NatsConnection, options: ViewerOptions): P
       await Promise.all([closeServer(server), following]);
     },
   };
+}
+
+/** `/log.json?session=S&turn=N`: the turn's stored events as a JSON array; a bad query is a 400, NATS trouble a 503, each one line. */
+function sendTurnLog(
+  response: ServerResponse,
+  query: URLSearchParams,
+  turnLog: (turn: TurnRef) => Promise<unknown[]>,
+): void {
+  const session = SessionId.safeParse(query.get("session") ?? "");
+  const turn = Number(query.get("turn"));
+  if (!session.success || !Number.isInteger(turn) || turn < 1) {
+    sendText(response, 400, "text/plain", "give ?session=<session id>&turn=<a number from 1>\n");
+    return;
+  }
+  turnLog({ session_id: session.data, turn_id: turn }).then(
+    (events) => sendText(response, 200, "application/json", `${JSON.stringify(events, null, 1)}\n`),
+    (error: unknown) => sendText(response, 503, "text/plain", `cannot read the event log: ${messageOf(error)}\n`),
+  );
 }
 
 /** A turn event as the page gets it: a RECIPE_STARTED without its document (the page draws the recipe from its diagram). */
