@@ -15,30 +15,44 @@ export const CONCLAVE_BIN = fileURLToPath(
     : new URL("main.js", import.meta.url),
 );
 
+/** What a `conclave` subprocess said with its `ready` message, besides its type (see {@link announceReady}). */
+export type ReadyDetail = Record<string, unknown>;
+
 /** A `conclave` subprocess that reports `{ type: "ready" }` over IPC once it serves. */
 export interface ConclaveProcess {
   name: string;
   child: ChildProcess;
   ready: Promise<void>;
+  /** What its ready message carried besides the type, once it serves (a child started by {@link superviseConclave}). */
+  announced?: Promise<ReadyDetail>;
   /** SIGTERM, then SIGKILL after `graceMs`; resolves when it has exited. */
   stop(graceMs?: number): Promise<void>;
 }
 
-/** Sent by a long-lived command to its parent once it is serving. */
-export function announceReady(): void {
-  process.send?.({ type: "ready" });
+/**
+ * Sent by a long-lived command to its parent once it is serving; `detail` rides along (a worker
+ * names the agents it hosts, which `conclave dev` reports on a reload).
+ */
+export function announceReady(detail: Record<string, unknown> = {}): void {
+  process.send?.({ ...detail, type: "ready" });
 }
 
+/**
+ * Starts `conclave <args>` as a child with an IPC channel. Its output goes to this process's,
+ * except stderr with `stderr: "pipe"`: the caller reads `child.stderr` (conclave dev keeps a
+ * reloading worker's failure to its one line).
+ */
 export function spawnConclave(
   name: string,
   args: string[],
   env: NodeJS.ProcessEnv = process.env,
   readyTimeoutMs = 20_000,
+  { stderr = "inherit" }: { stderr?: "inherit" | "pipe" } = {},
 ): ConclaveProcess {
   // Its own process group: a terminal's Ctrl-C reaches only the parent, which stops
   // the children in order (runner first); the parent's exit still takes them down.
   const child = spawn(process.execPath, [CONCLAVE_BIN, ...args], {
-    stdio: ["ignore", "inherit", "inherit", "ipc"],
+    stdio: ["ignore", "inherit", stderr, "ipc"],
     env,
     detached: true,
   });
@@ -55,12 +69,14 @@ export function superviseConclave(name: string, child: ChildProcess, readyTimeou
   process.once("exit", killOnExit);
   child.once("exit", () => process.removeListener("exit", killOnExit));
   const exited = new Promise<void>((done) => child.once("exit", () => done()));
-  const ready = withDeadline(
+  const announced = withDeadline(
     readyTimeoutMs,
     () =>
-      new Promise<void>((resolve, reject) => {
+      new Promise<ReadyDetail>((resolve, reject) => {
         child.on("message", (message: { type?: string }) => {
-          if (message?.type === "ready") resolve();
+          if (message?.type !== "ready") return;
+          const { type: _type, ...detail } = message;
+          resolve(detail);
         });
         child.once("exit", (code, signal) =>
           reject(new UnavailableError(`${name} exited before it was ready (${signal ?? `code ${code}`})`)),
@@ -68,11 +84,14 @@ export function superviseConclave(name: string, child: ChildProcess, readyTimeou
       }),
     () => new UnavailableError(`${name} did not become ready within ${readyTimeoutMs} ms`),
   );
+  announced.catch(() => {});
+  const ready = announced.then(() => {});
   ready.catch(() => {});
   return {
     name,
     child,
     ready,
+    announced,
     stop: async (graceMs = 10_000) => {
       if (child.exitCode !== null || child.signalCode !== null) return;
       child.kill("SIGTERM");

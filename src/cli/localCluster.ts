@@ -5,6 +5,7 @@ import { ConclaveError } from "../errors.ts";
 import { describeLlm, llmConfigFromEnv } from "../llm/config.ts";
 import { type RunningNatsCluster, startNatsCluster } from "../nats/cluster.ts";
 import { type RunningNatsServer, startNatsServer } from "../nats/server.ts";
+import { type ConclaveProcess, spawnConclave } from "./childProcess.ts";
 import { UnavailableError } from "./failures.ts";
 import { type SupervisedProcess, supervise } from "./supervisor.ts";
 
@@ -70,6 +71,10 @@ export interface LocalClusterOptions {
    * CONCLAVE_GATEWAY_PRINCIPALS, the CONCLAVE_GATEWAY_* bounds).
    */
   serve?: { port?: number };
+  /** How long each process may take to serve once started (default: spawnConclave's, 20 s). */
+  readyTimeoutMs?: number;
+  /** Also start the viewer (`conclave viewer`, supervised like the others) on 127.0.0.1, on this port (default 7420). */
+  viewer?: { port?: number };
 }
 
 export interface LocalCluster {
@@ -81,8 +86,20 @@ export interface LocalCluster {
   processes: SupervisedProcess[];
   /** The environment the children run with: what a process joining them (conclave demo's client, up --exec) takes. */
   env: NodeJS.ProcessEnv;
+  /**
+   * Puts `next` in the place of the process of the same name (conclave dev's reloaded agents
+   * worker), then stops the one it replaces; `stop` stops `next` from then on.
+   */
+  replace(next: SupervisedProcess): Promise<void>;
   stop(): Promise<void>;
 }
+
+/** The name of the worker hosting `--agents` and `--tools` (its log lines: `worker[your agents] ready (pid N)`). */
+export const AGENTS_WORKER = "worker[your agents]";
+
+/** `conclave worker`'s arguments for the worker hosting `--agents` and `--tools`, or none without either. */
+export const agentsWorkerArgs = ({ agents, tools }: { agents?: string; tools?: string }): string[] =>
+  agents || tools ? ["worker", ...(agents ? ["--agents", agents] : []), ...(tools ? ["--tools", tools] : [])] : [];
 
 /**
  * Whether a server answers at `url`, connecting as the children will (their
@@ -149,49 +166,72 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
       env.CONCLAVE_NATS_MONITOR = natsCluster.monitorUrl;
       options.log(`monitoring endpoints: ${natsCluster.monitorUrl} (conclave status reads the meta leader there)`);
     } else {
-      server = await startNatsServer({ port, storeDir: join(resolve(options.dataDir), "nats") });
+      server = await startNatsServer({ port, storeDir: join(resolve(options.dataDir), "nats"), detached: true });
       options.log(`started nats-server on ${server.url} (JetStream store ${server.storeDir})`);
     }
     // The server started here runs the repo's nats.conf: the nats CLI's creds (NATS_CREDS), meant for another server, would be refused.
     delete env.NATS_CREDS;
   }
-  const extra = [
-    ...(options.agents ? ["--agents", options.agents] : []),
-    ...(options.tools ? ["--tools", options.tools] : []),
-  ];
-  const layout =
-    extra.length > 0
-      ? [{ name: "worker[your agents]", args: ["worker", ...extra] }, ...layoutFor(env)]
-      : layoutFor(env);
+  const supervision = {
+    log: options.log,
+    ...(options.readyTimeoutMs !== undefined ? { spawn: readyWithin(options.readyTimeoutMs) } : {}),
+  };
+  const extra = agentsWorkerArgs(options);
+  const layout = extra.length > 0 ? [{ name: AGENTS_WORKER, args: extra }, ...layoutFor(env)] : layoutFor(env);
   const processes = layout.map(({ name, args }) =>
-    supervise(name, options.inspect ? [...args, "--inspect"] : args, env, { log: options.log }),
+    supervise(name, options.inspect ? [...args, "--inspect"] : args, env, supervision),
   );
-  if (options.serve) processes.push(supervise(SERVE, serveArgs(options.serve), env, { log: options.log }));
+  if (options.serve) processes.push(supervise(SERVE, serveArgs(options.serve), env, supervision));
   const stopAll = async () => {
-    // The gateway first (no new turns come in), then the runner, so no turn is left without its workers.
-    const last = (name: string) => name !== SERVE && name !== "runner";
-    for (const first of [SERVE, "runner"])
-      await Promise.all(processes.filter((p) => p.name === first).map((p) => p.stop()));
-    await Promise.all(processes.filter((p) => last(p.name)).map((p) => p.stop()));
+    // The gateway and viewer first (no new turns come in), then the runner, so no turn is left without its workers.
+    const order = [SERVE, VIEWER, "runner"];
+    for (const first of order) await Promise.all(processes.filter((p) => p.name === first).map((p) => p.stop()));
+    await Promise.all(processes.filter((p) => !order.includes(p.name)).map((p) => p.stop()));
     await server?.stop();
     await natsCluster?.stop();
   };
+  const replace = async (next: SupervisedProcess) => {
+    const index = processes.findIndex((p) => p.name === next.name);
+    const previous = index >= 0 ? processes.splice(index, 1, next)[0] : undefined;
+    if (index < 0) processes.push(next);
+    await previous?.stop();
+  };
   try {
     await Promise.all(processes.map((p) => p.current.ready));
+    // The viewer once the runner has made the streams it reads.
+    if (options.viewer) {
+      processes.push(supervise(VIEWER, viewerArgs(options.viewer), env, supervision));
+      await processes.at(-1)!.current.ready;
+    }
   } catch (error) {
     await stopAll();
     throw error;
   }
   for (const p of processes) options.log(`${p.name} ready (pid ${p.current.child.pid})`);
-  return { url: env.CONCLAVE_NATS_URL ?? options.url, server, natsCluster, processes, env, stop: stopAll };
+  return { url: env.CONCLAVE_NATS_URL ?? options.url, server, natsCluster, processes, env, replace, stop: stopAll };
 }
+
+/** Starts a `conclave` process given `readyTimeoutMs` to serve: a supervisor's `spawn`. */
+export const readyWithin =
+  (readyTimeoutMs: number) =>
+  (name: string, args: string[], env: NodeJS.ProcessEnv): ConclaveProcess =>
+    spawnConclave(name, args, env, readyTimeoutMs);
 
 /** The gateway's name among `conclave up`'s processes (its log lines: `serve ready (pid N)`, `serve restarted`). */
 const SERVE = "serve";
 
+/** The viewer's name among `conclave dev`'s processes. */
+const VIEWER = "viewer";
+
 /** `conclave serve`'s arguments under `conclave up --serve`. */
 const serveArgs = ({ port }: { port?: number }): string[] => [
   "serve",
+  ...(port !== undefined ? ["--port", String(port)] : []),
+];
+
+/** `conclave viewer`'s arguments under `conclave dev`. */
+const viewerArgs = ({ port }: { port?: number }): string[] => [
+  "viewer",
   ...(port !== undefined ? ["--port", String(port)] : []),
 ];
 

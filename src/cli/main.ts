@@ -19,6 +19,10 @@ const COMMANDS: Record<string, { summary: string; json?: true; load: () => Promi
     summary: "start nats-server, a runner and the workers, until interrupted",
     load: () => import("./commands/up.ts"),
   },
+  dev: {
+    summary: "up, the gateway and the viewer in one command; your agents reload as you edit them",
+    load: () => import("./commands/dev.ts"),
+  },
   demo: {
     summary: "run a scripted conversation through the whole pipeline (npm start)",
     load: () => import("./commands/demo.ts"),

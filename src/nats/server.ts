@@ -56,6 +56,11 @@ export interface NatsServerOptions {
   storeDir?: string;
   /** How long to wait for the server to come up. Default 10 s. */
   readyTimeoutMs?: number;
+  /**
+   * Its own process group, killed when this process exits: a terminal's Ctrl-C then reaches only
+   * this process, which stops the server last, after the processes using it. Default: false.
+   */
+  detached?: boolean;
 }
 
 export interface RunningNatsServer {
@@ -84,8 +89,14 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
     {
       stdio: ["ignore", "ignore", "pipe"],
       env: options.env ?? process.env,
+      detached: options.detached ?? false,
     },
   );
+  if (options.detached) {
+    const killOnExit = () => child.kill("SIGKILL");
+    process.once("exit", killOnExit);
+    child.once("exit", () => process.removeListener("exit", killOnExit));
+  }
   let output = "";
   const readyTimeoutMs = options.readyTimeoutMs ?? 10_000;
   await withDeadline(

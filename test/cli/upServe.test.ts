@@ -13,7 +13,7 @@ import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
 import { CONCLAVE_BIN } from "../../src/cli/childProcess.ts";
 import { freePort } from "../../src/nats/server.ts";
-import { WaitTimeoutError } from "../helpers/wait.ts";
+import { outputOf } from "../helpers/streamOutput.ts";
 
 const dataDir = mkdtempSync(join(tmpdir(), "conclave-up-serve-"));
 let up: ChildProcessByStdio<null, Readable, Readable> | undefined;
@@ -28,39 +28,6 @@ afterAll(async () => {
   }
   rmSync(dataDir, { recursive: true, force: true });
 });
-
-/** `up`'s output so far, and a wait for the first line (from the start) matching a pattern. */
-function outputOf(stream: Readable) {
-  let text = "";
-  const waiting = new Set<() => void>();
-  stream.on("data", (chunk: Buffer) => {
-    text += chunk.toString();
-    for (const check of waiting) check();
-  });
-  return {
-    get text() {
-      return text;
-    },
-    /** Resolves with the first match of `pattern` in the output (a pattern already matched resolves at once). */
-    waitFor(pattern: RegExp, timeoutMs: number): Promise<RegExpExecArray> {
-      return new Promise((resolve, reject) => {
-        const check = () => {
-          const match = pattern.exec(text);
-          if (!match) return;
-          waiting.delete(check);
-          clearTimeout(timer);
-          resolve(match);
-        };
-        const timer = setTimeout(() => {
-          waiting.delete(check);
-          reject(new WaitTimeoutError(`${pattern} in conclave up's output`, timeoutMs, text.slice(-600)));
-        }, timeoutMs);
-        waiting.add(check);
-        check();
-      });
-    },
-  };
-}
 
 const healthz = (port: number) =>
   fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(5_000) }).then((response) => response.status);

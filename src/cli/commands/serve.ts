@@ -113,7 +113,8 @@ export default defineCommand({
     const agui = await checkFeature(optionalFeature("agui"));
     console.log(`Conclave gateway: ${agui.available ? `AG-UI on ${http.aguiUrl}` : fallbackLine(agui)}`);
     log.info(`tools: ${tools.map((tool) => tool.name).join(", ")}`);
-    announceReady();
+    // What conclave dev prints: the endpoints this gateway serves (null: off for want of a package).
+    announceReady({ mcpUrl: http.mcpUrl, a2aCardUrl: http.a2aCardUrl, aguiUrl: agui.available ? http.aguiUrl : null });
     await untilInterrupted();
     await http.close();
     await clients.close();

@@ -58,7 +58,7 @@ async function run({ values, connectionOptions }: CommandInput<typeof FLAGS>): P
     // A PortInUseError is a usage error (exit status 2) of its own.
     const viewer = await startViewer(nc, { machines: MACHINES, port, log, gateway, tracesUrl });
     console.log(`Conclave viewer: open ${viewer.url}`);
-    announceReady();
+    announceReady({ url: viewer.url });
     await untilInterrupted();
     await viewer.close();
     await nc.drain();

@@ -106,7 +106,7 @@ export default defineCommand({
     log.info(
       `serving ${[...worker.agents, ...worker.tools.map((name) => `tool ${name}`), ...services].join(", ")} (thinking: ${backend.name})${inspection ? `; inspection on ${inspection.subject}` : ""}`,
     );
-    announceReady();
+    announceReady({ agents: worker.agents, tools: worker.tools });
     await untilInterrupted();
     await worker.stop();
     return 0;
