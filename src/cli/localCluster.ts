@@ -73,8 +73,11 @@ export interface LocalClusterOptions {
   serve?: { port?: number };
   /** How long each process may take to serve once started (default: spawnConclave's, 20 s). */
   readyTimeoutMs?: number;
-  /** Also start the viewer (`conclave viewer`, supervised like the others) on 127.0.0.1, on this port (default 7420). */
-  viewer?: { port?: number };
+  /**
+   * Also start the viewer (`conclave viewer`, supervised like the others) on 127.0.0.1, on this port
+   * (default 7420), its conversation panel talking to this AG-UI endpoint (`--gateway`).
+   */
+  viewer?: { port?: number; gateway?: string };
 }
 
 export interface LocalCluster {
@@ -230,9 +233,10 @@ const serveArgs = ({ port }: { port?: number }): string[] => [
 ];
 
 /** `conclave viewer`'s arguments under `conclave dev`. */
-const viewerArgs = ({ port }: { port?: number }): string[] => [
+const viewerArgs = ({ port, gateway }: { port?: number; gateway?: string }): string[] => [
   "viewer",
   ...(port !== undefined ? ["--port", String(port)] : []),
+  ...(gateway !== undefined ? ["--gateway", gateway] : []),
 ];
 
 /** Most nodes `conclave up --cluster` starts: JetStream keeps at most five replicas. */

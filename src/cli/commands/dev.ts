@@ -72,7 +72,8 @@ export default defineCommand({
       ...(agents ? { agents } : {}),
       ...(tools ? { tools } : {}),
       serve: { port: servePort },
-      viewer: { port: viewerPort },
+      // The page's conversation panel talks to this gateway even without the chat URL's ?gateway=.
+      viewer: { port: viewerPort, gateway: `http://127.0.0.1:${servePort}/ag-ui` },
     });
     const modules = [agents, tools]
       .flatMap((list) => (list ?? "").split(",").map((item) => item.trim()))
