@@ -18,7 +18,7 @@ const FLOORS = [
     label: "domains",
     paths: [
       "^(machines|agents)/",
-      "^src/(agents|a2a|blackboard|context|cost|ledgers|llm|memory|skills|recipes|tools|verify|schedules)/",
+      "^src/(agents|a2a|blackboard|context|cost|ledgers|llm|memory|skills|recipes|tools|verify|schedules|knowledge)/",
     ],
   },
   { label: "runtime", paths: ["^src/runtime/"] },

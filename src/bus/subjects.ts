@@ -7,6 +7,9 @@ import { turnKey } from "../contracts/turnKey.ts";
 
 export const SUBJECT_ROOT = "conclave";
 
+/** What the knowledge service does: `conclave.knowledge.<verb>`. */
+export type KnowledgeVerb = "add" | "list" | "search" | "remove";
+
 export const subjects = {
   /** Public: a client publishes or requests a user turn here. */
   turnSubmit: (sessionId: string) => `${SUBJECT_ROOT}.turn.submit.${sessionId}`,
@@ -101,6 +104,19 @@ export const subjects = {
    */
   ledgerEvents: (sessionId: string, streams: number) =>
     `${SUBJECT_ROOT}.events.${partitionOf(sessionId, streams)}.${sessionId}.ledger.entries`,
+  /**
+   * Public: knowledge collections (docs/knowledge.md): `add`, `list`, `search`, `remove` of a
+   * collection's documents (KnowledgeAddRequest, …), relayed by a runner to the knowledge workers.
+   */
+  knowledge: (verb: KnowledgeVerb) => `${SUBJECT_ROOT}.knowledge.${verb}`,
+  knowledgeAll: `${SUBJECT_ROOT}.knowledge.*`,
+  /**
+   * Internal: a knowledge request as a runner relays it, with the tenant who asked
+   * (KnowledgeQuery), served by the knowledge workers (queue group). Only runners may publish it.
+   */
+  knowledgeQuery: (verb: KnowledgeVerb) => `${SUBJECT_ROOT}.knowledge.query.${verb}`,
+  /** A tenant's knowledge requests, as its account's imports map them: `conclave.tenant.<tenant>.knowledge.<verb>`. */
+  tenantKnowledgeAll: `${SUBJECT_ROOT}.tenant.*.knowledge.*`,
   /** A runner asks the memory service (workers) for a search. */
   memoryQuery: `${SUBJECT_ROOT}.memory.query`,
   /**
@@ -210,4 +226,9 @@ export const buckets = {
    * `<session>.council.<turn>`; kept 60 s (the bucket's max_age: nats-server 2.9 has no per-key TTL).
    */
   stepReplies: "conclave_step_replies",
+  /**
+   * Knowledge collections (src/knowledge): `doc.<owner>.<collection>.<doc id>` and
+   * `chunk.<owner>.<collection>.<doc id>.<n>` (text and vector), the owner a tenant's name or `-`.
+   */
+  knowledge: "conclave_knowledge",
 } as const;

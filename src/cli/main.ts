@@ -29,7 +29,7 @@ const COMMANDS: Record<string, { summary: string; json?: true; load: () => Promi
   },
   runner: { summary: "host session and turn actors", load: () => import("./commands/runner.ts") },
   worker: {
-    summary: "host agents and/or the scheduler, council, critics and memory",
+    summary: "host agents and/or the scheduler, council, critics, memory and knowledge",
     load: () => import("./commands/worker.ts"),
   },
   agents: { json: true, summary: "list the agents live workers host", load: () => import("./commands/agents.ts") },
@@ -79,6 +79,11 @@ const COMMANDS: Record<string, { summary: string; json?: true; load: () => Promi
     json: true,
     summary: "the SimulationTrace of a recipe run, step by step",
     load: () => import("./commands/trace.ts"),
+  },
+  knowledge: {
+    json: true,
+    summary: "knowledge collections: add documents, list, search by meaning (with citations), remove",
+    load: () => import("./commands/knowledge.ts"),
   },
   memory: {
     json: true,

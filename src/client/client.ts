@@ -32,6 +32,7 @@ import { VERIFY_LEVELS, type VerifyLevel, type VerifyReport, verifySession } fro
 import { type ApprovalOptions, answerApproval, listApprovals, type PendingApproval } from "./approvals.ts";
 import { type EraseOptions, eraseSession } from "./erase.ts";
 import { type ForkOptions, forkSession } from "./fork.ts";
+import { type KnowledgeClient, knowledgeClient } from "./knowledge.ts";
 import { type ResumeOptions, type RunOptions, resumeRun, runRecipe } from "./recipeRun.ts";
 import { type SchedulesClient, schedulesClient } from "./schedules.ts";
 import { type EventsOptions, readSessionEvents, type SessionEvent } from "./sessionEvents.ts";
@@ -143,6 +144,8 @@ export interface ConclaveClient extends TapeClient {
   readonly ledgers: LedgersClient;
   /** Schedules: turns or recipe runs fired at a time, at an interval or on a cron expression (docs/schedules.md). */
   readonly schedules: SchedulesClient;
+  /** Knowledge collections: documents chunked, embedded and searched by meaning, with citations (docs/knowledge.md). */
+  readonly knowledge: KnowledgeClient;
   /** A session's skills, from its log: the active ones, their recorded outputs, what a skill consumes (docs/skills.md). */
   readonly skills: SkillsClient;
   /** Tool calls waiting for a person's approval (of one session, or all), oldest first. */
@@ -276,6 +279,7 @@ export async function connect(options: ConnectOptions = {}): Promise<ConclaveCli
     },
     ...ledgerClients(nc, timeoutMs),
     schedules: schedulesClient(nc, timeoutMs),
+    knowledge: knowledgeClient(nc, timeoutMs),
     skills: skillsClient(async (sessionId) => {
       const events: EngineEvent[] = [];
       for await (const { event } of readSessionEvents(nc, sessionId)) events.push(event);

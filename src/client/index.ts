@@ -103,6 +103,16 @@ export {
 export type { ScoreResult } from "./eval/scorers.ts";
 export type { EvalTarget } from "./eval/target.ts";
 export type { ForkOptions } from "./fork.ts";
+export type {
+  AddedDocument,
+  AddProgress,
+  DocumentSource,
+  KnowledgeAddOptions,
+  KnowledgeClient,
+  KnowledgeDocument,
+  KnowledgeHit,
+  KnowledgeSearchOptions,
+} from "./knowledge.ts";
 export type { ResumeOptions, RunOptions } from "./recipeRun.ts";
 export type { ScheduleChanges, ScheduleSpec, SchedulesClient, ScheduleView } from "./schedules.ts";
 export type { EventsOptions, SessionEvent } from "./sessionEvents.ts";

@@ -18,7 +18,8 @@ const quoted = (value: string) => JSON.stringify(value);
  * submissions arrive as `conclave.tenant.<name>.turn.submit.<session>`, its
  * reads as `conclave.tenant.<name>.turn.watch.<session>`, its memory searches
  * and ledger requests as `conclave.tenant.<name>.memory.search.<session>` and
- * `conclave.tenant.<name>.ledger.<session>` — so a tenant can
+ * `conclave.tenant.<name>.ledger.<session>`, its knowledge requests as
+ * `conclave.tenant.<name>.knowledge.<verb>` — so a tenant can
  * reach its own sessions and nothing else: no JetStream, no other tenant's
  * subjects, and inboxes no other account can subscribe to.
  */
@@ -43,6 +44,7 @@ export function tenantAccountsConf(tenants: readonly TenantAccount[]): string {
         imported("service", `conclave.tenant.${name}.memory.search.*`, "conclave.memory.search.*"),
         imported("service", `conclave.tenant.${name}.ledger.*`, "conclave.ledger.*"),
         imported("service", `conclave.tenant.${name}.session.erase.*`, "conclave.session.erase.*"),
+        imported("service", `conclave.tenant.${name}.knowledge.*`, "conclave.knowledge.*"),
         imported("stream", `conclave.tenant.${name}.errors.*`, "conclave.errors.*"),
         "    ]",
         "  }",

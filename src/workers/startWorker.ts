@@ -15,6 +15,8 @@ import { CRITIC_NAMES } from "../cognition/critics.ts";
 import { setting } from "../config/load.ts";
 import { messageOf, singleLine } from "../errors.ts";
 import { ensureDeadLetterStream, ensureMemoryStream } from "../eventlog/streams.ts";
+import { knowledgeEmbedders } from "../knowledge/embedder.ts";
+import { KnowledgeService } from "../knowledge/service.ts";
 import { loadBackendPackages } from "../llm/backendFromEnv.ts";
 import { createEmbedder, embeddingConfigFromEnv } from "../llm/embeddings.ts";
 import { createChatModel, llmConfigFromEnv } from "../llm/index.ts";
@@ -35,6 +37,7 @@ import { packageVersion } from "../version.ts";
 import { serveAgent, workerIdentity } from "./agentEndpoints.ts";
 import { type AgentModelBinding, AgentModels } from "./agentModels.ts";
 import { serveCouncil, serveCritics, serveScheduler, serveVoice } from "./coreEndpoints.ts";
+import { serveKnowledge } from "./knowledgeEndpoints.ts";
 import { followMemoryErasures, serveMemory } from "./memoryEndpoints.ts";
 import { IgnoredMessages, requestsOnly } from "./requestGuard.ts";
 import { serveTool } from "./toolEndpoints.ts";
@@ -300,6 +303,16 @@ async function serveWorker(
         serveVoice(group, backend, serve);
       }
       if (name === "critics") serveCritics(group, backend, CRITIC_NAMES, serve);
+      if (name === "knowledge") {
+        const embedders = knowledgeEmbedders(process.env, options.llm === false ? null : options.llm);
+        const knowledge = await KnowledgeService.open(nc, {
+          embedder: embedders.indexing,
+          queryEmbedder: embedders.query,
+          warn: (line) => log.warn(line),
+        });
+        closers.push(async () => knowledge.close());
+        serveKnowledge(group, knowledge, serve);
+      }
       if (name === "memory") {
         const jsm = await jetstreamManager(nc);
         await ensureMemoryStream(jsm);

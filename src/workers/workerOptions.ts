@@ -13,8 +13,11 @@ import type { Logger } from "../telemetry/log.ts";
 import type { ToolDefinition } from "../tools/defineTool.ts";
 
 /** The core actors a worker can host beside agents (`services` of `startWorker`). */
-export const CORE_SERVICES = ["scheduler", "council", "critics", "memory"] as const;
-/** One of CORE_SERVICES: `scheduler`, `council` (with the voice), `critics`, `memory`. */
+export const CORE_SERVICES = ["scheduler", "council", "critics", "memory", "knowledge"] as const;
+/**
+ * One of CORE_SERVICES: `scheduler`, `council` (with the voice), `critics`, `memory`, `knowledge`
+ * (knowledge collections: add, list, search, remove; docs/knowledge.md).
+ */
 export type CoreService = (typeof CORE_SERVICES)[number];
 
 /** What `startWorker` takes. */
@@ -33,7 +36,7 @@ export interface WorkerOptions {
    * optional package `@modelcontextprotocol/sdk`. Default: none.
    */
   mcpServers?: Record<string, unknown>;
-  /** Core actors to host beside them: the scheduler, council (+ voice), critics, memory. Default: none. */
+  /** Core actors to host beside them: the scheduler, council (+ voice), critics, memory, knowledge. Default: none. */
   services?: readonly CoreService[];
   /**
    * With the memory service: adapters of the procedural patches a turn teaches (made with

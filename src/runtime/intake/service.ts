@@ -7,6 +7,7 @@ import { serveCancel } from "./cancel.ts";
 import { type EraseDeps, serveErase } from "./erase.ts";
 import { serveFork } from "./fork.ts";
 import { acceptSubmission, type IngressDeps } from "./ingress.ts";
+import { relayKnowledge } from "./knowledgeRelay.ts";
 import { type LedgerDeps, serveAgentLedger, serveLedger } from "./ledgerRequests.ts";
 import { serveMemorySearch } from "./memorySearch.ts";
 import { serveResume } from "./resume.ts";
@@ -56,6 +57,9 @@ export async function serveIntake(
   endpoint("tenant_watch", subjects.tenantWatchAll, (msg) => serveWatch(deps, msg));
   endpoint("tenant_memory_search", subjects.tenantMemorySearchAll, (msg) => serveMemorySearch(deps, msg));
   endpoint("tenant_ledger", subjects.tenantLedgerAll, (msg) => serveLedger(deps, msg));
+  // Knowledge collections (docs/knowledge.md): relayed to the knowledge workers with the tenant who asked.
+  endpoint("knowledge", subjects.knowledgeAll, (msg) => relayKnowledge(deps, msg));
+  endpoint("tenant_knowledge", subjects.tenantKnowledgeAll, (msg) => relayKnowledge(deps, msg));
   // A session's erase (docs/operations.md, "Data lifecycle"): any runner, with its purge rights.
   const erase: EraseDeps = { ...deps, runner: "runner", ...deps.erase };
   endpoint("erase", subjects.sessionEraseAll, (msg) => serveErase(erase, msg));
