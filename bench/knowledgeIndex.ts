@@ -1,0 +1,145 @@
+/**
+ * The knowledge index, measured (docs/knowledge.md, "The index"): the two candidates at 10,000
+ * chunks (the knowledge workers' exact in-memory index; PostgreSQL 15, which has no pgvector on
+ * these machines, scoring float4[] columns in SQL), then the chosen one end to end: indexing
+ * throughput with the offline embedder through a runner and a knowledge worker over a real
+ * nats-server, and search p95 at 10,000 chunks through the same path.
+ *
+ *   npx tsx bench/knowledgeIndex.ts [--chunks N]
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import pg from "pg";
+import { busOptions, connectBus } from "../src/bus/connection.ts";
+import { connect } from "../src/client/client.ts";
+import { VectorIndex } from "../src/knowledge/vectorIndex.ts";
+import { offlineEmbedder } from "../src/llm/embeddings.ts";
+import { freePort, startNatsServer } from "../src/nats/server.ts";
+import { Runner } from "../src/runtime/runner/runner.ts";
+import { startWorker } from "../src/workers/startWorker.ts";
+import { startPostgresServer } from "../test/helpers/postgresServer.ts";
+
+const { values } = parseArgs({ options: { chunks: { type: "string" } } });
+const CHUNKS = Number(values.chunks ?? 10_000);
+const QUERIES = 200;
+
+/** A deterministic paragraph per chunk: words drawn from a fixed vocabulary, seeded by its number. */
+const VOCABULARY =
+  "runner worker nats stream turn session agent memory council critic voice recipe node ledger truth task schedule cron backup snapshot upgrade tenant account import export erase retention replay fork tape budget token model embedding chunk vector index search collection document citation offset heading lighthouse kestrel badger aardvark zebra harbour glacier volcano orchard meadow".split(
+    " ",
+  );
+function paragraph(seed: number, words = 90): string {
+  let state = seed * 2654435761;
+  const out: string[] = [];
+  for (let i = 0; i < words; i++) {
+    state = (Math.imul(state, 1103515245) + 12345) >>> 0;
+    out.push(VOCABULARY[state % VOCABULARY.length] as string);
+  }
+  return `${out.join(" ")}.`;
+}
+
+const p95 = (samples: number[]) => {
+  const sorted = [...samples].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil(sorted.length * 0.95) - 1)] as number;
+};
+const ms = (value: number) => `${value.toFixed(2)} ms`;
+
+async function inMemory(dims: number): Promise<number> {
+  const embedder = offlineEmbedder(dims);
+  const index = new VectorIndex();
+  const vectors = await embedder.embed(Array.from({ length: CHUNKS }, (_, i) => paragraph(i)));
+  vectors.forEach((vector, i) => index.set("bench", `c${i}`, vector));
+  const queries = await embedder.embed(Array.from({ length: QUERIES }, (_, i) => paragraph(CHUNKS + i, 8)));
+  const samples = queries.map((query) => {
+    const start = performance.now();
+    index.search("bench", query, 5);
+    return performance.now() - start;
+  });
+  return p95(samples);
+}
+
+async function postgres(dims: number): Promise<{ p95: number; insertPerS: number }> {
+  const server = await startPostgresServer({ prefix: "conclave-bench-knowledge-" });
+  const client = new pg.Client({ connectionString: server.url });
+  try {
+    await client.connect();
+    await client.query("CREATE TABLE chunks (id int PRIMARY KEY, collection text, embedding float4[])");
+    const embedder = offlineEmbedder(dims);
+    const vectors = await embedder.embed(Array.from({ length: CHUNKS }, (_, i) => paragraph(i)));
+    const began = performance.now();
+    for (let start = 0; start < CHUNKS; start += 500) {
+      const rows = vectors.slice(start, start + 500);
+      const params: unknown[] = [];
+      const tuples = rows.map((vector, i) => {
+        params.push(start + i, vector);
+        return `($${params.length - 1}, 'bench', $${params.length}::float4[])`;
+      });
+      await client.query(`INSERT INTO chunks VALUES ${tuples.join(",")}`, params);
+    }
+    const insertPerS = CHUNKS / ((performance.now() - began) / 1000);
+    const queries = await embedder.embed(Array.from({ length: QUERIES }, (_, i) => paragraph(CHUNKS + i, 8)));
+    const samples: number[] = [];
+    for (const query of queries.slice(0, 50)) {
+      const start = performance.now();
+      await client.query(
+        `SELECT id, (SELECT sum(a * b) FROM unnest(embedding, $1::float4[]) AS t(a, b)) AS score
+           FROM chunks WHERE collection = 'bench' ORDER BY score DESC LIMIT 5`,
+        [query],
+      );
+      samples.push(performance.now() - start);
+    }
+    return { p95: p95(samples), insertPerS };
+  } finally {
+    await client.end().catch(() => {});
+    await server.destroy();
+  }
+}
+
+async function endToEnd(): Promise<{ indexPerS: number; searchP95: number }> {
+  const dir = mkdtempSync(join(tmpdir(), "conclave-bench-knowledge-"));
+  const server = await startNatsServer({ port: await freePort(), storeDir: dir });
+  const as = (role: "worker" | "runner" | "client") =>
+    connectBus(busOptions(role, { servers: server.url, persistent: false }));
+  const worker = await startWorker({ nc: await as("worker"), agents: [], services: ["knowledge"], llm: false });
+  const runner = await Runner.start(await as("runner"));
+  const nc = await as("client");
+  try {
+    const client = await connect({ nc });
+    // Documents of 100 chunks each (paragraphs of ~600 characters: one chunk apiece).
+    const documents = Array.from({ length: CHUNKS / 100 }, (_, d) => ({
+      document: `doc-${d}.txt`,
+      text: Array.from({ length: 100 }, (_, p) => paragraph(d * 100 + p)).join("\n\n"),
+    }));
+    const began = performance.now();
+    const added = await client.knowledge.add("bench", documents);
+    const seconds = (performance.now() - began) / 1000;
+    const stored = added.reduce((sum, document) => sum + document.chunks, 0);
+    const samples: number[] = [];
+    for (let i = 0; i < QUERIES; i++) {
+      const start = performance.now();
+      await client.knowledge.search("bench", paragraph(CHUNKS + i, 8));
+      samples.push(performance.now() - start);
+    }
+    return { indexPerS: stored / seconds, searchP95: p95(samples) };
+  } finally {
+    await runner.stop();
+    await worker.stop();
+    await nc.close();
+    await server.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+for (const dims of [256, 1536]) {
+  console.log(`in-memory exact index, ${CHUNKS} chunks x ${dims} dims: search p95 ${ms(await inMemory(dims))}`);
+  const sql = await postgres(dims);
+  console.log(
+    `PostgreSQL 15 (no pgvector; float4[] scored in SQL), ${CHUNKS} chunks x ${dims} dims: search p95 ${ms(sql.p95)}, insert ${sql.insertPerS.toFixed(0)} rows/s`,
+  );
+}
+const e2e = await endToEnd();
+console.log(
+  `end to end (client -> runner -> knowledge worker, offline embedder, ${CHUNKS} chunks): indexing ${e2e.indexPerS.toFixed(0)} chunks/s, search p95 ${ms(e2e.searchP95)}`,
+);
