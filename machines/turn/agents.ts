@@ -1,6 +1,7 @@
 import { assign } from "xstate";
 import { applyAgentOutput } from "../../src/cognition/workspace.ts";
 import { observeUsage } from "../../src/context/arena.ts";
+import { SKILLS_ROUTING_ACTOR } from "../../src/contracts/usage.ts";
 import { agentContext, mergeUsage, zeroSensors } from "./context.ts";
 import { turnSetup } from "./setup.ts";
 import { failed, overran } from "./warnings.ts";
@@ -84,10 +85,11 @@ export const agents = turnSetup.createStateConfig({
             assign(({ context, event }) => ({
               workspace: applyAgentOutput(context.workspace, event.reply.agent_id, event.reply.contribution),
               wave_pending: context.wave_pending.filter((id) => id !== event.reply.agent_id),
-              usage: mergeUsage(
-                context.usage,
-                event.reply.usage ? { [`agent:${event.reply.agent_id}`]: event.reply.usage } : {},
-              ),
+              usage: mergeUsage(context.usage, {
+                ...(event.reply.usage ? { [`agent:${event.reply.agent_id}`]: event.reply.usage } : {}),
+                // The worker's skill routing embedded the message for this call: a model call of the turn.
+                ...(event.reply.routing_usage ? { [SKILLS_ROUTING_ACTOR]: event.reply.routing_usage } : {}),
+              }),
               context_arena: observeUsage(context.context_arena, event.reply.usage),
             })),
             {
@@ -103,6 +105,7 @@ export const agents = turnSetup.createStateConfig({
                   worker: event.reply.worker,
                   ...(event.reply.usage ? { usage: event.reply.usage } : {}),
                   ...(event.reply.skills ? { skills: event.reply.skills } : {}),
+                  ...(event.reply.routing_usage ? { routing_usage: event.reply.routing_usage } : {}),
                 },
               }),
             },

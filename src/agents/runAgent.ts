@@ -47,7 +47,7 @@ export interface RunAgentOptions {
    * The skills a user message loads (the worker's skills directory), for `ctx.skills`; the answer
    * then names them. Absent: the agent gets none and the answer names none.
    */
-  skills?: (message: string) => Promise<readonly AgentSkill[]>;
+  skills?: (message: string, onUsage?: (usage: Usage) => void) => Promise<readonly AgentSkill[]>;
   /** The skills `ctx.skills.activate` and `complete` may name (absent: they reject with `not_found`). */
   skillCatalog?: SkillCatalog;
 }
@@ -106,10 +106,20 @@ async function answerAgent(
     }
     if (delta !== "") emit({ stream: name, type: "chunk", delta });
   };
-  const skills = options.skills ? await options.skills(request.context.user_message) : undefined;
+  // The routing's embeddings call, when this request made it: the turn counts it (skills:routing).
+  let routing: Usage | undefined;
+  const skills = options.skills
+    ? await options.skills(request.context.user_message, (used) => {
+        routing = routing ? addUsage(routing, used) : used;
+      })
+    : undefined;
   const lifecycle = agentSkillsView(skills ?? [], options.skillCatalog);
   // What the reply names: the skills loaded, and those the agent activated and completed.
-  const loaded = () => ({ ...(skills ? { skills: skills.map((skill) => skill.id) } : {}), ...lifecycle.report() });
+  const loaded = () => ({
+    ...(skills ? { skills: skills.map((skill) => skill.id) } : {}),
+    ...(routing ? { routing_usage: routing } : {}),
+    ...lifecycle.report(),
+  });
   const ctx: AgentReviseContext = {
     agentId: id,
     sessionId: request.session_id,

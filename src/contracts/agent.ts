@@ -199,6 +199,8 @@ export const AgentReply = z.object({
   usage: Usage.optional(),
   /** Ids of the skills loaded into the agent's context for this request (a worker with skills only). */
   skills: z.array(z.string().max(64)).max(1_000).optional(),
+  /** Tokens the worker's skill routing embedded the message with, when this request made that call (with its model). */
+  routing_usage: Usage.optional(),
   ...SkillReplyFields,
 });
 export type AgentReply = z.infer<typeof AgentReply>;
@@ -244,6 +246,8 @@ export interface AgentAnswer {
   usage?: Usage;
   /** Ids of the skills the agent was given (a worker with skills only). */
   skills?: string[];
+  /** Tokens the skill routing's embeddings call used for this request (none when the worker had the message's routing already). */
+  routing_usage?: Usage;
   /** Skills the agent activated (`ctx.skills.activate`). */
   skills_activated?: string[];
   /** Skills the agent completed (`ctx.skills.complete`), each checked against its output schema. */

@@ -89,6 +89,8 @@ export const EventPayloads = {
     usage: Usage.optional(),
     /** Ids of the skills loaded into the agent's context (its worker has a skills directory). */
     skills: z.array(z.string()).optional(),
+    /** Tokens the worker's skill routing embedded the message with for this call, with its model (`skills:routing`). */
+    routing_usage: Usage.optional(),
   }),
   AGENT_FAILED: z.object({
     wave: z.number().int(),

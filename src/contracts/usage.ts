@@ -32,6 +32,13 @@ export const addUsage = (a: Usage, b: Usage): Usage => {
 export const MEMORY_EXTRACTION_ACTOR = "memory:extraction";
 export const MEMORY_EMBEDDINGS_ACTOR = "memory:embeddings";
 
+/**
+ * The `by_actor` name of a worker's skill routing (docs/skills.md): the embeddings call that embeds a
+ * turn's message to pick the lazy skills it loads (the trigger intents, embedded once when the worker
+ * starts, belong to no session).
+ */
+export const SKILLS_ROUTING_ACTOR = "skills:routing";
+
 /** A turn's cost summary: the total and each actor's share ("agent:emotion.stress", "council", "voice", "critic:safety"). */
 export const TurnUsage = Usage.extend({ by_actor: z.record(z.string(), Usage) });
 export type TurnUsage = z.infer<typeof TurnUsage>;

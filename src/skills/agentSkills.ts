@@ -3,6 +3,7 @@
  * agent request the skills its user message loads, instructions read, for
  * `ctx.skills`.
  */
+import type { Usage } from "../contracts/usage.ts";
 import { messageOf, singleLine } from "../errors.ts";
 import { createEmbedder, type Embedder, embeddingConfigFromEnv, offlineEmbedder } from "../llm/embeddings.ts";
 import type { LlmConfig } from "../llm/index.ts";
@@ -111,20 +112,24 @@ export class WorkerSkills implements SkillCatalog {
     return { id, name: skill.definition.name, instructions: await instructionsOf(skill, this.#dir) };
   }
 
-  /** The skills `message` loads, with their instructions (eager ones first, then lazy ones by closeness). */
-  forMessage(message: string): Promise<AgentSkill[]> {
+  /**
+   * The skills `message` loads, with their instructions (eager ones first, then lazy ones by closeness).
+   * `onUsage` hears the usage of the embeddings call that routed the message, when this call made it
+   * (a message routed already, for another agent of the turn, costs nothing more).
+   */
+  forMessage(message: string, onUsage?: (usage: Usage) => void): Promise<AgentSkill[]> {
     const kept = this.#selections.get(message);
     if (kept) return kept;
-    const selection = this.#select(message);
+    const selection = this.#select(message, onUsage);
     this.#selections.set(message, selection);
     if (this.#selections.size > SELECTIONS_KEPT) this.#selections.delete(this.#selections.keys().next().value!);
     return selection;
   }
 
-  async #select(message: string): Promise<AgentSkill[]> {
+  async #select(message: string, onUsage?: (usage: Usage) => void): Promise<AgentSkill[]> {
     let loaded: readonly Skill[];
     try {
-      loaded = (await this.#router.select(message)).loaded;
+      loaded = (await this.#router.select(message, undefined, onUsage)).loaded;
     } catch (error) {
       // Not kept: the next request with this message tries the embedder again.
       this.#selections.delete(message);

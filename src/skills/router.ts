@@ -1,3 +1,4 @@
+import type { Usage } from "../contracts/usage.ts";
 import type { Embedder } from "../llm/embeddings.ts";
 import { cosine } from "../memory/learn/embedder.ts";
 import type { Skill } from "./load.ts";
@@ -65,10 +66,10 @@ export class SkillRouter {
     return new SkillRouter(skills, embedder, intents, { ...SKILL_ROUTER_DEFAULTS, ...options });
   }
 
-  /** The skills `message` loads, with the ranking of every skill and the reason for each. */
-  async select(message: string, signal?: AbortSignal): Promise<SkillSelection> {
+  /** The skills `message` loads, with the ranking of every skill and the reason for each; `onUsage` hears the embeddings call's usage. */
+  async select(message: string, signal?: AbortSignal, onUsage?: (usage: Usage) => void): Promise<SkillSelection> {
     const { threshold, maxLazy } = this.options;
-    const [vector] = this.intents.size > 0 ? await this.embedder.embed([message], signal) : [[]];
+    const [vector] = this.intents.size > 0 ? await this.embedder.embed([message], signal, onUsage) : [[]];
     const lazy = this.skills
       .filter((skill) => skill.definition.load_strategy === "lazy")
       .map((skill) => ({ skill, score: cosine(vector ?? [], this.intents.get(skill.definition.id) ?? []) }))

@@ -12,6 +12,7 @@ import { publishJson } from "../bus/wire.ts";
 import { type AgentReply, AgentRequest } from "../contracts/agent.ts";
 import type { ChatModel } from "../contracts/model.ts";
 import { type GateRequest, ToolGateReply } from "../contracts/tool.ts";
+import type { Usage } from "../contracts/usage.ts";
 import { agentLedgerClients, sessionLedgers } from "../ledgers/clients.ts";
 import type { WorkerSkills } from "../skills/agentSkills.ts";
 
@@ -51,7 +52,11 @@ export function serveAgent(
           model: host.model,
           signal,
           ...(host.skills
-            ? { skills: (message: string) => host.skills!.forMessage(message), skillCatalog: host.skills }
+            ? {
+                skills: (message: string, onUsage?: (usage: Usage) => void) =>
+                  host.skills!.forMessage(message, onUsage),
+                skillCatalog: host.skills,
+              }
             : {}),
           // On the worker role's own subject: the runner records the changes as this agent's.
           ledgers: () =>
@@ -120,6 +125,7 @@ export function serveAgent(
           worker,
           ...(answer.usage ? { usage: answer.usage } : {}),
           ...(answer.skills ? { skills: answer.skills } : {}),
+          ...(answer.routing_usage ? { routing_usage: answer.routing_usage } : {}),
           ...(answer.skills_activated ? { skills_activated: answer.skills_activated } : {}),
           ...(answer.skills_completed ? { skills_completed: answer.skills_completed } : {}),
         };

@@ -174,6 +174,7 @@ export class RecordedSteps {
         worker: recorded.worker,
         ...(recorded.usage ? { usage: recorded.usage } : {}),
         ...(recorded.skills ? { skills: recorded.skills } : {}),
+        ...(recorded.routing_usage ? { routing_usage: recorded.routing_usage } : {}),
       },
     };
   }
