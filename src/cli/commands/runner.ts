@@ -17,9 +17,10 @@ Runs until interrupted (Ctrl-C); on SIGINT/SIGTERM it stops accepting turns and
 lets running ones finish. Start several for more capacity: they share a queue group.
 
 --cognition runner   run the scheduler, the council (with the voice) and the
-                     critics in this process, with the model the environment
-                     configures (CONCLAVE_LLM_*, else offline): four hops fewer
-                     per turn. Agents and memory stay on workers.
+                     critics in this process, as its actors (--inspect shows
+                     them), with the model the environment configures
+                     (CONCLAVE_LLM_*, else offline): four hops fewer per turn.
+                     Agents and memory stay on workers.
 --cognition workers  ask workers for them (the default; CONCLAVE_RUNNER_COGNITION
                      sets the default too).
 
