@@ -77,8 +77,17 @@ export const EvalCase = z.strictObject({
   scorers: z.array(ScorerSpec).min(1).max(10).optional(),
 });
 export type EvalCase = z.infer<typeof EvalCase>;
-/** A case as a dataset writes it. */
-export type EvalCaseInput = z.input<typeof EvalCase>;
+/** A case as a dataset writes it (EvalCase checks it): see docs/evals.md. */
+export interface EvalCaseInput {
+  /** Names the case and its session: 1-40 of A-Z a-z 0-9 _ -. Default its position. */
+  id?: string;
+  /** A message, or a recipe's inputs. */
+  input: string | Record<string, unknown>;
+  /** What a good reply is, for `exact` and `contains`. */
+  expected?: string;
+  /** Default `exact` when `expected` is given, else `critics`. */
+  scorers?: ScorerInput[];
+}
 
 /** A case with its id settled and its scorers chosen. */
 export interface DatasetCase {

@@ -25,6 +25,7 @@ export interface JudgeVerdict {
 /** Grades replies against rubrics: `name` is the model id, or `offline`. */
 export interface Judge {
   readonly name: string;
+  /** Grades one reply against its rubric; a rejection scores the case's scorer 0, with the error. */
   grade(request: JudgeRequest): Promise<JudgeVerdict>;
 }
 
