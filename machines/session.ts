@@ -1,5 +1,6 @@
 import { assign, fromCallback, sendTo, setup } from "xstate";
 import { type ContextArenaState, emptyArenaState } from "../src/contracts/context.ts";
+import type { AgentsPipeline } from "../src/contracts/pipeline.ts";
 import type { RecipeRunOutput } from "../src/contracts/recipeProtocol.ts";
 import type { HumanAnswer, JsonObject, RecipeCheckpoint } from "../src/contracts/recipeRun.ts";
 import type { TurnOutput, TurnPolicy, TurnSuspension } from "../src/contracts/turnProtocol.ts";
@@ -26,6 +27,8 @@ export interface QueuedTurn {
   cancelled?: string;
   /** A recipe run rather than a pipeline turn. */
   recipe?: RecipeStart;
+  /** A pipeline turn of the `agents` pipeline: the user's agents it runs. */
+  pipeline?: AgentsPipeline;
 }
 
 /** How a recipe run starts: its document and inputs, and where it goes on from when it was under way. */
@@ -294,6 +297,7 @@ export const sessionMachine = setup({
           text: context.current!.text,
           ...(context.current!.user_id ? { user_id: context.current!.user_id } : {}),
           ...(context.current!.cancelled !== undefined ? { cancelled: context.current!.cancelled } : {}),
+          ...(context.current!.pipeline ? { pipeline: context.current!.pipeline } : {}),
           policy: context.policy,
           modulators: context.modulators,
           stance: context.stance,

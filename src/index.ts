@@ -36,6 +36,7 @@ export { type ConclaveClient, type ConnectOptions, connect } from "./client/clie
 export { BYTES_PER_TOKEN, type EncodingName, type Tokenizer } from "./context/tokenizer.ts";
 export type { ArenaPolicy, CompactionSettings, ContextBudget } from "./contracts/context.ts";
 export type { ErrorCode } from "./contracts/errors.ts";
+export type { PipelineChoice } from "./contracts/pipeline.ts";
 export type { TurnPolicy } from "./contracts/turnProtocol.ts";
 export {
   ConclaveError,

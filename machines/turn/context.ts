@@ -6,6 +6,7 @@ import type { CouncilDecision, StreamId, VoiceRequest } from "../../src/contract
 import type { CriticResult } from "../../src/contracts/critic.ts";
 import type { EventPayload } from "../../src/contracts/events.ts";
 import type { LedgerDigest } from "../../src/contracts/ledger.ts";
+import type { AgentsPipeline } from "../../src/contracts/pipeline.ts";
 import type { Stage, TurnWarning } from "../../src/contracts/turn.ts";
 import { type TurnOutcome, turnOutcome } from "../../src/contracts/turn.ts";
 import type { TurnPolicy, TurnSuspension } from "../../src/contracts/turnProtocol.ts";
@@ -36,6 +37,8 @@ export interface TurnInput {
   context_arena?: ContextArenaState;
   /** Set when the turn was cancelled before it started (or, later, by `turn.cancel`): why. */
   cancelled?: string;
+  /** A turn of the `agents` pipeline: the user's agents it runs (recorded in TURN_STARTED). */
+  pipeline?: AgentsPipeline;
 }
 
 /** Everything a running turn keeps. */

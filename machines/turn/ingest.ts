@@ -12,6 +12,7 @@ export const ingest = turnSetup.createStateConfig({
           user_input: context.text,
           turn_id: context.turn_id,
           ...(context.user_id ? { user_id: context.user_id } : {}),
+          ...(context.pipeline ? { pipeline: context.pipeline } : {}),
         },
       }),
     },

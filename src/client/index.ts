@@ -40,6 +40,7 @@ export type {
   TruthState,
 } from "../contracts/ledger.ts";
 export type { MemoryItem } from "../contracts/memory.ts";
+export type { AgentsPipeline, PipelineChoice } from "../contracts/pipeline.ts";
 export type { JsonObject, ResumeReply, ToolApproval } from "../contracts/recipeRun.ts";
 export type { RollbackReply } from "../contracts/tool.ts";
 export { SimulationStep, SimulationTrace, simulationTraceJsonSchema } from "../contracts/trace.ts";

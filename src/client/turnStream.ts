@@ -1,6 +1,7 @@
 import type { NatsConnection } from "@nats-io/nats-core";
 import type { EngineEvent } from "../contracts/events.ts";
 import { checkSessionId } from "../contracts/ids.ts";
+import type { PipelineChoice } from "../contracts/pipeline.ts";
 import type { TurnAck, TurnOutcome } from "../contracts/turn.ts";
 import type { TurnUsage } from "../contracts/usage.ts";
 import { isConclaveError } from "../errors.ts";
@@ -27,6 +28,14 @@ export interface SubmitOptions {
   submitPatienceMs?: number;
   /** Who is speaking (stored with the turn). */
   userId?: string;
+  /**
+   * The pipeline this turn and the session's later ones run, stored with the session:
+   * `{ kind: "cognitive" }` (the built-in one), `{ kind: "agents" }` (only your own agents; one
+   * agent's answer is the reply), `{ kind: "agents", council: true }` (the council and voice over
+   * them) or `{ kind: "recipe", document }` (the recipe runs each turn, the message as its input
+   * `message`). Default: the one the session chose before, else the runner's (docs/agents.md).
+   */
+  pipeline?: PipelineChoice;
   /** When the session already has a turn pending or running: `enqueue` (default), `reject` (busy error) or `interrupt`. */
   onBusy?: "enqueue" | "reject" | "interrupt";
   /**
@@ -109,6 +118,7 @@ export function streamTurn(
       ...(options.idempotencyKey ? { idempotency_key: options.idempotencyKey } : {}),
       ...(options.userId ? { user_id: options.userId } : {}),
       ...(options.onBusy ? { on_busy: options.onBusy } : {}),
+      ...(options.pipeline ? { pipeline: options.pipeline } : {}),
       ...patienceOf(options.timeoutMs ?? DEFAULT_TURN_TIMEOUT_MS),
     };
     // Only a keyed submission is sent again: the key resolves a retry to the same turn.

@@ -10,6 +10,7 @@
  * then its default. An empty value counts as unset.
  */
 import { z } from "zod";
+import { parsePipelineName } from "../contracts/pipeline.ts";
 import { A2A_VARIABLES } from "./schema/a2a.ts";
 import { CLUSTER_VARIABLES } from "./schema/cluster.ts";
 import { CONTEXT_VARIABLES } from "./schema/context.ts";
@@ -36,6 +37,11 @@ const modelName = z
   .max(256, "must be at most 256 characters")
   .regex(/^[^\s\p{Cc}]+$/u, "must not contain spaces or control characters");
 const path = text;
+/** A turn pipeline's name (`--pipeline`'s syntax), checked; a recipe's file is read by the runner. */
+const pipelineName = text.superRefine((value, ctx) => {
+  const parsed = parsePipelineName(value);
+  if ("error" in parsed) ctx.addIssue({ code: "custom", message: parsed.error });
+});
 
 /** The variables, by name, in the order `conclave config` lists them. */
 export const CONFIG_SCHEMA = {
@@ -172,6 +178,12 @@ export const CONFIG_SCHEMA = {
     schema: oneOf(["workers", "runner"]),
     default: "workers",
     doc: "runner: the runner hosts the scheduler, council, critics and memory itself; workers: it asks workers.",
+  }),
+  CONCLAVE_PIPELINE: variable({
+    group: "runner",
+    schema: pipelineName,
+    default: "cognitive",
+    doc: "The turn pipeline of sessions that chose none: cognitive, agents (only your agents), agents+council, or recipe:FILE (docs/agents.md).",
   }),
   CONCLAVE_PARTITIONS: variable({
     group: "runner",

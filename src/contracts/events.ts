@@ -7,6 +7,7 @@ import { ErrorCode } from "./errors.ts";
 import { checkRecordFormat } from "./format.ts";
 import { SessionId, TurnId } from "./ids.ts";
 import { MemoryRetrievedPayload } from "./memory.ts";
+import { AgentsPipeline } from "./pipeline.ts";
 import { RecipeEventPayloads } from "./recipeRun.ts";
 import { PlanWavesReply } from "./scheduler.ts";
 import { SkillEventPayloads } from "./skill.ts";
@@ -20,7 +21,13 @@ import { Claim, Modulators, Sensors, Stance, StanceDelta } from "./workspace.ts"
  * which a turn emits them is fixed by the turn statechart (machines/turn/).
  */
 export const EventPayloads = {
-  TURN_STARTED: z.object({ user_input: z.string(), turn_id: TurnId, user_id: z.string().optional() }),
+  TURN_STARTED: z.object({
+    user_input: z.string(),
+    turn_id: TurnId,
+    user_id: z.string().optional(),
+    /** A turn of the `agents` pipeline: the user's agents it runs (absent: the built-in pipeline). */
+    pipeline: AgentsPipeline.optional(),
+  }),
   TURN_STAGE_CHANGED: z.object({ stage: Stage }),
   /**
    * The runner had no place for the turn when it took it: it waits, its entry held, and starts

@@ -6,6 +6,7 @@ export * from "./events.ts";
 export * from "./ids.ts";
 export * from "./ledger.ts";
 export * from "./memory.ts";
+export * from "./pipeline.ts";
 export * from "./recipeRun.ts";
 export * from "./scheduler.ts";
 export * from "./turn.ts";

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { SessionId, TurnId } from "./ids.ts";
+import { PipelineChoice } from "./pipeline.ts";
 import { RecipeSubmission } from "./recipeRun.ts";
 
 /** Largest accepted user message, in characters. */
@@ -17,6 +18,12 @@ export const TurnSubmission = z
       .optional(),
     /** Run this recipe instead of the built-in pipeline (see docs/recipes.md). */
     recipe: RecipeSubmission.optional(),
+    /**
+     * The pipeline this turn and the session's later ones run (stored with the session; see
+     * docs/agents.md). Absent: the one the session chose before, else the runner's default.
+     * Not with `recipe`, which runs that recipe this once whatever the session's pipeline is.
+     */
+    pipeline: PipelineChoice.optional(),
     /** Resubmitting with the same key returns the first submission's ack and runs nothing. */
     idempotency_key: z.string().min(1).max(128).optional(),
     user_id: z.string().min(1).max(128).optional(),
@@ -37,6 +44,10 @@ export const TurnSubmission = z
   .refine((submission) => submission.text !== undefined || submission.recipe !== undefined, {
     message: "text is required (or a recipe to run)",
     path: ["text"],
+  })
+  .refine((submission) => submission.recipe === undefined || submission.pipeline === undefined, {
+    message: "give a recipe to run this once or a pipeline for the session, not both",
+    path: ["pipeline"],
   });
 export type TurnSubmission = z.infer<typeof TurnSubmission>;
 

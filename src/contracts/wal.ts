@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { SessionId, TurnId } from "./ids.ts";
+import { AgentsPipeline } from "./pipeline.ts";
 import { HumanAnswer, RecipeSubmission, ToolApproval } from "./recipeRun.ts";
 import { TurnSubmission } from "./turn.ts";
 
@@ -20,6 +21,8 @@ export const WalEntry = z.object({
   submitted_at: z.number(),
   /** A recipe run: the document and its inputs. */
   recipe: RecipeSubmission.optional(),
+  /** A turn of the `agents` pipeline: the user's agents it runs (absent: the built-in pipeline, or `recipe`). */
+  pipeline: AgentsPipeline.optional(),
   /** A suspended recipe run goes on: the answer to its human node (the rest is read from its event log). */
   resume: HumanAnswer.optional(),
   /** With `resume`: the seq of the TURN_SUSPENDED it answers (an entry for an earlier suspension is a stale copy). */

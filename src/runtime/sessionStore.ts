@@ -3,6 +3,7 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import { z } from "zod";
 import { JsonKv } from "../bus/jsonKv.ts";
 import { buckets } from "../bus/subjects.ts";
+import { PipelineChoice } from "../contracts/pipeline.ts";
 import { SessionSnapshot } from "./checkpoints/sessionSnapshot.ts";
 import { TapeState } from "./checkpoints/state.ts";
 import { tapeAtTurn } from "./checkpoints/tape.ts";
@@ -37,7 +38,8 @@ export interface TapeCheckpointStore {
  * Per-session state shared by every runner, in the `conclave_sessions` KV
  * bucket: the turn counter (ids handed out with compare-and-set, so they
  * continue across restarts and are never given twice), the
- * session snapshot after each turn, and replay checkpoints.
+ * session snapshot after each turn, replay checkpoints, and the pipeline the
+ * session chose.
  */
 export class SessionStore {
   private constructor(
@@ -45,6 +47,7 @@ export class SessionStore {
     private readonly counters: JsonKv<typeof Counter>,
     private readonly snapshots: JsonKv<typeof SessionSnapshot>,
     private readonly checkpoints: JsonKv<typeof Checkpoint>,
+    private readonly pipelines: JsonKv<typeof PipelineChoice>,
   ) {}
 
   static async open(nc: NatsConnection): Promise<SessionStore> {
@@ -56,6 +59,7 @@ export class SessionStore {
       await open(Counter, COUNTERS_CACHED),
       await open(SessionSnapshot),
       await open(Checkpoint),
+      await open(PipelineChoice),
     );
   }
 
@@ -91,6 +95,16 @@ export class SessionStore {
 
   async saveSnapshot(sessionId: string, snapshot: SessionSnapshot): Promise<void> {
     await this.snapshots.put(`snapshot.${sessionId}`, snapshot);
+  }
+
+  /** The pipeline the session chose with a submission (`TurnSubmission.pipeline`); null: it chose none. */
+  async pipeline(sessionId: string): Promise<PipelineChoice | null> {
+    return (await this.pipelines.get(`pipeline.${sessionId}`))?.value ?? null;
+  }
+
+  /** Stores the session's pipeline: its later turns run it, on any runner. */
+  async choosePipeline(sessionId: string, pipeline: PipelineChoice): Promise<void> {
+    await this.pipelines.put(`pipeline.${sessionId}`, pipeline);
   }
 
   async checkpoint(sessionId: string): Promise<Checkpoint | null> {

@@ -16,6 +16,7 @@ import { screeningInterceptor } from "../../src/runtime/interception/intercepted
 import { defaultInterceptors } from "../../src/runtime/interception/interceptors.ts";
 import { PipelineTools } from "../../src/runtime/toolCalls/pipelineTools.ts";
 import type { ToolGate } from "../../src/runtime/toolCalls/toolGate.ts";
+import { AgentsPipelineTurns } from "../../src/runtime/turnServices/agentsPipeline.ts";
 import { hostedCognitionInterceptor } from "../../src/runtime/turnServices/hostedCognition.ts";
 import { ledgerDigestInterceptor } from "../../src/runtime/turnServices/ledgerContext.ts";
 import { localTurnServices } from "../../src/runtime/turnServices/localTurnServices.ts";
@@ -113,6 +114,8 @@ const layers: { [N in TurnInterceptorName]: { make: (below: TurnServices) => Tur
     ledgerDigest: {
       make: () => ledgerDigestInterceptor({ digest: async () => null } as Pick<LedgerStore, "digest">, silentLogger),
     },
+    // A turn it has not seen start as an `agents` turn passes straight on.
+    agentsPipeline: { make: () => new AgentsPipelineTurns().interceptor() },
     replyFallback: { make: () => replyFallbackInterceptor({ stageTimeoutMs: 30_000 }) },
     hostedCognition: {
       make: () =>
@@ -184,6 +187,7 @@ describe("a runner's turn interceptors", () => {
       "tracing",
       "screening",
       "ledgerDigest",
+      "agentsPipeline",
       "replyFallback",
       "hostedCognition",
     ]);

@@ -7,11 +7,12 @@ import { toolPolicyFromEnv } from "../../tools/policyFile.ts";
 import { UsageError, untilInterrupted } from "../args.ts";
 import { announceReady } from "../childProcess.ts";
 import { defineCommand } from "../command.ts";
+import { PIPELINE_HELP, pipelineOption } from "../pipelineOption.ts";
 import { logStrayRejections } from "../strayRejections.ts";
 
 const help = `conclave runner: host session and turn actors; accept turns on conclave.turn.submit.<session_id>
 
-Usage: conclave runner [--cognition runner|workers] [--inspect] [options]
+Usage: conclave runner [--cognition runner|workers] [--pipeline P] [--inspect] [options]
 
 Runs until interrupted (Ctrl-C); on SIGINT/SIGTERM it stops accepting turns and
 lets running ones finish. Start several for more capacity: they share a queue group.
@@ -23,6 +24,8 @@ lets running ones finish. Start several for more capacity: they share a queue gr
                      Agents and memory stay on workers.
 --cognition workers  ask workers for them (the default; CONCLAVE_RUNNER_COGNITION
                      sets the default too).
+
+${PIPELINE_HELP}
 
 Tool policy: CONCLAVE_TOOL_POLICY names a JSON or YAML file with the runner's
 policy for agents' tool calls (docs/tools.md); a recipe's policy.tools applies
@@ -37,13 +40,14 @@ function cognitionFlag(value: string): boolean {
 
 export default defineCommand({
   help,
-  flags: { inspect: { type: "boolean" }, cognition: { type: "string" } },
+  flags: { inspect: { type: "boolean" }, cognition: { type: "string" }, pipeline: { type: "string" } },
   role: "runner",
   longLived: true,
   async run({ values, bus, connectionOptions }) {
     const log = createLogger("runner");
     const toolPolicy = toolPolicyFromEnv(); // a bad policy file stops here, before anything connects
     const hostCognition = values.cognition === undefined ? undefined : cognitionFlag(values.cognition);
+    const pipeline = pipelineOption(values.pipeline); // a bad value or recipe stops here too
     logStrayRejections(log);
     const options = connectionOptions();
     log.info(
@@ -57,6 +61,7 @@ export default defineCommand({
       log,
       heartbeat: options,
       ...(hostCognition !== undefined ? { hostCognition } : {}),
+      ...(pipeline ? { pipeline } : {}),
       ...(toolPolicy ? { recipes: { toolPolicy } } : {}),
       ...(inspection ? { inspect: inspection.observer } : {}),
     });

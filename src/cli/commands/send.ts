@@ -3,6 +3,7 @@ import { TurnFailedError } from "../../client/turns.ts";
 import { sessionArg, UsageError } from "../args.ts";
 import { defineCommand } from "../command.ts";
 import { EXIT } from "../failures.ts";
+import { pipelineOption } from "../pipelineOption.ts";
 import { createEventPrinter } from "../render.ts";
 
 const help = `conclave send: publish a user turn and stream its events as they happen
@@ -14,6 +15,10 @@ Usage: conclave send --session <id> [options] "text"
   --user-id ID          who is speaking (stored with the turn)
   --idempotency-key K   a key that identifies this submission
   --timeout MS          how long to wait for the turn to complete   [60000]
+  --pipeline P          the pipeline of this turn and the session's later ones (stored with
+                        the session): cognitive, agents (only your agents: one agent's answer
+                        is the reply), agents+council, or recipe:FILE (the recipe runs each
+                        turn, the message as its input 'message')   [the session's, else the runner's]
 
 Ctrl-C cancels the turn (it ends Cancelled). A turn that completes (Complete or
 PartialSuccess) with a reply, or without one because the council chose silence,
@@ -32,6 +37,7 @@ export default defineCommand({
     "user-id": { type: "string" },
     "idempotency-key": { type: "string" },
     timeout: { type: "string" },
+    pipeline: { type: "string" },
   },
   positionals: true,
   role: "client",
@@ -42,6 +48,7 @@ export default defineCommand({
     const timeoutMs = Number(values.timeout ?? 60_000);
     if (!Number.isFinite(timeoutMs) || timeoutMs <= 0)
       throw new UsageError("--timeout must be a positive number of milliseconds");
+    const pipeline = pipelineOption(values.pipeline);
 
     const nc = await bus();
     const cancel = new AbortController();
@@ -54,6 +61,7 @@ export default defineCommand({
         timeoutMs,
         ...(values["user-id"] ? { userId: values["user-id"] } : {}),
         ...(values["idempotency-key"] ? { idempotencyKey: values["idempotency-key"] } : {}),
+        ...(pipeline ? { pipeline } : {}),
       });
       const print = createEventPrinter(values.json);
       let silenceChosen = false;

@@ -7,11 +7,12 @@ import { portArg } from "../../viewer/localHttp.ts";
 import { UsageError, untilInterrupted } from "../args.ts";
 import { defineCommand } from "../command.ts";
 import { DEFAULT_LAYOUT, LLM_LAYOUT, MAX_CLUSTER_NODES, startLocalCluster } from "../localCluster.ts";
+import { PIPELINE_HELP, pipelineEnv } from "../pipelineOption.ts";
 
 const help = `conclave up: start nats-server, a runner and the workers, until interrupted
 
 Usage: conclave up [--nats-url URL] [--data-dir DIR] [--cluster N] [--agents LIST] [--tools LIST]
-                   [--serve [--serve-port N]] [--exec CMD] [--inspect]
+                   [--pipeline P] [--serve [--serve-port N]] [--exec CMD] [--inspect]
 
   --nats-url URL   where NATS is, or where to start it (loopback only)  [$CONCLAVE_NATS_URL, $NATS_URL, ${DEFAULT_NATS_URL}]
   --data-dir DIR   JetStream data when conclave starts nats-server     [$CONCLAVE_DATA_DIR, .conclave]
@@ -23,6 +24,7 @@ Usage: conclave up [--nats-url URL] [--data-dir DIR] [--cluster N] [--agents LIS
                    they export, hosted with them) and/or built-in patterns
   --tools LIST     and these tools ('builtin', your modules exporting tools made with defineTool);
                    an agent calls a tool it lists in defineAgent's tools
+${PIPELINE_HELP}
   --serve          also start the gateway (conclave serve: MCP, AG-UI, A2A) on 127.0.0.1, kept
                    running like the others; its access and bounds from the environment
                    (CONCLAVE_GATEWAY_TOKEN, CONCLAVE_GATEWAY_PRINCIPALS, CONCLAVE_GATEWAY_*)
@@ -56,11 +58,13 @@ export default defineCommand({
     cluster: { type: "string" },
     serve: { type: "boolean" },
     "serve-port": { type: "string" },
+    pipeline: { type: "string" },
   },
   async run({ values }) {
     const log = (line: string) => console.log(`[up] ${line}`);
     const clusterNodes = values.cluster === undefined ? undefined : clusterSize(values.cluster);
     const serve = gatewayOf(values.serve, values["serve-port"]);
+    const pipeline = pipelineEnv(values.pipeline); // checked before anything starts
     const cluster = await startLocalCluster({
       url: values["nats-url"] ?? setting(process.env, "CONCLAVE_NATS_URL"),
       dataDir: values["data-dir"] ?? setting(process.env, "CONCLAVE_DATA_DIR"),
@@ -70,7 +74,9 @@ export default defineCommand({
       ...(values.tools ? { tools: values.tools } : {}),
       ...(clusterNodes !== undefined ? { clusterNodes } : {}),
       ...(serve ? { serve } : {}),
+      ...(pipeline.CONCLAVE_PIPELINE ? { env: pipeline } : {}),
     });
+    if (pipeline.CONCLAVE_PIPELINE) log(`pipeline: ${pipeline.CONCLAVE_PIPELINE} (sessions that choose none)`);
     if (values.exec) return runThenStop(values.exec, cluster, log);
     log(`Conclave is up on ${cluster.url}. Try: npx conclave send --session demo "hello"   (Ctrl-C to stop)`);
     if (inspectionWanted(values.inspect)) log("inspection is on: watch the actors with npx conclave viewer");

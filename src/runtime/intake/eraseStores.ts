@@ -86,7 +86,7 @@ export async function eraseStores(
       (await eraseSessionSchedules(jetstream(deps.nc), deps.jsm, sessionId, progress("schedules"))).entries,
     // Turn statuses, and with them the approvals a suspended run waits for.
     turn_statuses: kv(buckets.turns, [`${sessionId}.*`]),
-    session_state: kv(buckets.sessions, [`snapshot.${sessionId}`, `checkpoint.${sessionId}`]),
+    session_state: kv(buckets.sessions, [`snapshot.${sessionId}`, `checkpoint.${sessionId}`, `pipeline.${sessionId}`]),
     idempotency_keys: kv(buckets.sessions, [`idem.${sessionId}.*`]),
     memory_backlog: kv(buckets.sessions, [`uncommitted.${sessionId}`]),
     // Its entry as a fork of another session; its own forks' entries only when they are erased too.

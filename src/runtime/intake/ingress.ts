@@ -21,7 +21,8 @@ import { failpoint, failpointArmed } from "../failpoints.ts";
 import type { AdmissionPreview, Admitted } from "../runner/admission.ts";
 import type { SessionStore } from "../sessionStore.ts";
 import { type Claim, type IdempotencyStore, RESERVATION_STALE_MS } from "./idempotency.ts";
-import { checkRecipeSubmission, type RecipeIntake } from "./recipeSubmission.ts";
+import { type PipelineIntake, resolvePipeline } from "./pipelineSubmission.ts";
+import type { RecipeIntake } from "./recipeSubmission.ts";
 
 /** Largest accepted submission, in bytes (the text itself is limited to 16 000 characters). */
 export const MAX_SUBMISSION_BYTES = 65_536;
@@ -39,6 +40,8 @@ export interface IngressDeps {
   log: Logger;
   /** How recipe submissions are checked. */
   recipes: RecipeIntake;
+  /** Which pipeline a turn runs when neither it nor its session chose one, and the user's agents. Default: cognitive. */
+  pipelines?: PipelineIntake;
   /** This runner's admission control: what a new turn would get (start, wait, or `busy`). Default: always start. */
   admission?: {
     /** `patienceMs`: the submission's `patience_ms`, how long its submitter waits for the turn to complete. */
@@ -51,6 +54,9 @@ export interface IngressDeps {
   /** Budgets (src/cost/budget.ts): null for none. Default: from the environment, made at the first submission. */
   budget?: BudgetGuard | null;
 }
+
+/** The intake of a runner given no pipeline settings: every session runs the built-in pipeline unless it chooses. */
+const COGNITIVE: PipelineIntake = { default: { kind: "cognitive" } };
 
 const budgetsFromEnv = new WeakMap<IngressDeps, BudgetGuard | null>();
 
@@ -124,9 +130,16 @@ export async function acceptSubmission(deps: IngressDeps, msg: ServiceMsg): Prom
     address = addressOf(msg.subject);
     const { sessionId } = address;
     const submission = decodeMessage(msg, TurnSubmission, `turn for session ${sessionId}`, MAX_SUBMISSION_BYTES);
-    const recipeName = submission.recipe
-      ? await checkRecipeSubmission(deps.recipes, submission.recipe, address.tenant)
-      : undefined;
+    const run = await resolvePipeline(
+      { sessions: deps.sessions, pipelines: deps.pipelines ?? COGNITIVE, recipes: deps.recipes },
+      sessionId,
+      submission,
+      address.tenant,
+    );
+    // The session's choice stands from this turn on, stored with the session (before a turn id is taken: a failure
+    // here refuses the turn and leaves no gap), read by whichever runner accepts its next turn.
+    const chosen = run.chosen;
+    if (chosen) await throughElections(() => deps.sessions.choosePipeline(sessionId, chosen));
     if (submission.idempotency_key) {
       const key = submission.idempotency_key;
       claim = await throughElections(() => deps.idempotency.claim(sessionId, key));
@@ -190,13 +203,14 @@ export async function acceptSubmission(deps: IngressDeps, msg: ServiceMsg): Prom
     const entry: WalEntry = {
       session_id: sessionId,
       turn_id: turnId,
-      text: submission.text ?? `run ${recipeName ?? "recipe"}`,
+      text: submission.text ?? `run ${run.recipeName ?? "recipe"}`,
       on_busy: submission.on_busy,
       submitted_at: Date.now(),
       ...(submission.user_id ? { user_id: submission.user_id } : {}),
       ...(address.tenant ? { tenant: address.tenant } : {}),
       ...(submission.idempotency_key ? { idempotency_key: submission.idempotency_key } : {}),
-      ...(submission.recipe ? { recipe: submission.recipe } : {}),
+      ...(run.recipe ? { recipe: run.recipe } : {}),
+      ...(run.pipeline ? { pipeline: run.pipeline } : {}),
     };
     // From here the entry may be stored: the key's reservation is never released, so a retry finds this turn.
     walTried = true;

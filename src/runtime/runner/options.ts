@@ -1,6 +1,7 @@
 import type { InspectionEvent, Observer } from "xstate";
 import type { BlackboardOptions } from "../../blackboard/open.ts";
 import type { BusOptions } from "../../bus/connection.ts";
+import type { PipelineChoice } from "../../contracts/pipeline.ts";
 import type { TurnPolicy } from "../../contracts/turnProtocol.ts";
 import type { RetentionOptions } from "../../eventlog/retention.ts";
 import type { Logger } from "../../telemetry/log.ts";
@@ -33,6 +34,12 @@ export interface RunnerOptions {
    * @internal the bench's comparison of the two (bench/cognitionActors.ts)
    */
   cognitionCalls?: "actors" | "direct";
+  /**
+   * The turn pipeline of sessions that chose none (a submission's `pipeline` chooses one for its
+   * session): the built-in `cognitive` one, only the user's `agents`, or a recipe. Default:
+   * `CONCLAVE_PIPELINE` (read when the runner starts), else cognitive.
+   */
+  pipeline?: PipelineChoice;
   /** Request and response interceptors. Default: prompt-injection guard and PII redaction. */
   interceptors?: InterceptorChains;
   /** Turns that waited longer than this before a runner took them are expired, not run. Default 10 min. */

@@ -2,9 +2,12 @@ import { hostname } from "node:os";
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
+import { AGENTS } from "../../../agents/index.ts";
 import { AgentDirectory } from "../../agents/directory.ts";
 import type { Service } from "../../bus/service.ts";
 import { setting } from "../../config/load.ts";
+import { ConfigError } from "../../config/variable.ts";
+import type { PipelineChoice } from "../../contracts/pipeline.ts";
 import { messageOf, singleLine } from "../../errors.ts";
 import { balanceEventLeaders } from "../../eventlog/eventLeaders.ts";
 import { ensureEventStreams } from "../../eventlog/eventStreams.ts";
@@ -15,6 +18,7 @@ import { TurnStatusStore } from "../../eventlog/turnStatusStore.ts";
 import { ensureTurnWal } from "../../eventlog/turnWal.ts";
 import { LedgerStore } from "../../ledgers/ledgerStore.ts";
 import { backendFromEnv, loadBackendPackages } from "../../llm/backendFromEnv.ts";
+import { readPipeline } from "../../recipes/pipelineChoice.ts";
 import { hostSchedules } from "../../schedules/firingLoop.ts";
 import { type Logger, silentLogger } from "../../telemetry/log.ts";
 import { CooldownStore } from "../cooldownStore.ts";
@@ -64,6 +68,8 @@ export interface RunnerParts {
  * hosting, the intake service, and last the WAL's consumer.
  */
 export async function openRunnerParts(nc: NatsConnection, options: RunnerOptions): Promise<RunnerParts> {
+  // A bad CONCLAVE_PIPELINE (or its recipe) stops the runner before it opens anything.
+  const pipeline = options.pipeline ?? pipelineFromEnv();
   const admission = new Admission(admissionLimits(options.admission));
   const backlog = new IntakeBacklog(admission);
   const js = jetstream(nc);
@@ -127,6 +133,18 @@ export async function openRunnerParts(nc: NatsConnection, options: RunnerOptions
       logicHandlers: Object.keys(options.recipes?.logicHandlers ?? {}),
       ...(checked ? { liveAgents: async () => new Set((await checked).roster().map((manifest) => manifest.id)) } : {}),
     },
+    pipelines: {
+      default: pipeline,
+      ...(checked
+        ? {
+            ownAgents: async () =>
+              (await checked)
+                .roster()
+                .map((manifest) => manifest.id)
+                .filter((id) => !AGENTS.has(id)),
+          }
+        : {}),
+    },
     ...(checked ? { roster: { directory: checked, runner: leases.runner, log } } : {}),
     erase: { runner: id, ...(options.recipes?.blackboard ? { blackboard: options.recipes.blackboard } : {}) },
   };
@@ -170,6 +188,11 @@ export async function openRunnerParts(nc: NatsConnection, options: RunnerOptions
 
 /** Sessions whose scheduler cooldowns a runner hosting the scheduler keeps in memory. */
 const COOLDOWNS_REMEMBERED = 10_000;
+
+/** The runner's default pipeline from `CONCLAVE_PIPELINE` (its recipe file read now): a bad one stops the runner. */
+function pipelineFromEnv(env: NodeJS.ProcessEnv = process.env): PipelineChoice {
+  return readPipeline(setting(env, "CONCLAVE_PIPELINE"), (message) => new ConfigError(`CONCLAVE_PIPELINE: ${message}`));
+}
 
 /** Whether the runner hosts the cognition actors (`hostCognition`, else `CONCLAVE_RUNNER_COGNITION`). */
 export function hostsCognition(option: RunnerOptions["hostCognition"], env = process.env): boolean {

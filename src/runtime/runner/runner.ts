@@ -341,7 +341,7 @@ export class Runner {
     if (resumed instanceof ConclaveError) return this.#ends.failUnrunnable(entry, resumed);
     if (resumed?.record) this.#writer.append(entry.session_id, entry.turn_id, resumed.record);
     if (resumed && entry.resume) this.#recipes.pipelineTools.answered(entry.session_id, entry.turn_id, entry.resume);
-    const { text, user_id: userId } = resumed ?? entry;
+    const { text, user_id: userId, pipeline } = resumed ?? entry;
     session.send({
       type: "turn.enqueue",
       turn: {
@@ -350,6 +350,7 @@ export class Runner {
         ...(userId ? { user_id: userId } : {}),
         ...(cancelled !== undefined ? { cancelled } : {}),
         ...(recipe ? { recipe } : {}),
+        ...(pipeline && !recipe ? { pipeline } : {}),
       },
     });
     this.#order.arrived(entry.session_id, entry.turn_id);

@@ -14,6 +14,7 @@ import { screeningInterceptor, storedRecordScreen } from "../interception/interc
 import { defaultInterceptors } from "../interception/interceptors.ts";
 import type { RecipeHost } from "../recipeHost/recipeHost.ts";
 import type { SessionSnapshot } from "../sessionStore.ts";
+import { AgentsPipelineTurns } from "../turnServices/agentsPipeline.ts";
 import { type HostedCognition, hostedCognitionInterceptor } from "../turnServices/hostedCognition.ts";
 import { ledgerDigestInterceptor } from "../turnServices/ledgerContext.ts";
 import { provideTurn } from "../turnServices/provideTurn.ts";
@@ -74,6 +75,7 @@ export function sessionActors(
   const replayed = (context: { session_id: string; turn_id: number }, event: Parameters<typeof stored>[1]) => {
     const screened = stored(context, event);
     pipeline.observe(context, screened);
+    ownAgents.observe(context, screened);
     const steps = stepsOf(context.session_id, context.turn_id);
     const admitted = steps ? steps.admit(screened) : screened;
     const appended = admitted ? writer.append(context.session_id, context.turn_id, admitted) : undefined;
@@ -82,6 +84,8 @@ export function sessionActors(
   };
   // Pipeline agents that name tools or delegates get them through the recipe runs' gate and policy.
   const pipeline = deps.recipes.pipelineTools;
+  // Turns of the `agents` pipeline: only the user's agents, and their answer is the reply.
+  const ownAgents = new AgentsPipelineTurns();
   // The workers (the council and voice, unless this runner hosts them, with the deterministic ones answering
   // when they cannot), or the services a test gives; every layer around them in the order runnerTurnServices
   // declares. Agents' skill work is recorded as their replies arrive, a recipe node's with its node.
@@ -93,6 +97,7 @@ export function sessionActors(
       tracing: tracingInterceptor(),
       screening: screeningInterceptor(chains),
       ledgerDigest: ledgerDigestInterceptor(deps.ledgers, deps.log),
+      agentsPipeline: ownAgents.interceptor(),
       replyFallback: inProcess
         ? null
         : replyFallbackInterceptor({ stageTimeoutMs: policy.stage_timeout_ms, log: deps.log }),
@@ -116,6 +121,7 @@ export function sessionActors(
     actions: {
       turnSuspended: ({ context }, given) => {
         pipeline.ended(context.session_id, given.turn_id);
+        ownAgents.ended(context.session_id, given.turn_id);
         const key = `${turnKey(context.session_id, given.turn_id)}`;
         const seq = given.suspended?.seq ?? suspensions.get(key);
         suspensions.delete(key);
@@ -133,6 +139,7 @@ export function sessionActors(
       // in turn order, not after the awaits that follow.
       turnFinished: ({ context }, output) => {
         pipeline.ended(context.session_id, output.turn_id);
+        ownAgents.ended(context.session_id, output.turn_id);
         void ends.finished(context.session_id, output, {
           turns_completed: context.turns_completed,
           last_turn_id: context.last_turn_id,
@@ -143,6 +150,7 @@ export function sessionActors(
       },
       turnCrashed: ({ context }, failure) => {
         pipeline.ended(context.session_id, failure.turn_id);
+        ownAgents.ended(context.session_id, failure.turn_id);
         void ends.crashed(context.session_id, failure.turn_id, failure.error);
       },
     },

@@ -1,5 +1,6 @@
 import type { JetStreamClient, JetStreamManager, JsMsg } from "@nats-io/jetstream";
 import type { EngineEvent } from "../../contracts/events.ts";
+import type { AgentsPipeline } from "../../contracts/pipeline.ts";
 import { turnKey, turnLabel } from "../../contracts/turnKey.ts";
 import type { TurnRecord } from "../../contracts/turnProtocol.ts";
 import type { WalEntry } from "../../contracts/wal.ts";
@@ -209,7 +210,7 @@ export function recordTaken(
 export function resumedPipelineTurn(
   entry: WalEntry,
   stored: readonly EngineEvent[],
-): { text: string; user_id?: string; record?: TurnRecord } | ConclaveError {
+): { text: string; user_id?: string; pipeline?: AgentsPipeline; record?: TurnRecord } | ConclaveError {
   const started = stored.find((event) => event.kind === "TURN_STARTED");
   if (started?.kind !== "TURN_STARTED" || !entry.resume)
     return new ConclaveError("corrupt_value", "a resumed turn whose log holds no TURN_STARTED");
@@ -218,6 +219,7 @@ export function resumedPipelineTurn(
   return {
     text: started.payload.user_input,
     ...(started.payload.user_id ? { user_id: started.payload.user_id } : {}),
+    ...(started.payload.pipeline ? { pipeline: started.payload.pipeline } : {}),
     ...(recorded ? {} : { record: { kind: "HUMAN_INPUT_RECEIVED" as const, payload: entry.resume } }),
   };
 }

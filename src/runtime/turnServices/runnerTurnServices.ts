@@ -19,9 +19,12 @@ import type { TurnServices } from "./turnServices.ts";
  * 6. `screening`: the request and response interceptor chains (PII, the
  *    prompt-injection guard, the stream screen).
  * 7. `ledgerDigest`: the ledgers' digest read alongside memory retrieval.
- * 8. `replyFallback`: the deterministic council and voice when the asked
+ * 8. `agentsPipeline`: a turn of the `agents` pipeline runs only the user's
+ *    agents, and says their answer (agentsPipeline.ts); below the screening,
+ *    so its reply is screened as the voice's is.
+ * 9. `replyFallback`: the deterministic council and voice when the asked
  *    ones cannot answer in their share of the stage.
- * 9. `hostedCognition`: the scheduler, council, voice and critics run in the
+ * 10. `hostedCognition`: the scheduler, council, voice and critics run in the
  *    runner, when it hosts them; else workers are asked.
  *
  * The first two are a pipeline turn's only: a recipe turn's services start
@@ -35,6 +38,7 @@ export const turnInterceptorOrder = [
   "tracing",
   "screening",
   "ledgerDigest",
+  "agentsPipeline",
   "replyFallback",
   "hostedCognition",
 ] as const;
