@@ -133,8 +133,10 @@ export interface ConclaveClient extends TapeClient {
     /**
      * What the session's memory holds about `query` (user facts, threads open or
      * closed, episodes), best first: topic overlap, then recurrence, then recency.
+     * With `tool`, only the episodes whose turn invoked that tool (`query` may be
+     * empty); an episode's item names its turn's tools (`tools`).
      */
-    search(sessionId: string, query: string, options?: { limit?: number }): Promise<MemoryItem[]>;
+    search(sessionId: string, query: string, options?: { limit?: number; tool?: string }): Promise<MemoryItem[]>;
   };
   /** A session's truth ledger (facts with evidence), stored as events on its log. */
   readonly truth: TruthLedgerClient;
@@ -270,7 +272,12 @@ export async function connect(options: ConnectOptions = {}): Promise<ConclaveCli
         const reply = await requestJson(
           nc,
           subjects.memorySearch(sessionId),
-          { session_id: sessionId, query, limit: searchOptions.limit ?? 10 },
+          {
+            session_id: sessionId,
+            query,
+            limit: searchOptions.limit ?? 10,
+            ...(searchOptions.tool !== undefined ? { tool: searchOptions.tool } : {}),
+          },
           MemorySearchReply,
           { timeoutMs },
         );

@@ -160,6 +160,8 @@ export const MemorySearchRequest = z.object({
   session_id: SessionId,
   query: z.string().max(4_000),
   limit: z.number().int().min(1).max(100).default(10),
+  /** Only the episodes whose turn invoked this tool (by name, case aside): no facts or threads. */
+  tool: z.string().min(1).max(256).optional(),
 });
 export type MemorySearchRequest = z.infer<typeof MemorySearchRequest>;
 
@@ -171,6 +173,8 @@ export const MemoryItem = z.object({
   topics: z.array(z.string()),
   recurrence: z.number().int(),
   updated_at: z.number(),
+  /** An episode's: the tools its turn invoked (lowercase, sorted), when it invoked any. */
+  tools: z.array(z.string()).optional(),
 });
 export type MemoryItem = z.infer<typeof MemoryItem>;
 

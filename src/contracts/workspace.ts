@@ -62,6 +62,11 @@ export const Episode = z.object({
   response: z.string(),
   intent: z.string(),
   ts: z.number(),
+  /**
+   * The tools the turn's calls invoked (each TOOL_CALL_FINISHED's tool, ok or not; a denied call
+   * invoked none), each once, sorted. Absent: none, or an episode older than the field.
+   */
+  tools_invoked: z.array(z.string().min(1).max(256)).max(256).optional(),
 });
 export type Episode = z.infer<typeof Episode>;
 

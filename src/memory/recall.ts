@@ -14,7 +14,7 @@ import type { MemoryGraphStore } from "./graph/store.ts";
 import type { MemoryNode } from "./graph/types.ts";
 import { personaText, type RankItem, type RankOptions, rankMemory, topicsOf } from "./learn/index.ts";
 import { procedureNodesOf } from "./procedural/index.ts";
-import { episodeOfNode, isFact, isThread } from "./turnNodes.ts";
+import { episodeOfNode, isFact, isThread, toolsOfNode } from "./turnNodes.ts";
 
 /** How recall ranks (see {@link MemoryRecall}). */
 export interface MemoryRecallOptions {
@@ -127,21 +127,26 @@ export class MemoryRecall {
   async search(request: MemorySearchRequest): Promise<MemorySearchReply> {
     const nodes = await this.graph.nodes(request.session_id);
     const query = await this.#queryVector(nodes, request.query, "search");
-    const ranked = rankMemory(this.#rankItems(nodes, true), request.query, {
-      budgetTokens: Number.MAX_SAFE_INTEGER,
-      ...query,
-    });
+    const tools = new Map(nodes.map((node) => [node.id, toolsOfNode(node)]));
+    // With a tool: only the episodes whose turn invoked it (episodic nodes keep their tools lowercase).
+    const tool = request.tool?.trim().toLowerCase();
+    const items = this.#rankItems(nodes, true).filter(
+      (item) => tool === undefined || (item.kind === "episode" && tools.get(item.id)?.includes(tool)),
+    );
+    const ranked = rankMemory(items, request.query, { budgetTokens: Number.MAX_SAFE_INTEGER, ...query });
     return {
-      items: ranked.slice(0, request.limit).map(
-        (item): MemoryItem => ({
+      items: ranked.slice(0, request.limit).map((item): MemoryItem => {
+        const used = item.kind === "episode" ? (tools.get(item.id) ?? []) : [];
+        return {
           id: item.id,
           kind: item.kind,
           text: item.text,
           topics: [...item.topics],
           recurrence: item.recurrence,
           updated_at: item.updated_at,
-        }),
-      ),
+          ...(used.length > 0 ? { tools: used } : {}),
+        };
+      }),
     };
   }
 

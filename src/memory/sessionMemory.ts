@@ -165,7 +165,12 @@ export class SessionMemory {
           const facts = known.filter(isFact).map(factOf);
           const threads = known.filter(isThread).map(threadOf);
           const learning = await extractLearning(
-            { user_message: episode.user_text, reply: episode.response, turn_id: episode.turn_id },
+            {
+              user_message: episode.user_text,
+              reply: episode.response,
+              turn_id: episode.turn_id,
+              ...(episode.tools_invoked ? { tools: episode.tools_invoked } : {}),
+            },
             this.options.model,
             { openThreads: threads.filter((thread) => thread.status === "open") },
           );

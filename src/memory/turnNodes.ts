@@ -64,6 +64,7 @@ export function episodeOfNode(node: MemoryNode): Episode | null {
   const split = userChars as number;
   if (node.text.length !== split + EPISODE_JOIN.length + (responseChars as number)) return null;
   if (node.text.slice(split, split + EPISODE_JOIN.length) !== EPISODE_JOIN) return null;
+  const tools = toolsOfNode(node);
   return {
     session_id: node.session_id,
     turn_id: turnId,
@@ -71,7 +72,14 @@ export function episodeOfNode(node: MemoryNode): Episode | null {
     response: node.text.slice(split + EPISODE_JOIN.length),
     intent,
     ts,
+    ...(tools.length > 0 ? { tools_invoked: tools } : {}),
   };
+}
+
+/** The tools an episodic node's turn invoked (lowercase, sorted); none for another node. */
+export function toolsOfNode(node: MemoryNode): string[] {
+  const tools = node.kind === "episodic" ? node.data.tools : undefined;
+  return Array.isArray(tools) ? tools.filter((tool): tool is string => typeof tool === "string") : [];
 }
 
 /** The fact and thread nodes of what the merge changed (added, updated, opened, reopened, closed). */

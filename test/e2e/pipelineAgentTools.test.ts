@@ -7,13 +7,15 @@
  * asks to save a copy with its write tool, which is critical: the turn
  * suspends for a person's approval. The runner is replaced; the approval is
  * answered; the turn goes on from its log (no model call or tool call made
- * twice) and completes.
+ * twice) and completes. Its episode records the tools it invoked, in both
+ * attempts, and memory finds it by either tool (client and CLI).
  */
 import { existsSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ConclaveClient, connect, TurnSuspendedError } from "../../src/client/index.ts";
+import { runConclave } from "../helpers/cli.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { type ChatRequestBody, type OpenAIServer, startOpenAIServer } from "../helpers/openaiServer.ts";
 import { useConclaveProcesses } from "../helpers/processes.ts";
@@ -146,5 +148,26 @@ describe("a pipeline agent with memory, an MCP read tool and a write that needs 
       what: "the turn's status marked done",
       timeoutMs: 10_000,
     });
-  }, 120_000);
+
+    // The episode records the tools the turn invoked: the read (first attempt) and the write (after the restart).
+    const used = ["mcp_fs_read_text_file", "mcp_fs_write_file"];
+    for (const tool of used)
+      expect(await client.memory.search(session, "", { tool })).toEqual([
+        expect.objectContaining({ id: `episode.${turnId}`, kind: "episode", tools: used }),
+      ]);
+    expect(await client.memory.search(session, "notes", { tool: "disk_usage" })).toEqual([]);
+    // Without a tool, the first turn's episode is found too, naming no tools.
+    const episodes = (await client.memory.search(session, "", { limit: 100 })).filter(
+      (item) => item.kind === "episode",
+    );
+    expect(episodes.map((item) => [item.id, item.tools])).toEqual(
+      expect.arrayContaining([
+        ["episode.1", undefined],
+        [`episode.${turnId}`, used],
+      ]),
+    );
+    const cli = await runConclave(nats.url, ["memory", "search", "--session", session, "--tool", "MCP_FS_WRITE_FILE"]);
+    expect(cli.code).toBe(0);
+    expect(cli.stdout).toMatch(new RegExp(`^episode .*tools ${used.join(", ")}\\]\n$`));
+  }, 180_000);
 });

@@ -11,12 +11,14 @@ import { type Bus, defineCommand } from "../command.ts";
 const help = `conclave memory: search a session's memory, export or import its graph
 
 Usage:
-  conclave memory search --session ID "query" [--limit N] [--json]
+  conclave memory search --session ID "query" [--limit N] [--tool NAME] [--json]
   conclave memory export --session ID [--out FILE]
   conclave memory import FILE
 
   --session ID   the session
   --limit N      at most N items  [10]
+  --tool NAME    only the episodes whose turn invoked the tool NAME (the query
+                 may then be left out)
   --json         one item per line
   --out FILE     where the export goes  [standard output]
 
@@ -36,6 +38,7 @@ export default defineCommand({
   flags: {
     session: { type: "string", short: "s" },
     limit: { type: "string" },
+    tool: { type: "string" },
     json: { type: "boolean" },
     out: { type: "string" },
   },
@@ -57,17 +60,28 @@ export default defineCommand({
     if (!Number.isInteger(limit) || limit < 1 || limit > 100)
       throw new UsageError("--limit must be a whole number from 1 to 100");
     const client = await connect({ nc: await bus() });
-    const items = await client.memory.search(session, words.join(" "), { limit });
+    if (values.tool !== undefined && values.tool.trim() === "") throw new UsageError("--tool needs a tool's name");
+    const items = await client.memory.search(session, words.join(" "), {
+      limit,
+      ...(values.tool !== undefined ? { tool: values.tool } : {}),
+    });
     for (const item of items) {
+      const tools = item.tools ? `; tools ${item.tools.join(", ")}` : "";
       if (values.json) console.log(JSON.stringify(item));
       else
         console.log(
-          printable(`${item.kind.padEnd(7)} ${item.text}  [${item.topics.join(", ")}; seen ${item.recurrence}×]`, {
-            newlines: false,
-          }),
+          printable(
+            `${item.kind.padEnd(7)} ${item.text}  [${item.topics.join(", ")}; seen ${item.recurrence}×${tools}]`,
+            { newlines: false },
+          ),
         );
     }
-    if (!values.json && items.length === 0) console.error("nothing in memory for this session yet");
+    if (!values.json && items.length === 0)
+      console.error(
+        values.tool !== undefined
+          ? `no episode of this session invoked ${values.tool}`
+          : "nothing in memory for this session yet",
+      );
     return 0;
   },
 });

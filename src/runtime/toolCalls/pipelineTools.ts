@@ -37,6 +37,8 @@ interface OpenPipelineTurn {
   listeners: Map<string, (asked: ApprovalAsked) => void>;
   /** `<tool>: <message>` of each call that failed or was refused in the turn, oldest first. */
   failures: string[];
+  /** The tools this attempt's calls invoked (TOOL_CALL_FINISHED): its episode records them. */
+  invoked: Set<string>;
   /** The context the turn's agents were last given: a delegated agent gets its memory. */
   context: AgentContext | null;
   /** The budget of the turn's agent calls: a delegated call gets the same. */
@@ -116,7 +118,8 @@ export class PipelineTools {
    * the request names the gate, the call's durable key and any model steps
    * recorded for it. Deliberation rounds (revise mode) get no tools.
    * `below` are the services beneath it: a tool call's arguments are
-   * screened, and a delegated agent asked, through them.
+   * screened, and a delegated agent asked, through them. The turn's memory
+   * commit gets the tools its calls invoked (the episode's `tools_invoked`).
    */
   interceptor(below: TurnServices, log: PipelineTurnLog): TurnInterceptor {
     const callAgent: TurnInterceptor["callAgent"] = async (input, next) => {
@@ -160,7 +163,22 @@ export class PipelineTools {
         if (turn.listeners.get(callKey) === onApproval) turn.listeners.delete(callKey);
       }
     };
-    return { callAgent };
+    // The turn's episode records the tools its calls invoked, in this attempt or an earlier one (its log).
+    const commitMemory: TurnInterceptor["commitMemory"] = (input, next) => {
+      const { episode } = input.request;
+      const tools = this.#invoked(log, episode.session_id, episode.turn_id);
+      if (tools.length === 0) return next(input);
+      return next({ ...input, request: { ...input.request, episode: { ...episode, tools_invoked: tools } } });
+    };
+    return { callAgent, commitMemory };
+  }
+
+  /** The tools a turn's calls invoked: its stored TOOL_CALL_FINISHED events' and this attempt's, each once, sorted. */
+  #invoked(log: PipelineTurnLog, sessionId: string, turnId: number): string[] {
+    const tools = new Set(this.#turns.get(`${turnKey(sessionId, turnId)}`)?.invoked);
+    for (const event of log.stored(sessionId, turnId))
+      if (event.kind === "TOOL_CALL_FINISHED") tools.add(event.payload.tool);
+    return [...tools].sort();
   }
 
   /** The turn's tools, opened on the gate by its first agent call that has any. */
@@ -182,12 +200,14 @@ export class PipelineTools {
       remoteRefs,
       listeners: new Map(),
       failures: [],
+      invoked: new Set(),
       context: null,
       timeoutMs: request.timeout_ms,
       abort,
       close: () => {},
     };
     const record = (body: TurnRecord) => {
+      if (body.kind === "TOOL_CALL_FINISHED") turn.invoked.add(body.payload.tool);
       if (body.kind === "TOOL_CALL_DENIED" || (body.kind === "TOOL_CALL_FINISHED" && !body.payload.ok)) {
         const message = body.kind === "TOOL_CALL_DENIED" ? body.payload.message : body.payload.error?.message;
         turn.failures.push(`${body.payload.tool}: ${message ?? "failed"}`.slice(0, 2_000));
