@@ -19,6 +19,8 @@
  * @packageDocumentation
  */
 
+/** What an agent is asked: a request interceptor's `onAgentRequest` is given it. */
+export type { AgentRequest } from "./contracts/agent.ts";
 export type {
   ChatMessage,
   ChatModel,
@@ -64,6 +66,8 @@ export {
   runRecipeInProcess,
 } from "./runtime/inProcess/runRecipeInProcess.ts";
 export {
+  AgentRequestRefused,
+  type AgentRequestVerdict,
   defaultInterceptors,
   type InterceptorChains,
   type InterceptorContext,

@@ -8,6 +8,7 @@ import {
   type InterceptorChains,
   type InterceptorContext,
   type RequestInterceptor,
+  screenAgentRequest,
   screenPacket,
   screenRequest,
 } from "./interceptors.ts";
@@ -40,21 +41,27 @@ function turnContexts(chains: InterceptorChains): ContextOf {
 
 /**
  * The interceptor chains as a turn interceptor: `screen` runs the
- * request chain, and every stream the voice produces goes through the
+ * request chain, each agent's request goes through its `onAgentRequest`
+ * (screenAgentRequest), and every stream the voice produces goes through the
  * response chain as a stream (StreamScreen) before anyone sees a packet of
  * it. The reply is what the user was sent — the `default` stream as
  * released — screened once more as a whole.
  */
 export function screeningInterceptor(chains: InterceptorChains): TurnInterceptor {
   const contextOf = turnContexts(chains);
+  const screensAgents = chains.request.some((interceptor) => interceptor.onAgentRequest !== undefined);
   return {
     screen: async ({ request }) =>
       screenRequest(chains.request, request, contextOf(request.session_id, request.turn_id)),
-    // Agents' named streams go through the response chain as streams, as the voice's do.
-    callAgent: (input, next) => {
-      const { request, onStream } = input;
+    // Each agent's request goes through the request chain's onAgentRequest; its named streams go through
+    // the response chain as streams, as the voice's do.
+    callAgent: async (given, next) => {
+      const context = contextOf(given.request.session_id, given.request.turn_id);
+      const input = screensAgents
+        ? { ...given, request: screenAgentRequest(chains.request, given.request, context).request }
+        : given;
+      const { onStream } = input;
       if (!onStream || chains.response.length === 0) return next(input);
-      const context = contextOf(request.session_id, request.turn_id);
       const screens = new Map<string, StreamScreen>();
       const screenOf = (part: AgentStreamPart) => {
         let screen = screens.get(part.stream);

@@ -1,5 +1,7 @@
+import type { AgentContext, AgentRequest } from "../../contracts/agent.ts";
 import type { StreamId } from "../../contracts/council.ts";
 import type { Sensors } from "../../contracts/workspace.ts";
+import { ConclaveError } from "../../errors.ts";
 import { piiHoldBack, redactPii } from "./pii.ts";
 import { promptInjectionGuard } from "./promptInjection.ts";
 
@@ -26,12 +28,41 @@ export type Verdict =
   | { action: "redact"; text: string; reason: string }
   | { action: "block"; reason: string };
 
-/** Sees the user's message, with the fast sensors' scores, before any agent does. */
+/**
+ * What a request interceptor decides on an agent's request: let it through,
+ * replace what the agent is given (its `context`: the message, memory,
+ * workspace), saying why, or refuse the call.
+ */
+export type AgentRequestVerdict =
+  | { action: "pass" }
+  | { action: "redact"; context: AgentContext; reason: string }
+  | { action: "block"; reason: string };
+
+/** Sees the user's message, with the fast sensors' scores, before any agent does; and, if it asks, each agent's request. */
 export interface RequestInterceptor {
   /** Named in REQUEST_INTERCEPTED events. */
   readonly name: string;
   /** Decides on the message. */
   onRequest(request: { text: string; sensors: Sensors }, context: InterceptorContext): Verdict;
+  /**
+   * Decides on each agent's request before that agent sees it (a wave's agent, a deliberation
+   * round, a recipe node's agent, a delegated agent): the `AgentRequest` whole, its agent, wave,
+   * mode, recipe inputs, offered tools and `context`, whose message `onRequest` already screened.
+   * `redact` replaces the request's `context` (the rest of the request stays as it was); `block`
+   * refuses the call: the agent fails with a `forbidden` error naming this interceptor and the
+   * reason (AGENT_FAILED in a turn). Optional: an interceptor without it sees only the message.
+   */
+  onAgentRequest?(request: Readonly<AgentRequest>, context: InterceptorContext): AgentRequestVerdict;
+}
+
+/** A request interceptor refused an agent's call (`onAgentRequest`'s `block`). */
+export class AgentRequestRefused extends ConclaveError<"forbidden"> {
+  /** The interceptor that refused it. */
+  readonly interceptor: string;
+  constructor(interceptor: string, agentId: string, reason: string) {
+    super("forbidden", `request interceptor ${interceptor} refused the call to ${agentId}: ${reason}`);
+    this.interceptor = interceptor;
+  }
 }
 
 /**
@@ -85,6 +116,28 @@ export function screenRequest(
     text = verdict.text;
   }
   return { text, interceptions, blocked: false };
+}
+
+/**
+ * Runs the request chain's `onAgentRequest` in order on an agent's request:
+ * each sees the request the previous one left; a block throws
+ * {@link AgentRequestRefused}. Returns the request to send and what was done to it.
+ */
+export function screenAgentRequest(
+  interceptors: readonly RequestInterceptor[],
+  request: AgentRequest,
+  context: InterceptorContext,
+): { request: AgentRequest; interceptions: Interception[] } {
+  let screened = request;
+  const interceptions: Interception[] = [];
+  for (const interceptor of interceptors) {
+    const verdict = interceptor.onAgentRequest?.(screened, context) ?? { action: "pass" };
+    if (verdict.action === "pass") continue;
+    interceptions.push({ interceptor: interceptor.name, action: verdict.action, reason: verdict.reason });
+    if (verdict.action === "block") throw new AgentRequestRefused(interceptor.name, request.agent_id, verdict.reason);
+    screened = { ...screened, context: verdict.context };
+  }
+  return { request: screened, interceptions };
 }
 
 /** Runs the response chain on text that is final: the text to send (null when blocked) and what was done to it. */
