@@ -17,7 +17,9 @@ const SESSION = "hello";
 
 /** The npm scripts the scaffold adds: name → command. */
 export const SCRIPTS: Record<string, string> = {
-  start: `conclave up --agents ./${AGENT_FILE}`,
+  // Your agents alone answer (--pipeline agents): the reply is the agent's own, not the built-in pipeline's.
+  dev: `conclave dev --agents ./${AGENT_FILE} --pipeline agents`,
+  start: `conclave up --agents ./${AGENT_FILE} --pipeline agents`,
   test: "node --test",
   send: `conclave send --session ${SESSION} "Hello there, how are you?"`,
   recipe: `conclave run ${RECIPE_FILE} --input '{"message": "Hello there, how are you?"}'`,
@@ -133,7 +135,8 @@ calls it (\`${RECIPE_FILE}\`), and a test of the agent (\`${TEST_FILE}\`).
 \`\`\`sh
 npm install          # conclave and zod
 npm test             # the agent's test (node --test): no NATS needed
-npm start            # conclave up: NATS, a runner, the workers, and a worker for ./agents (keep it running)
+npm run dev          # conclave dev: NATS, a runner, your agent, the viewer and the gateway (keep it running);
+                     # edit ${AGENT_FILE} and the next turn runs the new code
 npm run send         # in another terminal: a turn in session "${SESSION}"; the events show the tool call
 npm run recipe       # the one-step recipe: its output is the agent's own answer
 \`\`\`
@@ -147,8 +150,10 @@ ${Object.entries(SCRIPTS)
   )
   .join("\n")}
 
-A turn sent with \`npm run send\` also runs Conclave's built-in agents and council, so the reply
-is theirs with your agent's proposal in it; the recipe gives your agent's answer alone.
+\`npm run dev\` and \`npm start\` (\`conclave up\`, without the viewer and the reload) run your
+agents alone (\`--pipeline agents\`): the reply to \`npm run send\` is your agent's own answer.
+Without that option Conclave runs its built-in pipeline (14 agents, the council, the voice and the
+critics), and your agent's proposal is one voice among theirs.
 \`npx conclave doctor\` lists the optional features (LLM mode, the chat, the viewer's
 diagrams...) and the one \`npm install\` line that adds them. Conclave runs as ES modules:
 \`package.json\` says \`"type": "module"\`.

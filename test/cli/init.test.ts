@@ -62,7 +62,8 @@ describe("conclave init", () => {
     expect(manifest.name).toBe("my-app");
     expect(manifest.type).toBe("module");
     expect(manifest.scripts).toEqual(SCRIPTS);
-    expect(manifest.scripts.start).toBe(`conclave up --agents ./${AGENT_FILE}`);
+    expect(manifest.scripts.dev).toBe(`conclave dev --agents ./${AGENT_FILE} --pipeline agents`);
+    expect(manifest.scripts.start).toBe(`conclave up --agents ./${AGENT_FILE} --pipeline agents`);
     expect(manifest.dependencies.conclave).toBe(`^${packageVersion()}`);
     expect(result.stdout).toContain("cd my-app");
     expect(result.stdout).toContain("npm run send");
@@ -100,6 +101,7 @@ describe("conclave init", () => {
       test: "node --test",
       send: "node send.js",
       lint: "biome check",
+      dev: SCRIPTS.dev,
       start: SCRIPTS.start,
       recipe: SCRIPTS.recipe,
     });

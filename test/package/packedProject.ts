@@ -14,7 +14,7 @@
  * top of its file, writes its files with `project().write(...)` and runs them with
  * `project().run(...)`. Pack and install take tens of seconds: one per file, in beforeAll.
  */
-import { execFile } from "node:child_process";
+import { type ChildProcessByStdio, execFile, spawn } from "node:child_process";
 import {
   cpSync,
   existsSync,
@@ -30,6 +30,7 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
+import type { Readable } from "node:stream";
 import { afterAll, beforeAll, inject } from "vitest";
 import { messageOf } from "../../src/errors.ts";
 
@@ -75,6 +76,16 @@ export interface PackedProject {
     args: string[],
     options?: { env?: NodeJS.ProcessEnv; timeoutMs?: number },
   ): Promise<CommandOutput>;
+  /**
+   * Starts a long-running `command` in the project directory (`node_modules/.bin/conclave dev`, say:
+   * not through npx, so a signal reaches it), its output piped. The caller stops it (SIGINT, and waits:
+   * it stops what it started); one still running when the project is removed is sent SIGINT then.
+   */
+  start(
+    command: string,
+    args: string[],
+    options?: { env?: NodeJS.ProcessEnv },
+  ): ChildProcessByStdio<null, Readable, Readable>;
   /** Removes the project, the tarball and the packed copy. */
   remove(): void;
 }
@@ -186,6 +197,7 @@ export async function packProject(): Promise<PackedProject> {
     const { tarball, version } = await sharedTarball(root);
     await command(dir, "npm", ["init", "-y"]);
     const installed = await command(dir, "npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", tarball]);
+    const started: ChildProcessByStdio<null, Readable, Readable>[] = [];
     return {
       dir,
       tarball,
@@ -198,7 +210,15 @@ export async function packProject(): Promise<PackedProject> {
         return file;
       },
       run: (file, args, options) => command(dir, file, args, options),
-      remove: () => rmSync(root, { recursive: true, force: true }),
+      start(file, args, options = {}) {
+        const child = spawn(file, args, { cwd: dir, env: cleanEnv(options.env), stdio: ["ignore", "pipe", "pipe"] });
+        started.push(child);
+        return child;
+      },
+      remove: () => {
+        for (const child of started) if (child.exitCode === null && child.signalCode === null) child.kill("SIGINT");
+        rmSync(root, { recursive: true, force: true });
+      },
     };
   } catch (error) {
     rmSync(root, { recursive: true, force: true });

@@ -8,6 +8,7 @@ import { watchAgentModules } from "../agentReload.ts";
 import { UsageError, untilInterrupted } from "../args.ts";
 import { defineCommand } from "../command.ts";
 import { AGENTS_WORKER, agentsWorkerArgs, type LocalCluster, startLocalCluster } from "../localCluster.ts";
+import { PIPELINE_HELP, pipelineEnv } from "../pipelineOption.ts";
 
 const DEFAULT_VIEWER_PORT = 7420;
 
@@ -19,13 +20,14 @@ const READY_TIMEOUT_MS = 60_000;
 
 const help = `conclave dev: everything for developing agents in one command, reloading them as you edit
 
-Usage: conclave dev [--agents LIST] [--tools LIST] [--viewer-port N] [--serve-port N]
-                    [--nats-url URL] [--data-dir DIR]
+Usage: conclave dev [--agents LIST] [--tools LIST] [--pipeline P] [--viewer-port N]
+                    [--serve-port N] [--nats-url URL] [--data-dir DIR]
 
   --agents LIST      your agent modules (./my-agent.js, exporting agents made with defineAgent
                      and the tools they call, made with defineTool), and/or built-in patterns;
                      comma-separated, or the flag given again
   --tools LIST       more tools: 'builtin', your modules exporting tools made with defineTool
+${PIPELINE_HELP}
   --viewer-port N    the viewer's port, on 127.0.0.1   [${DEFAULT_VIEWER_PORT}]
   --serve-port N     the gateway's port, on 127.0.0.1   [${DEFAULT_GATEWAY_PORT}]
   --nats-url URL     where NATS is, or where to start it (loopback only)  [$CONCLAVE_NATS_URL, ${DEFAULT_NATS_URL}]
@@ -55,6 +57,7 @@ export default defineCommand({
     "serve-port": { type: "string" },
     "nats-url": { type: "string" },
     "data-dir": { type: "string" },
+    pipeline: { type: "string" },
   },
   async run({ values }) {
     const log = (line: string) => console.log(`[dev] ${line}`);
@@ -63,6 +66,7 @@ export default defineCommand({
     const viewerPort = fixedPort("--viewer-port", values["viewer-port"], DEFAULT_VIEWER_PORT);
     const servePort = fixedPort("--serve-port", values["serve-port"], DEFAULT_GATEWAY_PORT);
     if (viewerPort === servePort) throw new UsageError("--viewer-port and --serve-port must differ");
+    const pipeline = pipelineEnv(values.pipeline); // checked before anything starts
     const cluster = await startLocalCluster({
       url: values["nats-url"] ?? setting(process.env, "CONCLAVE_NATS_URL"),
       dataDir: values["data-dir"] ?? setting(process.env, "CONCLAVE_DATA_DIR"),
@@ -74,6 +78,7 @@ export default defineCommand({
       serve: { port: servePort },
       // The page's conversation panel talks to this gateway even without the chat URL's ?gateway=.
       viewer: { port: viewerPort, gateway: `http://127.0.0.1:${servePort}/ag-ui` },
+      ...(pipeline.CONCLAVE_PIPELINE ? { env: pipeline } : {}),
     });
     const modules = [agents, tools]
       .flatMap((list) => (list ?? "").split(",").map((item) => item.trim()))
@@ -88,7 +93,7 @@ export default defineCommand({
             readyTimeoutMs: READY_TIMEOUT_MS,
           })
         : undefined;
-    for (const line of await readyBlock(cluster, modules)) console.log(line);
+    for (const line of await readyBlock(cluster, modules, pipeline.CONCLAVE_PIPELINE)) console.log(line);
     await untilInterrupted();
     log("stopping…");
     await reload?.stop();
@@ -112,7 +117,11 @@ function fixedPort(flag: string, text: string | undefined, fallback: number): nu
 }
 
 /** The lines `conclave dev` prints once everything serves: where to look, the model, how to talk to it. */
-async function readyBlock(cluster: LocalCluster, modules: readonly string[]): Promise<string[]> {
+async function readyBlock(
+  cluster: LocalCluster,
+  modules: readonly string[],
+  pipeline: string | undefined,
+): Promise<string[]> {
   const detail = async (name: string) =>
     (await cluster.processes.find((p) => p.name === name)?.current.announced) ?? {};
   const viewer = await detail("viewer");
@@ -138,6 +147,7 @@ async function readyBlock(cluster: LocalCluster, modules: readonly string[]): Pr
     ...(modules.length > 0
       ? [`  agents   ${names(hosted.agents)}: reloaded when ${modules.join(", ")} or a file they import changes`]
       : ["  agents   the built-in ones: add yours with --agents ./my-agent.js"]),
+    `  pipeline ${pipeline ?? "cognitive (the built-in agents, council and voice; --pipeline agents: yours alone)"}`,
     `  send     ${send}`,
     "",
   ];

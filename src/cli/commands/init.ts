@@ -12,12 +12,12 @@ Usage: conclave init [DIR] [--force]
 
 Writes into DIR (default: the current directory; created when missing):
   agents/echo.js      an agent (defineAgent) and the tool it calls (defineTool),
-                      both hosted by conclave up --agents ./agents/echo.js
+                      both hosted by conclave dev --agents ./agents/echo.js
   recipes/echo.yaml   a one-step recipe calling the agent
   test/echo.test.js   a test of the agent, run by node --test (no NATS needed)
   README.md           the commands to run
-  package.json        "type": "module" (Conclave is ESM), the scripts start, test,
-                      send and recipe, and the conclave and zod dependencies.
+  package.json        "type": "module" (Conclave is ESM), the scripts dev, start,
+                      test, send and recipe, and the conclave and zod dependencies.
                       An existing package.json is merged into, not replaced: what
                       it already has is kept, and each change is printed.
 
@@ -126,7 +126,7 @@ export default defineCommand({
     lines.push(
       "  npm install         # conclave and zod",
       "  npm test            # the agent's test (node --test)",
-      "  npm start           # conclave up with your agent and its tool (keep it running)",
+      "  npm run dev         # conclave dev: your agent answers, the viewer, reload on edit (keep it running)",
       "  npm run send        # in another terminal: a turn; its events show the tool call",
       "  npm run recipe      # the one-step recipe: your agent's own answer",
     );
