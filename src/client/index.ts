@@ -107,6 +107,7 @@ export type { ForkOptions } from "./fork.ts";
 export type {
   AddedDocument,
   AddProgress,
+  DocumentFormat,
   DocumentSource,
   KnowledgeAddOptions,
   KnowledgeClient,

@@ -21,7 +21,7 @@ import {
 import { InvalidRequestError, messageOf } from "../errors.ts";
 import { type Chunk, checkText, chunkText, type DocumentFormat, formatOf } from "../knowledge/chunk.ts";
 
-export type { KnowledgeDocument, KnowledgeHit };
+export type { DocumentFormat, KnowledgeDocument, KnowledgeHit };
 
 /** Chunks sent per `add` request: the progress step of a long add. */
 export const ADD_BATCH_CHUNKS = 64;
@@ -53,6 +53,7 @@ export interface AddedDocument {
   chunks: number;
 }
 
+/** Options of `knowledge.add`. */
 export interface KnowledgeAddOptions {
   /** Told after each batch of chunks is stored. */
   onProgress?: (progress: AddProgress) => void;
@@ -60,6 +61,7 @@ export interface KnowledgeAddOptions {
   chunkChars?: number;
 }
 
+/** Options of `knowledge.search`. */
 export interface KnowledgeSearchOptions {
   /** At most this many hits, best first. Default 5. */
   limit?: number;

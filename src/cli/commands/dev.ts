@@ -3,6 +3,7 @@ import { DEFAULT_NATS_URL } from "../../bus/connection.ts";
 import { setting } from "../../config/load.ts";
 import { DEFAULT_GATEWAY_PORT } from "../../gateway/startGateway.ts";
 import { describeLlm, llmConfigFromEnv } from "../../llm/config.ts";
+import { checkFeature, optionalFeature } from "../../optionalFeatures.ts";
 import { portArg } from "../../viewer/localHttp.ts";
 import { watchAgentModules } from "../agentReload.ts";
 import { UsageError, untilInterrupted } from "../args.ts";
@@ -67,6 +68,9 @@ export default defineCommand({
     const servePort = fixedPort("--serve-port", values["serve-port"], DEFAULT_GATEWAY_PORT);
     if (viewerPort === servePort) throw new UsageError("--viewer-port and --serve-port must differ");
     const pipeline = pipelineEnv(values.pipeline); // checked before anything starts
+    // The gateway needs the MCP SDK, an optional package a new project may not have: dev runs without it.
+    const mcp = await checkFeature(optionalFeature("mcp"));
+    if (!mcp.available) log(`the gateway (MCP, A2A, AG-UI) is off: it needs @modelcontextprotocol/sdk: ${mcp.install}`);
     const cluster = await startLocalCluster({
       url: values["nats-url"] ?? setting(process.env, "CONCLAVE_NATS_URL"),
       dataDir: values["data-dir"] ?? setting(process.env, "CONCLAVE_DATA_DIR"),
@@ -75,9 +79,9 @@ export default defineCommand({
       readyTimeoutMs: READY_TIMEOUT_MS,
       ...(agents ? { agents } : {}),
       ...(tools ? { tools } : {}),
-      serve: { port: servePort },
+      ...(mcp.available ? { serve: { port: servePort } } : {}),
       // The page's conversation panel talks to this gateway even without the chat URL's ?gateway=.
-      viewer: { port: viewerPort, gateway: `http://127.0.0.1:${servePort}/ag-ui` },
+      viewer: { port: viewerPort, ...(mcp.available ? { gateway: `http://127.0.0.1:${servePort}/ag-ui` } : {}) },
       ...(pipeline.CONCLAVE_PIPELINE ? { env: pipeline } : {}),
     });
     const modules = [agents, tools]
@@ -140,7 +144,7 @@ async function readyBlock(
     "Conclave dev is running (Ctrl-C stops everything)",
     `  viewer   ${viewerUrl}`,
     `  chat     ${chat}`,
-    `  MCP      ${text(gateway.mcpUrl, "?")}`,
+    `  MCP      ${text(gateway.mcpUrl, "off (conclave doctor says what to install)")}`,
     `  A2A      ${text(gateway.a2aCardUrl, "off (conclave doctor says what to install)")}`,
     `  AG-UI    ${text(gateway.aguiUrl, "off (conclave doctor says what to install)")}`,
     `  model    ${describeLlm(llmConfigFromEnv(cluster.env))}`,
