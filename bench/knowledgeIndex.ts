@@ -50,7 +50,7 @@ async function inMemory(dims: number): Promise<number> {
   const embedder = offlineEmbedder(dims);
   const index = new VectorIndex();
   const vectors = await embedder.embed(Array.from({ length: CHUNKS }, (_, i) => paragraph(i)));
-  vectors.forEach((vector, i) => index.set("bench", `c${i}`, vector));
+  for (const [i, vector] of vectors.entries()) index.set("bench", `c${i}`, vector);
   const queries = await embedder.embed(Array.from({ length: QUERIES }, (_, i) => paragraph(CHUNKS + i, 8)));
   const samples = queries.map((query) => {
     const start = performance.now();
