@@ -1,6 +1,5 @@
-import { assign, enqueueActions } from "xstate";
+import { enqueueActions } from "xstate";
 import { DEFAULT_ARENA_POLICY, planTurnContext } from "../../src/context/arena.ts";
-import { withConversationTurn } from "../../src/context/conversation.ts";
 import type { TurnEvent, TurnRecord } from "../../src/contracts/turnProtocol.ts";
 import { agentContext, type PlannedMemory, type TurnContext } from "./context.ts";
 
@@ -42,18 +41,4 @@ export const arenaActions = {
       enqueue({ type: "record", params: { kind: "CONTEXT_PLANNED", payload: planned.planned } });
     },
   ),
-  /**
-   * The turn, completed, joins the conversation the arena carries (what the next compaction folds
-   * in), when it planned its agents' context: the fold of the log does the same (src/runtime/replay.ts).
-   */
-  rememberTurn: assign<TurnContext, TurnEvent, undefined, TurnEvent, never>({
-    context_arena: ({ context }) =>
-      context.planned_memory === null
-        ? context.context_arena
-        : withConversationTurn(context.context_arena, {
-            turn_id: context.turn_id,
-            user_text: context.text,
-            response: context.response,
-          }),
-  }),
 };

@@ -56,18 +56,15 @@ export const memoryCommit = turnSetup.createStateConfig({
 
 export const completed = turnSetup.createStateConfig({
   type: "final",
-  entry: [
-    "rememberTurn",
-    {
-      type: "record",
-      params: ({ context }) => ({
-        kind: "TURN_COMPLETED",
-        payload: {
-          response: context.response,
-          usage: usageSummary(context.usage),
-          outcome: outcomeOf(context),
-        },
-      }),
-    },
-  ],
+  entry: {
+    type: "record",
+    params: ({ context }) => ({
+      kind: "TURN_COMPLETED",
+      payload: {
+        response: context.response,
+        usage: usageSummary(context.usage),
+        outcome: outcomeOf(context),
+      },
+    }),
+  },
 });

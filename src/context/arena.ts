@@ -5,9 +5,6 @@
  * CONTEXT_COMPACTED). Pure CPU: no request leaves the process, so the
  * runner's turn runs it in a machine action.
  *
- * Compaction folds in every turn of the conversation the arena carries
- * (conversation.ts), not only the episodes memory retrieved for this turn.
- *
  * The agents are then given the planned context: the memory items the plan
  * dropped (episodes, recalled facts, threads, procedures, ledger lines) are
  * left out of their AgentContext, and the summary is added. The turn's own
@@ -25,8 +22,7 @@ import {
 } from "../contracts/context.ts";
 import type { Usage } from "../contracts/usage.ts";
 import { contextBudgetFromEnv, DEFAULT_CONTEXT_BUDGET } from "./budget.ts";
-import { type CompactedTurn, compactOffline, DEFAULT_KEEP_RECENT_TURNS, SUMMARY_SHARE } from "./compaction.ts";
-import { afterSummary } from "./conversation.ts";
+import { compactOffline, DEFAULT_KEEP_RECENT_TURNS, SUMMARY_SHARE } from "./compaction.ts";
 import { type ContextPlan, planContext } from "./planner.ts";
 import { tokenizerFor } from "./tokenizer.ts";
 import type { ContextSummary } from "./zones.ts";
@@ -62,20 +58,14 @@ export function planTurnContext(
   let planned = plan(state.summary, state.observed_tokens);
   let compacted: ArenaTurn["compacted"] = null;
   if (planned.report.pressure.level !== "normal") {
-    const compaction = compactOffline(turnsToFold(state, context), state.summary, {
+    const compaction = compactOffline(context.episodes, state.summary, {
       keep_recent_turns: policy.compaction?.keep_recent_turns ?? DEFAULT_KEEP_RECENT_TURNS,
       max_tokens: policy.compaction?.max_tokens ?? Math.floor(SUMMARY_SHARE * policy.budget.total_tokens),
       tokenizer,
     });
     if (compaction !== null) {
       // The model's last count measured the context before compaction: stale now.
-      const conversation = afterSummary(state.conversation, compaction.summary.through_turn);
-      state = {
-        summary: compaction.summary,
-        observed_tokens: 0,
-        compactions: state.compactions + 1,
-        ...(conversation ? { conversation } : {}),
-      };
+      state = { summary: compaction.summary, observed_tokens: 0, compactions: state.compactions + 1 };
       compacted = {
         summariser: compaction.summariser,
         pressure: planned.report.pressure,
@@ -96,19 +86,6 @@ export function planTurnContext(
     planned: { encoding: tokenizer.encoding, encoding_exact: tokenizer.exact, ...planned.report },
     compacted,
   };
-}
-
-/**
- * What compaction may fold in: every turn of the conversation the arena carries, and the
- * episodes memory retrieved for this turn (their full text, where both have a turn; the only
- * source in a session whose snapshot predates the conversation).
- */
-function turnsToFold(state: ContextArenaState, context: AgentContext): CompactedTurn[] {
-  const byTurn = new Map<number, CompactedTurn>();
-  for (const turn of state.conversation ?? [])
-    byTurn.set(turn.turn_id, { turn_id: turn.turn_id, user_text: turn.user, response: turn.reply });
-  for (const episode of context.episodes) byTurn.set(episode.turn_id, episode);
-  return [...byTurn.values()].sort((a, b) => a.turn_id - b.turn_id);
 }
 
 /** The session's arena after an agent replied: the largest prompt a model of this turn reported it was sent. */

@@ -11,15 +11,8 @@
 import type { CompactionSettings } from "../contracts/context.ts";
 import type { ChatModel } from "../contracts/model.ts";
 import type { Episode } from "../contracts/workspace.ts";
-import { firstSentenceOf } from "./conversation.ts";
 import type { Tokenizer } from "./tokenizer.ts";
 import type { ContextSummary } from "./zones.ts";
-
-/**
- * A turn as compaction reads it: its message and its reply. An Episode is one; so is a turn of
- * the conversation the arena carries (conversation.ts), the first sentence of each side.
- */
-export type CompactedTurn = Pick<Episode, "turn_id" | "user_text" | "response">;
 
 /** How compaction runs: its settings, and the tokenizer counting the summary. */
 export interface CompactionOptions extends CompactionSettings {
@@ -43,12 +36,12 @@ export interface Compaction {
   tokens_after: number;
 }
 
-/** The turns compaction would fold in now: newer than the summary, older than the recent turns kept. */
-export function compactableEpisodes<T extends CompactedTurn>(
-  episodes: readonly T[],
+/** The episodes compaction would fold in now: newer than the summary, older than the recent turns kept. */
+export function compactableEpisodes(
+  episodes: readonly Episode[],
   summary: ContextSummary | null,
   keepRecentTurns: number,
-): T[] {
+): Episode[] {
   const fresh = episodes
     .filter((episode) => summary === null || episode.turn_id > summary.through_turn)
     .sort((a, b) => a.turn_id - b.turn_id);
@@ -57,7 +50,8 @@ export function compactableEpisodes<T extends CompactedTurn>(
 
 /** The first sentence of a text, on one line, at most `maxTokens` tokens. */
 function firstSentence(text: string, maxTokens: number, tokenizer: Tokenizer): string {
-  const sentence = firstSentenceOf(text);
+  const line = text.replace(/\s+/g, " ").trim();
+  const sentence = /^.*?[.!?](?=\s|$)/.exec(line)?.[0] ?? line;
   const short = tokenizer.truncate(sentence, maxTokens);
   return short === sentence ? sentence : `${short}…`;
 }
@@ -72,7 +66,7 @@ function bounded(lines: string[], maxTokens: number, tokenizer: Tokenizer): stri
 
 /** The offline summariser: extractive and deterministic. */
 export function summariseOffline(
-  episodes: readonly CompactedTurn[],
+  episodes: readonly Episode[],
   previous: ContextSummary | null,
   options: CompactionOptions,
 ): ContextSummary {
@@ -93,7 +87,7 @@ export function summariseOffline(
 /** The model summariser: the session's model writes the summary (one call; its usage is returned). */
 export async function summariseWithModel(
   model: ChatModel,
-  episodes: readonly CompactedTurn[],
+  episodes: readonly Episode[],
   previous: ContextSummary | null,
   options: CompactionOptions & { signal?: AbortSignal },
 ): Promise<ContextSummary> {
@@ -120,7 +114,7 @@ export async function summariseWithModel(
 
 /** Folds the older of `episodes` into the summary, offline; null when there is nothing to fold. */
 export function compactOffline(
-  episodes: readonly CompactedTurn[],
+  episodes: readonly Episode[],
   previous: ContextSummary | null,
   options: CompactionOptions,
 ): Compaction | null {
@@ -132,7 +126,7 @@ export function compactOffline(
 /** Folds the older of `episodes` into the summary through a model; null when there is nothing to fold. */
 export async function compactWithModel(
   model: ChatModel,
-  episodes: readonly CompactedTurn[],
+  episodes: readonly Episode[],
   previous: ContextSummary | null,
   options: CompactionOptions & { signal?: AbortSignal },
 ): Promise<Compaction | null> {
@@ -143,7 +137,7 @@ export async function compactWithModel(
 }
 
 function describe(
-  older: CompactedTurn[],
+  older: Episode[],
   previous: ContextSummary | null,
   summary: ContextSummary,
   summariser: Compaction["summariser"],

@@ -7,8 +7,7 @@
  *   task_state        the user's message, the task ledger, the turn's signals and claims
  *   tool_failures     tool calls that failed earlier in the turn
  *   working_memory    the compaction summary, recent turns, threads left open
- *   recall            what memory recalls of the user for this message, and the turns it recalled
- *                     that the compaction summary covers (shown in full: the cut-off hides none)
+ *   recall            what memory recalls of the user for this message
  *
  * Within a zone each item has a rank: 0 is kept longest, higher ranks are
  * dropped first. Its `order` is where it is shown in the zone.
@@ -71,7 +70,7 @@ export interface ContextItem {
 
 /** A compaction summary of a session's older turns (see compaction.ts). */
 export interface ContextSummary {
-  /** The last turn the summary covers: episodes up to it leave working memory (a recalled one is shown in recall). */
+  /** The last turn the summary covers: episodes up to it are not shown again. */
   through_turn: number;
   text: string;
 }
@@ -149,15 +148,8 @@ export function contextItems(sources: ContextSources): ContextItem[] {
   for (const [index, thread] of (context.open_threads ?? []).entries())
     add("working_memory", `thread:${index}`, `Open thread: ${thread}`, 1_000 + index, 1_000 + index);
 
-  // Recall: facts about the user and the turns memory recalled that the summary covers, each best match
-  // first, taken in turn (fact 0, turn 0, fact 1…): the summary's cut-off hides no turn memory recalled.
+  // Recall: facts about the user, best match first.
   for (const [index, fact] of (context.user_facts ?? []).entries()) add("recall", `user_fact:${index}`, fact, index);
-  const recalled =
-    summary === null ? [] : context.episodes.filter((episode) => episode.turn_id <= summary.through_turn);
-  for (const [index, episode] of recalled.entries()) {
-    const text = `Recalled turn ${episode.turn_id} (before the summary). User: ${episode.user_text} | Reply: ${episode.response}`;
-    add("recall", `episode:${episode.turn_id}`, text, index, index + 0.5);
-  }
 
   return items;
 }

@@ -23,32 +23,10 @@ export const ContextSummarySchema = z.object({
   text: z.string().max(64_000),
 });
 
-/**
- * One completed turn of the conversation, in short, as compaction will fold it in: the first
- * sentence of each side, each cut to {@link CONVERSATION_TURN_CHARS} characters.
- */
-export const ConversationTurn = z.object({
-  turn_id: z.number().int().min(1),
-  user: z.string().max(4_000),
-  reply: z.string().max(4_000),
-});
-export type ConversationTurn = z.infer<typeof ConversationTurn>;
-
-/** The most characters each side of a {@link ConversationTurn} keeps. */
-export const CONVERSATION_TURN_CHARS = 240;
-
-/** The most turns a session's arena holds that the summary does not cover yet (the oldest go first). */
-export const CONVERSATION_TURNS_MAX = 64;
-
 /** What a session carries of its context from one turn to the next (in its snapshot). */
 export const ContextArenaState = z.object({
   /** The compaction summary of the session's older turns; null before the first compaction. */
   summary: ContextSummarySchema.nullable(),
-  /**
-   * The completed turns after the summary, in short, oldest first (at most {@link CONVERSATION_TURNS_MAX}):
-   * what the next compaction folds in, whatever memory retrieves. Absent in snapshots written before it existed.
-   */
-  conversation: z.array(ConversationTurn).max(CONVERSATION_TURNS_MAX).optional(),
   /** The largest prompt_tokens an agent reply of the session's last turn reported (0: none reported). */
   observed_tokens: z.number().int().min(0),
   /** Compactions run in the session so far. */

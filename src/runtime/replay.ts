@@ -1,7 +1,6 @@
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import { modulatorsFromSensors } from "../cognition/workspace.ts";
 import { observeUsage } from "../context/arena.ts";
-import { afterSummary, withConversationTurn } from "../context/conversation.ts";
 import { emptyArenaState } from "../contracts/context.ts";
 import type { EngineEvent } from "../contracts/events.ts";
 import type { LedgerReplay } from "../contracts/ledger.ts";
@@ -36,26 +35,13 @@ export function foldTurn(state: SessionSnapshot, events: readonly EngineEvent[])
     if (event.kind === "STANCE_UPDATED") stance = event.payload.current;
     // The context arena, as the turn changed it (machines/turn/contextArena.ts, agents.ts).
     if (event.kind === "CONTEXT_PLANNED") arena = { ...(arena ?? emptyArenaState()), observed_tokens: 0 };
-    if (event.kind === "CONTEXT_COMPACTED") {
-      const conversation = afterSummary(arena?.conversation, event.payload.through_turn);
+    if (event.kind === "CONTEXT_COMPACTED")
       arena = {
         summary: { through_turn: event.payload.through_turn, text: event.payload.summary },
         observed_tokens: 0,
         compactions: (arena?.compactions ?? 0) + 1,
-        ...(conversation ? { conversation } : {}),
       };
-    }
     if (event.kind === "AGENT_COMPLETED" && arena) arena = observeUsage(arena, event.payload.usage);
-    // The turn joins the conversation the arena carries when it planned its context (machines/turn/contextArena.ts).
-    if (event.kind === "TURN_COMPLETED" && arena && attempt.some((planned) => planned.kind === "CONTEXT_PLANNED")) {
-      const started = events.findLast((item) => item.kind === "TURN_STARTED");
-      if (started?.kind === "TURN_STARTED")
-        arena = withConversationTurn(arena, {
-          turn_id: event.turn_id,
-          user_text: started.payload.user_input,
-          response: event.payload.response,
-        });
-    }
   }
   return {
     turns_completed: state.turns_completed + 1,

@@ -22,7 +22,6 @@ import { type TapeMemory, type TapeState, TapeState as TapeStateSchema } from ".
  * the council's and critics' steps) being most of its events. A fold that reads another kind adds it here.
  */
 export const FOLDED_KINDS: ReadonlySet<string> = new Set([
-  "TURN_STARTED",
   "TURN_RESUMED",
   "TURN_COMPLETED",
   "SENSORS_FAST_UPDATED",
