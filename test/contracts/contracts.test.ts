@@ -27,6 +27,7 @@ describe("wire contracts", () => {
       "idempotency_key",
       "on_busy",
       "patience_ms",
+      "pipeline",
       "recipe",
       "text",
       "user_id",
