@@ -12,11 +12,11 @@ import type { EventLevel } from "../../eventlog/levels.ts";
 import type { TurnInterceptor } from "./turnInterceptor.ts";
 
 type TurnRef = { session_id: string; turn_id: number };
-type Record = (turn: TurnRef, body: TurnRecord) => void;
+type RecordEvent = (turn: TurnRef, body: TurnRecord) => void;
 
 /** Times `run` and records it on `turn`'s log, answered or failed; the outcome is handed on unchanged. */
 async function timed<T>(
-  record: Record,
+  record: RecordEvent,
   turn: TurnRef,
   step: string,
   agentId: string | undefined,
@@ -47,7 +47,7 @@ async function timed<T>(
  * The layer recording STEP_TIMED for every call of a turn's services, or null below the `debug` level.
  * The fast sensors' call is not timed: it is given only the text, not the turn it is for.
  */
-export function stepTimingsInterceptor(level: EventLevel, record: Record): TurnInterceptor | null {
+export function stepTimingsInterceptor(level: EventLevel, record: RecordEvent): TurnInterceptor | null {
   if (level !== "debug") return null;
   return {
     screen: (input, next) => timed(record, input.request, "screen", undefined, () => next(input)),
