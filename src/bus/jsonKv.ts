@@ -72,7 +72,7 @@ export interface JsonKvOptions {
 export class JsonKv<S extends z.ZodType> {
   /** Revisions already reported, so a key read in a loop makes one dead letter, not one per read. */
   readonly #reported = new Set<string>();
-  /** Last known value and revision per key (`cacheRevisions`), oldest first. */
+  /** Last known value and revision per key (`cacheRevisions`), oldest first; revision 0: known absent. */
   readonly #known = new Map<string, { value: z.infer<S>; revision: number }>();
 
   private constructor(
@@ -117,12 +117,24 @@ export class JsonKv<S extends z.ZodType> {
   async get(key: string): Promise<{ value: z.infer<S>; revision: number } | null> {
     const entry = await this.kv.get(key);
     if (entry?.operation !== "PUT") {
-      this.#known.delete(key);
+      this.#remember(key, null as z.infer<S>, 0); // absent: a following update creates it without reading again
       return null;
     }
     const found = { value: this.#decode(key, entry.revision, entry.value), revision: entry.revision };
     this.#remember(key, found.value, found.revision);
     return found;
+  }
+
+  /**
+   * This instance's last known copy of the key (`cacheRevisions`), else what
+   * is stored: no round trip when the key was read or written here before.
+   * The copy may be stale (another process wrote since): use it where an
+   * `update` of the key follows, whose compare-and-set finds that out.
+   */
+  async recall(key: string): Promise<{ value: z.infer<S>; revision: number } | null> {
+    const known = this.#known.get(key);
+    if (known) return known.revision === 0 ? null : known;
+    return this.get(key);
   }
 
   #remember(key: string, value: z.infer<S>, revision: number): void {
@@ -189,7 +201,8 @@ export class JsonKv<S extends z.ZodType> {
     for (let attempt = 0; attempt < attempts; attempt++) {
       // The copy this instance last saw, if any: its compare-and-set checks it is still current.
       const known = attempt === 0 ? this.#known.get(key) : undefined;
-      const current = known ?? (await this.get(key));
+      const found = known ?? (await this.get(key));
+      const current = found && found.revision > 0 ? found : null;
       const next = change(current?.value ?? null);
       if (next === null) {
         if (!known) return current?.value ?? null;

@@ -19,6 +19,8 @@ const COUNTERS_CACHED = 10_000;
 const Counter = z.object({
   last_turn_id: z.number().int().min(0),
   last_done_turn_id: z.number().int().min(0).default(0),
+  /** The session chose a pipeline (stored as `pipeline.<session>`): only such sessions read it. */
+  chose_pipeline: z.boolean().optional(),
 });
 const Checkpoint = z.object({
   through_turn_id: z.number().int().min(0),
@@ -27,6 +29,12 @@ const Checkpoint = z.object({
   domains: TapeState.optional(),
 });
 export type Checkpoint = z.infer<typeof Checkpoint>;
+
+/** A reserved turn id, and whether the session has chosen a pipeline (as the counter written says). */
+export interface TurnReservation {
+  turnId: number;
+  sessionChosePipeline: boolean;
+}
 
 /** What a tape replay reads of the session store. */
 export interface TapeCheckpointStore {
@@ -68,13 +76,19 @@ export class SessionStore {
     return (await this.counters.get(`counter.${sessionId}`))?.value.last_turn_id ?? 0;
   }
 
-  /** Reserves the session's next turn id. */
-  async nextTurnId(sessionId: string): Promise<number> {
+  /**
+   * Reserves the session's next turn id. `choosingPipeline`: the submission
+   * chose a pipeline, stored already with `choosePipeline`; the counter then
+   * says so, and `pipeline` reads it from the next turn on.
+   */
+  async reserveTurnId(sessionId: string, options: { choosingPipeline?: boolean } = {}): Promise<TurnReservation> {
     const next = await this.counters.update(`counter.${sessionId}`, (current) => ({
+      ...current,
       last_turn_id: (current?.last_turn_id ?? 0) + 1,
       last_done_turn_id: current?.last_done_turn_id ?? 0,
+      ...(options.choosingPipeline ? { chose_pipeline: true } : {}),
     }));
-    return next!.last_turn_id;
+    return { turnId: next!.last_turn_id, sessionChosePipeline: next!.chose_pipeline === true };
   }
 
   /** True while a turn of the session is accepted and not yet finished. */
@@ -97,8 +111,14 @@ export class SessionStore {
     await this.snapshots.put(`snapshot.${sessionId}`, snapshot);
   }
 
-  /** The pipeline the session chose with a submission (`TurnSubmission.pipeline`); null: it chose none. */
+  /**
+   * The pipeline the session chose with a submission (`TurnSubmission.pipeline`); null: it chose none.
+   * Whether it chose is read from this runner's copy of the session's counter (no round trip for a
+   * session it served before, which is why the flag lives there): a copy gone stale shows in
+   * `reserveTurnId`'s `sessionChosePipeline`.
+   */
   async pipeline(sessionId: string): Promise<PipelineChoice | null> {
+    if (!(await this.counters.recall(`counter.${sessionId}`))?.value.chose_pipeline) return null;
     return (await this.pipelines.get(`pipeline.${sessionId}`))?.value ?? null;
   }
 

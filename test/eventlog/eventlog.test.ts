@@ -92,13 +92,33 @@ describe("session store", () => {
       SessionStore.open(await nats.connect("runner")),
     ]);
     const ids = await Promise.all(
-      Array.from({ length: 20 }, (_, index) => (index % 2 === 0 ? a : b).nextTurnId("race")),
+      Array.from({ length: 20 }, (_, index) =>
+        (index % 2 === 0 ? a : b).reserveTurnId("race").then(({ turnId }) => turnId),
+      ),
     );
     expect(ids.sort((x, y) => x - y)).toEqual(Array.from({ length: 20 }, (_, index) => index + 1));
     const reopened = await SessionStore.open(await nats.connect("runner"));
     expect(await reopened.lastTurnId("race")).toBe(20);
-    expect(await reopened.nextTurnId("race")).toBe(21);
+    expect((await reopened.reserveTurnId("race")).turnId).toBe(21);
     expect(await reopened.lastTurnId("fresh")).toBe(0);
+  });
+
+  it("tells a runner whose copy of a session is stale that another runner's turn chose a pipeline", async () => {
+    const [a, b] = await Promise.all([
+      SessionStore.open(await nats.connect("runner")),
+      SessionStore.open(await nats.connect("runner")),
+    ]);
+    expect(await a.pipeline("chooser")).toBeNull();
+    expect(await a.reserveTurnId("chooser")).toEqual({ turnId: 1, sessionChosePipeline: false });
+    await b.choosePipeline("chooser", { kind: "agents", council: true });
+    expect(await b.reserveTurnId("chooser", { choosingPipeline: true })).toEqual({
+      turnId: 2,
+      sessionChosePipeline: true,
+    });
+    // a's copy of the counter predates the choice: its read says none, and its reservation says otherwise.
+    expect(await a.pipeline("chooser")).toBeNull();
+    expect(await a.reserveTurnId("chooser")).toEqual({ turnId: 3, sessionChosePipeline: true });
+    expect(await a.pipeline("chooser")).toEqual({ kind: "agents", council: true });
   });
 });
 

@@ -167,7 +167,7 @@ describe("erasing a session", () => {
     ).toBe(0);
     expect(await stored(streams.turns, walSubject("erase-a"))).toBe(0);
     expect(await stored(streams.memory, "conclave.memory.episode.erase-a.*")).toBe(0);
-    // Kept on purpose: the turn counter (two integers: turn ids are never reused) and the ownership record
+    // Kept on purpose: the turn counter (two integers and a flag: turn ids are never reused) and the ownership record
     // (a runner's name: deleting it under a live owner would let a second runner take the session).
     const ownership = `$KV.${buckets.owners}.erase-a`;
     expect(await keysOf("erase-a")).toEqual(

@@ -31,7 +31,7 @@ describe("the turn settlement", () => {
       on_busy: "enqueue",
       submitted_at: Date.now(),
     };
-    await sessions.nextTurnId("ledger");
+    await sessions.reserveTurnId("ledger");
     await statuses.pending("ledger", 1, entry.submitted_at);
     await js.publish(walSubject("ledger"), encodeJson(entry), { msgID: "ledger.1" });
     const consumer = await js.consumers.get(streams.turns, sessionConsumer("ledger"));

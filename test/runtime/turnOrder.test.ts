@@ -45,7 +45,7 @@ afterEach(() => {
 async function accept(sessionId: string, inWal: number[]): Promise<void> {
   const js = jetstream(await nats.connect("runner"));
   for (const turnId of [1, 2]) {
-    await sessions.nextTurnId(sessionId);
+    await sessions.reserveTurnId(sessionId);
     await statuses.pending(sessionId, turnId, Date.now());
     if (!inWal.includes(turnId)) continue;
     const entry: WalEntry = { session_id: sessionId, turn_id: turnId, text: "hi", on_busy: "enqueue", submitted_at: 0 };

@@ -75,7 +75,8 @@ export async function serveErase(deps: EraseDeps, msg: ServiceMsg): Promise<void
  * See docs/operations.md, "Erasing a session".
  */
 export const KEPT_BY_DESIGN: Readonly<Record<string, string>> = {
-  turn_counter: "counter.<session> (two integers): turn ids are never given twice",
+  turn_counter:
+    "counter.<session> (two integers, and whether the session chose a pipeline): turn ids are never given twice",
   ownership: "the owner record (a runner's name): its runner releases it when told of the erase",
   audit_record: "this record in CONCLAVE_AUDIT: ids, times and counts, no content",
   schedule_markers:

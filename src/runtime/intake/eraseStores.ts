@@ -46,7 +46,7 @@ type StoreEraser = () => Promise<number | "skipped">;
 
 /**
  * Erases the session from every store, each independently. The turn
- * counter (`counter.<session>`: two integers) is kept so that turn ids are
+ * counter (`counter.<session>`: two integers and a flag) is kept so that turn ids are
  * never given twice (events are deduplicated by `<session>.<turn>.<seq>`);
  * the ownership record (a runner's name) is left to its runner, which lets
  * the session go when told of the erase (`conclave.session.erased`):

@@ -130,14 +130,16 @@ export async function acceptSubmission(deps: IngressDeps, msg: ServiceMsg): Prom
     address = addressOf(msg.subject);
     const { sessionId } = address;
     const submission = decodeMessage(msg, TurnSubmission, `turn for session ${sessionId}`, MAX_SUBMISSION_BYTES);
-    const run = await resolvePipeline(
-      { sessions: deps.sessions, pipelines: deps.pipelines ?? COGNITIVE, recipes: deps.recipes },
-      sessionId,
-      submission,
-      address.tenant,
-    );
-    // The session's choice stands from this turn on, stored with the session (before a turn id is taken: a failure
-    // here refuses the turn and leaves no gap), read by whichever runner accepts its next turn.
+    const resolve = () =>
+      resolvePipeline(
+        { sessions: deps.sessions, pipelines: deps.pipelines ?? COGNITIVE, recipes: deps.recipes },
+        sessionId,
+        submission,
+        address!.tenant,
+      );
+    let run = await resolve();
+    // The session's choice is stored with the session before a turn id is taken (a failure here refuses the turn
+    // and leaves no gap); the reservation marks the counter, so whichever runner accepts a later turn reads it.
     const chosen = run.chosen;
     if (chosen) await throughElections(() => deps.sessions.choosePipeline(sessionId, chosen));
     if (submission.idempotency_key) {
@@ -185,7 +187,19 @@ export async function acceptSubmission(deps: IngressDeps, msg: ServiceMsg): Prom
         );
       }
       // Repeated after a lost answer, it may skip an id: a gap with no status holds nothing up.
-      turnId = await throughElections(() => deps.sessions.nextTurnId(sessionId));
+      const reserved = await throughElections(() =>
+        deps.sessions.reserveTurnId(sessionId, { choosingPipeline: chosen !== undefined }),
+      );
+      turnId = reserved.turnId;
+      if (run.sessionChoseNone && reserved.sessionChosePipeline) {
+        // This runner's copy of the session was stale: another runner's turn chose a pipeline since.
+        try {
+          run = await resolve();
+        } catch (error) {
+          await abandonTurnId(deps, sessionId, turnId, `its session's pipeline refused it: ${String(error)}`);
+          throw error;
+        }
+      }
       if (claim) {
         try {
           await deps.idempotency.reserve(sessionId, claim.handle, turnId);

@@ -26,6 +26,8 @@ export interface PipelineResolution {
   pipeline?: AgentsPipeline;
   /** The pipeline the submission chose for its session: stored once its turn is. */
   chosen?: PipelineChoice;
+  /** Neither the submission nor (as this runner last saw it) its session chose: the runner's default runs. */
+  sessionChoseNone?: boolean;
 }
 
 /**
@@ -48,8 +50,9 @@ export async function resolvePipeline(
       recipeName: await checkRecipeSubmission(deps.recipes, submission.recipe, tenant),
     };
   const chosen = submission.pipeline;
-  const pipeline = chosen ?? (await deps.sessions.pipeline(sessionId)) ?? deps.pipelines.default;
-  const resolution: PipelineResolution = chosen ? { chosen } : {};
+  const sessionChoice = chosen ? null : await deps.sessions.pipeline(sessionId);
+  const pipeline = chosen ?? sessionChoice ?? deps.pipelines.default;
+  const resolution: PipelineResolution = chosen ? { chosen } : sessionChoice ? {} : { sessionChoseNone: true };
   if (pipeline.kind === "cognitive") return resolution;
   if (pipeline.kind === "recipe") {
     const recipe: RecipeSubmission = { document: pipeline.document, inputs: { message: submission.text ?? "" } };
