@@ -26,6 +26,7 @@ export {
   type ToolRunResult,
 } from "./agents/agentTools.ts";
 export { builtinAgents, UnknownAgentError } from "./agents/builtins.ts";
+export { contributionOf } from "./agents/contributionOf.ts";
 export { type CouncilAnswering, type CouncilAnswers, councilAnswers } from "./agents/councilAnswers.ts";
 export {
   type AgentDefinition,
@@ -37,7 +38,6 @@ export {
   type AgentRunContext,
   type AgentScheduling,
   type AgentSpec,
-  contributionOf,
   defineAgent,
   hasClaim,
   isAgentDefinition,
