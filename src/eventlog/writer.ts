@@ -42,7 +42,11 @@ interface OpenTurn {
   /** A drain is publishing the queue. */
   draining: boolean;
   fenced: boolean;
-  /** The stream sequence the turn's subject must be at when this writer's first event lands (0: no event yet). */
+  /**
+   * The turn subject's last stream sequence as this writer knows it: what an earlier attempt stored (0: none),
+   * then each of its own events as stored. Its first event and its terminal one land only if the subject is
+   * still there, so a writer that lost the turn to another never stores a second TURN_COMPLETED.
+   */
   expectLast: number;
   /** This writer's first event of the turn is stored (fencing passed). */
   opened: boolean;
@@ -72,12 +76,14 @@ interface OpenTurn {
  * new connection while an earlier one, lost with the old connection, is still
  * to be stored: a raw reader of the stream sees each turn in `seq` order.
  *
- * Single-writer fencing: a writer's first event of a turn is published alone
- * with the subject's expected last sequence (none yet, or the last event a
- * taken-over turn had stored). A refused expectation, or a first publish
+ * Single-writer fencing: a writer's first event of a turn, and its terminal
+ * one, are published alone with the subject's expected last sequence (none
+ * yet, or the last event a taken-over turn had stored; then the last this
+ * writer stored). A refused expectation, or an event's first publish
  * reported as a duplicate, means another writer holds the turn (a runner
- * taken for dead that is not): the turn is fenced, nothing more is written,
- * and `finish` fails.
+ * taken for dead that is not, still running it beside its taker): the turn
+ * is fenced, nothing more is written, and `finish` fails. So two writers of
+ * one turn never both store a TURN_COMPLETED.
  *
  * The terminal event (TURN_COMPLETED) is published alone, after every earlier
  * one is stored; a turn that follows another of the same session starts
@@ -296,15 +302,22 @@ export class EventLogWriter {
 
   async #publishBatch(turn: OpenTurn, batch: Queued[]): Promise<void> {
     const first = !turn.opened;
+    // Both go out alone (#nextBatch), so the writer knows where the subject should stand.
+    const fenced = first || batch[0]?.event.kind === "TURN_COMPLETED";
+    const expect = () => (fenced ? turn.expectLast : undefined);
     const results = await Promise.allSettled(
-      batch.map((queued) => this.#publisher.publish(queued.event, queued.data, first ? turn.expectLast : undefined)),
+      batch.map((queued) => this.#publisher.publish(queued.event, queued.data, expect())),
     );
     for (let i = 0; i < batch.length; i++) {
       const result = results[i]!;
       const queued = batch[i]!;
       if (result.status === "fulfilled") {
-        if (first && result.value.duplicate) this.#fence(turn, queued.event);
-        else turn.opened = true;
+        // Sent once, and already there under its id: another writer of the turn stored that seq first.
+        if (result.value.duplicate) this.#fence(turn, queued.event);
+        else {
+          turn.opened = true;
+          turn.expectLast = Math.max(turn.expectLast, result.value.seq);
+        }
         queued.settle(result.value);
         continue;
       }
@@ -324,12 +337,9 @@ export class EventLogWriter {
           continue;
         }
         try {
-          const ack = await this.#publisher.storeWithRetry(
-            again.event,
-            again.data,
-            first ? turn.expectLast : undefined,
-          );
+          const ack = await this.#publisher.storeWithRetry(again.event, again.data, expect());
           turn.opened = true;
+          turn.expectLast = Math.max(turn.expectLast, ack.seq);
           again.settle(ack);
         } catch (error) {
           if (isWrongLastSequence(error)) {

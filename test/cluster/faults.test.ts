@@ -285,7 +285,9 @@ describe(`a fault run (seed ${SEED})`, () => {
           const ran = events.some(({ event }) => event.kind === "TURN_STARTED");
           if (ran && !ackedIds.has(turnId)) extra.push(`${session}/${turnId}`);
           const ends = events.filter(({ event }) => event.kind === "TURN_COMPLETED");
-          if (ends.length > 1) twice.push(`${session}/${turnId}`);
+          // The turn's stored history goes with it: what a failed run needs to be understood.
+          if (ends.length > 1)
+            twice.push(`${session}/${turnId}: ${events.map(({ event }) => `${event.seq} ${event.kind}`).join(", ")}`);
           if (!events.every(({ event }, index) => event.seq === index))
             disorder.push(`${session}/${turnId} not contiguous`);
           const start = events.find(({ event }) => event.kind === "TURN_STARTED");

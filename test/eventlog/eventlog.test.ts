@@ -1,6 +1,6 @@
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { beforeAll, describe, expect, it } from "vitest";
-import { encodeJson } from "../../src/bus/codec.ts";
+import { encodeJson, encodeRecord } from "../../src/bus/codec.ts";
 import { eventStream, subjects } from "../../src/bus/subjects.ts";
 import { usageSummary } from "../../src/contracts/turnProtocol.ts";
 import { DEFAULT_EVENT_STREAMS, ensureEventStreams } from "../../src/eventlog/eventStreams.ts";
@@ -183,6 +183,75 @@ describe("single-writer fencing", () => {
     expect(fenced).toEqual(["fence.1"]);
     const events = await readEvents(js, await jetstreamManager(nc), "fence", 1);
     expect(events.map((event) => event.seq)).toEqual([0]);
+  });
+
+  it("stops a runner taken for dead that goes on beside its taker: one TURN_COMPLETED is stored", async () => {
+    const nc = await nats.connect("runner");
+    const js = jetstream(nc);
+    const jsm = await jetstreamManager(nc);
+    const fenced: string[] = [];
+    const completed = {
+      kind: "TURN_COMPLETED" as const,
+      payload: { response: "done", outcome: { status: "Complete" as const }, usage: usageSummary({}) },
+    };
+    const stalled = new EventLogWriter(js, EVENT_STREAMS, {
+      onFenced: (session, turn) => fenced.push(`${session}.${turn}`),
+    });
+    stalled.append("beside", 1, { kind: "TURN_STARTED", payload: { user_input: "hi", turn_id: 1 } });
+    await stalled.flushed("beside", 1);
+    // Its taker reads what is stored and runs the turn to its end, with more events than the first writer will.
+    let lastStreamSeq = 0;
+    const stored = await readEvents(js, jsm, "beside", 1, { onStreamSeq: (seq) => (lastStreamSeq = seq) });
+    const taker = new EventLogWriter(js, EVENT_STREAMS);
+    taker.open("beside", 1, stored, lastStreamSeq);
+    taker.append("beside", 1, { kind: "TURN_RESUMED", payload: { attempt: 2, after_seq: 0 } });
+    taker.append("beside", 1, { kind: "TURN_STAGE_CHANGED", payload: { stage: "ingest" } });
+    taker.append("beside", 1, { kind: "TURN_STAGE_CHANGED", payload: { stage: "context" } });
+    taker.append("beside", 1, completed);
+    await taker.finish("beside", 1);
+    // The first writer wakes and goes on: its next seq is already stored by the taker.
+    stalled.append("beside", 1, { kind: "TURN_STAGE_CHANGED", payload: { stage: "ingest" } });
+    stalled.append("beside", 1, completed);
+    await expect(stalled.finish("beside", 1)).rejects.toThrow(/another runner/);
+    expect(fenced).toEqual(["beside.1"]);
+    const kinds = (await readEvents(js, jsm, "beside", 1)).map((event) => event.kind);
+    expect(kinds.filter((kind) => kind === "TURN_COMPLETED")).toHaveLength(1);
+    expect(kinds).toEqual([
+      "TURN_STARTED",
+      "TURN_RESUMED",
+      "TURN_STAGE_CHANGED",
+      "TURN_STAGE_CHANGED",
+      "TURN_COMPLETED",
+    ]);
+  });
+
+  it("stops a writer whose turn another writer added to since its last event: its TURN_COMPLETED is refused", async () => {
+    const nc = await nats.connect("runner");
+    const js = jetstream(nc);
+    const jsm = await jetstreamManager(nc);
+    const first = new EventLogWriter(js, EVENT_STREAMS);
+    first.append("terminal", 1, { kind: "TURN_STARTED", payload: { user_input: "hi", turn_id: 1 } });
+    first.append("terminal", 1, { kind: "TURN_STAGE_CHANGED", payload: { stage: "ingest" } });
+    await first.flushed("terminal", 1);
+    // Another writer stores an event the first one never numbered (seq 5): no id of the first one meets it.
+    await js.publish(
+      subjects.turnEvents("terminal", 1, EVENT_STREAMS),
+      encodeRecord({
+        session_id: "terminal",
+        turn_id: 1,
+        seq: 5,
+        ts_monotonic: 0,
+        kind: "TURN_STAGE_CHANGED",
+        payload: { stage: "context" },
+      }),
+      { msgID: "terminal.1.5" },
+    );
+    first.append("terminal", 1, {
+      kind: "TURN_COMPLETED",
+      payload: { response: "", outcome: { status: "Complete" }, usage: usageSummary({}) },
+    });
+    await expect(first.finish("terminal", 1)).rejects.toThrow(/another runner/);
+    expect((await readEvents(js, jsm, "terminal", 1)).map((event) => event.kind)).not.toContain("TURN_COMPLETED");
   });
 
   it("lets a writer resuming a turn go on from where the log is", async () => {
