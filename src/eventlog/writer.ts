@@ -404,6 +404,11 @@ export class EventLogWriter {
     await Promise.allSettled([...this.#turns.values()].flatMap((turn) => turn.pending));
   }
 
+  /** True when another writer holds the turn (see the class's fencing): this one stored nothing more of it. */
+  isFenced(sessionId: string, turnId: number): boolean {
+    return this.#turns.get(`${turnKey(sessionId, turnId)}`)?.fenced ?? false;
+  }
+
   /** Forgets a turn without waiting (it was interrupted by a takeover elsewhere). */
   abandon(sessionId: string, turnId: number): void {
     const key = `${turnKey(sessionId, turnId)}`;

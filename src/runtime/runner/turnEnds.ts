@@ -168,6 +168,16 @@ export class TurnEnds {
   }
 
   async crashed(sessionId: string, turnId: number, error: unknown): Promise<void> {
+    if (this.deps.writer.isFenced(sessionId, turnId)) {
+      // Another runner took the turn over and is writing it: its end is that runner's to settle, not a failure.
+      this.deps.log.warn(
+        `${turnLabel(sessionId, turnId)} stopped here: another runner is running it (${messageOf(error)})`,
+        turnFields(sessionId, turnId),
+      );
+      this.deps.writer.abandon(sessionId, turnId);
+      this.resetSession(sessionId);
+      return;
+    }
     this.deps.log.error(`${turnLabel(sessionId, turnId)} crashed: ${messageOf(error)}`, turnFields(sessionId, turnId));
     this.deps.writer.abandon(sessionId, turnId);
     await this.deps.settlement.settle(sessionId, turnId, {
