@@ -1,4 +1,5 @@
 import { fromCallback, fromPromise } from "xstate";
+import type { TurnMemoryReply, TurnMemoryRequest } from "../../src/context/compactionRead.ts";
 import type {
   CouncilReply,
   CouncilRequest,
@@ -7,12 +8,7 @@ import type {
   VoiceRequest,
 } from "../../src/contracts/council.ts";
 import type { CriticRequest, CriticsVerdict } from "../../src/contracts/critic.ts";
-import type {
-  MemoryCommitReply,
-  MemoryCommitRequest,
-  MemoryRetrieveReply,
-  MemoryRetrieveRequest,
-} from "../../src/contracts/memory.ts";
+import type { MemoryCommitReply, MemoryCommitRequest } from "../../src/contracts/memory.ts";
 import type { PlanWavesReply, PlanWavesRequest } from "../../src/contracts/scheduler.ts";
 import type {
   DeliberateInput,
@@ -37,7 +33,8 @@ export const turnActors = {
   senseFast: unprovided<Sensors, { text: string }>("senseFast"),
   screen: unprovided<ScreenOutput, ScreenInput>("screen"),
   safetyCouncil: unprovided<SafetyCouncilReply, SafetyCouncilRequest>("safetyCouncil"),
-  retrieveMemory: unprovided<MemoryRetrieveReply, MemoryRetrieveRequest>("retrieveMemory"),
+  /** Memory's retrieval for the turn, and the conversation when the turn will compact (src/context/compactionRead.ts). */
+  retrieveMemory: unprovided<TurnMemoryReply, TurnMemoryRequest>("retrieveMemory"),
   planWaves: unprovided<PlanWavesReply, PlanWavesRequest>("planWaves"),
   runWave: fromCallback<{ type: "noop" }, RunWaveInput>(() => {
     throw new MissingActorError("runWave");

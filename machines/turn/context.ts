@@ -46,6 +46,8 @@ export interface TurnContext extends TurnInput {
   sensors: Sensors | null;
   workspace: Workspace;
   episodes: Episode[];
+  /** The turns after the session's summary, read from memory when the turn compacts (else empty). */
+  conversation: Episode[];
   /** What the memory knows of the user, and threads left open, ranked for this turn's message. */
   user_facts: string[];
   open_threads: string[];
@@ -110,6 +112,7 @@ export const initialContext = ({ input }: { input: TurnInput }): TurnContext => 
     proposals: [],
   },
   episodes: [],
+  conversation: [],
   user_facts: [],
   open_threads: [],
   procedures: [],

@@ -34,8 +34,10 @@ export const arenaActions = {
         context.context_arena,
         agentContext({ ...context, planned_memory: null }),
         context.policy.context ?? DEFAULT_ARENA_POLICY,
+        context.conversation,
       );
-      enqueue.assign({ context_arena: planned.state, planned_memory: memoryOf(planned.context) });
+      // The conversation read for the compaction has served: the turn keeps no copy of it.
+      enqueue.assign({ context_arena: planned.state, planned_memory: memoryOf(planned.context), conversation: [] });
       if (planned.compacted)
         enqueue({ type: "record", params: { kind: "CONTEXT_COMPACTED", payload: planned.compacted } });
       enqueue({ type: "record", params: { kind: "CONTEXT_PLANNED", payload: planned.planned } });

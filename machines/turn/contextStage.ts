@@ -1,6 +1,8 @@
 import { assign, enqueueActions } from "xstate";
+import { DEFAULT_ARENA_POLICY } from "../../src/context/arena.ts";
+import { mayCompact } from "../../src/context/compactionRead.ts";
 import { retrievedRefs, unresolvedMemoryWarning } from "../../src/contracts/memory.ts";
-import { mergeUsage } from "./context.ts";
+import { agentContext, mergeUsage } from "./context.ts";
 import { turnSetup } from "./setup.ts";
 import { failed, overran } from "./warnings.ts";
 
@@ -15,12 +17,23 @@ export const contextState = turnSetup.createStateConfig({
       turn_id: context.turn_id,
       user_message: context.text,
       limit: 3,
+      // Whether the turn will compact is known once memory answered: then the conversation is read too.
+      ...(mayCompact(context.context_arena, context.policy.context, context.turn_id)
+        ? {
+            compaction: {
+              arena: context.context_arena,
+              context: agentContext({ ...context, planned_memory: null }),
+              policy: context.policy.context ?? DEFAULT_ARENA_POLICY,
+            },
+          }
+        : {}),
     }),
     onDone: {
       target: "agents",
       actions: [
         assign({
           episodes: ({ event }) => event.output.episodes,
+          conversation: ({ event }) => event.output.conversation ?? [],
           user_facts: ({ event }) => event.output.user_facts,
           open_threads: ({ event }) => event.output.open_threads,
           procedures: ({ event }) => event.output.procedures ?? [],

@@ -5,6 +5,10 @@
  * CONTEXT_COMPACTED). Pure CPU: no request leaves the process, so the
  * runner's turn runs it in a machine action.
  *
+ * Compaction folds in the conversation: the turns after the summary, which
+ * the turn reads from memory only when it will compact (compactionRead.ts),
+ * not only the few episodes memory retrieved for the message.
+ *
  * The agents are then given the planned context: the memory items the plan
  * dropped (episodes, recalled facts, threads, procedures, ledger lines) are
  * left out of their AgentContext, and the summary is added. The turn's own
@@ -21,6 +25,7 @@ import {
   emptyArenaState,
 } from "../contracts/context.ts";
 import type { Usage } from "../contracts/usage.ts";
+import type { Episode } from "../contracts/workspace.ts";
 import { contextBudgetFromEnv, DEFAULT_CONTEXT_BUDGET } from "./budget.ts";
 import { compactOffline, DEFAULT_KEEP_RECENT_TURNS, SUMMARY_SHARE } from "./compaction.ts";
 import { type ContextPlan, planContext } from "./planner.ts";
@@ -42,23 +47,44 @@ export interface ArenaTurn {
   compacted: z.infer<typeof ContextCompactedPayload> | null;
 }
 
-/** Plans a turn's context for its agents, compacting first at the compaction ratio. */
-export function planTurnContext(
-  previous: ContextArenaState | undefined,
-  context: AgentContext,
-  policy: ArenaPolicy = DEFAULT_ARENA_POLICY,
-): ArenaTurn {
+/** The planner over a context, for the session's summary and the model's last count. */
+function planner(context: AgentContext, policy: ArenaPolicy) {
   const tokenizer = tokenizerFor(policy.model);
-  let state = previous ?? emptyArenaState();
   const plan = (summary: ContextSummary | null, observed: number) =>
     planContext(
       { context, summary, ...(context.tool_failures ? { tool_failures: context.tool_failures } : {}) },
       { budget: policy.budget, tokenizer, observed_tokens: observed },
     );
+  return { tokenizer, plan };
+}
+
+/** The pressure a turn's context meets before any compaction (what decides whether it compacts). */
+export function arenaPressure(
+  previous: ContextArenaState | undefined,
+  context: AgentContext,
+  policy: ArenaPolicy = DEFAULT_ARENA_POLICY,
+): ContextPlan["report"]["pressure"] {
+  const state = previous ?? emptyArenaState();
+  return planner(context, policy).plan(state.summary, state.observed_tokens).report.pressure;
+}
+
+/**
+ * Plans a turn's context for its agents, compacting first at the compaction ratio. Compaction folds
+ * in the turns of `conversation` (the turns after the summary, read from memory when the turn will
+ * compact: compactionRead.ts) and the episodes memory retrieved for the turn.
+ */
+export function planTurnContext(
+  previous: ContextArenaState | undefined,
+  context: AgentContext,
+  policy: ArenaPolicy = DEFAULT_ARENA_POLICY,
+  conversation: readonly Episode[] = [],
+): ArenaTurn {
+  const { tokenizer, plan } = planner(context, policy);
+  let state = previous ?? emptyArenaState();
   let planned = plan(state.summary, state.observed_tokens);
   let compacted: ArenaTurn["compacted"] = null;
   if (planned.report.pressure.level !== "normal") {
-    const compaction = compactOffline(context.episodes, state.summary, {
+    const compaction = compactOffline(byTurn(conversation, context.episodes), state.summary, {
       keep_recent_turns: policy.compaction?.keep_recent_turns ?? DEFAULT_KEEP_RECENT_TURNS,
       max_tokens: policy.compaction?.max_tokens ?? Math.floor(SUMMARY_SHARE * policy.budget.total_tokens),
       tokenizer,
@@ -86,6 +112,13 @@ export function planTurnContext(
     planned: { encoding: tokenizer.encoding, encoding_exact: tokenizer.exact, ...planned.report },
     compacted,
   };
+}
+
+/** The episodes of both lists, one a turn (the later list's where both have it), oldest first. */
+function byTurn(...lists: (readonly Episode[])[]): Episode[] {
+  const turns = new Map<number, Episode>();
+  for (const list of lists) for (const episode of list) turns.set(episode.turn_id, episode);
+  return [...turns.values()].sort((a, b) => a.turn_id - b.turn_id);
 }
 
 /** The session's arena after an agent replied: the largest prompt a model of this turn reported it was sent. */

@@ -7,7 +7,8 @@
  *   task_state        the user's message, the task ledger, the turn's signals and claims
  *   tool_failures     tool calls that failed earlier in the turn
  *   working_memory    the compaction summary, recent turns, threads left open
- *   recall            what memory recalls of the user for this message
+ *   recall            what memory recalls of the user for this message, and the turns it recalled
+ *                     that the compaction summary covers (so the summary's cut-off hides none of them)
  *
  * Within a zone each item has a rank: 0 is kept longest, higher ranks are
  * dropped first. Its `order` is where it is shown in the zone.
@@ -70,7 +71,7 @@ export interface ContextItem {
 
 /** A compaction summary of a session's older turns (see compaction.ts). */
 export interface ContextSummary {
-  /** The last turn the summary covers: episodes up to it are not shown again. */
+  /** The last turn the summary covers: episodes up to it leave working memory (one memory recalls is shown in recall). */
   through_turn: number;
   text: string;
 }
@@ -148,8 +149,15 @@ export function contextItems(sources: ContextSources): ContextItem[] {
   for (const [index, thread] of (context.open_threads ?? []).entries())
     add("working_memory", `thread:${index}`, `Open thread: ${thread}`, 1_000 + index, 1_000 + index);
 
-  // Recall: facts about the user, best match first.
+  // Recall: facts about the user and the turns memory recalled that the summary covers, each best match first,
+  // taken in turn (fact 0, turn 0, fact 1…): the summary's cut-off hides no turn memory recalled for the message.
   for (const [index, fact] of (context.user_facts ?? []).entries()) add("recall", `user_fact:${index}`, fact, index);
+  const recalled =
+    summary === null ? [] : context.episodes.filter((episode) => episode.turn_id <= summary.through_turn);
+  for (const [index, episode] of recalled.entries()) {
+    const text = `Recalled turn ${episode.turn_id} (before the summary). User: ${episode.user_text} | Reply: ${episode.response}`;
+    add("recall", `episode:${episode.turn_id}`, text, index, index + 0.5);
+  }
 
   return items;
 }

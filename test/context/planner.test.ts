@@ -51,7 +51,9 @@ describe("context planner", () => {
     // The oldest turns go first; the summary stays.
     expect(report.zones.working_memory.dropped).toEqual(["episode:4", "episode:3"]);
     expect(report.zones.working_memory.kept[0]).toBe("summary");
-    expect(report.zones.recall.dropped).toEqual(range(20, 24, "user_fact"));
+    // Turns 1 and 2, which the summary covers, are shown in recall (taken in turn with its facts), not hidden.
+    expect(report.zones.recall.kept.slice(0, 4)).toEqual(["user_fact:0", "episode:1", "user_fact:1", "episode:2"]);
+    expect(report.zones.recall.dropped).toEqual(range(9, 24, "user_fact"));
     expect(new Set(report.dropped.map((item) => item.reason))).toEqual(new Set(["zone_cap"]));
   });
 
@@ -102,7 +104,14 @@ describe("context planner", () => {
       task_state: [],
       tool_failures: [],
       working_memory: ["episode:4", "episode:3", "thread:1", "thread:0", "episode:5", "episode:6"],
-      recall: [...range(20, 24, "user_fact"), ...range(0, 19, "user_fact").reverse()],
+      recall: [
+        ...range(9, 24, "user_fact"),
+        ...range(2, 8, "user_fact").reverse(),
+        "episode:2",
+        "user_fact:1",
+        "episode:1",
+        "user_fact:0",
+      ],
     });
     expect(report.floors_relaxed).toBe(false);
   });

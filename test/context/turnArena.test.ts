@@ -11,19 +11,32 @@ import { provideTurn } from "../../src/runtime/turnServices/provideTurn.ts";
 import { label } from "../helpers/turns.ts";
 import { episode } from "./contexts.ts";
 
-/** One turn of the real turn machine, in-process and offline, its memory bringing back ten long turns. */
+/**
+ * Turn 11 of the real turn machine, in-process and offline. Its memory stores turns 1 to 10, and a
+ * retrieval brings back three of them, as one of limit 3 does: turn 4 (on the message's topic) and the
+ * latest two. A read by reference (what a compacting turn asks for) gets the turns it names.
+ */
 async function turnWithMemory(arena: ContextArenaState, reportedPromptTokens = 0) {
   const records: TurnRecord[] = [];
+  const reads: number[][] = [];
+  const stored = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].map((turn) => episode(turn, 40));
   const seen: AgentContext[] = [];
   const services = localTurnServices();
   const machine = provideTurn(
     {
       ...services,
-      retrieveMemory: async () => ({
-        episodes: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].map((turn) => episode(turn, 40)),
-        user_facts: ["The user grows tomatoes."],
-        open_threads: [],
-      }),
+      retrieveMemory: async (request) => {
+        if (request.resolve) {
+          reads.push(request.resolve.episodes);
+          const named = request.resolve.episodes;
+          return { episodes: stored.filter((item) => named.includes(item.turn_id)), user_facts: [], open_threads: [] };
+        }
+        return {
+          episodes: stored.filter((item) => [4, 9, 10].includes(item.turn_id)),
+          user_facts: ["The user grows tomatoes."],
+          open_threads: [],
+        };
+      },
       callAgent: async (request, signal, options) => {
         seen.push(request.context);
         const reply = await services.callAgent(request, signal, options);
@@ -47,12 +60,17 @@ async function turnWithMemory(arena: ContextArenaState, reportedPromptTokens = 0
   });
   actor.start();
   const output = await toPromise(actor);
-  return { records, seen, output };
+  return { records, seen, output, reads };
 }
+
+/** The arena turn 10 left: no summary yet, and the model's count of turn 10's prompt, past the ratio. */
+const pressed = (): ContextArenaState => ({ ...emptyArenaState(), observed_tokens: 1_300 });
 
 describe("the context arena in the turn", () => {
   it("compacts at the configured pressure, records it, and gives the agents the planned context", async () => {
-    const { records, seen, output } = await turnWithMemory(emptyArenaState());
+    const { records, seen, output, reads } = await turnWithMemory(pressed());
+    // The turn read the conversation from memory once, every turn before it (it compacts).
+    expect(reads).toEqual([[1, 2, 3, 4, 5, 6, 7, 8, 9, 10]]);
     const labels = records.map(label);
     const agentsStage = labels.indexOf("stage:agents");
     expect(labels.slice(agentsStage, agentsStage + 4)).toEqual([
@@ -65,6 +83,7 @@ describe("the context arena in the turn", () => {
     const planned = records.find((record) => record.kind === "CONTEXT_PLANNED");
     if (compacted?.kind !== "CONTEXT_COMPACTED" || planned?.kind !== "CONTEXT_PLANNED") throw new Error("no events");
     expect(compacted.payload.pressure.ratio).toBeGreaterThanOrEqual(0.8);
+    // Every turn of the conversation but the last two, not only the one older turn memory retrieved.
     expect(compacted.payload).toMatchObject({
       summariser: "offline",
       through_turn: 8,
@@ -74,20 +93,24 @@ describe("the context arena in the turn", () => {
     expect(planned.payload.encoding_exact).toBe(false);
     expect(planned.payload.planned_tokens).toBeLessThanOrEqual(1_500);
     expect(planned.payload.zones.working_memory.kept).toEqual(["summary", "episode:10", "episode:9"]);
+    // Turn 4, which memory recalled for this message, is not hidden by the summary's cut-off: it is in recall.
+    expect(planned.payload.zones.recall.kept).toContain("episode:4");
 
-    // The agents see the summary and the turns after it; the session carries the summary on.
+    // The agents see the summary, the turns after it, and the older turn memory recalled.
     expect(seen.length).toBeGreaterThan(0);
     for (const context of seen) {
       expect(context.summary?.through_turn).toBe(8);
-      expect(context.episodes.map((item) => item.turn_id)).toEqual([9, 10]);
+      expect(context.episodes.map((item) => item.turn_id)).toEqual([4, 9, 10]);
     }
     expect(output.context_arena).toMatchObject({ compactions: 1, summary: { through_turn: 8 } });
   });
 
   it("does not compact again below the ratio, and carries the model's count of the prompt to the next turn", async () => {
-    const first = await turnWithMemory(emptyArenaState());
-    const { records, output } = await turnWithMemory(first.output.context_arena!, 700);
+    const first = await turnWithMemory(pressed());
+    const { records, output, reads } = await turnWithMemory(first.output.context_arena!, 700);
     expect(records.map(label)).not.toContain("CONTEXT_COMPACTED");
+    // A turn that does not compact reads nothing more than its retrieval.
+    expect(reads).toEqual([]);
     expect(records.map(label)).toContain("CONTEXT_PLANNED");
     expect(output.context_arena).toMatchObject({ compactions: 1, observed_tokens: 700 });
   });

@@ -1,5 +1,11 @@
 import { fromCallback, fromPromise } from "xstate";
 import { turnMachine } from "../../../machines/turn/index.ts";
+import {
+  conversationRequest,
+  type TurnMemoryReply,
+  type TurnMemoryRequest,
+  turnsToRead,
+} from "../../context/compactionRead.ts";
 import type { VoiceRequest } from "../../contracts/council.ts";
 import { ErrorCode } from "../../contracts/errors.ts";
 import type { RunWaveInput, TurnRecord, VoiceEvent, WaveEvent } from "../../contracts/turnProtocol.ts";
@@ -105,6 +111,25 @@ const renderVoice = (services: TurnServices) =>
   });
 
 /**
+ * The context stage's memory read: the retrieval, then, only when the turn will compact (its probe
+ * says so, planned with what memory retrieved), a read of the conversation's turns after the summary.
+ */
+async function turnMemory(
+  services: TurnServices,
+  { compaction, ...request }: TurnMemoryRequest,
+  signal: AbortSignal,
+): Promise<TurnMemoryReply> {
+  const reply = await services.retrieveMemory(request, signal);
+  const turns = compaction ? turnsToRead(compaction, reply, request.turn_id) : [];
+  if (turns.length === 0) return reply;
+  // A read that fails costs the turn only its compaction's reach: it folds in what memory retrieved.
+  const read = await services
+    .retrieveMemory(conversationRequest(request.session_id, request.turn_id, turns), signal)
+    .catch(() => null);
+  return read ? { ...reply, conversation: read.episodes } : reply;
+}
+
+/**
  * The turn machine with its work done by `services` and its events recorded
  * by `record`: what a session invokes for each turn.
  */
@@ -117,7 +142,7 @@ export function provideTurn(
       senseFast: fromPromise(({ input }) => services.senseFast(input.text)),
       screen: fromPromise(({ input }) => services.screen(input)),
       safetyCouncil: fromPromise(({ input, signal }) => services.safetyCouncil(input, signal)),
-      retrieveMemory: fromPromise(({ input, signal }) => services.retrieveMemory(input, signal)),
+      retrieveMemory: fromPromise(({ input, signal }) => turnMemory(services, input, signal)),
       planWaves: fromPromise(({ input, signal }) => services.planWaves(input, signal)),
       runWave: runWave(services),
       deliberate: fromPromise(({ input, signal }) => services.deliberate(input, signal)),

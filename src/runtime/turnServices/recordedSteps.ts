@@ -305,6 +305,8 @@ export function recordedStepsInterceptor(
   return {
     retrieveMemory: async (input, next) => {
       const { request } = input;
+      // A read by reference (a compaction's read of the conversation) is no retrieval: read live, as asked.
+      if (request.resolve) return next(input);
       const recorded = stepsOf(request.session_id, request.turn_id)?.memory();
       // References are resolved: a read of the records they name, as stored now (not a retrieval).
       if (recorded && isRetrievedRefs(recorded)) {

@@ -1,0 +1,85 @@
+/**
+ * What a compaction folds in: the conversation, not what one retrieval
+ * returned. Memory brings a turn a few episodes (the context stage asks for
+ * three, ranked for the message); the turns a compaction folds in are every
+ * turn after the session's summary, read by reference from where they are
+ * stored write-once (memory's episodes), and only in a turn that will compact.
+ *
+ * The context stage gives its memory read a {@link CompactionProbe}: once
+ * memory has answered, {@link turnsToRead} plans the turn's context as the
+ * agents stage will (pure CPU), and names the turns to read when the pressure
+ * has reached the compact ratio; none otherwise, so a turn that does not
+ * compact makes no extra request.
+ */
+import type { AgentContext } from "../contracts/agent.ts";
+import type { ArenaPolicy, ContextArenaState } from "../contracts/context.ts";
+import type { MemoryRefs, MemoryRetrieveReply, MemoryRetrieveRequest } from "../contracts/memory.ts";
+import type { Episode } from "../contracts/workspace.ts";
+import { arenaPressure, DEFAULT_ARENA_POLICY } from "./arena.ts";
+import { DEFAULT_KEEP_RECENT_TURNS } from "./compaction.ts";
+
+/** The most turns one compaction reads (and folds in): a memory read names at most 50 episodes. */
+export const COMPACTION_READ_MAX = 50;
+
+/** What the memory read needs to tell whether the turn will compact: the arena as the turn plans it. */
+export interface CompactionProbe {
+  /** The session's arena as the turn starts. */
+  arena: ContextArenaState;
+  /** The turn's agent context before memory answered (its message, sensors, stance). */
+  context: AgentContext;
+  policy?: ArenaPolicy;
+}
+
+/** The context stage's memory read: a retrieval, and the probe that may call for the conversation. */
+export type TurnMemoryRequest = MemoryRetrieveRequest & { compaction?: CompactionProbe };
+
+/** Memory's reply to the turn, with the conversation's turns when the turn will compact. */
+export type TurnMemoryReply = MemoryRetrieveReply & {
+  /** The episodes of the turns after the summary (at most {@link COMPACTION_READ_MAX}), oldest first. */
+  conversation?: Episode[];
+};
+
+/**
+ * Whether turn `turnId` could fold any turn into the summary: more turns after it than the recent ones
+ * compaction keeps. Else the turn needs no probe (a session's first turns, a summary just made).
+ */
+export function mayCompact(arena: ContextArenaState, policy: ArenaPolicy | undefined, turnId: number): boolean {
+  const keep = policy?.compaction?.keep_recent_turns ?? DEFAULT_KEEP_RECENT_TURNS;
+  return turnId - 1 - (arena.summary?.through_turn ?? 0) > keep;
+}
+
+/** The agent context with what memory retrieved, as the turn gives it to the context arena (machines/turn). */
+export function withRetrieved(context: AgentContext, reply: MemoryRetrieveReply): AgentContext {
+  return {
+    ...context,
+    episodes: reply.episodes,
+    ...(reply.user_facts.length > 0 ? { user_facts: reply.user_facts } : {}),
+    ...(reply.open_threads.length > 0 ? { open_threads: reply.open_threads } : {}),
+    ...(reply.procedures && reply.procedures.length > 0 ? { procedures: reply.procedures } : {}),
+    ...(reply.persona ? { persona: reply.persona } : {}),
+    ...(reply.ledgers ? { ledgers: reply.ledgers } : {}),
+  };
+}
+
+/**
+ * The turns to read before turn `turnId` plans its context: those after the summary (the newest
+ * {@link COMPACTION_READ_MAX}) when the pressure calls for compaction, else none.
+ */
+export function turnsToRead(probe: CompactionProbe, reply: MemoryRetrieveReply, turnId: number): number[] {
+  const through = probe.arena.summary?.through_turn ?? 0;
+  const from = Math.max(through + 1, turnId - COMPACTION_READ_MAX);
+  if (from >= turnId) return [];
+  const pressure = arenaPressure(
+    probe.arena,
+    withRetrieved(probe.context, reply),
+    probe.policy ?? DEFAULT_ARENA_POLICY,
+  );
+  if (pressure.level === "normal") return [];
+  return Array.from({ length: turnId - from }, (_, index) => from + index);
+}
+
+/** A memory read of `turns`' episodes by reference (nothing ranked, nothing else named). */
+export function conversationRequest(sessionId: string, turnId: number, turns: number[]): MemoryRetrieveRequest {
+  const resolve: MemoryRefs = { episodes: turns, facts: [], threads: [], procedures: [] };
+  return { session_id: sessionId, turn_id: turnId, user_message: "", limit: 0, resolve };
+}
