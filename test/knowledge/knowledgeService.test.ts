@@ -79,8 +79,8 @@ describe("knowledge collections", () => {
 
     const listed = await client.knowledge.list("ops");
     expect(listed.map((document) => [document.document, document.chunks, document.embedder])).toEqual([
-      ["guide.md", 3, "offline:256"],
-      ["recipes.txt", 1, "offline:256"],
+      ["guide.md", 3, "offline-terms:512"],
+      ["recipes.txt", 1, "offline-terms:512"],
     ]);
 
     const hits = await client.knowledge.search("ops", "when does the nightly backup snapshot run?", { limit: 2 });
