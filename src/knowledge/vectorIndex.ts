@@ -58,10 +58,18 @@ class Space {
     const data = this.data;
     // The best so far, worst first (a sorted array: limit is small).
     const best: IndexHit[] = [];
+    // A sparse query (the offline embedder's: a few words in hundreds of dimensions) is scored on
+    // its non-zero dimensions only: the same sum, a fraction of the work.
+    const nonZero = sparseDims(query);
     for (let row = 0; row < this.keys.length; row++) {
       let dot = 0;
       const base = row * dims;
-      for (let i = 0; i < dims; i++) dot += (data[base + i] as number) * (query[i] as number);
+      if (nonZero)
+        for (let k = 0; k < nonZero.length; k++) {
+          const i = nonZero[k] as number;
+          dot += (data[base + i] as number) * (query[i] as number);
+        }
+      else for (let i = 0; i < dims; i++) dot += (data[base + i] as number) * (query[i] as number);
       if (dot < minScore || (best.length === limit && dot <= (best[0] as IndexHit).score)) continue;
       const hit = { key: this.keys[row] as string, score: dot };
       let at = 0;
@@ -71,6 +79,18 @@ class Space {
     }
     return best.reverse();
   }
+}
+
+/** The indices of `vector`'s non-zero values, ascending, when they are at most a quarter of it; else null. */
+function sparseDims(vector: Float32Array): Int32Array | null {
+  const limit = vector.length / 4;
+  const found: number[] = [];
+  for (let i = 0; i < vector.length; i++) {
+    if (vector[i] === 0) continue;
+    if (found.length >= limit) return null;
+    found.push(i);
+  }
+  return Int32Array.from(found);
 }
 
 /** Vectors by collection (any string naming one: the owner, collection and embedder together). */
