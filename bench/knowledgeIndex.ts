@@ -7,38 +7,16 @@
  *
  *   npx tsx bench/knowledgeIndex.ts [--chunks N]
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { parseArgs } from "node:util";
 import pg from "pg";
-import { busOptions, connectBus } from "../src/bus/connection.ts";
-import { connect } from "../src/client/client.ts";
 import { VectorIndex } from "../src/knowledge/vectorIndex.ts";
 import { offlineEmbedder } from "../src/llm/embeddings.ts";
-import { freePort, startNatsServer } from "../src/nats/server.ts";
-import { Runner } from "../src/runtime/runner/runner.ts";
-import { startWorker } from "../src/workers/startWorker.ts";
 import { startPostgresServer } from "../test/helpers/postgresServer.ts";
+import { paragraph, runKnowledgeScale } from "./knowledgeScale.ts";
 
 const { values } = parseArgs({ options: { chunks: { type: "string" } } });
 const CHUNKS = Number(values.chunks ?? 10_000);
 const QUERIES = 200;
-
-/** A deterministic paragraph per chunk: words drawn from a fixed vocabulary, seeded by its number. */
-const VOCABULARY =
-  "runner worker nats stream turn session agent memory council critic voice recipe node ledger truth task schedule cron backup snapshot upgrade tenant account import export erase retention replay fork tape budget token model embedding chunk vector index search collection document citation offset heading lighthouse kestrel badger aardvark zebra harbour glacier volcano orchard meadow".split(
-    " ",
-  );
-function paragraph(seed: number, words = 90): string {
-  let state = seed * 2654435761;
-  const out: string[] = [];
-  for (let i = 0; i < words; i++) {
-    state = (Math.imul(state, 1103515245) + 12345) >>> 0;
-    out.push(VOCABULARY[state % VOCABULARY.length] as string);
-  }
-  return `${out.join(" ")}.`;
-}
 
 const p95 = (samples: number[]) => {
   const sorted = [...samples].sort((a, b) => a - b);
@@ -97,41 +75,6 @@ async function postgres(dims: number): Promise<{ p95: number; insertPerS: number
   }
 }
 
-async function endToEnd(): Promise<{ indexPerS: number; searchP95: number }> {
-  const dir = mkdtempSync(join(tmpdir(), "conclave-bench-knowledge-"));
-  const server = await startNatsServer({ port: await freePort(), storeDir: dir });
-  const as = (role: "worker" | "runner" | "client") =>
-    connectBus(busOptions(role, { servers: server.url, persistent: false }));
-  const worker = await startWorker({ nc: await as("worker"), agents: [], services: ["knowledge"], llm: false });
-  const runner = await Runner.start(await as("runner"));
-  const nc = await as("client");
-  try {
-    const client = await connect({ nc });
-    // Documents of 100 chunks each (paragraphs of ~600 characters: one chunk apiece).
-    const documents = Array.from({ length: CHUNKS / 100 }, (_, d) => ({
-      document: `doc-${d}.txt`,
-      text: Array.from({ length: 100 }, (_, p) => paragraph(d * 100 + p)).join("\n\n"),
-    }));
-    const began = performance.now();
-    const added = await client.knowledge.add("bench", documents);
-    const seconds = (performance.now() - began) / 1000;
-    const stored = added.reduce((sum, document) => sum + document.chunks, 0);
-    const samples: number[] = [];
-    for (let i = 0; i < QUERIES; i++) {
-      const start = performance.now();
-      await client.knowledge.search("bench", paragraph(CHUNKS + i, 8));
-      samples.push(performance.now() - start);
-    }
-    return { indexPerS: stored / seconds, searchP95: p95(samples) };
-  } finally {
-    await runner.stop();
-    await worker.stop();
-    await nc.close();
-    await server.stop();
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
-
 for (const dims of [256, 1536]) {
   console.log(`in-memory exact index, ${CHUNKS} chunks x ${dims} dims: search p95 ${ms(await inMemory(dims))}`);
   const sql = await postgres(dims);
@@ -139,7 +82,7 @@ for (const dims of [256, 1536]) {
     `PostgreSQL 15 (no pgvector; float4[] scored in SQL), ${CHUNKS} chunks x ${dims} dims: search p95 ${ms(sql.p95)}, insert ${sql.insertPerS.toFixed(0)} rows/s`,
   );
 }
-const e2e = await endToEnd();
+const e2e = await runKnowledgeScale(CHUNKS, QUERIES);
 console.log(
-  `end to end (client -> runner -> knowledge worker, offline embedder, ${CHUNKS} chunks): indexing ${e2e.indexPerS.toFixed(0)} chunks/s, search p95 ${ms(e2e.searchP95)}`,
+  `end to end (client -> runner -> knowledge worker, ${e2e.embedder}, ${e2e.chunks} chunks): indexing ${e2e.indexPerS.toFixed(0)} chunks/s, search p95 ${ms(e2e.search.p95)}`,
 );

@@ -19,6 +19,8 @@ import { durabilityOnly, runDurability } from "./durability.ts";
 import { DURABILITY_MARKERS, type DurabilityRun, durabilityTargets, renderDurability } from "./durabilityReport.ts";
 import { describeEnvironment } from "./environment.ts";
 import { type InProcessPipeline, type InProcessResult, runInProcess } from "./inprocess.ts";
+import { knowledgeOnly, runKnowledge } from "./knowledge.ts";
+import { KNOWLEDGE_MARKERS, type KnowledgeRun, knowledgeTargets, renderKnowledge } from "./knowledgeReport.ts";
 import { langGraphPipeline } from "./langgraph.ts";
 import { runLatencyHiding } from "./latencyHiding.ts";
 import { spliceSection, targetsTable } from "./markdown.ts";
@@ -39,59 +41,8 @@ import { runTracingCost, type TracingCostRun } from "./tracingCost.ts";
 import { renderTracingCost } from "./tracingReport.ts";
 import { runUnderLoad } from "./underLoad.ts";
 import { renderUnderLoad, UNDER_LOAD_SECTION_END, UNDER_LOAD_SECTION_START } from "./underLoadReport.ts";
+import { USAGE } from "./usage.ts";
 import { xstateLocalPipeline } from "./xstateLocal.ts";
-
-const USAGE = `npm run bench [-- --render | --only busy-day | --only under-load | --only tracing | --cluster | --scale | --help]   (or: npx tsx bench/run.ts …)
-
-  (no flag)   runs every measurement (a few minutes; CPU-sensitive: run it on a quiet machine)
-              and writes docs/BENCHMARKS.md, docs/benchmarks-summary.json and docs/benchmarks.json
-  --render    rewrites docs/BENCHMARKS.md and docs/benchmarks-summary.json from docs/benchmarks.json
-  --only busy-day   (or BENCH_ONLY=busy-day) runs only the busy-day phases (overload, idle sessions,
-              takeover): prints their section of the report on stdout and writes their results to
-              a temporary file; docs/ is left alone
-  --only under-load (or BENCH_ONLY=under-load) runs only the under-load phases (issue 42: a burst of
-              sessions, a soak, takeovers with turns in flight): prints their section and targets on
-              stdout, results to a temporary file; a full-size run (not BENCH_QUICK) also replaces
-              its own section of docs/BENCHMARKS.md (the rest is left alone)
-  --only durability (or BENCH_ONLY=durability) runs only the durability section (issue 37: bytes per
-              turn of one long session, its storage against PostgresSaver's, takeovers on one server and
-              on three nodes): prints its section and targets, results to a temporary file; a full-size
-              run (not BENCH_QUICK) also replaces its own section of docs/BENCHMARKS.md
-  --only tracing    (or BENCH_ONLY=tracing) runs only the tracing-cost phase (two deployments, tracing
-              off and on, c=1): prints its section and targets on stdout, results to a temporary file
-  --cluster   runs only the cluster scaling phase (a three-node cluster, R3: 1, 2, 4 runners and
-              2, 4, 8 workers; R3 against R1; a few minutes): writes docs/benchmarks-cluster.json
-              and its own section of docs/BENCHMARKS.md (the rest is left alone); a smoke run
-              (BENCH_CLUSTER_TURNS below 200) prints the section and leaves docs/ alone
-  --scale     runs only the CPU-slice scaling phase (issue 36: k = 1, 2, 4 slices of a runner and
-              2 workers in cgroups of a fixed quota, on 1, 3 and 5 NATS nodes with S = 1 event
-              stream and on 5 with S = 5, then unsliced 1 against 3 runners, then 2 runners joining
-              1 mid-load): writes docs/benchmarks-scale.json and its own section of
-              docs/BENCHMARKS.md; a smoke run (BENCH_SCALE_TURNS below 100, or only some
-              BENCH_SCALE_PHASES) leaves docs/ alone
-  --help      prints this
-
-  BENCH_QUICK=1          short phases (noisier numbers; the report says so)
-  BENCH_QUIET_WAIT_S=N   how long to wait for a quiet machine before starting (default 60)
-  BENCH_BUSY_SESSIONS=N  sessions of the overload phase (default 1000)
-  BENCH_IDLE_SESSIONS=N  idle sessions at the last step (default 10000; the first step is a tenth)
-  BENCH_KILLS=N          runners killed in the takeover phase (default 10)
-  BENCH_BURST_SESSIONS=N sessions submitting at once in each burst (default 2000)
-  BENCH_BURST_RUNS=N     bursts, each on a fresh deployment (default 3)
-  BENCH_SOAK_TURNS=N     turns of the soak (default 20000), from BENCH_SOAK_CLIENTS sessions (default 50)
-  BENCH_LOAD_KILLS=N     runners killed with turns in flight (default 5; BENCH_LOAD_IN_FLIGHT, default 100)
-  BENCH_DURABILITY_TURNS=N  turns of the durability section's one session (default 500, quick 50)
-  BENCH_DURABILITY_KILLS=N  runners killed on each deployment of the durability section (default 10, quick 3)
-  BENCH_CLUSTER_TURNS=N  measured turns per point of --cluster (default 200; e.g. 20 for a smoke run)
-  BENCH_CLUSTER_SESSIONS=N  concurrent sessions of --cluster (default 8)
-  BENCH_SCALE_TURNS=N    measured turns per slice per point of --scale (default 100; e.g. 20 for a smoke run)
-  BENCH_SCALE_SESSIONS=N concurrent sessions per slice of --scale (default 4)
-  BENCH_SCALE_QUOTA=C    cores of each runner-and-workers slice (default 0.5; NATS: BENCH_SCALE_NATS_QUOTA, 1)
-  BENCH_SCALE_SERIES=L   series of --scale, nodes:streams (NATS nodes, event streams S; default 1:1,3:1,5:1,5:5)
-  BENCH_SCALE_PHASES=L   phases of --scale to run, of series,unsliced,join (default all; e.g. join for a smoke run)
-  BENCH_SCALE_PROFILE=1  CPU-profile --scale's runners and workers over each measured window: self time per
-                         turn by function and origin, printed and kept in the JSON (a smoke run: the profiler costs CPU)
-`;
 
 const DOCS = join(REPO_ROOT, "docs");
 /** Every result of a run: the input of --render, not committed. */
@@ -174,11 +125,12 @@ function judgeAll(results: Omit<Results, "targets"> & { targets?: Target[] }): T
     ...busyDay,
     ...underLoad,
     ...(results.durability ? durabilityTargets(results.durability) : []),
+    ...(results.knowledge ? knowledgeTargets(results.knowledge) : []),
   ];
 }
 
-/** A run's results with the durability section's (issue 37), rendered apart from report.ts. */
-type Results = BenchResults & { durability?: DurabilityRun };
+/** A run's results with the durability (issue 37) and knowledge (issue 39) sections', rendered apart from report.ts. */
+type Results = BenchResults & { durability?: DurabilityRun; knowledge?: KnowledgeRun };
 
 /** The tracing phase; a failure is reported, not fatal. */
 async function tracingPhase(plan: BenchPlan, tag: string): Promise<TracingCostRun | { error: string }> {
@@ -239,12 +191,14 @@ async function main(): Promise<void> {
   const tracing = await tracingPhase(plan, tag);
   const latencyHiding = await runLatencyHiding(plan, tag);
   const memoryRetrieval = await runMemoryRetrieval(plan);
+  const knowledge = await runKnowledge(plan);
   const busyDay = await runBusyDay(plan, tag);
   const underLoad = await runUnderLoad(plan, tag);
   const durability = await runDurability(plan, tag);
   const main = conclave[0]!;
   const measured = {
     durability,
+    knowledge,
     latencyHiding,
     memoryRetrieval,
     busyDay,
@@ -279,6 +233,7 @@ function writeReports(results: Results): void {
   const scale = scaleFromFile(SCALE_JSON);
   if (scale) spliceScaleSection(join(DOCS, "BENCHMARKS.md"), scale);
   spliceSection(join(DOCS, "BENCHMARKS.md"), renderDurability(results.durability), ...DURABILITY_MARKERS);
+  spliceSection(join(DOCS, "BENCHMARKS.md"), renderKnowledge(results.knowledge), ...KNOWLEDGE_MARKERS);
   writeFileSync(join(DOCS, "benchmarks-summary.json"), benchSummaryJson(results));
 }
 
@@ -406,8 +361,11 @@ try {
   else if (onlyPhase() === "under-load") await underLoadOnly();
   else if (onlyPhase() === "tracing") await tracingOnly();
   else if (onlyPhase() === "durability") await durabilityOnly(benchPlan(), join(DOCS, "BENCHMARKS.md"));
+  else if (onlyPhase() === "knowledge") await knowledgeOnly(benchPlan(), join(DOCS, "BENCHMARKS.md"));
   else if (onlyPhase() !== undefined)
-    throw new Error(`unknown --only ${onlyPhase()}: the phases are busy-day, under-load, tracing and durability`);
+    throw new Error(
+      `unknown --only ${onlyPhase()}: the phases are busy-day, under-load, tracing, durability and knowledge`,
+    );
   else await main();
   process.exit(0);
 } catch (error) {

@@ -63,7 +63,7 @@ export const KnowledgeDocument = z.object({
   doc_id: z.string(),
   chunks: z.number().int(),
   chars: z.number().int(),
-  /** The embedder its vectors were made by (`offline:256`, `openai:<model>`). */
+  /** The embedder its vectors were made by (`offline-terms:512`, `openai:<model>`). */
   embedder: z.string(),
   /** When it was stored (ISO 8601). */
   added_at: z.string(),
