@@ -8,6 +8,7 @@ import {
   type RecipeCallContext,
 } from "../contracts/agent.ts";
 import { describeIssues } from "../contracts/issues.ts";
+import type { KnowledgePassage } from "../contracts/knowledge.ts";
 import type { LedgerDigest } from "../contracts/ledger.ts";
 import type { Episode } from "../contracts/workspace.ts";
 import { ConclaveError, messageOf } from "../errors.ts";
@@ -83,6 +84,13 @@ export interface AgentRunContext {
   /** The turn as the agent sees it: the user's message, sensors, modulators, stance, claims so far. */
   readonly input: AgentContext;
   readonly memory: AgentMemoryView;
+  /**
+   * Passages of the knowledge collections the agent names (`knowledge`, in the pipeline) or its
+   * recipe node names (`knowledge:`), found for the user's message, best first, kept within the
+   * context's `rag_external` budget (docs/knowledge.md). Each carries its citation: collection,
+   * document, chunk, character offset and heading. Empty when none is named or none passes.
+   */
+  readonly knowledge: readonly KnowledgePassage[];
   /**
    * The agent's model (its own, when its definition names one, else the worker's); `undefined` in the
    * deterministic offline mode, where the agent answers on its own.
@@ -192,6 +200,14 @@ export interface AgentSpec<S extends z.ZodType> extends AgentScheduling {
    * http(s) URL, `a2a+` prefix allowed). Default: none.
    */
   delegates?: readonly (string | RemoteDelegate)[];
+  /**
+   * The knowledge collections (`conclave knowledge add … --collection C`) its context is searched
+   * in when the pipeline asks it: the runner searches them, as the turn's tenant, for the user's
+   * message and gives the passages that pass the `rag_external` gating in `ctx.knowledge` (and, for
+   * the built-in LLM prompt, in its context's Knowledge section), with their citations. At most 16.
+   * Default: none, and nothing is searched. A recipe node names its own (`knowledge:`).
+   */
+  knowledge?: readonly string[];
   /**
    * Answers one turn with a value `output` accepts (defaults are filled in by
    * `output`). Throwing, or an answer `output` rejects, fails this agent
@@ -304,6 +320,7 @@ export function defineAgent<S extends z.ZodType>(spec: AgentSpec<S>): AgentDefin
     ...(model ? { model: model.spec.name } : {}),
     ...(spec.tools?.length ? { tools: [...new Set(spec.tools)] } : {}),
     ...delegatesOf(spec),
+    ...(spec.knowledge?.length ? { knowledge: [...new Set(spec.knowledge)] } : {}),
   });
   if (!manifest.success)
     throw new AgentDefinitionError(

@@ -135,6 +135,7 @@ async function answerAgent(
       persona: request.context.persona ?? null,
       ledgers: request.context.ledgers ?? null,
     },
+    knowledge: request.context.knowledge ?? [],
     // The offline mode has no model for the agent itself (the offline tool model serves only ctx.tools.run).
     model: options.model && steps.model ? agentModel(steps.model, agent, request, signal, count) : undefined,
     stream,

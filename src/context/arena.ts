@@ -159,6 +159,7 @@ function plannedContext(context: AgentContext, plan: ContextPlan, summary: Conte
   }
   if (context.tool_failures)
     planned.tool_failures = keep(context.tool_failures, (_, index) => `tool_failure:${index}`)!;
+  if (context.knowledge) planned.knowledge = keep(context.knowledge, (_, index) => `passage:${index}`)!;
   return planned;
 }
 

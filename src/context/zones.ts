@@ -9,14 +9,24 @@
  *   working_memory    the compaction summary, recent turns, threads left open
  *   recall            what memory recalls of the user for this message, and the turns it recalled
  *                     that the compaction summary covers (so the summary's cut-off hides none of them)
+ *   rag_external      chunks of the knowledge collections the agent or its node names, with citations
  *
  * Within a zone each item has a rank: 0 is kept longest, higher ranks are
  * dropped first. Its `order` is where it is shown in the zone.
  */
 import type { AgentContext } from "../contracts/agent.ts";
+import { citationOf } from "../contracts/knowledge.ts";
 
 /** The zones, in the order they are planned and shown. */
-export const ZONES = ["identity_persona", "truth", "task_state", "tool_failures", "working_memory", "recall"] as const;
+export const ZONES = [
+  "identity_persona",
+  "truth",
+  "task_state",
+  "tool_failures",
+  "working_memory",
+  "recall",
+  "rag_external",
+] as const;
 export type Zone = (typeof ZONES)[number];
 
 /** A zone's floor (tokens kept for it while other zones degrade) and cap (most tokens it may take). */
@@ -33,6 +43,7 @@ export const ZONE_SHARES: Readonly<Record<Zone, ZoneLimit>> = {
   tool_failures: { floor: 0, cap: 0.05 },
   working_memory: { floor: 0.05, cap: 0.35 },
   recall: { floor: 0, cap: 0.2 },
+  rag_external: { floor: 0, cap: 0.15 },
 };
 
 /** The zones' floors and caps in tokens, for a budget of `totalTokens`. */
@@ -53,6 +64,7 @@ export const ZONE_TITLES: Readonly<Record<Zone, string>> = {
   tool_failures: "Tool failures",
   working_memory: "Working memory",
   recall: "Recall (what memory knows of the user)",
+  rag_external: "Knowledge (passages from the user's documents; cite them as [collection/document@offset])",
 };
 
 /** One piece of context. */
@@ -157,6 +169,12 @@ export function contextItems(sources: ContextSources): ContextItem[] {
   for (const [index, episode] of recalled.entries()) {
     const text = `Recalled turn ${episode.turn_id} (before the summary). User: ${episode.user_text} | Reply: ${episode.response}`;
     add("recall", `episode:${episode.turn_id}`, text, index, index + 0.5);
+  }
+
+  // External knowledge: passages of the named collections, best match first, each with its citation.
+  for (const [index, passage] of (context.knowledge ?? []).entries()) {
+    const heading = passage.heading ? ` (${passage.heading})` : "";
+    add("rag_external", `passage:${index}`, `[${citationOf(passage)}]${heading} ${passage.text}`, index);
   }
 
   return items;

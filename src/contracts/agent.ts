@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { ContextSummarySchema } from "./context.ts";
 import { AgentId, MAX_CALL_TIMEOUT_MS, SessionId, TurnId } from "./ids.ts";
+import { KnowledgePassage, NamedCollections } from "./knowledge.ts";
 import { LedgerDigest } from "./ledger.ts";
 import { type SkillCompletion, SkillReplyFields } from "./skill.ts";
 import { ToolManifest, ToolName } from "./tool.ts";
@@ -99,6 +100,11 @@ export const AgentManifest = z.object({
   delegates: z.array(AgentId).max(16).optional(),
   /** Which of its delegates are remote A2A agents, and where their cards are. */
   remote_delegates: z.record(AgentId, z.object({ card_url: z.string().url().max(2_048) })).optional(),
+  /**
+   * The knowledge collections its context is searched in when the pipeline asks it (`defineAgent`'s
+   * `knowledge`): the runner adds the chunks that pass the `rag_external` gating (docs/knowledge.md).
+   */
+  knowledge: NamedCollections.optional(),
 });
 export type AgentManifest = z.infer<typeof AgentManifest>;
 
@@ -126,6 +132,11 @@ export const AgentContext = z.object({
   summary: ContextSummarySchema.optional(),
   /** Tool calls that failed earlier in the turn (`<tool>: <message>`), newest first. */
   tool_failures: z.array(z.string().max(2_000)).max(20).optional(),
+  /**
+   * Chunks of the knowledge collections the agent (or its recipe node) names, found for this call
+   * and kept within the `rag_external` zone's budget, best first, each with its citation.
+   */
+  knowledge: z.array(KnowledgePassage).max(32).optional(),
 });
 export type AgentContext = z.infer<typeof AgentContext>;
 
@@ -179,6 +190,11 @@ export const AgentRequest = z.object({
   delegates: z.array(AgentId).max(64).optional(),
   /** How many delegations deep this call is (0: a node's own agent; see `ctx.delegate`). */
   delegation_depth: z.number().int().min(0).max(100).optional(),
+  /**
+   * The knowledge collections a recipe node names for this call (`knowledge:`): the runner searches
+   * them for `context.knowledge`. A pipeline call's come from the agent's manifest.
+   */
+  knowledge: NamedCollections.optional(),
   /** This agent call's durable identity within the turn (the same when a takeover makes it again): its tool calls are keyed by it. */
   call_key: z.string().min(1).max(200).optional(),
 });

@@ -14,6 +14,7 @@ export const ContextZone = z.enum([
   "tool_failures",
   "working_memory",
   "recall",
+  "rag_external",
 ]);
 export type ContextZone = z.infer<typeof ContextZone>;
 

@@ -112,6 +112,23 @@ export type KnowledgeHit = z.infer<typeof KnowledgeHit>;
 
 export const KnowledgeSearchReply = z.object({ hits: z.array(KnowledgeHit) });
 
+/** The most collections one agent, or one recipe node, may name (`knowledge`). */
+export const MAX_NAMED_COLLECTIONS = 16;
+
+/** The collections an agent or a recipe node names (`knowledge`): its turns' context is searched in them. */
+export const NamedCollections = z.array(CollectionName).min(1).max(MAX_NAMED_COLLECTIONS);
+
+/**
+ * A chunk given to an agent in its context (the `rag_external` zone, docs/knowledge.md), with its
+ * citation: collection, document, chunk and character offset, and the heading path above it.
+ */
+export const KnowledgePassage = KnowledgeHit.omit({ doc_id: true }).extend({ text: z.string().max(MAX_CHUNK_CHARS) });
+export type KnowledgePassage = z.infer<typeof KnowledgePassage>;
+
+/** How a passage is cited: `collection/document@offset` (`handbook/ops.md@1200`). */
+export const citationOf = (passage: Pick<KnowledgePassage, "collection" | "document" | "offset">): string =>
+  `${passage.collection}/${passage.document}@${passage.offset}`;
+
 export const KnowledgeRemoveRequest = z.object({
   collection: CollectionName,
   /** The document's name as added; absent: the whole collection. */

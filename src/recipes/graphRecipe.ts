@@ -70,6 +70,7 @@ export function graphRecipe(
           ...(node.system_prompt_override ? { system_prompt: node.system_prompt_override } : {}),
           inputs_map: node.inputs_map,
           output_key: node.output_key ?? node.id,
+          ...(node.knowledge ? { knowledge: [...new Set(node.knowledge)] } : {}),
           next,
         });
         break;

@@ -87,6 +87,8 @@ export interface AgentNode extends NodeBase {
   tools?: string[];
   /** Agents it may delegate to (`ctx.delegate`; a Conclave field of its definition, `delegates`). */
   delegates?: string[];
+  /** Knowledge collections its agent's context is searched in (`knowledge:`; docs/knowledge.md). */
+  knowledge?: string[];
 }
 
 /** Picks the next node by the value at `input_key`, strictly matched against `routes`. */

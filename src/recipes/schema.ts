@@ -6,6 +6,7 @@
  * unmodified; what Conclave does not use is ignored.
  */
 import { z } from "zod";
+import { NamedCollections } from "../contracts/knowledge.ts";
 import { ToolPolicy } from "../tools/policy.ts";
 import { CONSTRAINT_OPERATORS } from "./recipe.ts";
 
@@ -95,6 +96,8 @@ const GraphAgentNode = z.looseObject({
   inputs_map: z.record(z.string(), z.string()).default({}),
   /** Conclave extension: where the answer goes on the blackboard (default: the node id). */
   output_key: z.string().min(1).optional(),
+  /** Conclave: knowledge collections the agent's context is searched in at this node (docs/knowledge.md). */
+  knowledge: NamedCollections.optional(),
   ...uiHints,
 });
 const RouterNodeSchema = z.looseObject({
@@ -226,6 +229,8 @@ const WorkflowAgentStep = z.looseObject({
   system_prompt: z.string().max(16_000).optional(),
   inputs: z.record(z.string(), z.string()).optional(),
   output_key: z.string().min(1).optional(),
+  /** Conclave: knowledge collections searched for this step (default: its agent definition's `knowledge`). */
+  knowledge: NamedCollections.optional(),
 });
 const WorkflowSwitchStep = z.looseObject({
   type: z.literal("switch"),
@@ -278,7 +283,8 @@ const Definition = z.discriminatedUnion("type", [
     tools: z.array(z.string()).optional(),
     /** Conclave: agents (ids or agent definitions) this one may delegate to. */
     delegates: z.array(z.string()).optional(),
-    knowledge: z.array(z.unknown()).optional(),
+    /** Knowledge collections the agent's context is searched in, at every step it runs (docs/knowledge.md). */
+    knowledge: NamedCollections.optional(),
     /** A remote A2A agent: `a2a+https://host/.well-known/agent-card.json` (or see `a2a`). */
     uri: z.string().max(2_000).optional(),
     /** Conclave: a remote A2A agent, by its card's URL. */

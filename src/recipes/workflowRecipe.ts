@@ -44,6 +44,12 @@ export function workflowRecipe(
       delegates: definition.delegates.map((ref, index) => agentOf(`definitions.${name}.delegates.${index}`, ref)),
     };
   };
+  /** The collections a step's context is searched in: its own `knowledge`, else its agent definition's. */
+  const knowledgeOf = (own: string[] | undefined, name: string): { knowledge?: string[] } => {
+    const definition = doc.definitions[name];
+    const named = own ?? (definition?.type === "agent" ? definition.knowledge : undefined);
+    return named?.length ? { knowledge: [...new Set(named)] } : {};
+  };
   const nodes: RecipeNode[] = [];
   for (const [id, step] of Object.entries(doc.workflow.steps)) {
     const path = `workflow.steps.${id}`;
@@ -60,6 +66,7 @@ export function workflowRecipe(
           output_key: step.output_key ?? id,
           ...agentToolsOf(doc.definitions, step.agent, `${path}.agent`, (at, message) => issues.issue(at, message)),
           ...delegatesOf(step.agent),
+          ...knowledgeOf(step.knowledge, step.agent),
           next,
         });
         break;

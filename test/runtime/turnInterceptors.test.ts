@@ -10,6 +10,7 @@ import { BasicTracerProvider } from "@opentelemetry/sdk-trace-base";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AgentDirectory } from "../../src/agents/directory.ts";
 import { offlineBackend } from "../../src/cognition/backend.ts";
+import { DEFAULT_ARENA_POLICY } from "../../src/context/arena.ts";
 import type { AgentStreamEvent } from "../../src/contracts/agent.ts";
 import type { LedgerStore } from "../../src/ledgers/ledgerStore.ts";
 import { screeningInterceptor } from "../../src/runtime/interception/intercepted.ts";
@@ -18,6 +19,7 @@ import { PipelineTools } from "../../src/runtime/toolCalls/pipelineTools.ts";
 import type { ToolGate } from "../../src/runtime/toolCalls/toolGate.ts";
 import { AgentsPipelineTurns } from "../../src/runtime/turnServices/agentsPipeline.ts";
 import { hostedCognitionInterceptor } from "../../src/runtime/turnServices/hostedCognition.ts";
+import { knowledgeRetrievalInterceptor, TurnTenants } from "../../src/runtime/turnServices/knowledgeRetrieval.ts";
 import { ledgerDigestInterceptor } from "../../src/runtime/turnServices/ledgerContext.ts";
 import { localTurnServices } from "../../src/runtime/turnServices/localTurnServices.ts";
 import { recordedStepsInterceptor } from "../../src/runtime/turnServices/recordedSteps.ts";
@@ -109,6 +111,19 @@ const layers: { [N in TurnInterceptorName]: { make: (below: TurnServices) => Tur
     skillRecords: { make: () => skillRecordsInterceptor(() => {}) },
     stepTimings: { make: () => stepTimingsInterceptor("debug", () => {}) as TurnInterceptor },
     tracing: { make: () => tracingInterceptor() as TurnInterceptor },
+    // An agent that names no knowledge collection: its call goes on as asked, and nothing is searched.
+    knowledge: {
+      make: () =>
+        knowledgeRetrievalInterceptor({
+          search: async () => {
+            throw new Error("no search for an agent without collections");
+          },
+          directory: Promise.resolve({ manifest: () => undefined } as unknown as AgentDirectory),
+          tenants: new TurnTenants(),
+          arena: DEFAULT_ARENA_POLICY,
+          log: silentLogger,
+        }),
+    },
     // The request chain is the screen: nothing below it screens.
     screening: { make: () => screeningInterceptor(defaultInterceptors()), answers: ["screen"] },
     ledgerDigest: {
@@ -185,6 +200,7 @@ describe("a runner's turn interceptors", () => {
       "skillRecords",
       "stepTimings",
       "tracing",
+      "knowledge",
       "screening",
       "ledgerDigest",
       "agentsPipeline",

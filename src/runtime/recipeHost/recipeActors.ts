@@ -108,6 +108,8 @@ export function agentRequest(
   timeoutMs: number,
   memory?: MemoryRetrieveReply,
 ): AgentRequest {
+  const node = recipe.nodes.find((candidate) => candidate.id === call.node);
+  const knowledge = node?.kind === "agent" ? node.knowledge : undefined;
   return {
     session_id: call.session_id,
     turn_id: call.turn_id,
@@ -131,6 +133,8 @@ export function agentRequest(
       ...(call.system_prompt ? { system_prompt: call.system_prompt } : {}),
       ...(call.feedback ? { feedback: call.feedback } : {}),
     },
+    // The node's collections: the runner's knowledge layer searches them for the call's context.
+    ...(knowledge?.length ? { knowledge } : {}),
   };
 }
 

@@ -12,6 +12,7 @@ import { EventLogWriter } from "../../eventlog/writer.ts";
 import { type Logger, silentLogger, turnFields } from "../../telemetry/log.ts";
 import type { RecipeHost } from "../recipeHost/recipeHost.ts";
 import { recipeStartOf } from "../recipeHost/recipeStart.ts";
+import { TurnTenants } from "../turnServices/knowledgeRetrieval.ts";
 import type { Admission } from "./admission.ts";
 import { attemptedBefore, decideDelivery, parseEntry, type TakeResult } from "./delivery.ts";
 import type { IntakeBacklog } from "./intakeBacklog.ts";
@@ -66,6 +67,8 @@ export class Runner {
   readonly #options: Required<Pick<RunnerOptions, "turnTtlMs" | "checkpointEvery">>;
   /** Per session, the delivery being handled: the next one of the session waits for it. */
   readonly #delivering = new Map<string, Promise<void>>();
+  /** Each running turn's tenant, from its WAL entry: whose knowledge collections its agents may read. */
+  readonly #tenants = new TurnTenants();
   readonly #intake: Service;
   readonly #cancellations: TurnCancellations;
   readonly #stopFollowingErasures: () => void;
@@ -144,7 +147,17 @@ export class Runner {
     };
     const { directory, ledgers, recipes, cognition } = parts;
     const actors = sessionActors(
-      { nc, directory, ledgers, log: this.#log, writer: this.#writer, recipes, ends, cognition },
+      {
+        nc,
+        directory,
+        ledgers,
+        log: this.#log,
+        writer: this.#writer,
+        recipes,
+        ends,
+        cognition,
+        tenants: this.#tenants,
+      },
       options,
     );
     this.#sessions = new SessionHost(actors, parts.store, this.#log, {
@@ -342,6 +355,7 @@ export class Runner {
     if (resumed?.record) this.#writer.append(entry.session_id, entry.turn_id, resumed.record);
     if (resumed && entry.resume) this.#recipes.pipelineTools.answered(entry.session_id, entry.turn_id, entry.resume);
     const { text, user_id: userId, pipeline } = resumed ?? entry;
+    this.#tenants.set(entry.session_id, entry.turn_id, entry.tenant);
     session.send({
       type: "turn.enqueue",
       turn: {

@@ -16,6 +16,7 @@ import type { RecipeHost } from "../recipeHost/recipeHost.ts";
 import type { SessionSnapshot } from "../sessionStore.ts";
 import { AgentsPipelineTurns } from "../turnServices/agentsPipeline.ts";
 import { type HostedCognition, hostedCognitionInterceptor } from "../turnServices/hostedCognition.ts";
+import { knowledgeRetrievalInterceptor, type TurnTenants, workersSearch } from "../turnServices/knowledgeRetrieval.ts";
 import { ledgerDigestInterceptor } from "../turnServices/ledgerContext.ts";
 import { provideTurn } from "../turnServices/provideTurn.ts";
 import { type RecordedStepsOptions, recordedStepsInterceptor, recordedStepsOf } from "../turnServices/recordedSteps.ts";
@@ -45,6 +46,8 @@ export interface SessionActorDeps {
   ends: Pick<TurnEnds, "suspended" | "finished" | "crashed">;
   /** The scheduler, council, voice and critics, when this runner hosts them; else workers are asked. */
   cognition?: HostedCognition | null;
+  /** Each running turn's tenant: the owner of the knowledge collections its agents may read. */
+  tenants: TurnTenants;
 }
 
 /**
@@ -95,6 +98,13 @@ export function sessionActors(
       skillRecords: skillRecordsInterceptor(record),
       stepTimings: stepTimingsInterceptor(writer.level, record),
       tracing: tracingInterceptor(),
+      knowledge: knowledgeRetrievalInterceptor({
+        search: workersSearch(deps.nc),
+        directory: deps.directory,
+        tenants: deps.tenants,
+        arena,
+        log: deps.log,
+      }),
       screening: screeningInterceptor(chains),
       ledgerDigest: ledgerDigestInterceptor(deps.ledgers, deps.log),
       agentsPipeline: ownAgents.interceptor(),
@@ -122,6 +132,7 @@ export function sessionActors(
       turnSuspended: ({ context }, given) => {
         pipeline.ended(context.session_id, given.turn_id);
         ownAgents.ended(context.session_id, given.turn_id);
+        deps.tenants.ended(context.session_id, given.turn_id);
         const key = `${turnKey(context.session_id, given.turn_id)}`;
         const seq = given.suspended?.seq ?? suspensions.get(key);
         suspensions.delete(key);
@@ -140,6 +151,7 @@ export function sessionActors(
       turnFinished: ({ context }, output) => {
         pipeline.ended(context.session_id, output.turn_id);
         ownAgents.ended(context.session_id, output.turn_id);
+        deps.tenants.ended(context.session_id, output.turn_id);
         void ends.finished(context.session_id, output, {
           turns_completed: context.turns_completed,
           last_turn_id: context.last_turn_id,
@@ -151,6 +163,7 @@ export function sessionActors(
       turnCrashed: ({ context }, failure) => {
         pipeline.ended(context.session_id, failure.turn_id);
         ownAgents.ended(context.session_id, failure.turn_id);
+        deps.tenants.ended(context.session_id, failure.turn_id);
         void ends.crashed(context.session_id, failure.turn_id, failure.error);
       },
     },

@@ -16,15 +16,18 @@ import type { TurnServices } from "./turnServices.ts";
  * 4. `stepTimings`: each call timed and recorded as STEP_TIMED (the `debug`
  *    event level only; none at any other).
  * 5. `tracing`: each stage in a span (none without a tracer provider).
- * 6. `screening`: the request and response interceptor chains (PII, the
+ * 6. `knowledge`: an agent call that names knowledge collections (its
+ *    agent's or its recipe node's) gets their passages in its context
+ *    (knowledgeRetrieval.ts); above the screening, so they are screened too.
+ * 7. `screening`: the request and response interceptor chains (PII, the
  *    prompt-injection guard, the stream screen).
- * 7. `ledgerDigest`: the ledgers' digest read alongside memory retrieval.
- * 8. `agentsPipeline`: a turn of the `agents` pipeline runs only the user's
+ * 8. `ledgerDigest`: the ledgers' digest read alongside memory retrieval.
+ * 9. `agentsPipeline`: a turn of the `agents` pipeline runs only the user's
  *    agents, and says their answer (agentsPipeline.ts); below the screening,
  *    so its reply is screened as the voice's is.
- * 9. `replyFallback`: the deterministic council and voice when the asked
+ * 10. `replyFallback`: the deterministic council and voice when the asked
  *    ones cannot answer in their share of the stage.
- * 10. `hostedCognition`: the scheduler, council, voice and critics run in the
+ * 11. `hostedCognition`: the scheduler, council, voice and critics run in the
  *    runner, when it hosts them; else workers are asked.
  *
  * The first two are a pipeline turn's only: a recipe turn's services start
@@ -36,6 +39,7 @@ export const turnInterceptorOrder = [
   "skillRecords",
   "stepTimings",
   "tracing",
+  "knowledge",
   "screening",
   "ledgerDigest",
   "agentsPipeline",
