@@ -1,6 +1,6 @@
-import { fnv1a } from "../contracts/partitions.ts";
 import type { LlmConfig } from "../llm/config.ts";
 import { createEmbedder, type Embedder, embeddingConfigFromEnv } from "../llm/embeddings.ts";
+import { fnv1a } from "../memory/learn/embedder.ts";
 import { topicOfWord, wordsOf } from "../memory/learn/topics.ts";
 
 /**
