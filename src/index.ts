@@ -57,6 +57,7 @@ export { LlmError, type LlmErrorOptions } from "./llm/errors.ts";
 export type { AdmissionLimits } from "./runtime/runner/admission.ts";
 export type { RecipeRunnerOptions, RunnerOptions } from "./runtime/runner/options.ts";
 export { type RunnerHandle, type StartRunnerOptions, startRunner } from "./runtime/startRunner.ts";
+export type { WorkingMemoryOptions } from "./runtime/toolCalls/workingMemory.ts";
 export { TracingConfigError } from "./telemetry/config.ts";
 export type { LogFields, Logger } from "./telemetry/log.ts";
 export { setupTracing, type TracingHandle, type TracingSetupOptions } from "./telemetry/setup.ts";

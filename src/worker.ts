@@ -55,6 +55,7 @@ export {
 } from "./contracts/agent.ts";
 export type { SkillCompletion } from "./contracts/skill.ts";
 export type { ToolEffect, ToolManifest, ToolRefusal, ToolRisk } from "./contracts/tool.ts";
+export { WORKING_MEMORY_TOOL, type WorkingMemoryView } from "./contracts/workingMemory.ts";
 export { type LlmConfig, LOCAL_SERVER_API_KEY, llmConfigFromEnv } from "./llm/config.ts";
 export {
   definePatchAdapter,

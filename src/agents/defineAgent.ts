@@ -10,6 +10,7 @@ import {
 import { describeIssues } from "../contracts/issues.ts";
 import type { KnowledgePassage } from "../contracts/knowledge.ts";
 import type { LedgerDigest } from "../contracts/ledger.ts";
+import type { WorkingMemoryView } from "../contracts/workingMemory.ts";
 import type { Episode } from "../contracts/workspace.ts";
 import { ConclaveError, messageOf } from "../errors.ts";
 import type { SessionLedgers } from "../ledgers/clients.ts";
@@ -72,6 +73,12 @@ export interface AgentMemoryView {
    * goal, open items and blockers); null when both are empty.
    */
   readonly ledgers: LedgerDigest | null;
+  /**
+   * The session's working memory (docs/knowledge.md, "Working memory"): its version and content, as
+   * it stands when the agent is asked; null when the runner declares none. An agent that lists the
+   * `update_working_memory` tool in its `tools` changes it with `ctx.tools.call("update_working_memory", fields)`.
+   */
+  readonly working: WorkingMemoryView | null;
 }
 
 /** Everything an agent's `run` is given. */

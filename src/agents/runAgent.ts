@@ -134,6 +134,7 @@ async function answerAgent(
       procedures: request.context.procedures ?? [],
       persona: request.context.persona ?? null,
       ledgers: request.context.ledgers ?? null,
+      working: request.context.working_memory ?? null,
     },
     knowledge: request.context.knowledge ?? [],
     // The offline mode has no model for the agent itself (the offline tool model serves only ctx.tools.run).

@@ -14,6 +14,7 @@ import { RollbackReply } from "../contracts/tool.ts";
 import type { SimulationTrace } from "../contracts/trace.ts";
 import { CancelReply, type TurnAck } from "../contracts/turn.ts";
 import type { TurnStatusRecord } from "../contracts/wal.ts";
+import type { WorkingMemoryRecord } from "../contracts/workingMemory.ts";
 import { type PriceTable, priceTableFromEnv, readPriceTable } from "../cost/prices.ts";
 import { type CostSummary, summarizeCost } from "../cost/summary.ts";
 import { ConclaveError, InvalidRequestError } from "../errors.ts";
@@ -39,6 +40,7 @@ import { type EventsOptions, readSessionEvents, type SessionEvent } from "./sess
 import { type SkillsClient, skillsClient } from "./skills.ts";
 import { type TapeClient, tapeClient } from "./tape.ts";
 import { type SubmitOptions, streamTurn, type TurnStream } from "./turnStream.ts";
+import { readSessionWorkingMemory } from "./workingMemory.ts";
 
 /**
  * How to reach Conclave: the servers, TLS and login of the `client` role (as
@@ -97,6 +99,12 @@ export interface ConclaveClient extends TapeClient {
   status(sessionId: string, turnId: number): Promise<TurnStatusView | null>;
   /** Where each turn of a session stands, in turn order. */
   turns(sessionId: string): Promise<TurnStatusView[]>;
+  /**
+   * The session's working memory (docs/knowledge.md, "Working memory"), from its event log: its
+   * version, content, and the turn, agent and time of its last update; version 0 and `{}` while
+   * no agent has changed it.
+   */
+  workingMemory(sessionId: string): Promise<WorkingMemoryRecord>;
   /**
    * Cancels a turn wherever it runs: it ends with outcome `Cancelled`
    * (status `cancelling`), or had already ended (status `finished`).
@@ -257,6 +265,7 @@ export async function connect(options: ConnectOptions = {}): Promise<ConclaveCli
       checkSessionId(sessionId);
       return (await (await statusStore())?.list(sessionId)) ?? [];
     },
+    workingMemory: (sessionId) => readSessionWorkingMemory(nc, sessionId),
     cancel,
     run: (sessionId, document, runOptions) => runRecipe(nc, sessionId, document, { timeoutMs: 120_000, ...runOptions }),
     trace: async (sessionId, turnId) => {

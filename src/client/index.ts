@@ -47,6 +47,7 @@ export { SimulationStep, SimulationTrace, simulationTraceJsonSchema } from "../c
 export type { Stage, TurnAck, TurnOutcome, TurnWarning } from "../contracts/turn.ts";
 export type { TurnUsage, Usage } from "../contracts/usage.ts";
 export type { TurnStatus, TurnStatusRecord } from "../contracts/wal.ts";
+export type { WorkingMemoryRecord } from "../contracts/workingMemory.ts";
 export type { ModelPrice, PriceTable } from "../cost/prices.ts";
 export type { CostAmount, CostRow, CostSummary } from "../cost/summary.ts";
 export { InvalidRequestError } from "../errors.ts";

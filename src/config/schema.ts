@@ -274,6 +274,11 @@ export const CONFIG_SCHEMA = {
     schema: path,
     doc: "A JSON or YAML file holding the runner's tool policy.",
   }),
+  CONCLAVE_WORKING_MEMORY_SCHEMA: variable({
+    group: "runner",
+    schema: path,
+    doc: "A JSON or YAML file holding the JSON Schema (an object's) of each session's working memory: pipeline agents read it, and change it with the update_working_memory tool (docs/knowledge.md). Unset: no working memory.",
+  }),
   CONCLAVE_DLQ_PAYLOADS: variable({
     group: "runner",
     schema: oneOf(["redacted", "excerpt"]),

@@ -7,6 +7,7 @@ import { type SkillCompletion, SkillReplyFields } from "./skill.ts";
 import { ToolManifest, ToolName } from "./tool.ts";
 import { Usage } from "./usage.ts";
 import { WireJsonSchema } from "./wireJsonSchema.ts";
+import { WorkingMemoryView } from "./workingMemory.ts";
 import { Claim, Episode, Modulators, Sensors, Stance, StanceDelta } from "./workspace.ts";
 
 /**
@@ -137,6 +138,11 @@ export const AgentContext = z.object({
    * and kept within the `rag_external` zone's budget, best first, each with its citation.
    */
   knowledge: z.array(KnowledgePassage).max(32).optional(),
+  /**
+   * The session's working memory (docs/knowledge.md), as it stands when the agent is asked: present
+   * when the runner declares a working memory schema (version 0 and `{}` before the first update).
+   */
+  working_memory: WorkingMemoryView.optional(),
 });
 export type AgentContext = z.infer<typeof AgentContext>;
 

@@ -14,6 +14,7 @@ import { SkillEventPayloads } from "./skill.ts";
 import { ToolEventPayloads } from "./tool.ts";
 import { Stage, TurnOutcome, TurnWarning } from "./turn.ts";
 import { TurnUsage, Usage } from "./usage.ts";
+import { WorkingMemoryEventPayloads } from "./workingMemory.ts";
 import { Claim, Modulators, Sensors, Stance, StanceDelta } from "./workspace.ts";
 
 /**
@@ -214,6 +215,7 @@ export const EventPayloads = {
   ...RecipeEventPayloads,
   ...ToolEventPayloads,
   ...SkillEventPayloads,
+  ...WorkingMemoryEventPayloads,
 } as const;
 
 /** The name of an event kind: `TURN_STARTED`, `AGENT_COMPLETED`, `TURN_COMPLETED`, … */

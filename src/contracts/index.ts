@@ -13,4 +13,5 @@ export * from "./turn.ts";
 export * from "./turnProtocol.ts";
 export * from "./usage.ts";
 export * from "./wal.ts";
+export * from "./workingMemory.ts";
 export * from "./workspace.ts";

@@ -41,6 +41,7 @@ export type EventLevel = (typeof EVENT_LEVELS)[number];
  *   PREFLIGHT_CHECKED, NODE_STARTED (its checkpoints), NODE_COMPLETED/FAILED, ROUTE_TAKEN, EVALUATION_SCORED;
  * - SESSION_FORKED: where a forked session came from, and the state its replay starts from;
  * - SKILL_ACTIVATED and SKILL_COMPLETED: what an agent took up and what it gave (governance);
+ * - WORKING_MEMORY_UPDATED: the session's working memory lives only in the log (its last one is the memory);
  * - STREAM_START and STREAM_END: a few bytes that frame each stream for live readers (their chunks still
  *   go out live, src/client/liveChunks.ts) and mark a stream a takeover restarted.
  *
@@ -102,6 +103,7 @@ export const EVENT_KIND_LEVELS = {
   TOOL_CALL_FINISHED: "audit",
   SKILL_ACTIVATED: "audit",
   SKILL_COMPLETED: "audit",
+  WORKING_MEMORY_UPDATED: "audit",
 } as const satisfies Record<EventKind, EventLevel>;
 
 const rank = (level: EventLevel): number => EVENT_LEVELS.indexOf(level);

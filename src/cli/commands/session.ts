@@ -1,4 +1,4 @@
-import { connect } from "../../client/client.ts";
+import { type ConclaveClient, connect } from "../../client/client.ts";
 import { printable } from "../../client/printable.ts";
 import { MAX_ERASE_WAIT_MS } from "../../contracts/erase.ts";
 import { SessionId } from "../../contracts/ids.ts";
@@ -10,6 +10,7 @@ const help = `conclave session: act on a whole session
 
 Usage:
   conclave session erase SESSION [--by WHO] [--reason TEXT] [--wait MS] [--with-forks] [--json]
+  conclave session memory SESSION [--json]
 
   --by WHO       who asks, kept in the audit record (an id, not content)
   --reason TEXT  why, kept in the audit record
@@ -27,7 +28,11 @@ bytes overwritten on disk, and the memory workers drop their copies
 (docs/operations.md, "Erasing a session"). A record of the erase with no
 content (ids, times, counts, what was kept and why) is kept in the
 CONCLAVE_AUDIT stream. A turn that does not end in time exits 3 with only the
-schedules stopped; ask again.`;
+schedules stopped; ask again.
+
+memory prints the session's working memory (docs/knowledge.md): its version,
+the turn and agent of its last update, and its content as JSON; version 0 and
+{} while no agent has changed it.`;
 
 export default defineCommand({
   help,
@@ -42,10 +47,13 @@ export default defineCommand({
   role: "client",
   async run({ values, positionals, bus }) {
     const [verb, session, ...rest] = positionals;
-    if (verb !== "erase" || session === undefined || rest.length > 0)
-      throw new UsageError("usage: conclave session erase SESSION, e.g. conclave session erase demo");
+    if ((verb !== "erase" && verb !== "memory") || session === undefined || rest.length > 0)
+      throw new UsageError(
+        "usage: conclave session erase SESSION or conclave session memory SESSION, e.g. conclave session memory demo",
+      );
     if (!SessionId.safeParse(session).success)
       throw new UsageError(`bad session id ${JSON.stringify(session)}: 1-64 characters of A-Z, a-z, 0-9, '_' or '-'`);
+    if (verb === "memory") return printWorkingMemory(await connect({ nc: await bus() }), session, values.json === true);
     const waitMs = values.wait === undefined ? undefined : Number(values.wait);
     if (waitMs !== undefined && !(Number.isInteger(waitMs) && waitMs >= 0 && waitMs <= MAX_ERASE_WAIT_MS))
       throw new UsageError(`--wait is a whole number of ms from 0 to ${MAX_ERASE_WAIT_MS}`);
@@ -79,3 +87,19 @@ export default defineCommand({
     return EXIT.ok;
   },
 });
+
+/** `session memory`: the session's working memory, as JSON or as a header line and the content. */
+async function printWorkingMemory(client: ConclaveClient, session: string, json: boolean): Promise<number> {
+  const record = await client.workingMemory(session);
+  if (json) {
+    console.log(JSON.stringify(record));
+    return EXIT.ok;
+  }
+  const last =
+    record.version > 0
+      ? `, last updated in turn ${record.turn_id} by ${record.updated_by} at ${record.updated_at}`
+      : "";
+  console.log(printable(`session ${session} working memory: version ${record.version}${last}`, { newlines: false }));
+  console.log(printable(JSON.stringify(record.memory, null, 2)));
+  return EXIT.ok;
+}

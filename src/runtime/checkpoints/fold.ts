@@ -32,6 +32,7 @@ export const FOLDED_KINDS: ReadonlySet<string> = new Set([
   "MEMORY_RETRIEVED",
   "MEMORY_COMMITTED",
   "SESSION_FORKED",
+  "WORKING_MEMORY_UPDATED",
 ]);
 
 /** One input of the fold: a whole turn, one ledger event, or one schedule log event (with its stream sequence). */
@@ -104,9 +105,14 @@ function foldTurnStep(state: TapeState, turnId: number, events: readonly EngineE
       forked_at_turn: turnId,
     };
   }
+  // Working memory by reference: an update stands once recorded, whether or not its turn completed.
+  const updated = events.findLast((event) => event.kind === "WORKING_MEMORY_UPDATED");
   return {
     ...state,
     cut,
+    ...(updated?.kind === "WORKING_MEMORY_UPDATED"
+      ? { working_memory: { version: updated.payload.version, turn_id: turnId, agent_id: updated.payload.agent_id } }
+      : {}),
     session: foldTurn(state.session, events),
     cost: addCost(state.cost, summarizeCost(state.session_id, events, emptyPriceTable())),
     memory: foldMemory(state.memory, turnId, events),

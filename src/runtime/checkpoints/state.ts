@@ -100,6 +100,14 @@ export const TapeState = z.object({
    * from the source. Absent for a session that is not a fork (and in checkpoints written before it existed).
    */
   forked_at_turn: z.number().int().min(0).optional(),
+  /**
+   * The session's working memory, by reference (docs/knowledge.md): the version, turn and agent of its
+   * last update, none of its content (that lives only in the log's WORKING_MEMORY_UPDATED, so an erase
+   * of the log removes it). Absent while no agent has changed it (and in checkpoints written before it existed).
+   */
+  working_memory: z
+    .object({ version: z.number().int().min(1), turn_id: z.number().int().min(1), agent_id: z.string() })
+    .optional(),
 });
 export type TapeState = z.infer<typeof TapeState>;
 

@@ -9,6 +9,7 @@ import { ToolPolicy } from "../../tools/policy.ts";
 import type { RecipeRunnerOptions } from "../runner/options.ts";
 import { PipelineTools } from "../toolCalls/pipelineTools.ts";
 import { ToolGate } from "../toolCalls/toolGate.ts";
+import { WorkingMemory, type WorkingMemoryOptions } from "../toolCalls/workingMemory.ts";
 import type { RecipeMachineDeps } from "./recipeActors.ts";
 import { type RecordTurn, recipeTurnLogic } from "./recipeTurn.ts";
 import { SuspensionTimers } from "./suspensionTimers.ts";
@@ -26,6 +27,8 @@ export interface RecipeHostDeps {
   recipes?: RecipeRunnerOptions;
   /** Receives the inspection events of every recipe run's machine. */
   inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
+  /** The sessions' working memory, when the runner declares one (pipeline agents read and change it). */
+  workingMemory?: WorkingMemoryOptions;
 }
 
 /**
@@ -60,6 +63,7 @@ export class RecipeHost {
       directory: deps.directory,
       policy: deps.policy,
       ...(this.#recipes.toolTimeoutMs !== undefined ? { timeoutMs: this.#recipes.toolTimeoutMs } : {}),
+      ...(deps.workingMemory ? { workingMemory: new WorkingMemory(nc, deps.workingMemory) } : {}),
     });
   }
 

@@ -8,6 +8,7 @@ import type { Logger } from "../../telemetry/log.ts";
 import type { ToolPolicyInput } from "../../tools/policy.ts";
 import type { InterceptorChains } from "../interception/interceptors.ts";
 import type { LogicHandler } from "../recipeHost/recipeActors.ts";
+import type { WorkingMemoryOptions } from "../toolCalls/workingMemory.ts";
 import type { TurnServices } from "../turnServices/turnServices.ts";
 import type { AdmissionLimits } from "./admission.ts";
 
@@ -92,6 +93,12 @@ export interface RunnerOptions {
    * each store is left as it is (new ones keep everything).
    */
   retention?: RetentionOptions;
+  /**
+   * Each session's working memory (docs/knowledge.md, "Working memory"): its schema, which every
+   * update must fit. Pipeline agents read it (`ctx.memory.working`); those listing the
+   * `update_working_memory` tool change it. Default: from `CONCLAVE_WORKING_MEMORY_SCHEMA`, else none.
+   */
+  workingMemory?: WorkingMemoryOptions;
 }
 
 /** How a runner hosts recipe runs. */

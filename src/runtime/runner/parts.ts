@@ -27,6 +27,7 @@ import { localSubmit } from "../intake/localSubmit.ts";
 import { serveIntake } from "../intake/service.ts";
 import { RecipeHost } from "../recipeHost/recipeHost.ts";
 import { SessionStore } from "../sessionStore.ts";
+import { workingMemoryFromEnv } from "../toolCalls/workingMemory.ts";
 import { startCognitionActors } from "../turnServices/cognitionActors.ts";
 import type { HostedCognition } from "../turnServices/hostedCognition.ts";
 import { Admission, admissionLimits } from "./admission.ts";
@@ -104,6 +105,8 @@ export async function openRunnerParts(nc: NatsConnection, options: RunnerOptions
     onInvalid: (message) => log.warn(`ignored an agent announcement: ${singleLine(message)}`),
   });
   directory.catch(() => {}); // a connection closed before the roll call ended: users see it when they await
+  // A bad schema (file or option) stops the runner here, before it serves.
+  const workingMemory = options.workingMemory ?? workingMemoryFromEnv();
   const recipes = await RecipeHost.start(nc, {
     directory,
     js,
@@ -112,6 +115,7 @@ export async function openRunnerParts(nc: NatsConnection, options: RunnerOptions
     log,
     ...(options.recipes ? { recipes: options.recipes } : {}),
     ...(options.inspect ? { inspect: options.inspect } : {}),
+    ...(workingMemory ? { workingMemory } : {}),
   });
   // Agents run on workers unless the runner was given in-process services: then recipes' agents are not checked,
   // and it answers no roster request (`conclave agents` falls back to calling the workers' roll).

@@ -197,6 +197,7 @@ export class Runner {
     // An erased session is forgotten here too: nothing of it outlives the erase in memory.
     this.#stopFollowingErasures = followErasures(nc, (sessionId) => {
       this.#sessions.evict(sessionId);
+      this.#recipes.pipelineTools.forget(sessionId);
       this.#letGo(sessionId);
     });
   }

@@ -7,6 +7,7 @@ import type { HumanAnswer, JsonObject } from "../../contracts/recipeRun.ts";
 import type { ToolManifest } from "../../contracts/tool.ts";
 import { turnKey } from "../../contracts/turnKey.ts";
 import type { TurnRecord } from "../../contracts/turnProtocol.ts";
+import { WORKING_MEMORY_TOOL } from "../../contracts/workingMemory.ts";
 import type { ToolPolicy } from "../../tools/policy.ts";
 import { delegatedRequest } from "../recipeHost/recipeActors.ts";
 import { screenInputs } from "../recipeHost/screenInputs.ts";
@@ -15,6 +16,7 @@ import type { ApprovalAsked, TurnServices } from "../turnServices/turnServices.t
 import { approvalOf, recordedToolSteps } from "./recordedToolSteps.ts";
 import type { ToolGate } from "./toolGate.ts";
 import type { TurnTools } from "./turnToolCalls.ts";
+import type { WorkingMemory } from "./workingMemory.ts";
 
 /** Where a pipeline turn's tool calls are recorded: the turn's log, as the runner writes it. */
 export interface PipelineTurnLog {
@@ -70,6 +72,8 @@ export class PipelineTools {
       policy: ToolPolicy;
       /** Per tool call; default the gate's. */
       timeoutMs?: number;
+      /** The sessions' working memory, when the runner declares one: every agent reads it, those listing its tool change it. */
+      workingMemory?: WorkingMemory;
     },
   ) {
     void deps.directory.then(
@@ -122,7 +126,8 @@ export class PipelineTools {
    * commit gets the tools its calls invoked (the episode's `tools_invoked`).
    */
   interceptor(below: TurnServices, log: PipelineTurnLog): TurnInterceptor {
-    const callAgent: TurnInterceptor["callAgent"] = async (input, next) => {
+    const callAgent: TurnInterceptor["callAgent"] = async (given, next) => {
+      const input = await this.#withWorkingMemory(given);
       const { request, onApproval } = input;
       const manifest =
         request.mode === "respond" && !request.recipe && !request.tool_subject
@@ -138,7 +143,7 @@ export class PipelineTools {
       Object.assign(turn.remoteRefs, manifest?.remote_delegates);
       turn.context = request.context;
       const offered = names.flatMap((name): ToolManifest[] => {
-        const tool = directory.tool(name);
+        const tool = directory.tool(name) ?? this.#ownTool(name);
         return tool ? [tool] : [];
       });
       // The agent and its wave identify the call across a takeover or a resume: its finished steps are not made again.
@@ -171,6 +176,25 @@ export class PipelineTools {
       return next({ ...input, request: { ...input.request, episode: { ...episode, tools_invoked: tools } } });
     };
     return { callAgent, commitMemory };
+  }
+
+  /** A pipeline agent's call (not a recipe node's) given the session's working memory, when the runner declares one. */
+  async #withWorkingMemory(input: Parameters<NonNullable<TurnInterceptor["callAgent"]>>[0]) {
+    const memory = this.deps.workingMemory;
+    const { request } = input;
+    if (!memory || request.recipe) return input;
+    const view = await memory.view(request.session_id, request.turn_id);
+    return { ...input, request: { ...request, context: { ...request.context, working_memory: view } } };
+  }
+
+  /** A tool the runner itself answers: the working memory's update, when it declares one. */
+  #ownTool(name: string): ToolManifest | undefined {
+    return name === WORKING_MEMORY_TOOL ? this.deps.workingMemory?.manifest : undefined;
+  }
+
+  /** The session was erased: nothing of it is kept here. */
+  forget(sessionId: string): void {
+    this.deps.workingMemory?.forget(sessionId);
   }
 
   /** The tools a turn's calls invoked: its stored TOOL_CALL_FINISHED events' and this attempt's, each once, sorted. */
@@ -234,11 +258,29 @@ export class PipelineTools {
       },
       signal: abort.signal,
       compactionGate: () => this.#pressure.get(key) ?? null,
+      ...(this.deps.workingMemory ? { ownTools: this.#ownTools(this.deps.workingMemory, log, ref, record) } : {}),
       ...(this.deps.timeoutMs !== undefined ? { timeoutMs: this.deps.timeoutMs } : {}),
     };
     turn.close = this.deps.gate.openTurn(ref.session_id, ref.turn_id, tools);
     this.#turns.set(key, turn);
     return turn;
+  }
+
+  /** The tools the runner answers itself in this turn: the working memory's update. */
+  #ownTools(
+    memory: WorkingMemory,
+    log: PipelineTurnLog,
+    ref: { session_id: string; turn_id: number },
+    record: (body: TurnRecord) => void,
+  ): NonNullable<TurnTools["ownTools"]> {
+    return {
+      [WORKING_MEMORY_TOOL]: (request, callId) =>
+        memory.update(ref, request, callId, {
+          record,
+          flushed: () => log.flushed(ref),
+          stored: () => log.stored(ref.session_id, ref.turn_id),
+        }),
+    };
   }
 
   /** A delegated call: the agent asked answers the delegating agent's message, with the turn's memory, one level deeper. */

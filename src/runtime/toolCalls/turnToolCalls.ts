@@ -80,6 +80,11 @@ export interface TurnTools {
    * before compaction has run, a heavy call (a write) is refused. Absent, or null: no gate.
    */
   compactionGate?(): GateState | null;
+  /**
+   * Tools the runner answers itself, by name (the working memory's update): a call of one the turn
+   * allows goes to it, which records and answers it, instead of to a worker.
+   */
+  ownTools?: Readonly<Record<string, (request: ToolGateRequest, callId: string) => Promise<ToolGateReply>>>;
 }
 
 interface OpenTurn extends Omit<TurnTools, "finished"> {
@@ -221,6 +226,8 @@ export class TurnToolCalls {
       turn.calls++;
       turn.perTool.set(request.tool, (turn.perTool.get(request.tool) ?? 0) + 1);
     };
+    const own = turn.allowed.has(request.tool) ? turn.ownTools?.[request.tool] : undefined;
+    if (own) return own(request, callId);
     const done = turn.finished.get(callId);
     if (done) {
       count();
