@@ -4,9 +4,10 @@
  * turn 1 through the `update_working_memory` tool (an update the declared
  * schema refuses is refused, with why, and changes nothing), reads it in
  * turn 2, reads it again after the runner process is restarted, and finds
- * it gone once the session is erased.
+ * it gone once the session is erased, from the log and from the disk.
  */
-import { resolve } from "node:path";
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { join, resolve } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { ConclaveProcess } from "../../src/cli/childProcess.ts";
 import { type ConclaveClient, connect } from "../../src/client/index.ts";
@@ -44,11 +45,21 @@ async function turn(text: string): Promise<{ events: EngineEvent[]; output: Reco
   return { events, output: answer.payload.output as Record<string, unknown> };
 }
 
-const remembered = { topic: "the launch moved to Friday", updates: 1 };
+const CANARY = "canary-wm-4e1b7d";
+const remembered = { topic: `the launch moved to Friday ${CANARY}`, updates: 1 };
+
+/** Files under `dir` holding `text` (read as bytes), recursively. */
+function filesHolding(dir: string, text: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) return filesHolding(path, text);
+    return readFileSync(path).includes(Buffer.from(text)) ? [path] : [];
+  });
+}
 
 describe("a session's working memory", () => {
   it("is changed by an agent in turn 1, read in turn 2, kept across a runner restart, erased with the session", async () => {
-    const first = await turn("remember: the launch moved to Friday");
+    const first = await turn(`remember: ${remembered.topic}`);
     expect(first.output.seen).toEqual({ version: 0, memory: {} });
     expect(first.output.updated).toEqual({ version: 1, memory: remembered });
     // The schema refuses a string for `updates`: the agent is told why, and the memory is unchanged.
@@ -87,10 +98,13 @@ describe("a session's working memory", () => {
     });
     const shown = await runConclave(nats.url, ["session", "memory", SESSION]);
     expect(shown.stdout).toContain("working memory: version 1, last updated in turn 1 by notes.keeper");
-    expect(shown.stdout).toContain('"topic": "the launch moved to Friday"');
+    expect(shown.stdout).toContain(`"topic": "${remembered.topic}"`);
 
+    expect(filesHolding(nats.storeDir, CANARY).length).toBeGreaterThan(0);
     await client.erase(SESSION, { requested_by: "test" });
     expect(await client.workingMemory(SESSION)).toEqual({ session_id: SESSION, version: 0, memory: {} });
+    // Nothing of it is left on disk: no superseded KV revision ever held it.
+    expect(filesHolding(nats.storeDir, CANARY)).toEqual([]);
     // The runner that served the session dropped its copy: the next turn starts from an empty memory.
     const after = await turn("anything left?");
     expect(after.output.seen).toEqual({ version: 0, memory: {} });
