@@ -65,7 +65,24 @@ export function arenaPressure(
   policy: ArenaPolicy = DEFAULT_ARENA_POLICY,
 ): ContextPlan["report"]["pressure"] {
   const state = previous ?? emptyArenaState();
-  return planner(context, policy).plan(state.summary, state.observed_tokens).report.pressure;
+  return planner(context, policy).plan(summaryOf(state), state.observed_tokens).report.pressure;
+}
+
+/**
+ * The arena's summary as the planner reads it. One whose text could not be read back from the log
+ * (trimmed, or erased) still says which turns it covered, with no text.
+ */
+export function summaryOf(state: ContextArenaState): ContextSummary | null {
+  const summary = state.summary;
+  return summary ? { through_turn: summary.through_turn, text: summary.text ?? "" } : null;
+}
+
+/** What a turn gives its planning besides its context: the turn, and the conversation read for compaction. */
+export interface ArenaTurnInput {
+  /** The turn planning: a compaction's summary names it (`compacted_in`, where the log holds its text). */
+  turn_id?: number;
+  /** The turns after the summary, read from memory when the turn will compact (compactionRead.ts). */
+  conversation?: readonly Episode[];
 }
 
 /**
@@ -77,21 +94,24 @@ export function planTurnContext(
   previous: ContextArenaState | undefined,
   context: AgentContext,
   policy: ArenaPolicy = DEFAULT_ARENA_POLICY,
-  conversation: readonly Episode[] = [],
+  input: ArenaTurnInput = {},
 ): ArenaTurn {
   const { tokenizer, plan } = planner(context, policy);
   let state = previous ?? emptyArenaState();
-  let planned = plan(state.summary, state.observed_tokens);
+  let summary = summaryOf(state);
+  let planned = plan(summary, state.observed_tokens);
   let compacted: ArenaTurn["compacted"] = null;
   if (planned.report.pressure.level !== "normal") {
-    const compaction = compactOffline(byTurn(conversation, context.episodes), state.summary, {
+    const compaction = compactOffline(byTurn(input.conversation ?? [], context.episodes), summary, {
       keep_recent_turns: policy.compaction?.keep_recent_turns ?? DEFAULT_KEEP_RECENT_TURNS,
       max_tokens: policy.compaction?.max_tokens ?? Math.floor(SUMMARY_SHARE * policy.budget.total_tokens),
       tokenizer,
     });
     if (compaction !== null) {
       // The model's last count measured the context before compaction: stale now.
-      state = { summary: compaction.summary, observed_tokens: 0, compactions: state.compactions + 1 };
+      summary = compaction.summary;
+      const ref = input.turn_id === undefined ? {} : { compacted_in: input.turn_id };
+      state = { summary: { ...summary, ...ref }, observed_tokens: 0, compactions: state.compactions + 1 };
       compacted = {
         summariser: compaction.summariser,
         pressure: planned.report.pressure,
@@ -101,13 +121,13 @@ export function planTurnContext(
         tokens_after: compaction.tokens_after,
         summary: compaction.summary.text,
       };
-      planned = plan(state.summary, 0);
+      planned = plan(summary, 0);
     }
   }
   return {
     // The model's last count has served this plan: the replies of this turn report it anew (observeUsage).
     state: { ...state, observed_tokens: 0 },
-    context: plannedContext(context, planned, state.summary),
+    context: plannedContext(context, planned, summary),
     plan: planned,
     planned: { encoding: tokenizer.encoding, encoding_exact: tokenizer.exact, ...planned.report },
     compacted,

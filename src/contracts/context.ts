@@ -24,10 +24,26 @@ export const ContextSummarySchema = z.object({
   text: z.string().max(64_000),
 });
 
+/**
+ * The session's compaction summary as its arena carries it: the turn it covers through, the turn whose
+ * log holds its text (`compacted_in`: its CONTEXT_COMPACTED, or a fork's SESSION_FORKED), and the text.
+ * The stored snapshot keeps the reference and not the text (a KV key's superseded revisions outlive an
+ * erase; the event log is erased whole): the runner reads the text back from the log when it loads the
+ * session (src/runtime/sessionSummary.ts), and holds it in memory from then on.
+ */
+export const ArenaSummary = z.object({
+  through_turn: z.number().int().min(0),
+  /** The summary's text; absent in a stored snapshot whose `compacted_in` names where it is. */
+  text: z.string().max(64_000).optional(),
+  /** The turn whose log holds the text; absent in snapshots written before it existed (they hold the text). */
+  compacted_in: z.number().int().min(0).optional(),
+});
+export type ArenaSummary = z.infer<typeof ArenaSummary>;
+
 /** What a session carries of its context from one turn to the next (in its snapshot). */
 export const ContextArenaState = z.object({
   /** The compaction summary of the session's older turns; null before the first compaction. */
-  summary: ContextSummarySchema.nullable(),
+  summary: ArenaSummary.nullable(),
   /** The largest prompt_tokens an agent reply of the session's last turn reported (0: none reported). */
   observed_tokens: z.number().int().min(0),
   /** Compactions run in the session so far. */

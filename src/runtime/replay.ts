@@ -37,7 +37,8 @@ export function foldTurn(state: SessionSnapshot, events: readonly EngineEvent[])
     if (event.kind === "CONTEXT_PLANNED") arena = { ...(arena ?? emptyArenaState()), observed_tokens: 0 };
     if (event.kind === "CONTEXT_COMPACTED")
       arena = {
-        summary: { through_turn: event.payload.through_turn, text: event.payload.summary },
+        // The text, and where the log holds it: the stored snapshot keeps only the reference (sessionSummary.ts).
+        summary: { through_turn: event.payload.through_turn, text: event.payload.summary, compacted_in: event.turn_id },
         observed_tokens: 0,
         compactions: (arena?.compactions ?? 0) + 1,
       };

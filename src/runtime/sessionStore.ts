@@ -7,6 +7,7 @@ import { PipelineChoice } from "../contracts/pipeline.ts";
 import { SessionSnapshot } from "./checkpoints/sessionSnapshot.ts";
 import { TapeState } from "./checkpoints/state.ts";
 import { tapeAtTurn } from "./checkpoints/tape.ts";
+import { storedSnapshot, withSummaryText } from "./sessionSummary.ts";
 
 export { SessionSnapshot } from "./checkpoints/sessionSnapshot.ts";
 
@@ -107,8 +108,19 @@ export class SessionStore {
     return (await this.snapshots.get(`snapshot.${sessionId}`))?.value ?? null;
   }
 
+  /**
+   * The session's snapshot as a runner hosting it needs it: its compaction summary's text read back
+   * from the log (the stored snapshot keeps a reference: src/runtime/sessionSummary.ts).
+   */
+  async loadSnapshot(sessionId: string): Promise<SessionSnapshot | null> {
+    const snapshot = await this.snapshot(sessionId);
+    if (!snapshot?.context_arena?.summary || snapshot.context_arena.summary.text !== undefined) return snapshot;
+    return withSummaryText({ js: jetstream(this.nc), jsm: await jetstreamManager(this.nc) }, sessionId, snapshot);
+  }
+
+  /** Stores the session's snapshot, its compaction summary by reference (no user text in a rewritten key). */
   async saveSnapshot(sessionId: string, snapshot: SessionSnapshot): Promise<void> {
-    await this.snapshots.put(`snapshot.${sessionId}`, snapshot);
+    await this.snapshots.put(`snapshot.${sessionId}`, storedSnapshot(snapshot));
   }
 
   /**
@@ -150,7 +162,12 @@ export class SessionStore {
     }
     // A session's cost rows grow with its turns: a checkpoint too large for a KV value keeps the snapshot alone.
     if (domains && JSON.stringify(domains).length > MAX_DOMAINS_BYTES) domains = undefined;
-    await this.checkpoints.put(`checkpoint.${sessionId}`, { ...checkpoint, ...(domains ? { domains } : {}) });
+    // The compaction summary by reference, as in the snapshot.
+    await this.checkpoints.put(`checkpoint.${sessionId}`, {
+      ...checkpoint,
+      snapshot: storedSnapshot(checkpoint.snapshot),
+      ...(domains ? { domains: { ...domains, session: storedSnapshot(domains.session) } } : {}),
+    });
   }
 
   /**

@@ -59,7 +59,7 @@ describe("a 200-turn offline conversation", () => {
       // What a compacting turn reads: the turns after the summary, the newest 50 (COMPACTION_READ_MAX).
       const after = state.summary?.through_turn ?? 0;
       const conversation = episodes.filter((episode) => episode.turn_id > after).slice(-COMPACTION_READ_MAX);
-      const planned = planTurnContext(state, context, policy, conversation);
+      const planned = planTurnContext(state, context, policy, { conversation });
       state = planned.state;
 
       // Never past the budget: the planned context, and the whole prompt an agent is sent.

@@ -7,7 +7,14 @@
  * (not only the three episodes a retrieval brings back), and when the last
  * turn asks about the cat, memory recalls turn 3 and the agents are given it,
  * although the summary's cut-off is long past it.
+ *
+ * The summary holds the user's words, so the session's snapshot (a KV key
+ * rewritten every turn, whose superseded revisions outlive an erase) keeps
+ * only a reference to it: once the session is erased, a word of a turn that
+ * a summary held is nowhere in the store directory.
  */
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { join } from "node:path";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { Subscription } from "@nats-io/nats-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -19,6 +26,7 @@ import type { EngineEvent } from "../../src/contracts/events.ts";
 import { isRetrievedRefs } from "../../src/contracts/memory.ts";
 import { replayTape } from "../../src/runtime/checkpoints/tape.ts";
 import { SessionStore } from "../../src/runtime/sessionStore.ts";
+import { storedSnapshot } from "../../src/runtime/sessionSummary.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { useInProcessStack } from "../helpers/stack.ts";
 
@@ -30,6 +38,8 @@ useInProcessStack(nats, {
 const SESSION = "compaction-recall";
 const CAT = "My cat is called Zephyrine and she sleeps on the piano.";
 const QUESTION = "Do you remember my cat Zephyrine, the one who sleeps on the piano?";
+/** Turn 29's first sentence: the summaries of the last turns hold it (older lines are given up to the bound). */
+const CANARY = "canary-summary-4b7e90";
 const FILLER =
   "The weather keeps changing, the garden needs watering, the fence wants paint and the shopping list grows longer every single day";
 
@@ -38,7 +48,21 @@ const FILLER =
  * back then press on the budget), so the first compaction comes when some fifteen turns wait to be folded in.
  */
 const message = (turn: number) =>
-  turn === 3 ? CAT : `Today is day ${turn} of my routine. ${turn < 16 ? "" : `${`${FILLER}, `.repeat(6)}and so on.`}`;
+  turn === 3
+    ? CAT
+    : `${turn === 29 ? `My code word is ${CANARY}.` : `Today is day ${turn} of my routine.`} ${turn < 16 ? "" : `${`${FILLER}, `.repeat(6)}and so on.`}`;
+
+/** Every file under `dir`, recursively. */
+function filesUnder(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    return statSync(path).isDirectory() ? filesUnder(path) : [path];
+  });
+}
+
+/** The files of the JetStream store directory holding `text`. */
+const filesHolding = (text: string) =>
+  filesUnder(nats.storeDir).filter((file) => readFileSync(file).includes(Buffer.from(text)));
 
 let client: ConclaveClient;
 /** The episodes each agent request of the session carried, by turn: what the agents were given. */
@@ -109,18 +133,29 @@ describe("compaction keeps memory reachable", () => {
     expect(given.length).toBeGreaterThan(0);
     for (const episodes of given) expect(episodes.find((episode) => episode.turn_id === 3)?.user_text).toBe(CAT);
 
-    // The arena the session carries on is the one a fold of its log rebuilds: a fork or a replay compacts as
-    // the live session does.
+    // The snapshot keeps the summary by reference (the turn whose CONTEXT_COMPACTED holds it), not its text;
+    // a runner loading the session reads the text back from the log.
     const nc = await nats.connect("runner");
     const sessions = await SessionStore.open(nc);
     const stored = (await sessions.snapshot(SESSION))?.context_arena;
-    expect(stored).toMatchObject({ compactions: compactions.length, summary: { through_turn: through } });
-    const rebuilt = await replayTape(
-      { js: jetstream(nc), jsm: await jetstreamManager(nc) },
-      sessions,
-      SESSION,
-      "start",
+    expect(stored).toEqual({
+      summary: { through_turn: through, compacted_in: compactions.at(-1)!.turn_id },
+      observed_tokens: 0,
+      compactions: compactions.length,
+    });
+    expect((await sessions.loadSnapshot(SESSION))?.context_arena?.summary?.text).toBe(
+      compactions.at(-1)!.payload.summary,
     );
-    expect(rebuilt.state.session.context_arena).toEqual(stored);
+    // The arena the session carries on is the one a fold of its log rebuilds: a fork or a replay compacts as
+    // the live session does.
+    const clients = { js: jetstream(nc), jsm: await jetstreamManager(nc) };
+    const rebuilt = await replayTape(clients, sessions, SESSION, "start");
+    expect(storedSnapshot(rebuilt.state.session).context_arena).toEqual(stored);
+
+    // Erased, the session leaves no word of a turn a summary held anywhere on disk.
+    expect(compactions.some((event) => event.payload.summary.includes(CANARY))).toBe(true);
+    expect(filesHolding(CANARY).length).toBeGreaterThan(0);
+    await client.erase(SESSION, { requested_by: "compaction-recall" });
+    expect(filesHolding(CANARY)).toEqual([]);
   }, 120_000);
 });

@@ -97,10 +97,20 @@ function foldTurnStep(state: TapeState, turnId: number, events: readonly EngineE
     const parsed = ForkedDomains.safeParse(forked.payload.state);
     // A damaged SESSION_FORKED is folded as nothing, by every fold alike.
     if (!parsed.success) return { ...state, cut };
+    // A compaction summary's text is in this SESSION_FORKED now (the fork's log), not at the source's turn.
+    const summary = parsed.data.session.context_arena?.summary;
+    const session =
+      summary && parsed.data.session.context_arena
+        ? {
+            ...parsed.data.session,
+            context_arena: { ...parsed.data.session.context_arena, summary: { ...summary, compacted_in: turnId } },
+          }
+        : parsed.data.session;
     return {
       ...state,
       cut,
       ...parsed.data,
+      session,
       cost: { ...parsed.data.cost, session_id: state.session_id },
       forked_at_turn: turnId,
     };

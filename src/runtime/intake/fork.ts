@@ -35,6 +35,7 @@ import type { Logger } from "../../telemetry/log.ts";
 import { tapeAtTurn } from "../checkpoints/tape.ts";
 import { readLogSteps, readTurn, type TapeClients } from "../checkpoints/tapeReader.ts";
 import type { SessionStore } from "../sessionStore.ts";
+import { withSummaryText } from "../sessionSummary.ts";
 import { recordFork } from "./eraseForks.ts";
 
 /** What serving fork requests needs. */
@@ -127,7 +128,9 @@ export async function forkSession(deps: ForkDeps, sourceId: string, request: For
   const turnId = await forkTurn(clients, sourceId, lastTurnId, request.at);
   if ((await deps.sessions.lastTurnId(forkId)) > 0)
     throw new HandlerError("conflict", `session ${forkId} exists: fork as a new session id`);
-  const state = await tapeAtTurn(clients, deps.sessions, sourceId, turnId);
+  const folded = await tapeAtTurn(clients, deps.sessions, sourceId, turnId);
+  // The source's compaction summary in full (a fold from a checkpoint has its reference): the fork's log holds it.
+  const state = { ...folded, session: await withSummaryText(clients, sourceId, folded.session) };
   const end = (await readTurn(clients, sourceId, turnId)).end;
   // Claimed first: of two forks to the same id, one goes on.
   if (!(await deps.sessions.startAt(forkId, turnId)))

@@ -146,7 +146,7 @@ export class SessionHost {
   async #readSnapshot(sessionId: string): Promise<SessionSnapshot | null> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.store.snapshot(sessionId);
+        return await this.store.loadSnapshot(sessionId);
       } catch (error) {
         // A value that fails its schema fails the same way again; anything else (NATS away) may pass.
         if (attempt >= SNAPSHOT_READ_ATTEMPTS || isConclaveError(error, "corrupt_value")) throw error;
