@@ -11,7 +11,11 @@ export const reasoner = defineAgent({
   output: Reasoning,
   run: async ({ recipe, model }) => {
     const facts = recipe?.inputs.facts as
-      | { disk?: { path: string; used_percent: number }; processes?: { processes: { name: string; rss_kb: number }[] } }
+      | {
+          disk?: { path: string; used_percent: number };
+          processes?: { processes: { name: string; rss_kb: number }[] };
+          knowledge?: { citation: string; text: string }[];
+        }
       | undefined;
     if (model)
       return model.structured({
@@ -26,6 +30,13 @@ export const reasoner = defineAgent({
       );
     const top = facts?.processes?.processes[0];
     if (top) findings.push(`${top.name} uses the most memory (${Math.round(top.rss_kb / 1024)} MiB)`);
+    // The runbook passage that matched best, cited: what the user's own documents say about it.
+    const passage = facts?.knowledge?.[0];
+    const said = passage?.text
+      .replace(/^#+ .*$/gm, "")
+      .trim()
+      .split(/(?<=[.!?])\s/)[0];
+    if (passage && said) findings.push(`the runbook says (${passage.citation}): ${said}`);
     // Measured facts, read by deterministic rules: as sure as the facts are present.
     return { findings, confidence: findings.length > 0 ? 0.9 : 0.2 };
   },

@@ -29,13 +29,20 @@ const filesIn = (dir: string): string[] =>
 
 const operator = () => parseRecipeText(readFileSync("recipes/operator.yaml", "utf8")) as JsonObject;
 const request = { request: "How full is the disk, and what is running?" };
+const RUNBOOK = `# Disk runbook
+
+When the disk is full, rotate the quokka logs first. Then empty the build cache.
+`;
 
 beforeAll(async () => {
   await processes.spawn("operator", ["worker", "--agents", "./agents/recipes/index.ts", "--tools", "builtin"], {
     CONCLAVE_SANDBOX_DIR: sandbox,
   });
+  // The retrieve step's knowledge: the runbooks collection the recipe names, on a knowledge worker.
+  await processes.spawn("knowledge", ["worker", "--services", "knowledge"]);
   await processes.spawn("runner", ["runner"]);
   client = await connect({ nc: await nats.connect("client") });
+  await client.knowledge.add("runbooks", [{ document: "disk.md", text: RUNBOOK }]);
 });
 
 const conclave = (args: string[]) => runConclave(nats.url, args);
@@ -48,6 +55,15 @@ describe("the operator recipe", () => {
     expect(run.outcome.status).toBe("Complete");
     expect(run.output.parse).toMatchObject({ intent: "system_report" });
     expect(run.output.retrieve).toMatchObject({ disk: { path: "/" }, processes: { processes: expect.any(Array) } });
+    // The retrieve step searched the runbooks collection the recipe names; the reason step cites what it found.
+    const citation = `runbooks/disk.md@${RUNBOOK.indexOf("# Disk")}`;
+    expect((run.output.retrieve as { knowledge?: unknown[] }).knowledge?.[0]).toMatchObject({
+      citation,
+      text: expect.stringContaining("rotate the quokka logs"),
+    });
+    expect((run.output.reason as { findings: string[] }).findings).toContain(
+      `the runbook says (${citation}): When the disk is full, rotate the quokka logs first.`,
+    );
     expect((run.output.plan as { actions: unknown[] }).actions).toHaveLength(1);
     expect(run.output.executed).toEqual({
       results: [
