@@ -36,6 +36,7 @@ useInProcessStack(nats, {
 });
 
 const SESSION = "compaction-recall";
+const FORK = "compaction-recall-fork";
 const CAT = "My cat is called Zephyrine and she sleeps on the piano.";
 const QUESTION = "Do you remember my cat Zephyrine, the one who sleeps on the piano?";
 /** Turn 29's first sentence: the summaries of the last turns hold it (older lines are given up to the bound). */
@@ -152,10 +153,16 @@ describe("compaction keeps memory reachable", () => {
     const rebuilt = await replayTape(clients, sessions, SESSION, "start");
     expect(storedSnapshot(rebuilt.state.session).context_arena).toEqual(stored);
 
-    // Erased, the session leaves no word of a turn a summary held anywhere on disk.
+    // A fork carries the summary on: its snapshot names its own SESSION_FORKED, which holds the text.
+    await client.fork({ session: SESSION, at: { turn: lastTurn }, as: FORK });
+    const forked = await sessions.snapshot(FORK);
+    expect(forked?.context_arena?.summary).toEqual({ through_turn: through, compacted_in: lastTurn });
+    expect((await sessions.loadSnapshot(FORK))?.context_arena?.summary?.text).toBe(compactions.at(-1)!.payload.summary);
+
+    // Erased, the session and its fork leave no word of a turn a summary held anywhere on disk.
     expect(compactions.some((event) => event.payload.summary.includes(CANARY))).toBe(true);
     expect(filesHolding(CANARY).length).toBeGreaterThan(0);
-    await client.erase(SESSION, { requested_by: "compaction-recall" });
+    await client.erase(SESSION, { with_forks: true, requested_by: "compaction-recall" });
     expect(filesHolding(CANARY)).toEqual([]);
   }, 120_000);
 });
