@@ -144,8 +144,18 @@ function overlapGroups(intervals: Interval[]): Interval[][] {
   return groups;
 }
 
+/**
+ * Writes the runner sends during a turn without the turn waiting on them, each sent to ride along with a
+ * request the turn does wait on: the turn's `inflight` status (`recordTaken`) and the scheduler's cooldowns
+ * (written beside the memory commit). A busy machine can send one outside that request's window; a group
+ * of nothing else is shown ("not waited on") but adds no round trip to the client's path.
+ */
+const NOT_WAITED_ON = new Set(["KV put conclave_turns", "KV put conclave_scheduler"]);
+
 interface ShapeGroup {
   label: string;
+  /** The turn waits on it: a sequential round trip of the client's path. */
+  waited: boolean;
   requests: number;
   nestedRtts: number;
   nestedLabel: string;
@@ -219,8 +229,10 @@ function analyseTurn(messages: WireMessage[]): TurnShape | null {
         const start = Math.min(...group.map((i) => i.start));
         const end = Math.max(...group.map((i) => i.end));
         const inner = within(workerWork, start, end);
+        const waited = !(phase === "turn" && inner.length === 0 && group.every((i) => NOT_WAITED_ON.has(i.name)));
         return {
-          label: labelOf(group),
+          label: waited ? labelOf(group) : `${labelOf(group)} (not waited on)`,
+          waited,
           requests: group.length,
           nestedRtts: inner.length,
           nestedLabel: inner.map(labelOf).join(", then "),
@@ -274,7 +286,7 @@ export function analyseHops(messages: WireMessage[]): HopAnalysis {
     })),
   }));
   const count = (shape: TurnShape, phase: Phase) =>
-    (shape.phases.get(phase) ?? []).reduce((sum, g) => sum + 1 + g.nestedRtts, 0);
+    (shape.phases.get(phase) ?? []).reduce((sum, g) => (g.waited ? sum + 1 + g.nestedRtts : sum), 0);
   const events = usual.reduce((sum, shape) => sum + shape.events, 0);
   return {
     turns: shapes.length,
@@ -285,7 +297,7 @@ export function analyseHops(messages: WireMessage[]): HopAnalysis {
       nestedLabel: first.submit.nestedLabel,
     },
     phases,
-    hops: mid(shapes.map((shape) => shape.phases.get("turn")?.length ?? 0)),
+    hops: mid(shapes.map((shape) => (shape.phases.get("turn") ?? []).filter((group) => group.waited).length)),
     turnRtts: mid(shapes.map((shape) => count(shape, "turn"))),
     startRtts: mid(shapes.map((shape) => count(shape, "before TURN_STARTED"))),
     finishRtts: mid(shapes.map((shape) => count(shape, "after TURN_COMPLETED"))),
