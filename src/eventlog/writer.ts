@@ -339,7 +339,10 @@ export class EventLogWriter {
         try {
           const ack = await this.#publisher.storeWithRetry(again.event, again.data, expect());
           turn.opened = true;
-          turn.expectLast = Math.max(turn.expectLast, ack.seq);
+          // A duplicate here may be this writer's lost first attempt, or another writer's event under the same
+          // id: its seq is not taken as this writer's, so a taker's events are never what its TURN_COMPLETED
+          // expects (at worst this writer is fenced by its own event, and the turn is taken over from the log).
+          if (!ack.duplicate) turn.expectLast = Math.max(turn.expectLast, ack.seq);
           again.settle(ack);
         } catch (error) {
           if (isWrongLastSequence(error)) {
