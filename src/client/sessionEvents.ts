@@ -73,6 +73,9 @@ export async function* readSessionEvents(
   const stop = () => void messages.stop();
   options.signal?.addEventListener("abort", stop, { once: true });
   if (options.signal?.aborted) stop();
+  // Per turn, the highest seq delivered: an event stored twice under its id (a publish retried across a
+  // JetStream leader change can be) is delivered once. A turn's events are stored in seq order.
+  const delivered = new Map<number, number>();
   try {
     for await (const msg of messages) {
       const parsed = (() => {
@@ -83,7 +86,13 @@ export async function* readSessionEvents(
           return null;
         }
       })();
-      if (parsed?.success) yield { position: msg.seq, event: parsed.data as EngineEvent };
+      if (parsed?.success) {
+        const event = parsed.data as EngineEvent;
+        if (event.seq > (delivered.get(event.turn_id) ?? -1)) {
+          delivered.set(event.turn_id, event.seq);
+          yield { position: msg.seq, event };
+        }
+      }
       if (!options.follow && (msg.info.pending === 0 || msg.seq >= last)) break;
     }
   } finally {

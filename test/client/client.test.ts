@@ -1,6 +1,9 @@
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { beforeAll, describe, expect, it } from "vitest";
+import { encodeRecord } from "../../src/bus/codec.ts";
+import { subjects } from "../../src/bus/subjects.ts";
 import { CONCLAVE_BIN } from "../../src/cli/childProcess.ts";
 import {
   type ConclaveClient,
@@ -10,7 +13,11 @@ import {
   type SessionEvent,
   TurnTimeoutError,
 } from "../../src/client/index.ts";
+import { usageSummary } from "../../src/contracts/turnProtocol.ts";
 import { isConclaveError } from "../../src/errors.ts";
+import { DEFAULT_EVENT_STREAMS } from "../../src/eventlog/eventStreams.ts";
+import { readEvents } from "../../src/eventlog/reader.ts";
+import { EventLogWriter } from "../../src/eventlog/writer.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { useInProcessStack } from "../helpers/stack.ts";
 import { eventually } from "../helpers/wait.ts";
@@ -157,6 +164,25 @@ describe("events", () => {
     ]);
     const turnTwo = await collect(client.events("client-1", { turnId: 2 }));
     expect(turnTwo).toEqual(all.filter(({ event }) => event.turn_id === 2));
+  });
+
+  it("delivers an event stored twice under its id once (a retried publish across a leader change)", async () => {
+    const nc = await nats.connect("runner");
+    const writer = new EventLogWriter(jetstream(nc), DEFAULT_EVENT_STREAMS);
+    writer.append("stored-twice", 1, { kind: "TURN_STARTED", payload: { user_input: "hi", turn_id: 1 } });
+    writer.append("stored-twice", 1, {
+      kind: "TURN_COMPLETED",
+      payload: { response: "", outcome: { status: "Complete" }, usage: usageSummary({}) },
+    });
+    await writer.finish("stored-twice", 1);
+    const [, completed] = await readEvents(jetstream(nc), await jetstreamManager(nc), "stored-twice", 1);
+    // What JetStream stores when its deduplication misses: the same message again, under the same id.
+    await jetstream(nc).publish(
+      subjects.turnEvents("stored-twice", 1, DEFAULT_EVENT_STREAMS),
+      encodeRecord(completed!),
+    );
+    const read = await collect(client.events("stored-twice"));
+    expect(read.map(({ event }) => `${event.seq} ${event.kind}`)).toEqual(["0 TURN_STARTED", "1 TURN_COMPLETED"]);
   });
 
   it("resumes exactly after a position (fromSeq: position + 1), and past the last one reads nothing", async () => {
