@@ -63,6 +63,17 @@ export const ContextPressure = z.object({
   total_tokens: Tokens,
 });
 
+/** One zone of a CONTEXT_PLANNED. */
+const PlannedZone = z.object({
+  floor: Tokens,
+  cap: Tokens,
+  demand_tokens: Tokens,
+  tokens: Tokens,
+  kept: z.array(z.string()).max(1_000),
+  dropped: z.array(z.string()).max(1_000),
+});
+const EMPTY_ZONE = { floor: 0, cap: 0, demand_tokens: 0, tokens: 0, kept: [], dropped: [] };
+
 /** CONTEXT_PLANNED: what the turn's agents are shown, zone by zone, and what was left out. */
 export const ContextPlannedPayload = z.object({
   /** The encoding tokens were counted with, and whether it is the model's own (else an approximation). */
@@ -71,16 +82,13 @@ export const ContextPlannedPayload = z.object({
   pressure: ContextPressure,
   target_tokens: Tokens,
   planned_tokens: Tokens,
-  zones: z.record(
-    ContextZone,
-    z.object({
-      floor: Tokens,
-      cap: Tokens,
-      demand_tokens: Tokens,
-      tokens: Tokens,
-      kept: z.array(z.string()).max(1_000),
-      dropped: z.array(z.string()).max(1_000),
-    }),
+  // A zone added in a later release is absent from the events of an earlier one: read as empty there.
+  zones: z.preprocess(
+    (zones) =>
+      typeof zones === "object" && zones !== null
+        ? { ...Object.fromEntries(ContextZone.options.map((zone) => [zone, EMPTY_ZONE])), ...zones }
+        : zones,
+    z.record(ContextZone, PlannedZone),
   ),
   dropped: z
     .array(
