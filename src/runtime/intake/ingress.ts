@@ -137,7 +137,8 @@ export async function acceptSubmission(deps: IngressDeps, msg: ServiceMsg): Prom
         submission,
         address!.tenant,
       );
-    let run = await resolve();
+    // Read-only (the session's counter, maybe its pipeline): an election is ridden out, not answered with a timeout.
+    let run = await throughElections(resolve);
     // The session's choice is stored with the session before a turn id is taken (a failure here refuses the turn
     // and leaves no gap); the reservation marks the counter, so whichever runner accepts a later turn reads it.
     const chosen = run.chosen;
