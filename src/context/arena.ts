@@ -53,7 +53,12 @@ function planner(context: AgentContext, policy: ArenaPolicy) {
   const plan = (summary: ContextSummary | null, observed: number) =>
     planContext(
       { context, summary, ...(context.tool_failures ? { tool_failures: context.tool_failures } : {}) },
-      { budget: policy.budget, tokenizer, observed_tokens: observed },
+      {
+        budget: policy.budget,
+        tokenizer,
+        observed_tokens: observed,
+        ...(policy.recall_mode ? { recall_mode: policy.recall_mode } : {}),
+      },
     );
   return { tokenizer, plan };
 }
@@ -183,8 +188,16 @@ function plannedContext(context: AgentContext, plan: ContextPlan, summary: Conte
   return planned;
 }
 
-/** The arena the environment configures: CONCLAVE_CONTEXT_* and, to count tokens, CONCLAVE_LLM_MODEL. */
+/**
+ * The arena the environment configures: CONCLAVE_CONTEXT_*, CONCLAVE_RECALL_MODE and, to count tokens,
+ * CONCLAVE_LLM_MODEL.
+ */
 export function arenaPolicyFromEnv(env: NodeJS.ProcessEnv = process.env): ArenaPolicy {
   const model = setting(env, "CONCLAVE_LLM_MODEL");
-  return { budget: contextBudgetFromEnv(env), ...(model ? { model } : {}) };
+  const recallMode = setting(env, "CONCLAVE_RECALL_MODE");
+  return {
+    budget: contextBudgetFromEnv(env),
+    ...(model ? { model } : {}),
+    ...(recallMode === "fallback" ? { recall_mode: recallMode } : {}),
+  };
 }

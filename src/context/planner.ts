@@ -23,7 +23,7 @@
  * The plan is pure and deterministic: the same sources, budget and usage give
  * the same text and report.
  */
-import type { ContextBudget } from "../contracts/context.ts";
+import type { ContextBudget, RecallMode } from "../contracts/context.ts";
 import { type PressureStatus, pressureOf } from "./budget.ts";
 import type { Tokenizer } from "./tokenizer.ts";
 import {
@@ -44,6 +44,8 @@ export interface PlanOptions {
   observed_tokens?: number;
   /** Tokens the prompt spends outside the zones (the system prompt): the zones get the rest. */
   reserve_tokens?: number;
+  /** `fallback`: the recall zone is skipped at compact or critical pressure. Default `primary`: always planned. */
+  recall_mode?: RecallMode;
 }
 
 /** Why an item is not in the plan. */
@@ -81,6 +83,8 @@ export interface ContextPlanReport {
   truncated: string[];
   /** Degradation went below some zone's floor (step b or c). */
   floors_relaxed: boolean;
+  /** The recall zone was skipped (recall mode `fallback` under pressure): why, and how many items it held. */
+  recall_skipped?: { mode: "fallback"; pressure: "compact" | "critical"; items: number };
 }
 
 export interface ContextPlan {
@@ -127,6 +131,7 @@ export function planContext(sources: ContextSources, options: PlanOptions): Cont
   // 1. Caps.
   const kept = new Map<Zone, Sized[]>();
   const dropped: DroppedItem[] = [];
+  const skippedRecall: string[] = [];
   for (const zone of ZONES) {
     const room = limits[zone].cap - heading[zone];
     const zoneKept: Sized[] = [];
@@ -150,6 +155,15 @@ export function planContext(sources: ContextSources, options: PlanOptions): Cont
   const ceiling =
     pressure.level === "critical" ? Math.floor(budget.compact_ratio * budget.total_tokens) : budget.total_tokens;
   const target = Math.max(0, ceiling - reserve);
+
+  // Recall mode `fallback`: under pressure the recall zone is skipped, whatever room it would have.
+  let recallSkipped: ContextPlanReport["recall_skipped"];
+  if (options.recall_mode === "fallback" && pressure.level !== "normal") {
+    const skipped = byZone("recall");
+    recallSkipped = { mode: "fallback", pressure: pressure.level, items: skipped.length };
+    kept.set("recall", []);
+    for (const item of skipped) skippedRecall.push(item.id);
+  }
 
   // 3a and 3b: from the last zone to the first, least important item first.
   let floorsRelaxed = false;
@@ -213,7 +227,10 @@ export function planContext(sources: ContextSources, options: PlanOptions): Cont
         demand_tokens: demand[zone],
         tokens: zoneTokens(zone),
         kept: kept.get(zone)!.map((item) => item.id),
-        dropped: dropped.filter((item) => item.zone === zone).map((item) => item.id),
+        dropped: [
+          ...dropped.filter((item) => item.zone === zone).map((item) => item.id),
+          ...(zone === "recall" ? skippedRecall.filter((id) => !dropped.some((item) => item.id === id)) : []),
+        ],
       },
     ]),
   ) as Record<Zone, ZoneReport>;
@@ -228,6 +245,7 @@ export function planContext(sources: ContextSources, options: PlanOptions): Cont
       dropped,
       truncated,
       floors_relaxed: floorsRelaxed,
+      ...(recallSkipped ? { recall_skipped: recallSkipped } : {}),
     },
   };
 }

@@ -102,6 +102,13 @@ export const ContextPlannedPayload = z.object({
     .max(1_000),
   truncated: z.array(z.string()).max(1_000),
   floors_relaxed: z.boolean(),
+  /**
+   * The recall zone was skipped (CONCLAVE_RECALL_MODE=fallback at compact or critical pressure): why, and
+   * the items it held (also in `zones.recall.dropped`). Absent: recall was planned.
+   */
+  recall_skipped: z
+    .object({ mode: z.literal("fallback"), pressure: z.enum(["compact", "critical"]), items: z.number().int().min(0) })
+    .optional(),
 });
 
 /** CONTEXT_COMPACTED: older turns folded into the session's summary. */
@@ -115,6 +122,13 @@ export const ContextCompactedPayload = z.object({
   tokens_after: Tokens,
   summary: z.string().max(64_000),
 });
+
+/**
+ * When the recall zone is planned: `primary` always; `fallback` only while the context pressure is normal
+ * (CONCLAVE_RECALL_MODE).
+ */
+export const RecallMode = z.enum(["primary", "fallback"]);
+export type RecallMode = z.infer<typeof RecallMode>;
 
 /** The budget of every session a runner hosts. */
 export interface ContextBudget {
@@ -142,4 +156,6 @@ export interface ArenaPolicy {
   /** The model whose encoding counts tokens; absent: the approximation (src/context/tokenizer.ts). */
   model?: string;
   compaction?: Partial<CompactionSettings>;
+  /** When the recall zone is planned (default `primary`: always). */
+  recall_mode?: RecallMode;
 }

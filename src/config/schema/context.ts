@@ -39,4 +39,10 @@ export const CONTEXT_VARIABLES = {
     default: 1_000,
     doc: "A tool output longer than this many tokens is truncated, with a note, before it enters a context.",
   }),
+  CONCLAVE_RECALL_MODE: variable({
+    group: "runner",
+    schema: z.enum(["primary", "fallback"], { error: "must be one of primary, fallback" }),
+    default: "primary",
+    doc: "The recall zone under pressure: primary always plans it; fallback skips it when the context pressure is compact or critical (docs/context.md).",
+  }),
 } as const satisfies Record<string, ConfigVariable>;
