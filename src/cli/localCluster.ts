@@ -12,7 +12,7 @@ import { type SupervisedProcess, supervise } from "./supervisor.ts";
 /**
  * The processes `conclave up` starts, besides nats-server, with the offline model: three workers and
  * one runner that hosts the scheduler, council and critics itself (`--cognition runner`: four hops
- * fewer a turn); the third worker serves memory.
+ * fewer a turn); the third worker serves memory and knowledge (collections: `conclave knowledge add`).
  */
 export const DEFAULT_LAYOUT: { name: string; args: string[] }[] = [
   {
@@ -20,7 +20,7 @@ export const DEFAULT_LAYOUT: { name: string; args: string[] }[] = [
     args: ["worker", "--agents", "inhibition.*,monitoring.*,reasoning.*"],
   },
   { name: "worker[emotion,social,planning]", args: ["worker", "--agents", "emotion.*,social.*,planning.*"] },
-  { name: "worker[memory]", args: ["worker", "--services", "memory"] },
+  { name: "worker[memory,knowledge]", args: ["worker", "--services", "memory,knowledge"] },
   { name: "runner", args: ["runner", "--cognition", "runner"] },
 ];
 
@@ -32,8 +32,8 @@ export const DEFAULT_LAYOUT: { name: string; args: string[] }[] = [
 export const LLM_LAYOUT: { name: string; args: string[] }[] = [
   ...DEFAULT_LAYOUT.slice(0, 2),
   {
-    name: "worker[scheduler,council,critics,memory]",
-    args: ["worker", "--services", "scheduler,council,critics,memory"],
+    name: "worker[scheduler,council,critics,memory,knowledge]",
+    args: ["worker", "--services", "scheduler,council,critics,memory,knowledge"],
   },
   { name: "runner", args: ["runner"] },
 ];

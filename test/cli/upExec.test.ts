@@ -50,6 +50,18 @@ describe("conclave up --agents … --exec …", () => {
     expect(stdout).toMatch(/\[up\] stopped/);
   });
 
+  it("serves knowledge collections: a document added is found by a search", async () => {
+    const document = join(dataDir, "backups.md");
+    writeFileSync(document, "# Backups\n\nThe wombat snapshot runs nightly at 03:41.\n");
+    const { code, stdout } = await upExec([
+      "--exec",
+      `${conclave} knowledge add "${document}" --collection notes && ${conclave} knowledge search "when does the wombat snapshot run?" --collection notes`,
+    ]);
+    expect(code).toBe(0);
+    expect(stdout).toMatch(/worker\[memory,knowledge\] ready/);
+    expect(stdout).toContain("wombat snapshot runs nightly at 03:41");
+  }, 90_000);
+
   it("exits with the command's status", async () => {
     const { code, stdout } = await upExec(["--exec", "exit 7"]);
     expect(code).toBe(7);
