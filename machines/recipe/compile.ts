@@ -9,6 +9,7 @@ import type { HumanNode, Recipe, RecipeNode } from "../../src/recipes/recipe.ts"
 import type { RecipeContext } from "./context.ts";
 import { initialRecipeContext } from "./context.ts";
 import { type Args, type Exits, type StateConfig, stateKey } from "./frame.ts";
+import { warnedIndexes } from "./nodeConstraints.ts";
 import { nodeState } from "./nodes.ts";
 import { recipeSetup } from "./setup.ts";
 
@@ -118,7 +119,11 @@ export function compileRecipe(recipe: Recipe) {
               message: warning.message,
               subject: warning.variable,
             }));
-            enqueue.assign({ preflight: { failed: failures }, warnings: [...context.warnings, ...stageWarnings] });
+            enqueue.assign({
+              preflight: { failed: failures },
+              warnings: [...context.warnings, ...stageWarnings],
+              constraint_warned: warnedIndexes(prepared, checked.warnings),
+            });
             enqueue({
               type: "record",
               params: { kind: "PREFLIGHT_CHECKED", payload: { passed: failures.length === 0, failures, warnings } },

@@ -34,6 +34,8 @@ export interface RecipeContext {
   deadline_in_ms: number | null;
   /** Warnings of the pre-flight check, and whether it failed. */
   preflight: { failed: { variable: string; operator: string; message: string }[] } | null;
+  /** The optional constraints (indexes in `requirements`) already warned about: each warns once per run. */
+  constraint_warned: number[];
 }
 
 export const initialRecipeContext = ({ input }: { input: RecipeRunInput }): RecipeContext => ({
@@ -56,4 +58,5 @@ export const initialRecipeContext = ({ input }: { input: RecipeRunInput }): Reci
   usage: {},
   deadline_in_ms: input.deadline_in_ms ?? null,
   preflight: null,
+  constraint_warned: [],
 });

@@ -8,6 +8,7 @@ import { readPath, writePath } from "../../src/recipes/paths.ts";
 import { agentPrompt } from "../../src/recipes/prompt.ts";
 import type { AgentNode, EvaluatorNode, Recipe, RecipeNode, Transition } from "../../src/recipes/recipe.ts";
 import type { RecipeContext } from "./context.ts";
+import { constraintFailure, constraintWarnings } from "./nodeConstraints.ts";
 import type { RecipeEvent } from "./setup.ts";
 
 /**
@@ -95,8 +96,40 @@ export function edgeTransitions(node: RecipeNode, exits: Exits, fork: string | n
   return transitions;
 }
 
-/** `entering` (counts the visit, checks max_steps, records NODE_STARTED) and the failure handling every node shares. */
+/**
+ * `entering` (counts the visit, checks max_steps, records NODE_STARTED,
+ * re-checks the recipe's `requirements` against the blackboard as it is
+ * now) and the failure handling every node shares.
+ */
 export function frame(recipe: Recipe, node: RecipeNode, exits: Exits) {
+  const visit = [
+    assign(({ context }: Args) => ({
+      steps: context.steps + 1,
+      attempts: { ...context.attempts, [node.id]: 1 },
+    })),
+    {
+      type: "record",
+      params: ({ context }: Args): TurnRecord => ({
+        kind: "NODE_STARTED",
+        payload: {
+          node: node.id,
+          kind: node.kind,
+          step: context.steps,
+          attempt: 1,
+          // Taken after the visit was counted: a run going on from here counts this visit again.
+          ...(exits.checkpoint
+            ? {
+                checkpoint: {
+                  blackboard: context.blackboard,
+                  steps: context.steps - 1,
+                  refinements: context.refinements,
+                },
+              }
+            : {}),
+        },
+      }),
+    },
+  ];
   const entering: StateConfig = {
     always: [
       {
@@ -107,37 +140,8 @@ export function frame(recipe: Recipe, node: RecipeNode, exits: Exits) {
           () => `the run visited ${recipe.policy.max_steps} nodes (policy max_steps) and was stopped at '${node.id}'`,
         ),
       },
-      {
-        target: "working",
-        actions: [
-          assign(({ context }: Args) => ({
-            steps: context.steps + 1,
-            attempts: { ...context.attempts, [node.id]: 1 },
-          })),
-          {
-            type: "record",
-            params: ({ context }: Args): TurnRecord => ({
-              kind: "NODE_STARTED",
-              payload: {
-                node: node.id,
-                kind: node.kind,
-                step: context.steps,
-                attempt: 1,
-                // Taken after the visit was counted: a run going on from here counts this visit again.
-                ...(exits.checkpoint
-                  ? {
-                      checkpoint: {
-                        blackboard: context.blackboard,
-                        steps: context.steps - 1,
-                        refinements: context.refinements,
-                      },
-                    }
-                  : {}),
-              },
-            }),
-          },
-        ],
-      },
+      ...constraintFailure(recipe, node, exits, visit),
+      { target: "working", actions: [...visit, constraintWarnings(recipe)] },
     ],
   };
   const failure =
