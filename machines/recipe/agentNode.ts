@@ -45,7 +45,7 @@ export function agentNodeState(recipe: Recipe, node: AgentNode, exits: Exits, fo
             guard: mine,
             target: "routing",
             actions: [
-              ...completed(node, node.output_key, ({ event }) => answered(event).output, answered),
+              ...completed(recipe, node, node.output_key, ({ event }) => answered(event).output, answered),
               assign(({ context, event }: Args) => {
                 const usage = answered(event).usage;
                 return usage ? { usage: { ...context.usage, [`node:${node.id}`]: usage } } : {};

@@ -6,6 +6,7 @@ import { codeOf, messageOf } from "../../src/errors.ts";
 import { checkConstraints } from "../../src/recipes/constraints.ts";
 import { type GraphShape, graphShape } from "../../src/recipes/forks.ts";
 import type { HumanNode, Recipe, RecipeNode } from "../../src/recipes/recipe.ts";
+import { stateWriteProblem } from "../../src/recipes/stateSchema.ts";
 import type { RecipeContext } from "./context.ts";
 import { initialRecipeContext } from "./context.ts";
 import { type Args, type Exits, type StateConfig, stateKey } from "./frame.ts";
@@ -87,11 +88,23 @@ export function compileRecipe(recipe: Recipe) {
           invoke: {
             src: "loadBlackboard",
             input: ({ context }) => ({ session_id: context.session_id, turn_id: context.turn_id }),
-            onDone: {
-              target: "preflight",
-              // The inputs seed the blackboard, over what the session's earlier runs left on it.
-              actions: assign(({ context, event }) => ({ blackboard: { ...(event.output ?? {}), ...context.inputs } })),
-            },
+            onDone: [
+              {
+                // An input is a write of its variable: one the recipe's state refuses fails the run.
+                guard: ({ context }) => inputsProblem(prepared, context.inputs) !== null,
+                target: "failing",
+                actions: assign(({ context }) => ({
+                  failure: { code: "invalid_state", message: inputsProblem(prepared, context.inputs)! },
+                })),
+              },
+              {
+                target: "preflight",
+                // The inputs seed the blackboard, over what the session's earlier runs left on it.
+                actions: assign(({ context, event }) => ({
+                  blackboard: { ...(event.output ?? {}), ...context.inputs },
+                })),
+              },
+            ],
             onError: {
               target: "failing",
               actions: assign(({ event }) => ({
@@ -247,6 +260,15 @@ export function compileRecipe(recipe: Recipe) {
       // A host passes what is left of the deadline; a run started without it has the policy's whole timeout.
       delays: { runDeadline: ({ context }) => context.deadline_in_ms ?? (timeout ?? 0) * 1000 },
     });
+}
+
+/** Why the run's inputs may not be written to the blackboard (the recipe's state refuses one); null when they may. */
+function inputsProblem(recipe: Recipe, inputs: Record<string, unknown>): string | null {
+  for (const name of Object.keys(inputs)) {
+    const problem = stateWriteProblem(recipe, inputs, name);
+    if (problem !== null) return `input '${name}': ${problem}`;
+  }
+  return null;
 }
 
 /** Saves the blackboard (checking it against interface.outputs at the run's end), then goes on. */

@@ -3,6 +3,7 @@ import type { TurnRecord } from "../../src/contracts/turnProtocol.ts";
 import { readPath, writePath } from "../../src/recipes/paths.ts";
 import type { EvaluatorNode, Recipe } from "../../src/recipes/recipe.ts";
 import { verdictOf } from "../../src/recipes/score.ts";
+import { stateWriteProblem } from "../../src/recipes/stateSchema.ts";
 import type { RecipeContext } from "./context.ts";
 import {
   type Args,
@@ -11,6 +12,7 @@ import {
   completed,
   type Enqueue,
   type Exits,
+  failWith,
   frame,
   reportedCode,
   reportedMessage,
@@ -33,6 +35,12 @@ export function evaluatorNodeState(recipe: Recipe, node: EvaluatorNode, exits: E
   const refinements = (context: RecipeContext) => context.refinements[node.id] ?? 0;
   const verdict = (context: RecipeContext) => context.scores[node.id]!;
   const passes = ({ context }: Args) => verdict(context).score >= node.pass_threshold;
+  const feedbackProblem = (context: RecipeContext) =>
+    stateWriteProblem(
+      recipe,
+      writePath(context.blackboard, node.feedback_variable, verdict(context).critique),
+      node.feedback_variable,
+    );
   const scored = (passed: boolean): { type: "record"; params: (args: Args) => TurnRecord } => ({
     type: "record",
     params: ({ context }: Args) => ({
@@ -71,7 +79,7 @@ export function evaluatorNodeState(recipe: Recipe, node: EvaluatorNode, exits: E
                 assign(({ context, event }: Args) => ({
                   scores: { ...context.scores, [node.id]: verdictOf(answered(event).output)! },
                 })),
-                ...completed(node, undefined, ({ event }) => answered(event).output, answered),
+                ...completed(recipe, node, undefined, ({ event }) => answered(event).output, answered),
               ],
             },
             ...failed(
@@ -90,6 +98,16 @@ export function evaluatorNodeState(recipe: Recipe, node: EvaluatorNode, exits: E
             guard: passes,
             target: exits.to(node.pass_route),
             actions: [scored(true), route(node.id, node.pass_route, "passed")],
+          },
+          {
+            // The critique is a write of the feedback variable: one the recipe's state refuses fails the run.
+            guard: ({ context }: Args) =>
+              refinements(context) < node.max_refinements && feedbackProblem(context) !== null,
+            target: exits.failing,
+            actions: [
+              scored(false),
+              failWith("invalid_state", (context) => `node '${node.id}': ${feedbackProblem(context)}`),
+            ],
           },
           {
             guard: ({ context }: Args) => refinements(context) < node.max_refinements,

@@ -7,6 +7,7 @@ import { conditionHolds } from "../../src/recipes/expression.ts";
 import { readPath, writePath } from "../../src/recipes/paths.ts";
 import { agentPrompt } from "../../src/recipes/prompt.ts";
 import type { AgentNode, EvaluatorNode, Recipe, RecipeNode, Transition } from "../../src/recipes/recipe.ts";
+import { stateWriteProblem } from "../../src/recipes/stateSchema.ts";
 import type { RecipeContext } from "./context.ts";
 import { constraintFailure, constraintWarnings } from "./nodeConstraints.ts";
 import type { RecipeEvent } from "./setup.ts";
@@ -80,8 +81,12 @@ export const failWith = (code: string, message: (context: RecipeContext) => stri
 /** The transitions of `routing` for a node whose edges are `next` (agent, logic, council, human after its answer). */
 export function edgeTransitions(node: RecipeNode, exits: Exits, fork: string | null) {
   // A fork head goes on into its fork state, which runs the branches.
-  if (fork) return [{ target: fork, actions: [route(node.id, node.next.map((t) => t.target).join(", "), "fork")] }];
-  const transitions = node.next.map((transition: Transition) => ({
+  if (fork)
+    return [
+      refusedWrite(exits),
+      { target: fork, actions: [route(node.id, node.next.map((t) => t.target).join(", "), "fork")] },
+    ];
+  const transitions: StateConfig[] = node.next.map((transition: Transition) => ({
     ...(transition.when ? { guard: ({ context }: Args) => conditionHolds(transition.when!, context.blackboard) } : {}),
     target: exits.to(transition.target),
     actions: [route(node.id, transition.target, transition.label ?? (transition.when ? "condition held" : "edge"))],
@@ -93,7 +98,7 @@ export function edgeTransitions(node: RecipeNode, exits: Exits, fork: string | n
       target: exits.to(null),
       actions: [route(node.id, null, node.next.length === 0 ? "no edge" : "no condition held")],
     });
-  return transitions;
+  return [refusedWrite(exits), ...transitions];
 }
 
 /**
@@ -293,37 +298,68 @@ export interface Enqueue {
   assign(values: Partial<RecipeContext>): void;
 }
 
-/** Writes a node's result to the blackboard (under `outputKey`) and records NODE_COMPLETED. */
+/**
+ * Writes a node's result to the blackboard (under `outputKey`) and records
+ * NODE_COMPLETED; a write the recipe's `state` refuses is not made: the node
+ * fails (NODE_FAILED, code `invalid_state`, naming the variable) and
+ * `routing` takes the run to its failing state.
+ */
 export function completed(
+  recipe: Recipe,
   node: RecipeNode,
   outputKey: string | undefined,
   value: (args: Args) => unknown,
   meta: (event: Args["event"]) => { agent?: string; worker?: string; elapsed_ms?: number } = () => ({}),
 ) {
   return [
-    {
-      type: "record",
-      params: (args: Args): TurnRecord => {
-        const details = meta(args.event);
-        return {
+    enqueueActions(({ context, event, enqueue }: Args & { enqueue: Enqueue }) => {
+      const output = value({ context, event });
+      const blackboard = outputKey ? writePath(context.blackboard, outputKey, output) : context.blackboard;
+      const problem = outputKey ? stateWriteProblem(recipe, blackboard, outputKey) : null;
+      if (problem !== null) {
+        enqueue({
+          type: "record",
+          params: {
+            kind: "NODE_FAILED",
+            payload: {
+              node: node.id,
+              kind: node.kind,
+              code: "invalid_state",
+              message: problem,
+              attempt: attemptOf(context, node.id),
+              retrying: false,
+            },
+          },
+        });
+        enqueue.assign({ failure: { code: "invalid_state", message: `node '${node.id}': ${problem}` } });
+        return;
+      }
+      const details = meta(event);
+      enqueue({
+        type: "record",
+        params: {
           kind: "NODE_COMPLETED",
           payload: {
             node: node.id,
             kind: node.kind,
             ...(outputKey ? { output_key: outputKey } : {}),
-            output: value(args),
+            output,
             elapsed_ms: details.elapsed_ms ?? 0,
             ...(details.agent ? { agent: details.agent } : {}),
             ...(details.worker ? { worker: details.worker } : {}),
           },
-        };
-      },
-    },
-    assign((args: Args) => ({
-      blackboard: outputKey ? writePath(args.context.blackboard, outputKey, value(args)) : args.context.blackboard,
-    })),
+        },
+      });
+      enqueue.assign({ blackboard: blackboard as JsonObject });
+    }),
   ];
 }
+
+/** A node whose result the recipe's `state` refused (`completed`) leaves for the failing state, first thing in `routing`. */
+export const refusedWrite = (exits: Exits) => ({
+  guard: ({ context }: Args) => context.failure !== null,
+  target: exits.failing,
+});
 
 /** The input of `callAgent` for a node asking `agent` with `inputs`. */
 export function agentCall(

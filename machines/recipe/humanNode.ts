@@ -65,7 +65,10 @@ export function humanNodeState(recipe: Recipe, node: HumanNode, exits: Exits, fo
           {
             guard: ({ context }: Args) => answerFor(context) !== null,
             target: "routing",
-            actions: [...completed(node, node.output_key, ({ context }) => answerFor(context)!.answer), consume],
+            actions: [
+              ...completed(recipe, node, node.output_key, ({ context }) => answerFor(context)!.answer),
+              consume,
+            ],
           },
           {
             target: exits.suspending,

@@ -42,7 +42,7 @@ function invokingNodeState(
             node: node.id,
             ...input(context),
           }),
-          onDone: { target: "routing", actions: completed(node, node.output_key, ({ event }) => event.output) },
+          onDone: { target: "routing", actions: completed(recipe, node, node.output_key, ({ event }) => event.output) },
           onError: failed(thrownCode, thrownMessage),
         },
       },

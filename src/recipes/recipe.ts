@@ -169,7 +169,7 @@ export interface Recipe {
   /** JSON Schemas of the run's arguments and result. */
   inputs_schema?: Record<string, unknown>;
   outputs_schema?: Record<string, unknown>;
-  /** JSON Schema properties of the blackboard's shared variables (documentation; not enforced per write). */
+  /** JSON Schema properties of the blackboard's shared variables: every write of one is checked (stateSchema.ts). */
   state_properties?: Record<string, unknown>;
   persistence: Persistence;
   constraints: Constraint[];

@@ -2,6 +2,7 @@ import { graphShape, RecipeShapeError, targetsOf } from "./forks.ts";
 import type { LoadIssues } from "./loadIssues.ts";
 import { pathSegments } from "./paths.ts";
 import type { Recipe } from "./recipe.ts";
+import { StateSchemaError, stateSchemas } from "./stateSchema.ts";
 
 /** Most nodes (or steps) in one recipe. */
 export const MAX_RECIPE_NODES = 500;
@@ -47,6 +48,7 @@ export function checkStructure(recipe: Recipe, scope: StructureScope, issues: Lo
   }
   for (const [index, constraint] of recipe.constraints.entries())
     path(`requirements[${index}].variable`, constraint.variable);
+  checkStateSchemas(recipe, issues);
   if (!scope.structural && recipe.status !== "published") return;
   const list = [...ids].slice(0, 12).join(", ");
   if (!ids.has(recipe.entry))
@@ -67,5 +69,17 @@ export function checkStructure(recipe: Recipe, scope: StructureScope, issues: Lo
   } catch (error) {
     if (error instanceof RecipeShapeError) issues.issues.push(...error.issues);
     else throw error;
+  }
+}
+
+/** Every variable the recipe's `state` declares has a usable JSON Schema (each write is checked against it). */
+function checkStateSchemas(recipe: Recipe, issues: LoadIssues): void {
+  if (!recipe.state_properties) return;
+  const base = recipe.shape === "graph" ? "state.properties" : "state.data_schema";
+  try {
+    stateSchemas(recipe.state_properties);
+  } catch (error) {
+    if (!(error instanceof StateSchemaError)) throw error;
+    issues.issue(`${base}.${error.variable}`, error.message.slice(error.variable.length + 4));
   }
 }

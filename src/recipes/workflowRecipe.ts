@@ -136,7 +136,7 @@ export function workflowRecipe(
     provenance: provenanceOf(doc.metadata),
     ...(doc.interface.inputs ? { inputs_schema: doc.interface.inputs } : {}),
     ...(doc.interface.outputs ? { outputs_schema: doc.interface.outputs } : {}),
-    ...(doc.state?.data_schema ? { state_properties: doc.state.data_schema } : {}),
+    ...(doc.state?.data_schema ? { state_properties: stateProperties(doc.state.data_schema) } : {}),
     persistence: persistence ?? "nats",
     constraints: [],
     policy: {
@@ -151,4 +151,16 @@ export function workflowRecipe(
     entry: doc.workflow.start ?? nodes[0]?.id ?? "",
     nodes,
   };
+}
+
+/**
+ * A workflow's `data_schema` as the variables' schemas: a map of variable to
+ * JSON Schema, or a whole object schema (`type: object` with `properties`),
+ * whose properties are the variables.
+ */
+function stateProperties(dataSchema: Record<string, unknown>): Record<string, unknown> {
+  const { type, properties } = dataSchema;
+  if (type === "object" && typeof properties === "object" && properties !== null && !Array.isArray(properties))
+    return properties as Record<string, unknown>;
+  return dataSchema;
 }
