@@ -100,6 +100,11 @@ const COMMANDS: Record<string, { summary: string; json?: true; load: () => Promi
     summary: "a session's task ledger: spec, items, blockers",
     load: () => import("./commands/task.ts"),
   },
+  results: {
+    json: true,
+    summary: "a session's worker results: record, list, merge, clear what work outside the turns reported",
+    load: () => import("./commands/results.ts"),
+  },
   rollback: {
     json: true,
     summary: "undo a finished turn's executed write tool calls, last first",

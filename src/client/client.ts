@@ -25,6 +25,7 @@ import {
   ledgerClients,
   type TaskLedgerClient,
   type TruthLedgerClient,
+  type WorkerResultsClient,
 } from "../ledgers/clients.ts";
 import { replicasOf } from "../nats/replicas.ts";
 import { simulationTrace } from "../recipes/trace.ts";
@@ -152,6 +153,8 @@ export interface ConclaveClient extends TapeClient {
   readonly task: TaskLedgerClient;
   /** Both ledgers at once, and their replay from the log. */
   readonly ledgers: LedgersClient;
+  /** A session's worker results: what work outside the turns reported, merged on request (docs/memory.md). */
+  readonly workerResults: WorkerResultsClient;
   /** Schedules: turns or recipe runs fired at a time, at an interval or on a cron expression (docs/schedules.md). */
   readonly schedules: SchedulesClient;
   /** Knowledge collections: documents chunked, embedded and searched by meaning, with citations (docs/knowledge.md). */

@@ -47,6 +47,13 @@ export { SimulationStep, SimulationTrace, simulationTraceJsonSchema } from "../c
 export type { Stage, TurnAck, TurnOutcome, TurnWarning } from "../contracts/turn.ts";
 export type { TurnUsage, Usage } from "../contracts/usage.ts";
 export type { TurnStatus, TurnStatusRecord } from "../contracts/wal.ts";
+export type {
+  WorkerConflict,
+  WorkerMerge,
+  WorkerResult,
+  WorkerResultInput,
+  WorkerResultsState,
+} from "../contracts/workerResults.ts";
 export type { WorkingMemoryRecord } from "../contracts/workingMemory.ts";
 export type { ModelPrice, PriceTable } from "../cost/prices.ts";
 export type { CostAmount, CostRow, CostSummary } from "../cost/summary.ts";
@@ -63,6 +70,7 @@ export type {
   SessionLedgers,
   TaskLedgerClient,
   TruthLedgerClient,
+  WorkerResultsClient,
 } from "../ledgers/clients.ts";
 export { describeStep, simulationTrace } from "../recipes/trace.ts";
 export {

@@ -134,6 +134,12 @@ export function contextItems(sources: ContextSources): ContextItem[] {
     add("task_state", `blocker:${index}`, `Blocked: ${blocker}`, 2, 2);
   for (const [index, item] of (task?.open_items ?? []).entries())
     add("task_state", `item:${index}`, `Open: ${item}`, 3 + index, 3);
+  // Work done outside the turns: results reported and not merged yet, then the last merge.
+  const workers = context.ledgers?.workers;
+  for (const [index, result] of (workers?.pending ?? []).entries())
+    add("task_state", `worker_result:${index}`, `Worker result: ${result}`, 14 + index, 14);
+  if (workers && workers.merged.length > 0)
+    add("task_state", "worker_merge", `Merged worker results: ${workers.merged.join("; ")}`, 13, 13);
   const signals = readings({ ...context.sensors, ...context.modulators });
   if (signals) add("task_state", "signals", `Signals this turn: ${signals}.`, 20, 20);
   const claims = [...context.claims].sort((a, b) => b.confidence - a.confidence || a.id.localeCompare(b.id));

@@ -1,5 +1,12 @@
 import { z } from "zod";
 import { AgentId, SessionId } from "./ids.ts";
+import {
+  emptyWorkerResults,
+  WorkerMerge,
+  WorkerResultEventPayloads,
+  WorkerResultInput,
+  WorkerResultsState,
+} from "./workerResults.ts";
 
 /**
  * The truth and task ledgers of a session: what is held true, with
@@ -103,6 +110,8 @@ export const Ledgers = z.object({
   session_id: SessionId,
   truth: TruthState,
   task: TaskState,
+  /** The session domain's worker results (absent from ledgers stored before 0.3.0: none). */
+  workers: WorkerResultsState.default(emptyWorkerResults),
   through_seq: z.number().int().min(0),
   /** How many ledger events the fold applied. */
   events: z.number().int().min(0),
@@ -118,6 +127,7 @@ export const LedgerEventPayloads = {
   TASK_ITEM_UPDATED: z.object({ item: TaskItem }),
   TASK_BLOCKER_RECORDED: z.object({ blocker: TaskBlocker }),
   TASK_BLOCKER_RESOLVED: z.object({ blocker: TaskBlocker }),
+  ...WorkerResultEventPayloads,
 } as const;
 export type LedgerEventKind = keyof typeof LedgerEventPayloads;
 
@@ -148,6 +158,21 @@ export const LedgerEvent = z.discriminatedUnion("kind", [
     kind: z.literal("TASK_BLOCKER_RESOLVED"),
     payload: LedgerEventPayloads.TASK_BLOCKER_RESOLVED,
   }),
+  z.object({
+    ...EventEnvelope,
+    kind: z.literal("WORKER_RESULT_RECORDED"),
+    payload: LedgerEventPayloads.WORKER_RESULT_RECORDED,
+  }),
+  z.object({
+    ...EventEnvelope,
+    kind: z.literal("WORKER_RESULTS_MERGED"),
+    payload: LedgerEventPayloads.WORKER_RESULTS_MERGED,
+  }),
+  z.object({
+    ...EventEnvelope,
+    kind: z.literal("WORKER_RESULTS_CLEARED"),
+    payload: LedgerEventPayloads.WORKER_RESULTS_CLEARED,
+  }),
 ]);
 export type LedgerEvent = z.infer<typeof LedgerEvent>;
 
@@ -162,6 +187,12 @@ export const LedgerDigest = z.object({
     /** Open blockers' messages (at most 10). */
     open_blockers: z.array(z.string()),
   }),
+  /**
+   * The session domain's pending worker results, as `worker (status): summary` (the last 10), and the
+   * last merge's values, as `key = JSON` (the first 20, each cut at 200 characters); absent when there
+   * are none.
+   */
+  workers: z.object({ pending: z.array(z.string()), merged: z.array(z.string()) }).optional(),
   counts: z.object({
     facts_active: z.number().int(),
     facts_resolved: z.number().int(),
@@ -262,6 +293,11 @@ export const LedgerRequest = z.discriminatedUnion("op", [
     resolution: Text(1_000).optional(),
   }),
   z.object({ ...RequestEnvelope, op: z.literal("task.state") }),
+  z.object({ ...RequestEnvelope, op: z.literal("workers.record"), result: WorkerResultInput }),
+  z.object({ ...RequestEnvelope, op: z.literal("workers.list") }),
+  z.object({ ...RequestEnvelope, op: z.literal("workers.merge") }),
+  /** `all`: the last merge too (seed 003's `clearState`); without it, only the pending results. */
+  z.object({ ...RequestEnvelope, op: z.literal("workers.clear"), all: z.boolean().default(false) }),
   z.object({ ...RequestEnvelope, op: z.literal("ledgers.state") }),
   z.object({ ...RequestEnvelope, op: z.literal("ledgers.replay") }),
 ]);
@@ -314,6 +350,10 @@ export const LedgerResults = {
   "task.record_blocker": TaskBlocker,
   "task.resolve_blocker": TaskBlocker,
   "task.state": TaskState,
+  "workers.record": WorkerResultsState.shape.pending.element.nullable(),
+  "workers.list": WorkerResultsState,
+  "workers.merge": WorkerMerge.nullable(),
+  "workers.clear": WorkerResultsState,
   "ledgers.state": Ledgers,
   "ledgers.replay": LedgerReplay,
 } as const satisfies Record<LedgerOpName, z.ZodType>;

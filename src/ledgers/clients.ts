@@ -23,6 +23,7 @@ import {
   type TruthFactInput,
   type TruthState,
 } from "../contracts/ledger.ts";
+import type { WorkerMerge, WorkerResult, WorkerResultInput, WorkerResultsState } from "../contracts/workerResults.ts";
 import { ConclaveError } from "../errors.ts";
 
 /**
@@ -102,6 +103,43 @@ export interface LedgersClient {
   replay(sessionId: string): Promise<LedgerReplay>;
 }
 
+/**
+ * A session's worker results (seed 003's session domain): what work done outside the turns reports
+ * to the session, merged into one on request. Until merged or cleared, the next turns' agents see
+ * each pending result in their context (the `task_state` zone); after a merge, its values. Every
+ * change is an event on the session's log. Errors: `conflict` (an id taken by another result),
+ * `invalid_request` (each bad field named; `data` is at most 16 KiB as JSON).
+ */
+export interface WorkerResultsClient {
+  /**
+   * Records a worker's result (status `ok` unless given). The id defaults to one derived from its
+   * content, so reporting the same result twice records it once; null when it was merged already.
+   */
+  record(
+    sessionId: string,
+    result: z.input<typeof WorkerResultInput>,
+    options?: LedgerWriteOptions,
+  ): Promise<WorkerResult | null>;
+  /** The pending results, in the order they were recorded, and the last merge. */
+  list(sessionId: string): Promise<WorkerResultsState>;
+  /**
+   * Merges the pending results into one (see WorkerMerge: a later worker's value wins a key, and
+   * the key is named as a conflict; `error` results are named, not merged). With nothing pending,
+   * changes nothing and answers the last merge (null: none).
+   */
+  merge(sessionId: string, options?: LedgerWriteOptions): Promise<WorkerMerge | null>;
+  /** Drops the pending results; with `all`, the last merge too (seed 003's `clearState`). */
+  clear(sessionId: string, options?: LedgerWriteOptions & { all?: boolean }): Promise<WorkerResultsState>;
+}
+
+/** The ledger clients over one connection. */
+export interface LedgerClients {
+  truth: TruthLedgerClient;
+  task: TaskLedgerClient;
+  ledgers: LedgersClient;
+  workerResults: WorkerResultsClient;
+}
+
 /** How a ledger client's operations reach the ledgers: one request per operation, its result checked. */
 type LedgerCall = <O extends LedgerOpName>(
   sessionId: string,
@@ -114,10 +152,7 @@ type LedgerCall = <O extends LedgerOpName>(
  * `conclave.ledger.<session>`, answered by a runner). Changes are recorded
  * as the connection's (see {@link LedgerWriteOptions}).
  */
-export function ledgerClients(
-  nc: NatsConnection,
-  timeoutMs: number,
-): { truth: TruthLedgerClient; task: TaskLedgerClient; ledgers: LedgersClient } {
+export function ledgerClients(nc: NatsConnection, timeoutMs: number): LedgerClients {
   return ledgerClientsOver(async (sessionId, op, body = {}) => {
     checkSessionId(sessionId);
     const request = { session_id: sessionId, op, ...body };
@@ -131,11 +166,7 @@ export function ledgerClients(
  * connection: requests on `conclave.agentledger.<session>` (the worker
  * role's alone), every change recorded as `agent:<agentId>`.
  */
-export function agentLedgerClients(
-  nc: NatsConnection,
-  timeoutMs: number,
-  agentId: string,
-): { truth: TruthLedgerClient; task: TaskLedgerClient; ledgers: LedgersClient } {
+export function agentLedgerClients(nc: NatsConnection, timeoutMs: number, agentId: string): LedgerClients {
   return ledgerClientsOver(async (sessionId, op, body = {}) => {
     checkSessionId(sessionId);
     const asked = { agent_id: agentId, request: { session_id: sessionId, op, ...body } } as AgentLedgerRequest;
@@ -144,11 +175,7 @@ export function agentLedgerClients(
   });
 }
 
-function ledgerClientsOver(call: LedgerCall): {
-  truth: TruthLedgerClient;
-  task: TaskLedgerClient;
-  ledgers: LedgersClient;
-} {
+function ledgerClientsOver(call: LedgerCall): LedgerClients {
   const forUser = (options?: LedgerWriteOptions) => (options?.userId !== undefined ? { user_id: options.userId } : {});
   const resolution = (options?: { resolution?: string }) =>
     options?.resolution !== undefined ? { resolution: options.resolution } : {};
@@ -175,6 +202,13 @@ function ledgerClientsOver(call: LedgerCall): {
       state: (sessionId) => call(sessionId, "ledgers.state"),
       replay: (sessionId) => call(sessionId, "ledgers.replay"),
     },
+    workerResults: {
+      record: (sessionId, result, options) => call(sessionId, "workers.record", { result, ...forUser(options) }),
+      list: (sessionId) => call(sessionId, "workers.list"),
+      merge: (sessionId, options) => call(sessionId, "workers.merge", forUser(options)),
+      clear: (sessionId, options) =>
+        call(sessionId, "workers.clear", { all: options?.all ?? false, ...forUser(options) }),
+    },
   };
 }
 
@@ -187,6 +221,8 @@ export type BoundToSession<T> = {
 export interface SessionLedgers {
   readonly truth: BoundToSession<TruthLedgerClient>;
   readonly task: BoundToSession<TaskLedgerClient>;
+  /** The session's worker results: an agent may report one, or merge them. */
+  readonly workerResults: BoundToSession<WorkerResultsClient>;
 }
 
 const bind = <T extends object>(client: T, sessionId: string): BoundToSession<T> =>
@@ -199,10 +235,14 @@ const bind = <T extends object>(client: T, sessionId: string): BoundToSession<T>
 
 /** The ledgers of `sessionId` through `clients` (see {@link ledgerClients}). */
 export function sessionLedgers(
-  clients: { truth: TruthLedgerClient; task: TaskLedgerClient },
+  clients: Pick<LedgerClients, "truth" | "task" | "workerResults">,
   sessionId: string,
 ): SessionLedgers {
-  return { truth: bind(clients.truth, sessionId), task: bind(clients.task, sessionId) };
+  return {
+    truth: bind(clients.truth, sessionId),
+    task: bind(clients.task, sessionId),
+    workerResults: bind(clients.workerResults, sessionId),
+  };
 }
 
 /** Ledgers where there is no runner to keep them (an agent run in-process): every call rejects with `unavailable`. */

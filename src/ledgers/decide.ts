@@ -8,7 +8,9 @@ import type {
   TaskState,
   TruthFact,
 } from "../contracts/ledger.ts";
+import type { WorkerMerge, WorkerResult, WorkerResultsState } from "../contracts/workerResults.ts";
 import { ConclaveError } from "../errors.ts";
+import { mergeResults, resultToRecord } from "./workerResults.ts";
 
 /**
  * What a ledger write means, decided against the ledgers as they are: the
@@ -33,7 +35,10 @@ export type LedgerWrite = Extract<
       | "task.add_item"
       | "task.update_item"
       | "task.record_blocker"
-      | "task.resolve_blocker";
+      | "task.resolve_blocker"
+      | "workers.record"
+      | "workers.merge"
+      | "workers.clear";
   }
 >;
 
@@ -45,6 +50,9 @@ const WRITES = new Set<string>([
   "task.update_item",
   "task.record_blocker",
   "task.resolve_blocker",
+  "workers.record",
+  "workers.merge",
+  "workers.clear",
 ]);
 
 export const isLedgerWrite = (request: LedgerRequest): request is LedgerWrite => WRITES.has(request.op);
@@ -52,7 +60,7 @@ export const isLedgerWrite = (request: LedgerRequest): request is LedgerWrite =>
 /** A decision: the event to store (or none), and the result for the caller once it is stored. */
 export interface LedgerDecision {
   event: LedgerEvent | null;
-  result: TruthFact | TaskItem | TaskBlocker | TaskState;
+  result: TruthFact | TaskItem | TaskBlocker | TaskState | WorkerResult | WorkerMerge | WorkerResultsState | null;
 }
 
 /** The same text the same way: lowercase, single spaces, no trailing punctuation. */
@@ -186,6 +194,28 @@ export function decideLedger(state: Ledgers, request: LedgerWrite, by: string, a
         updated_at: at,
       };
       return { event: { ...envelope, kind: "TASK_BLOCKER_RESOLVED", payload: { blocker } }, result: blocker };
+    }
+    case "workers.record": {
+      const decided = resultToRecord(state, request.result, by, at);
+      if ("refused" in decided) throw new LedgerError("conflict", decided.refused);
+      if (!decided.result) return { event: null, result: decided.existing ?? null };
+      const result = decided.result;
+      return { event: { ...envelope, kind: "WORKER_RESULT_RECORDED", payload: { result } }, result };
+    }
+    case "workers.merge": {
+      const merge = mergeResults(state.workers.pending, by, at);
+      if (!merge) return { event: null, result: state.workers.last_merge };
+      return { event: { ...envelope, kind: "WORKER_RESULTS_MERGED", payload: { merge } }, result: merge };
+    }
+    case "workers.clear": {
+      const cleared = state.workers.pending.map((result) => result.id);
+      const mergeCleared = request.all && state.workers.last_merge !== null;
+      const after: WorkerResultsState = { pending: [], last_merge: request.all ? null : state.workers.last_merge };
+      if (cleared.length === 0 && !mergeCleared) return { event: null, result: after };
+      return {
+        event: { ...envelope, kind: "WORKER_RESULTS_CLEARED", payload: { cleared, merge_cleared: mergeCleared } },
+        result: after,
+      };
     }
   }
 }

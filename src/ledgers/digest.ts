@@ -1,5 +1,6 @@
 import type { LedgerDigest, Ledgers, TruthFact } from "../contracts/ledger.ts";
 import { topicsOf } from "../memory/learn/topics.ts";
+import { pendingLine } from "./workerResults.ts";
 
 /** Most entries of each list a digest shows. */
 const DIGEST_LIMIT = 10;
@@ -17,6 +18,14 @@ export function ledgerDigest(ledgers: Ledgers): LedgerDigest {
   const open = ledgers.task.items.filter((item) => item.status === "todo" || item.status === "doing");
   const blockers = ledgers.task.blockers.filter((blocker) => blocker.status === "open");
   const goal = ledgers.task.spec?.goal;
+  const pending = ledgers.workers.pending;
+  const merged = Object.entries(ledgers.workers.last_merge?.merged ?? {})
+    .slice(0, 2 * DIGEST_LIMIT)
+    .map(([key, value]) => `${key} = ${JSON.stringify(value)}`.slice(0, 200));
+  const workers =
+    pending.length > 0 || merged.length > 0
+      ? { workers: { pending: pending.slice(-DIGEST_LIMIT).map(pendingLine), merged } }
+      : {};
   const digest: Omit<LedgerDigest, "text"> = {
     facts: active.slice(0, DIGEST_LIMIT).map((fact) => fact.statement),
     task: {
@@ -31,12 +40,19 @@ export function ledgerDigest(ledgers: Ledgers): LedgerDigest {
       items_done: ledgers.task.items.filter((item) => item.status === "done").length,
       blockers_open: blockers.length,
     },
+    ...workers,
   };
   const lines = [
     ...(digest.facts.length > 0 ? [`Known facts: ${digest.facts.join("; ")}`] : []),
     ...(goal !== undefined ? [`Task: ${goal}`] : []),
     ...(digest.task.open_items.length > 0 ? [`Open items: ${digest.task.open_items.join("; ")}`] : []),
     ...(digest.task.open_blockers.length > 0 ? [`Blockers: ${digest.task.open_blockers.join("; ")}`] : []),
+    ...(digest.workers && digest.workers.pending.length > 0
+      ? [`Worker results not merged yet: ${digest.workers.pending.join("; ")}`]
+      : []),
+    ...(digest.workers && digest.workers.merged.length > 0
+      ? [`Merged worker results: ${digest.workers.merged.join("; ")}`]
+      : []),
   ];
   return { ...digest, text: lines.join("\n") };
 }

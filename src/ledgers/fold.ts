@@ -1,4 +1,5 @@
 import type { LedgerEvent, Ledgers } from "../contracts/ledger.ts";
+import { emptyWorkerResults } from "../contracts/workerResults.ts";
 
 /**
  * Folding the ledgers from the session's log: pure, so the same events give
@@ -12,6 +13,7 @@ export const emptyLedgers = (sessionId: string): Ledgers => ({
   session_id: sessionId,
   truth: { facts: [] },
   task: { spec: null, items: [], blockers: [] },
+  workers: emptyWorkerResults(),
   through_seq: 0,
   events: 0,
 });
@@ -40,6 +42,21 @@ export function applyLedgerEvent(state: Ledgers, event: LedgerEvent, streamSeq: 
     case "TASK_BLOCKER_RECORDED":
     case "TASK_BLOCKER_RESOLVED":
       return { ...next, task: { ...state.task, blockers: put(state.task.blockers, event.payload.blocker) } };
+    case "WORKER_RESULT_RECORDED":
+      return { ...next, workers: { ...state.workers, pending: put(state.workers.pending, event.payload.result) } };
+    case "WORKER_RESULTS_MERGED": {
+      const merged = new Set(event.payload.merge.results);
+      const pending = state.workers.pending.filter((result) => !merged.has(result.id));
+      return { ...next, workers: { pending, last_merge: event.payload.merge } };
+    }
+    case "WORKER_RESULTS_CLEARED": {
+      const cleared = new Set(event.payload.cleared);
+      const pending = state.workers.pending.filter((result) => !cleared.has(result.id));
+      return {
+        ...next,
+        workers: { pending, last_merge: event.payload.merge_cleared ? null : state.workers.last_merge },
+      };
+    }
   }
 }
 
@@ -74,5 +91,8 @@ export function ledgerDifferences(rebuilt: Ledgers, stored: Ledgers): string[] {
   compare("item", rebuilt.task.items, stored.task.items);
   compare("blocker", rebuilt.task.blockers, stored.task.blockers);
   if (JSON.stringify(rebuilt.task.spec) !== JSON.stringify(stored.task.spec)) differences.push("task spec: differs");
+  compare("worker result", rebuilt.workers.pending, stored.workers.pending);
+  if (JSON.stringify(rebuilt.workers.last_merge) !== JSON.stringify(stored.workers.last_merge))
+    differences.push("last worker merge: differs");
   return differences;
 }

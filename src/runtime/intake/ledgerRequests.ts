@@ -118,6 +118,7 @@ async function answerLedger(
         if (request.op === "truth.digest") return ledgerDigest(ledgers);
         if (request.op === "truth.state") return ledgers.truth;
         if (request.op === "task.state") return ledgers.task;
+        if (request.op === "workers.list") return ledgers.workers;
         return ledgers;
       }
     }
