@@ -15,19 +15,12 @@
  * dropped first. Its `order` is where it is shown in the zone.
  */
 import type { AgentContext } from "../contracts/agent.ts";
+import { ContextZone } from "../contracts/context.ts";
 import { citationOf } from "../contracts/knowledge.ts";
 
-/** The zones, in the order they are planned and shown. */
-export const ZONES = [
-  "identity_persona",
-  "truth",
-  "task_state",
-  "tool_failures",
-  "working_memory",
-  "recall",
-  "rag_external",
-] as const;
-export type Zone = (typeof ZONES)[number];
+/** The zones, in the order they are planned and shown (the contract's: one list, so a new zone is added once). */
+export const ZONES = ContextZone.options;
+export type Zone = ContextZone;
 
 /** A zone's floor (tokens kept for it while other zones degrade) and cap (most tokens it may take). */
 export interface ZoneLimit {
