@@ -1,13 +1,5 @@
-/**
- * The price table (docs/cost.md): what a million input (prompt) and output
- * (completion) tokens of each model cost in US dollars, which model each
- * actor runs on when the log cannot say, and budgets per tenant. It is read
- * from the JSON or YAML file CONCLAVE_PRICES names; the default table is
- * empty, so every model is unpriced and summaries show tokens only.
- */
-import { readFileSync } from "node:fs";
-import { parse as parseYaml } from "yaml";
 import { z } from "zod";
+import { readDataFile } from "../config/dataFile.ts";
 import { setting } from "../config/load.ts";
 import { describeIssues } from "../contracts/issues.ts";
 import { ConclaveError } from "../errors.ts";
@@ -59,12 +51,7 @@ export function parsePriceTable(raw: unknown, source = "price table"): PriceTabl
 
 /** Reads a JSON or YAML price file. */
 export function readPriceTable(file: string): PriceTable {
-  let raw: unknown;
-  try {
-    raw = parseYaml(readFileSync(file, "utf8"));
-  } catch (error) {
-    throw new PriceTableError(`cannot read the price table ${file}: ${(error as Error).message.split("\n")[0]}`);
-  }
+  const raw = readDataFile(file, (reason) => new PriceTableError(`cannot read the price table ${file}: ${reason}`));
   return parsePriceTable(raw, `price table ${file}`);
 }
 

@@ -26,11 +26,11 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { IncomingMessage } from "node:http";
-import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { readSecretFile } from "../bus/connection.ts";
 import { tenantSessionId } from "../bus/tenancy.ts";
 import type { ConclaveClient } from "../client/client.ts";
+import { readDataFile } from "../config/dataFile.ts";
 import { ConfigError } from "../config/variable.ts";
 import { describeIssues } from "../contracts/issues.ts";
 import { ConclaveError, messageOf } from "../errors.ts";
@@ -115,12 +115,7 @@ export class Principals {
 
   /** Reads a principals file; a ConfigError (one line, exit 2) names what is wrong. */
   static fromFile(file: string): Principals {
-    let raw: unknown;
-    try {
-      raw = parseYaml(readFileSync(file, "utf8"));
-    } catch (error) {
-      throw new ConfigError(`principals file ${file}: cannot read it: ${messageOf(error).split("\n")[0]}`);
-    }
+    const raw = readDataFile(file, (reason) => new ConfigError(`principals file ${file}: cannot read it: ${reason}`));
     const checked = PrincipalsFile.safeParse(raw ?? {});
     if (!checked.success)
       throw new ConfigError(`principals file ${file}: ${describeIssues(checked.error, { join: "; " })}`);

@@ -1,5 +1,4 @@
-import { readFileSync } from "node:fs";
-import { parse as parseYaml } from "yaml";
+import { readDataFile } from "../config/dataFile.ts";
 import { setting } from "../config/load.ts";
 import { describeIssues } from "../contracts/issues.ts";
 import { ConclaveError } from "../errors.ts";
@@ -14,15 +13,10 @@ import { ToolPolicy, type ToolPolicyInput } from "./policy.ts";
 export function toolPolicyFromEnv(env: NodeJS.ProcessEnv = process.env): ToolPolicyInput | undefined {
   const file = setting(env, "CONCLAVE_TOOL_POLICY");
   if (!file) return undefined;
-  let raw: unknown;
-  try {
-    raw = parseYaml(readFileSync(file, "utf8"));
-  } catch (error) {
-    throw new ConclaveError(
-      "config",
-      `CONCLAVE_TOOL_POLICY: cannot read ${file}: ${(error as Error).message.split("\n")[0]}`,
-    );
-  }
+  const raw = readDataFile(
+    file,
+    (reason) => new ConclaveError("config", `CONCLAVE_TOOL_POLICY: cannot read ${file}: ${reason}`),
+  );
   const checked = ToolPolicy.safeParse(raw ?? {});
   if (!checked.success)
     throw new ConclaveError("config", `CONCLAVE_TOOL_POLICY ${file}: ${describeIssues(checked.error, { join: "; " })}`);

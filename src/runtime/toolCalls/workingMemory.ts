@@ -10,10 +10,9 @@
  * erase of the session removes it. This runner keeps a copy per session it
  * serves (no store of its own), read on from where it last read the log.
  */
-import { readFileSync } from "node:fs";
 import type { NatsConnection } from "@nats-io/nats-core";
-import { parse as parseYaml } from "yaml";
 import { z } from "zod";
+import { readDataFile } from "../../config/dataFile.ts";
 import { setting } from "../../config/load.ts";
 import { ConfigError } from "../../config/variable.ts";
 import type { EngineEvent } from "../../contracts/events.ts";
@@ -52,12 +51,10 @@ export interface WorkingMemoryOptions {
 export function workingMemoryFromEnv(env: NodeJS.ProcessEnv = process.env): WorkingMemoryOptions | undefined {
   const file = setting(env, "CONCLAVE_WORKING_MEMORY_SCHEMA");
   if (!file) return undefined;
-  let raw: unknown;
-  try {
-    raw = parseYaml(readFileSync(file, "utf8"));
-  } catch (error) {
-    throw new ConfigError(`CONCLAVE_WORKING_MEMORY_SCHEMA: cannot read ${file}: ${messageOf(error).split("\n")[0]}`);
-  }
+  const raw = readDataFile(
+    file,
+    (reason) => new ConfigError(`CONCLAVE_WORKING_MEMORY_SCHEMA: cannot read ${file}: ${reason}`),
+  );
   if (!isObject(raw)) throw new ConfigError(`CONCLAVE_WORKING_MEMORY_SCHEMA ${file}: not a JSON Schema (an object)`);
   return { schema: raw };
 }
