@@ -81,6 +81,8 @@ export {
   ScheduleCondition,
   SchedulePredicate,
 } from "../schedules/intent.ts";
+export type { ComposePlanCheck, ComposePlanProblem } from "../skills/composePlan.ts";
+export type { SkillDefinition } from "../skills/definition.ts";
 export type { ActiveSkill, SkillOutput } from "../skills/outputs.ts";
 export type { VerifyCheck } from "../verify/checks.ts";
 export type { VerifyLevel, VerifyReport } from "../verify/verify.ts";
@@ -127,7 +129,7 @@ export type {
 export type { ResumeOptions, RunOptions } from "./recipeRun.ts";
 export type { ScheduleChanges, ScheduleSpec, SchedulesClient, ScheduleView } from "./schedules.ts";
 export type { EventsOptions, SessionEvent } from "./sessionEvents.ts";
-export type { ConsumedOutputsOptions, SkillsClient } from "./skills.ts";
+export type { ComposePlanOptions, ConsumedOutputsOptions, SkillsClient } from "./skills.ts";
 export type { TapeClient } from "./tape.ts";
 export type { SubmitOptions, TurnResult, TurnStream } from "./turnStream.ts";
 export { TurnFailedError, TurnSuspendedError } from "./turns.ts";

@@ -9,6 +9,8 @@ import { setting } from "../config/load.ts";
 import type { EngineEvent } from "../contracts/events.ts";
 import { checkSessionId } from "../contracts/ids.ts";
 import { InvalidRequestError } from "../errors.ts";
+import { type ComposePlanCheck, validateComposePlan } from "../skills/composePlan.ts";
+import type { SkillDefinition } from "../skills/definition.ts";
 import { loadSkills } from "../skills/load.ts";
 import { type ActiveSkill, consumedOutputs, foldSkills, type SkillOutput, skillOutputs } from "../skills/outputs.ts";
 
@@ -20,7 +22,15 @@ export interface ConsumedOutputsOptions {
   consumes?: readonly string[];
 }
 
-/** A session's skills, read from its log. */
+/** Where `validateComposePlan` finds the skills a plan names. */
+export interface ComposePlanOptions {
+  /** The skills directory. Default: CONCLAVE_SKILLS_DIR, else `./skills`. */
+  dir?: string;
+  /** The skills, given directly (then no directory is read). */
+  skills?: readonly Pick<SkillDefinition, "id" | "consumes">[];
+}
+
+/** A session's skills, read from its log; and compose plans, checked against a skills directory. */
 export interface SkillsClient {
   /** The skills active in the session: activated and not completed since, or loaded in its latest turn. */
   getActive(sessionId: string): Promise<ActiveSkill[]>;
@@ -35,6 +45,28 @@ export interface SkillsClient {
     targetSkill: string,
     options?: ConsumedOutputsOptions,
   ): Promise<Record<string, SkillOutput[]>>;
+  /**
+   * Checks a compose plan (skill ids in the order they run): valid when every skill exists and every
+   * skill one consumes (its `consumes` field) is an earlier step. Resolves with every problem, each
+   * naming the step, the skill and the missing input; rejects with `invalid_request` for a plan that is
+   * not a list of skill ids, or a skills directory that cannot be read.
+   */
+  validateComposePlan(plan: readonly string[], options?: ComposePlanOptions): Promise<ComposePlanCheck>;
+}
+
+/** The most steps a compose plan may have. */
+export const MAX_COMPOSE_PLAN_STEPS = 256;
+
+/** Checks a compose plan against `options`' skills, or its directory's (one line naming what is wrong). */
+export function checkComposePlan(plan: unknown, options: ComposePlanOptions = {}): ComposePlanCheck {
+  if (!Array.isArray(plan) || plan.some((step) => typeof step !== "string"))
+    throw new InvalidRequestError("a compose plan is a list of skill ids");
+  if (plan.length > MAX_COMPOSE_PLAN_STEPS)
+    throw new InvalidRequestError(`a compose plan has at most ${MAX_COMPOSE_PLAN_STEPS} steps, not ${plan.length}`);
+  const skills =
+    options.skills ??
+    loadSkills(options.dir ?? setting(process.env, "CONCLAVE_SKILLS_DIR") ?? "skills").map((skill) => skill.definition);
+  return validateComposePlan(plan, skills);
 }
 
 /** Which skills `target` consumes, from `options` or its directory (one line naming what is wrong). */
@@ -60,5 +92,6 @@ export function skillsClient(events: (sessionId: string) => Promise<EngineEvent[
       const consumes = consumesOf(targetSkill, options);
       return consumedOutputs(await read(sessionId), consumes);
     },
+    validateComposePlan: async (plan, options) => checkComposePlan(plan, options),
   };
 }

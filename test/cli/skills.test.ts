@@ -37,8 +37,9 @@ describe("conclave skills", () => {
 
   it.each([
     [["skills", "select", "--dir", "."], /needs a message/],
+    [["skills", "plan", "--dir", "."], /skills plan needs the plan's skills/],
     [["skills", "select", "hi", "--threshold", "2", "--dir", "."], /--threshold must be a number from 0 to 1/],
-    [["skills", "dance"], /give 'list', 'select "MESSAGE"', 'outputs' or 'active'/],
+    [["skills", "dance"], /give 'list', 'select "MESSAGE"', 'outputs', 'active' or 'plan'/],
   ])("refuses %j with one line", async (args, message) => {
     const result = await runConclave(NO_NATS, args);
     expect(result.code).toBe(2);
@@ -54,5 +55,23 @@ describe("conclave skills", () => {
     expect(result.code).not.toBe(0);
     expect(result.stderr.trim().split("\n")).toHaveLength(1);
     expect(result.stderr).toMatch(/broken\.yaml: .*needs a trigger_intent/);
+  });
+
+  it("checks a compose plan: valid, or each problem on a line and exit status 1", async () => {
+    const planDir = skillsDir({
+      "fetch.yaml": "id: fetch\nname: Fetch\ndescription: d\ninstructions: get it\n",
+      "clean.yaml": "id: clean\nname: Clean\ndescription: d\ninstructions: tidy it\nconsumes: [fetch]\n",
+    });
+    const valid = await runConclave(NO_NATS, ["skills", "plan", "fetch", "clean", "--dir", planDir]);
+    expect(valid.code).toBe(0);
+    expect(valid.stdout.trim()).toBe("valid: fetch → clean");
+    const invalid = await runConclave(NO_NATS, ["skills", "plan", "clean", "ghost", "--dir", planDir]);
+    expect(invalid.code).toBe(1);
+    expect(invalid.stdout.trim().split("\n")).toEqual([
+      'step 1 ("clean") consumes the output of "fetch", which no earlier step produces: no earlier step runs it',
+      'step 2 ("ghost"): no such skill',
+    ]);
+    const json = await runConclave(NO_NATS, ["skills", "plan", "clean", "--dir", planDir, "--json"]);
+    expect(JSON.parse(json.stdout)).toMatchObject({ valid: false, problems: [{ skill: "clean", missing: "fetch" }] });
   });
 });

@@ -1,6 +1,6 @@
 import { connect } from "../../client/client.ts";
 import { printable } from "../../client/printable.ts";
-import { consumesOf } from "../../client/skills.ts";
+import { checkComposePlan, consumesOf } from "../../client/skills.ts";
 import { setting } from "../../config/load.ts";
 import { skillsEmbedder } from "../../skills/agentSkills.ts";
 import { loadSkills } from "../../skills/load.ts";
@@ -15,6 +15,7 @@ Usage: conclave skills list [--dir DIR] [--json]
        conclave skills select "MESSAGE" [--dir DIR] [--threshold X] [--max N] [--json]
        conclave skills outputs --session S SKILL [--consumed] [--dir DIR] [--json]
        conclave skills active --session S [--json]
+       conclave skills plan SKILL [SKILL …] [--dir DIR] [--json]
 
 Skills are read from DIR (default: CONCLAVE_SKILLS_DIR, else ./skills): YAML or
 JSON files of one SkillDefinition each, and markdown files whose YAML front
@@ -34,7 +35,11 @@ outputs  the outputs SKILL's completions recorded on session S's log
          --consumed: the outputs of the skills SKILL consumes (its
          \`consumes\` field, read from DIR), by skill.
 active   the skills active in session S: activated by an agent and not
-         completed since, or loaded in its latest turn.`;
+         completed since, or loaded in its latest turn.
+plan     checks a compose plan: the SKILLs in the order they run. Valid when
+         every skill is in DIR and every skill one consumes (its \`consumes\`
+         field) is an earlier step; else each problem on a line, naming the
+         step, the skill and the missing input, and exit status 1.`;
 
 export default defineCommand({
   help,
@@ -105,7 +110,15 @@ export default defineCommand({
       if (consumes && consumes.length === 0) console.error(`${skill} consumes no skill`);
       return EXIT.ok;
     }
-    if (action !== "select") throw new UsageError("give 'list', 'select \"MESSAGE\"', 'outputs' or 'active'");
+    if (action === "plan") {
+      if (rest.length === 0) throw new UsageError("skills plan needs the plan's skills: conclave skills plan A B C");
+      const check = checkComposePlan(rest, { dir });
+      if (values.json) console.log(JSON.stringify(check));
+      else if (check.valid) console.log(printable(`valid: ${rest.join(" → ")}`, { newlines: false }));
+      else for (const problem of check.problems) console.log(printable(problem.message, { newlines: false }));
+      return check.valid ? EXIT.ok : EXIT.turnFailed;
+    }
+    if (action !== "select") throw new UsageError("give 'list', 'select \"MESSAGE\"', 'outputs', 'active' or 'plan'");
     const message = rest.join(" ").trim();
     if (!message) throw new UsageError('skills select needs a message: conclave skills select "…"');
     const options = {
