@@ -34,6 +34,7 @@ export const memoryCommit = turnSetup.createStateConfig({
               stored: event.output.stored,
               ...(event.output.warnings?.length ? { warnings: event.output.warnings } : {}),
               ...(event.output.usage ? { usage: event.output.usage } : {}),
+              ...(event.output.insights?.length ? { insights: event.output.insights } : {}),
             },
           }),
         },

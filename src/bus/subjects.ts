@@ -89,6 +89,9 @@ export const subjects = {
   /** Public: search a session's memory (MemorySearchRequest); a runner relays it to the memory service. */
   memorySearch: (sessionId: string) => `${SUBJECT_ROOT}.memory.search.${sessionId}`,
   memorySearchAll: `${SUBJECT_ROOT}.memory.search.*`,
+  /** Public: a session's memory insights (MemoryInsightRequest); a runner relays it to the memory service. */
+  memoryInsight: (sessionId: string) => `${SUBJECT_ROOT}.memory.insight.${sessionId}`,
+  memoryInsightAll: `${SUBJECT_ROOT}.memory.insight.*`,
   /** Public: a ledger operation on a session (LedgerRequest): the truth and task ledgers, served by runners. */
   ledger: (sessionId: string) => `${SUBJECT_ROOT}.ledger.${sessionId}`,
   ledgerAll: `${SUBJECT_ROOT}.ledger.*`,
@@ -104,6 +107,9 @@ export const subjects = {
    */
   ledgerEvents: (sessionId: string, streams: number) =>
     `${SUBJECT_ROOT}.events.${partitionOf(sessionId, streams)}.${sessionId}.ledger.entries`,
+  /** JetStream (the event log): a session's memory insight events (MemoryInsightEvent), two tokens after the session. */
+  insightEvents: (sessionId: string, streams: number) =>
+    `${SUBJECT_ROOT}.events.${partitionOf(sessionId, streams)}.${sessionId}.memory.insights`,
   /**
    * Public: knowledge collections (docs/knowledge.md): `add`, `list`, `search`, `remove` of a
    * collection's documents (KnowledgeAddRequest, …), relayed by a runner to the knowledge workers.
@@ -119,6 +125,8 @@ export const subjects = {
   tenantKnowledgeAll: `${SUBJECT_ROOT}.tenant.*.knowledge.*`,
   /** A runner asks the memory service (workers) for a search. */
   memoryQuery: `${SUBJECT_ROOT}.memory.query`,
+  /** A runner asks the memory service (workers) about a session's insights. */
+  memoryInsights: `${SUBJECT_ROOT}.memory.insights`,
   /**
    * JetStream write-ahead log of accepted turns, one subject per session (keeps their order), under
    * the session's partition (`partitionOf`, src/contracts/partitions.ts).

@@ -35,6 +35,7 @@ import { type ApprovalOptions, answerApproval, listApprovals, type PendingApprov
 import { type EraseOptions, eraseSession } from "./erase.ts";
 import { type ForkOptions, forkSession } from "./fork.ts";
 import { type KnowledgeClient, knowledgeClient } from "./knowledge.ts";
+import { type MemoryInsightsClient, memoryInsightsClient } from "./memoryInsights.ts";
 import { type ResumeOptions, type RunOptions, resumeRun, runRecipe } from "./recipeRun.ts";
 import { type SchedulesClient, schedulesClient } from "./schedules.ts";
 import { type EventsOptions, readSessionEvents, type SessionEvent } from "./sessionEvents.ts";
@@ -137,8 +138,8 @@ export interface ConclaveClient extends TapeClient {
    * Rejects with `conflict` while the turn runs or waits.
    */
   rollback(sessionId: string, turnId: number): Promise<RollbackReply>;
-  /** A session's memory. */
-  readonly memory: {
+  /** A session's memory: search, and its insights (docs/memory.md, "Insights"). */
+  readonly memory: MemoryInsightsClient & {
     /**
      * What the session's memory holds about `query` (user facts, threads open or
      * closed, episodes), best first: topic overlap, then recurrence, then recency.
@@ -279,6 +280,7 @@ export async function connect(options: ConnectOptions = {}): Promise<ConclaveCli
       return simulationTrace(events);
     },
     memory: {
+      ...memoryInsightsClient(nc, timeoutMs),
       search: async (sessionId, query, searchOptions = {}) => {
         checkSessionId(sessionId);
         const reply = await requestJson(

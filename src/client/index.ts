@@ -40,6 +40,7 @@ export type {
   TruthState,
 } from "../contracts/ledger.ts";
 export type { MemoryItem } from "../contracts/memory.ts";
+export type { EvolvesEdgeReview, MemoryInsight, MemoryInsightEvent } from "../contracts/memoryInsights.ts";
 export type { AgentsPipeline, PipelineChoice } from "../contracts/pipeline.ts";
 export type { JsonObject, ResumeReply, ToolApproval } from "../contracts/recipeRun.ts";
 export type { RollbackReply } from "../contracts/tool.ts";
@@ -126,6 +127,7 @@ export type {
   KnowledgeHit,
   KnowledgeSearchOptions,
 } from "./knowledge.ts";
+export type { EvolvesEdgeDecision, InsightsRefresh, MemoryInsightsClient } from "./memoryInsights.ts";
 export type { ResumeOptions, RunOptions } from "./recipeRun.ts";
 export type { ScheduleChanges, ScheduleSpec, SchedulesClient, ScheduleView } from "./schedules.ts";
 export type { EventsOptions, SessionEvent } from "./sessionEvents.ts";

@@ -190,6 +190,8 @@ export const EventPayloads = {
     warnings: z.array(TurnWarning).optional(),
     /** Tokens of the commit's model calls (fact extraction, embeddings), by source, each with its model. */
     usage: z.record(z.string(), Usage).optional(),
+    /** The insights the commit raised for the first time, by id (no text: docs/memory.md, "Insights"). */
+    insights: z.array(z.string()).optional(),
   }),
   STAGE_WARNING: TurnWarning,
   TURN_COMPLETED: z.object({

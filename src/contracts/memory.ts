@@ -152,6 +152,8 @@ export const MemoryCommitReply = z.object({
    * `memory:extraction`), each with the model it ran on: the turn's cost counts them. Absent when it made none.
    */
   usage: z.record(z.string(), Usage).optional(),
+  /** The insights the commit raised for the first time, by id (docs/memory.md, "Insights"). */
+  insights: z.array(z.string().max(64)).max(100).optional(),
 });
 export type MemoryCommitReply = z.infer<typeof MemoryCommitReply>;
 

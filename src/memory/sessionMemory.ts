@@ -13,6 +13,7 @@ import type { Embedder } from "../llm/embeddings.ts";
 import type { EpisodeStore } from "./episodeStore.ts";
 import type { MemoryGraphStore } from "./graph/store.ts";
 import type { MemoryNode, MemoryNodeInput } from "./graph/types.ts";
+import { type InsightsPlan, MemoryInsights, planInsights, priorValues, projectedNodes } from "./insights.ts";
 import {
   extractLearning,
   type Fact,
@@ -68,6 +69,8 @@ interface RuntimeState {
   /** The last turn whose learning was committed (a commit of it again is not learned twice). */
   last_extraction_turn: number;
   persona: PersonaState;
+  /** The marker of the graph the insights were last derived from (src/memory/insights.ts). */
+  insights_marker?: string | undefined;
 }
 
 const factOf = (node: MemoryNode): Fact => ({
@@ -111,6 +114,8 @@ export class SessionMemory {
   readonly #personaEvery: number;
   readonly #patches: PatchAdapterRegistry;
   readonly #recall: MemoryRecall;
+  /** The session's insights and the review of its facts' changes (docs/memory.md, "Insights"). */
+  readonly insights: MemoryInsights;
 
   constructor(
     private readonly graph: MemoryGraphStore,
@@ -123,6 +128,7 @@ export class SessionMemory {
       embedder: options.embedder,
       onEmbeddingError: options.onEmbeddingError,
     });
+    this.insights = new MemoryInsights(graph);
     this.#patches = new PatchAdapterRegistry(options.patchAdapters ?? defaultPatchAdapters(), {
       fallback: options.fallbackAdapter,
     });
@@ -188,8 +194,21 @@ export class SessionMemory {
     const procedures = patches && phase("pattern_persistence", () => this.#procedures(episode, patches, warnings));
     const writes: Promise<unknown>[] = [];
     let learnedWrites: Promise<boolean> = Promise.resolve(false);
+    // A fact whose value changed keeps its earlier value, and an `evolves` edge to review (src/memory/insights.ts).
+    const priors = learned
+      ? priorValues(sessionId, known, learned.merged.facts, learned.merged.changes.facts_updated, episode.turn_id)
+      : { nodes: [], edges: [] };
+    let plan: InsightsPlan | null | undefined;
     if (learned) {
       const plain = [episodeNode(episode, learned.learning.episode), ...changedNodes(sessionId, learned.merged)];
+      // The insights of the graph this commit makes, derived before it is stored and written with it.
+      plan = await phase("runtime_state_persist", async () =>
+        planInsights(
+          sessionId,
+          projectedNodes(await this.graph.nodes(sessionId), [...plain, ...priors.nodes]),
+          state?.insights_marker,
+        ),
+      );
       // With an embedder, the vectors of what this turn writes, in one call; without them the nodes are stored all the same.
       const [episodeWrite, ...learnedNodes] =
         (await phase("pattern_persistence", () => this.#embedded(plain, known, used(MEMORY_EMBEDDINGS_ACTOR)))) ??
@@ -197,8 +216,13 @@ export class SessionMemory {
       // Both stored (true), or a warning says which phase fell short (undefined).
       learnedWrites = Promise.all([
         phase("episode_write", () => this.graph.upsertNode(episodeWrite as MemoryNodeInput)),
-        phase("pattern_persistence", () => Promise.all(learnedNodes.map((node) => this.graph.upsertNode(node)))),
+        phase("pattern_persistence", () =>
+          Promise.all([...learnedNodes, ...priors.nodes].map((node) => this.graph.upsertNode(node))),
+        ),
       ]).then((stored) => stored.every((result) => result !== undefined));
+      const insightsPlan = plan;
+      if (insightsPlan)
+        writes.push(phase("runtime_state_persist", () => Promise.all(this.insights.store(sessionId, insightsPlan))));
     }
     if (persona?.evolved)
       writes.push(
@@ -223,7 +247,12 @@ export class SessionMemory {
             text: "runtime state",
             topics: [],
             // A persona that could not evolve keeps its cadence as it was: the next turn tries again.
-            data: { last_extraction_turn: episode.turn_id, persona: persona?.state ?? state.persona },
+            data: {
+              last_extraction_turn: episode.turn_id,
+              persona: persona?.state ?? state.persona,
+              // The graph the insights were derived from (src/memory/insights.ts): a refresh derives them again only past it.
+              ...(plan || state.insights_marker ? { insights_marker: plan?.marker ?? state.insights_marker } : {}),
+            },
           }),
         ),
       );
@@ -232,10 +261,14 @@ export class SessionMemory {
     if (learned && learnedStored) {
       // The graph's edges: the episode to what it taught, once every node they join is stored.
       const labels = procedural !== undefined ? (patches ?? []).map((patch) => patch.label) : [];
-      const edges = turnEdges(sessionId, episode.turn_id, taughtChanges(learned.merged, known), labels);
+      const edges = [
+        ...turnEdges(sessionId, episode.turn_id, taughtChanges(learned.merged, known), labels),
+        ...priors.edges,
+      ];
       if (edges.length > 0)
         await phase("pattern_persistence", () => Promise.all(edges.map((edge) => this.graph.addEdge(edge))));
     }
+    const raised = plan?.raised.map((insight) => insight.id) ?? [];
     const changes = learned?.merged.changes;
     const summary = changes
       ? `episode of turn ${episode.turn_id}; facts +${changes.facts_added.length} ~${changes.facts_updated.length}; threads +${changes.threads_opened.length} closed ${changes.threads_closed.length}`
@@ -245,6 +278,7 @@ export class SessionMemory {
       stored: stored === true,
       ...(warnings.length > 0 ? { warnings } : {}),
       ...(Object.keys(usage).length > 0 ? { usage } : {}),
+      ...(raised.length > 0 ? { insights: raised } : {}),
     };
   }
 
@@ -311,6 +345,7 @@ export class SessionMemory {
     return {
       last_extraction_turn: Number(data?.last_extraction_turn ?? 0),
       persona: data?.persona ?? initialPersona(),
+      ...(typeof data?.insights_marker === "string" ? { insights_marker: data.insights_marker } : {}),
     };
   }
 }

@@ -3,12 +3,14 @@ import { type ServeOptions, serveFunction } from "../bus/serveActor.ts";
 import type { ServiceGroup } from "../bus/service.ts";
 import { subjects } from "../bus/subjects.ts";
 import { MemoryCommitRequest, MemoryRetrieveRequest, MemorySearchRequest } from "../contracts/memory.ts";
+import { type MemoryInsightReply, MemoryInsightRequest } from "../contracts/memoryInsights.ts";
 import type { SessionMemory } from "../memory/sessionMemory.ts";
 import { followErasures } from "../runtime/runner/sessionErasures.ts";
 
 /**
  * The memory service: before a turn, recent episodes and the facts and open
- * threads that fit its message; after it, the commit that learns; and search.
+ * threads that fit its message; after it, the commit that learns; search;
+ * and insights (list, dismiss, review, refresh, clear the cache).
  */
 export function serveMemory(group: ServiceGroup, memory: SessionMemory, options: ServeOptions = {}): void {
   serveFunction(
@@ -42,6 +44,33 @@ export function serveMemory(group: ServiceGroup, memory: SessionMemory, options:
     },
     options,
   );
+  serveFunction(
+    group,
+    {
+      name: "insights",
+      subject: subjects.memoryInsights,
+      request: MemoryInsightRequest,
+      handle: (request) => answerInsights(memory, request),
+    },
+    options,
+  );
+}
+
+/** One insight request, answered by the session's MemoryInsights. */
+async function answerInsights(memory: SessionMemory, request: MemoryInsightRequest): Promise<MemoryInsightReply> {
+  const session = request.session_id;
+  switch (request.op) {
+    case "list":
+      return memory.insights.list(session, request.all ?? false);
+    case "refresh":
+      return memory.insights.refresh(session);
+    case "dismiss":
+      return { dismissed: await memory.insights.dismiss(session, request.insight) };
+    case "review":
+      return { reviewed: await memory.insights.review(session, request.edge, request.decision) };
+    case "clear_cache":
+      return { cleared: await memory.insights.clearCache(session) };
+  }
 }
 
 /**

@@ -5,16 +5,17 @@
  * commands `conclave --help` lists (main.ts's table), each command's declared
  * flags (its module's `flags`, made with defineCommand), the global options
  * of `conclave --help`, and the event kinds of src/contracts/events.ts and of
- * the ledgers (src/contracts/ledger.ts).
+ * the ledgers (src/contracts/ledger.ts) and of memory insights (src/contracts/memoryInsights.ts).
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { beforeAll, describe, expect, it } from "vitest";
 import { EVENT_KINDS } from "../../src/contracts/events.ts";
 import { LedgerEventPayloads } from "../../src/contracts/ledger.ts";
+import { MEMORY_INSIGHT_EVENT_KINDS } from "../../src/contracts/memoryInsights.ts";
 import { commandFlags, conclaveOutput } from "../helpers/cliCommands.ts";
 import { type Mention, mentionsIn } from "../helpers/docMentions.ts";
 
-const KINDS: readonly string[] = [...EVENT_KINDS, ...Object.keys(LedgerEventPayloads)];
+const KINDS: readonly string[] = [...EVENT_KINDS, ...Object.keys(LedgerEventPayloads), ...MEMORY_INSIGHT_EVENT_KINDS];
 
 const GUIDES = [
   "README.md",

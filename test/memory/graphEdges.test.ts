@@ -45,7 +45,7 @@ describe("the edges a commit writes", () => {
       // Said again as it was: memory counts it (recurrence), the episode gets no edge to it.
       "I have a sister called Ana.",
       "I live in Lisbon.",
-      // Changed: an edge from the turn that changed it.
+      // Changed: an edge from the turn that changed it, and one from its earlier value (evolves).
       "I live in Porto.",
     ].entries()) {
       const reply = await memory.commit(turn(session, index + 1, text));
@@ -59,12 +59,14 @@ describe("the edges a commit writes", () => {
       "episode.3 resolves thread.reminder.call_bank",
       "episode.5 mentions fact.home",
       "episode.6 mentions fact.home",
+      "prior.fact.home.6 evolves fact.home",
     ]);
+    expect((await graph.node(session, "prior.fact.home.6"))?.text).toBe("lives in Lisbon");
     expect((await graph.node(session, "fact.family.sister"))?.recurrence).toBe(2);
     // The export is a valid artifact: every edge joins two of its nodes.
     const artifact = await graph.exportSession(session);
     const ids = new Set(artifact.nodes.map((node) => node.id));
-    expect(artifact.edges).toHaveLength(6);
+    expect(artifact.edges).toHaveLength(7);
     expect(artifact.edges.every((edge) => ids.has(edge.from) && ids.has(edge.to))).toBe(true);
   });
 });

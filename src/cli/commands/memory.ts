@@ -7,11 +7,17 @@ import type { MemoryGraphStore } from "../../memory/graph/store.ts";
 import { validateArtifact } from "../../memory/graph/types.ts";
 import { sessionArg, UsageError } from "../args.ts";
 import { type Bus, defineCommand } from "../command.ts";
+import { INSIGHT_VERBS, type InsightVerb, runInsightVerb } from "../memoryInsights.ts";
 
-const help = `conclave memory: search a session's memory, export or import its graph
+const help = `conclave memory: search a session's memory, its insights, export or import its graph
 
 Usage:
   conclave memory search --session ID "query" [--limit N] [--tool NAME] [--json]
+  conclave memory insights --session ID [--all] [--json]
+  conclave memory dismiss --session ID INSIGHT_ID [--json]
+  conclave memory review --session ID --edge EDGE_ID (--accept | --reject) [--json]
+  conclave memory refresh --session ID [--json]
+  conclave memory clear-cache --session ID [--json]
   conclave memory export --session ID [--out FILE]
   conclave memory import FILE
 
@@ -21,10 +27,22 @@ Usage:
                  may then be left out)
   --json         one item per line
   --out FILE     where the export goes  [standard output]
+  --all          insights: the dismissed ones too
+  --edge ID      review: the evolves edge (an insight's "review: --edge …")
+  --accept       review: keep the fact's new value
+  --reject       review: restore its earlier value
 
 search lists the user facts, threads (open or closed) and episodes the memory
 learnt, best first for the query: topic overlap, then embedding similarity
 (when configured), then recurrence, then recency (through a runner).
+
+insights lists what memory observed of the session (a topic of many turns, a
+fact whose value changed, a thread long open), derived from its graph; dismiss
+one and it is never raised again; review accepts or rejects a fact's change
+(reject restores the earlier value); refresh derives them again only if memory
+changed; clear-cache has the memory service drop its in-memory copy of the
+session (the next read loads it again). All go through a runner, which records
+each on the session's log (docs/memory.md, "Insights").
 
 export writes the session's memory graph (nodes and edges) as one JSON
 artifact; import checks an artifact (a dangling edge or a bad node is named,
@@ -41,6 +59,10 @@ export default defineCommand({
     tool: { type: "string" },
     json: { type: "boolean" },
     out: { type: "string" },
+    all: { type: "boolean" },
+    edge: { type: "string" },
+    accept: { type: "boolean" },
+    reject: { type: "boolean" },
   },
   positionals: true,
   role: "client",
@@ -51,9 +73,23 @@ export default defineCommand({
       if (words.length !== 1) throw new UsageError("give the artifact's file, e.g. conclave memory import ana.json");
       return importGraph(bus, words[0] as string);
     }
+    if ((INSIGHT_VERBS as readonly string[]).includes(verb ?? "")) {
+      const session = sessionArg(values.session);
+      if (values.accept && values.reject) throw new UsageError("--accept or --reject, not both");
+      const decision = values.accept ? "accept" : values.reject ? "reject" : undefined;
+      const client = await connect({ nc: await bus() });
+      return runInsightVerb(client, verb as InsightVerb, {
+        session,
+        words,
+        json: values.json ?? false,
+        all: values.all ?? false,
+        edge: values.edge,
+        decision,
+      });
+    }
     if (verb !== "search")
       throw new UsageError(
-        `unknown memory command '${verb ?? ""}': search, export or import (conclave memory search --session S "query")`,
+        `unknown memory command '${verb ?? ""}': search, ${INSIGHT_VERBS.join(", ")}, export or import (conclave memory search --session S "query")`,
       );
     const session = sessionArg(values.session);
     const limit = Number(values.limit ?? 10);

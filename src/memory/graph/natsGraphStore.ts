@@ -200,8 +200,8 @@ export class NatsMemoryGraphStore implements MemoryGraphStore {
     return this.#sessions.settled();
   }
 
-  async dropSession(sessionId: string): Promise<void> {
-    await this.#sessions.drop(sessionId);
+  dropSession(sessionId: string): Promise<boolean> {
+    return this.#sessions.drop(sessionId);
   }
 
   /** Drops the copy only: the erasing runner overwrites the session's keys itself. */

@@ -273,8 +273,8 @@ export class PostgresMemoryGraphStore implements MemoryGraphStore {
     for (const edge of artifact.edges) graph.putEdge(edge);
   }
 
-  async dropSession(sessionId: string): Promise<void> {
-    await this.#sessions.drop(sessionId);
+  dropSession(sessionId: string): Promise<boolean> {
+    return this.#sessions.drop(sessionId);
   }
 
   /**

@@ -222,13 +222,14 @@ export class SessionCache<T> {
     );
   }
 
-  /** Drops the session, whatever it holds; resolves once the drop is done. */
-  async drop(sessionId: string): Promise<void> {
+  /** Drops the session, whatever it holds; resolves once the drop is done, with whether it held the session. */
+  async drop(sessionId: string): Promise<boolean> {
     const entry = this.#entries.get(sessionId);
-    if (!entry) return;
+    if (!entry) return false;
     this.#entries.delete(sessionId);
     this.#drop(entry.value);
     await this.settled();
+    return true;
   }
 
   /** Drops every session; resolves once each drop is done. */

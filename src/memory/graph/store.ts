@@ -57,9 +57,10 @@ export interface MemoryGraphStore {
   importSession(artifact: MemoryGraphArtifact): Promise<void>;
   /**
    * Drops the session's in-memory copy (its session was erased): nothing of it
-   * is kept here, and its next use loads it again from the store.
+   * is kept here, and its next use loads it again from the store. Whether
+   * the store held a copy of it.
    */
-  dropSession(sessionId: string): Promise<void>;
+  dropSession(sessionId: string): Promise<boolean>;
   /**
    * Erases the session from this store (its session was erased): deletes what
    * the backend holds of it where the erasing runner may not reach it itself

@@ -9,6 +9,7 @@ import { serveFork } from "./fork.ts";
 import { acceptSubmission, type IngressDeps } from "./ingress.ts";
 import { relayKnowledge } from "./knowledgeRelay.ts";
 import { type LedgerDeps, serveAgentLedger, serveLedger } from "./ledgerRequests.ts";
+import { serveMemoryInsights } from "./memoryInsights.ts";
 import { serveMemorySearch } from "./memorySearch.ts";
 import { serveResume } from "./resume.ts";
 import { serveRollback } from "./rollback.ts";
@@ -51,6 +52,7 @@ export async function serveIntake(
   endpoint("resume", subjects.turnResumeAll, (msg) => serveResume(deps, msg));
   endpoint("rollback", subjects.turnRollbackAll, (msg) => serveRollback(deps, msg));
   endpoint("memory_search", subjects.memorySearchAll, (msg) => serveMemorySearch(deps, msg));
+  endpoint("memory_insight", subjects.memoryInsightAll, (msg) => serveMemoryInsights(deps, msg));
   endpoint("ledger", subjects.ledgerAll, (msg) => serveLedger(deps, msg));
   // Workers only (nats.conf): an agent's ctx.ledgers, recorded as the agent's.
   endpoint("agent_ledger", subjects.agentLedgerAll, (msg) => serveAgentLedger(deps, msg));

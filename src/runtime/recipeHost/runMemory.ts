@@ -189,7 +189,12 @@ export function runMemory(options: {
         const warnings = reply.warnings ?? [];
         record({
           kind: "MEMORY_COMMITTED",
-          payload: { summary: reply.summary, stored: reply.stored, ...(warnings.length > 0 ? { warnings } : {}) },
+          payload: {
+            summary: reply.summary,
+            stored: reply.stored,
+            ...(warnings.length > 0 ? { warnings } : {}),
+            ...(reply.insights?.length ? { insights: reply.insights } : {}),
+          },
         });
         // As in a pipeline turn: each phase of the commit that failed is a warning of its own too.
         for (const phase of warnings) record({ kind: "STAGE_WARNING", payload: phase });
