@@ -1,9 +1,11 @@
 import type { NatsConnection } from "@nats-io/nats-core";
+import { HandlerError, isErrorCode } from "../bus/errors.ts";
 import { type ServeOptions, serveFunction } from "../bus/serveActor.ts";
 import type { ServiceGroup } from "../bus/service.ts";
 import { subjects } from "../bus/subjects.ts";
 import { MemoryCommitRequest, MemoryRetrieveRequest, MemorySearchRequest } from "../contracts/memory.ts";
 import { type MemoryInsightReply, MemoryInsightRequest } from "../contracts/memoryInsights.ts";
+import { isConclaveError } from "../errors.ts";
 import type { SessionMemory } from "../memory/sessionMemory.ts";
 import { followErasures } from "../runtime/runner/sessionErasures.ts";
 
@@ -50,7 +52,11 @@ export function serveMemory(group: ServiceGroup, memory: SessionMemory, options:
       name: "insights",
       subject: subjects.memoryInsights,
       request: MemoryInsightRequest,
-      handle: (request) => answerInsights(memory, request),
+      // An unknown insight or edge (not_found), a later change (conflict): answered with their code.
+      handle: (request) =>
+        answerInsights(memory, request).catch((error: unknown) => {
+          throw isConclaveError(error) && isErrorCode(error.code) ? new HandlerError(error.code, error.message) : error;
+        }),
     },
     options,
   );

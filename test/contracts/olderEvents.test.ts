@@ -4,6 +4,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { ContextPlannedPayload } from "../../src/contracts/context.ts";
+import { EventPayloads } from "../../src/contracts/events.ts";
 
 const zone = { floor: 0, cap: 100, demand_tokens: 5, tokens: 5, kept: ["user_message"], dropped: [] };
 
@@ -37,5 +38,14 @@ describe("an earlier release's CONTEXT_PLANNED", () => {
       kept: [],
       dropped: [],
     });
+  });
+});
+
+describe("MEMORY_COMMITTED with and without the insights it raised", () => {
+  it("parses an earlier release's (no insights) and keeps a later one's ids", () => {
+    const earlier = { summary: "episode of turn 1", stored: true };
+    expect(EventPayloads.MEMORY_COMMITTED.parse(earlier)).toEqual(earlier);
+    const later = { ...earlier, insights: ["insight.recurring_topic.0123456789abcdef"] };
+    expect(EventPayloads.MEMORY_COMMITTED.parse(later)).toEqual(later);
   });
 });

@@ -147,6 +147,10 @@ describe("memory insights through the CLI", () => {
     expect(unknown.code).not.toBe(0);
     expect(unknown.stderr.trim().split("\n")).toHaveLength(1);
     expect(unknown.stderr).toContain("has no evolves edge prior.x.1");
+    // Its code reaches the client as the memory service gave it.
+    await expect(
+      client.memory.reviewEvolvesEdge(SESSION, { edge: "prior.x.1", decision: "accept" }),
+    ).rejects.toMatchObject({ code: "not_found" });
     const bad = await runConclave(nats.url, ["memory", "dismiss", "--session", SESSION, "nope"]);
     expect(bad.code).not.toBe(0);
     expect(bad.stderr.trim().split("\n")).toHaveLength(1);
