@@ -5,7 +5,7 @@ import { type ContextArenaState, emptyArenaState } from "../../src/contracts/con
 import type { CouncilDecision, StreamId, VoiceRequest } from "../../src/contracts/council.ts";
 import type { CriticResult } from "../../src/contracts/critic.ts";
 import type { EventPayload } from "../../src/contracts/events.ts";
-import type { LedgerDigest } from "../../src/contracts/ledger.ts";
+import type { LedgerDigest, RecordedCompactionRequest } from "../../src/contracts/ledger.ts";
 import type { AgentsPipeline } from "../../src/contracts/pipeline.ts";
 import type { Stage, TurnWarning } from "../../src/contracts/turn.ts";
 import { type TurnOutcome, turnOutcome } from "../../src/contracts/turn.ts";
@@ -57,6 +57,8 @@ export interface TurnContext extends TurnInput {
   persona: string | null;
   /** The session's truth and task ledgers in short; null when both are empty. */
   ledgers: LedgerDigest | null;
+  /** The session's latest compaction request, read with the ledgers (null: none); pending unless the arena consumed it. */
+  compaction_request: RecordedCompactionRequest | null;
   context_arena: ContextArenaState;
   /** The memory agents are told of, as the context arena planned it (null before the agents stage). */
   planned_memory: PlannedMemory | null;
@@ -118,6 +120,7 @@ export const initialContext = ({ input }: { input: TurnInput }): TurnContext => 
   procedures: [],
   persona: null,
   ledgers: null,
+  compaction_request: null,
   waves: [],
   wave: 0,
   wave_pending: [],

@@ -34,7 +34,7 @@ export const arenaActions = {
         context.context_arena,
         agentContext({ ...context, planned_memory: null }),
         context.policy.context ?? DEFAULT_ARENA_POLICY,
-        { turn_id: context.turn_id, conversation: context.conversation },
+        { turn_id: context.turn_id, conversation: context.conversation, request: context.compaction_request },
       );
       // The conversation read for the compaction has served: the turn keeps no copy of it.
       enqueue.assign({ context_arena: planned.state, planned_memory: memoryOf(planned.context), conversation: [] });

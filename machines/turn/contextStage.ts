@@ -39,6 +39,7 @@ export const contextState = turnSetup.createStateConfig({
           procedures: ({ event }) => event.output.procedures ?? [],
           persona: ({ event }) => event.output.persona ?? null,
           ledgers: ({ event }) => event.output.ledgers ?? null,
+          compaction_request: ({ event }) => event.output.compaction_request ?? null,
           // Memory's model calls for the retrieval (its message's embedding) count in the turn's cost.
           usage: ({ context, event }) => mergeUsage(context.usage, event.output.usage ?? {}),
         }),

@@ -57,7 +57,7 @@ const COMMANDS: Record<string, { summary: string; json?: true; load: () => Promi
   },
   session: {
     json: true,
-    summary: "erase everything stored of a session (kept: a content-free audit record)",
+    summary: "erase a session, read its working memory, request a compaction of its context",
     load: () => import("./commands/session.ts"),
   },
   run: {

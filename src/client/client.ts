@@ -32,6 +32,12 @@ import { simulationTrace } from "../recipes/trace.ts";
 import { readLoggedMessages } from "../verify/logReader.ts";
 import { VERIFY_LEVELS, type VerifyLevel, type VerifyReport, verifySession } from "../verify/verify.ts";
 import { type ApprovalOptions, answerApproval, listApprovals, type PendingApproval } from "./approvals.ts";
+import {
+  type CompactionRequestOptions,
+  type PendingCompaction,
+  pendingCompaction,
+  requestCompaction,
+} from "./compaction.ts";
 import { type EraseOptions, eraseSession } from "./erase.ts";
 import { type ForkOptions, forkSession } from "./fork.ts";
 import { type KnowledgeClient, knowledgeClient } from "./knowledge.ts";
@@ -200,6 +206,16 @@ export interface ConclaveClient extends TapeClient {
    * (`conclave verify` runs it).
    */
   verify(sessionId: string, level?: VerifyLevel): Promise<VerifyReport>;
+  /**
+   * Asks the session's next turn to compact its context whatever the pressure (docs/context.md,
+   * "Compaction requests"): recorded on the session's log (COMPACTION_REQUESTED); that turn's
+   * CONTEXT_COMPACTED names the reason `requested` and consumes it. Resolves with what was recorded
+   * (the instructions are CONCLAVE_COMPACTION_INSTRUCTIONS of the runner when none are given).
+   * A bad reason or instructions reject with `invalid_request` before anything is sent.
+   */
+  requestCompaction(sessionId: string, request: CompactionRequestOptions): Promise<CompactionRequestOptions>;
+  /** The session's compaction request not yet consumed by a compaction, or null (read from its log). */
+  pendingCompaction(sessionId: string): Promise<PendingCompaction | null>;
   /** Closes the connection the client opened (not one it was given). */
   close(): Promise<void>;
 }
@@ -346,6 +362,18 @@ export async function connect(options: ConnectOptions = {}): Promise<ConclaveCli
         skipReason: "the session state's replay needs the runner's store: run `conclave verify` for it",
       });
     },
+    requestCompaction: (sessionId, request) => requestCompaction(nc, sessionId, request, timeoutMs),
+    pendingCompaction: (sessionId) =>
+      pendingCompaction(
+        nc,
+        sessionId,
+        async (session) => {
+          const events: EngineEvent[] = [];
+          for await (const { event } of readSessionEvents(nc, session)) events.push(event);
+          return events;
+        },
+        timeoutMs,
+      ),
     close: async () => {
       if (!options.nc) await nc.close();
     },

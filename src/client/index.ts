@@ -96,6 +96,7 @@ export {
   connect,
   type TurnStatusView,
 } from "./client.ts";
+export type { CompactionRequestOptions, PendingCompaction } from "./compaction.ts";
 export type { EraseOptions } from "./erase.ts";
 export { type CaseChange, type ComparableRun, compareReports, type EvalComparison } from "./eval/compare.ts";
 export {

@@ -24,6 +24,7 @@ import {
   type ContextPlannedPayload,
   emptyArenaState,
 } from "../contracts/context.ts";
+import type { RecordedCompactionRequest } from "../contracts/ledger.ts";
 import type { Usage } from "../contracts/usage.ts";
 import type { Episode } from "../contracts/workspace.ts";
 import { contextBudgetFromEnv, DEFAULT_CONTEXT_BUDGET } from "./budget.ts";
@@ -88,6 +89,20 @@ export interface ArenaTurnInput {
   turn_id?: number;
   /** The turns after the summary, read from memory when the turn will compact (compactionRead.ts). */
   conversation?: readonly Episode[];
+  /** The session's latest compaction request (read with the ledgers): the turn compacts if it is pending. */
+  request?: RecordedCompactionRequest | null;
+}
+
+/**
+ * The request a session's next compaction consumes: the latest one, unless a compaction already
+ * consumed it (the arena names the last it consumed); null when none is pending.
+ */
+export function pendingRequest(
+  state: ContextArenaState | undefined,
+  request: RecordedCompactionRequest | null | undefined,
+): RecordedCompactionRequest | null {
+  if (!request) return null;
+  return request.seq > (state?.compaction_request_seq ?? 0) ? request : null;
 }
 
 /**
@@ -106,19 +121,36 @@ export function planTurnContext(
   let summary = summaryOf(state);
   let planned = plan(summary, state.observed_tokens);
   let compacted: ArenaTurn["compacted"] = null;
-  if (planned.report.pressure.level !== "normal") {
+  // A pending request compacts whatever the pressure; it is consumed only by a compaction that ran.
+  const request = pendingRequest(state, input.request);
+  if (planned.report.pressure.level !== "normal" || request !== null) {
     const compaction = compactOffline(byTurn(input.conversation ?? [], context.episodes), summary, {
       keep_recent_turns: policy.compaction?.keep_recent_turns ?? DEFAULT_KEEP_RECENT_TURNS,
       max_tokens: policy.compaction?.max_tokens ?? Math.floor(SUMMARY_SHARE * policy.budget.total_tokens),
       tokenizer,
+      ...(request?.instructions ? { instructions: request.instructions } : {}),
     });
     if (compaction !== null) {
       // The model's last count measured the context before compaction: stale now.
       summary = compaction.summary;
       const ref = input.turn_id === undefined ? {} : { compacted_in: input.turn_id };
-      state = { summary: { ...summary, ...ref }, observed_tokens: 0, compactions: state.compactions + 1 };
+      const consumed = request ? request.seq : state.compaction_request_seq;
+      state = {
+        summary: { ...summary, ...ref },
+        observed_tokens: 0,
+        compactions: state.compactions + 1,
+        ...(consumed !== undefined ? { compaction_request_seq: consumed } : {}),
+      };
       compacted = {
         summariser: compaction.summariser,
+        reason: request ? "requested" : "pressure",
+        ...(request
+          ? {
+              request_seq: request.seq,
+              request_reason: request.reason,
+              ...(request.instructions ? { instructions: request.instructions } : {}),
+            }
+          : {}),
         pressure: planned.report.pressure,
         through_turn: compaction.summary.through_turn,
         turns_compacted: compaction.turns_compacted,

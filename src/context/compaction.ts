@@ -17,6 +17,12 @@ import type { ContextSummary } from "./zones.ts";
 /** How compaction runs: its settings, and the tokenizer counting the summary. */
 export interface CompactionOptions extends CompactionSettings {
   tokenizer: Tokenizer;
+  /**
+   * What the summariser is asked to keep (a compaction request's, or CONCLAVE_COMPACTION_INSTRUCTIONS).
+   * The model summariser is given them in its prompt; the offline one is extractive and does not read
+   * them (CONTEXT_COMPACTED records them either way).
+   */
+  instructions?: string;
 }
 
 /** The default: the last 2 turns kept as they are. */
@@ -93,7 +99,7 @@ export async function summariseWithModel(
 ): Promise<ContextSummary> {
   const stream = model.stream({
     caller: "context:compaction",
-    system: `Summarise the conversation so far for an assistant who will continue it. Keep facts about the user, decisions, promises and open questions; drop pleasantries. Plain text, at most ${options.max_tokens} tokens.`,
+    system: `Summarise the conversation so far for an assistant who will continue it. Keep facts about the user, decisions, promises and open questions; drop pleasantries. Plain text, at most ${options.max_tokens} tokens.${options.instructions ? `\nInstructions for this summary: ${options.instructions}` : ""}`,
     user: [
       ...(previous ? [`Summary so far:\n${previous.text}`] : []),
       "Turns to fold in:",

@@ -15,7 +15,7 @@ import type { AgentContext } from "../contracts/agent.ts";
 import type { ArenaPolicy, ContextArenaState } from "../contracts/context.ts";
 import type { MemoryRefs, MemoryRetrieveReply, MemoryRetrieveRequest } from "../contracts/memory.ts";
 import type { Episode } from "../contracts/workspace.ts";
-import { arenaPressure, DEFAULT_ARENA_POLICY } from "./arena.ts";
+import { arenaPressure, DEFAULT_ARENA_POLICY, pendingRequest } from "./arena.ts";
 import { DEFAULT_KEEP_RECENT_TURNS } from "./compaction.ts";
 
 /** The most turns one compaction reads (and folds in): a memory read names at most 50 episodes. */
@@ -63,12 +63,16 @@ export function withRetrieved(context: AgentContext, reply: MemoryRetrieveReply)
 
 /**
  * The turns to read before turn `turnId` plans its context: those after the summary (the newest
- * {@link COMPACTION_READ_MAX}) when the pressure calls for compaction, else none.
+ * {@link COMPACTION_READ_MAX}) when the pressure calls for compaction or a compaction request is
+ * pending, else none.
  */
 export function turnsToRead(probe: CompactionProbe, reply: MemoryRetrieveReply, turnId: number): number[] {
   const through = probe.arena.summary?.through_turn ?? 0;
   const from = Math.max(through + 1, turnId - COMPACTION_READ_MAX);
   if (from >= turnId) return [];
+  // A pending compaction request compacts whatever the pressure: read the conversation.
+  if (pendingRequest(probe.arena, reply.compaction_request) !== null)
+    return Array.from({ length: turnId - from }, (_, index) => from + index);
   const pressure = arenaPressure(
     probe.arena,
     withRetrieved(probe.context, reply),

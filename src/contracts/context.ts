@@ -48,6 +48,11 @@ export const ContextArenaState = z.object({
   observed_tokens: z.number().int().min(0),
   /** Compactions run in the session so far. */
   compactions: z.number().int().min(0),
+  /**
+   * The stream sequence of the last compaction request a compaction consumed (its COMPACTION_REQUESTED);
+   * absent: none. A later request is pending (docs/context.md, "Compaction requests").
+   */
+  compaction_request_seq: z.number().int().min(1).optional(),
 });
 export type ContextArenaState = z.infer<typeof ContextArenaState>;
 
@@ -114,6 +119,13 @@ export const ContextPlannedPayload = z.object({
 /** CONTEXT_COMPACTED: older turns folded into the session's summary. */
 export const ContextCompactedPayload = z.object({
   summariser: z.enum(["offline", "model"]),
+  /** What set it off: the pressure, or a compaction request (absent in earlier releases' events: the pressure). */
+  reason: z.enum(["pressure", "requested"]).optional(),
+  /** A request's: the stream sequence of the COMPACTION_REQUESTED it consumed, and why it was asked. */
+  request_seq: z.number().int().min(1).optional(),
+  request_reason: z.string().max(500).optional(),
+  /** The instructions the summariser was given (the request's, or CONCLAVE_COMPACTION_INSTRUCTIONS). */
+  instructions: z.string().max(4_000).optional(),
   /** The pressure that set it off. */
   pressure: ContextPressure,
   through_turn: z.number().int().min(0),

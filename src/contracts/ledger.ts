@@ -105,6 +105,27 @@ export const TaskState = z.object({
 });
 export type TaskState = z.infer<typeof TaskState>;
 
+/**
+ * An explicit compaction request (docs/context.md, "Compaction requests"): the session's next turn
+ * compacts its older turns whatever the pressure, its CONTEXT_COMPACTED naming the reason `requested`.
+ */
+export const CompactionRequest = z.object({
+  /** Why it is asked (recorded, shown by `pendingCompaction`). */
+  reason: Text(500),
+  /** What the summariser is asked to keep; absent: CONCLAVE_COMPACTION_INSTRUCTIONS, when the runner sets it. */
+  instructions: Text(4_000).optional(),
+});
+export type CompactionRequest = z.infer<typeof CompactionRequest>;
+
+/** The session's latest compaction request, as the ledgers fold it: with the stream sequence of its event. */
+export const RecordedCompactionRequest = CompactionRequest.extend({
+  /** The stream sequence of its COMPACTION_REQUESTED: a CONTEXT_COMPACTED naming it (`request_seq`) consumed it. */
+  seq: z.number().int().min(1),
+  by: LedgerActor,
+  at: At,
+});
+export type RecordedCompactionRequest = z.infer<typeof RecordedCompactionRequest>;
+
 /** Both ledgers of a session, as folded from its log through the event at stream sequence `through_seq` (0: none). */
 export const Ledgers = z.object({
   session_id: SessionId,
@@ -112,6 +133,8 @@ export const Ledgers = z.object({
   task: TaskState,
   /** The session domain's worker results (absent from ledgers stored before 0.3.0: none). */
   workers: WorkerResultsState.default(emptyWorkerResults),
+  /** The latest compaction request (consumed or not: the session's arena says which); absent: none. */
+  compaction: RecordedCompactionRequest.optional(),
   through_seq: z.number().int().min(0),
   /** How many ledger events the fold applied. */
   events: z.number().int().min(0),
@@ -128,6 +151,8 @@ export const LedgerEventPayloads = {
   TASK_BLOCKER_RECORDED: z.object({ blocker: TaskBlocker }),
   TASK_BLOCKER_RESOLVED: z.object({ blocker: TaskBlocker }),
   ...WorkerResultEventPayloads,
+  /** A compaction of the session's context asked for (`client.requestCompaction`, `conclave session compact`). */
+  COMPACTION_REQUESTED: CompactionRequest,
 } as const;
 export type LedgerEventKind = keyof typeof LedgerEventPayloads;
 
@@ -172,6 +197,11 @@ export const LedgerEvent = z.discriminatedUnion("kind", [
     ...EventEnvelope,
     kind: z.literal("WORKER_RESULTS_CLEARED"),
     payload: LedgerEventPayloads.WORKER_RESULTS_CLEARED,
+  }),
+  z.object({
+    ...EventEnvelope,
+    kind: z.literal("COMPACTION_REQUESTED"),
+    payload: LedgerEventPayloads.COMPACTION_REQUESTED,
   }),
 ]);
 export type LedgerEvent = z.infer<typeof LedgerEvent>;
@@ -300,6 +330,8 @@ export const LedgerRequest = z.discriminatedUnion("op", [
   z.object({ ...RequestEnvelope, op: z.literal("workers.clear"), all: z.boolean().default(false) }),
   z.object({ ...RequestEnvelope, op: z.literal("ledgers.state") }),
   z.object({ ...RequestEnvelope, op: z.literal("ledgers.replay") }),
+  /** Asks the session's next turn to compact its context (recorded as COMPACTION_REQUESTED). */
+  z.object({ ...RequestEnvelope, op: z.literal("context.request_compaction"), compaction: CompactionRequest }),
 ]);
 export type LedgerRequest = z.infer<typeof LedgerRequest>;
 export type LedgerOpName = LedgerRequest["op"];
@@ -356,6 +388,7 @@ export const LedgerResults = {
   "workers.clear": WorkerResultsState,
   "ledgers.state": Ledgers,
   "ledgers.replay": LedgerReplay,
+  "context.request_compaction": CompactionRequest,
 } as const satisfies Record<LedgerOpName, z.ZodType>;
 
 /** The reply to a ledger request: the operation's result (see {@link LedgerResults}). */

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { SessionId, TurnId } from "./ids.ts";
-import { LedgerDigest } from "./ledger.ts";
+import { LedgerDigest, RecordedCompactionRequest } from "./ledger.ts";
 import { TurnWarning } from "./turn.ts";
 import { Usage } from "./usage.ts";
 import { Episode } from "./workspace.ts";
@@ -67,6 +67,11 @@ export const MemoryRetrieveReply = z.object({
    * `memory:extraction`), each with the model it ran on: the turn's cost counts them. Absent when it made none.
    */,
   usage: z.record(z.string(), Usage).optional(),
+  /**
+   * The session's latest compaction request, read with the ledgers (added by the runner; absent when
+   * there is none). The turn compacts when its arena has not consumed it yet (docs/context.md).
+   */
+  compaction_request: RecordedCompactionRequest.optional(),
 });
 export type MemoryRetrieveReply = z.infer<typeof MemoryRetrieveReply>;
 

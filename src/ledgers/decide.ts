@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import type {
+  CompactionRequest,
   LedgerEvent,
   LedgerRequest,
   Ledgers,
@@ -38,7 +39,8 @@ export type LedgerWrite = Extract<
       | "task.resolve_blocker"
       | "workers.record"
       | "workers.merge"
-      | "workers.clear";
+      | "workers.clear"
+      | "context.request_compaction";
   }
 >;
 
@@ -53,6 +55,7 @@ const WRITES = new Set<string>([
   "workers.record",
   "workers.merge",
   "workers.clear",
+  "context.request_compaction",
 ]);
 
 export const isLedgerWrite = (request: LedgerRequest): request is LedgerWrite => WRITES.has(request.op);
@@ -60,7 +63,16 @@ export const isLedgerWrite = (request: LedgerRequest): request is LedgerWrite =>
 /** A decision: the event to store (or none), and the result for the caller once it is stored. */
 export interface LedgerDecision {
   event: LedgerEvent | null;
-  result: TruthFact | TaskItem | TaskBlocker | TaskState | WorkerResult | WorkerMerge | WorkerResultsState | null;
+  result:
+    | TruthFact
+    | TaskItem
+    | TaskBlocker
+    | TaskState
+    | WorkerResult
+    | WorkerMerge
+    | WorkerResultsState
+    | CompactionRequest
+    | null;
 }
 
 /** The same text the same way: lowercase, single spaces, no trailing punctuation. */
@@ -217,6 +229,12 @@ export function decideLedger(state: Ledgers, request: LedgerWrite, by: string, a
         result: after,
       };
     }
+    case "context.request_compaction":
+      // Always stored: each request is one (a second before the next turn is consumed with the first).
+      return {
+        event: { ...envelope, kind: "COMPACTION_REQUESTED", payload: request.compaction },
+        result: request.compaction,
+      };
   }
 }
 

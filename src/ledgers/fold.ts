@@ -57,6 +57,8 @@ export function applyLedgerEvent(state: Ledgers, event: LedgerEvent, streamSeq: 
         workers: { pending, last_merge: event.payload.merge_cleared ? null : state.workers.last_merge },
       };
     }
+    case "COMPACTION_REQUESTED":
+      return { ...next, compaction: { ...event.payload, seq: streamSeq, by: event.by, at: event.at } };
   }
 }
 
@@ -94,5 +96,7 @@ export function ledgerDifferences(rebuilt: Ledgers, stored: Ledgers): string[] {
   compare("worker result", rebuilt.workers.pending, stored.workers.pending);
   if (JSON.stringify(rebuilt.workers.last_merge) !== JSON.stringify(stored.workers.last_merge))
     differences.push("last worker merge: differs");
+  if (rebuilt.compaction?.seq !== stored.compaction?.seq)
+    differences.push(`compaction request: ${rebuilt.compaction?.seq ?? "none"} ≠ ${stored.compaction?.seq ?? "none"}`);
   return differences;
 }

@@ -12,7 +12,13 @@ import { encodeRecord } from "../bus/codec.ts";
 import { CorruptValueError, JsonKv } from "../bus/jsonKv.ts";
 import { buckets, eventStreamOfSubject, subjects } from "../bus/subjects.ts";
 import { parseRecord } from "../contracts/format.ts";
-import { type LedgerDigest, LedgerEvent, type LedgerReplay, Ledgers } from "../contracts/ledger.ts";
+import {
+  type LedgerDigest,
+  LedgerEvent,
+  type LedgerReplay,
+  Ledgers,
+  type RecordedCompactionRequest,
+} from "../contracts/ledger.ts";
 import { pause } from "../deadline.ts";
 import { orderedConsumer, releaseConsumer } from "../eventlog/consumers.ts";
 import { ensureEventStreams } from "../eventlog/eventStreams.ts";
@@ -85,10 +91,20 @@ export class LedgerStore {
    * read, on every turn's path); null when the session has no ledger entries.
    */
   async digest(sessionId: string): Promise<LedgerDigest | null> {
+    return (await this.forTurn(sessionId)).digest;
+  }
+
+  /**
+   * What a turn reads of the ledgers, from the projection alone (the same one read): the digest (null
+   * when the session has no ledger entries) and the latest compaction request (null: none).
+   */
+  async forTurn(
+    sessionId: string,
+  ): Promise<{ digest: LedgerDigest | null; compaction: RecordedCompactionRequest | null }> {
     const stored = await this.#projected(sessionId);
-    if (!stored) return null;
+    if (!stored) return { digest: null, compaction: null };
     const digest = ledgerDigest(stored);
-    return isEmptyDigest(digest) ? null : digest;
+    return { digest: isEmptyDigest(digest) ? null : digest, compaction: stored.compaction ?? null };
   }
 
   /**

@@ -41,6 +41,10 @@ export function foldTurn(state: SessionSnapshot, events: readonly EngineEvent[])
         summary: { through_turn: event.payload.through_turn, text: event.payload.summary, compacted_in: event.turn_id },
         observed_tokens: 0,
         compactions: (arena?.compactions ?? 0) + 1,
+        // The compaction request it consumed (or the one consumed before it).
+        ...((event.payload.request_seq ?? arena?.compaction_request_seq)
+          ? { compaction_request_seq: event.payload.request_seq ?? arena?.compaction_request_seq }
+          : {}),
       };
     if (event.kind === "AGENT_COMPLETED" && arena) arena = observeUsage(arena, event.payload.usage);
   }

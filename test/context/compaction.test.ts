@@ -70,4 +70,30 @@ describe("compaction through the model", () => {
     expect(user).toContain("T3 user: Turn 3 message");
     expect(user).not.toContain("T4 user");
   });
+
+  it("gives a compaction request's instructions to the model in its system prompt", async () => {
+    const model = new OpenAIChatModel({
+      baseURL: server.url,
+      apiKey: "test",
+      model: "gpt-4o-mini",
+      timeoutMs: 10_000,
+      maxRetries: 0,
+    });
+    const before = server.requests.length;
+    await compactWithModel(
+      model,
+      [1, 2, 3].map((turn) => episode(turn)),
+      null,
+      { ...options, instructions: "keep every date the user gave" },
+    );
+    const system = String(server.requests[before]?.messages[0]?.content);
+    expect(system).toContain("Instructions for this summary: keep every date the user gave");
+    await compactWithModel(
+      model,
+      [1, 2, 3].map((turn) => episode(turn)),
+      null,
+      options,
+    );
+    expect(String(server.requests[before + 1]?.messages[0]?.content)).not.toContain("Instructions for this summary");
+  });
 });

@@ -127,7 +127,11 @@ const layers: { [N in TurnInterceptorName]: { make: (below: TurnServices) => Tur
     // The request chain is the screen: nothing below it screens.
     screening: { make: () => screeningInterceptor(defaultInterceptors()), answers: ["screen"] },
     ledgerDigest: {
-      make: () => ledgerDigestInterceptor({ digest: async () => null } as Pick<LedgerStore, "digest">, silentLogger),
+      make: () =>
+        ledgerDigestInterceptor(
+          { forTurn: async () => ({ digest: null, compaction: null }) } as Pick<LedgerStore, "forTurn">,
+          silentLogger,
+        ),
     },
     // A turn it has not seen start as an `agents` turn passes straight on.
     agentsPipeline: { make: () => new AgentsPipelineTurns().interceptor() },

@@ -39,6 +39,12 @@ export const CONTEXT_VARIABLES = {
     default: 1_000,
     doc: "A tool output longer than this many tokens is truncated, with a note, before it enters a context.",
   }),
+  CONCLAVE_COMPACTION_INSTRUCTIONS: variable({
+    group: "runner",
+    schema: z.string().trim().min(1, "must not be empty").max(4_000, "must be at most 4000 characters"),
+    defaultText: "none",
+    doc: "What a compaction request's summary is asked to keep when the request gives no instructions (recorded in its COMPACTION_REQUESTED; docs/context.md).",
+  }),
   CONCLAVE_RECALL_MODE: variable({
     group: "runner",
     schema: z.enum(["primary", "fallback"], { error: "must be one of primary, fallback" }),

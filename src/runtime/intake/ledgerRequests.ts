@@ -4,6 +4,7 @@ import { isInboxReply } from "../../bus/replies.ts";
 import type { ServiceMsg } from "../../bus/service.ts";
 import { addressOf } from "../../bus/tenancy.ts";
 import { decodeMessage, respondJson } from "../../bus/wire.ts";
+import { setting } from "../../config/load.ts";
 import { AgentLedgerRequest, type LedgerReplay, LedgerRequest, type Ledgers } from "../../contracts/ledger.ts";
 import { singleLine } from "../../errors.ts";
 import { isLedgerWrite, LedgerError } from "../../ledgers/decide.ts";
@@ -104,7 +105,7 @@ async function answerLedger(
   if (asked.session_id !== view)
     throw new HandlerError("invalid_request", `the request names session ${asked.session_id}, the subject ${view}`);
   // A tenant names its session as it knows it; the ledgers keep it under the runtime's id.
-  const request = { ...asked, session_id: sessionId };
+  const request = withDefaultInstructions({ ...asked, session_id: sessionId });
   const store = deps.ledgers;
   const result = await (async () => {
     if (isLedgerWrite(request)) return store.write(request, by);
@@ -125,6 +126,16 @@ async function answerLedger(
   })();
   if (isInboxReply(msg.reply, "runner"))
     respondJson(msg, { result: sessionId === view ? result : asViewed(result, view) });
+}
+
+/**
+ * A compaction request without instructions, given CONCLAVE_COMPACTION_INSTRUCTIONS (when this runner sets
+ * it): recorded in its event, so the turn that consumes it, and `pendingCompaction`, read what applied.
+ */
+function withDefaultInstructions(request: LedgerRequest): LedgerRequest {
+  if (request.op !== "context.request_compaction" || request.compaction.instructions !== undefined) return request;
+  const instructions = setting(process.env, "CONCLAVE_COMPACTION_INSTRUCTIONS");
+  return instructions ? { ...request, compaction: { ...request.compaction, instructions } } : request;
 }
 
 /** The error reply to a request that failed, logged. */

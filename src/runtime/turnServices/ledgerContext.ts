@@ -11,20 +11,25 @@ import type { TurnInterceptor } from "./turnInterceptor.ts";
  * own. A digest that cannot be read is left out (and logged): the turn goes
  * on with its memory.
  */
-export function ledgerDigestInterceptor(ledgers: Pick<LedgerStore, "digest">, log: Logger): TurnInterceptor {
+export function ledgerDigestInterceptor(ledgers: Pick<LedgerStore, "forTurn">, log: Logger): TurnInterceptor {
   return {
     retrieveMemory: async (input, next) => {
       const { request } = input;
       // The memory request first, then the ledgers' read: both out before either answers (one round trip).
       const memory = next(input);
-      const digest = ledgers.digest(request.session_id).catch((error: unknown) => {
+      const read = ledgers.forTurn(request.session_id).catch((error: unknown) => {
         log.warn(
           `${turnLabel(request.session_id, request.turn_id)}: ledgers left out of its context: ${singleLine(messageOf(error))}`,
         );
-        return null;
+        return { digest: null, compaction: null };
       });
-      const [retrieved, ledgerDigest] = await Promise.all([memory, digest]);
-      return ledgerDigest ? { ...retrieved, ledgers: ledgerDigest } : retrieved;
+      const [retrieved, { digest, compaction }] = await Promise.all([memory, read]);
+      return {
+        ...retrieved,
+        ...(digest ? { ledgers: digest } : {}),
+        // The session's compaction request, from the same read: the turn compacts when its arena has not consumed it.
+        ...(compaction ? { compaction_request: compaction } : {}),
+      };
     },
   };
 }
