@@ -80,6 +80,15 @@ export const errorReply = (code: ErrorCode, message: string, issues?: string[], 
 
 export const isErrorCode = (value: unknown): value is ErrorCode => ErrorCode.safeParse(value).success;
 
+/**
+ * A relayed request's failure as the relaying service answers it: the peer's answer (a bad
+ * request, no worker) passed on with its code, anything else as {@link asHandlerError} makes it.
+ */
+export const asRelayedError = (error: unknown): HandlerError =>
+  error instanceof RemoteCallError
+    ? new HandlerError(error.code, error.message, error.issues, error.retryAfterMs)
+    : asHandlerError(error);
+
 /** Any failure as a HandlerError: one raised on purpose keeps its code, anything else is `internal`. */
 export const asHandlerError = (error: unknown, context?: string): HandlerError =>
   error instanceof HandlerError

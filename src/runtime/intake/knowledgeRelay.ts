@@ -1,6 +1,6 @@
 import type { NatsConnection } from "@nats-io/nats-core";
 import { z } from "zod";
-import { asHandlerError, HandlerError, RemoteCallError, respondWithError } from "../../bus/errors.ts";
+import { asRelayedError, HandlerError, respondWithError } from "../../bus/errors.ts";
 import { isInboxReply } from "../../bus/replies.ts";
 import { requestJson } from "../../bus/request.ts";
 import type { ServiceMsg } from "../../bus/service.ts";
@@ -45,10 +45,7 @@ export async function relayKnowledge(deps: { nc: NatsConnection; log: Logger }, 
     if (isInboxReply(msg.reply, "runner")) respondJson(msg, reply);
   } catch (error) {
     // The worker's answer (a bad request, no knowledge worker) is passed on with its code.
-    const failure =
-      error instanceof RemoteCallError
-        ? new HandlerError(error.code, error.message, error.issues, error.retryAfterMs)
-        : asHandlerError(error);
+    const failure = asRelayedError(error);
     deps.log.warn(`knowledge request on ${msg.subject}: ${singleLine(failure.message)}`);
     if (isInboxReply(msg.reply, "runner")) respondWithError(msg, failure);
   }

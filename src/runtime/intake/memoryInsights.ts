@@ -1,5 +1,5 @@
 import { encodeRecord } from "../../bus/codec.ts";
-import { asHandlerError, HandlerError, RemoteCallError, respondWithError } from "../../bus/errors.ts";
+import { asRelayedError, HandlerError, respondWithError } from "../../bus/errors.ts";
 import { isInboxReply } from "../../bus/replies.ts";
 import { requestJson } from "../../bus/request.ts";
 import type { ServiceMsg } from "../../bus/service.ts";
@@ -74,10 +74,7 @@ export async function serveMemoryInsights(deps: CancelDeps, msg: ServiceMsg): Pr
     if (isInboxReply(msg.reply, "runner")) respondJson(msg, reply);
   } catch (error) {
     // The memory service's answer (an unknown edge, no memory worker) is passed on with its code.
-    const failure =
-      error instanceof RemoteCallError
-        ? new HandlerError(error.code, error.message, error.issues, error.retryAfterMs)
-        : asHandlerError(error);
+    const failure = asRelayedError(error);
     deps.log.warn(`memory insight request on ${msg.subject}: ${singleLine(failure.message)}`);
     if (isInboxReply(msg.reply, "runner")) respondWithError(msg, failure);
   }
