@@ -163,6 +163,10 @@ export const subjects = {
   /** JetStream (CONCLAVE_AUDIT): one content-free record per erase; never erased itself. */
   /** Core NATS, runners only: a session was erased (`{ session_id }`); every runner forgets what it holds of it. */
   sessionErased: `${SUBJECT_ROOT}.session.erased`,
+  /** Public: re-read the workers' skills directories (docs/skills.md), served by runners, which ask the workers. */
+  skillsRefresh: `${SUBJECT_ROOT}.skills.refresh`,
+  /** Internal: a runner asks every worker with skills to re-read its directory; each answers with what changed. */
+  skillsReload: `${SUBJECT_ROOT}.skills.reload`,
   /** Public: create, update, cancel or list schedules (ScheduleRequest), served by runners (docs/schedules.md). */
   scheduleManage: `${SUBJECT_ROOT}.schedules.manage`,
   /** JetStream (CONCLAVE_SCHEDULES): the schedule log, one subject per intent. */

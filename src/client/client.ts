@@ -10,6 +10,7 @@ import type { ForkRecord } from "../contracts/fork.ts";
 import { checkSessionId, checkTurnId } from "../contracts/ids.ts";
 import { type MemoryItem, MemorySearchReply } from "../contracts/memory.ts";
 import type { JsonObject } from "../contracts/recipeRun.ts";
+import { SkillsRefreshReply } from "../contracts/skill.ts";
 import { RollbackReply } from "../contracts/tool.ts";
 import type { SimulationTrace } from "../contracts/trace.ts";
 import { CancelReply, type TurnAck } from "../contracts/turn.ts";
@@ -317,11 +318,15 @@ export async function connect(options: ConnectOptions = {}): Promise<ConclaveCli
     ...ledgerClients(nc, timeoutMs),
     schedules: schedulesClient(nc, timeoutMs),
     knowledge: knowledgeClient(nc, timeoutMs),
-    skills: skillsClient(async (sessionId) => {
-      const events: EngineEvent[] = [];
-      for await (const { event } of readSessionEvents(nc, sessionId)) events.push(event);
-      return events;
-    }),
+    skills: skillsClient(
+      async (sessionId) => {
+        const events: EngineEvent[] = [];
+        for await (const { event } of readSessionEvents(nc, sessionId)) events.push(event);
+        return events;
+      },
+      // The runner waits up to 15 s for the workers' reports: the request outlasts that.
+      () => requestJson(nc, subjects.skillsRefresh, {}, SkillsRefreshReply, { timeoutMs: 20_000 }),
+    ),
     rollback: (sessionId, turnId) => {
       checkSessionId(sessionId);
       checkTurnId(turnId);

@@ -43,6 +43,7 @@ export type { MemoryItem } from "../contracts/memory.ts";
 export type { EvolvesEdgeReview, MemoryInsight, MemoryInsightEvent } from "../contracts/memoryInsights.ts";
 export type { AgentsPipeline, PipelineChoice } from "../contracts/pipeline.ts";
 export type { JsonObject, ResumeReply, ToolApproval } from "../contracts/recipeRun.ts";
+export type { SkillsRefreshReply, WorkerSkillsRefresh } from "../contracts/skill.ts";
 export type { RollbackReply } from "../contracts/tool.ts";
 export { SimulationStep, SimulationTrace, simulationTraceJsonSchema } from "../contracts/trace.ts";
 export type { Stage, TurnAck, TurnOutcome, TurnWarning } from "../contracts/turn.ts";

@@ -8,6 +8,7 @@
 import { setting } from "../config/load.ts";
 import type { EngineEvent } from "../contracts/events.ts";
 import { checkSessionId } from "../contracts/ids.ts";
+import type { SkillsRefreshReply } from "../contracts/skill.ts";
 import { InvalidRequestError } from "../errors.ts";
 import { type ComposePlanCheck, validateComposePlan } from "../skills/composePlan.ts";
 import type { SkillDefinition } from "../skills/definition.ts";
@@ -52,6 +53,13 @@ export interface SkillsClient {
    * not a list of skill ids, or a skills directory that cannot be read.
    */
   validateComposePlan(plan: readonly string[], options?: ComposePlanOptions): Promise<ComposePlanCheck>;
+  /**
+   * Has every worker with skills re-read its skills directory (through a runner): one report per worker
+   * that answered, with the skill ids added, removed and changed; a worker whose directory no longer loads
+   * (a bad skill file) reports the one-line `error` and keeps its skills as they were. A worker's next
+   * agent request routes over the refreshed skills. Rejects with `no_responders` when no runner is up.
+   */
+  refresh(): Promise<SkillsRefreshReply>;
 }
 
 /** The most steps a compose plan may have. */
@@ -78,8 +86,13 @@ export function consumesOf(target: string, options: ConsumedOutputsOptions = {})
   return skill.definition.consumes ?? [];
 }
 
-/** The skills client over a reader of a session's events. */
-export function skillsClient(events: (sessionId: string) => Promise<EngineEvent[]>): SkillsClient {
+/** The skills client over a reader of a session's events, and a runner's skills refresh. */
+export function skillsClient(
+  events: (sessionId: string) => Promise<EngineEvent[]>,
+  refresh: () => Promise<SkillsRefreshReply> = async () => {
+    throw new InvalidRequestError("this skills client cannot reach a runner");
+  },
+): SkillsClient {
   const read = (sessionId: string) => {
     checkSessionId(sessionId);
     return events(sessionId);
@@ -93,5 +106,6 @@ export function skillsClient(events: (sessionId: string) => Promise<EngineEvent[
       return consumedOutputs(await read(sessionId), consumes);
     },
     validateComposePlan: async (plan, options) => checkComposePlan(plan, options),
+    refresh,
   };
 }

@@ -50,3 +50,25 @@ export const SkillEventPayloads = {
     issues: z.array(z.string()).optional(),
   }),
 } as const;
+
+/**
+ * What one worker's skills refresh did: the skill ids its directory added,
+ * removed and changed; or, when the directory could not be loaded (a bad
+ * skill file), the one-line error, and the worker keeps its skills as they were.
+ */
+export const WorkerSkillsRefresh = z.object({
+  /** The worker that answered. */
+  worker: z.string().max(200),
+  /** Its skills directory. */
+  dir: z.string().max(1_000),
+  added: z.array(SkillRef).default([]),
+  removed: z.array(SkillRef).default([]),
+  changed: z.array(SkillRef).default([]),
+  /** Why the directory was not taken (then nothing changed on that worker). */
+  error: z.string().max(1_000).optional(),
+});
+export type WorkerSkillsRefresh = z.infer<typeof WorkerSkillsRefresh>;
+
+/** A skills refresh's answer: one report per worker with skills that answered. */
+export const SkillsRefreshReply = z.object({ workers: z.array(WorkerSkillsRefresh) });
+export type SkillsRefreshReply = z.infer<typeof SkillsRefreshReply>;

@@ -9,6 +9,7 @@ import { createEmbedder, type Embedder, embeddingConfigFromEnv, offlineEmbedder 
 import type { LlmConfig } from "../llm/index.ts";
 import { type SkillDefinition, SkillDefinitionError } from "./definition.ts";
 import { instructionsOf, loadSkills, type Skill } from "./load.ts";
+import { type SkillsChange, skillsChange } from "./registryChange.ts";
 import { SkillRouter, type SkillRouterOptions } from "./router.ts";
 
 /** A loaded skill as an agent is given it (`ctx.skills`). */
@@ -60,16 +61,26 @@ export function skillsEmbedder(env: NodeJS.ProcessEnv = process.env, llm?: LlmCo
  * then gets the eager skills, or the others.
  */
 export class WorkerSkills implements SkillCatalog {
-  readonly #skills: readonly Skill[];
-  readonly #router: SkillRouter;
+  #skills: readonly Skill[];
+  #router: SkillRouter;
   readonly #dir: string;
   readonly #warn: (message: string) => void;
+  readonly #embedder: Embedder;
+  readonly #routing: SkillRouterOptions;
   readonly #selections = new Map<string, Promise<AgentSkill[]>>();
+  #refreshing: Promise<unknown> = Promise.resolve();
 
-  private constructor(skills: readonly Skill[], router: SkillRouter, dir: string, warn: (message: string) => void) {
+  private constructor(
+    skills: readonly Skill[],
+    router: SkillRouter,
+    options: { dir: string; embedder: Embedder; routing: SkillRouterOptions },
+    warn: (message: string) => void,
+  ) {
     this.#skills = skills;
     this.#router = router;
-    this.#dir = dir;
+    this.#dir = options.dir;
+    this.#embedder = options.embedder;
+    this.#routing = options.routing;
     this.#warn = warn;
   }
 
@@ -90,7 +101,40 @@ export class WorkerSkills implements SkillCatalog {
     const skills = loadSkills(options.dir);
     const { dir: _dir, ...routing } = options;
     const router = await SkillRouter.index(skills, embedder, routing);
-    return new WorkerSkills(skills, router, options.dir, warn);
+    return new WorkerSkills(skills, router, { dir: options.dir, embedder, routing }, warn);
+  }
+
+  /** The skills directory. */
+  get dir(): string {
+    return this.#dir;
+  }
+
+  /**
+   * Reads the directory again and indexes it: the skills added, removed and
+   * changed (a definition that differs). A directory that does not load (a bad
+   * skill file) or cannot be indexed changes nothing: the answer is its one-line
+   * error, and the skills stay as they were. Refreshes run one at a time.
+   */
+  refresh(): Promise<SkillsChange | { error: string }> {
+    const next = this.#refreshing.then(() => this.#reload());
+    this.#refreshing = next.catch(() => undefined);
+    return next;
+  }
+
+  async #reload(): Promise<SkillsChange | { error: string }> {
+    let skills: Skill[];
+    let router: SkillRouter;
+    try {
+      skills = loadSkills(this.#dir);
+      router = await SkillRouter.index(skills, this.#embedder, this.#routing);
+    } catch (error) {
+      return { error: singleLine(messageOf(error), 500) };
+    }
+    const change = skillsChange(this.#skills, skills);
+    this.#skills = skills;
+    this.#router = router;
+    this.#selections.clear();
+    return change;
   }
 
   /** How many skills were loaded from the directory. */

@@ -40,6 +40,7 @@ import { serveCouncil, serveCritics, serveScheduler, serveVoice } from "./coreEn
 import { serveKnowledge } from "./knowledgeEndpoints.ts";
 import { followMemoryErasures, serveMemory } from "./memoryEndpoints.ts";
 import { IgnoredMessages, requestsOnly } from "./requestGuard.ts";
+import { followSkillsRefresh } from "./skillsReload.ts";
 import { serveTool } from "./toolEndpoints.ts";
 import { TurnAborts } from "./turnAborts.ts";
 import type { WorkerHandle, WorkerOptions } from "./workerOptions.ts";
@@ -239,6 +240,11 @@ async function serveWorker(
   };
 
   async function startServices(): Promise<void> {
+    const skills = options.agentSkills;
+    if (skills) {
+      const unfollow = followSkillsRefresh(nc, skills, workerIdentity(), log);
+      closers.push(async () => unfollow());
+    }
     if (tools.length > 0 || mcp) {
       const service = startService(nc, "worker", {
         name: "conclave-tools",

@@ -16,6 +16,7 @@ Usage: conclave skills list [--dir DIR] [--json]
        conclave skills outputs --session S SKILL [--consumed] [--dir DIR] [--json]
        conclave skills active --session S [--json]
        conclave skills plan SKILL [SKILL …] [--dir DIR] [--json]
+       conclave skills refresh [--json]
 
 Skills are read from DIR (default: CONCLAVE_SKILLS_DIR, else ./skills): YAML or
 JSON files of one SkillDefinition each, and markdown files whose YAML front
@@ -39,7 +40,11 @@ active   the skills active in session S: activated by an agent and not
 plan     checks a compose plan: the SKILLs in the order they run. Valid when
          every skill is in DIR and every skill one consumes (its \`consumes\`
          field) is an earlier step; else each problem on a line, naming the
-         step, the skill and the missing input, and exit status 1.`;
+         step, the skill and the missing input, and exit status 1.
+refresh  has every worker with skills re-read its skills directory (through
+         a runner): a line per worker with the skills added (+), removed (-)
+         and changed (~). A worker whose directory no longer loads keeps its
+         skills and says why in one line; then the exit status is 1.`;
 
 export default defineCommand({
   help,
@@ -52,7 +57,7 @@ export default defineCommand({
     session: { type: "string", short: "s" },
     consumed: { type: "boolean" },
   },
-  // Only `outputs` and `active` connect (they read a session's log).
+  // Only `outputs` and `active` (they read a session's log) and `refresh` (it asks a runner) connect.
   role: "client",
   async run({ values, positionals, bus }) {
     const [action, ...rest] = positionals;
@@ -110,6 +115,24 @@ export default defineCommand({
       if (consumes && consumes.length === 0) console.error(`${skill} consumes no skill`);
       return EXIT.ok;
     }
+    if (action === "refresh") {
+      if (rest.length > 0) throw new UsageError("skills refresh takes no argument");
+      const client = await connect({ nc: await bus() });
+      const reply = await client.skills.refresh();
+      if (values.json) console.log(JSON.stringify(reply));
+      else if (reply.workers.length === 0) console.error("no worker with skills answered");
+      for (const report of values.json ? [] : reply.workers) {
+        const change = report.error
+          ? `not refreshed, its skills stay as they were: ${report.error}`
+          : [
+              ...report.added.map((id) => `+${id}`),
+              ...report.removed.map((id) => `-${id}`),
+              ...report.changed.map((id) => `~${id}`),
+            ].join(" ") || "no change";
+        console.log(printable(`${report.worker} ${report.dir}: ${change}`, { newlines: false }));
+      }
+      return reply.workers.some((report) => report.error) ? EXIT.turnFailed : EXIT.ok;
+    }
     if (action === "plan") {
       if (rest.length === 0) throw new UsageError("skills plan needs the plan's skills: conclave skills plan A B C");
       const check = checkComposePlan(rest, { dir });
@@ -118,7 +141,8 @@ export default defineCommand({
       else for (const problem of check.problems) console.log(printable(problem.message, { newlines: false }));
       return check.valid ? EXIT.ok : EXIT.turnFailed;
     }
-    if (action !== "select") throw new UsageError("give 'list', 'select \"MESSAGE\"', 'outputs', 'active' or 'plan'");
+    if (action !== "select")
+      throw new UsageError("give 'list', 'select \"MESSAGE\"', 'outputs', 'active', 'plan' or 'refresh'");
     const message = rest.join(" ").trim();
     if (!message) throw new UsageError('skills select needs a message: conclave skills select "…"');
     const options = {

@@ -14,6 +14,7 @@ import { serveMemorySearch } from "./memorySearch.ts";
 import { serveResume } from "./resume.ts";
 import { serveRollback } from "./rollback.ts";
 import { type RosterDeps, serveRoster } from "./roster.ts";
+import { serveSkillsRefresh } from "./skillsRefresh.ts";
 import { serveWatch, type WatchDeps } from "./watch.ts";
 
 /**
@@ -62,6 +63,8 @@ export async function serveIntake(
   // Knowledge collections (docs/knowledge.md): relayed to the knowledge workers with the tenant who asked.
   endpoint("knowledge", subjects.knowledgeAll, (msg) => relayKnowledge(deps, msg));
   endpoint("tenant_knowledge", subjects.tenantKnowledgeAll, (msg) => relayKnowledge(deps, msg));
+  // Skills refresh (docs/skills.md): every worker with skills re-reads its directory.
+  endpoint("skills_refresh", subjects.skillsRefresh, (msg) => serveSkillsRefresh(deps, msg));
   // A session's erase (docs/operations.md, "Data lifecycle"): any runner, with its purge rights.
   const erase: EraseDeps = { ...deps, runner: "runner", ...deps.erase };
   endpoint("erase", subjects.sessionEraseAll, (msg) => serveErase(erase, msg));
