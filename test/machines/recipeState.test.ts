@@ -107,4 +107,43 @@ describe("state enforced on the blackboard", () => {
     expect(load).toThrow(RecipeValidationError);
     expect(load).toThrow(/^state\.properties\.count: /);
   });
+
+  it("an evaluator's critique is a write of its feedback variable, checked the same way", async () => {
+    const recipe = loadRecipe({
+      ...HEADER,
+      state: { properties: { review: { type: "object", properties: { critique: { type: "number" } } } } },
+      topology: {
+        nodes: [
+          { type: "agent", id: "write", agent_ref: "a.writer", output_key: "draft" },
+          {
+            type: "evaluator",
+            id: "judge",
+            target_variable: "draft",
+            evaluator_agent_ref: "a.judge",
+            evaluation_profile: { clarity: "is it clear?" },
+            pass_threshold: 0.7,
+            max_refinements: 2,
+            pass_route: "publish",
+            fail_route: "write",
+            feedback_variable: "review.critique",
+          },
+          { type: "agent", id: "publish", agent_ref: "a.publish" },
+        ],
+        edges: [{ source: "write", target: "judge" }],
+      },
+    });
+    const { output, calls } = await runRecipe(recipe, {
+      agents: {
+        "a.writer": () => "a draft",
+        "a.judge": () => ({ score: 0.1, critique: "add an example" }),
+        "a.publish": () => "published",
+      },
+    });
+    expect(calls.map((call) => call.node)).toEqual(["write", "judge"]);
+    expect(output.outcome).toMatchObject({ status: "Failed", error: { code: "invalid_state" } });
+    expect((output.outcome as { error: { message: string } }).error.message).toMatch(
+      /^node 'judge': blackboard variable 'review' \(written at 'review.critique'\)/,
+    );
+    expect(output.blackboard).not.toHaveProperty("review");
+  });
 });
