@@ -27,7 +27,10 @@ const memoryOf = (context: PlannedMemory): PlannedMemory => {
 };
 
 export const arenaActions = {
-  /** Plans what the agents are told; records CONTEXT_COMPACTED (when compaction ran) and CONTEXT_PLANNED. */
+  /**
+   * Plans what the agents are told; records CONTEXT_COMPACTED (when compaction ran), CONTEXT_PLANNED and
+   * CONTEXT_ZONES_ADAPTED (when the session's zone caps moved).
+   */
   planContext: enqueueActions<TurnContext, TurnEvent, undefined, TurnEvent, never, RecordAction, never>(
     ({ context, enqueue }) => {
       const planned = planTurnContext(
@@ -41,6 +44,8 @@ export const arenaActions = {
       if (planned.compacted)
         enqueue({ type: "record", params: { kind: "CONTEXT_COMPACTED", payload: planned.compacted } });
       enqueue({ type: "record", params: { kind: "CONTEXT_PLANNED", payload: planned.planned } });
+      if (planned.adapted)
+        enqueue({ type: "record", params: { kind: "CONTEXT_ZONES_ADAPTED", payload: planned.adapted } });
     },
   ),
 };

@@ -22,11 +22,13 @@ import {
   type ContextArenaState,
   type ContextCompactedPayload,
   type ContextPlannedPayload,
+  type ContextZonesAdaptedPayload,
   emptyArenaState,
 } from "../contracts/context.ts";
 import type { RecordedCompactionRequest } from "../contracts/ledger.ts";
 import type { Usage } from "../contracts/usage.ts";
 import type { Episode } from "../contracts/workspace.ts";
+import { adaptedShares, adaptZones, isNoAdaptation } from "./adaptiveZones.ts";
 import { contextBudgetFromEnv, DEFAULT_CONTEXT_BUDGET } from "./budget.ts";
 import { compactOffline, DEFAULT_KEEP_RECENT_TURNS, SUMMARY_SHARE } from "./compaction.ts";
 import { type ContextPlan, planContext } from "./planner.ts";
@@ -46,11 +48,14 @@ export interface ArenaTurn {
   planned: z.infer<typeof ContextPlannedPayload>;
   /** Set when compaction ran. */
   compacted: z.infer<typeof ContextCompactedPayload> | null;
+  /** Set when the session's zone caps moved (adaptive zones). */
+  adapted: z.infer<typeof ContextZonesAdaptedPayload> | null;
 }
 
-/** The planner over a context, for the session's summary and the model's last count. */
-function planner(context: AgentContext, policy: ArenaPolicy) {
+/** The planner over a context, for the session's summary and the model's last count (and its adapted zones). */
+function planner(context: AgentContext, policy: ArenaPolicy, state: ContextArenaState) {
   const tokenizer = tokenizerFor(policy.model);
+  const zoneShares = policy.adaptive_zones !== false && state.zones ? adaptedShares(state.zones) : undefined;
   const plan = (summary: ContextSummary | null, observed: number) =>
     planContext(
       { context, summary, ...(context.tool_failures ? { tool_failures: context.tool_failures } : {}) },
@@ -59,6 +64,8 @@ function planner(context: AgentContext, policy: ArenaPolicy) {
         tokenizer,
         observed_tokens: observed,
         ...(policy.recall_mode ? { recall_mode: policy.recall_mode } : {}),
+        ...(zoneShares ? { zone_shares: zoneShares } : {}),
+        ...(policy.max_entries !== undefined ? { max_entries: policy.max_entries } : {}),
       },
     );
   return { tokenizer, plan };
@@ -71,7 +78,7 @@ export function arenaPressure(
   policy: ArenaPolicy = DEFAULT_ARENA_POLICY,
 ): ContextPlan["report"]["pressure"] {
   const state = previous ?? emptyArenaState();
-  return planner(context, policy).plan(summaryOf(state), state.observed_tokens).report.pressure;
+  return planner(context, policy, state).plan(summaryOf(state), state.observed_tokens).report.pressure;
 }
 
 /**
@@ -116,8 +123,8 @@ export function planTurnContext(
   policy: ArenaPolicy = DEFAULT_ARENA_POLICY,
   input: ArenaTurnInput = {},
 ): ArenaTurn {
-  const { tokenizer, plan } = planner(context, policy);
   let state = previous ?? emptyArenaState();
+  const { tokenizer, plan } = planner(context, policy, state);
   let summary = summaryOf(state);
   let planned = plan(summary, state.observed_tokens);
   let compacted: ArenaTurn["compacted"] = null;
@@ -136,6 +143,7 @@ export function planTurnContext(
       const ref = input.turn_id === undefined ? {} : { compacted_in: input.turn_id };
       const consumed = request ? request.seq : state.compaction_request_seq;
       state = {
+        ...state,
         summary: { ...summary, ...ref },
         observed_tokens: 0,
         compactions: state.compactions + 1,
@@ -161,13 +169,40 @@ export function planTurnContext(
       planned = plan(summary, 0);
     }
   }
+  // Adaptive zones: what this turn's plan lost to each zone's cap moves the caps of the next turns.
+  let adapted: ArenaTurn["adapted"] = null;
+  const { zones: _zones, ...rest } = state;
+  let next: ContextArenaState = rest;
+  let adaptation: ContextArenaState["zones"];
+  if (policy.adaptive_zones !== false) {
+    const outcome = adaptZones(
+      state.zones,
+      Object.entries(planned.report.zones).map(([zone, report]) => ({
+        zone: zone as keyof typeof planned.report.zones,
+        capped: planned.report.dropped.some((item) => item.zone === zone && item.reason === "zone_cap"),
+        demand_tokens: report.demand_tokens,
+      })),
+      policy.budget.total_tokens,
+    );
+    if (!isNoAdaptation(outcome.adaptation)) {
+      adaptation = outcome.adaptation;
+      next = { ...next, zones: adaptation };
+    }
+    if (outcome.changes.length > 0) adapted = { changes: outcome.changes };
+  }
   return {
     // The model's last count has served this plan: the replies of this turn report it anew (observeUsage).
-    state: { ...state, observed_tokens: 0 },
+    state: { ...next, observed_tokens: 0 },
     context: plannedContext(context, planned, summary),
     plan: planned,
-    planned: { encoding: tokenizer.encoding, encoding_exact: tokenizer.exact, ...planned.report },
+    planned: {
+      encoding: tokenizer.encoding,
+      encoding_exact: tokenizer.exact,
+      ...planned.report,
+      ...(adaptation ? { adaptation } : {}),
+    },
     compacted,
+    adapted,
   };
 }
 
@@ -203,8 +238,17 @@ function plannedContext(context: AgentContext, plan: ContextPlan, summary: Conte
   else planned.persona = persona;
   if (context.ledgers) {
     const { goal, ...task } = context.ledgers.task;
+    const workers = context.ledgers.workers;
     planned.ledgers = {
       ...context.ledgers,
+      ...(workers
+        ? {
+            workers: {
+              pending: workers.pending.filter((_, index) => kept.has(`worker_result:${index}`)),
+              merged: kept.has("worker_merge") ? workers.merged : [],
+            },
+          }
+        : {}),
       facts: context.ledgers.facts.filter((_, index) => kept.has(`fact:${index}`)),
       task: {
         ...task,
@@ -227,7 +271,10 @@ function plannedContext(context: AgentContext, plan: ContextPlan, summary: Conte
 export function arenaPolicyFromEnv(env: NodeJS.ProcessEnv = process.env): ArenaPolicy {
   const model = setting(env, "CONCLAVE_LLM_MODEL");
   const recallMode = setting(env, "CONCLAVE_RECALL_MODE");
+  const maxEntries = setting(env, "CONCLAVE_CONTEXT_MAX_ENTRIES");
   return {
+    ...(setting(env, "CONCLAVE_CONTEXT_ADAPTIVE_ZONES") ? {} : { adaptive_zones: false }),
+    ...(maxEntries !== undefined ? { max_entries: maxEntries } : {}),
     budget: contextBudgetFromEnv(env),
     ...(model ? { model } : {}),
     ...(recallMode === "fallback" ? { recall_mode: recallMode } : {}),

@@ -33,6 +33,7 @@ import {
   ZONE_TITLES,
   ZONES,
   type Zone,
+  type ZoneLimit,
   zoneLimits,
 } from "./zones.ts";
 
@@ -46,6 +47,13 @@ export interface PlanOptions {
   reserve_tokens?: number;
   /** `fallback`: the recall zone is skipped at compact or critical pressure. Default `primary`: always planned. */
   recall_mode?: RecallMode;
+  /** The zones' shares of the budget, adapted to the session (adaptiveZones.ts). Default: ZONE_SHARES. */
+  zone_shares?: Readonly<Record<Zone, ZoneLimit>>;
+  /**
+   * The most items a planned context keeps (the arena's entry limit): past it, the least important go
+   * first, from the last zone to the first, as in degradation. Pinned items (the message) always stay.
+   */
+  max_entries?: number;
 }
 
 /** Why an item is not in the plan. */
@@ -85,6 +93,8 @@ export interface ContextPlanReport {
   floors_relaxed: boolean;
   /** The recall zone was skipped (recall mode `fallback` under pressure): why, and how many items it held. */
   recall_skipped?: { mode: "fallback"; pressure: "compact" | "critical"; items: number };
+  /** The arena's entry limit left items out (also in their zones' `dropped`): the limit, and those items. */
+  entries_limited?: { max_entries: number; dropped: string[] };
 }
 
 export interface ContextPlan {
@@ -105,7 +115,7 @@ interface Sized extends ContextItem {
 export function planContext(sources: ContextSources, options: PlanOptions): ContextPlan {
   const { budget, tokenizer } = options;
   const reserve = options.reserve_tokens ?? 0;
-  const limits = zoneLimits(budget.total_tokens);
+  const limits = zoneLimits(budget.total_tokens, options.zone_shares);
   const lineOf = (text: string) => `- ${text}\n`;
   const size = (item: ContextItem): Sized => ({ ...item, tokens: tokenizer.count(lineOf(item.text)) });
   const heading = Object.fromEntries(
@@ -163,6 +173,21 @@ export function planContext(sources: ContextSources, options: PlanOptions): Cont
     recallSkipped = { mode: "fallback", pressure: pressure.level, items: skipped.length };
     kept.set("recall", []);
     for (const item of skipped) skippedRecall.push(item.id);
+  }
+
+  // The arena's entry limit: the least important items beyond it go, from the last zone to the first.
+  const limited: { zone: Zone; id: string }[] = [];
+  if (options.max_entries !== undefined) {
+    const count = () => ZONES.reduce((sum, zone) => sum + kept.get(zone)!.length, 0);
+    for (const zone of [...ZONES].reverse()) {
+      const items = kept.get(zone)!;
+      while (count() > options.max_entries) {
+        const victim = items.findLast((item) => !item.pinned);
+        if (victim === undefined) break;
+        items.splice(items.indexOf(victim), 1);
+        limited.push({ zone, id: victim.id });
+      }
+    }
   }
 
   // 3a and 3b: from the last zone to the first, least important item first.
@@ -230,6 +255,7 @@ export function planContext(sources: ContextSources, options: PlanOptions): Cont
         dropped: [
           ...dropped.filter((item) => item.zone === zone).map((item) => item.id),
           ...(zone === "recall" ? skippedRecall.filter((id) => !dropped.some((item) => item.id === id)) : []),
+          ...limited.filter((item) => item.zone === zone).map((item) => item.id),
         ],
       },
     ]),
@@ -246,6 +272,9 @@ export function planContext(sources: ContextSources, options: PlanOptions): Cont
       truncated,
       floors_relaxed: floorsRelaxed,
       ...(recallSkipped ? { recall_skipped: recallSkipped } : {}),
+      ...(limited.length > 0
+        ? { entries_limited: { max_entries: options.max_entries ?? 0, dropped: limited.map((item) => item.id) } }
+        : {}),
     },
   };
 }

@@ -39,11 +39,14 @@ export const ZONE_SHARES: Readonly<Record<Zone, ZoneLimit>> = {
   rag_external: { floor: 0, cap: 0.15 },
 };
 
-/** The zones' floors and caps in tokens, for a budget of `totalTokens`. */
-export function zoneLimits(totalTokens: number): Record<Zone, ZoneLimit> {
+/** The zones' floors and caps in tokens, for a budget of `totalTokens` (`shares`: adapted ones, adaptiveZones.ts). */
+export function zoneLimits(
+  totalTokens: number,
+  shares: Readonly<Record<Zone, ZoneLimit>> = ZONE_SHARES,
+): Record<Zone, ZoneLimit> {
   const limits = {} as Record<Zone, ZoneLimit>;
   for (const zone of ZONES) {
-    const share = ZONE_SHARES[zone];
+    const share = shares[zone];
     limits[zone] = { floor: Math.floor(share.floor * totalTokens), cap: Math.floor(share.cap * totalTokens) };
   }
   return limits;

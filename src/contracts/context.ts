@@ -41,6 +41,32 @@ export const ArenaSummary = z.object({
 export type ArenaSummary = z.infer<typeof ArenaSummary>;
 
 /** What a session carries of its context from one turn to the next (in its snapshot). */
+/**
+ * A session's adapted zone caps (src/context/adaptiveZones.ts): each grown cap as a share of the
+ * budget, and the streaks under way (turns a zone lost items to its cap; turns a grown zone's demand
+ * fitted its usual cap). Empty records: nothing adapted.
+ */
+export const ZoneAdaptation = z.object({
+  caps: z.partialRecord(ContextZone, z.number().min(0).max(1)),
+  starved: z.partialRecord(ContextZone, z.number().int().min(1)),
+  relaxed: z.partialRecord(ContextZone, z.number().int().min(1)),
+});
+export type ZoneAdaptation = z.infer<typeof ZoneAdaptation>;
+
+/** One cap that moved: CONTEXT_ZONES_ADAPTED names each. */
+export const ZoneAdaptationChange = z.object({
+  zone: ContextZone,
+  from_share: z.number().min(0).max(1),
+  to_share: z.number().min(0).max(1),
+  /** `starved`: it lost items to its cap for `turns` turns in a row; `relaxed`: its demand fitted its usual cap again. */
+  reason: z.enum(["starved", "relaxed"]),
+  turns: z.number().int().min(1),
+});
+export type ZoneAdaptationChange = z.infer<typeof ZoneAdaptationChange>;
+
+/** CONTEXT_ZONES_ADAPTED: the session's zone caps moved after a turn (adaptive zones). */
+export const ContextZonesAdaptedPayload = z.object({ changes: z.array(ZoneAdaptationChange).min(1) });
+
 export const ContextArenaState = z.object({
   /** The compaction summary of the session's older turns; null before the first compaction. */
   summary: ArenaSummary.nullable(),
@@ -53,6 +79,8 @@ export const ContextArenaState = z.object({
    * absent: none. A later request is pending (docs/context.md, "Compaction requests").
    */
   compaction_request_seq: z.number().int().min(1).optional(),
+  /** The session's adapted zone caps; absent: none (and in states stored before 0.3.0). */
+  zones: ZoneAdaptation.optional(),
 });
 export type ContextArenaState = z.infer<typeof ContextArenaState>;
 
@@ -114,6 +142,12 @@ export const ContextPlannedPayload = z.object({
   recall_skipped: z
     .object({ mode: z.literal("fallback"), pressure: z.enum(["compact", "critical"]), items: z.number().int().min(0) })
     .optional(),
+  /** The arena's entry limit (CONCLAVE_CONTEXT_MAX_ENTRIES) left these items out (also in their zones' `dropped`). */
+  entries_limited: z
+    .object({ max_entries: z.number().int().min(1), dropped: z.array(z.string()).max(1_000) })
+    .optional(),
+  /** The session's zone adaptation after this turn (a replay reads it from here); absent: nothing adapted. */
+  adaptation: ZoneAdaptation.optional(),
 });
 
 /** CONTEXT_COMPACTED: older turns folded into the session's summary. */
@@ -170,4 +204,8 @@ export interface ArenaPolicy {
   compaction?: Partial<CompactionSettings>;
   /** When the recall zone is planned (default `primary`: always). */
   recall_mode?: RecallMode;
+  /** Zone caps adapt to the session's demand (src/context/adaptiveZones.ts). Default true. */
+  adaptive_zones?: boolean;
+  /** The most items a planned context keeps (the arena's entry limit). Default: no limit. */
+  max_entries?: number;
 }

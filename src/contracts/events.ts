@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { Contribution } from "./agent.ts";
-import { ContextCompactedPayload, ContextPlannedPayload } from "./context.ts";
+import { ContextCompactedPayload, ContextPlannedPayload, ContextZonesAdaptedPayload } from "./context.ts";
 import { ReplyFallback, StreamId } from "./council.ts";
 import { CriticResult, CriticsVerdict } from "./critic.ts";
 import { ErrorCode } from "./errors.ts";
@@ -81,6 +81,8 @@ export const EventPayloads = {
   CONTEXT_COMPACTED: ContextCompactedPayload,
   /** What the turn's agents are shown, zone by zone, what was dropped, and the pressure on the budget. */
   CONTEXT_PLANNED: ContextPlannedPayload,
+  /** The session's zone caps moved after the turn's plan (adaptive zones, docs/context.md). */
+  CONTEXT_ZONES_ADAPTED: ContextZonesAdaptedPayload,
   /** The scheduler's plan: the waves, every candidate's score, who was left out and why, the token budget. */
   SCHEDULE_PLANNED: PlanWavesReply,
   WAVE_STARTED: z.object({ wave: z.number().int(), agent_count: z.number().int(), agents: z.array(z.string()) }),

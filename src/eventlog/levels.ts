@@ -65,6 +65,8 @@ export const EVENT_KIND_LEVELS = {
   WORKSPACE_PATCHED: "ops",
   CONTEXT_COMPACTED: "audit",
   CONTEXT_PLANNED: "audit",
+  // A notice: the adaptation itself is in CONTEXT_PLANNED, which a replay reads.
+  CONTEXT_ZONES_ADAPTED: "ops",
   SCHEDULE_PLANNED: "audit",
   WAVE_STARTED: "ops",
   AGENT_COMPLETED: "audit",

@@ -34,9 +34,15 @@ export function foldTurn(state: SessionSnapshot, events: readonly EngineEvent[])
     if (event.kind === "SENSORS_FAST_UPDATED") modulators = modulatorsFromSensors(event.payload.sensors, modulators);
     if (event.kind === "STANCE_UPDATED") stance = event.payload.current;
     // The context arena, as the turn changed it (machines/turn/contextArena.ts, agents.ts).
-    if (event.kind === "CONTEXT_PLANNED") arena = { ...(arena ?? emptyArenaState()), observed_tokens: 0 };
+    if (event.kind === "CONTEXT_PLANNED") {
+      // The zones' adaptation after the turn is recorded with its plan (absent: none).
+      const { zones: _zones, ...rest } = arena ?? emptyArenaState();
+      const { adaptation } = event.payload;
+      arena = { ...rest, observed_tokens: 0, ...(adaptation ? { zones: adaptation } : {}) };
+    }
     if (event.kind === "CONTEXT_COMPACTED")
       arena = {
+        ...arena,
         // The text, and where the log holds it: the stored snapshot keeps only the reference (sessionSummary.ts).
         summary: { through_turn: event.payload.through_turn, text: event.payload.summary, compacted_in: event.turn_id },
         observed_tokens: 0,
@@ -109,6 +115,8 @@ export function compareSnapshots(rebuilt: SessionSnapshot, stored: SessionSnapsh
       if (!close(value, other)) differences.push(`${group}.${name}: ${value} ≠ ${other}`);
     }
   }
+  const zones = (snapshot: SessionSnapshot) => JSON.stringify(snapshot.context_arena?.zones ?? null);
+  if (zones(rebuilt) !== zones(stored)) differences.push(`context_arena.zones: ${zones(rebuilt)} ≠ ${zones(stored)}`);
   return differences;
 }
 

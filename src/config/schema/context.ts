@@ -4,7 +4,7 @@
  * CONFIG_SCHEMA by schema.ts.
  */
 import { z } from "zod";
-import { type ConfigVariable, variable, wholeNumber } from "../variable.ts";
+import { type ConfigVariable, flag, variable, wholeNumber } from "../variable.ts";
 
 /** A ratio in (0, 1], from its decimal text ("0.8"). */
 const ratio = z
@@ -50,5 +50,16 @@ export const CONTEXT_VARIABLES = {
     schema: z.enum(["primary", "fallback"], { error: "must be one of primary, fallback" }),
     default: "primary",
     doc: "The recall zone under pressure: primary always plans it; fallback skips it when the context pressure is compact or critical (docs/context.md).",
+  }),
+  CONCLAVE_CONTEXT_ADAPTIVE_ZONES: variable({
+    group: "runner",
+    schema: flag,
+    default: true,
+    doc: "Zone caps adapt to a session: a zone losing items to its cap 3 turns running grows it (up to twice its share), and gives it back when its demand fits again (docs/context.md).",
+  }),
+  CONCLAVE_CONTEXT_MAX_ENTRIES: variable({
+    group: "runner",
+    schema: wholeNumber(1, 10_000, " (items)"),
+    doc: "The arena's entry limit: the most items a planned context keeps; past it the least important go, from the last zone (docs/context.md). Unset: no limit.",
   }),
 } as const satisfies Record<string, ConfigVariable>;
