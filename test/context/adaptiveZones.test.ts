@@ -20,6 +20,7 @@ import { DEFAULT_CONTEXT_BUDGET } from "../../src/context/budget.ts";
 import { planContext } from "../../src/context/planner.ts";
 import { tokenizerFor } from "../../src/context/tokenizer.ts";
 import { ZONE_SHARES } from "../../src/context/zones.ts";
+import type { ContextArenaState, ZoneAdaptationChange } from "../../src/contracts/context.ts";
 import { agentContext, ledgers, sentences } from "./contexts.ts";
 
 const tokenizer = tokenizerFor("gpt-4o");
@@ -31,7 +32,7 @@ const truthCapped: ZoneOutcome = { zone: "truth", capped: true, demand_tokens: 4
 const truthFits: ZoneOutcome = { zone: "truth", capped: false, demand_tokens: 50 };
 
 /** The adaptation after `outcomes`, one turn each, from none. */
-function after(outcomes: ZoneOutcome[][]) {
+function adaptedAfter(outcomes: ZoneOutcome[][]) {
   let adaptation = noAdaptation();
   const changes = [];
   for (const turn of outcomes) {
@@ -44,38 +45,41 @@ function after(outcomes: ZoneOutcome[][]) {
 
 describe("adaptive zones", () => {
   it("grow a zone's cap after it lost items to it three turns running, one step at a time", () => {
-    const two = after(Array.from({ length: STARVED_TURNS - 1 }, () => [truthCapped]));
+    const two = adaptedAfter(Array.from({ length: STARVED_TURNS - 1 }, () => [truthCapped]));
     expect(two.changes).toEqual([]);
     expect(two.adaptation.starved).toEqual({ truth: STARVED_TURNS - 1 });
-    const three = after(Array.from({ length: STARVED_TURNS }, () => [truthCapped]));
+    const three = adaptedAfter(Array.from({ length: STARVED_TURNS }, () => [truthCapped]));
     const grown = share(ZONE_SHARES.truth.cap + CAP_STEP);
     expect(three.changes).toEqual([
       { zone: "truth", from_share: ZONE_SHARES.truth.cap, to_share: grown, reason: "starved", turns: STARVED_TURNS },
     ]);
     expect(three.adaptation).toEqual({ caps: { truth: grown }, starved: {}, relaxed: {} });
     // A turn that fits breaks the streak.
-    expect(after([[truthCapped], [truthCapped], [truthFits], [truthCapped]]).changes).toEqual([]);
+    expect(adaptedAfter([[truthCapped], [truthCapped], [truthFits], [truthCapped]]).changes).toEqual([]);
   });
 
   it("grow a cap to at most twice its share", () => {
-    const { adaptation } = after(Array.from({ length: 60 * STARVED_TURNS }, () => [truthCapped]));
+    const { adaptation } = adaptedAfter(Array.from({ length: 60 * STARVED_TURNS }, () => [truthCapped]));
     expect(adaptation.caps.truth).toBeCloseTo(ZONE_SHARES.truth.cap * MAX_CAP_FACTOR);
   });
 
   it("give a grown cap back, step by step, once the zone's demand fits its usual cap again", () => {
     const starving = Array.from({ length: 2 * STARVED_TURNS }, () => [truthCapped]);
-    const grown = after(starving).adaptation.caps.truth!;
+    const grown = adaptedAfter(starving).adaptation.caps.truth!;
     expect(grown).toBeCloseTo(ZONE_SHARES.truth.cap + 2 * CAP_STEP);
     // Demand above the usual cap but within the grown one: held.
-    const held = after([...starving, ...Array.from({ length: 5 }, () => [{ ...truthFits, demand_tokens: 210 }])]);
+    const held = adaptedAfter([
+      ...starving,
+      ...Array.from({ length: 5 }, () => [{ ...truthFits, demand_tokens: 210 }]),
+    ]);
     expect(held.adaptation.caps.truth).toBe(grown);
-    const relaxing = after([...starving, ...Array.from({ length: RELAXED_TURNS }, () => [truthFits])]);
+    const relaxing = adaptedAfter([...starving, ...Array.from({ length: RELAXED_TURNS }, () => [truthFits])]);
     expect(relaxing.changes.at(-1)).toMatchObject({
       zone: "truth",
       reason: "relaxed",
       to_share: share(grown - CAP_STEP),
     });
-    const back = after([...starving, ...Array.from({ length: 2 * RELAXED_TURNS }, () => [truthFits])]);
+    const back = adaptedAfter([...starving, ...Array.from({ length: 2 * RELAXED_TURNS }, () => [truthFits])]);
     expect(back.adaptation).toEqual(noAdaptation());
   });
 
@@ -91,8 +95,8 @@ describe("adaptive zones", () => {
 
   it("carry the adaptation from turn to turn in the arena, and name each move", () => {
     const context = agentContext({ ledgers: ledgers(sentences("fact", 30), []) });
-    let state;
-    const moves = [];
+    let state: ContextArenaState | undefined;
+    const moves: ZoneAdaptationChange[] = [];
     for (let turn = 1; turn <= STARVED_TURNS; turn++) {
       const planned = planTurnContext(state, context, { budget }, { turn_id: turn });
       state = planned.state;
