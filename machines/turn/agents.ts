@@ -106,6 +106,7 @@ export const agents = turnSetup.createStateConfig({
                   ...(event.reply.usage ? { usage: event.reply.usage } : {}),
                   ...(event.reply.skills ? { skills: event.reply.skills } : {}),
                   ...(event.reply.routing_usage ? { routing_usage: event.reply.routing_usage } : {}),
+                  ...(event.reply.identity ? { identity: event.reply.identity } : {}),
                 },
               }),
             },

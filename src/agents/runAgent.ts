@@ -22,6 +22,7 @@ import {
 } from "./agentTools.ts";
 import type { AgentDefinition, AgentModel, AgentReviseContext } from "./defineAgent.ts";
 import { durableModel, type RecordStep } from "./durableModel.ts";
+import type { AgentIdentity } from "./identityFile.ts";
 
 /** An agent answered with something its own output schema, or the council contract, rejects. */
 export class InvalidAgentOutputError extends ConclaveError<"invalid_agent_output"> {
@@ -50,6 +51,8 @@ export interface RunAgentOptions {
   skills?: (message: string, onUsage?: (usage: Usage) => void) => Promise<readonly AgentSkill[]>;
   /** The skills `ctx.skills.activate` and `complete` may name (absent: they reject with `not_found`). */
   skillCatalog?: SkillCatalog;
+  /** The agent's identity file (identityFile.ts), read where the agent is hosted; absent: none. */
+  identity?: (agentId: string) => AgentIdentity | null;
 }
 
 /**
@@ -73,10 +76,13 @@ export function runAgent(
 
 async function answerAgent(
   agent: AgentDefinition,
-  request: AgentRequest,
+  asked: AgentRequest,
   options: RunAgentOptions,
 ): Promise<AgentAnswer> {
   const id = agent.manifest.id;
+  // The agent's identity file goes first into its own context (its identity_persona zone).
+  const identity = options.identity?.(id) ?? null;
+  const request = identity ? { ...asked, context: { ...asked.context, identity: identity.text } } : asked;
   let usage: Usage | undefined;
   const count = (used: Usage) => {
     usage = usage ? addUsage(usage, used) : used;
@@ -118,6 +124,7 @@ async function answerAgent(
   const loaded = () => ({
     ...(skills ? { skills: skills.map((skill) => skill.id) } : {}),
     ...(routing ? { routing_usage: routing } : {}),
+    ...(identity ? { identity: { path: identity.path, sha256: identity.sha256 } } : {}),
     ...lifecycle.report(),
   });
   const ctx: AgentReviseContext = {

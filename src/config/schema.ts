@@ -300,6 +300,12 @@ export const CONFIG_SCHEMA = {
     doc: "Directory the built-in sandbox_write tool writes in.",
   }),
 
+  CONCLAVE_IDENTITY_DIR: variable({
+    group: "runner",
+    schema: path,
+    default: ".conclave/agents",
+    doc: "Where workers read each agent's identity file, <dir>/<agent-id>/identity.md (never written by Conclave; missing or empty: none). It goes first into the agent's identity_persona zone (docs/context.md).",
+  }),
   CONCLAVE_SKILLS_DIR: variable({
     group: "runner",
     schema: path,

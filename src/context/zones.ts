@@ -112,7 +112,9 @@ export function contextItems(sources: ContextSources): ContextItem[] {
     if (text.trim().length > 0) items.push({ zone, id, text, rank, order, ...(pinned ? { pinned } : {}) });
   };
 
-  // Identity and persona: standing instructions (most recently taught first), the persona, the council's stance.
+  // Identity and persona: the agent's identity file (kept longest), standing instructions (most recently
+  // taught first), the persona, the council's stance.
+  if (context.identity) add("identity_persona", "identity", context.identity, -1);
   for (const [index, procedure] of (context.procedures ?? []).entries())
     add("identity_persona", `procedure:${index}`, procedure, index);
   if (context.persona) add("identity_persona", "persona", context.persona, 50);

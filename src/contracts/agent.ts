@@ -127,6 +127,11 @@ export const AgentContext = z.object({
    * `identity_persona` zone (cut to the zone's budget, with a note, when longer).
    */
   persona: z.string().max(4_000).optional(),
+  /**
+   * The agent's identity file (`<CONCLAVE_IDENTITY_DIR>/<agent-id>/identity.md`), added by the worker
+   * hosting it: first in the `identity_persona` zone. Absent: the agent has none.
+   */
+  identity: z.string().max(8_000).optional(),
   /** The session's truth and task ledgers in short (absent when both are empty). */
   ledgers: LedgerDigest.optional(),
   /** The session's older turns in short, once the context arena compacted them (docs/context.md): `episodes` holds only later turns. */
@@ -223,6 +228,8 @@ export const AgentReply = z.object({
   skills: z.array(z.string().max(64)).max(1_000).optional(),
   /** Tokens the worker's skill routing embedded the message with, when this request made that call (with its model). */
   routing_usage: Usage.optional(),
+  /** The identity file the worker gave the agent (its path and the SHA-256 of its text, never the text). */
+  identity: z.object({ path: z.string().max(4_096), sha256: z.string().length(64) }).optional(),
   ...SkillReplyFields,
 });
 export type AgentReply = z.infer<typeof AgentReply>;
@@ -274,4 +281,6 @@ export interface AgentAnswer {
   skills_activated?: string[];
   /** Skills the agent completed (`ctx.skills.complete`), each checked against its output schema. */
   skills_completed?: SkillCompletion[];
+  /** The identity file the agent was given (see AgentReply's `identity`). */
+  identity?: { path: string; sha256: string };
 }

@@ -101,6 +101,8 @@ export const EventPayloads = {
     skills: z.array(z.string()).optional(),
     /** Tokens the worker's skill routing embedded the message with for this call, with its model (`skills:routing`). */
     routing_usage: Usage.optional(),
+    /** The identity file the agent was given (path and SHA-256 of its text; docs/context.md, "Identity files"). */
+    identity: z.object({ path: z.string(), sha256: z.string() }).optional(),
   }),
   AGENT_FAILED: z.object({
     wave: z.number().int(),

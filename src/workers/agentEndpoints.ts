@@ -2,6 +2,7 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import { fromPromise } from "xstate";
 import { agentMachine } from "../../machines/agent.ts";
 import type { AgentDefinition } from "../agents/defineAgent.ts";
+import type { IdentityFiles } from "../agents/identityFile.ts";
 import { runAgent } from "../agents/runAgent.ts";
 import { HandlerError } from "../bus/errors.ts";
 import { requestJson } from "../bus/request.ts";
@@ -32,6 +33,8 @@ export interface AgentHost {
   modelName: string;
   /** The worker's skills (`--skills DIR`): each request's user message picks the agent's `ctx.skills`. */
   skills?: WorkerSkills | undefined;
+  /** The agents' identity files (`CONCLAVE_IDENTITY_DIR`): each call reads its agent's, if it changed. */
+  identities?: IdentityFiles | undefined;
 }
 
 /**
@@ -51,6 +54,7 @@ export function serveAgent(
         runAgent(agent, input, {
           model: host.model,
           signal,
+          ...(host.identities ? { identity: (agentId: string) => host.identities!.read(agentId) } : {}),
           ...(host.skills
             ? {
                 skills: (message: string, onUsage?: (usage: Usage) => void) =>
@@ -128,6 +132,7 @@ export function serveAgent(
           ...(answer.routing_usage ? { routing_usage: answer.routing_usage } : {}),
           ...(answer.skills_activated ? { skills_activated: answer.skills_activated } : {}),
           ...(answer.skills_completed ? { skills_completed: answer.skills_completed } : {}),
+          ...(answer.identity ? { identity: answer.identity } : {}),
         };
       },
     },

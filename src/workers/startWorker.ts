@@ -4,6 +4,7 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import { type Announcer, announceAgents } from "../agents/announcement.ts";
 import { type AgentDefinition, AgentDefinitionError } from "../agents/defineAgent.ts";
 import { AgentDirectory } from "../agents/directory.ts";
+import { IdentityFiles } from "../agents/identityFile.ts";
 import { busOptions, connectBus } from "../bus/connection.ts";
 import { deadLetter } from "../bus/deadLetters.ts";
 import type { ServeOptions } from "../bus/serveActor.ts";
@@ -273,6 +274,7 @@ async function serveWorker(
       });
     }
     if (options.agents.length > 0) {
+      const identities = new IdentityFiles(options.identityDir ?? setting(process.env, "CONCLAVE_IDENTITY_DIR"));
       const service = startService(nc, "worker", {
         name: "conclave-agents",
         version: packageVersion(),
@@ -281,7 +283,12 @@ async function serveWorker(
       });
       for (const agent of options.agents) {
         const model = options.agentModels.get(agent) ?? { model: backend.model, modelName: backend.name };
-        serveAgent(requestsOnly(service, ignored), agent, { nc, ...model, skills: options.agentSkills }, serve);
+        serveAgent(
+          requestsOnly(service, ignored),
+          agent,
+          { nc, ...model, skills: options.agentSkills, identities },
+          serve,
+        );
       }
       running.push(service);
     }

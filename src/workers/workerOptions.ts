@@ -77,6 +77,11 @@ export interface WorkerOptions {
    * (defaults 0.35 and 3). Default: none.
    */
   skills?: { dir: string; threshold?: number; maxLazy?: number };
+  /**
+   * The directory of the agents' identity files, `<dir>/<agent-id>/identity.md` (docs/context.md,
+   * "Identity files"). Default: `CONCLAVE_IDENTITY_DIR`, else `.conclave/agents` under the working directory.
+   */
+  identityDir?: string;
   /** Where the worker logs. Default: nothing. */
   log?: Logger;
   /**
