@@ -84,7 +84,15 @@ export function priorValues(
       kind: "semantic",
       text: old.text,
       topics: [...old.topics],
-      data: { prior: true, key: fact.key, of: old.id, status: "proposed", updated_turn: turnId },
+      // `source_turn`: the turn whose text it keeps; a trim of that turn removes it (trimTurn.ts).
+      data: {
+        prior: true,
+        key: fact.key,
+        of: old.id,
+        status: "proposed",
+        updated_turn: turnId,
+        ...(typeof old.data.updated_turn === "number" ? { source_turn: old.data.updated_turn } : {}),
+      },
       ...(old.embedding ? { embedding: [...old.embedding] } : {}),
     });
     edges.push({ from: id, to: old.id, kind: EVOLVES, session_id: sessionId });

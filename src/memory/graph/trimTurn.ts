@@ -4,7 +4,9 @@
  * left are removed with it: its episodic node `episode.<turn>`, and the facts
  * and threads last changed by it or earlier (`data.updated_turn`), with every
  * edge from or to them. A fact restated by a later turn stays (its text is
- * that turn's). In NATS KV each key gets a delete marker first (workers
+ * that turn's). What memory derived from them goes too: an earlier value a
+ * fact kept (`prior.…`, whose text is the trimmed turn's) and the insights
+ * that name a removed node or a trimmed turn (their text quotes them). In NATS KV each key gets a delete marker first (workers
  * following the session drop their copy), then every message the key still
  * has, marker included, is overwritten with the secure delete an erase uses.
  */
@@ -31,7 +33,30 @@ export function isTrimmedBy(node: Pick<MemoryNode, "id" | "data">, turnId: numbe
   const turn = node.data.turn_id;
   if (node.id.startsWith("episode.") && typeof turn === "number") return turn <= turnId;
   const updated = node.data.updated_turn;
+  if (node.data.prior === true) {
+    const source = node.data.source_turn;
+    return typeof source === "number" ? source <= turnId : typeof updated === "number" && updated <= turnId;
+  }
   return (node.data.fact === true || node.data.thread === true) && typeof updated === "number" && updated <= turnId;
+}
+
+/**
+ * The nodes a trim of turn `turnId` removes: those isTrimmedBy names, then the insights derived from
+ * them (naming a removed node as evidence, or a trimmed turn).
+ */
+export function trimmedNodes<N extends Pick<MemoryNode, "id" | "data">>(nodes: readonly N[], turnId: number): N[] {
+  const trimmed = nodes.filter((node) => isTrimmedBy(node, turnId));
+  const removed = new Set(trimmed.map((node) => node.id));
+  const derived = nodes.filter((node) => {
+    if (node.data.insight !== true || removed.has(node.id)) return false;
+    const evidence = Array.isArray(node.data.evidence) ? node.data.evidence : [];
+    const turns = Array.isArray(node.data.turns) ? node.data.turns : [];
+    return (
+      evidence.some((id) => typeof id === "string" && removed.has(id)) ||
+      turns.some((turn) => typeof turn === "number" && turn <= turnId)
+    );
+  });
+  return [...trimmed, ...derived];
 }
 
 /** The edges to remove with the nodes: every one from or to one of them. */
@@ -70,7 +95,10 @@ export async function trimNatsGraphTurn(
     const node = MemoryNodeSchema.safeParse(value);
     return node.success && key.split(".")[1] === "n" ? [{ key, node: node.data }] : [];
   });
-  const trimmed = nodes.filter(({ node }) => isTrimmedBy(node, turnId)).map(({ node }) => node);
+  const trimmed = trimmedNodes(
+    nodes.map(({ node }) => node),
+    turnId,
+  );
   const removed = new Set(trimmed.map((node) => node.id));
   if (removed.size === 0) return [];
   const doomed = [
@@ -90,8 +118,8 @@ export async function trimNatsGraphTurn(
 /** The same trim through a store's own API (the PostgreSQL backend): the texts of the nodes it removed. */
 export async function trimGraphTurn(store: MemoryGraphStore, sessionId: string, turnId: number): Promise<string[]> {
   const texts: string[] = [];
-  for (const node of await store.nodes(sessionId))
-    if (isTrimmedBy(node, turnId) && (await store.removeNode(sessionId, node.id))) texts.push(node.text);
+  for (const node of trimmedNodes(await store.nodes(sessionId), turnId))
+    if (await store.removeNode(sessionId, node.id)) texts.push(node.text);
   return texts;
 }
 
