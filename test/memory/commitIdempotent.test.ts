@@ -5,16 +5,13 @@
  * once and learns from it once: facts' recurrence and the persona's turn
  * count are not counted twice.
  */
-import { type JetStreamManager, jetstream, jetstreamManager } from "@nats-io/jetstream";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { JetStreamManager } from "@nats-io/jetstream";
+import { beforeAll, describe, expect, it } from "vitest";
 import { streams, subjects } from "../../src/bus/subjects.ts";
-import type { Episode } from "../../src/contracts/workspace.ts";
-import { ensureMemoryStream } from "../../src/eventlog/streams.ts";
-import { EpisodeStore } from "../../src/memory/episodeStore.ts";
-import { openMemoryGraph } from "../../src/memory/graph/open.ts";
 import type { MemoryGraphStore } from "../../src/memory/graph/store.ts";
-import { SessionMemory } from "../../src/memory/sessionMemory.ts";
+import type { SessionMemory } from "../../src/memory/sessionMemory.ts";
 import { useNatsServer } from "../helpers/nats.ts";
+import { plainEpisode, useSessionMemory } from "../helpers/sessionMemory.ts";
 import { sleep } from "../helpers/wait.ts";
 
 const nats = useNatsServer();
@@ -24,29 +21,21 @@ let jsm: JetStreamManager;
 /** The episodes stream's duplicate window here: short, so a test can commit again after it. */
 const DUPLICATE_WINDOW_MS = 500;
 
-beforeAll(async () => {
-  const nc = await nats.connect("worker");
-  jsm = await jetstreamManager(nc);
-  // Made before ensureMemoryStream (which leaves an existing stream as it is), with a short duplicate window.
-  await jsm.streams.add({
-    name: streams.memory,
-    subjects: [subjects.allEpisodes],
-    duplicate_window: DUPLICATE_WINDOW_MS * 1_000_000,
-  });
-  await ensureMemoryStream(jsm);
-  graph = await openMemoryGraph({ nc });
-  memory = new SessionMemory(graph, new EpisodeStore(jetstream(nc), jsm));
+const stack = useSessionMemory(nats, {
+  beforeStreams: async (manager) => {
+    // Made before ensureMemoryStream (which leaves an existing stream as it is), with a short duplicate window.
+    await manager.streams.add({
+      name: streams.memory,
+      subjects: [subjects.allEpisodes],
+      duplicate_window: DUPLICATE_WINDOW_MS * 1_000_000,
+    });
+  },
 });
-afterAll(() => graph.close());
+beforeAll(() => {
+  ({ graph, memory, jsm } = stack);
+});
 
-const turn = (session: string, turnId: number, text: string): Episode => ({
-  session_id: session,
-  turn_id: turnId,
-  user_text: text,
-  response: "Okay.",
-  intent: "support",
-  ts: 1_700_000_000_000 + turnId,
-});
+const turn = plainEpisode;
 
 /** How many messages the episodes stream holds for the session's turn. */
 async function storedEpisodes(session: string, turnId: number): Promise<number> {

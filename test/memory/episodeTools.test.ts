@@ -1,33 +1,15 @@
-/**
- * An episode records the tools its turn invoked (`tools_invoked`), and memory
- * finds the episodes that used a tool (issue 38, item 7): the memory service's
- * commit and search on a real nats-server (JetStream episodes, the NATS KV graph).
- * The whole path, from a pipeline turn's tool calls to `conclave memory search
- * --tool`, is test/e2e/pipelineAgentTools.test.ts.
- */
-import { jetstream, jetstreamManager } from "@nats-io/jetstream";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import type { Episode } from "../../src/contracts/workspace.ts";
-import { ensureMemoryStream } from "../../src/eventlog/streams.ts";
-import { EpisodeStore } from "../../src/memory/episodeStore.ts";
-import { openMemoryGraph } from "../../src/memory/graph/open.ts";
-import type { MemoryGraphStore } from "../../src/memory/graph/store.ts";
-import { SessionMemory } from "../../src/memory/sessionMemory.ts";
+import type { SessionMemory } from "../../src/memory/sessionMemory.ts";
 import { useNatsServer } from "../helpers/nats.ts";
+import { useSessionMemory } from "../helpers/sessionMemory.ts";
 
 const nats = useNatsServer();
-let graph: MemoryGraphStore;
 let memory: SessionMemory;
 
-beforeAll(async () => {
-  const nc = await nats.connect("worker");
-  const jsm = await jetstreamManager(nc);
-  await ensureMemoryStream(jsm);
-  graph = await openMemoryGraph({ nc });
-  memory = new SessionMemory(graph, new EpisodeStore(jetstream(nc), jsm));
-});
-afterAll(async () => {
-  await graph.close();
+const stack = useSessionMemory(nats);
+beforeAll(() => {
+  ({ memory } = stack);
 });
 
 const episode = (turn: number, user: string, tools?: string[]): Episode => ({

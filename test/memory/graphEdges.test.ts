@@ -1,39 +1,19 @@
-/**
- * The memory graph's edges, as the commit writes them on a real nats-server: each turn's episode
- * joined to what it taught (the facts it mentions, the threads it opens and resolves, the
- * procedures it teaches), and the session's graph exported whole, every edge between its nodes.
- */
-import { jetstream, jetstreamManager } from "@nats-io/jetstream";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Episode } from "../../src/contracts/workspace.ts";
-import { ensureMemoryStream } from "../../src/eventlog/streams.ts";
-import { EpisodeStore } from "../../src/memory/episodeStore.ts";
-import { openMemoryGraph } from "../../src/memory/graph/open.ts";
+import { beforeAll, describe, expect, it } from "vitest";
 import type { MemoryGraphStore } from "../../src/memory/graph/store.ts";
-import { SessionMemory } from "../../src/memory/sessionMemory.ts";
+import type { SessionMemory } from "../../src/memory/sessionMemory.ts";
 import { useNatsServer } from "../helpers/nats.ts";
+import { plainEpisode, useSessionMemory } from "../helpers/sessionMemory.ts";
 
 const nats = useNatsServer();
 let graph: MemoryGraphStore;
 let memory: SessionMemory;
 
-beforeAll(async () => {
-  const nc = await nats.connect("worker");
-  const jsm = await jetstreamManager(nc);
-  await ensureMemoryStream(jsm);
-  graph = await openMemoryGraph({ nc });
-  memory = new SessionMemory(graph, new EpisodeStore(jetstream(nc), jsm));
+const stack = useSessionMemory(nats);
+beforeAll(() => {
+  ({ graph, memory } = stack);
 });
-afterAll(() => graph.close());
 
-const turn = (session: string, turnId: number, text: string): Episode => ({
-  session_id: session,
-  turn_id: turnId,
-  user_text: text,
-  response: "Okay.",
-  intent: "support",
-  ts: 1_700_000_000_000 + turnId,
-});
+const turn = plainEpisode;
 
 describe("the edges a commit writes", () => {
   it("join each episode to the facts, threads and procedures it taught, and export with the graph", async () => {

@@ -1,40 +1,20 @@
-/**
- * A session's insights on a real nats-server (src/memory/insights.ts): commits raise them, a
- * refresh derives them again only when the graph changed, a dismissed one is never raised again,
- * and a fact's change is reviewed both ways (reject restores the earlier value for search).
- */
-import { jetstream, jetstreamManager } from "@nats-io/jetstream";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Episode } from "../../src/contracts/workspace.ts";
-import { ensureMemoryStream } from "../../src/eventlog/streams.ts";
-import { EpisodeStore } from "../../src/memory/episodeStore.ts";
-import { openMemoryGraph } from "../../src/memory/graph/open.ts";
+import { beforeAll, describe, expect, it } from "vitest";
 import type { MemoryGraphStore } from "../../src/memory/graph/store.ts";
 import { UnknownEvolvesEdgeError } from "../../src/memory/insights.ts";
-import { SessionMemory } from "../../src/memory/sessionMemory.ts";
+import type { SessionMemory } from "../../src/memory/sessionMemory.ts";
 import { useNatsServer } from "../helpers/nats.ts";
+import { plainEpisode, useSessionMemory } from "../helpers/sessionMemory.ts";
 
 const nats = useNatsServer();
 let graph: MemoryGraphStore;
 let memory: SessionMemory;
 
-beforeAll(async () => {
-  const nc = await nats.connect("worker");
-  const jsm = await jetstreamManager(nc);
-  await ensureMemoryStream(jsm);
-  graph = await openMemoryGraph({ nc });
-  memory = new SessionMemory(graph, new EpisodeStore(jetstream(nc), jsm));
+const stack = useSessionMemory(nats);
+beforeAll(() => {
+  ({ graph, memory } = stack);
 });
-afterAll(() => graph.close());
 
-const turn = (session: string, turnId: number, text: string): Episode => ({
-  session_id: session,
-  turn_id: turnId,
-  user_text: text,
-  response: "Okay.",
-  intent: "support",
-  ts: 1_700_000_000_000 + turnId,
-});
+const turn = plainEpisode;
 
 const search = async (session: string, query: string) =>
   (await memory.search({ session_id: session, query, limit: 10 })).items
