@@ -6,9 +6,10 @@
  * edge from or to them. A fact restated by a later turn stays (its text is
  * that turn's). What memory derived from them goes too: an earlier value a
  * fact kept (`prior.…`, whose text is the trimmed turn's) and the insights
- * that name a removed node or a trimmed turn (their text quotes them). In NATS KV each key gets a delete marker first (workers
- * following the session drop their copy), then every message the key still
- * has, marker included, is overwritten with the secure delete an erase uses.
+ * that name a removed node or a trimmed turn (their text quotes them). In
+ * NATS KV each key gets a delete marker first (workers following the
+ * session drop their copy), then every message the key still has, marker
+ * included, is overwritten with the secure delete an erase uses.
  */
 import type { JetStreamManager } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
