@@ -5,12 +5,12 @@
  * coming, and answers with one report per worker.
  */
 import type { NatsConnection } from "@nats-io/nats-core";
-import { encodeJson } from "../../bus/codec.ts";
 import { asHandlerError, respondWithError } from "../../bus/errors.ts";
+import { gatherReplies } from "../../bus/gatherReplies.ts";
 import { isInboxReply } from "../../bus/replies.ts";
 import type { ServiceMsg } from "../../bus/service.ts";
 import { subjects } from "../../bus/subjects.ts";
-import { decodeMessage, FORMAT_HEADERS, respondJson } from "../../bus/wire.ts";
+import { respondJson } from "../../bus/wire.ts";
 import { type SkillsRefreshReply, WorkerSkillsRefresh } from "../../contracts/skill.ts";
 import { singleLine } from "../../errors.ts";
 import type { Logger } from "../../telemetry/log.ts";
@@ -25,24 +25,11 @@ export async function refreshWorkerSkills(
   nc: NatsConnection,
   options: { waitMs?: number; quietMs?: number } = {},
 ): Promise<SkillsRefreshReply> {
-  const workers: WorkerSkillsRefresh[] = [];
-  try {
-    const replies = await nc.requestMany(subjects.skillsReload, encodeJson({}), {
-      strategy: "stall",
-      maxWait: options.waitMs ?? SKILLS_REFRESH_WAIT_MS,
-      stall: options.quietMs ?? SKILLS_REFRESH_QUIET_MS,
-      headers: FORMAT_HEADERS,
-    });
-    for await (const reply of replies) {
-      try {
-        workers.push(decodeMessage(reply, WorkerSkillsRefresh, "skills refresh report"));
-      } catch {
-        // Not a report (a no-responders status): nobody answered with it.
-      }
-    }
-  } catch {
-    // No responders: no worker has skills.
-  }
+  // No responders: no worker has skills.
+  const workers = await gatherReplies(nc, subjects.skillsReload, {}, WorkerSkillsRefresh, "skills refresh report", {
+    waitMs: options.waitMs ?? SKILLS_REFRESH_WAIT_MS,
+    quietMs: options.quietMs ?? SKILLS_REFRESH_QUIET_MS,
+  });
   return { workers: workers.sort((a, b) => a.worker.localeCompare(b.worker)) };
 }
 

@@ -10,10 +10,10 @@
  */
 import type { NatsConnection } from "@nats-io/nats-core";
 import { z } from "zod";
-import { encodeJson } from "../../bus/codec.ts";
+import { gatherReplies } from "../../bus/gatherReplies.ts";
 import { isInboxReply } from "../../bus/replies.ts";
 import { subjects } from "../../bus/subjects.ts";
-import { decodeMessage, FORMAT_HEADERS, respondJson } from "../../bus/wire.ts";
+import { decodeMessage, respondJson } from "../../bus/wire.ts";
 import { SessionId } from "../../contracts/ids.ts";
 import { messageOf } from "../../errors.ts";
 
@@ -86,23 +86,14 @@ export async function announceErasure(
   sessionId: string,
   options: { waitMs?: number; quietMs?: number } = {},
 ): Promise<string[]> {
-  const answered = new Set<string>();
-  try {
-    const replies = await nc.requestMany(subjects.sessionErased, encodeJson({ session_id: sessionId }), {
-      strategy: "stall",
-      maxWait: options.waitMs ?? ERASURE_ACK_WAIT_MS,
-      stall: options.quietMs ?? ERASURE_ACK_QUIET_MS,
-      headers: FORMAT_HEADERS,
-    });
-    for await (const reply of replies) {
-      try {
-        answered.add(decodeMessage(reply, ErasureAck, "erasure acknowledgement").by);
-      } catch {
-        // Not an acknowledgement (a no-responders status): nobody answered with it.
-      }
-    }
-  } catch {
-    // No responders, or the connection closed: those that heard dropped their copies without answering.
-  }
-  return [...answered].sort();
+  // No responders, or the connection closed: those that heard dropped their copies without answering.
+  const acks = await gatherReplies(
+    nc,
+    subjects.sessionErased,
+    { session_id: sessionId },
+    ErasureAck,
+    "erasure acknowledgement",
+    { waitMs: options.waitMs ?? ERASURE_ACK_WAIT_MS, quietMs: options.quietMs ?? ERASURE_ACK_QUIET_MS },
+  );
+  return [...new Set(acks.map((ack) => ack.by))].sort();
 }
