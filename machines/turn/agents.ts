@@ -73,6 +73,7 @@ export const agents = turnSetup.createStateConfig({
           timeout_ms: context.policy.agent_timeout_ms,
           attempts: context.policy.agent_attempts,
           context: agentContext(context),
+          ...(context.active_skills.length > 0 ? { active_skills: context.active_skills } : {}),
         }),
         onError: {
           target: "done",

@@ -59,6 +59,8 @@ export interface TurnContext extends TurnInput {
   ledgers: LedgerDigest | null;
   /** The session's latest compaction request, read with the ledgers (null: none); pending unless the arena consumed it. */
   compaction_request: RecordedCompactionRequest | null;
+  /** The skills activated for the session, read with the ledgers: every agent the turn asks is given them. */
+  active_skills: string[];
   context_arena: ContextArenaState;
   /** The memory agents are told of, as the context arena planned it (null before the agents stage). */
   planned_memory: PlannedMemory | null;
@@ -121,6 +123,7 @@ export const initialContext = ({ input }: { input: TurnInput }): TurnContext => 
   persona: null,
   ledgers: null,
   compaction_request: null,
+  active_skills: [],
   waves: [],
   wave: 0,
   wave_pending: [],

@@ -40,6 +40,7 @@ export const contextState = turnSetup.createStateConfig({
           persona: ({ event }) => event.output.persona ?? null,
           ledgers: ({ event }) => event.output.ledgers ?? null,
           compaction_request: ({ event }) => event.output.compaction_request ?? null,
+          active_skills: ({ event }) => event.output.active_skills ?? [],
           // Memory's model calls for the retrieval (its message's embedding) count in the turn's cost.
           usage: ({ context, event }) => mergeUsage(context.usage, event.output.usage ?? {}),
         }),

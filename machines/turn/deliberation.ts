@@ -23,6 +23,7 @@ export const deliberation = turnSetup.createStateConfig({
           turn_id: context.turn_id,
           timeout_ms: context.policy.agent_timeout_ms,
           context: agentContext(context),
+          ...(context.active_skills.length > 0 ? { active_skills: context.active_skills } : {}),
         }),
         onDone: {
           target: "settling",

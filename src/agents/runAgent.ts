@@ -45,10 +45,15 @@ export interface RunAgentOptions {
   /** The session's ledgers for `ctx.ledgers`, made on first use (absent: every call rejects with `unavailable`). */
   ledgers?: () => SessionLedgers;
   /**
-   * The skills a user message loads (the worker's skills directory), for `ctx.skills`; the answer
-   * then names them. Absent: the agent gets none and the answer names none.
+   * The skills a user message loads (the worker's skills directory), then those of `active` (the
+   * request's `active_skills`) it did not, for `ctx.skills`; the answer then names them. Absent: the
+   * agent gets none and the answer names none.
    */
-  skills?: (message: string, onUsage?: (usage: Usage) => void) => Promise<readonly AgentSkill[]>;
+  skills?: (
+    message: string,
+    onUsage?: (usage: Usage) => void,
+    active?: readonly string[],
+  ) => Promise<readonly AgentSkill[]>;
   /** The skills `ctx.skills.activate` and `complete` may name (absent: they reject with `not_found`). */
   skillCatalog?: SkillCatalog;
   /** The agent's identity file (identityFile.ts), read where the agent is hosted; absent: none. */
@@ -115,9 +120,14 @@ async function answerAgent(
   // The routing's embeddings call, when this request made it: the turn counts it (skills:routing).
   let routing: Usage | undefined;
   const skills = options.skills
-    ? await options.skills(request.context.user_message, (used) => {
-        routing = routing ? addUsage(routing, used) : used;
-      })
+    ? await options.skills(
+        request.context.user_message,
+        (used) => {
+          routing = routing ? addUsage(routing, used) : used;
+        },
+        // The skills activated for the session, or declared by the recipe: given whatever the message routes to.
+        request.active_skills,
+      )
     : undefined;
   const lifecycle = agentSkillsView(skills ?? [], options.skillCatalog);
   // What the reply names: the skills loaded, and those the agent activated and completed.

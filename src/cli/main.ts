@@ -44,7 +44,7 @@ const COMMANDS: Record<string, { summary: string; json?: true; load: () => Promi
   },
   skills: {
     json: true,
-    summary: "list a directory's skills; show which a message loads, and why",
+    summary: "list a directory's skills; show which a message loads, and why; activate one for a session",
     load: () => import("./commands/skills.ts"),
   },
   send: { json: true, summary: "publish a user turn and stream its events", load: () => import("./commands/send.ts") },

@@ -46,7 +46,7 @@ import { type MemoryInsightsClient, memoryInsightsClient } from "./memoryInsight
 import { type ResumeOptions, type RunOptions, resumeRun, runRecipe } from "./recipeRun.ts";
 import { type SchedulesClient, schedulesClient } from "./schedules.ts";
 import { type EventsOptions, readSessionEvents, type SessionEvent } from "./sessionEvents.ts";
-import { type SkillsClient, skillsClient } from "./skills.ts";
+import { type SkillsClient, sessionSkillsLedger, skillsClient } from "./skills.ts";
 import { type TapeClient, tapeClient } from "./tape.ts";
 import { type SubmitOptions, streamTurn, type TurnStream } from "./turnStream.ts";
 import { readSessionWorkingMemory } from "./workingMemory.ts";
@@ -326,6 +326,7 @@ export async function connect(options: ConnectOptions = {}): Promise<ConclaveCli
       },
       // The runner waits up to 15 s for the workers' reports: the request outlasts that.
       () => requestJson(nc, subjects.skillsRefresh, {}, SkillsRefreshReply, { timeoutMs: 20_000 }),
+      sessionSkillsLedger(nc, timeoutMs),
     ),
     rollback: (sessionId, turnId) => {
       checkSessionId(sessionId);

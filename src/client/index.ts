@@ -44,6 +44,7 @@ export type { EvolvesEdgeReview, MemoryInsight, MemoryInsightEvent } from "../co
 export type { AgentsPipeline, PipelineChoice } from "../contracts/pipeline.ts";
 export type { JsonObject, ResumeReply, ToolApproval } from "../contracts/recipeRun.ts";
 export type { SkillsRefreshReply, WorkerSkillsRefresh } from "../contracts/skill.ts";
+export type { SessionSkillChange } from "../contracts/skillActivations.ts";
 export type { RollbackReply } from "../contracts/tool.ts";
 export { SimulationStep, SimulationTrace, simulationTraceJsonSchema } from "../contracts/trace.ts";
 export type { Stage, TurnAck, TurnOutcome, TurnWarning } from "../contracts/turn.ts";

@@ -4,6 +4,7 @@ import { AgentId, MAX_CALL_TIMEOUT_MS, SessionId, TurnId } from "./ids.ts";
 import { KnowledgePassage, NamedCollections } from "./knowledge.ts";
 import { LedgerDigest } from "./ledger.ts";
 import { type SkillCompletion, SkillReplyFields } from "./skill.ts";
+import { ActiveSkillIds } from "./skillActivations.ts";
 import { ToolManifest, ToolName } from "./tool.ts";
 import { Usage } from "./usage.ts";
 import { WireJsonSchema } from "./wireJsonSchema.ts";
@@ -206,6 +207,13 @@ export const AgentRequest = z.object({
    * them for `context.knowledge`. A pipeline call's come from the agent's manifest.
    */
   knowledge: NamedCollections.optional(),
+  /**
+   * Skills the call is given whatever its message routes to: those activated for the session
+   * (`client.skills.activate`) and those its recipe or recipe node declares (`skills:`). A worker with
+   * skills loads each it has into `ctx.skills` (after the routed ones) and names them in its reply's
+   * `skills`; one it lacks is warned about once and left out. Absent: none.
+   */
+  active_skills: ActiveSkillIds.optional(),
   /** This agent call's durable identity within the turn (the same when a takeover makes it again): its tool calls are keyed by it. */
   call_key: z.string().min(1).max(200).optional(),
 });

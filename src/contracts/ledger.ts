@@ -1,5 +1,12 @@
 import { z } from "zod";
 import { AgentId, SessionId } from "./ids.ts";
+import { SkillId } from "./skill.ts";
+import {
+  MAX_SESSION_SKILLS,
+  SessionSkillActivation,
+  SessionSkillChange,
+  SessionSkillEventPayloads,
+} from "./skillActivations.ts";
 import {
   emptyWorkerResults,
   WorkerMerge,
@@ -135,6 +142,8 @@ export const Ledgers = z.object({
   workers: WorkerResultsState.default(emptyWorkerResults),
   /** The latest compaction request (consumed or not: the session's arena says which); absent: none. */
   compaction: RecordedCompactionRequest.optional(),
+  /** Skills activated for the session (`skills.activate`), oldest first (absent from older ledgers: none). */
+  skills: z.array(SessionSkillActivation).max(MAX_SESSION_SKILLS).default([]),
   through_seq: z.number().int().min(0),
   /** How many ledger events the fold applied. */
   events: z.number().int().min(0),
@@ -153,6 +162,7 @@ export const LedgerEventPayloads = {
   ...WorkerResultEventPayloads,
   /** A compaction of the session's context asked for (`client.requestCompaction`, `conclave session compact`). */
   COMPACTION_REQUESTED: CompactionRequest,
+  ...SessionSkillEventPayloads,
 } as const;
 export type LedgerEventKind = keyof typeof LedgerEventPayloads;
 
@@ -202,6 +212,16 @@ export const LedgerEvent = z.discriminatedUnion("kind", [
     ...EventEnvelope,
     kind: z.literal("COMPACTION_REQUESTED"),
     payload: LedgerEventPayloads.COMPACTION_REQUESTED,
+  }),
+  z.object({
+    ...EventEnvelope,
+    kind: z.literal("SESSION_SKILL_ACTIVATED"),
+    payload: LedgerEventPayloads.SESSION_SKILL_ACTIVATED,
+  }),
+  z.object({
+    ...EventEnvelope,
+    kind: z.literal("SESSION_SKILL_DEACTIVATED"),
+    payload: LedgerEventPayloads.SESSION_SKILL_DEACTIVATED,
   }),
 ]);
 export type LedgerEvent = z.infer<typeof LedgerEvent>;
@@ -332,6 +352,9 @@ export const LedgerRequest = z.discriminatedUnion("op", [
   z.object({ ...RequestEnvelope, op: z.literal("ledgers.replay") }),
   /** Asks the session's next turn to compact its context (recorded as COMPACTION_REQUESTED). */
   z.object({ ...RequestEnvelope, op: z.literal("context.request_compaction"), compaction: CompactionRequest }),
+  /** Activates a skill for the session's later turns (SESSION_SKILL_ACTIVATED), or ends that (skillActivations.ts). */
+  z.object({ ...RequestEnvelope, op: z.literal("skills.activate"), skill: SkillId }),
+  z.object({ ...RequestEnvelope, op: z.literal("skills.deactivate"), skill: SkillId }),
 ]);
 export type LedgerRequest = z.infer<typeof LedgerRequest>;
 export type LedgerOpName = LedgerRequest["op"];
@@ -389,6 +412,8 @@ export const LedgerResults = {
   "ledgers.state": Ledgers,
   "ledgers.replay": LedgerReplay,
   "context.request_compaction": CompactionRequest,
+  "skills.activate": SessionSkillChange,
+  "skills.deactivate": SessionSkillChange,
 } as const satisfies Record<LedgerOpName, z.ZodType>;
 
 /** The reply to a ledger request: the operation's result (see {@link LedgerResults}). */

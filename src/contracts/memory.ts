@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { SessionId, TurnId } from "./ids.ts";
 import { LedgerDigest, RecordedCompactionRequest } from "./ledger.ts";
+import { ActiveSkillIds } from "./skillActivations.ts";
 import { TurnWarning } from "./turn.ts";
 import { Usage } from "./usage.ts";
 import { Episode } from "./workspace.ts";
@@ -72,6 +73,11 @@ export const MemoryRetrieveReply = z.object({
    * there is none). The turn compacts when its arena has not consumed it yet (docs/context.md).
    */
   compaction_request: RecordedCompactionRequest.optional(),
+  /**
+   * The skills activated for the session (`client.skills.activate`), read with the ledgers (added by the
+   * runner; absent when there are none): every agent the turn asks is given them (AgentRequest `active_skills`).
+   */
+  active_skills: ActiveSkillIds.optional(),
 });
 export type MemoryRetrieveReply = z.infer<typeof MemoryRetrieveReply>;
 

@@ -1,6 +1,11 @@
 import { z } from "zod";
 import { AgentId } from "./ids.ts";
 
+/** A skill's id: lowercase, digits, `.`, `_` and `-`, at most 64 characters. */
+export const SkillId = z
+  .string()
+  .regex(/^[a-z0-9][a-z0-9._-]{0,63}$/, "a skill id is lowercase letters, digits, '.', '_' and '-' (at most 64)");
+
 /** A skill's id as the log carries it (docs/skills.md: lowercase, digits, `.`, `_`, `-`; at most 64). */
 const SkillRef = z.string().min(1).max(64);
 

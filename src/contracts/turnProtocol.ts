@@ -74,6 +74,8 @@ export interface RunWaveInput {
   timeout_ms: number;
   attempts: number;
   context: AgentContext;
+  /** The skills activated for the session: each agent request carries them (absent: none). */
+  active_skills?: string[];
 }
 
 /** Events a wave sends back as its agents answer, then `wave.done` once all have answered or failed. */
@@ -128,6 +130,8 @@ export interface DeliberateInput {
   turn_id: number;
   timeout_ms: number;
   context: AgentContext;
+  /** The skills activated for the session: each revise request carries them (absent: none). */
+  active_skills?: string[];
 }
 
 /** How one agent revised its claims in a deliberation round. */

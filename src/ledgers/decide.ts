@@ -9,8 +9,10 @@ import type {
   TaskState,
   TruthFact,
 } from "../contracts/ledger.ts";
+import type { SessionSkillChange } from "../contracts/skillActivations.ts";
 import type { WorkerMerge, WorkerResult, WorkerResultsState } from "../contracts/workerResults.ts";
 import { ConclaveError } from "../errors.ts";
+import { decideSessionSkill, type SkillCompletedWrite } from "./sessionSkills.ts";
 import { mergeResults, resultToRecord } from "./workerResults.ts";
 
 /**
@@ -25,24 +27,28 @@ import { mergeResults, resultToRecord } from "./workerResults.ts";
 /** A ledger write the ledgers refuse: `not_found` (no such fact, item or blocker), `conflict` (an id taken). */
 export class LedgerError extends ConclaveError<"not_found" | "conflict"> {}
 
-/** The ledger requests that change something. */
-export type LedgerWrite = Extract<
-  LedgerRequest,
-  {
-    op:
-      | "truth.upsert_fact"
-      | "truth.resolve_fact"
-      | "task.set_spec"
-      | "task.add_item"
-      | "task.update_item"
-      | "task.record_blocker"
-      | "task.resolve_blocker"
-      | "workers.record"
-      | "workers.merge"
-      | "workers.clear"
-      | "context.request_compaction";
-  }
->;
+/** The ledger requests that change something, and the runner's own write ending a completed skill's activation. */
+export type LedgerWrite =
+  | Extract<
+      LedgerRequest,
+      {
+        op:
+          | "truth.upsert_fact"
+          | "truth.resolve_fact"
+          | "task.set_spec"
+          | "task.add_item"
+          | "task.update_item"
+          | "task.record_blocker"
+          | "task.resolve_blocker"
+          | "workers.record"
+          | "workers.merge"
+          | "workers.clear"
+          | "context.request_compaction"
+          | "skills.activate"
+          | "skills.deactivate";
+      }
+    >
+  | SkillCompletedWrite;
 
 const WRITES = new Set<string>([
   "truth.upsert_fact",
@@ -56,9 +62,12 @@ const WRITES = new Set<string>([
   "workers.merge",
   "workers.clear",
   "context.request_compaction",
+  "skills.activate",
+  "skills.deactivate",
 ]);
 
-export const isLedgerWrite = (request: LedgerRequest): request is LedgerWrite => WRITES.has(request.op);
+export const isLedgerWrite = (request: LedgerRequest): request is Extract<LedgerWrite, LedgerRequest> =>
+  WRITES.has(request.op);
 
 /** A decision: the event to store (or none), and the result for the caller once it is stored. */
 export interface LedgerDecision {
@@ -72,6 +81,7 @@ export interface LedgerDecision {
     | WorkerMerge
     | WorkerResultsState
     | CompactionRequest
+    | SessionSkillChange
     | null;
 }
 
@@ -235,6 +245,13 @@ export function decideLedger(state: Ledgers, request: LedgerWrite, by: string, a
         event: { ...envelope, kind: "COMPACTION_REQUESTED", payload: request.compaction },
         result: request.compaction,
       };
+    case "skills.activate":
+    case "skills.deactivate":
+    case "skills.completed": {
+      const decided = decideSessionSkill(state, request, envelope);
+      if ("refused" in decided) throw new LedgerError("conflict", decided.refused);
+      return decided;
+    }
   }
 }
 

@@ -1,5 +1,6 @@
 import type { LedgerEvent, Ledgers } from "../contracts/ledger.ts";
 import { emptyWorkerResults } from "../contracts/workerResults.ts";
+import { applySessionSkillEvent } from "./sessionSkills.ts";
 
 /**
  * Folding the ledgers from the session's log: pure, so the same events give
@@ -14,6 +15,7 @@ export const emptyLedgers = (sessionId: string): Ledgers => ({
   truth: { facts: [] },
   task: { spec: null, items: [], blockers: [] },
   workers: emptyWorkerResults(),
+  skills: [],
   through_seq: 0,
   events: 0,
 });
@@ -59,6 +61,9 @@ export function applyLedgerEvent(state: Ledgers, event: LedgerEvent, streamSeq: 
     }
     case "COMPACTION_REQUESTED":
       return { ...next, compaction: { ...event.payload, seq: streamSeq, by: event.by, at: event.at } };
+    case "SESSION_SKILL_ACTIVATED":
+    case "SESSION_SKILL_DEACTIVATED":
+      return { ...next, skills: applySessionSkillEvent(state.skills, event, streamSeq) };
   }
 }
 
@@ -98,5 +103,8 @@ export function ledgerDifferences(rebuilt: Ledgers, stored: Ledgers): string[] {
     differences.push("last worker merge: differs");
   if (rebuilt.compaction?.seq !== stored.compaction?.seq)
     differences.push(`compaction request: ${rebuilt.compaction?.seq ?? "none"} ≠ ${stored.compaction?.seq ?? "none"}`);
+  const activations = (ledgers: Ledgers) => ledgers.skills.map((activation) => activation.skill).join(", ") || "none";
+  if (JSON.stringify(rebuilt.skills) !== JSON.stringify(stored.skills))
+    differences.push(`activated skills: ${activations(rebuilt)} ≠ ${activations(stored)}`);
   return differences;
 }

@@ -96,15 +96,22 @@ export class LedgerStore {
 
   /**
    * What a turn reads of the ledgers, from the projection alone (the same one read): the digest (null
-   * when the session has no ledger entries) and the latest compaction request (null: none).
+   * when the session has no ledger entries), the latest compaction request (null: none) and the
+   * skills activated for the session (their ids, oldest first; empty: none).
    */
-  async forTurn(
-    sessionId: string,
-  ): Promise<{ digest: LedgerDigest | null; compaction: RecordedCompactionRequest | null }> {
+  async forTurn(sessionId: string): Promise<{
+    digest: LedgerDigest | null;
+    compaction: RecordedCompactionRequest | null;
+    skills: string[];
+  }> {
     const stored = await this.#projected(sessionId);
-    if (!stored) return { digest: null, compaction: null };
+    if (!stored) return { digest: null, compaction: null, skills: [] };
     const digest = ledgerDigest(stored);
-    return { digest: isEmptyDigest(digest) ? null : digest, compaction: stored.compaction ?? null };
+    return {
+      digest: isEmptyDigest(digest) ? null : digest,
+      compaction: stored.compaction ?? null,
+      skills: stored.skills.map((activation) => activation.skill),
+    };
   }
 
   /**

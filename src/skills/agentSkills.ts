@@ -68,6 +68,8 @@ export class WorkerSkills implements SkillCatalog {
   readonly #embedder: Embedder;
   readonly #routing: SkillRouterOptions;
   readonly #selections = new Map<string, Promise<AgentSkill[]>>();
+  /** Active skills this worker lacks that it warned about already: each is warned about once. */
+  readonly #missing = new Set<string>();
   #refreshing: Promise<unknown> = Promise.resolve();
 
   private constructor(
@@ -157,17 +159,48 @@ export class WorkerSkills implements SkillCatalog {
   }
 
   /**
-   * The skills `message` loads, with their instructions (eager ones first, then lazy ones by closeness).
+   * The skills `message` loads, with their instructions (eager ones first, then lazy ones by closeness),
+   * then each of `active` (the request's `active_skills`: activated for the session, or declared by its
+   * recipe) the message did not load. An active skill this worker lacks is warned about once and left out.
    * `onUsage` hears the usage of the embeddings call that routed the message, when this call made it
    * (a message routed already, for another agent of the turn, costs nothing more).
    */
-  forMessage(message: string, onUsage?: (usage: Usage) => void): Promise<AgentSkill[]> {
-    const kept = this.#selections.get(message);
-    if (kept) return kept;
-    const selection = this.#select(message, onUsage);
-    this.#selections.set(message, selection);
-    if (this.#selections.size > SELECTIONS_KEPT) this.#selections.delete(this.#selections.keys().next().value!);
-    return selection;
+  async forMessage(
+    message: string,
+    onUsage?: (usage: Usage) => void,
+    active: readonly string[] = [],
+  ): Promise<AgentSkill[]> {
+    let selection = this.#selections.get(message);
+    if (!selection) {
+      selection = this.#select(message, onUsage);
+      this.#selections.set(message, selection);
+      if (this.#selections.size > SELECTIONS_KEPT) this.#selections.delete(this.#selections.keys().next().value!);
+    }
+    const routed = await selection;
+    // Most requests carry no active skills: the routed selection as it is.
+    return active.length === 0 ? routed : [...routed, ...(await this.#active(active, routed))];
+  }
+
+  /** The active skills not among `routed`, with their instructions; those this worker lacks, warned about once. */
+  async #active(active: readonly string[], routed: readonly AgentSkill[]): Promise<AgentSkill[]> {
+    const added: AgentSkill[] = [];
+    for (const id of new Set(active)) {
+      if (routed.some((skill) => skill.id === id)) continue;
+      const skill = this.#skills.find((candidate) => candidate.definition.id === id);
+      if (!skill) {
+        if (!this.#missing.has(id)) {
+          this.#missing.add(id);
+          this.#warn(`skills: ${id} is active for the session but not in ${this.#dir}: left out`);
+        }
+        continue;
+      }
+      try {
+        added.push({ id, name: skill.definition.name, instructions: await instructionsOf(skill, this.#dir) });
+      } catch (error) {
+        this.#warn(`skills: ${id} left out: ${singleLine(messageOf(error), 500)}`);
+      }
+    }
+    return added;
   }
 
   async #select(message: string, onUsage?: (usage: Usage) => void): Promise<AgentSkill[]> {

@@ -5,6 +5,7 @@
  * `trigger_intent` (`router.ts`); `user` ones when the user asks for them.
  */
 import { z } from "zod";
+import { SkillId } from "../contracts/skill.ts";
 import { ConclaveError } from "../errors.ts";
 
 /** A skill definition that cannot be used: the message names the file and the field. */
@@ -17,11 +18,6 @@ export class SkillDefinitionError extends ConclaveError<"invalid_skill"> {
 /** How a skill comes into an agent's context. */
 export const LoadStrategy = z.enum(["eager", "lazy", "user"]);
 export type LoadStrategy = z.infer<typeof LoadStrategy>;
-
-/** A skill's id: lowercase, digits, `.`, `_` and `-`, at most 64 characters. */
-export const SkillId = z
-  .string()
-  .regex(/^[a-z0-9][a-z0-9._-]{0,63}$/, "a skill id is lowercase letters, digits, '.', '_' and '-' (at most 64)");
 
 /**
  * What a skill file holds (one skill); `instructions` or `instructions_uri`, exactly one.

@@ -4,8 +4,9 @@ import { basename, extname, isAbsolute, join, relative, resolve } from "node:pat
 import { fileURLToPath } from "node:url";
 import { parse as parseYaml } from "yaml";
 import { describeIssues } from "../contracts/issues.ts";
+import { SkillId } from "../contracts/skill.ts";
 import { messageOf, singleLine } from "../errors.ts";
-import { SkillDefinition, SkillDefinitionError, SkillId } from "./definition.ts";
+import { SkillDefinition, SkillDefinitionError } from "./definition.ts";
 
 /** A skill as loaded: its definition and the file it came from. */
 export interface Skill {

@@ -5,6 +5,7 @@
  * read the log and ask here).
  */
 import type { EngineEvent } from "../contracts/events.ts";
+import type { SessionSkillActivation } from "../contracts/skillActivations.ts";
 
 /** One recorded output of a skill (an accepted SKILL_COMPLETED). */
 export interface SkillOutput {
@@ -28,11 +29,17 @@ export interface SkillRefusal {
 export interface ActiveSkill {
   readonly skill: string;
   /**
+   * `client`: activated for the session (`client.skills.activate`, SESSION_SKILL_ACTIVATED) and not
+   * deactivated or completed since: every agent of its later turns is given it;
    * `activated`: an agent activated it (SKILL_ACTIVATED) and no accepted completion came after;
    * `routed`: the session's latest turn loaded it into an agent's context (AGENT_COMPLETED.skills).
    */
-  readonly via: "activated" | "routed";
-  readonly turn_id: number;
+  readonly via: "client" | "activated" | "routed";
+  /** The turn it became active in (absent for `client`: activated between turns). */
+  readonly turn_id?: number;
+  /** `client`: who activated it (`user`, `user:<id>`, `tenant:<name>`) and when (ISO 8601). */
+  readonly by?: string;
+  readonly at?: string;
 }
 
 /** What a session's log says of its skills. */
@@ -77,6 +84,18 @@ export function foldSkills(events: Iterable<EngineEvent>): SkillsState {
   const active: ActiveSkill[] = [...activated].map(([skill, turn_id]) => ({ skill, via: "activated", turn_id }));
   for (const skill of routed) if (!activated.has(skill)) active.push({ skill, via: "routed", turn_id: routedTurn });
   return { active, outputs, refusals };
+}
+
+/**
+ * The active skills with the session's own activations (the ledgers' `skills`) first: a skill
+ * activated for the session is listed once, as `client`.
+ */
+export function withSessionActivations(
+  active: readonly ActiveSkill[],
+  activations: readonly SessionSkillActivation[],
+): ActiveSkill[] {
+  const pinned = activations.map(({ skill, by, at }): ActiveSkill => ({ skill, via: "client", by, at }));
+  return [...pinned, ...active.filter((entry) => !activations.some((activation) => activation.skill === entry.skill))];
 }
 
 /** The accepted outputs of `skill`, oldest first (empty: none recorded). */

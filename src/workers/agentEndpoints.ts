@@ -57,8 +57,8 @@ export function serveAgent(
           ...(host.identities ? { identity: (agentId: string) => host.identities!.read(agentId) } : {}),
           ...(host.skills
             ? {
-                skills: (message: string, onUsage?: (usage: Usage) => void) =>
-                  host.skills!.forMessage(message, onUsage),
+                skills: (message: string, onUsage?: (usage: Usage) => void, active?: readonly string[]) =>
+                  host.skills!.forMessage(message, onUsage, active),
                 skillCatalog: host.skills,
               }
             : {}),

@@ -1,7 +1,8 @@
 import { connect } from "../../client/client.ts";
 import { printable } from "../../client/printable.ts";
-import { checkComposePlan, consumesOf } from "../../client/skills.ts";
+import { checkComposePlan, checkSkillId, consumesOf } from "../../client/skills.ts";
 import { setting } from "../../config/load.ts";
+import { messageOf } from "../../errors.ts";
 import { skillsEmbedder } from "../../skills/agentSkills.ts";
 import { loadSkills } from "../../skills/load.ts";
 import { SKILL_ROUTER_DEFAULTS, SkillRouter } from "../../skills/router.ts";
@@ -15,6 +16,8 @@ Usage: conclave skills list [--dir DIR] [--json]
        conclave skills select "MESSAGE" [--dir DIR] [--threshold X] [--max N] [--json]
        conclave skills outputs --session S SKILL [--consumed] [--dir DIR] [--json]
        conclave skills active --session S [--json]
+       conclave skills activate SESSION SKILL [--json]
+       conclave skills deactivate SESSION SKILL [--json]
        conclave skills plan SKILL [SKILL …] [--dir DIR] [--json]
        conclave skills refresh [--json]
 
@@ -35,8 +38,15 @@ outputs  the outputs SKILL's completions recorded on session S's log
          (accepted ones, oldest first; refusals are not outputs). With
          --consumed: the outputs of the skills SKILL consumes (its
          \`consumes\` field, read from DIR), by skill.
-active   the skills active in session S: activated by an agent and not
-         completed since, or loaded in its latest turn.
+active   the skills active in session S: activated for the session (client,
+         with who asked), activated by an agent and not completed since, or
+         loaded in its latest turn.
+activate records SKILL as active for SESSION (SESSION_SKILL_ACTIVATED on its
+         log, through a runner): from its next turn on, every agent on a
+         worker with SKILL is given it whatever the message routes to, until
+         deactivate, or an agent completes it. A worker without SKILL warns
+         once and the turn goes on.
+deactivate ends that (SESSION_SKILL_DEACTIVATED).
 plan     checks a compose plan: the SKILLs in the order they run. Valid when
          every skill is in DIR and every skill one consumes (its \`consumes\`
          field) is an earlier step; else each problem on a line, naming the
@@ -57,7 +67,8 @@ export default defineCommand({
     session: { type: "string", short: "s" },
     consumed: { type: "boolean" },
   },
-  // Only `outputs` and `active` (they read a session's log) and `refresh` (it asks a runner) connect.
+  // Only `outputs` and `active` (they read a session's log), `activate`, `deactivate` and `refresh` (they ask a
+  // runner) connect.
   role: "client",
   async run({ values, positionals, bus }) {
     const [action, ...rest] = positionals;
@@ -93,7 +104,12 @@ export default defineCommand({
         if (values.json) console.log(JSON.stringify(active));
         else if (active.length === 0) console.error(`no skill is active in ${session}`);
         for (const entry of values.json ? [] : active)
-          console.log(printable(`${entry.skill.padEnd(28)} ${entry.via} (turn ${entry.turn_id})`, { newlines: false }));
+          console.log(
+            printable(
+              `${entry.skill.padEnd(28)} ${entry.via} (${entry.via === "client" ? `by ${entry.by}, ${entry.at}` : `turn ${entry.turn_id}`})`,
+              { newlines: false },
+            ),
+          );
         return EXIT.ok;
       }
       const outputs = consumes
@@ -113,6 +129,33 @@ export default defineCommand({
           );
       }
       if (consumes && consumes.length === 0) console.error(`${skill} consumes no skill`);
+      return EXIT.ok;
+    }
+    if (action === "activate" || action === "deactivate") {
+      if (rest.length !== 2) throw new UsageError(`usage: conclave skills ${action} SESSION SKILL`);
+      const session = sessionArg(rest[0]!);
+      // Checked before connecting: a bad skill id is a usage error, not a request.
+      let skill: string;
+      try {
+        skill = checkSkillId(rest[1]);
+      } catch (error) {
+        throw new UsageError(messageOf(error));
+      }
+      const client = await connect({ nc: await bus() });
+      const change = await (action === "activate"
+        ? client.skills.activate(session, skill)
+        : client.skills.deactivate(session, skill));
+      if (values.json) console.log(JSON.stringify({ session_id: session, ...change }));
+      else {
+        const state = change.active
+          ? change.changed
+            ? "activated: its next turn's agents are given it"
+            : "already active"
+          : change.changed
+            ? "deactivated"
+            : "was not active";
+        console.log(printable(`skill ${skill} in session ${session}: ${state}`, { newlines: false }));
+      }
       return EXIT.ok;
     }
     if (action === "refresh") {
@@ -142,7 +185,9 @@ export default defineCommand({
       return check.valid ? EXIT.ok : EXIT.turnFailed;
     }
     if (action !== "select")
-      throw new UsageError("give 'list', 'select \"MESSAGE\"', 'outputs', 'active', 'plan' or 'refresh'");
+      throw new UsageError(
+        "give 'list', 'select \"MESSAGE\"', 'outputs', 'active', 'activate', 'deactivate', 'plan' or 'refresh'",
+      );
     const message = rest.join(" ").trim();
     if (!message) throw new UsageError('skills select needs a message: conclave skills select "…"');
     const options = {

@@ -95,7 +95,7 @@ export function sessionActors(
   const inProcess = options.services;
   const services = runnerTurnServices(inProcess ?? remoteTurnServices(deps.nc, { directory: deps.directory }), {
     shared: {
-      skillRecords: skillRecordsInterceptor(record),
+      skillRecords: skillRecordsInterceptor(record, { ledgers: deps.ledgers, log: deps.log }),
       stepTimings: stepTimingsInterceptor(writer.level, record),
       tracing: tracingInterceptor(),
       knowledge: knowledgeRetrievalInterceptor({

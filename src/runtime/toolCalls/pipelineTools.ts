@@ -43,6 +43,8 @@ interface OpenPipelineTurn {
   invoked: Set<string>;
   /** The context the turn's agents were last given: a delegated agent gets its memory. */
   context: AgentContext | null;
+  /** The skills activated for the session the turn's agents were given: a delegated agent gets them too. */
+  activeSkills?: string[];
   /** The budget of the turn's agent calls: a delegated call gets the same. */
   timeoutMs: number;
   abort: AbortController;
@@ -142,6 +144,7 @@ export class PipelineTools {
       for (const name of delegates) turn.delegates.add(name);
       Object.assign(turn.remoteRefs, manifest?.remote_delegates);
       turn.context = request.context;
+      if (request.active_skills) turn.activeSkills = request.active_skills;
       const offered = names.flatMap((name): ToolManifest[] => {
         const tool = directory.tool(name) ?? this.#ownTool(name);
         return tool ? [tool] : [];
@@ -302,6 +305,7 @@ export class PipelineTools {
       call_key: asked.callKey,
       delegation_depth: asked.depth,
       delegates: [...turn.delegates],
+      ...(turn.activeSkills ? { active_skills: turn.activeSkills } : {}),
     };
     return services.callAgent(request, turn.abort.signal);
   }

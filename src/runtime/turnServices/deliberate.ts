@@ -36,6 +36,7 @@ export async function deliberateRound(
           round: input.round,
           timeout_ms: input.timeout_ms,
           context: { ...input.context, claims: input.workspace.claims, stance: input.workspace.stance },
+          ...(input.active_skills ? { active_skills: input.active_skills } : {}),
         },
         signal,
       ),

@@ -21,14 +21,16 @@ export function ledgerDigestInterceptor(ledgers: Pick<LedgerStore, "forTurn">, l
         log.warn(
           `${turnLabel(request.session_id, request.turn_id)}: ledgers left out of its context: ${singleLine(messageOf(error))}`,
         );
-        return { digest: null, compaction: null };
+        return { digest: null, compaction: null, skills: [] };
       });
-      const [retrieved, { digest, compaction }] = await Promise.all([memory, read]);
+      const [retrieved, { digest, compaction, skills }] = await Promise.all([memory, read]);
       return {
         ...retrieved,
         ...(digest ? { ledgers: digest } : {}),
         // The session's compaction request, from the same read: the turn compacts when its arena has not consumed it.
         ...(compaction ? { compaction_request: compaction } : {}),
+        // The skills activated for the session, from the same read: the turn gives them to every agent it asks.
+        ...(skills.length > 0 ? { active_skills: skills } : {}),
       };
     },
   };

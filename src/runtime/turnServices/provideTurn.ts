@@ -41,6 +41,7 @@ const runWave = (services: TurnServices) =>
             round: 0,
             timeout_ms: input.timeout_ms,
             context: input.context,
+            ...(input.active_skills ? { active_skills: input.active_skills } : {}),
           },
           abort.signal,
           {
