@@ -309,7 +309,12 @@ export function completed(
   node: RecipeNode,
   outputKey: string | undefined,
   value: (args: Args) => unknown,
-  meta: (event: Args["event"]) => { agent?: string; worker?: string; elapsed_ms?: number } = () => ({}),
+  meta: (event: Args["event"]) => {
+    agent?: string;
+    worker?: string;
+    elapsed_ms?: number;
+    skills?: string[];
+  } = () => ({}),
 ) {
   return [
     enqueueActions(({ context, event, enqueue }: Args & { enqueue: Enqueue }) => {
@@ -347,6 +352,7 @@ export function completed(
             elapsed_ms: details.elapsed_ms ?? 0,
             ...(details.agent ? { agent: details.agent } : {}),
             ...(details.worker ? { worker: details.worker } : {}),
+            ...(details.skills ? { skills: details.skills } : {}),
           },
         },
       });

@@ -63,6 +63,8 @@ export type RecipeAgentEvent =
       worker: string;
       elapsed_ms: number;
       usage?: Usage;
+      /** The skills its agent was given (the reply's `skills`: a worker with skills only). */
+      skills?: string[];
     }
   | { type: "node.failed"; node: string; code: string; message: string };
 

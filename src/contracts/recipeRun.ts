@@ -129,6 +129,11 @@ export const RecipeEventPayloads = {
     elapsed_ms: z.number().min(0),
     agent: z.string().optional(),
     worker: z.string().optional(),
+    /**
+     * The skills the node's agent was given (routed by its message, activated for the session, declared by
+     * the recipe), as AGENT_COMPLETED's `skills`: `[]` when none; absent for an agent on a worker without skills.
+     */
+    skills: z.array(z.string().max(64)).max(1_000).optional(),
   }),
   NODE_FAILED: z.object({
     node: Node,

@@ -71,6 +71,7 @@ export function graphRecipe(
           inputs_map: node.inputs_map,
           output_key: node.output_key ?? node.id,
           ...(node.knowledge ? { knowledge: [...new Set(node.knowledge)] } : {}),
+          ...(node.skills?.length ? { skills: [...new Set(node.skills)] } : {}),
           next,
         });
         break;
@@ -139,6 +140,7 @@ export function graphRecipe(
     ...(doc.interface.inputs ? { inputs_schema: doc.interface.inputs } : {}),
     ...(doc.interface.outputs ? { outputs_schema: doc.interface.outputs } : {}),
     ...(doc.state?.properties ? { state_properties: doc.state.properties } : {}),
+    ...(doc.skills?.length ? { skills: [...new Set(doc.skills)] } : {}),
     persistence: PERSISTENCE[doc.state?.persistence ?? "ephemeral"]!,
     constraints: doc.requirements.map((constraint) => ({
       variable: constraint.variable,

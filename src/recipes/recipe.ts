@@ -89,6 +89,8 @@ export interface AgentNode extends NodeBase {
   delegates?: string[];
   /** Knowledge collections its agent's context is searched in (`knowledge:`; docs/knowledge.md). */
   knowledge?: string[];
+  /** Skills its agent is given besides the recipe's (`skills:`, Conclave's extension; docs/recipes.md). */
+  skills?: string[];
 }
 
 /** Picks the next node by the value at `input_key`, strictly matched against `routes`. */
@@ -178,6 +180,11 @@ export interface Recipe {
   tool_risks?: Record<string, "safe" | "standard" | "critical">;
   /** Remote A2A agents the document defines, by agent id (a workflow's `definitions`): delegating to one asks it over A2A. */
   remote_agents?: Record<string, { card_url: string }>;
+  /**
+   * Skills every agent call of the run gives its agent (`skills:` at the top level, Conclave's
+   * extension), as AgentRequest `active_skills`; an agent node adds its own.
+   */
+  skills?: string[];
   entry: string;
   /** In document order. */
   nodes: RecipeNode[];

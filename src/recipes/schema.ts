@@ -7,6 +7,8 @@
  */
 import { z } from "zod";
 import { NamedCollections } from "../contracts/knowledge.ts";
+import { SkillId } from "../contracts/skill.ts";
+import { MAX_SESSION_SKILLS } from "../contracts/skillActivations.ts";
 import { ToolPolicy } from "../tools/policy.ts";
 import { CONSTRAINT_OPERATORS } from "./recipe.ts";
 
@@ -88,6 +90,13 @@ const AgentRef = z.union(
   { error: "expected an agent id, or an abstract reference {intent, constraints, candidates}" },
 );
 
+/**
+ * Conclave extension (the recipe format has no skills field): skill ids every agent call of the
+ * recipe (top level) or of one agent node or step gives its agent, as skills activated for the
+ * session are given (docs/skills.md). A document without it parses as before.
+ */
+const RecipeSkills = z.array(SkillId).max(MAX_SESSION_SKILLS);
+
 const GraphAgentNode = z.looseObject({
   type: z.literal("agent"),
   id: Id,
@@ -98,6 +107,8 @@ const GraphAgentNode = z.looseObject({
   output_key: z.string().min(1).optional(),
   /** Conclave: knowledge collections the agent's context is searched in at this node (docs/knowledge.md). */
   knowledge: NamedCollections.optional(),
+  /** Conclave: skills this node's agent is given whatever its message routes to (docs/recipes.md, "Skills"). */
+  skills: RecipeSkills.optional(),
   ...uiHints,
 });
 const RouterNodeSchema = z.looseObject({
@@ -201,6 +212,8 @@ export const GraphRecipeDocument = z.looseObject({
   status: z.enum(["draft", "published"]).default("draft"),
   interface: Interface.default({}),
   requirements: z.array(ConstraintSchema).default([]),
+  /** Conclave: skills every agent the recipe calls is given (docs/recipes.md, "Skills"). */
+  skills: RecipeSkills.optional(),
   state: z
     .looseObject({
       properties: JsonObject.optional(),
@@ -231,6 +244,8 @@ const WorkflowAgentStep = z.looseObject({
   output_key: z.string().min(1).optional(),
   /** Conclave: knowledge collections searched for this step (default: its agent definition's `knowledge`). */
   knowledge: NamedCollections.optional(),
+  /** Conclave: skills this step's agent is given whatever its message routes to (docs/recipes.md, "Skills"). */
+  skills: RecipeSkills.optional(),
 });
 const WorkflowSwitchStep = z.looseObject({
   type: z.literal("switch"),
@@ -298,6 +313,8 @@ export const WorkflowRecipeDocument = z.looseObject({
   kind: z.enum(["Recipe", "Agent"]),
   metadata: RecipeMetadata,
   interface: Interface.default({}),
+  /** Conclave: skills every agent the recipe calls is given (docs/recipes.md, "Skills"). */
+  skills: RecipeSkills.optional(),
   state: z.looseObject({ data_schema: JsonObject.optional(), backend: z.string().optional() }).optional(),
   policy: z
     .looseObject({

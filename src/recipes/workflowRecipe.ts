@@ -67,6 +67,7 @@ export function workflowRecipe(
           ...agentToolsOf(doc.definitions, step.agent, `${path}.agent`, (at, message) => issues.issue(at, message)),
           ...delegatesOf(step.agent),
           ...knowledgeOf(step.knowledge, step.agent),
+          ...(step.skills?.length ? { skills: [...new Set(step.skills)] } : {}),
           next,
         });
         break;
@@ -137,6 +138,7 @@ export function workflowRecipe(
     ...(doc.interface.inputs ? { inputs_schema: doc.interface.inputs } : {}),
     ...(doc.interface.outputs ? { outputs_schema: doc.interface.outputs } : {}),
     ...(doc.state?.data_schema ? { state_properties: stateProperties(doc.state.data_schema) } : {}),
+    ...(doc.skills?.length ? { skills: [...new Set(doc.skills)] } : {}),
     persistence: persistence ?? "nats",
     constraints: [],
     policy: {

@@ -32,7 +32,8 @@ export interface ActiveSkill {
    * `client`: activated for the session (`client.skills.activate`, SESSION_SKILL_ACTIVATED) and not
    * deactivated or completed since: every agent of its later turns is given it;
    * `activated`: an agent activated it (SKILL_ACTIVATED) and no accepted completion came after;
-   * `routed`: the session's latest turn loaded it into an agent's context (AGENT_COMPLETED.skills).
+   * `routed`: the session's latest turn loaded it into an agent's context (AGENT_COMPLETED.skills, or a
+   * recipe node's NODE_COMPLETED.skills).
    */
   readonly via: "client" | "activated" | "routed";
   /** The turn it became active in (absent for `client`: activated between turns). */
@@ -73,7 +74,7 @@ export function foldSkills(events: Iterable<EngineEvent>): SkillsState {
       const list = outputs.get(skill) ?? [];
       list.push({ skill, output: event.payload.output, turn_id: event.turn_id, agent_id, ...(node ? { node } : {}) });
       outputs.set(skill, list);
-    } else if (event.kind === "AGENT_COMPLETED" && event.payload.skills) {
+    } else if ((event.kind === "AGENT_COMPLETED" || event.kind === "NODE_COMPLETED") && event.payload.skills) {
       if (event.turn_id !== routedTurn) {
         routedTurn = event.turn_id;
         routed = [];

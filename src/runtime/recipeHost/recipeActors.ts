@@ -99,8 +99,21 @@ export function memoryContext(
 }
 
 /**
- * The agent request a recipe node sends: the recipe's inputs as the message, no workspace, and the
- * session's memory the run retrieved (none: no memory).
+ * The skills an agent call of a run is given whatever its message routes to (AgentRequest
+ * `active_skills`): those activated for the session (read with the run's memory, when it has
+ * memory), the recipe's, and its node's own; absent when there are none.
+ */
+export function activeSkillsOf(
+  memory: MemoryRetrieveReply | undefined,
+  ...declared: (readonly string[] | undefined)[]
+): { active_skills?: string[] } {
+  const skills = [...new Set([...(memory?.active_skills ?? []), ...declared.flatMap((list) => list ?? [])])];
+  return skills.length > 0 ? { active_skills: skills } : {};
+}
+
+/**
+ * The agent request a recipe node sends: the recipe's inputs as the message, no workspace, the
+ * session's memory the run retrieved (none: no memory), and the skills the session and the recipe give.
  */
 export function agentRequest(
   recipe: Recipe,
@@ -110,6 +123,7 @@ export function agentRequest(
 ): AgentRequest {
   const node = recipe.nodes.find((candidate) => candidate.id === call.node);
   const knowledge = node?.kind === "agent" ? node.knowledge : undefined;
+  const nodeSkills = node?.kind === "agent" ? node.skills : undefined;
   return {
     session_id: call.session_id,
     turn_id: call.turn_id,
@@ -135,12 +149,13 @@ export function agentRequest(
     },
     // The node's collections: the runner's knowledge layer searches them for the call's context.
     ...(knowledge?.length ? { knowledge } : {}),
+    ...activeSkillsOf(memory, recipe.skills, nodeSkills),
   };
 }
 
 /**
  * The request of a delegated call (`ctx.delegate`): the delegating agent's message, no recipe inputs,
- * and the session's memory the run retrieved (none: no memory).
+ * the session's memory the run retrieved (none: no memory), and the session's and the recipe's skills.
  */
 export function delegatedRequest(
   turn: { session_id: string; turn_id: number },
@@ -148,6 +163,7 @@ export function delegatedRequest(
   message: string,
   timeoutMs: number,
   memory?: MemoryRetrieveReply,
+  skills?: readonly string[],
 ): AgentRequest {
   return {
     session_id: turn.session_id,
@@ -165,6 +181,7 @@ export function delegatedRequest(
       claims: [],
       ...memoryContext(memory),
     },
+    ...activeSkillsOf(memory, skills),
   };
 }
 
@@ -196,6 +213,7 @@ export const nodeAnswered = (node: string, reply: AgentReply): RecipeAgentEvent 
   worker: reply.worker,
   elapsed_ms: reply.elapsed_ms,
   ...(reply.usage ? { usage: reply.usage } : {}),
+  ...(reply.skills ? { skills: reply.skills } : {}),
 });
 
 /** What a node's `callAgent` sends back when its agent failed. */

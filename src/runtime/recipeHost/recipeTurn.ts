@@ -269,7 +269,7 @@ function openTools(
         ? run.remote.reply(to, message, run.signal)
         : host.services.callAgent(
             {
-              ...delegatedRequest(turn, to, message, host.nodeTimeoutMs, await run.memory().context()),
+              ...delegatedRequest(turn, to, message, host.nodeTimeoutMs, await run.memory().context(), recipe.skills),
               tool_subject: tools.gate.subject,
               call_key: callKey,
               delegation_depth: depth,

@@ -1,8 +1,10 @@
 /**
- * Skills activated from the client, end to end over a real nats-server: a skill the message does
- * not route to, activated for the session (client API and CLI), is given to the session's agents
- * from its next turn (AGENT_COMPLETED.skills names it), until it is deactivated or an agent
- * completes it; `getActive` names it `client` with who asked.
+ * Skills given whatever a message routes to, end to end over a real nats-server. Activated from
+ * the client: a skill the message does not route to, activated for the session (client API and
+ * CLI), is given to the session's agents from its next turn (AGENT_COMPLETED.skills names it),
+ * until it is deactivated or an agent completes it; `getActive` names it `client` with who asked.
+ * Declared in a recipe: the recipe's and its node's skills are given to the node's agent, and
+ * NODE_COMPLETED.skills names them.
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -122,5 +124,45 @@ describe("a skill activated for a session from the client", () => {
     expect(bad.code).toBe(2);
     expect(bad.stderr.trim().split("\n")).toHaveLength(1);
     expect(bad.stderr).toContain('bad skill id "Bad Id"');
+  });
+});
+
+/** A workflow recipe whose `write` step's agent is the writer, with the recipe's and the step's skills. */
+const skilledRecipe = (skills: Record<string, unknown>, step: Record<string, unknown>) => ({
+  apiVersion: "coreason.ai/v2",
+  kind: "Recipe",
+  metadata: { name: "skills-declared" },
+  ...skills,
+  definitions: { writer: { type: "agent", id: WRITER } },
+  workflow: { start: "write", steps: { write: { type: "agent", agent: "writer", ...step } } },
+});
+
+/** The skills NODE_COMPLETED names for `node` in the run's turn. */
+async function nodeSkills(session: string, turnId: number, node: string): Promise<string[] | undefined> {
+  for await (const { event } of client.events(session, { turnId }))
+    if (event.kind === "NODE_COMPLETED" && event.payload.node === node) return event.payload.skills;
+  return undefined;
+}
+
+describe("skills declared in a recipe", () => {
+  it("gives the node's agent the recipe's and the node's skills, and NODE_COMPLETED names them", async () => {
+    const session = "recipe-declared";
+    const run = await client.run(session, skilledRecipe({ skills: ["report"] }, { skills: ["summary"] }), {
+      inputs: { request: "hello recipe" },
+    });
+    expect(run.status === "completed" && run.outcome).toEqual({ status: "Complete" });
+    expect(await nodeSkills(session, run.turnId, "write")).toEqual(["report", "summary"]);
+    // Only that run's: the session has nothing activated.
+    expect((await client.skills.getActive(session)).some((entry) => entry.via === "client")).toBe(false);
+  });
+
+  it("gives a run's agents the skills activated for the session too; a skill no worker has is left out", async () => {
+    const session = "recipe-and-client";
+    await client.skills.activate(session, "report");
+    const run = await client.run(session, skilledRecipe({ skills: ["ghost-skill"] }, {}), {
+      inputs: { request: "hello again" },
+    });
+    expect(run.status === "completed" && run.outcome).toEqual({ status: "Complete" });
+    expect(await nodeSkills(session, run.turnId, "write")).toEqual(["report"]);
   });
 });
