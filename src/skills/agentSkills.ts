@@ -190,7 +190,9 @@ export class WorkerSkills implements SkillCatalog {
       if (!skill) {
         if (!this.#missing.has(id)) {
           this.#missing.add(id);
-          this.#warn(`skills: ${id} is active for the session but not in ${this.#dir}: left out`);
+          this.#warn(
+            `skills: ${id} is not in ${this.#dir}: left out (activated for the session, or declared by its recipe)`,
+          );
         }
         continue;
       }

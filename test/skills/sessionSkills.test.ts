@@ -145,7 +145,9 @@ describe("a worker given a request's active skills", () => {
       { id: "report", name: "Report", instructions: "Write the report." },
     ]);
     await skills.forMessage("hello again", undefined, ["ghost"]);
-    expect(warnings).toEqual([`skills: ghost is active for the session but not in ${dir}: left out`]);
+    expect(warnings).toEqual([
+      `skills: ghost is not in ${dir}: left out (activated for the session, or declared by its recipe)`,
+    ]);
     // The routed selection kept for the message is not changed by a request's active skills.
     expect((await skills.forMessage("hello")).map((skill) => skill.id)).toEqual(["house"]);
   });
