@@ -7,6 +7,7 @@ import type { CriticResult } from "../../src/contracts/critic.ts";
 import type { EventPayload } from "../../src/contracts/events.ts";
 import type { LedgerDigest, RecordedCompactionRequest } from "../../src/contracts/ledger.ts";
 import type { AgentsPipeline } from "../../src/contracts/pipeline.ts";
+import type { RecordedSupplement } from "../../src/contracts/supplement.ts";
 import type { Stage, TurnWarning } from "../../src/contracts/turn.ts";
 import { type TurnOutcome, turnOutcome } from "../../src/contracts/turn.ts";
 import type { TurnPolicy, TurnSuspension } from "../../src/contracts/turnProtocol.ts";
@@ -61,6 +62,8 @@ export interface TurnContext extends TurnInput {
   compaction_request: RecordedCompactionRequest | null;
   /** The skills activated for the session, read with the ledgers: every agent the turn asks is given them. */
   active_skills: string[];
+  /** The session's recorded supplements, read with the ledgers; the arena takes those it has not consumed. */
+  supplements: RecordedSupplement[];
   context_arena: ContextArenaState;
   /** The memory agents are told of, as the context arena planned it (null before the agents stage). */
   planned_memory: PlannedMemory | null;
@@ -99,7 +102,15 @@ export interface TurnContext extends TurnInput {
 /** The part of an agent's context the context arena plans: what memory and the ledgers bring. */
 export type PlannedMemory = Pick<
   AgentContext,
-  "episodes" | "user_facts" | "open_threads" | "procedures" | "persona" | "ledgers" | "summary" | "tool_failures"
+  | "episodes"
+  | "user_facts"
+  | "open_threads"
+  | "procedures"
+  | "persona"
+  | "ledgers"
+  | "summary"
+  | "tool_failures"
+  | "supplemental"
 >;
 
 /** A turn's context before its first stage. */
@@ -124,6 +135,7 @@ export const initialContext = ({ input }: { input: TurnInput }): TurnContext => 
   ledgers: null,
   compaction_request: null,
   active_skills: [],
+  supplements: [],
   waves: [],
   wave: 0,
   wave_pending: [],

@@ -13,7 +13,8 @@ type RecordAction = { type: "record"; params: TurnRecord };
 
 /** The memory part of a planned agent context. */
 const memoryOf = (context: PlannedMemory): PlannedMemory => {
-  const { episodes, user_facts, open_threads, procedures, persona, ledgers, summary, tool_failures } = context;
+  const { episodes, user_facts, open_threads, procedures, persona, ledgers, summary, tool_failures, supplemental } =
+    context;
   return {
     episodes,
     ...(user_facts ? { user_facts } : {}),
@@ -23,6 +24,7 @@ const memoryOf = (context: PlannedMemory): PlannedMemory => {
     ...(ledgers ? { ledgers } : {}),
     ...(summary ? { summary } : {}),
     ...(tool_failures ? { tool_failures } : {}),
+    ...(supplemental ? { supplemental } : {}),
   };
 };
 
@@ -37,10 +39,20 @@ export const arenaActions = {
         context.context_arena,
         agentContext({ ...context, planned_memory: null }),
         context.policy.context ?? DEFAULT_ARENA_POLICY,
-        { turn_id: context.turn_id, conversation: context.conversation, request: context.compaction_request },
+        {
+          turn_id: context.turn_id,
+          conversation: context.conversation,
+          request: context.compaction_request,
+          supplements: context.supplements,
+        },
       );
       // The conversation read for the compaction has served: the turn keeps no copy of it.
-      enqueue.assign({ context_arena: planned.state, planned_memory: memoryOf(planned.context), conversation: [] });
+      enqueue.assign({
+        context_arena: planned.state,
+        planned_memory: memoryOf(planned.context),
+        conversation: [],
+        supplements: [],
+      });
       if (planned.compacted)
         enqueue({ type: "record", params: { kind: "CONTEXT_COMPACTED", payload: planned.compacted } });
       enqueue({ type: "record", params: { kind: "CONTEXT_PLANNED", payload: planned.planned } });

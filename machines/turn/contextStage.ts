@@ -41,6 +41,7 @@ export const contextState = turnSetup.createStateConfig({
           ledgers: ({ event }) => event.output.ledgers ?? null,
           compaction_request: ({ event }) => event.output.compaction_request ?? null,
           active_skills: ({ event }) => event.output.active_skills ?? [],
+          supplements: ({ event }) => event.output.supplements ?? [],
           // Memory's model calls for the retrieval (its message's embedding) count in the turn's cost.
           usage: ({ context, event }) => mergeUsage(context.usage, event.output.usage ?? {}),
         }),

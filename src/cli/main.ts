@@ -55,6 +55,11 @@ const COMMANDS: Record<string, { summary: string; json?: true; load: () => Promi
     summary: "stop a turn, wherever it runs (it ends Cancelled)",
     load: () => import("./commands/cancel.ts"),
   },
+  context: {
+    json: true,
+    summary: "a session's context arena: plan and commit a supplement for its next turn",
+    load: () => import("./commands/context.ts"),
+  },
   session: {
     json: true,
     summary: "erase a session, read its working memory, request a compaction of its context",

@@ -47,6 +47,7 @@ import { type ResumeOptions, type RunOptions, resumeRun, runRecipe } from "./rec
 import { type SchedulesClient, schedulesClient } from "./schedules.ts";
 import { type EventsOptions, readSessionEvents, type SessionEvent } from "./sessionEvents.ts";
 import { type SkillsClient, sessionSkillsLedger, skillsClient } from "./skills.ts";
+import { type ContextClient, contextClient } from "./supplement.ts";
 import { type TapeClient, tapeClient } from "./tape.ts";
 import { type SubmitOptions, streamTurn, type TurnStream } from "./turnStream.ts";
 import { readSessionWorkingMemory } from "./workingMemory.ts";
@@ -167,6 +168,8 @@ export interface ConclaveClient extends TapeClient {
   readonly schedules: SchedulesClient;
   /** Knowledge collections: documents chunked, embedded and searched by meaning, with citations (docs/knowledge.md). */
   readonly knowledge: KnowledgeClient;
+  /** The session's context arena: supplemental injection, planned and committed (docs/context.md). */
+  readonly context: ContextClient;
   /** A session's skills, from its log: the active ones, their recorded outputs, what a skill consumes (docs/skills.md). */
   readonly skills: SkillsClient;
   /** Tool calls waiting for a person's approval (of one session, or all), oldest first. */
@@ -318,6 +321,7 @@ export async function connect(options: ConnectOptions = {}): Promise<ConclaveCli
     ...ledgerClients(nc, timeoutMs),
     schedules: schedulesClient(nc, timeoutMs),
     knowledge: knowledgeClient(nc, timeoutMs),
+    context: contextClient(nc, timeoutMs),
     skills: skillsClient(
       async (sessionId) => {
         const events: EngineEvent[] = [];

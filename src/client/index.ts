@@ -45,6 +45,7 @@ export type { AgentsPipeline, PipelineChoice } from "../contracts/pipeline.ts";
 export type { JsonObject, ResumeReply, ToolApproval } from "../contracts/recipeRun.ts";
 export type { SkillsRefreshReply, WorkerSkillsRefresh } from "../contracts/skill.ts";
 export type { SessionSkillChange } from "../contracts/skillActivations.ts";
+export type { SupplementCommitResult, SupplementPlan } from "../contracts/supplement.ts";
 export type { RollbackReply } from "../contracts/tool.ts";
 export { SimulationStep, SimulationTrace, simulationTraceJsonSchema } from "../contracts/trace.ts";
 export type { Stage, TurnAck, TurnOutcome, TurnWarning } from "../contracts/turn.ts";
@@ -135,6 +136,11 @@ export type { ResumeOptions, RunOptions } from "./recipeRun.ts";
 export type { ScheduleChanges, ScheduleSpec, SchedulesClient, ScheduleView } from "./schedules.ts";
 export type { EventsOptions, SessionEvent } from "./sessionEvents.ts";
 export type { ComposePlanOptions, ConsumedOutputsOptions, SkillsClient } from "./skills.ts";
+export type {
+  ContextClient,
+  SupplementCommitOptions,
+  SupplementPlanOptions,
+} from "./supplement.ts";
 export type { TapeClient } from "./tape.ts";
 export type { SubmitOptions, TurnResult, TurnStream } from "./turnStream.ts";
 export { TurnFailedError, TurnSuspendedError } from "./turns.ts";

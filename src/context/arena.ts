@@ -26,12 +26,14 @@ import {
   emptyArenaState,
 } from "../contracts/context.ts";
 import type { RecordedCompactionRequest } from "../contracts/ledger.ts";
+import type { RecordedSupplement } from "../contracts/supplement.ts";
 import type { Usage } from "../contracts/usage.ts";
 import type { Episode } from "../contracts/workspace.ts";
 import { adaptedShares, adaptZones, isNoAdaptation } from "./adaptiveZones.ts";
 import { contextBudgetFromEnv, DEFAULT_CONTEXT_BUDGET } from "./budget.ts";
 import { compactOffline, DEFAULT_KEEP_RECENT_TURNS, SUMMARY_SHARE } from "./compaction.ts";
 import { type ContextPlan, planContext } from "./planner.ts";
+import { pendingSupplements, plannedSupplements, supplementCitations, withSupplements } from "./supplemental.ts";
 import { tokenizerFor } from "./tokenizer.ts";
 import type { ContextSummary } from "./zones.ts";
 
@@ -98,6 +100,8 @@ export interface ArenaTurnInput {
   conversation?: readonly Episode[];
   /** The session's latest compaction request (read with the ledgers): the turn compacts if it is pending. */
   request?: RecordedCompactionRequest | null;
+  /** The session's recorded supplements (read with the ledgers): those the arena has not consumed go in. */
+  supplements?: readonly RecordedSupplement[];
 }
 
 /**
@@ -119,19 +123,22 @@ export function pendingRequest(
  */
 export function planTurnContext(
   previous: ContextArenaState | undefined,
-  context: AgentContext,
+  given: AgentContext,
   policy: ArenaPolicy = DEFAULT_ARENA_POLICY,
   input: ArenaTurnInput = {},
 ): ArenaTurn {
   let state = previous ?? emptyArenaState();
-  const { tokenizer, plan } = planner(context, policy, state);
+  // Supplements committed since the last turn: in this plan's `supplemental` zone, consumed by it.
+  const supplements = pendingSupplements(state, input.supplements);
+  const sourced = withSupplements(given, supplements);
+  const { tokenizer, plan } = planner(sourced, policy, state);
   let summary = summaryOf(state);
   let planned = plan(summary, state.observed_tokens);
   let compacted: ArenaTurn["compacted"] = null;
   // A pending request compacts whatever the pressure; it is consumed only by a compaction that ran.
   const request = pendingRequest(state, input.request);
   if (planned.report.pressure.level !== "normal" || request !== null) {
-    const compaction = compactOffline(byTurn(input.conversation ?? [], context.episodes), summary, {
+    const compaction = compactOffline(byTurn(input.conversation ?? [], given.episodes), summary, {
       keep_recent_turns: policy.compaction?.keep_recent_turns ?? DEFAULT_KEEP_RECENT_TURNS,
       max_tokens: policy.compaction?.max_tokens ?? Math.floor(SUMMARY_SHARE * policy.budget.total_tokens),
       tokenizer,
@@ -190,16 +197,18 @@ export function planTurnContext(
     }
     if (outcome.changes.length > 0) adapted = { changes: outcome.changes };
   }
+  const consumed = supplements.at(-1)?.seq;
   return {
     // The model's last count has served this plan: the replies of this turn report it anew (observeUsage).
-    state: { ...next, observed_tokens: 0 },
-    context: plannedContext(context, planned, summary),
+    state: { ...next, observed_tokens: 0, ...(consumed !== undefined ? { supplement_seq: consumed } : {}) },
+    context: plannedContext(sourced, planned, summary),
     plan: planned,
     planned: {
       encoding: tokenizer.encoding,
       encoding_exact: tokenizer.exact,
       ...planned.report,
       ...(adaptation ? { adaptation } : {}),
+      ...(supplements.length > 0 ? { supplemental: supplementCitations(supplements, planned, tokenizer) } : {}),
     },
     compacted,
     adapted,
@@ -261,6 +270,7 @@ function plannedContext(context: AgentContext, plan: ContextPlan, summary: Conte
   if (context.tool_failures)
     planned.tool_failures = keep(context.tool_failures, (_, index) => `tool_failure:${index}`)!;
   if (context.knowledge) planned.knowledge = keep(context.knowledge, (_, index) => `passage:${index}`)!;
+  if (context.supplemental) planned.supplemental = plannedSupplements(context, plan)!;
   return planned;
 }
 

@@ -6,6 +6,7 @@
  *   truth             the truth ledger's active facts
  *   task_state        the user's message, the task ledger, the turn's signals and claims
  *   tool_failures     tool calls that failed earlier in the turn
+ *   supplemental      text an application committed for this turn (supplemental injection)
  *   working_memory    the compaction summary, recent turns, threads left open
  *   recall            what memory recalls of the user for this message, and the turns it recalled
  *                     that the compaction summary covers (so the summary's cut-off hides none of them)
@@ -34,6 +35,7 @@ export const ZONE_SHARES: Readonly<Record<Zone, ZoneLimit>> = {
   truth: { floor: 0.02, cap: 0.1 },
   task_state: { floor: 0.05, cap: 0.25 },
   tool_failures: { floor: 0, cap: 0.05 },
+  supplemental: { floor: 0, cap: 0.1 },
   working_memory: { floor: 0.05, cap: 0.35 },
   recall: { floor: 0, cap: 0.2 },
   rag_external: { floor: 0, cap: 0.15 },
@@ -58,6 +60,7 @@ export const ZONE_TITLES: Readonly<Record<Zone, string>> = {
   truth: "Truth (facts the session holds true)",
   task_state: "Task state",
   tool_failures: "Tool failures",
+  supplemental: "Supplemental (added for this turn by the application)",
   working_memory: "Working memory",
   recall: "Recall (what memory knows of the user)",
   rag_external: "Knowledge (passages from the user's documents; cite them as [collection/document@offset])",
@@ -151,6 +154,10 @@ export function contextItems(sources: ContextSources): ContextItem[] {
   // Tool failures: newest first.
   for (const [index, failure] of (sources.tool_failures ?? []).entries())
     add("tool_failures", `tool_failure:${index}`, failure, index);
+
+  // Supplemental: what the application committed for this turn, in the order it was committed.
+  for (const [index, supplement] of (context.supplemental ?? []).entries())
+    add("supplemental", `supplement:${supplement.seq}`, supplement.text, index);
 
   // Working memory: the summary of older turns, recent turns (newest kept longest, shown in order), open threads.
   const summary = sources.summary ?? null;

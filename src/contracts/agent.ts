@@ -5,6 +5,7 @@ import { KnowledgePassage, NamedCollections } from "./knowledge.ts";
 import { LedgerDigest } from "./ledger.ts";
 import { type SkillCompletion, SkillReplyFields } from "./skill.ts";
 import { ActiveSkillIds } from "./skillActivations.ts";
+import { SUPPLEMENT_TEXT_MAX_CHARS, SUPPLEMENTS_KEPT } from "./supplement.ts";
 import { ToolManifest, ToolName } from "./tool.ts";
 import { Usage } from "./usage.ts";
 import { WireJsonSchema } from "./wireJsonSchema.ts";
@@ -139,6 +140,20 @@ export const AgentContext = z.object({
   summary: ContextSummarySchema.optional(),
   /** Tool calls that failed earlier in the turn (`<tool>: <message>`), newest first. */
   tool_failures: z.array(z.string().max(2_000)).max(20).optional(),
+  /**
+   * Supplements the application committed for this turn (docs/context.md, "Supplemental injection"), as
+   * the context arena kept them in the `supplemental` zone, oldest first; absent: none.
+   */
+  supplemental: z
+    .array(
+      z.object({
+        seq: z.number().int().min(1),
+        scope: z.string().max(128).optional(),
+        text: z.string().max(SUPPLEMENT_TEXT_MAX_CHARS + 100),
+      }),
+    )
+    .max(SUPPLEMENTS_KEPT)
+    .optional(),
   /**
    * Chunks of the knowledge collections the agent (or its recipe node) names, found for this call
    * and kept within the `rag_external` zone's budget, best first, each with its citation.

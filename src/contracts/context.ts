@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { SupplementCitation } from "./supplement.ts";
 
 /**
  * The context arena's wire shapes (docs/context.md): what a session keeps of
@@ -12,6 +13,7 @@ export const ContextZone = z.enum([
   "truth",
   "task_state",
   "tool_failures",
+  "supplemental",
   "working_memory",
   "recall",
   "rag_external",
@@ -79,6 +81,11 @@ export const ContextArenaState = z.object({
    * absent: none. A later request is pending (docs/context.md, "Compaction requests").
    */
   compaction_request_seq: z.number().int().min(1).optional(),
+  /**
+   * The stream sequence of the last supplement a turn consumed (its SUPPLEMENT_COMMITTED); absent: none.
+   * Later ones are pending (docs/context.md, "Supplemental injection").
+   */
+  supplement_seq: z.number().int().min(1).optional(),
   /** The session's adapted zone caps; absent: none (and in states stored before 0.3.0). */
   zones: ZoneAdaptation.optional(),
 });
@@ -148,6 +155,8 @@ export const ContextPlannedPayload = z.object({
     .optional(),
   /** The session's zone adaptation after this turn (a replay reads it from here); absent: nothing adapted. */
   adaptation: ZoneAdaptation.optional(),
+  /** The supplements this turn consumed, each with what the plan kept of it; absent: none was pending. */
+  supplemental: z.array(SupplementCitation).max(64).optional(),
 });
 
 /** CONTEXT_COMPACTED: older turns folded into the session's summary. */

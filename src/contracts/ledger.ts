@@ -8,6 +8,14 @@ import {
   SessionSkillEventPayloads,
 } from "./skillActivations.ts";
 import {
+  SupplementCommitInput,
+  SupplementCommitResult,
+  SupplementEventPayloads,
+  SupplementPlan,
+  SupplementPlanInput,
+  SupplementsState,
+} from "./supplement.ts";
+import {
   emptyWorkerResults,
   WorkerMerge,
   WorkerResultEventPayloads,
@@ -144,6 +152,8 @@ export const Ledgers = z.object({
   compaction: RecordedCompactionRequest.optional(),
   /** Skills activated for the session (`skills.activate`), oldest first (absent from older ledgers: none). */
   skills: z.array(SessionSkillActivation).max(MAX_SESSION_SKILLS).default([]),
+  /** Supplements committed for the next turns (src/contracts/supplement.ts); absent: none. */
+  supplements: SupplementsState.optional(),
   through_seq: z.number().int().min(0),
   /** How many ledger events the fold applied. */
   events: z.number().int().min(0),
@@ -163,6 +173,7 @@ export const LedgerEventPayloads = {
   /** A compaction of the session's context asked for (`client.requestCompaction`, `conclave session compact`). */
   COMPACTION_REQUESTED: CompactionRequest,
   ...SessionSkillEventPayloads,
+  ...SupplementEventPayloads,
 } as const;
 export type LedgerEventKind = keyof typeof LedgerEventPayloads;
 
@@ -222,6 +233,11 @@ export const LedgerEvent = z.discriminatedUnion("kind", [
     ...EventEnvelope,
     kind: z.literal("SESSION_SKILL_DEACTIVATED"),
     payload: LedgerEventPayloads.SESSION_SKILL_DEACTIVATED,
+  }),
+  z.object({
+    ...EventEnvelope,
+    kind: z.literal("SUPPLEMENT_COMMITTED"),
+    payload: LedgerEventPayloads.SUPPLEMENT_COMMITTED,
   }),
 ]);
 export type LedgerEvent = z.infer<typeof LedgerEvent>;
@@ -355,6 +371,10 @@ export const LedgerRequest = z.discriminatedUnion("op", [
   /** Activates a skill for the session's later turns (SESSION_SKILL_ACTIVATED), or ends that (skillActivations.ts). */
   z.object({ ...RequestEnvelope, op: z.literal("skills.activate"), skill: SkillId }),
   z.object({ ...RequestEnvelope, op: z.literal("skills.deactivate"), skill: SkillId }),
+  /** How much of a text the next turn's `supplemental` zone would take (writes nothing). */
+  z.object({ ...RequestEnvelope, op: z.literal("context.plan_supplement"), supplement: SupplementPlanInput }),
+  /** Records a supplement for the next turn (SUPPLEMENT_COMMITTED), as the runner plans it. */
+  z.object({ ...RequestEnvelope, op: z.literal("context.commit_supplement"), supplement: SupplementCommitInput }),
 ]);
 export type LedgerRequest = z.infer<typeof LedgerRequest>;
 export type LedgerOpName = LedgerRequest["op"];
@@ -414,6 +434,8 @@ export const LedgerResults = {
   "context.request_compaction": CompactionRequest,
   "skills.activate": SessionSkillChange,
   "skills.deactivate": SessionSkillChange,
+  "context.plan_supplement": SupplementPlan,
+  "context.commit_supplement": SupplementCommitResult,
 } as const satisfies Record<LedgerOpName, z.ZodType>;
 
 /** The reply to a ledger request: the operation's result (see {@link LedgerResults}). */

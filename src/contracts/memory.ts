@@ -2,6 +2,7 @@ import { z } from "zod";
 import { SessionId, TurnId } from "./ids.ts";
 import { LedgerDigest, RecordedCompactionRequest } from "./ledger.ts";
 import { ActiveSkillIds } from "./skillActivations.ts";
+import { RecordedSupplement, SUPPLEMENTS_KEPT } from "./supplement.ts";
 import { TurnWarning } from "./turn.ts";
 import { Usage } from "./usage.ts";
 import { Episode } from "./workspace.ts";
@@ -78,6 +79,11 @@ export const MemoryRetrieveReply = z.object({
    * runner; absent when there are none): every agent the turn asks is given them (AgentRequest `active_skills`).
    */
   active_skills: ActiveSkillIds.optional(),
+  /**
+   * The session's recorded supplements, read with the ledgers (added by the runner; absent when there are
+   * none). The turn's arena takes those it has not consumed (docs/context.md, "Supplemental injection").
+   */
+  supplements: z.array(RecordedSupplement).max(SUPPLEMENTS_KEPT).optional(),
 });
 export type MemoryRetrieveReply = z.infer<typeof MemoryRetrieveReply>;
 

@@ -10,6 +10,7 @@ import type {
   TruthFact,
 } from "../contracts/ledger.ts";
 import type { SessionSkillChange } from "../contracts/skillActivations.ts";
+import type { SupplementCommitResult, SupplementCommitted } from "../contracts/supplement.ts";
 import type { WorkerMerge, WorkerResult, WorkerResultsState } from "../contracts/workerResults.ts";
 import { ConclaveError } from "../errors.ts";
 import { decideSessionSkill, type SkillCompletedWrite } from "./sessionSkills.ts";
@@ -50,6 +51,14 @@ export type LedgerWrite =
     >
   | SkillCompletedWrite;
 
+/**
+ * A supplement's commit, as the runner planned it (`planned`: the text as the zone takes it, and its
+ * tokens). The runner adds the plan (src/runtime/intake/ledgerRequests.ts): a request cannot carry one.
+ */
+export type SupplementWrite = Extract<LedgerRequest, { op: "context.commit_supplement" }> & {
+  planned: SupplementCommitted;
+};
+
 const WRITES = new Set<string>([
   "truth.upsert_fact",
   "truth.resolve_fact",
@@ -82,6 +91,7 @@ export interface LedgerDecision {
     | WorkerResultsState
     | CompactionRequest
     | SessionSkillChange
+    | SupplementCommitResult
     | null;
 }
 
@@ -100,7 +110,12 @@ export const derivedId = (prefix: string, text: string): string =>
 const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
 
 /** Decides a write against `state`; `by` and `at` are who asks and the runner's clock. */
-export function decideLedger(state: Ledgers, request: LedgerWrite, by: string, at: string): LedgerDecision {
+export function decideLedger(
+  state: Ledgers,
+  request: LedgerWrite | SupplementWrite,
+  by: string,
+  at: string,
+): LedgerDecision {
   const envelope = { session_id: state.session_id, by, at };
   switch (request.op) {
     case "truth.upsert_fact": {
@@ -251,6 +266,19 @@ export function decideLedger(state: Ledgers, request: LedgerWrite, by: string, a
       const decided = decideSessionSkill(state, request, envelope);
       if ("refused" in decided) throw new LedgerError("conflict", decided.refused);
       return decided;
+    }
+    case "context.commit_supplement": {
+      // Idempotent per scope: a scope committed before records nothing again, and answers what it recorded.
+      const { planned } = request;
+      if (planned.scope !== undefined && state.supplements?.scopes.includes(planned.scope)) {
+        const earlier = state.supplements.recorded.findLast((supplement) => supplement.scope === planned.scope);
+        const { seq: _seq, by: _by, at: _at, ...committed } = earlier ?? { ...planned, seq: 0, by, at };
+        return { event: null, result: { ...committed, duplicate: true } };
+      }
+      return {
+        event: { ...envelope, kind: "SUPPLEMENT_COMMITTED", payload: planned },
+        result: { ...planned, duplicate: false },
+      };
     }
   }
 }

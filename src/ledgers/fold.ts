@@ -1,4 +1,5 @@
 import type { LedgerEvent, Ledgers } from "../contracts/ledger.ts";
+import { SUPPLEMENT_SCOPES_KEPT, SUPPLEMENTS_KEPT } from "../contracts/supplement.ts";
 import { emptyWorkerResults } from "../contracts/workerResults.ts";
 import { applySessionSkillEvent } from "./sessionSkills.ts";
 
@@ -64,6 +65,20 @@ export function applyLedgerEvent(state: Ledgers, event: LedgerEvent, streamSeq: 
     case "SESSION_SKILL_ACTIVATED":
     case "SESSION_SKILL_DEACTIVATED":
       return { ...next, skills: applySessionSkillEvent(state.skills, event, streamSeq) };
+    case "SUPPLEMENT_COMMITTED": {
+      // The newest kept: a turn takes those its arena has not consumed; the scopes make commits idempotent.
+      const { recorded = [], scopes = [] } = state.supplements ?? {};
+      const { scope } = event.payload;
+      return {
+        ...next,
+        supplements: {
+          recorded: [...recorded, { ...event.payload, seq: streamSeq, by: event.by, at: event.at }].slice(
+            -SUPPLEMENTS_KEPT,
+          ),
+          scopes: scope === undefined ? scopes : [...scopes, scope].slice(-SUPPLEMENT_SCOPES_KEPT),
+        },
+      };
+    }
   }
 }
 
@@ -106,5 +121,8 @@ export function ledgerDifferences(rebuilt: Ledgers, stored: Ledgers): string[] {
   const activations = (ledgers: Ledgers) => ledgers.skills.map((activation) => activation.skill).join(", ") || "none";
   if (JSON.stringify(rebuilt.skills) !== JSON.stringify(stored.skills))
     differences.push(`activated skills: ${activations(rebuilt)} ≠ ${activations(stored)}`);
+  const supplements = (ledgers: Ledgers) => (ledgers.supplements?.recorded ?? []).map((item) => item.seq).join(",");
+  if (supplements(rebuilt) !== supplements(stored))
+    differences.push(`supplements: ${supplements(rebuilt) || "none"} ≠ ${supplements(stored) || "none"}`);
   return differences;
 }

@@ -19,10 +19,11 @@ import {
   Ledgers,
   type RecordedCompactionRequest,
 } from "../contracts/ledger.ts";
+import type { RecordedSupplement } from "../contracts/supplement.ts";
 import { pause } from "../deadline.ts";
 import { orderedConsumer, releaseConsumer } from "../eventlog/consumers.ts";
 import { ensureEventStreams } from "../eventlog/eventStreams.ts";
-import { decideLedger, type LedgerDecision, LedgerError, type LedgerWrite } from "./decide.ts";
+import { decideLedger, type LedgerDecision, LedgerError, type LedgerWrite, type SupplementWrite } from "./decide.ts";
 import { isEmptyDigest, ledgerDigest } from "./digest.ts";
 import { applyLedgerEvent, emptyLedgers, ledgerDifferences } from "./fold.ts";
 
@@ -53,6 +54,15 @@ export interface LedgerStoreOptions {
  * changes in the order they were decided, and folding it always gives the
  * same ledgers.
  */
+/** What a turn reads of the ledgers (LedgerStore.forTurn). */
+export interface TurnLedgers {
+  digest: LedgerDigest | null;
+  compaction: RecordedCompactionRequest | null;
+  /** The ids of the skills activated for the session, oldest first. */
+  skills: string[];
+  supplements: RecordedSupplement[];
+}
+
 export class LedgerStore {
   /** Per session, the write being made here: this runner's writes to a session go one at a time. */
   readonly #writing = new Map<string, Promise<unknown>>();
@@ -97,20 +107,18 @@ export class LedgerStore {
   /**
    * What a turn reads of the ledgers, from the projection alone (the same one read): the digest (null
    * when the session has no ledger entries), the latest compaction request (null: none) and the
-   * skills activated for the session (their ids, oldest first; empty: none).
+   * skills activated for the session (their ids, oldest first; empty: none) and the recorded
+   * supplements (empty: none).
    */
-  async forTurn(sessionId: string): Promise<{
-    digest: LedgerDigest | null;
-    compaction: RecordedCompactionRequest | null;
-    skills: string[];
-  }> {
+  async forTurn(sessionId: string): Promise<TurnLedgers> {
     const stored = await this.#projected(sessionId);
-    if (!stored) return { digest: null, compaction: null, skills: [] };
+    if (!stored) return { digest: null, compaction: null, skills: [], supplements: [] };
     const digest = ledgerDigest(stored);
     return {
       digest: isEmptyDigest(digest) ? null : digest,
       compaction: stored.compaction ?? null,
       skills: stored.skills.map((activation) => activation.skill),
+      supplements: stored.supplements?.recorded ?? [],
     };
   }
 
@@ -120,7 +128,11 @@ export class LedgerStore {
    * and answers the entity as it is. Rejects with LedgerError (`not_found`,
    * `conflict`) for a write the ledgers refuse.
    */
-  write(request: LedgerWrite, by: string, now: () => Date = () => new Date()): Promise<LedgerDecision["result"]> {
+  write(
+    request: LedgerWrite | SupplementWrite,
+    by: string,
+    now: () => Date = () => new Date(),
+  ): Promise<LedgerDecision["result"]> {
     // Writes of one runner queue per session; only other runners' writes can land in between (and are retried on).
     const session = request.session_id;
     const previous = this.#writing.get(session) ?? Promise.resolve();
@@ -136,7 +148,7 @@ export class LedgerStore {
     return mine;
   }
 
-  async #write(request: LedgerWrite, by: string, now: () => Date): Promise<LedgerDecision["result"]> {
+  async #write(request: LedgerWrite | SupplementWrite, by: string, now: () => Date): Promise<LedgerDecision["result"]> {
     for (let attempt = 0; attempt < MAX_WRITE_ATTEMPTS; attempt++) {
       const state = await this.state(request.session_id);
       const decision = decideLedger(state, request, by, now().toISOString());

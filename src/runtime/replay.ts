@@ -37,8 +37,15 @@ export function foldTurn(state: SessionSnapshot, events: readonly EngineEvent[])
     if (event.kind === "CONTEXT_PLANNED") {
       // The zones' adaptation after the turn is recorded with its plan (absent: none).
       const { zones: _zones, ...rest } = arena ?? emptyArenaState();
-      const { adaptation } = event.payload;
-      arena = { ...rest, observed_tokens: 0, ...(adaptation ? { zones: adaptation } : {}) };
+      const { adaptation, supplemental } = event.payload;
+      // The supplements it consumed: the last one cited is the arena's (supplemental injection).
+      const consumed = supplemental?.at(-1)?.seq;
+      arena = {
+        ...rest,
+        observed_tokens: 0,
+        ...(adaptation ? { zones: adaptation } : {}),
+        ...(consumed !== undefined ? { supplement_seq: consumed } : {}),
+      };
     }
     if (event.kind === "CONTEXT_COMPACTED")
       arena = {

@@ -36,8 +36,10 @@ describe("context planner", () => {
   it("shows the zones as sections in the fixed order, not as JSON", () => {
     const { text, report } = planContext(sources(), { budget, tokenizer });
     const headings = [...text.matchAll(/^## (.+)$/gm)].map((match) => match[1]);
-    // Every zone that holds something (this context names no knowledge collection: no rag_external).
-    expect(headings).toEqual(ZONES.filter((zone) => zone !== "rag_external").map((zone) => ZONE_TITLES[zone]));
+    // Every zone that holds something (this context names no knowledge collection and has no supplement).
+    expect(headings).toEqual(
+      ZONES.filter((zone) => zone !== "rag_external" && zone !== "supplemental").map((zone) => ZONE_TITLES[zone]),
+    );
     expect(text).toContain("- The user says: What should I plant first this spring?");
     expect(text).not.toContain('{"');
     expect(report.planned_tokens).toBe(tokenizer.count(text));
@@ -96,6 +98,7 @@ describe("context planner", () => {
         "claim:c0",
       ],
       tool_failures: ["tool_failure:0"],
+      supplemental: [],
       working_memory: ["summary", "episode:10", "episode:9", "episode:8", "episode:7"],
       recall: [],
       rag_external: [],
@@ -105,6 +108,7 @@ describe("context planner", () => {
       truth: ["fact:10", "fact:11"],
       task_state: [],
       tool_failures: [],
+      supplemental: [],
       working_memory: ["episode:4", "episode:3", "thread:1", "thread:0", "episode:5", "episode:6"],
       recall: [
         ...range(9, 24, "user_fact"),

@@ -129,7 +129,10 @@ const layers: { [N in TurnInterceptorName]: { make: (below: TurnServices) => Tur
     ledgerDigest: {
       make: () =>
         ledgerDigestInterceptor(
-          { forTurn: async () => ({ digest: null, compaction: null, skills: [] }) } as Pick<LedgerStore, "forTurn">,
+          { forTurn: async () => ({ digest: null, compaction: null, skills: [], supplements: [] }) } as Pick<
+            LedgerStore,
+            "forTurn"
+          >,
           silentLogger,
         ),
     },

@@ -5,8 +5,11 @@ import type { ServiceMsg } from "../../bus/service.ts";
 import { addressOf } from "../../bus/tenancy.ts";
 import { decodeMessage, respondJson } from "../../bus/wire.ts";
 import { setting } from "../../config/load.ts";
+import { arenaPolicyFromEnv } from "../../context/arena.ts";
+import { committedOf, planSupplement } from "../../context/supplemental.ts";
+import type { ArenaPolicy } from "../../contracts/context.ts";
 import { AgentLedgerRequest, type LedgerReplay, LedgerRequest, type Ledgers } from "../../contracts/ledger.ts";
-import { singleLine } from "../../errors.ts";
+import { InvalidRequestError, singleLine } from "../../errors.ts";
 import { isLedgerWrite, LedgerError } from "../../ledgers/decide.ts";
 import { ledgerDigest, queryTruth } from "../../ledgers/digest.ts";
 import type { LedgerStore } from "../../ledgers/ledgerStore.ts";
@@ -20,6 +23,8 @@ export interface LedgerDeps {
   log: Logger;
   /** Where a replay finds the session's latest checkpoint (it folds from its ledgers); absent: from the start. */
   sessions?: Pick<SessionStore, "checkpoint">;
+  /** The runner's context arena, which plans supplements (absent: the environment's, CONCLAVE_CONTEXT_*). */
+  arena?: ArenaPolicy;
 }
 
 /** A result naming the runtime's session id (both ledgers, a replay) as the tenant names it. */
@@ -110,6 +115,18 @@ async function answerLedger(
   const result = await (async () => {
     if (isLedgerWrite(request)) return store.write(request, by);
     switch (request.op) {
+      case "context.plan_supplement":
+        return supplementPlan(deps, request.supplement);
+      case "context.commit_supplement": {
+        // Planned here, with this runner's arena: the text as the zone takes it, cut to the commit's tokens.
+        const planned = committedOf(supplementPlan(deps, request.supplement));
+        if (planned === null)
+          throw new HandlerError(
+            "invalid_request",
+            "the supplemental zone has no room for the text: nothing committed",
+          );
+        return store.write({ ...request, planned }, by);
+      }
       case "ledgers.replay":
         return deps.sessions ? replayLedgers(store, deps.sessions, sessionId) : store.replay(sessionId);
       case "truth.query":
@@ -126,6 +143,16 @@ async function answerLedger(
   })();
   if (isInboxReply(msg.reply, "runner"))
     respondJson(msg, { result: sessionId === view ? result : asViewed(result, view) });
+}
+
+/** A supplement planned with this runner's arena; more tokens than the zone's room is the requester's error. */
+function supplementPlan(deps: LedgerDeps, { text, ...options }: { text: string; tokens?: number; scope?: string }) {
+  try {
+    return planSupplement(text, deps.arena ?? arenaPolicyFromEnv(), options);
+  } catch (error) {
+    if (error instanceof InvalidRequestError) throw new HandlerError("invalid_request", error.message);
+    throw error;
+  }
 }
 
 /**

@@ -131,6 +131,8 @@ export async function openRunnerParts(nc: NatsConnection, options: RunnerOptions
     idempotency,
     timers: recipes.timers,
     ledgers,
+    // The arena the runner's turns plan with: supplements are planned with it too.
+    ...(options.policy?.context ? { arena: options.policy.context } : {}),
     log,
     admission: backlog,
     recipes: {

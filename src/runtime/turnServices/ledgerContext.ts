@@ -21,9 +21,9 @@ export function ledgerDigestInterceptor(ledgers: Pick<LedgerStore, "forTurn">, l
         log.warn(
           `${turnLabel(request.session_id, request.turn_id)}: ledgers left out of its context: ${singleLine(messageOf(error))}`,
         );
-        return { digest: null, compaction: null, skills: [] };
+        return { digest: null, compaction: null, skills: [], supplements: [] };
       });
-      const [retrieved, { digest, compaction, skills }] = await Promise.all([memory, read]);
+      const [retrieved, { digest, compaction, skills, supplements }] = await Promise.all([memory, read]);
       return {
         ...retrieved,
         ...(digest ? { ledgers: digest } : {}),
@@ -31,6 +31,8 @@ export function ledgerDigestInterceptor(ledgers: Pick<LedgerStore, "forTurn">, l
         ...(compaction ? { compaction_request: compaction } : {}),
         // The skills activated for the session, from the same read: the turn gives them to every agent it asks.
         ...(skills.length > 0 ? { active_skills: skills } : {}),
+        // Its supplements, from the same read: the turn's arena takes those it has not consumed.
+        ...(supplements.length > 0 ? { supplements } : {}),
       };
     },
   };
