@@ -300,6 +300,8 @@ const Definition = z.discriminatedUnion("type", [
     delegates: z.array(z.string()).optional(),
     /** Knowledge collections the agent's context is searched in, at every step it runs (docs/knowledge.md). */
     knowledge: NamedCollections.optional(),
+    /** Conclave: skills the agent is given at every step it runs, with the step's own (docs/recipes.md, "Skills"). */
+    skills: RecipeSkills.optional(),
     /** A remote A2A agent: `a2a+https://host/.well-known/agent-card.json` (or see `a2a`). */
     uri: z.string().max(2_000).optional(),
     /** Conclave: a remote A2A agent, by its card's URL. */

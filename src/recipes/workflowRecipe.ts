@@ -50,6 +50,12 @@ export function workflowRecipe(
     const named = own ?? (definition?.type === "agent" ? definition.knowledge : undefined);
     return named?.length ? { knowledge: [...new Set(named)] } : {};
   };
+  /** The skills a step's agent is given besides the recipe's: its agent definition's, then its own. */
+  const skillsOf = (own: string[] | undefined, name: string): { skills?: string[] } => {
+    const definition = doc.definitions[name];
+    const named = [...(definition?.type === "agent" ? (definition.skills ?? []) : []), ...(own ?? [])];
+    return named.length > 0 ? { skills: [...new Set(named)] } : {};
+  };
   const nodes: RecipeNode[] = [];
   for (const [id, step] of Object.entries(doc.workflow.steps)) {
     const path = `workflow.steps.${id}`;
@@ -67,7 +73,7 @@ export function workflowRecipe(
           ...agentToolsOf(doc.definitions, step.agent, `${path}.agent`, (at, message) => issues.issue(at, message)),
           ...delegatesOf(step.agent),
           ...knowledgeOf(step.knowledge, step.agent),
-          ...(step.skills?.length ? { skills: [...new Set(step.skills)] } : {}),
+          ...skillsOf(step.skills, step.agent),
           next,
         });
         break;

@@ -64,6 +64,18 @@ describe("skills declared in a recipe", () => {
     ]);
   });
 
+  it("gives a workflow step its agent definition's skills too, then its own", () => {
+    const document = workflow({}, { skills: ["report", "summary"] }) as ReturnType<typeof workflow> & {
+      definitions: { writer: Record<string, unknown> };
+    };
+    document.definitions.writer = { type: "agent", id: "acme.writer", skills: ["house-style", "report"] };
+    const recipe = loadRecipe(document);
+    expect(recipe.nodes.map((node) => (node.kind === "agent" ? node.skills : null))).toEqual([
+      ["house-style", "report", "summary"],
+      ["house-style", "report"],
+    ]);
+  });
+
   it("loads a document without skills as before", () => {
     const recipe = loadRecipe(workflow());
     expect("skills" in recipe).toBe(false);
