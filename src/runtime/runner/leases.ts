@@ -33,10 +33,12 @@ const RELEASE_RETRY = { baseMs: 250, maxMs: 5_000 };
 export class SessionLeases {
   /** The sessions this runner owns, with their ownership record's revision (released by compare-and-set). */
   readonly #owned = new Map<string, number>();
-  /** Releases under way: taking the session again waits for them, so a late delete never removes a fresh take. */
-  readonly #releasing = new Map<string, Promise<void>>();
-  /** Stops a release's retries: taken again here (`acquire`), so the record is read afresh instead. */
-  readonly #stopReleasing = new Map<string, AbortController>();
+  /**
+   * Releases under way, with the revision each deletes and what stops its retries (taken again here, `acquire`
+   * reads the record afresh instead): taking the session again waits for them, so a late delete never removes
+   * a fresh take.
+   */
+  readonly #releasing = new Map<string, { done: Promise<void>; stop: AbortController; revision: number }>();
   /** Closing: each release is tried once more, not again. */
   readonly #closing = new AbortController();
   /**
@@ -110,8 +112,34 @@ export class SessionLeases {
 
   /** True when this runner owns the session (now or already): never while its own lease has lapsed. */
   async acquire(sessionId: string): Promise<boolean> {
-    this.#stopReleasing.get(sessionId)?.abort();
-    await this.#releasing.get(sessionId);
+    if (!this.liveness.alive) return false;
+    const release = this.#releasing.get(sessionId);
+    if (!release) return this.#take(sessionId);
+    release.stop.abort();
+    await release.done;
+    let owned = false;
+    try {
+      owned = await this.#take(sessionId);
+      return owned;
+    } finally {
+      // Its release was stopped to take it back and it was not taken (the lease lapsed meanwhile, NATS failed):
+      // the record may still name this runner, which would keep the session from the runner pulling its
+      // partition for as long as this one lives. So it is let go after all.
+      if (!owned) this.#letGoAfterAll(sessionId, release.revision);
+    }
+  }
+
+  /** Deletes the record of a session this runner stopped releasing and did not take back (as of `revision`). */
+  #letGoAfterAll(sessionId: string, revision: number): void {
+    if (this.#owned.has(sessionId) || this.#releasing.has(sessionId)) return;
+    if (this.liveness.alive) {
+      this.#owned.set(sessionId, revision);
+      void this.release(sessionId);
+    } else this.#lapsedOwned.set(sessionId, revision); // let go once its heartbeats are stored again
+  }
+
+  /** `acquire` once no release of the session is under way. */
+  async #take(sessionId: string): Promise<boolean> {
     if (!this.liveness.alive) return false;
     if (this.#owned.has(sessionId)) return true;
     for (let attempt = 0; attempt < ACQUIRE_ATTEMPTS; attempt++) {
@@ -155,6 +183,11 @@ export class SessionLeases {
     return false;
   }
 
+  /** The runner the session's ownership record names (undefined: none); read afresh, for what is said of it. */
+  async ownerOf(sessionId: string): Promise<string | undefined> {
+    return (await this.owners.get(sessionId))?.value.runner;
+  }
+
   #own(sessionId: string, revision: number): boolean {
     this.#lapsedOwned.delete(sessionId);
     this.#owned.set(sessionId, revision);
@@ -173,16 +206,14 @@ export class SessionLeases {
   /** Lets the session go: its record is deleted unless another runner took it meanwhile. */
   release(sessionId: string): Promise<void> {
     const revision = this.#owned.get(sessionId);
-    if (revision === undefined) return this.#releasing.get(sessionId) ?? Promise.resolve();
+    if (revision === undefined) return this.#releasing.get(sessionId)?.done ?? Promise.resolve();
     this.#owned.delete(sessionId);
     const stop = new AbortController();
-    this.#stopReleasing.set(sessionId, stop);
-    const releasing = this.#deleteRecord(sessionId, revision, stop.signal).finally(() => {
-      if (this.#releasing.get(sessionId) === releasing) this.#releasing.delete(sessionId);
-      if (this.#stopReleasing.get(sessionId) === stop) this.#stopReleasing.delete(sessionId);
+    const done = this.#deleteRecord(sessionId, revision, stop.signal).finally(() => {
+      if (this.#releasing.get(sessionId)?.done === done) this.#releasing.delete(sessionId);
     });
-    this.#releasing.set(sessionId, releasing);
-    return releasing;
+    this.#releasing.set(sessionId, { done, stop, revision });
+    return done;
   }
 
   /**
