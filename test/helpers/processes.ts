@@ -13,7 +13,7 @@ export function useConclaveProcesses(url: () => string, env: () => NodeJS.Proces
     ...env(),
     ...extraEnv,
     CONCLAVE_NATS_URL: url(),
-    CONCLAVE_LOG: "quiet",
+    CONCLAVE_LOG: process.env.CONCLAVE_TEST_PROCESS_LOG ?? "quiet",
   });
   const track = async (p: ConclaveProcess): Promise<ConclaveProcess> => {
     started.push(p);

@@ -39,6 +39,9 @@ import { TurnOrder } from "./turnOrder.ts";
 
 export type { RecipeRunnerOptions, RunnerOptions } from "./options.ts";
 
+/** A session kept past its partition's move is said every this many hand-over tries (100 ms apart: 5 s). */
+const HAND_OVER_SAID_EVERY = 50;
+
 /**
  * Hosts session and turn actors. Its parts, one job each:
  * - intake (`../intake/`): accepts submissions on `conclave.turn.submit.*` (a NATS service shared by all
@@ -67,6 +70,8 @@ export class Runner {
   readonly #options: Required<Pick<RunnerOptions, "turnTtlMs" | "checkpointEvery">>;
   /** Per session, the delivery being handled: the next one of the session waits for it. */
   readonly #delivering = new Map<string, Promise<void>>();
+  /** Sessions of partitions gone elsewhere still kept here, with how many hand-overs they have waited. */
+  readonly #handOverTries = new Map<string, number>();
   /** Each running turn's tenant, from its WAL entry: whose knowledge collections its agents may read. */
   readonly #tenants = new TurnTenants();
   readonly #intake: Service;
@@ -103,7 +108,7 @@ export class Runner {
       log: this.#log,
       onMessage: (msg) => this.#inSessionOrder(msg),
       // Once nothing of it is under way here (held, delivered, saving, restoring); its new owner takes it then.
-      handOver: (sessionId) => this.#sessions.evictIfIdle(sessionId) && this.#letGo(sessionId),
+      handOver: (sessionId) => this.#handOver(sessionId),
     });
     this.#options = { turnTtlMs: options.turnTtlMs ?? 600_000, checkpointEvery: options.checkpointEvery ?? 10 };
     this.#writer = new EventLogWriter(parts.js, parts.eventStreams, {
@@ -202,8 +207,27 @@ export class Runner {
     });
   }
 
+  /**
+   * Lets a session of a partition gone elsewhere go once nothing of it is under way here (its new owner
+   * takes it then). Tried every 100 ms; one still kept after many tries is said, with what keeps it.
+   */
+  #handOver(sessionId: string): void {
+    if (this.#sessions.evictIfIdle(sessionId)) {
+      this.#letGo(sessionId);
+      return;
+    }
+    const tries = (this.#handOverTries.get(sessionId) ?? 0) + 1;
+    this.#handOverTries.set(sessionId, tries);
+    if (tries % HAND_OVER_SAID_EVERY === 0)
+      this.#log.warn(
+        `session ${sessionId}: its partition moved, not handed over after ${tries} tries: ${this.#sessions.whyBusy(sessionId) ?? "nothing keeps it"}`,
+        { session_id: sessionId },
+      );
+  }
+
   /** This runner no longer hosts the session (idle, or erased): its turn order and ownership go too. */
   #letGo(sessionId: string): void {
+    this.#handOverTries.delete(sessionId);
     this.#order.forget(sessionId);
     void this.#leases.release(sessionId).catch(() => {});
   }
@@ -261,7 +285,7 @@ export class Runner {
         msg.ack();
         return;
       case "defer_to_owner":
-        return this.#settlement.deferToOwner(msg, sessionId, turnId);
+        return this.#settlement.deferToOwner(msg, sessionId, turnId, () => this.#leases.ownerOf(sessionId));
       case "expire":
         return this.#settlement.settle(
           sessionId,

@@ -175,6 +175,18 @@ export class SessionHost {
     return true;
   }
 
+  /** What keeps the session here (for a hand-over that waits too long); undefined when nothing does. */
+  whyBusy(sessionId: string): string | undefined {
+    const hosted = this.#actors.get(sessionId);
+    if (this.#saves.has(sessionId)) return "its snapshot is being saved";
+    if (this.#starting.has(sessionId)) return "its actor is being restored";
+    if (this.options.busy?.(sessionId)) return "a delivery of it is under way or held";
+    const snapshot = hosted?.actor.getSnapshot();
+    if (snapshot?.status !== "active") return undefined;
+    const { value, context } = snapshot;
+    return `its actor is ${String(value)} (turn ${context.current?.turn_id ?? "none"}, ${context.queue.length} queued)`;
+  }
+
   /** Stops and forgets the session's actor: its next turn restores it from the stored snapshot. */
   evict(sessionId: string): void {
     const hosted = this.#actors.get(sessionId);

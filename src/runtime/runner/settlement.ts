@@ -130,11 +130,16 @@ export class TurnSettlement {
    * --cluster` measures what that costs); a shorter wait was tried and left out. Said now and then: a
    * session its owner never lets go would stall silently otherwise.
    */
-  deferToOwner(msg: JsMsg, sessionId: string, turnId: number): void {
+  deferToOwner(msg: JsMsg, sessionId: string, turnId: number, ownerOf?: () => Promise<string | undefined>): void {
     msg.nak(DEFER_TO_OWNER_MS);
     const count = msg.info.deliveryCount;
-    if (count % DEFERRALS_SAID_EVERY === 0)
-      this.deps.log.warn(`${turnLabel(sessionId, turnId)}: left ${count} times to the session's owner`);
+    if (count % DEFERRALS_SAID_EVERY !== 0) return;
+    const said = (owner?: string) =>
+      this.deps.log.warn(
+        `${turnLabel(sessionId, turnId)}: left ${count} times to the session's owner${owner ? ` ${owner}` : ""}`,
+      );
+    if (!ownerOf) return said();
+    void ownerOf().then(said, () => said());
   }
 
   /** Gives back every entry held for a session (its actor is gone, so they must be taken again). */
