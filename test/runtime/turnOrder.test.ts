@@ -3,6 +3,7 @@
  * (src/runtime/runner/turnOrder.ts): a later turn waits for an earlier one
  * still to be delivered, past the wait, as long as the WAL holds the earlier
  * turn's entry, and goes ahead once that turn ended or can no longer come.
+ * Statuses it cannot read (NATS away) let no later turn go.
  * The wait's clock is moved on (only `Date` is faked: NATS keeps its timers).
  */
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
@@ -91,5 +92,22 @@ describe("a session's turn order on the runner that takes it", () => {
     expect(await order.mayRun("order-arrived", 2)).toBe(false);
     order.arrived("order-arrived", 1);
     await vi.waitFor(async () => expect(await order.mayRun("order-arrived", 2)).toBe(true));
+  });
+
+  it("lets no later turn go while the earlier turns' statuses cannot be read (NATS away), and surveys again", async () => {
+    await accept("order-unread", [1, 2]);
+    // The statuses over a connection that is gone: every read fails as when NATS is out of reach.
+    const gone = await nats.connect("runner");
+    const unreadable = await TurnStatusStore.open(gone);
+    await gone.close();
+    const blind = new TurnOrder({
+      store: sessions,
+      statuses: unreadable,
+      log: silentLogger,
+      walTurnIds: async () => [1, 2],
+    });
+    await expect(blind.mayRun("order-unread", 2)).rejects.toThrow();
+    // The failed survey is not kept: the next look reads again (here, through a live connection).
+    expect(await order.mayRun("order-unread", 2)).toBe(false);
   });
 });

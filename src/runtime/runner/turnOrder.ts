@@ -1,4 +1,4 @@
-import { messageOf } from "../../errors.ts";
+import { isConclaveError, messageOf } from "../../errors.ts";
 import type { TurnStatusStore } from "../../eventlog/turnStatusStore.ts";
 import type { Logger } from "../../telemetry/log.ts";
 import type { SessionStore } from "../sessionStore.ts";
@@ -101,14 +101,21 @@ export class TurnOrder {
   }
 
   async #survey(sessionId: string): Promise<Barrier> {
+    // A damaged record (reported on conclave.dlq.kv) reads as none: a damaged snapshot surveys from turn 1, and a
+    // damaged status is nothing to wait for. Any other failure (NATS away) fails the survey, which `mayRun`'s
+    // caller hands back and which is made again next time: read as "none", an earlier turn still to come would
+    // not be waited for, and a later one would run first.
+    const damagedIsNone = (error: unknown) => {
+      if (isConclaveError(error, "corrupt_value")) return null;
+      throw error;
+    };
     const [snapshot, lastAccepted] = await Promise.all([
-      this.deps.store.snapshot(sessionId).catch(() => null),
+      this.deps.store.snapshot(sessionId).catch(damagedIsNone),
       this.deps.store.lastTurnId(sessionId),
     ]);
     const from = (snapshot?.last_turn_id ?? 0) + 1;
     const ids = Array.from({ length: Math.max(0, lastAccepted - from + 1) }, (_, index) => from + index);
-    // An unreadable status (reported on conclave.dlq.kv) is nothing to wait for.
-    const statuses = await Promise.all(ids.map((id) => this.deps.statuses.get(sessionId, id).catch(() => null)));
+    const statuses = await Promise.all(ids.map((id) => this.deps.statuses.get(sessionId, id).catch(damagedIsNone)));
     const awaiting = new Set(
       ids.filter((_, index) => statuses[index]?.status === "pending" || statuses[index]?.status === "inflight"),
     );
