@@ -17,6 +17,7 @@ import type { MemoryRefs, MemoryRetrieveReply, MemoryRetrieveRequest } from "../
 import type { Episode } from "../contracts/workspace.ts";
 import { arenaPressure, DEFAULT_ARENA_POLICY, pendingRequest } from "./arena.ts";
 import { DEFAULT_KEEP_RECENT_TURNS } from "./compaction.ts";
+import { pendingSupplements, withSupplements } from "./supplemental.ts";
 
 /** The most turns one compaction reads (and folds in): a memory read names at most 50 episodes. */
 export const COMPACTION_READ_MAX = 50;
@@ -73,11 +74,12 @@ export function turnsToRead(probe: CompactionProbe, reply: MemoryRetrieveReply, 
   // A pending compaction request compacts whatever the pressure: read the conversation.
   if (pendingRequest(probe.arena, reply.compaction_request) !== null)
     return Array.from({ length: turnId - from }, (_, index) => from + index);
-  const pressure = arenaPressure(
-    probe.arena,
+  // The supplements the turn will take press too (supplemental.ts), as in the turn's own plan.
+  const context = withSupplements(
     withRetrieved(probe.context, reply),
-    probe.policy ?? DEFAULT_ARENA_POLICY,
+    pendingSupplements(probe.arena, reply.supplements),
   );
+  const pressure = arenaPressure(probe.arena, context, probe.policy ?? DEFAULT_ARENA_POLICY);
   if (pressure.level === "normal") return [];
   return Array.from({ length: turnId - from }, (_, index) => from + index);
 }

@@ -25,7 +25,7 @@ import { type Tokenizer, tokenizerFor } from "./tokenizer.ts";
 import { ZONE_SHARES, ZONE_TITLES, ZONES, zoneLimits } from "./zones.ts";
 
 /** What a text is planned with: its scope, the rest of the context's tokens, and (a commit's) the tokens allowed. */
-export interface SupplementPlanOptions {
+export interface PlanSupplementOptions {
   scope?: string | undefined;
   /** Tokens the rest of the next turn's context takes; absent: the other zones' floors. */
   usage_tokens?: number | undefined;
@@ -45,12 +45,13 @@ function roomFor(policy: ArenaPolicy, tokenizer: Tokenizer, usageTokens: number 
   const floors = ZONES.reduce((sum, zone) => sum + (zone === "supplemental" ? 0 : limits[zone].floor), 0);
   const used = Math.max(usageTokens ?? 0, floors);
   const critical = usageTokens !== undefined && pressureOf(usageTokens, budget).level === "critical";
+  const at = critical ? `, at critical pressure: ${budget.compact_ratio} of the budget` : "";
   const ceiling = critical ? Math.floor(budget.compact_ratio * budget.total_tokens) : budget.total_tokens;
   const budgetRoom = Math.max(0, ceiling - used - overhead);
   return budgetRoom < capRoom
     ? {
         room: budgetRoom,
-        why: `the budget leaves ${budgetRoom} tokens after the rest of the context (${used} of ${ceiling} tokens)`,
+        why: `the budget leaves ${budgetRoom} tokens after the rest of the context (${used} tokens of ${ceiling}${at})`,
       }
     : {
         room: capRoom,
@@ -75,7 +76,7 @@ function cut(text: string, maxTokens: number, tokenizer: Tokenizer): string {
  * With `options.tokens` (a commit's), the text is cut to it, and a number above the room is refused
  * with an InvalidRequestError.
  */
-export function planSupplement(text: string, policy: ArenaPolicy, options: SupplementPlanOptions = {}): SupplementPlan {
+export function planSupplement(text: string, policy: ArenaPolicy, options: PlanSupplementOptions = {}): SupplementPlan {
   const tokenizer = tokenizerFor(policy.model);
   const { room, why } = roomFor(policy, tokenizer, options.usage_tokens);
   if (options.tokens !== undefined && options.tokens > room)

@@ -5,9 +5,10 @@
  * zone, cites them, and consumes them once, as a replay of the log folds it.
  */
 import { describe, expect, it } from "vitest";
-import { planTurnContext } from "../../src/context/arena.ts";
+import { arenaPressure, planTurnContext } from "../../src/context/arena.ts";
 import { DEFAULT_CONTEXT_BUDGET } from "../../src/context/budget.ts";
-import { committedOf, pendingSupplements, planSupplement } from "../../src/context/supplemental.ts";
+import { turnsToRead } from "../../src/context/compactionRead.ts";
+import { committedOf, pendingSupplements, planSupplement, withSupplements } from "../../src/context/supplemental.ts";
 import { tokenizerFor } from "../../src/context/tokenizer.ts";
 import { ZONE_TITLES } from "../../src/context/zones.ts";
 import { ContextPlannedPayload, emptyArenaState } from "../../src/contracts/context.ts";
@@ -17,7 +18,7 @@ import type { RecordedSupplement } from "../../src/contracts/supplement.ts";
 import { decideLedger } from "../../src/ledgers/decide.ts";
 import { applyLedgerEvent, emptyLedgers } from "../../src/ledgers/fold.ts";
 import { foldTurn } from "../../src/runtime/replay.ts";
-import { agentContext } from "./contexts.ts";
+import { agentContext, episode } from "./contexts.ts";
 
 /** A budget of 2,000 tokens: the supplemental zone's cap is 200. */
 const small = { budget: { ...DEFAULT_CONTEXT_BUDGET, total_tokens: 2_000 } };
@@ -171,5 +172,21 @@ describe("a committed supplement", () => {
     );
     expect(replayed.context_arena?.supplement_seq).toBe(5);
     expect(replayed.context_arena).toEqual(turn.state);
+  });
+
+  it("presses on the turn's compaction probe as on its plan: the conversation is read when it tips the pressure", () => {
+    const supplements = [{ ...recorded(3, longText), seq: 3 }];
+    const context = agentContext({ episodes: [4, 5, 6, 7, 8].map((turn) => episode(turn, 120)) });
+    const reply = { episodes: context.episodes, user_facts: [], open_threads: [] };
+    const probe = { arena: emptyArenaState(), context: agentContext(), policy: small };
+    // Without the supplement the context is below the compact ratio; with it (cut to the zone's cap), above.
+    expect(arenaPressure(probe.arena, context, small).level).toBe("normal");
+    expect(arenaPressure(probe.arena, withSupplements(context, supplements), small).level).not.toBe("normal");
+    expect(turnsToRead(probe, reply, 9)).toEqual([]);
+    expect(turnsToRead(probe, { ...reply, supplements }, 9)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    // Consumed already: it presses no more.
+    expect(
+      turnsToRead({ ...probe, arena: { ...emptyArenaState(), supplement_seq: 3 } }, { ...reply, supplements }, 9),
+    ).toEqual([]);
   });
 });
