@@ -11,6 +11,8 @@ import { builtinAgents } from "../../src/agents/builtins.ts";
 import { type ConclaveClient, connect } from "../../src/client/index.ts";
 import { ZONE_TITLES } from "../../src/context/zones.ts";
 import type { EngineEvent, EventPayload } from "../../src/contracts/events.ts";
+import { partitionOf } from "../../src/contracts/partitions.ts";
+import { eventStreamCount } from "../../src/eventlog/eventStreams.ts";
 import { Runner } from "../../src/runtime/runner/runner.ts";
 import { startWorker } from "../../src/workers/startWorker.ts";
 import { CORE_SERVICES, type WorkerHandle } from "../../src/workers/workerOptions.ts";
@@ -139,6 +141,21 @@ describe("supplemental injection", () => {
     const again = await turn(session, "Which courier?");
     for (const prompt of again.prompts) expect(prompt).toContain("- The courier is DPD.");
     expect(plannedOf(again.events).supplemental?.map((citation) => citation.scope)).toEqual(["courier"]);
+
+    // A fork after those turns has consumed them too (its copies of the events have sequences of their own):
+    // its next turn shows none; one committed to the fork is shown once.
+    const streams = await eventStreamCount(await nats.connect("runner"));
+    const fork = ["a", "b", "c", "d", "e", "f", "g", "h"]
+      .map((suffix) => `supplement-fork-${suffix}`)
+      .find((id) => partitionOf(id, streams) === partitionOf(session, streams));
+    await client.fork({ session, at: { turn: 4 }, as: fork! });
+    const forked = await turn(fork!, "Is it here yet?");
+    expect(plannedOf(forked.events).supplemental).toBeUndefined();
+    for (const prompt of forked.prompts) expect(prompt).not.toContain("DPD");
+    await client.context.commitSupplemental(fork!, "The parcel is at the depot.");
+    const forkNext = await turn(fork!, "Where is it now?");
+    for (const prompt of forkNext.prompts) expect(prompt).toContain("- The parcel is at the depot.");
+    expect(plannedOf(forkNext.events).supplemental).toHaveLength(1);
   }, 120_000);
 
   it("refuses bad input with one line", async () => {

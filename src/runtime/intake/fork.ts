@@ -148,13 +148,25 @@ export async function forkSession(deps: ForkDeps, sourceId: string, request: For
   );
   copied.ledger_events = 0;
   const eventStreams = await eventStreamCount(deps.jsm);
+  // The arena names the last supplement it consumed by its event's sequence: the fork's copy has its own.
+  const consumed = state.session.context_arena?.supplement_seq;
+  let forkConsumed: number | undefined;
   for (const step of ledger) {
     if (step.kind !== "ledger") continue;
-    await deps.js.publish(
+    const ack = await deps.js.publish(
       subjects.ledgerEvents(forkId, eventStreams),
       encodeRecord({ ...step.event, session_id: forkId }),
     );
+    if (step.event.kind === "SUPPLEMENT_COMMITTED" && consumed !== undefined && step.seq <= consumed)
+      forkConsumed = ack.seq;
     copied.ledger_events++;
+  }
+  if (state.session.context_arena) {
+    const { supplement_seq: _seq, ...arena } = state.session.context_arena;
+    state.session = {
+      ...state.session,
+      context_arena: { ...arena, ...(forkConsumed !== undefined ? { supplement_seq: forkConsumed } : {}) },
+    };
   }
   const graph = await openMemoryGraph({ nc: deps.nc, env: deps.env ?? process.env });
   try {
