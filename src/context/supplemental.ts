@@ -31,32 +31,38 @@ export interface PlanSupplementOptions {
   usage_tokens?: number | undefined;
   /** A commit's `tokens` (seed 003's `finalTokens`): the text is cut to it; above the room, refused. */
   tokens?: number | undefined;
+  /** The session's supplements committed and not consumed yet: the next turn shows them too, in the same zone. */
+  pending?: readonly RecordedSupplement[] | undefined;
 }
 
 const NOTE = " […truncated]";
 
 /** The room the `supplemental` zone has for one text, and what bounds it. */
-function roomFor(policy: ArenaPolicy, tokenizer: Tokenizer, usageTokens: number | undefined) {
+function roomFor(
+  policy: ArenaPolicy,
+  tokenizer: Tokenizer,
+  usageTokens: number | undefined,
+  pending: readonly RecordedSupplement[],
+) {
   const { budget } = policy;
   const limits = zoneLimits(budget.total_tokens);
   // The zone's heading and the line around the text (`- …\n`), as the planner counts them.
   const overhead = tokenizer.count(`## ${ZONE_TITLES.supplemental}\n`) + 1 + tokenizer.count("- \n");
-  const capRoom = Math.max(0, limits.supplemental.cap - overhead);
+  // The supplements pending take their lines of the zone first.
+  const pendingTokens = pending.reduce((sum, supplement) => sum + tokenizer.count(`- ${supplement.text}\n`), 0);
+  const pendingNote = pending.length > 0 ? `, less ${pendingTokens} of ${pending.length} supplement(s) pending` : "";
+  const capRoom = Math.max(0, limits.supplemental.cap - overhead - pendingTokens);
   const floors = ZONES.reduce((sum, zone) => sum + (zone === "supplemental" ? 0 : limits[zone].floor), 0);
   const used = Math.max(usageTokens ?? 0, floors);
   const critical = usageTokens !== undefined && pressureOf(usageTokens, budget).level === "critical";
   const at = critical ? `, at critical pressure: ${budget.compact_ratio} of the budget` : "";
   const ceiling = critical ? Math.floor(budget.compact_ratio * budget.total_tokens) : budget.total_tokens;
-  const budgetRoom = Math.max(0, ceiling - used - overhead);
-  return budgetRoom < capRoom
-    ? {
-        room: budgetRoom,
-        why: `the budget leaves ${budgetRoom} tokens after the rest of the context (${used} tokens of ${ceiling}${at})`,
-      }
-    : {
-        room: capRoom,
-        why: `the supplemental zone has room for ${capRoom} tokens (its cap, ${ZONE_SHARES.supplemental.cap} of the ${budget.total_tokens}-token budget)`,
-      };
+  const budgetRoom = Math.max(0, ceiling - used - overhead - pendingTokens);
+  const why =
+    budgetRoom < capRoom
+      ? `the budget leaves ${budgetRoom} tokens after the rest of the context (${used} tokens of ${ceiling}${at}${pendingNote})`
+      : `the supplemental zone has room for ${capRoom} tokens (its cap, ${ZONE_SHARES.supplemental.cap} of the ${budget.total_tokens}-token budget${pendingNote})`;
+  return { room: Math.min(budgetRoom, capRoom), why, pendingTokens };
 }
 
 /** `text` cut to at most `maxTokens` tokens, note included (`[…truncated]`). */
@@ -78,7 +84,7 @@ function cut(text: string, maxTokens: number, tokenizer: Tokenizer): string {
  */
 export function planSupplement(text: string, policy: ArenaPolicy, options: PlanSupplementOptions = {}): SupplementPlan {
   const tokenizer = tokenizerFor(policy.model);
-  const { room, why } = roomFor(policy, tokenizer, options.usage_tokens);
+  const { room, why, pendingTokens } = roomFor(policy, tokenizer, options.usage_tokens, options.pending ?? []);
   if (options.tokens !== undefined && options.tokens > room)
     throw new InvalidRequestError(
       `the commit asks for ${options.tokens} tokens; ${why}: plan it first and commit at most ${room}`,
@@ -89,6 +95,7 @@ export function planSupplement(text: string, policy: ArenaPolicy, options: PlanS
     scope: options.scope ?? null,
     tokens_asked: asked,
     room_tokens: room,
+    pending_tokens: pendingTokens,
     encoding: tokenizer.encoding,
     encoding_exact: tokenizer.exact,
   };

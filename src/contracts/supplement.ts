@@ -56,6 +56,8 @@ export const SupplementPlan = z.object({
   tokens_accepted: Tokens,
   /** The room the zone has for a text: its cap, less what the budget's other uses leave it. */
   room_tokens: Tokens,
+  /** What the supplements committed and not consumed yet take of the zone (the room is what they leave). */
+  pending_tokens: Tokens.optional(),
   /** `accepted` whole, `truncated` to the room (or the commit's tokens), `dropped` for want of room. */
   outcome: z.enum(["accepted", "truncated", "dropped"]),
   /** Why it was truncated or dropped, one line; absent when accepted. */

@@ -71,6 +71,18 @@ describe("a supplement's plan", () => {
     expect(committedOf(full)).toBeNull();
   });
 
+  it("leaves the supplements pending their lines of the zone", () => {
+    const alone = planSupplement(longText, small);
+    const pending = [recorded(4, "Prefer metric units."), recorded(6, "The parcel arrives Friday.")];
+    const after = planSupplement(longText, small, { pending });
+    expect(after.pending_tokens).toBe(
+      tokenizer.count("- Prefer metric units.\n") + tokenizer.count("- The parcel arrives Friday.\n"),
+    );
+    expect(after.room_tokens).toBe(alone.room_tokens - after.pending_tokens!);
+    expect(after.reason).toContain(`less ${after.pending_tokens} of 2 supplement(s) pending`);
+    expect(alone.pending_tokens).toBe(0);
+  });
+
   it("cuts a commit to its tokens, and refuses more tokens than the room, with one line", () => {
     const cut = planSupplement(longText, policy, { tokens: 40 });
     expect(cut.outcome).toBe("truncated");

@@ -115,6 +115,12 @@ describe("supplemental injection", () => {
     expect(retried).toMatchObject({ duplicate: true, scope: "order-812", text: NOTE });
     const recorded = (await client.ledgers.state(session)).supplements?.recorded ?? [];
     expect(recorded.map((supplement) => supplement.text)).toEqual([NOTE]);
+    // A plan now leaves the pending supplement its line of the zone.
+    const fresh = await client.context.planSupplemental("supplement-none", "Prefer metric units.");
+    const behind = await client.context.planSupplemental(session, "Prefer metric units.");
+    expect(fresh.pending_tokens).toBe(0);
+    expect(behind.pending_tokens).toBeGreaterThan(recorded[0]?.tokens ?? 0);
+    expect(behind.room_tokens).toBe(fresh.room_tokens - (behind.pending_tokens ?? 0));
 
     const next = await turn(session, "And when will it arrive?");
     expect(next.prompts.length).toBeGreaterThan(0);

@@ -6,9 +6,10 @@ import { addressOf } from "../../bus/tenancy.ts";
 import { decodeMessage, respondJson } from "../../bus/wire.ts";
 import { setting } from "../../config/load.ts";
 import { arenaPolicyFromEnv } from "../../context/arena.ts";
-import { committedOf, planSupplement } from "../../context/supplemental.ts";
+import { committedOf, pendingSupplements, planSupplement } from "../../context/supplemental.ts";
 import type { ArenaPolicy } from "../../contracts/context.ts";
 import { AgentLedgerRequest, type LedgerReplay, LedgerRequest, type Ledgers } from "../../contracts/ledger.ts";
+import type { RecordedSupplement } from "../../contracts/supplement.ts";
 import { InvalidRequestError, singleLine } from "../../errors.ts";
 import { isLedgerWrite, LedgerError } from "../../ledgers/decide.ts";
 import { ledgerDigest, queryTruth } from "../../ledgers/digest.ts";
@@ -22,7 +23,7 @@ export interface LedgerDeps {
   ledgers: LedgerStore;
   log: Logger;
   /** Where a replay finds the session's latest checkpoint (it folds from its ledgers); absent: from the start. */
-  sessions?: Pick<SessionStore, "checkpoint">;
+  sessions?: Pick<SessionStore, "checkpoint" | "snapshot">;
   /** The runner's context arena, which plans supplements (absent: the environment's, CONCLAVE_CONTEXT_*). */
   arena?: ArenaPolicy;
 }
@@ -116,10 +117,18 @@ async function answerLedger(
     if (isLedgerWrite(request)) return store.write(request, by);
     switch (request.op) {
       case "context.plan_supplement":
-        return supplementPlan(deps, request.supplement);
+        return supplementPlan(deps, request.supplement, await pendingOf(deps, sessionId));
       case "context.commit_supplement": {
-        // Planned here, with this runner's arena: the text as the zone takes it, cut to the commit's tokens.
-        const planned = committedOf(supplementPlan(deps, request.supplement));
+        // Planned here, with this runner's arena: the text as the zone takes it, cut to the commit's tokens,
+        // after the supplements pending. A scope committed before is answered by the ledgers (nothing stored).
+        const pending = await pendingOf(deps, sessionId);
+        const { scope } = request.supplement;
+        const repeated = scope !== undefined && pending.scopes.includes(scope);
+        const planned = committedOf(
+          repeated
+            ? planSupplement(request.supplement.text, deps.arena ?? arenaPolicyFromEnv(), { scope })
+            : supplementPlan(deps, request.supplement, pending),
+        );
         if (planned === null)
           throw new HandlerError(
             "invalid_request",
@@ -145,10 +154,33 @@ async function answerLedger(
     respondJson(msg, { result: sessionId === view ? result : asViewed(result, view) });
 }
 
+/**
+ * The session's supplements its next turn will show (committed, not consumed by its arena, as the
+ * session's stored snapshot says), and the scopes committed so far.
+ */
+async function pendingOf(
+  deps: LedgerDeps,
+  sessionId: string,
+): Promise<{ supplements: RecordedSupplement[]; scopes: string[] }> {
+  const [ledgers, snapshot] = await Promise.all([
+    deps.ledgers.state(sessionId),
+    deps.sessions ? deps.sessions.snapshot(sessionId) : null,
+  ]);
+  const recorded = ledgers.supplements?.recorded ?? [];
+  return {
+    supplements: pendingSupplements(snapshot?.context_arena, recorded),
+    scopes: ledgers.supplements?.scopes ?? [],
+  };
+}
+
 /** A supplement planned with this runner's arena; more tokens than the zone's room is the requester's error. */
-function supplementPlan(deps: LedgerDeps, { text, ...options }: { text: string; tokens?: number; scope?: string }) {
+function supplementPlan(
+  deps: LedgerDeps,
+  { text, ...options }: { text: string; tokens?: number; scope?: string; usage_tokens?: number },
+  pending: { supplements: RecordedSupplement[] },
+) {
   try {
-    return planSupplement(text, deps.arena ?? arenaPolicyFromEnv(), options);
+    return planSupplement(text, deps.arena ?? arenaPolicyFromEnv(), { ...options, pending: pending.supplements });
   } catch (error) {
     if (error instanceof InvalidRequestError) throw new HandlerError("invalid_request", error.message);
     throw error;
