@@ -183,9 +183,14 @@ export class SessionLeases {
     return false;
   }
 
-  /** The runner the session's ownership record names (undefined: none); read afresh, for what is said of it. */
+  /**
+   * The runner the session's ownership record names (undefined: none), read afresh, for what is said of it:
+   * this runner's own name says whether its lease has lapsed (it then takes nothing, its own sessions included).
+   */
   async ownerOf(sessionId: string): Promise<string | undefined> {
-    return (await this.owners.get(sessionId))?.value.runner;
+    const owner = (await this.owners.get(sessionId))?.value.runner;
+    if (owner !== this.runner) return owner;
+    return this.liveness.alive ? `${owner} (this runner)` : `${owner} (this runner, whose liveness lease lapsed)`;
   }
 
   #own(sessionId: string, revision: number): boolean {
