@@ -39,7 +39,10 @@ describe("conclave skills", () => {
     [["skills", "select", "--dir", "."], /needs a message/],
     [["skills", "plan", "--dir", "."], /skills plan needs the plan's skills/],
     [["skills", "select", "hi", "--threshold", "2", "--dir", "."], /--threshold must be a number from 0 to 1/],
-    [["skills", "dance"], /give 'list', 'select "MESSAGE"', 'outputs', 'active', 'activate', 'deactivate', 'plan' or 'refresh'/],
+    [
+      ["skills", "dance"],
+      /give 'list', 'select "MESSAGE"', 'outputs', 'active', 'activate', 'deactivate', 'plan' or 'refresh'/,
+    ],
   ])("refuses %j with one line", async (args, message) => {
     const result = await runConclave(NO_NATS, args);
     expect(result.code).toBe(2);

@@ -138,8 +138,8 @@ export class TurnSettlement {
       this.deps.log.warn(
         `${turnLabel(sessionId, turnId)}: left ${count} times to the session's owner${owner ? ` ${owner}` : ""}`,
       );
-    if (!ownerOf) return said();
-    void ownerOf().then(said, () => said());
+    if (ownerOf) void ownerOf().then(said, () => said());
+    else said();
   }
 
   /** Gives back every entry held for a session (its actor is gone, so they must be taken again). */
