@@ -5,7 +5,7 @@
  * running when the erase came), so get and list find none of them after it.
  * A real stack, all processes, driven with the A2A SDK's own client.
  */
-import { type Message, type Part, Role, type StreamResponse, type Task, TaskState } from "@a2a-js/sdk";
+import { type Message, type Part, Role, type Task, TaskState } from "@a2a-js/sdk";
 import { type Client, ClientFactory } from "@a2a-js/sdk/client";
 import { beforeAll, describe, expect, it } from "vitest";
 import { LIST_ALL_TASKS } from "../helpers/a2a.ts";
@@ -110,19 +110,23 @@ describe("erasing a session reaches the gateway's A2A tasks", () => {
 
   it("drops a task whose turn the erase cancelled while it ran: it is not saved again as it ends", async () => {
     const started = await stack.slowAgentStarted("erase-slow", 1);
-    const events: StreamResponse[] = [];
+    // The stream's first task event and the agent's start race each other: both are waited for.
+    let taskSeen!: (task: Task) => void;
+    const firstTask = new Promise<Task>((resolve) => {
+      taskSeen = resolve;
+    });
     const stream = (async () => {
-      for await (const event of a2a.sendMessageStream(say("slow, please", "erase-slow"))) events.push(event);
+      for await (const event of a2a.sendMessageStream(say("slow, please", "erase-slow")))
+        if (event.payload?.$case === "task") taskSeen(event.payload.value as Task);
     })().catch(() => {});
     await started.seen;
-    const task = events.find((event) => event.payload?.$case === "task")?.payload?.value as Task | undefined;
-    expect(task).toBeDefined();
+    const task = await firstTask;
 
     const record = await stack.conclave.erase("erase-slow");
     expect(record.cancelled_turns).toEqual([1]);
     await stream;
 
-    expect(await gone([task!.id])).toEqual([]);
-    expect(await listed()).not.toContain(task!.id);
+    expect(await gone([task.id])).toEqual([]);
+    expect(await listed()).not.toContain(task.id);
   });
 });
