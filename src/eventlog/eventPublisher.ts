@@ -17,7 +17,7 @@ export const isWrongLastSequence = (error: unknown): boolean =>
  * Stores one event of a turn in the event stream, under the message id
  * `<session>.<turn>.<seq>` (a retry is stored once), over the connection's own
  * reply inbox when given one (`requests`), else with `js.publish`. The order of
- * a turn's events and its fencing are the writer's (`writer.ts`).
+ * a turn's events and its fencing are the writer's (`writer.ts`, `turnFencing.ts`).
  */
 export class EventPublisher {
   constructor(

@@ -15,45 +15,26 @@ import {
   timerSchedule,
 } from "./chunkCoalescer.ts";
 import { monotonicNow } from "./clock.ts";
-import { EventPublisher, isWrongLastSequence } from "./eventPublisher.ts";
+import { EventPublisher } from "./eventPublisher.ts";
 import { type EventLevel, eventLevelFromEnv, recordedKinds } from "./levels.ts";
 import { sendLiveChunk } from "./liveChunks.ts";
+import { type FencedTurn, nextBatch, publishBatch } from "./turnFencing.ts";
 import { EventLogError, type EventLogWriterOptions } from "./writerOptions.ts";
 
 export { EventLogError, type EventLogWriterOptions } from "./writerOptions.ts";
 
-/** An event appended and not yet settled, with the promise `pending` holds for it. */
-interface Queued {
-  event: EngineEvent;
-  data: Uint8Array;
-  settle: (ack: PubAck | undefined) => void;
-  fail: (error: unknown) => void;
-}
-
-interface OpenTurn {
+/** A turn this writer has open; its fencing state is `FencedTurn`'s (turnFencing.ts). */
+interface OpenTurn extends FencedTurn {
   sessionId: string;
   turnId: number;
   seq: number;
   startedAt: number;
   /** One promise per appended event: settles once it is stored (or the turn is fenced), rejects when it cannot be. */
   pending: Promise<unknown>[];
-  /** Appended, not yet published. */
-  queue: Queued[];
   /** A drain is publishing the queue. */
   draining: boolean;
-  fenced: boolean;
-  /**
-   * The turn subject's last stream sequence as this writer knows it: what an earlier attempt stored (0: none),
-   * then each of its own events as stored. Its first event and its terminal one land only if the subject is
-   * still there, so a writer that lost the turn to another never stores a second TURN_COMPLETED.
-   */
-  expectLast: number;
-  /** This writer's first event of the turn is stored (fencing passed). */
-  opened: boolean;
   /** Set on the turn's first event: the previous turn of the session ends first. */
   after: Promise<void> | undefined;
-  /** A failure that stops the turn's log: nothing after a missing event is stored. */
-  broken: unknown;
   /** What earlier attempts stored of the turn (given to `open`); empty for a turn this writer started. */
   stored: readonly EngineEvent[];
   /** Stream chunks buffered, to be stored coalesced; null when every chunk is stored as it comes (`chunkMs` 0). */
@@ -76,14 +57,12 @@ interface OpenTurn {
  * new connection while an earlier one, lost with the old connection, is still
  * to be stored: a raw reader of the stream sees each turn in `seq` order.
  *
- * Single-writer fencing: a writer's first event of a turn, and its terminal
- * one, are published alone with the subject's expected last sequence (none
- * yet, or the last event a taken-over turn had stored; then the last this
- * writer stored). A refused expectation, or an event's first publish
- * reported as a duplicate, means another writer holds the turn (a runner
- * taken for dead that is not, still running it beside its taker): the turn
- * is fenced, nothing more is written, and `finish` fails. So two writers of
- * one turn never both store a TURN_COMPLETED.
+ * Single-writer fencing (see turnFencing.ts): a writer's first event of a
+ * turn, and its terminal one, are published alone with the subject's expected
+ * last sequence. A refused expectation, or an event's first publish reported
+ * as a duplicate, means another writer holds the turn: the turn is fenced,
+ * nothing more is written, and `finish` fails. So two writers of one turn
+ * never both store a TURN_COMPLETED.
  *
  * The terminal event (TURN_COMPLETED) is published alone, after every earlier
  * one is stored; a turn that follows another of the same session starts
@@ -286,82 +265,11 @@ export class EventLogWriter {
           }
           break;
         }
-        await this.#publishBatch(turn, this.#nextBatch(turn));
+        await publishBatch(this.#publisher, turn, nextBatch(turn), this.#options.onFenced);
       }
     } finally {
       turn.draining = false;
     }
-  }
-
-  /** The first event alone (it is fenced), the terminal event alone, else everything queued before the terminal one. */
-  #nextBatch(turn: OpenTurn): Queued[] {
-    if (!turn.opened) return turn.queue.splice(0, 1);
-    const terminal = turn.queue.findIndex((queued) => queued.event.kind === "TURN_COMPLETED");
-    return turn.queue.splice(0, terminal === 0 ? 1 : terminal === -1 ? turn.queue.length : terminal);
-  }
-
-  async #publishBatch(turn: OpenTurn, batch: Queued[]): Promise<void> {
-    const first = !turn.opened;
-    // Both go out alone (#nextBatch), so the writer knows where the subject should stand.
-    const fenced = first || batch[0]?.event.kind === "TURN_COMPLETED";
-    const expect = () => (fenced ? turn.expectLast : undefined);
-    const results = await Promise.allSettled(
-      batch.map((queued) => this.#publisher.publish(queued.event, queued.data, expect())),
-    );
-    for (let i = 0; i < batch.length; i++) {
-      const result = results[i]!;
-      const queued = batch[i]!;
-      if (result.status === "fulfilled") {
-        // Sent once, and already there under its id: another writer of the turn stored that seq first.
-        if (result.value.duplicate) this.#fence(turn, queued.event);
-        else {
-          turn.opened = true;
-          turn.expectLast = Math.max(turn.expectLast, result.value.seq);
-        }
-        queued.settle(result.value);
-        continue;
-      }
-      if (isWrongLastSequence(result.reason)) {
-        this.#fence(turn, queued.event); // another writer got there first
-        queued.settle(undefined);
-        continue;
-      }
-      // This one was not stored: it and every later one of the batch go again, one at a time, in order.
-      for (const again of batch.slice(i)) {
-        if (turn.fenced) {
-          again.settle(undefined);
-          continue;
-        }
-        if (turn.broken !== undefined) {
-          again.fail(turn.broken);
-          continue;
-        }
-        try {
-          const ack = await this.#publisher.storeWithRetry(again.event, again.data, expect());
-          turn.opened = true;
-          // A duplicate here may be this writer's lost first attempt, or another writer's event under the same
-          // id: its seq is not taken as this writer's, so a taker's events are never what its TURN_COMPLETED
-          // expects (at worst this writer is fenced by its own event, and the turn is taken over from the log).
-          if (!ack.duplicate) turn.expectLast = Math.max(turn.expectLast, ack.seq);
-          again.settle(ack);
-        } catch (error) {
-          if (isWrongLastSequence(error)) {
-            this.#fence(turn, again.event);
-            again.settle(undefined);
-          } else {
-            turn.broken = error;
-            again.fail(error);
-          }
-        }
-      }
-      return;
-    }
-  }
-
-  #fence(turn: OpenTurn, event: EngineEvent): void {
-    if (turn.fenced) return;
-    turn.fenced = true;
-    this.#options.onFenced?.(event.session_id, event.turn_id);
   }
 
   /**
