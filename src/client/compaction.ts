@@ -10,13 +10,8 @@ import { requestJson } from "../bus/request.ts";
 import { subjects } from "../bus/subjects.ts";
 import type { EngineEvent } from "../contracts/events.ts";
 import { checkSessionId } from "../contracts/ids.ts";
-import {
-  CompactionRequest,
-  LedgerReply,
-  LedgerResults,
-  type Ledgers,
-  type RecordedCompactionRequest,
-} from "../contracts/ledger.ts";
+import { CompactionRequest, type Ledgers, type RecordedCompactionRequest } from "../contracts/ledger.ts";
+import { LedgerReply, LedgerResults } from "../contracts/ledgerRequest.ts";
 import { InvalidRequestError } from "../errors.ts";
 
 /** What `requestCompaction` is given. */

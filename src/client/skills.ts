@@ -11,7 +11,7 @@ import { subjects } from "../bus/subjects.ts";
 import { setting } from "../config/load.ts";
 import type { EngineEvent } from "../contracts/events.ts";
 import { checkSessionId } from "../contracts/ids.ts";
-import { LedgerReply, LedgerResults } from "../contracts/ledger.ts";
+import { LedgerReply, LedgerResults } from "../contracts/ledgerRequest.ts";
 import { SkillId, type SkillsRefreshReply } from "../contracts/skill.ts";
 import type { SessionSkillActivation, SessionSkillChange } from "../contracts/skillActivations.ts";
 import { InvalidRequestError } from "../errors.ts";

@@ -10,7 +10,7 @@ import type { z } from "zod";
 import { requestJson } from "../bus/request.ts";
 import { subjects } from "../bus/subjects.ts";
 import { checkSessionId } from "../contracts/ids.ts";
-import { LedgerReply, LedgerResults } from "../contracts/ledger.ts";
+import { LedgerReply, LedgerResults } from "../contracts/ledgerRequest.ts";
 import {
   SupplementCommitInput,
   type SupplementCommitResult,

@@ -5,6 +5,7 @@ export * from "./errors.ts";
 export * from "./events.ts";
 export * from "./ids.ts";
 export * from "./ledger.ts";
+export * from "./ledgerRequest.ts";
 export * from "./memory.ts";
 export * from "./pipeline.ts";
 export * from "./recipeRun.ts";

@@ -1,27 +1,8 @@
 import { z } from "zod";
-import { AgentId, SessionId } from "./ids.ts";
-import { SkillId } from "./skill.ts";
-import {
-  MAX_SESSION_SKILLS,
-  SessionSkillActivation,
-  SessionSkillChange,
-  SessionSkillEventPayloads,
-} from "./skillActivations.ts";
-import {
-  SupplementCommitInput,
-  SupplementCommitResult,
-  SupplementEventPayloads,
-  SupplementPlan,
-  SupplementPlanInput,
-  SupplementsState,
-} from "./supplement.ts";
-import {
-  emptyWorkerResults,
-  WorkerMerge,
-  WorkerResultEventPayloads,
-  WorkerResultInput,
-  WorkerResultsState,
-} from "./workerResults.ts";
+import { SessionId } from "./ids.ts";
+import { MAX_SESSION_SKILLS, SessionSkillActivation, SessionSkillEventPayloads } from "./skillActivations.ts";
+import { SupplementEventPayloads, SupplementsState } from "./supplement.ts";
+import { emptyWorkerResults, WorkerResultEventPayloads, WorkerResultsState } from "./workerResults.ts";
 
 /**
  * The truth and task ledgers of a session: what is held true, with
@@ -49,17 +30,18 @@ export const LedgerActor = z.string().min(1).max(128);
 /** The end user a client makes a ledger change for (recorded as `user:<user_id>`). */
 export const LedgerUserId = z.string().min(1).max(120);
 
-const Text = (max: number) => z.string().trim().min(1).max(max);
+/** A ledger text: trimmed, not empty, at most `max` characters. */
+export const LedgerText = (max: number) => z.string().trim().min(1).max(max);
 /** When a change was made: an ISO 8601 time, set by the runner that stored it. */
 const At = z.string().max(40);
 
 /** A fact of the truth ledger: a statement held true (active) or no longer (resolved), with its evidence. */
 export const TruthFact = z.object({
   id: LedgerItemId,
-  statement: Text(1_000),
+  statement: LedgerText(1_000),
   status: z.enum(["active", "resolved"]),
   /** What supports it (sources, quotes, tool results), oldest first. */
-  evidence: z.array(Text(1_000)).max(32),
+  evidence: z.array(LedgerText(1_000)).max(32),
   /** How sure the writer is, 0..1, when it said. */
   confidence: z.number().min(0).max(1).optional(),
   /** Who last changed it. */
@@ -67,7 +49,7 @@ export const TruthFact = z.object({
   created_at: At,
   updated_at: At,
   /** Why it was resolved (it no longer holds, it was answered, …). */
-  resolution: Text(1_000).optional(),
+  resolution: LedgerText(1_000).optional(),
 });
 export type TruthFact = z.infer<typeof TruthFact>;
 
@@ -77,9 +59,9 @@ export type TruthState = z.infer<typeof TruthState>;
 
 /** What the task is: its goal, the constraints on it, and when it counts as done. */
 export const TaskSpec = z.object({
-  goal: Text(2_000),
-  constraints: z.array(Text(1_000)).max(32).default([]),
-  acceptance: z.array(Text(1_000)).max(32).default([]),
+  goal: LedgerText(2_000),
+  constraints: z.array(LedgerText(1_000)).max(32).default([]),
+  acceptance: z.array(LedgerText(1_000)).max(32).default([]),
 });
 export type TaskSpec = z.infer<typeof TaskSpec>;
 
@@ -89,10 +71,10 @@ export type TaskItemStatus = z.infer<typeof TaskItemStatus>;
 /** One item of the task's plan. */
 export const TaskItem = z.object({
   id: LedgerItemId,
-  title: Text(500),
+  title: LedgerText(500),
   status: TaskItemStatus,
   /** Notes added by updates, oldest first (the last 20). */
-  notes: z.array(Text(1_000)).max(20),
+  notes: z.array(LedgerText(1_000)).max(20),
   by: LedgerActor,
   created_at: At,
   updated_at: At,
@@ -102,10 +84,10 @@ export type TaskItem = z.infer<typeof TaskItem>;
 /** Something in the way, of the whole task or of one item. */
 export const TaskBlocker = z.object({
   id: LedgerItemId,
-  message: Text(1_000),
+  message: LedgerText(1_000),
   item_id: LedgerItemId.optional(),
   status: z.enum(["open", "resolved"]),
-  resolution: Text(1_000).optional(),
+  resolution: LedgerText(1_000).optional(),
   by: LedgerActor,
   created_at: At,
   updated_at: At,
@@ -126,9 +108,9 @@ export type TaskState = z.infer<typeof TaskState>;
  */
 export const CompactionRequest = z.object({
   /** Why it is asked (recorded, shown by `pendingCompaction`). */
-  reason: Text(500),
+  reason: LedgerText(500),
   /** What the summariser is asked to keep; absent: CONCLAVE_COMPACTION_INSTRUCTIONS, when the runner sets it. */
-  instructions: Text(4_000).optional(),
+  instructions: LedgerText(4_000).optional(),
 });
 export type CompactionRequest = z.infer<typeof CompactionRequest>;
 
@@ -271,128 +253,6 @@ export const LedgerDigest = z.object({
 });
 export type LedgerDigest = z.infer<typeof LedgerDigest>;
 
-/** What `truth.upsertFact` is given. */
-export const TruthFactInput = z.object({
-  /** Default: derived from the statement, so the same statement upserts the same fact. */
-  id: LedgerItemId.optional(),
-  statement: Text(1_000),
-  evidence: z.array(Text(1_000)).max(32).optional(),
-  confidence: z.number().min(0).max(1).optional(),
-});
-/** What `task.addItem` is given. */
-export const TaskItemInput = z.object({
-  /** Default: derived from the title. */
-  id: LedgerItemId.optional(),
-  title: Text(500),
-  status: TaskItemStatus.optional(),
-});
-/** What `task.updateItem` is given: the item's id and what changes (a note is appended). */
-export const TaskItemUpdate = z.object({
-  id: LedgerItemId,
-  title: Text(500).optional(),
-  status: TaskItemStatus.optional(),
-  note: Text(1_000).optional(),
-});
-/** What `task.recordBlocker` is given. */
-export const TaskBlockerInput = z.object({
-  /** Default: derived from the message. */
-  id: LedgerItemId.optional(),
-  message: Text(1_000),
-  item_id: LedgerItemId.optional(),
-});
-
-const RequestEnvelope = {
-  session_id: SessionId,
-  /**
-   * The end user a client of the runtime's account makes the change for
-   * (role `client`: an application server acting for its users): recorded on
-   * it as `by: "user:<user_id>"`; without it, `by: "user"`. A tenant may not
-   * name one (`forbidden`): its changes are recorded as `tenant:<its name>`.
-   * An agent's request may not either: its changes are the agent's.
-   */
-  user_id: LedgerUserId.optional(),
-  /**
-   * Refused: a request carrying `by` is answered `invalid_request` and
-   * nothing is stored. Provenance is not the requester's to claim: the
-   * runner records who wrote from the subject the request came on, that is
-   * from the writer's authenticated role (see {@link LedgerActor}). Refused
-   * rather than ignored because `by` was once part of this request: a
-   * client still sending it learns at once that it is no longer honoured.
-   */
-  by: z
-    .never({ error: "not the requester's to set: the runner records who wrote (name the end user with user_id)" })
-    .optional(),
-};
-
-/**
- * Requested on `conclave.ledger.<session>` (a tenant: through its account's
- * import): one ledger operation, by `op`. The change is recorded as made by
- * `user`, `user:<user_id>` or `tenant:<name>`, never as the body says (a
- * body with `by` is refused, see `by` above).
- */
-export const LedgerRequest = z.discriminatedUnion("op", [
-  z.object({ ...RequestEnvelope, op: z.literal("truth.upsert_fact"), fact: TruthFactInput }),
-  z.object({
-    ...RequestEnvelope,
-    op: z.literal("truth.resolve_fact"),
-    fact_id: LedgerItemId,
-    resolution: Text(1_000).optional(),
-  }),
-  z.object({
-    ...RequestEnvelope,
-    op: z.literal("truth.query"),
-    /** Facts about this text first (topic overlap); without it, the most recently changed first. */
-    text: z.string().max(2_000).optional(),
-    status: z.enum(["active", "resolved", "all"]).default("active"),
-    limit: z.number().int().min(1).max(200).default(20),
-  }),
-  z.object({ ...RequestEnvelope, op: z.literal("truth.digest") }),
-  z.object({ ...RequestEnvelope, op: z.literal("truth.state") }),
-  z.object({ ...RequestEnvelope, op: z.literal("task.set_spec"), spec: TaskSpec }),
-  z.object({ ...RequestEnvelope, op: z.literal("task.add_item"), item: TaskItemInput }),
-  z.object({ ...RequestEnvelope, op: z.literal("task.update_item"), item: TaskItemUpdate }),
-  z.object({ ...RequestEnvelope, op: z.literal("task.record_blocker"), blocker: TaskBlockerInput }),
-  z.object({
-    ...RequestEnvelope,
-    op: z.literal("task.resolve_blocker"),
-    blocker_id: LedgerItemId,
-    resolution: Text(1_000).optional(),
-  }),
-  z.object({ ...RequestEnvelope, op: z.literal("task.state") }),
-  z.object({ ...RequestEnvelope, op: z.literal("workers.record"), result: WorkerResultInput }),
-  z.object({ ...RequestEnvelope, op: z.literal("workers.list") }),
-  z.object({ ...RequestEnvelope, op: z.literal("workers.merge") }),
-  /** `all`: the last merge too (seed 003's `clearState`); without it, only the pending results. */
-  z.object({ ...RequestEnvelope, op: z.literal("workers.clear"), all: z.boolean().default(false) }),
-  z.object({ ...RequestEnvelope, op: z.literal("ledgers.state") }),
-  z.object({ ...RequestEnvelope, op: z.literal("ledgers.replay") }),
-  /** Asks the session's next turn to compact its context (recorded as COMPACTION_REQUESTED). */
-  z.object({ ...RequestEnvelope, op: z.literal("context.request_compaction"), compaction: CompactionRequest }),
-  /** Activates a skill for the session's later turns (SESSION_SKILL_ACTIVATED), or ends that (skillActivations.ts). */
-  z.object({ ...RequestEnvelope, op: z.literal("skills.activate"), skill: SkillId }),
-  z.object({ ...RequestEnvelope, op: z.literal("skills.deactivate"), skill: SkillId }),
-  /** How much of a text the next turn's `supplemental` zone would take (writes nothing). */
-  z.object({ ...RequestEnvelope, op: z.literal("context.plan_supplement"), supplement: SupplementPlanInput }),
-  /** Records a supplement for the next turn (SUPPLEMENT_COMMITTED), as the runner plans it. */
-  z.object({ ...RequestEnvelope, op: z.literal("context.commit_supplement"), supplement: SupplementCommitInput }),
-]);
-export type LedgerRequest = z.infer<typeof LedgerRequest>;
-export type LedgerOpName = LedgerRequest["op"];
-
-/**
- * Requested on `conclave.agentledger.<session>` by a worker, for an agent's
- * `ctx.ledgers`: the operation (`user_id` refused), recorded as made by
- * `agent:<agent_id>`. Internal: only the worker role may publish there
- * (nats.conf), so it is the one path by which a change is recorded as an
- * agent's; the public subject cannot claim it.
- */
-export const AgentLedgerRequest = z.object({
-  /** The agent that asks (the worker hosting it says so). */
-  agent_id: AgentId,
-  request: LedgerRequest,
-});
-export type AgentLedgerRequest = z.infer<typeof AgentLedgerRequest>;
-
 /** The result of `ledgers.replay`: both ledgers folded again from the log, against the stored projection. */
 export const LedgerReplay = z.object({
   rebuilt: Ledgers,
@@ -411,33 +271,3 @@ export const LedgerReplay = z.object({
   events_read: z.number().int().min(0).optional(),
 });
 export type LedgerReplay = z.infer<typeof LedgerReplay>;
-
-/** What each operation answers. */
-export const LedgerResults = {
-  "truth.upsert_fact": TruthFact,
-  "truth.resolve_fact": TruthFact,
-  "truth.query": z.array(TruthFact),
-  "truth.digest": LedgerDigest,
-  "truth.state": TruthState,
-  "task.set_spec": TaskState,
-  "task.add_item": TaskItem,
-  "task.update_item": TaskItem,
-  "task.record_blocker": TaskBlocker,
-  "task.resolve_blocker": TaskBlocker,
-  "task.state": TaskState,
-  "workers.record": WorkerResultsState.shape.pending.element.nullable(),
-  "workers.list": WorkerResultsState,
-  "workers.merge": WorkerMerge.nullable(),
-  "workers.clear": WorkerResultsState,
-  "ledgers.state": Ledgers,
-  "ledgers.replay": LedgerReplay,
-  "context.request_compaction": CompactionRequest,
-  "skills.activate": SessionSkillChange,
-  "skills.deactivate": SessionSkillChange,
-  "context.plan_supplement": SupplementPlan,
-  "context.commit_supplement": SupplementCommitResult,
-} as const satisfies Record<LedgerOpName, z.ZodType>;
-
-/** The reply to a ledger request: the operation's result (see {@link LedgerResults}). */
-export const LedgerReply = z.object({ result: z.unknown() });
-export type LedgerReply = z.infer<typeof LedgerReply>;

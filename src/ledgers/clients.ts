@@ -3,26 +3,28 @@ import type { z } from "zod";
 import { requestJson } from "../bus/request.ts";
 import { subjects } from "../bus/subjects.ts";
 import { checkSessionId } from "../contracts/ids.ts";
+import type {
+  LedgerDigest,
+  LedgerReplay,
+  Ledgers,
+  TaskBlocker,
+  TaskItem,
+  TaskSpec,
+  TaskState,
+  TruthFact,
+  TruthState,
+} from "../contracts/ledger.ts";
 import {
   type AgentLedgerRequest,
-  type LedgerDigest,
   type LedgerOpName,
-  type LedgerReplay,
   LedgerReply,
   type LedgerRequest,
   LedgerResults,
-  type Ledgers,
-  type TaskBlocker,
   type TaskBlockerInput,
-  type TaskItem,
   type TaskItemInput,
   type TaskItemUpdate,
-  type TaskSpec,
-  type TaskState,
-  type TruthFact,
   type TruthFactInput,
-  type TruthState,
-} from "../contracts/ledger.ts";
+} from "../contracts/ledgerRequest.ts";
 import type { WorkerMerge, WorkerResult, WorkerResultInput, WorkerResultsState } from "../contracts/workerResults.ts";
 import { ConclaveError } from "../errors.ts";
 

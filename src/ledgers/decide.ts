@@ -2,13 +2,13 @@ import { createHash } from "node:crypto";
 import type {
   CompactionRequest,
   LedgerEvent,
-  LedgerRequest,
   Ledgers,
   TaskBlocker,
   TaskItem,
   TaskState,
   TruthFact,
 } from "../contracts/ledger.ts";
+import type { LedgerRequest } from "../contracts/ledgerRequest.ts";
 import type { SessionSkillChange } from "../contracts/skillActivations.ts";
 import type { SupplementCommitResult, SupplementCommitted } from "../contracts/supplement.ts";
 import type { WorkerMerge, WorkerResult, WorkerResultsState } from "../contracts/workerResults.ts";

@@ -1,6 +1,7 @@
 /** The ledgers' pure parts: what a write decides, how events fold, the digest and the query. */
 import { describe, expect, it } from "vitest";
-import type { LedgerEvent, LedgerRequest, Ledgers } from "../../src/contracts/ledger.ts";
+import type { LedgerEvent, Ledgers } from "../../src/contracts/ledger.ts";
+import type { LedgerRequest } from "../../src/contracts/ledgerRequest.ts";
 import { decideLedger, derivedId, LedgerError, type LedgerWrite } from "../../src/ledgers/decide.ts";
 import { ledgerDigest, queryTruth } from "../../src/ledgers/digest.ts";
 import { applyLedgerEvent, emptyLedgers, foldLedgers, ledgerDifferences } from "../../src/ledgers/fold.ts";

@@ -1,6 +1,7 @@
 /** The session domain's worker results, pure: what a report, a merge and a clear decide, how they fold, the digest. */
 import { describe, expect, it } from "vitest";
-import { LedgerRequest, Ledgers } from "../../src/contracts/ledger.ts";
+import { Ledgers } from "../../src/contracts/ledger.ts";
+import { LedgerRequest } from "../../src/contracts/ledgerRequest.ts";
 import type { WorkerResultInput } from "../../src/contracts/workerResults.ts";
 import { decideLedger, LedgerError, type LedgerWrite } from "../../src/ledgers/decide.ts";
 import { ledgerDigest } from "../../src/ledgers/digest.ts";

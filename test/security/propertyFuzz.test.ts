@@ -20,7 +20,7 @@ import {
 } from "../../src/contracts/council.ts";
 import { CriticReply, CriticRequest } from "../../src/contracts/critic.ts";
 import { EngineEvent } from "../../src/contracts/events.ts";
-import { AgentLedgerRequest, LedgerReply, LedgerRequest, LedgerResults } from "../../src/contracts/ledger.ts";
+import { AgentLedgerRequest, LedgerReply, LedgerRequest, LedgerResults } from "../../src/contracts/ledgerRequest.ts";
 import {
   MemoryCommitReply,
   MemoryCommitRequest,
