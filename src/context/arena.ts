@@ -24,6 +24,7 @@ import {
   type ContextPlannedPayload,
   type ContextZonesAdaptedPayload,
   emptyArenaState,
+  type ModelSummary,
 } from "../contracts/context.ts";
 import type { RecordedCompactionRequest } from "../contracts/ledger.ts";
 import type { RecordedSupplement } from "../contracts/supplement.ts";
@@ -31,7 +32,7 @@ import type { Usage } from "../contracts/usage.ts";
 import type { Episode } from "../contracts/workspace.ts";
 import { adaptedShares, adaptZones, isNoAdaptation } from "./adaptiveZones.ts";
 import { contextBudgetFromEnv, DEFAULT_CONTEXT_BUDGET } from "./budget.ts";
-import { compactOffline, DEFAULT_KEEP_RECENT_TURNS, SUMMARY_SHARE } from "./compaction.ts";
+import { compactConversation, DEFAULT_KEEP_RECENT_TURNS, SUMMARY_SHARE } from "./compaction.ts";
 import { type ContextPlan, planContext } from "./planner.ts";
 import { pendingSupplements, plannedSupplements, supplementCitations, withSupplements } from "./supplemental.ts";
 import { tokenizerFor } from "./tokenizer.ts";
@@ -102,7 +103,17 @@ export interface ArenaTurnInput {
   request?: RecordedCompactionRequest | null;
   /** The session's recorded supplements (read with the ledgers): those the arena has not consumed go in. */
   supplements?: readonly RecordedSupplement[];
+  /** The summary memory's model wrote while the turn read its conversation (compactionRead.ts); absent: offline. */
+  summarised?: ModelSummary | null;
 }
+
+/** The newest turns a compaction leaves as they are, under `policy`. */
+export const keepRecentTurns = (policy: ArenaPolicy): number =>
+  policy.compaction?.keep_recent_turns ?? DEFAULT_KEEP_RECENT_TURNS;
+
+/** The bound of a compaction summary under `policy`, in tokens. */
+export const summaryBound = (policy: ArenaPolicy): number =>
+  policy.compaction?.max_tokens ?? Math.floor(SUMMARY_SHARE * policy.budget.total_tokens);
 
 /**
  * The request a session's next compaction consumes: the latest one, unless a compaction already
@@ -138,12 +149,17 @@ export function planTurnContext(
   // A pending request compacts whatever the pressure; it is consumed only by a compaction that ran.
   const request = pendingRequest(state, input.request);
   if (planned.report.pressure.level !== "normal" || request !== null) {
-    const compaction = compactOffline(byTurn(input.conversation ?? [], given.episodes), summary, {
-      keep_recent_turns: policy.compaction?.keep_recent_turns ?? DEFAULT_KEEP_RECENT_TURNS,
-      max_tokens: policy.compaction?.max_tokens ?? Math.floor(SUMMARY_SHARE * policy.budget.total_tokens),
-      tokenizer,
-      ...(request?.instructions ? { instructions: request.instructions } : {}),
-    });
+    const compaction = compactConversation(
+      byTurn(input.conversation ?? [], given.episodes),
+      summary,
+      {
+        keep_recent_turns: keepRecentTurns(policy),
+        max_tokens: summaryBound(policy),
+        tokenizer,
+        ...(request?.instructions ? { instructions: request.instructions } : {}),
+      },
+      input.summarised,
+    );
     if (compaction !== null) {
       // The model's last count measured the context before compaction: stale now.
       summary = compaction.summary;
@@ -172,6 +188,7 @@ export function planTurnContext(
         tokens_before: compaction.tokens_before,
         tokens_after: compaction.tokens_after,
         summary: compaction.summary.text,
+        ...(compaction.usage ? { usage: compaction.usage } : {}),
       };
       planned = plan(summary, 0);
     }

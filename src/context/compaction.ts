@@ -4,14 +4,17 @@
  * memory and hides the episodes it covers).
  *
  * Two summarisers: the offline one is extractive and deterministic (the first
- * sentence of each side of each older turn, bounded), the model one asks the
- * session's ChatModel. Both fold the previous summary in, and both keep the
+ * sentence of each side of each older turn, bounded), the model one asks
+ * memory's ChatModel, while the turn reads its conversation from memory
+ * (summariseConversation), so the arena's own planning stays pure
+ * (compactConversation). Both fold the previous summary in, and both keep the
  * summary under `max_tokens` by giving up its oldest lines first.
  */
-import type { CompactionSettings } from "../contracts/context.ts";
+import type { CompactionSettings, ModelSummary, SummariseAsk } from "../contracts/context.ts";
 import type { ChatModel } from "../contracts/model.ts";
+import { COMPACTION_ACTOR, type Usage } from "../contracts/usage.ts";
 import type { Episode } from "../contracts/workspace.ts";
-import type { Tokenizer } from "./tokenizer.ts";
+import { type Tokenizer, tokenizerFor } from "./tokenizer.ts";
 import type { ContextSummary } from "./zones.ts";
 
 /** How compaction runs: its settings, and the tokenizer counting the summary. */
@@ -96,9 +99,9 @@ export async function summariseWithModel(
   episodes: readonly Episode[],
   previous: ContextSummary | null,
   options: CompactionOptions & { signal?: AbortSignal },
-): Promise<ContextSummary> {
+): Promise<{ summary: ContextSummary; usage: Usage }> {
   const stream = model.stream({
-    caller: "context:compaction",
+    caller: COMPACTION_ACTOR,
     system: `Summarise the conversation so far for an assistant who will continue it. Keep facts about the user, decisions, promises and open questions; drop pleasantries. Plain text, at most ${options.max_tokens} tokens.${options.instructions ? `\nInstructions for this summary: ${options.instructions}` : ""}`,
     user: [
       ...(previous ? [`Summary so far:\n${previous.text}`] : []),
@@ -112,9 +115,13 @@ export async function summariseWithModel(
   });
   let text = "";
   for await (const part of stream) if (part.type === "content") text += part.delta;
+  const usage = await stream.usage;
   return {
-    through_turn: Math.max(previous?.through_turn ?? 0, ...episodes.map((episode) => episode.turn_id)),
-    text: bounded(text.trim().split("\n"), options.max_tokens, options.tokenizer),
+    summary: {
+      through_turn: Math.max(previous?.through_turn ?? 0, ...episodes.map((episode) => episode.turn_id)),
+      text: bounded(text.trim().split("\n"), options.max_tokens, options.tokenizer),
+    },
+    usage: { ...usage, model: usage.model ?? model.model },
   };
 }
 
@@ -129,17 +136,51 @@ export function compactOffline(
   return describe(older, previous, summariseOffline(older, previous, options), "offline", options.tokenizer);
 }
 
-/** Folds the older of `episodes` into the summary through a model; null when there is nothing to fold. */
-export async function compactWithModel(
-  model: ChatModel,
+/**
+ * Folds the older of `episodes` into the summary: with the summary memory's model wrote for the turn
+ * (`written`, see {@link summariseConversation}) when it folds in exactly these turns, else offline;
+ * null when there is nothing to fold. Pure: the model's call was made before, while the turn read its
+ * conversation.
+ */
+export function compactConversation(
   episodes: readonly Episode[],
   previous: ContextSummary | null,
-  options: CompactionOptions & { signal?: AbortSignal },
-): Promise<Compaction | null> {
+  options: CompactionOptions,
+  written: ModelSummary | null | undefined,
+): (Compaction & { usage?: Usage }) | null {
   const older = compactableEpisodes(episodes, previous, options.keep_recent_turns);
   if (older.length === 0) return null;
-  const summary = await summariseWithModel(model, older, previous, options);
-  return describe(older, previous, summary, "model", options.tokenizer);
+  const turns = older.map((episode) => episode.turn_id);
+  if (!written || written.turns.length !== turns.length || written.turns.some((turn, at) => turn !== turns[at]))
+    return describe(older, previous, summariseOffline(older, previous, options), "offline", options.tokenizer);
+  const summary = {
+    through_turn: written.through_turn,
+    text: bounded(written.text.split("\n"), options.max_tokens, options.tokenizer),
+  };
+  return { ...describe(older, previous, summary, "model", options.tokenizer), usage: written.usage };
+}
+
+/**
+ * Memory's side of a model compaction: the turns a conversation read found, folded into the session's
+ * summary by `model` as `ask` says (the turns after the summary, less the recent ones kept). Null when
+ * there is nothing to fold.
+ */
+export async function summariseConversation(
+  model: ChatModel,
+  episodes: readonly Episode[],
+  ask: SummariseAsk,
+  signal?: AbortSignal,
+): Promise<ModelSummary | null> {
+  const older = compactableEpisodes(episodes, ask.previous, ask.keep_recent_turns);
+  if (older.length === 0) return null;
+  const { summary, usage } = await summariseWithModel(model, older, ask.previous, {
+    keep_recent_turns: ask.keep_recent_turns,
+    max_tokens: ask.max_tokens,
+    tokenizer: tokenizerFor(ask.tokenizer_model),
+    ...(ask.instructions ? { instructions: ask.instructions } : {}),
+    ...(signal ? { signal } : {}),
+  });
+  return { ...summary, turns: older.map((episode) => episode.turn_id), usage };
 }
 
 function describe(

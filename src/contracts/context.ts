@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { SupplementCitation } from "./supplement.ts";
+import { Usage } from "./usage.ts";
 
 /**
  * The context arena's wire shapes (docs/context.md): what a session keeps of
@@ -25,6 +26,41 @@ export const ContextSummarySchema = z.object({
   through_turn: z.number().int().min(0),
   text: z.string().max(64_000),
 });
+
+/**
+ * What a turn that will compact asks of memory with its read of the conversation (docs/context.md,
+ * "Compaction"): memory's model folds the turns it reads into the summary. A memory service with no
+ * model ignores it, and the turn compacts offline.
+ */
+export const SummariseAsk = z.object({
+  /** The session's summary so far (null: none yet). */
+  previous: ContextSummarySchema.nullable(),
+  /** The newest turns left as they are: the summary folds in the turns read before them. */
+  keep_recent_turns: z.number().int().min(0).max(1_000),
+  /** The bound of the new summary, in tokens. */
+  max_tokens: z.number().int().min(1).max(64_000),
+  /** A compaction request's instructions, for the model's prompt. */
+  instructions: z.string().max(4_000).optional(),
+  /** The model whose encoding counts the bound (the arena policy's `model`); absent: the arena's approximation. */
+  tokenizer_model: z.string().max(200).optional(),
+  /**
+   * How long the model may take: past it, memory answers the read without a summary (the turn compacts
+   * offline). The turn gives half its stage deadline; absent: 5 s.
+   */
+  deadline_ms: z.number().int().min(1).max(600_000).optional(),
+});
+export type SummariseAsk = z.infer<typeof SummariseAsk>;
+
+/** Memory's answer to a {@link SummariseAsk}: the new summary, the turns it folded in, and the call's usage. */
+export const ModelSummary = z.object({
+  through_turn: z.number().int().min(0),
+  text: z.string().max(64_000),
+  /** The turns folded into it, oldest first (the arena uses it only for exactly the turns it compacts). */
+  turns: z.array(z.number().int().min(1)).max(1_000),
+  /** The summariser's model call, with the model it ran on: the turn's cost counts it (`context:compaction`). */
+  usage: Usage,
+});
+export type ModelSummary = z.infer<typeof ModelSummary>;
 
 /**
  * The session's compaction summary as its arena carries it: the turn it covers through, the turn whose
@@ -176,6 +212,11 @@ export const ContextCompactedPayload = z.object({
   tokens_before: Tokens,
   tokens_after: Tokens,
   summary: z.string().max(64_000),
+  /**
+   * The model summariser's call (`summariser: "model"`), with the model it ran on: counted in the turn's
+   * `usage.by_actor["context:compaction"]`, and read back by a takeover instead of asking again.
+   */
+  usage: Usage.optional(),
 });
 
 /**

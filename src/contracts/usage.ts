@@ -33,6 +33,12 @@ export const MEMORY_EXTRACTION_ACTOR = "memory:extraction";
 export const MEMORY_EMBEDDINGS_ACTOR = "memory:embeddings";
 
 /**
+ * The `by_actor` name of a compaction's model call (docs/cost.md): memory's model folding the older
+ * turns into the session's summary. The offline summariser makes no call.
+ */
+export const COMPACTION_ACTOR = "context:compaction";
+
+/**
  * The `by_actor` name of a worker's skill routing (docs/skills.md): the embeddings call that embeds a
  * turn's message to pick the lazy skills it loads (the trigger intents, embedded once when the worker
  * starts, belong to no session).
