@@ -1,7 +1,7 @@
 import { MAX_DELIBERATION_ROUNDS } from "../../src/cognition/deliberation.ts";
 import type { Workspace } from "../../src/cognition/workspace.ts";
 import type { AgentContext } from "../../src/contracts/agent.ts";
-import { type ContextArenaState, emptyArenaState } from "../../src/contracts/context.ts";
+import { type ContextArenaState, emptyArenaState, type ModelSummary } from "../../src/contracts/context.ts";
 import type { CouncilDecision, StreamId, VoiceRequest } from "../../src/contracts/council.ts";
 import type { CriticResult } from "../../src/contracts/critic.ts";
 import type { EventPayload } from "../../src/contracts/events.ts";
@@ -49,6 +49,8 @@ export interface TurnContext extends TurnInput {
   episodes: Episode[];
   /** The turns after the session's summary, read from memory when the turn compacts (else empty). */
   conversation: Episode[];
+  /** Memory's model's summary of them, when it wrote one (null: none; the arena compacts offline). */
+  summarised: ModelSummary | null;
   /** What the memory knows of the user, and threads left open, ranked for this turn's message. */
   user_facts: string[];
   open_threads: string[];
@@ -128,6 +130,7 @@ export const initialContext = ({ input }: { input: TurnInput }): TurnContext => 
   },
   episodes: [],
   conversation: [],
+  summarised: null,
   user_facts: [],
   open_threads: [],
   procedures: [],

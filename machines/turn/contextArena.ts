@@ -44,6 +44,7 @@ export const arenaActions = {
           conversation: context.conversation,
           request: context.compaction_request,
           supplements: context.supplements,
+          summarised: context.summarised,
         },
       );
       // The conversation read for the compaction has served: the turn keeps no copy of it.
@@ -51,6 +52,7 @@ export const arenaActions = {
         context_arena: planned.state,
         planned_memory: memoryOf(planned.context),
         conversation: [],
+        summarised: null,
         supplements: [],
       });
       if (planned.compacted)

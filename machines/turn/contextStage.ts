@@ -2,6 +2,7 @@ import { assign, enqueueActions } from "xstate";
 import { DEFAULT_ARENA_POLICY } from "../../src/context/arena.ts";
 import { mayCompact } from "../../src/context/compactionRead.ts";
 import { retrievedRefs, unresolvedMemoryWarning } from "../../src/contracts/memory.ts";
+import { COMPACTION_ACTOR } from "../../src/contracts/usage.ts";
 import { agentContext, mergeUsage } from "./context.ts";
 import { turnSetup } from "./setup.ts";
 import { failed, overran } from "./warnings.ts";
@@ -24,6 +25,8 @@ export const contextState = turnSetup.createStateConfig({
               arena: context.context_arena,
               context: agentContext({ ...context, planned_memory: null }),
               policy: context.policy.context ?? DEFAULT_ARENA_POLICY,
+              // Memory's model writes the summary within half the stage's deadline, else the turn compacts offline.
+              summary_deadline_ms: Math.max(1, Math.floor(context.policy.stage_timeout_ms / 2)),
             },
           }
         : {}),
@@ -34,6 +37,7 @@ export const contextState = turnSetup.createStateConfig({
         assign({
           episodes: ({ event }) => event.output.episodes,
           conversation: ({ event }) => event.output.conversation ?? [],
+          summarised: ({ event }) => event.output.summarised ?? null,
           user_facts: ({ event }) => event.output.user_facts,
           open_threads: ({ event }) => event.output.open_threads,
           procedures: ({ event }) => event.output.procedures ?? [],
@@ -42,8 +46,13 @@ export const contextState = turnSetup.createStateConfig({
           compaction_request: ({ event }) => event.output.compaction_request ?? null,
           active_skills: ({ event }) => event.output.active_skills ?? [],
           supplements: ({ event }) => event.output.supplements ?? [],
-          // Memory's model calls for the retrieval (its message's embedding) count in the turn's cost.
-          usage: ({ context, event }) => mergeUsage(context.usage, event.output.usage ?? {}),
+          // Memory's model calls for the retrieval (its message's embedding) and for the summary (when it
+          // wrote one) count in the turn's cost, spent whether or not the arena then uses the summary.
+          usage: ({ context, event }) =>
+            mergeUsage(context.usage, {
+              ...event.output.usage,
+              ...(event.output.summarised ? { [COMPACTION_ACTOR]: event.output.summarised.usage } : {}),
+            }),
         }),
         {
           type: "record",

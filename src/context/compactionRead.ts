@@ -12,10 +12,10 @@
  * compact makes no extra request.
  */
 import type { AgentContext } from "../contracts/agent.ts";
-import type { ArenaPolicy, ContextArenaState } from "../contracts/context.ts";
+import type { ArenaPolicy, ContextArenaState, ModelSummary, SummariseAsk } from "../contracts/context.ts";
 import type { MemoryRefs, MemoryRetrieveReply, MemoryRetrieveRequest } from "../contracts/memory.ts";
 import type { Episode } from "../contracts/workspace.ts";
-import { arenaPressure, DEFAULT_ARENA_POLICY, pendingRequest } from "./arena.ts";
+import { arenaPressure, DEFAULT_ARENA_POLICY, keepRecentTurns, pendingRequest, summaryBound } from "./arena.ts";
 import { DEFAULT_KEEP_RECENT_TURNS } from "./compaction.ts";
 import { pendingSupplements, withSupplements } from "./supplemental.ts";
 
@@ -29,6 +29,8 @@ export interface CompactionProbe {
   /** The turn's agent context before memory answered (its message, sensors, stance). */
   context: AgentContext;
   policy?: ArenaPolicy;
+  /** How long memory's model may take to write the summary (half the context stage's deadline). */
+  summary_deadline_ms?: number;
 }
 
 /** The context stage's memory read: a retrieval, and the probe that may call for the conversation. */
@@ -38,6 +40,8 @@ export type TurnMemoryRequest = MemoryRetrieveRequest & { compaction?: Compactio
 export type TurnMemoryReply = MemoryRetrieveReply & {
   /** The episodes of the turns after the summary (at most {@link COMPACTION_READ_MAX}), oldest first. */
   conversation?: Episode[];
+  /** The summary memory's model wrote of them (absent offline: the arena summarises them itself). */
+  summarised?: ModelSummary;
 };
 
 /**
@@ -84,8 +88,41 @@ export function turnsToRead(probe: CompactionProbe, reply: MemoryRetrieveReply, 
   return Array.from({ length: turnId - from }, (_, index) => from + index);
 }
 
-/** A memory read of `turns`' episodes by reference (nothing ranked, nothing else named). */
-export function conversationRequest(sessionId: string, turnId: number, turns: number[]): MemoryRetrieveRequest {
+/**
+ * What the conversation read asks memory's model to summarise: the turns after the summary, less the
+ * recent ones kept, bounded and instructed as the turn's own compaction will be (arena.ts).
+ */
+export function summariseAsk(probe: CompactionProbe, reply: MemoryRetrieveReply): SummariseAsk {
+  const policy = probe.policy ?? DEFAULT_ARENA_POLICY;
+  const summary = probe.arena.summary;
+  const instructions = pendingRequest(probe.arena, reply.compaction_request)?.instructions;
+  return {
+    previous: summary?.text === undefined ? null : { through_turn: summary.through_turn, text: summary.text },
+    keep_recent_turns: keepRecentTurns(policy),
+    max_tokens: summaryBound(policy),
+    ...(instructions ? { instructions } : {}),
+    ...(policy.model ? { tokenizer_model: policy.model } : {}),
+    ...(probe.summary_deadline_ms ? { deadline_ms: probe.summary_deadline_ms } : {}),
+  };
+}
+
+/**
+ * A memory read of `turns`' episodes by reference (nothing ranked, nothing else named); with `summarise`,
+ * memory's model folds them into the summary too (nothing when memory has no model).
+ */
+export function conversationRequest(
+  sessionId: string,
+  turnId: number,
+  turns: number[],
+  summarise?: SummariseAsk,
+): MemoryRetrieveRequest {
   const resolve: MemoryRefs = { episodes: turns, facts: [], threads: [], procedures: [] };
-  return { session_id: sessionId, turn_id: turnId, user_message: "", limit: 0, resolve };
+  return {
+    session_id: sessionId,
+    turn_id: turnId,
+    user_message: "",
+    limit: 0,
+    resolve,
+    ...(summarise ? { summarise } : {}),
+  };
 }

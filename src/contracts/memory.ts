@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { ModelSummary, SummariseAsk } from "./context.ts";
 import { SessionId, TurnId } from "./ids.ts";
 import { LedgerDigest, RecordedCompactionRequest } from "./ledger.ts";
 import { ActiveSkillIds } from "./skillActivations.ts";
@@ -39,6 +40,11 @@ export const MemoryRetrieveRequest = z.object({
    * taken-over turn's recorded retrieval). Nothing is ranked; a record that is gone is left out.
    */
   resolve: MemoryRefs.optional(),
+  /**
+   * With `resolve` (a turn's read of the conversation before it compacts): fold the turns read into the
+   * session's summary with memory's model, answered in `summary`. A memory service with no model ignores it.
+   */
+  summarise: SummariseAsk.optional(),
 });
 export type MemoryRetrieveRequest = z.infer<typeof MemoryRetrieveRequest>;
 
@@ -84,6 +90,8 @@ export const MemoryRetrieveReply = z.object({
    * none). The turn's arena takes those it has not consumed (docs/context.md, "Supplemental injection").
    */
   supplements: z.array(RecordedSupplement).max(SUPPLEMENTS_KEPT).optional(),
+  /** The answer to the request's `summarise`: absent when none was asked, memory has no model, or the call failed. */
+  summary: ModelSummary.optional(),
 });
 export type MemoryRetrieveReply = z.infer<typeof MemoryRetrieveReply>;
 

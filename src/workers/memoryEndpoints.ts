@@ -3,9 +3,16 @@ import { HandlerError, isErrorCode } from "../bus/errors.ts";
 import { type ServeOptions, serveFunction } from "../bus/serveActor.ts";
 import type { ServiceGroup } from "../bus/service.ts";
 import { subjects } from "../bus/subjects.ts";
-import { MemoryCommitRequest, MemoryRetrieveRequest, MemorySearchRequest } from "../contracts/memory.ts";
+import { summariseConversation } from "../context/compaction.ts";
+import {
+  MemoryCommitRequest,
+  type MemoryRetrieveReply,
+  MemoryRetrieveRequest,
+  MemorySearchRequest,
+} from "../contracts/memory.ts";
 import { type MemoryInsightReply, MemoryInsightRequest } from "../contracts/memoryInsights.ts";
-import { isConclaveError } from "../errors.ts";
+import type { ChatModel } from "../contracts/model.ts";
+import { isConclaveError, messageOf, singleLine } from "../errors.ts";
 import type { SessionMemory } from "../memory/sessionMemory.ts";
 import { followErasures } from "../runtime/runner/sessionErasures.ts";
 
@@ -14,15 +21,20 @@ import { followErasures } from "../runtime/runner/sessionErasures.ts";
  * threads that fit its message; after it, the commit that learns; search;
  * and insights (list, dismiss, review, refresh, clear the cache).
  */
-export function serveMemory(group: ServiceGroup, memory: SessionMemory, options: ServeOptions = {}): void {
+export function serveMemory(
+  group: ServiceGroup,
+  memory: SessionMemory,
+  options: ServeOptions = {},
+  summariser: Summariser = {},
+): void {
   serveFunction(
     group,
     {
       name: "retrieve",
       subject: subjects.memoryRetrieve,
       request: MemoryRetrieveRequest,
-      // The turn's signal: its embeddings call stops when the turn is cancelled or over.
-      handle: (request, signal) => memory.retrieve(request, signal),
+      // The turn's signal: its embeddings call (and its summary's) stops when the turn is cancelled or over.
+      handle: (request, signal) => retrieveAndSummarise(memory, summariser, request, signal),
     },
     options,
   );
@@ -60,6 +72,45 @@ export function serveMemory(group: ServiceGroup, memory: SessionMemory, options:
     },
     options,
   );
+}
+
+/** How long memory's model may take to write a compaction summary when the request does not say. */
+const DEFAULT_SUMMARY_DEADLINE_MS = 5_000;
+
+/** What writes a compaction's summary with memory's model (docs/context.md, "Compaction"). */
+export interface Summariser {
+  /** Memory's model; absent (the offline mode): a conversation read asked to summarise answers without. */
+  model?: ChatModel | undefined;
+  /** Told, in one line, that a summary could not be written (the turn then compacts offline). */
+  warn?: (line: string) => void;
+}
+
+/**
+ * A retrieval, or a read by reference; a turn's read of its conversation before it compacts
+ * (`summarise`) also gets the summary memory's model writes of it. A failed model call costs the turn
+ * only the model's summary: the arena compacts offline.
+ */
+async function retrieveAndSummarise(
+  memory: SessionMemory,
+  { model, warn }: Summariser,
+  { summarise, ...request }: MemoryRetrieveRequest,
+  signal: AbortSignal,
+): Promise<MemoryRetrieveReply> {
+  const reply = await memory.retrieve(request, signal);
+  if (!summarise || !model || !request.resolve) return reply;
+  const deadline = AbortSignal.timeout(summarise.deadline_ms ?? DEFAULT_SUMMARY_DEADLINE_MS);
+  try {
+    const summary = await summariseConversation(model, reply.episodes, summarise, AbortSignal.any([signal, deadline]));
+    return summary ? { ...reply, summary } : reply;
+  } catch (error) {
+    const why = deadline.aborted
+      ? `no answer in ${summarise.deadline_ms ?? DEFAULT_SUMMARY_DEADLINE_MS} ms`
+      : messageOf(error);
+    warn?.(
+      `${request.session_id} turn ${request.turn_id}: the model wrote no compaction summary, the turn compacts offline: ${singleLine(why, 300)}`,
+    );
+    return reply;
+  }
 }
 
 /** One insight request, answered by the session's MemoryInsights. */

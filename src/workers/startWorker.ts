@@ -348,7 +348,8 @@ async function serveWorker(
               `memory ${during}: embeddings failed, going on without them: ${singleLine(messageOf(error), 500)}`,
             ),
         });
-        serveMemory(group, memory, serve);
+        // A turn about to compact has memory's model write the summary (offline: the runner's arena does).
+        serveMemory(group, memory, serve, { model: backend.model, warn: (line) => log.warn(line) });
         // An erased session's copy is dropped here too, and the erase is told so (it waits for this answer).
         const unfollow = followMemoryErasures(nc, memory, `${service.name} ${service.id}`, (line) => log.warn(line));
         closers.push(async () => unfollow());

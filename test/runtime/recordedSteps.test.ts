@@ -321,3 +321,62 @@ describe("a turn taken over after its last recorded step", () => {
     expect(view.attempt).toBe(2);
   });
 });
+
+describe("a taken-over turn's compaction summary", () => {
+  const usage = { prompt_tokens: 400, completion_tokens: 20, model: "memory-model" };
+  const compacted = (summariser: "model" | "offline"): EngineEvent =>
+    EngineEvent.parse({
+      session_id: "s",
+      turn_id: 5,
+      seq: 3,
+      ts_monotonic: 3,
+      kind: "CONTEXT_COMPACTED",
+      payload: {
+        summariser,
+        reason: "pressure",
+        pressure: { level: "compact", ratio: 0.8, usage_tokens: 800, total_tokens: 1000 },
+        through_turn: 2,
+        turns_compacted: [1, 2],
+        tokens_before: 300,
+        tokens_after: 20,
+        summary: "The user plans a garden.",
+        ...(summariser === "model" ? { usage } : {}),
+      },
+    }) as EngineEvent;
+  const read = {
+    session_id: "s",
+    turn_id: 5,
+    user_message: "",
+    limit: 0,
+    resolve: { episodes: [1, 2, 3, 4], facts: [], threads: [], procedures: [] },
+    summarise: { previous: null, keep_recent_turns: 2, max_tokens: 100, deadline_ms: 5_000 },
+  };
+  /** What the conversation read asks memory, behind the interceptor, for a log holding `stored`. */
+  async function readWith(stored: EngineEvent[]) {
+    const asked: unknown[] = [];
+    const interceptor = recordedStepsInterceptor(() => new RecordedSteps(stored));
+    const reply = await interceptor.retrieveMemory?.(
+      { request: read, signal: new AbortController().signal },
+      async (input) => {
+        asked.push(input.request);
+        return { episodes: [], user_facts: [], open_threads: [] };
+      },
+    );
+    return { asked, reply };
+  }
+
+  it("is given back as recorded, and memory's model is not asked again", async () => {
+    const { asked, reply } = await readWith([compacted("model")]);
+    const { summarise: _summarise, ...withoutSummary } = read;
+    expect(asked).toEqual([withoutSummary]);
+    expect(reply?.summary).toEqual({ through_turn: 2, text: "The user plans a garden.", turns: [1, 2], usage });
+  });
+
+  it("is asked for when the earlier attempt recorded none, or compacted offline", async () => {
+    for (const stored of [[], [compacted("offline")]]) {
+      const { asked, reply } = await readWith(stored);
+      expect(asked).toEqual([read]);
+      expect(reply?.summary).toBeUndefined();
+    }
+  });
+});

@@ -2,6 +2,7 @@ import { fromCallback, fromPromise } from "xstate";
 import { turnMachine } from "../../../machines/turn/index.ts";
 import {
   conversationRequest,
+  summariseAsk,
   type TurnMemoryReply,
   type TurnMemoryRequest,
   turnsToRead,
@@ -113,7 +114,8 @@ const renderVoice = (services: TurnServices) =>
 
 /**
  * The context stage's memory read: the retrieval, then, only when the turn will compact (its probe
- * says so, planned with what memory retrieved), a read of the conversation's turns after the summary.
+ * says so, planned with what memory retrieved), a read of the conversation's turns after the summary,
+ * which memory's model (when it has one) folds into the summary in the same request.
  */
 async function turnMemory(
   services: TurnServices,
@@ -122,12 +124,16 @@ async function turnMemory(
 ): Promise<TurnMemoryReply> {
   const reply = await services.retrieveMemory(request, signal);
   const turns = compaction ? turnsToRead(compaction, reply, request.turn_id) : [];
-  if (turns.length === 0) return reply;
+  if (!compaction || turns.length === 0) return reply;
   // A read that fails costs the turn only its compaction's reach: it folds in what memory retrieved.
   const read = await services
-    .retrieveMemory(conversationRequest(request.session_id, request.turn_id, turns), signal)
+    .retrieveMemory(
+      conversationRequest(request.session_id, request.turn_id, turns, summariseAsk(compaction, reply)),
+      signal,
+    )
     .catch(() => null);
-  return read ? { ...reply, conversation: read.episodes } : reply;
+  if (!read) return reply;
+  return { ...reply, conversation: read.episodes, ...(read.summary ? { summarised: read.summary } : {}) };
 }
 
 /**

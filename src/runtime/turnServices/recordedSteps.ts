@@ -16,6 +16,7 @@
  *   steps' events again) and marks a stream the takeover cut off as restarted.
  */
 import type { AgentReply } from "../../contracts/agent.ts";
+import type { ModelSummary } from "../../contracts/context.ts";
 import type { CouncilDecision, CouncilReply, SafetyCouncilReply, VoiceReply } from "../../contracts/council.ts";
 import type { CriticsVerdict } from "../../contracts/critic.ts";
 import { ErrorCode } from "../../contracts/errors.ts";
@@ -151,6 +152,21 @@ export class RecordedSteps {
   /** The recorded retrieval: its references (resolved by the interceptor), or an older log's text. */
   memory(): MemoryRetrievedPayload | undefined {
     return this.#last("MEMORY_RETRIEVED");
+  }
+
+  /**
+   * The summary memory's model wrote for the turn's compaction, as its CONTEXT_COMPACTED recorded it
+   * (undefined when the turn compacted offline, or did not compact before it was taken over).
+   */
+  modelSummary(): ModelSummary | undefined {
+    const compacted = this.#last("CONTEXT_COMPACTED");
+    if (compacted?.summariser !== "model" || !compacted.usage) return undefined;
+    return {
+      through_turn: compacted.through_turn,
+      text: compacted.summary,
+      turns: compacted.turns_compacted,
+      usage: compacted.usage,
+    };
   }
 
   schedule(): PlanWavesReply | undefined {
@@ -305,8 +321,14 @@ export function recordedStepsInterceptor(
   return {
     retrieveMemory: async (input, next) => {
       const { request } = input;
-      // A read by reference (a compaction's read of the conversation) is no retrieval: read live, as asked.
-      if (request.resolve) return next(input);
+      // A read by reference (a compaction's read of the conversation) is no retrieval: read live, as asked;
+      // but the summary memory's model wrote of it is not asked again: the recorded one is given back.
+      if (request.resolve) {
+        const written = request.summarise ? stepsOf(request.session_id, request.turn_id)?.modelSummary() : undefined;
+        if (!written) return next(input);
+        const { summarise: _asked, ...read } = request;
+        return { ...(await next({ ...input, request: read })), summary: written };
+      }
       const recorded = stepsOf(request.session_id, request.turn_id)?.memory();
       // References are resolved: a read of the records they name, as stored now (not a retrieval).
       if (recorded && isRetrievedRefs(recorded)) {

@@ -123,12 +123,14 @@ export function remoteTurnServices(nc: NatsConnection, options: Partial<RemoteOp
     callAgent,
     deliberate: (input, signal) => deliberateRound(input, callAgent, signal),
     retrieveMemory: async (request, signal) => {
+      // A read that memory's model also summarises (a compaction's) waits for the model's deadline too.
+      const timeoutMs = settings.requestTimeoutMs + (request.summarise?.deadline_ms ?? 0);
       if (openBacklog?.knownClear(request.session_id))
-        return call(subjects.memoryRetrieve, request, MemoryRetrieveReply, signal);
+        return call(subjects.memoryRetrieve, request, MemoryRetrieveReply, signal, timeoutMs);
       // The commits the session still owes go in before its memory is read; if they cannot, it is read as it is.
       const owed = { backlog: await backlog, commit: commitEpisode, signal, retryMs: 0 };
       await settleCommits(request.session_id, null, owed).catch(() => {});
-      return call(subjects.memoryRetrieve, request, MemoryRetrieveReply, signal);
+      return call(subjects.memoryRetrieve, request, MemoryRetrieveReply, signal, timeoutMs);
     },
     planWaves: (request, signal) => call(subjects.schedulerPlan, request, PlanWavesReply, signal),
     decide: (request, signal) => resent(subjects.councilDecide, request, CouncilReply, signal),
