@@ -3,7 +3,8 @@
  * request recorded on the session's log (COMPACTION_REQUESTED, with the
  * ledgers' events, through a runner), and whether one is pending, read from
  * the log: the latest request, unless a CONTEXT_COMPACTED consumed it
- * (`request_seq`). Nothing is kept beside the log.
+ * (`request_seq`), or, in a fork, its source had (the arena its SESSION_FORKED
+ * carries). Nothing is kept beside the log.
  */
 import type { NatsConnection } from "@nats-io/nats-core";
 import { requestJson } from "../bus/request.ts";
@@ -56,9 +57,18 @@ export function pendingOf(
 ): PendingCompaction | null {
   if (!latest) return null;
   let consumed = 0;
-  for (const event of events)
+  for (const event of events) {
     if (event.kind === "CONTEXT_COMPACTED") consumed = Math.max(consumed, event.payload.request_seq ?? 0);
+    if (event.kind === "SESSION_FORKED") consumed = Math.max(consumed, forkConsumed(event.payload.state));
+  }
   return latest.seq > consumed ? { reason: latest.reason, instructions: latest.instructions ?? null } : null;
+}
+
+/** What a fork's arena had consumed (its copy of the request, in the fork's log), as its SESSION_FORKED carries it. */
+function forkConsumed(state: Record<string, unknown>): number {
+  const session = state.session as { context_arena?: { compaction_request_seq?: unknown } } | undefined;
+  const seq = session?.context_arena?.compaction_request_seq;
+  return typeof seq === "number" ? seq : 0;
 }
 
 /** The session's pending compaction request, or null: the ledgers' latest request against the session's log. */

@@ -3,11 +3,13 @@
  * and worker (offline mode): a request made as a user makes it (`conclave session compact`), or
  * through the client, makes the session's next turn compact whatever the pressure, its
  * CONTEXT_COMPACTED naming the reason `requested`; the request is then no longer pending, and the
- * turn after does not compact again.
+ * turn after does not compact again. A fork of a session whose request was consumed has none pending.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ConclaveClient, connect } from "../../src/client/index.ts";
 import type { EngineEvent, EventPayload } from "../../src/contracts/events.ts";
+import { partitionOf } from "../../src/contracts/partitions.ts";
+import { eventStreamCount } from "../../src/eventlog/eventStreams.ts";
 import { runConclave } from "../helpers/cli.ts";
 import { useNatsServer } from "../helpers/nats.ts";
 import { useInProcessStack } from "../helpers/stack.ts";
@@ -100,6 +102,33 @@ describe("a compaction request", () => {
     expect(await client.pendingCompaction(session)).toBeNull();
     expect(compactionOf(await turn(session, "Six."))).toBeUndefined();
   });
+
+  it("consumed before a fork, is not pending in the fork, whose own request is", async () => {
+    const session = "compact-forked";
+    for (const text of ["One.", "Two.", "Three.", "Four."]) await turn(session, text);
+    await client.requestCompaction(session, { reason: "tidy up" });
+    expect(compactionOf(await turn(session, "Five."))).toMatchObject({ reason: "requested" });
+    expect(await client.pendingCompaction(session)).toBeNull();
+
+    // The fork's copy of the request has a stream sequence of its own, after the source's (the same stream):
+    // what the source's compaction consumed is consumed in the fork too.
+    const streams = await eventStreamCount(await nats.connect("runner"));
+    const fork = ["a", "b", "c", "d", "e", "f", "g", "h"]
+      .map((suffix) => `compact-forked-${suffix}`)
+      .find((id) => partitionOf(id, streams) === partitionOf(session, streams))!;
+    await client.fork({ session, at: { turn: 5 }, as: fork });
+    expect(await client.pendingCompaction(fork)).toBeNull();
+    expect(compactionOf(await turn(fork, "Six."))).toBeUndefined();
+
+    // A request made to the fork is its own: pending, then consumed by the fork's next turn.
+    await client.requestCompaction(fork, { reason: "fork's own" });
+    expect(await client.pendingCompaction(fork)).toEqual({ reason: "fork's own", instructions: null });
+    expect(compactionOf(await turn(fork, "Seven."))).toMatchObject({
+      reason: "requested",
+      request_reason: "fork's own",
+    });
+    expect(await client.pendingCompaction(fork)).toBeNull();
+  }, 120_000);
 
   it("refuses a bad request with one line, before anything is sent", async () => {
     await expect(client.requestCompaction("compact-bad", { reason: "" })).rejects.toMatchObject({

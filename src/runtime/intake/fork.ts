@@ -90,6 +90,17 @@ async function forkTurn(clients: TapeClients, sessionId: string, lastTurnId: num
   return found;
 }
 
+/** The arena's fields that name the last ledger event of a kind it consumed, by the event's stream sequence. */
+const CONSUMED_SEQ = {
+  SUPPLEMENT_COMMITTED: "supplement_seq",
+  COMPACTION_REQUESTED: "compaction_request_seq",
+} as const;
+type ConsumedSeq = (typeof CONSUMED_SEQ)[keyof typeof CONSUMED_SEQ];
+
+/** The arena's field naming the last consumed event of `kind`; undefined for a kind it does not consume. */
+const consumedSeqOf = (kind: string): ConsumedSeq | undefined =>
+  Object.hasOwn(CONSUMED_SEQ, kind) ? CONSUMED_SEQ[kind as keyof typeof CONSUMED_SEQ] : undefined;
+
 /** The turn a memory node was learned (last changed) in; null when it cannot tell. */
 function learnedIn(node: MemoryNode): number | null {
   const value = node.kind === "episodic" ? node.data.turn_id : (node.data.updated_turn ?? node.data.evolved_at_turn);
@@ -148,25 +159,24 @@ export async function forkSession(deps: ForkDeps, sourceId: string, request: For
   );
   copied.ledger_events = 0;
   const eventStreams = await eventStreamCount(deps.jsm);
-  // The arena names the last supplement it consumed by its event's sequence: the fork's copy has its own.
-  const consumed = state.session.context_arena?.supplement_seq;
-  let forkConsumed: number | undefined;
+  // The arena names the last supplement and the last compaction request it consumed by their events'
+  // sequences: the fork's copies have their own.
+  const sourceArena = state.session.context_arena;
+  const forkConsumed: Partial<Record<ConsumedSeq, number>> = {};
   for (const step of ledger) {
     if (step.kind !== "ledger") continue;
     const ack = await deps.js.publish(
       subjects.ledgerEvents(forkId, eventStreams),
       encodeRecord({ ...step.event, session_id: forkId }),
     );
-    if (step.event.kind === "SUPPLEMENT_COMMITTED" && consumed !== undefined && step.seq <= consumed)
-      forkConsumed = ack.seq;
+    const field = consumedSeqOf(step.event.kind);
+    const consumed = field ? sourceArena?.[field] : undefined;
+    if (field && consumed !== undefined && step.seq <= consumed) forkConsumed[field] = ack.seq;
     copied.ledger_events++;
   }
-  if (state.session.context_arena) {
-    const { supplement_seq: _seq, ...arena } = state.session.context_arena;
-    state.session = {
-      ...state.session,
-      context_arena: { ...arena, ...(forkConsumed !== undefined ? { supplement_seq: forkConsumed } : {}) },
-    };
+  if (sourceArena) {
+    const { supplement_seq: _supplement, compaction_request_seq: _request, ...arena } = sourceArena;
+    state.session = { ...state.session, context_arena: { ...arena, ...forkConsumed } };
   }
   const graph = await openMemoryGraph({ nc: deps.nc, env: deps.env ?? process.env });
   try {
