@@ -98,6 +98,20 @@ describe("conclave fork", () => {
     expect(replayed.state.cost.turns).toBe(2);
   });
 
+  it("gives the fork's first turn the ledgers the source had at the fork point", async () => {
+    const ledgersGiven = (events: EngineEvent[]) => {
+      const retrieved = events.find((event) => event.kind === "MEMORY_RETRIEVED");
+      return retrieved?.kind === "MEMORY_RETRIEVED" && "ledgers" in retrieved.payload && retrieved.payload.ledgers;
+    };
+    await say("fork-ledgers", "We are moving the API to the gateway.");
+    await client.truth.upsertFact("fork-ledgers", { statement: "The v1 API is retired on 1 March" });
+    expect(ledgersGiven(await say("fork-ledgers", "What is left to do?"))).toBe(true);
+
+    await client.fork({ session: "fork-ledgers", at: { turn: 2 }, as: "fork-ledgers-new" });
+    // Its first turn, before anything reads the fork's ledgers in full: the digest is in its context.
+    expect(ledgersGiven(await say("fork-ledgers-new", "And what is done?"))).toBe(true);
+  });
+
   it("refuses a fork to a session that exists, from the CLI, with one clear line", async () => {
     const refused = await runConclave(nats.url, ["fork", "--session", "fork-src", "--at", "1", "--as", "fork-new"]);
     expect(refused.code).not.toBe(0);

@@ -27,8 +27,9 @@ import { addressOf } from "../../bus/tenancy.ts";
 import { decodeMessage, respondJson } from "../../bus/wire.ts";
 import type { EngineEvent } from "../../contracts/events.ts";
 import { type ForkPoint, type ForkRecord, ForkRequest } from "../../contracts/fork.ts";
-import { singleLine } from "../../errors.ts";
+import { messageOf, singleLine } from "../../errors.ts";
 import { eventStreamCount } from "../../eventlog/eventStreams.ts";
+import type { LedgerStore } from "../../ledgers/ledgerStore.ts";
 import { openMemoryGraph } from "../../memory/graph/open.ts";
 import type { MemoryGraphArtifact, MemoryNode } from "../../memory/graph/types.ts";
 import type { Logger } from "../../telemetry/log.ts";
@@ -47,6 +48,11 @@ export interface ForkDeps {
   log: Logger;
   /** Where the memory graph's backend is read from. Default `process.env`. */
   env?: NodeJS.ProcessEnv;
+  /**
+   * The ledgers: the fork's are projected from its copied events, so its first turn reads them (the
+   * projection is what a turn reads). Absent: projected on the fork's first full read.
+   */
+  ledgers?: Pick<LedgerStore, "state">;
 }
 
 /** Largest accepted fork request, in bytes. */
@@ -178,6 +184,14 @@ export async function forkSession(deps: ForkDeps, sourceId: string, request: For
     const { supplement_seq: _supplement, compaction_request_seq: _request, ...arena } = sourceArena;
     state.session = { ...state.session, context_arena: { ...arena, ...forkConsumed } };
   }
+  // What a turn reads of the ledgers is their projection: made now, the fork's first turn has the digest, the
+  // activated skills, the compaction request and the supplements the source had at the fork point.
+  // Not made, the fork still works: its ledgers are projected on their first full read (a `truth` or `task` call).
+  await deps.ledgers
+    ?.state(forkId)
+    .catch((error: unknown) =>
+      deps.log.warn(`fork ${forkId}: its ledgers are not projected yet: ${singleLine(messageOf(error))}`),
+    );
   const graph = await openMemoryGraph({ nc: deps.nc, env: deps.env ?? process.env });
   try {
     const artifact = graphAtTurn(await graph.exportSession(sourceId), forkId, turnId);

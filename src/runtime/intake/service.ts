@@ -70,7 +70,9 @@ export async function serveIntake(
   endpoint("erase", subjects.sessionEraseAll, (msg) => serveErase(erase, msg));
   endpoint("tenant_erase", subjects.tenantSessionEraseAll, (msg) => serveErase(erase, msg));
   // A session's fork (docs/tape.md): the mirror image of an erase, with the same reach into every store.
-  endpoint("fork", subjects.sessionForkAll, (msg) => serveFork({ ...erase, sessions: deps.sessions }, msg));
+  endpoint("fork", subjects.sessionForkAll, (msg) =>
+    serveFork({ ...erase, sessions: deps.sessions, ledgers: deps.ledgers }, msg),
+  );
   // The observer's `conclave agents`: the roster this runner's turns are planned with.
   const roster = deps.roster;
   if (roster) endpoint("roster", subjects.agentsRoster, (msg) => serveRoster(roster, msg));
