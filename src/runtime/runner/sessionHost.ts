@@ -125,22 +125,13 @@ export class SessionHost {
     const now = performance.now();
     const evicted: string[] = [];
     for (const [sessionId, hosted] of this.#actors) {
-      if (now - hosted.usedAt < this.#idleMs || !this.#idle(sessionId, hosted.actor)) continue;
+      if (now - hosted.usedAt < this.#idleMs || this.whyBusy(sessionId) !== undefined) continue;
       this.evict(sessionId);
       evicted.push(sessionId);
       this.options.onEvicted?.(sessionId);
     }
     if (evicted.length > 0) this.log.debug(`${evicted.length} idle session(s) left memory`);
     return evicted;
-  }
-
-  /** Nothing of the session is under way here: no turn running, queued or held, no snapshot save, no restore. */
-  #idle(sessionId: string, actor: SessionActor): boolean {
-    if (this.#saves.has(sessionId) || this.#starting.has(sessionId) || this.options.busy?.(sessionId)) return false;
-    const snapshot = actor.getSnapshot();
-    // An actor that stopped or failed holds nothing worth keeping.
-    if (snapshot.status !== "active") return true;
-    return snapshot.value === "idle" && snapshot.context.current === null && snapshot.context.queue.length === 0;
   }
 
   async #readSnapshot(sessionId: string): Promise<SessionSnapshot | null> {
@@ -167,23 +158,25 @@ export class SessionHost {
    * hands its sessions over this way.
    */
   evictIfIdle(sessionId: string): boolean {
-    const hosted = this.#actors.get(sessionId);
-    if (hosted && !this.#idle(sessionId, hosted.actor)) return false;
-    if (!hosted && (this.#saves.has(sessionId) || this.#starting.has(sessionId) || this.options.busy?.(sessionId)))
-      return false;
+    if (this.whyBusy(sessionId) !== undefined) return false;
     this.evict(sessionId);
     return true;
   }
 
-  /** What keeps the session here (for a hand-over that waits too long); undefined when nothing does. */
+  /**
+   * What keeps the session here: a snapshot save, a restore, a delivery under way or held, or a turn its
+   * actor runs or queues. Undefined when nothing does: the session may be evicted (the idle sweep, a
+   * hand-over), and a hand-over that waits too long says this.
+   */
   whyBusy(sessionId: string): string | undefined {
-    const hosted = this.#actors.get(sessionId);
     if (this.#saves.has(sessionId)) return "its snapshot is being saved";
     if (this.#starting.has(sessionId)) return "its actor is being restored";
     if (this.options.busy?.(sessionId)) return "a delivery of it is under way or held";
-    const snapshot = hosted?.actor.getSnapshot();
+    const snapshot = this.#actors.get(sessionId)?.actor.getSnapshot();
+    // No actor, or one that stopped or failed: nothing worth keeping.
     if (snapshot?.status !== "active") return undefined;
     const { value, context } = snapshot;
+    if (value === "idle" && context.current === null && context.queue.length === 0) return undefined;
     return `its actor is ${String(value)} (turn ${context.current?.turn_id ?? "none"}, ${context.queue.length} queued)`;
   }
 
