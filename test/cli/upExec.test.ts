@@ -53,11 +53,13 @@ describe("conclave up --agents … --exec …", () => {
   it("serves knowledge collections: a document added is found by a search", async () => {
     const document = join(dataDir, "backups.md");
     writeFileSync(document, "# Backups\n\nThe wombat snapshot runs nightly at 03:41.\n");
-    const { code, stdout } = await upExec([
+    const { code, stdout, stderr } = await upExec([
       "--exec",
       `${conclave} knowledge add "${document}" --collection notes && ${conclave} knowledge search "when does the wombat snapshot run?" --collection notes`,
     ]);
     expect(code).toBe(0);
+    // Progress, a line a step on stderr.
+    expect(stderr).toMatch(/^\[1\/1\] \S*backups\.md: 1\/1 chunks$/m);
     expect(stdout).toMatch(/worker\[memory,knowledge\] ready/);
     expect(stdout).toContain("wombat snapshot runs nightly at 03:41");
   }, 90_000);

@@ -53,12 +53,10 @@ export default defineCommand({
         throw new UsageError("give the files to add: conclave knowledge add FILE... --collection C");
       const chunkChars = wholeNumber(values["chunk-chars"], "--chunk-chars", 50, 8_000);
       const client = await connect({ nc: await bus() });
+      // One line a step: the file's name made printable, the line's end left a line's end.
       const progress = (step: AddProgress) =>
         process.stderr.write(
-          printable(
-            `[${step.documentsDone + 1}/${step.documentsTotal}] ${step.document}: ${step.chunksDone}/${step.chunksTotal} chunks\n`,
-            { newlines: false },
-          ),
+          `${printable(`[${step.documentsDone + 1}/${step.documentsTotal}] ${step.document}: ${step.chunksDone}/${step.chunksTotal} chunks`, { newlines: false })}\n`,
         );
       const added = await client.knowledge.add(collection, words, {
         onProgress: progress,
