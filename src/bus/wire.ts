@@ -16,12 +16,18 @@ const FORMAT_VALUE = String(FORMAT_VERSION);
 
 /**
  * Headers naming this release's format, shared by every message that needs no other header: a
- * publish encodes them and never changes them, so one instance serves all (never `set` on it).
+ * publish encodes them and never changes them, so one instance serves all. They are encoded once
+ * (nats-core encodes a message's headers on every publish, and copies the bytes into its buffer),
+ * and changing them throws.
  */
 export const FORMAT_HEADERS: MsgHdrs = (() => {
   const shared = createHeaders();
   shared.set(FORMAT_HEADER, FORMAT_VALUE);
-  return shared;
+  const bytes = (shared as unknown as { encode(): Uint8Array }).encode();
+  const refuse = () => {
+    throw new TypeError("FORMAT_HEADERS are shared: use withFormatHeader(createHeaders()) to add headers");
+  };
+  return Object.assign(shared, { encode: () => bytes, set: refuse, append: refuse, delete: refuse });
 })();
 
 /** `headers` with the format header added (they are the caller's own, for this one message), or the shared ones. */
