@@ -163,11 +163,20 @@ export async function jetStreamPublish(
   data: Uint8Array,
   options: JetStreamPublishOptions,
 ): Promise<PubAck> {
-  const headers = createHeaders();
-  if (options.msgID !== undefined) headers.set(PubHeaders.MsgIdHdr, options.msgID);
-  if (options.expectLastSubjectSequence !== undefined)
+  // Headers only when there is something to say: a plain publish is stored the same.
+  let headers: MsgHdrs | undefined;
+  if (options.msgID !== undefined) {
+    headers = createHeaders();
+    headers.set(PubHeaders.MsgIdHdr, options.msgID);
+  }
+  if (options.expectLastSubjectSequence !== undefined) {
+    headers ??= createHeaders();
     headers.set(PubHeaders.ExpectedLastSubjectSequenceHdr, `${options.expectLastSubjectSequence}`);
-  const reply = await requests.request(subject, data, { timeoutMs: options.timeoutMs, headers });
+  }
+  const reply = await requests.request(subject, data, {
+    timeoutMs: options.timeoutMs,
+    ...(headers ? { headers } : {}),
+  });
   const ack = JSON.parse(decoder.decode(reply.data)) as PubAck & {
     error?: ConstructorParameters<typeof JetStreamApiError>[0];
   };
