@@ -201,6 +201,20 @@ export class JsonKv<S extends z.ZodType> {
     return ack.seq;
   }
 
+  /**
+   * Creates `key` with `data` (a compare-and-set on "no message yet"), over the inbox like `put`;
+   * on a conflict, `kv.create` decides: it also creates over a deleted or purged key, and otherwise
+   * fails as a conflict.
+   */
+  async #create(key: string, data: Uint8Array): Promise<number> {
+    try {
+      return await this.#write(key, data, 0);
+    } catch (error) {
+      if (!isConflict(error)) throw error;
+      return this.kv.create(key, data);
+    }
+  }
+
   async put(key: string, value: z.infer<S>): Promise<void> {
     this.#known.delete(key); // a put racing an update must not leave the older copy behind
     this.#remember(key, value, await this.#write(key, this.encode(value)));
@@ -209,7 +223,7 @@ export class JsonKv<S extends z.ZodType> {
   /** Creates the key; false when it already exists. */
   async create(key: string, value: z.infer<S>): Promise<boolean> {
     try {
-      this.#remember(key, value, await this.kv.create(key, this.encode(value)));
+      this.#remember(key, value, await this.#create(key, this.encode(value)));
       return true;
     } catch (error) {
       if (isConflict(error)) return false;
@@ -243,7 +257,7 @@ export class JsonKv<S extends z.ZodType> {
         this.#remember(
           key,
           next,
-          current ? await this.#write(key, data, current.revision) : await this.kv.create(key, data),
+          current ? await this.#write(key, data, current.revision) : await this.#create(key, data),
         );
         return next;
       } catch (error) {

@@ -2,7 +2,8 @@
  * JsonKv's writes (put, and update's compare-and-set) go over the
  * connection's inbox requester: against a real server with the runner's
  * permissions, what is written is what is read, a compare-and-set decided on a
- * stale copy loses and is retried on what is stored, and a bad key is refused.
+ * stale copy loses and is retried on what is stored, a create happens once
+ * (and again over a deleted key), and a bad key is refused.
  */
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
@@ -43,6 +44,20 @@ describe("JsonKv writes", () => {
     expect((await b.get("kvtest.cas"))?.value).toEqual({ n: 3 });
     await Promise.all(Array.from({ length: 10 }, (_, i) => (i % 2 ? a : b).update("kvtest.cas", add)));
     expect((await a.get("kvtest.cas"))?.value).toEqual({ n: 13 });
+  });
+
+  it("creates a key once, and again after it was deleted", async () => {
+    const kv = await JsonKv.open(await nats.connect("runner"), buckets.sessions, Counter);
+    expect(await kv.create("kvtest.create", { n: 1 })).toBe(true);
+    expect(await kv.create("kvtest.create", { n: 2 })).toBe(false);
+    expect((await kv.get("kvtest.create"))?.value).toEqual({ n: 1 });
+    await kv.delete("kvtest.create");
+    expect(await kv.get("kvtest.create")).toBeNull();
+    expect(await kv.create("kvtest.create", { n: 3 })).toBe(true);
+    expect((await kv.get("kvtest.create"))?.value).toEqual({ n: 3 });
+    // update creates an absent key the same way
+    expect(await kv.update("kvtest.fresh", (current) => ({ n: (current?.n ?? 0) + 5 }))).toEqual({ n: 5 });
+    expect((await kv.get("kvtest.fresh"))?.value).toEqual({ n: 5 });
   });
 
   it("refuses a key KV cannot hold, before sending anything", async () => {
