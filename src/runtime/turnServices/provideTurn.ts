@@ -19,6 +19,13 @@ const errorCode = (error: unknown): ErrorCode => {
   return wire.success ? wire.data : "agent_failed";
 };
 
+/**
+ * Why a wave's or the voice's calls are stopped: the turn left the stage. One reason for every stop (an
+ * `abort()` without one builds a DOMException each time): nothing reads it, what a stopped call reports
+ * is dropped unsent.
+ */
+const STAGE_LEFT = new DOMException("the turn left the stage", "AbortError");
+
 /** One agent request per agent of the wave, all at once; each answer is sent back as it arrives. */
 const runWave = (services: TurnServices) =>
   fromCallback<{ type: "noop" }, RunWaveInput>(({ input, sendBack }) => {
@@ -76,7 +83,7 @@ const runWave = (services: TurnServices) =>
         );
     }
     if (open === 0) sendBack({ type: "wave.done" });
-    return () => abort.abort();
+    return () => abort.abort(STAGE_LEFT);
   });
 
 /** The voice's rendering, its stream parts sent back as they come, then `voice.done`. */
@@ -109,7 +116,7 @@ const renderVoice = (services: TurnServices) =>
             message: messageOf(error),
           }),
       );
-    return () => abort.abort();
+    return () => abort.abort(STAGE_LEFT);
   });
 
 /**
