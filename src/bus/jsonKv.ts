@@ -1,6 +1,6 @@
 import { JetStreamApiCodes, JetStreamApiError, jetstream } from "@nats-io/jetstream";
 import type { KV, KvOptions } from "@nats-io/kv";
-import { Bucket, Kvm } from "@nats-io/kv";
+import { Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/nats-core";
 import type { z } from "zod";
 import { checkRecordFormat, FormatTooNewError } from "../contracts/format.ts";
@@ -9,12 +9,8 @@ import { ConclaveError, messageOf, singleLine } from "../errors.ts";
 import { checkBucketReplicas, configuredReplicas, patientlySetUp } from "../nats/replicas.ts";
 import { encodeJson, encodeRecord } from "./codec.ts";
 import { deadLetter } from "./deadLetters.ts";
-import { InboxRequests, jetStreamPublish } from "./inboxRequests.ts";
 
 const decoder = new TextDecoder();
-
-/** How long a write waits for its PubAck: nats' JetStream client's default, as `kv.put` waited. */
-const WRITE_TIMEOUT_MS = 5_000;
 
 /** A compare-and-set that lost: the key changed (or exists) since it was read. */
 export const isConflict = (error: unknown): boolean =>
@@ -79,11 +75,6 @@ export class JsonKv<S extends z.ZodType> {
   /** Last known value and revision per key (`cacheRevisions`), oldest first; revision 0: known absent. */
   readonly #known = new Map<string, { value: z.infer<S>; revision: number }>();
 
-  /** Where writes go: the connection's inbox requester (inboxRequests.ts), not `kv.put`'s `nc.request`. */
-  readonly #requests: InboxRequests;
-  /** The subject a key is written on, less the key (`$KV.<bucket>.`, or the bucket's own prefix). */
-  readonly #writePrefix: string;
-
   private constructor(
     readonly kv: KV,
     readonly bucket: string,
@@ -91,11 +82,7 @@ export class JsonKv<S extends z.ZodType> {
     private readonly report: QuarantineReport,
     private readonly cacheSize: number,
     private readonly versioned: boolean,
-    nc: NatsConnection,
-  ) {
-    this.#requests = InboxRequests.of(nc);
-    this.#writePrefix = kv instanceof Bucket ? kv.subjectForKey("", true) : `$KV.${bucket}.`;
-  }
+  ) {}
 
   static async open<S extends z.ZodType>(
     nc: NatsConnection,
@@ -119,7 +106,7 @@ export class JsonKv<S extends z.ZodType> {
     const kv = await patientlySetUp(() => new Kvm(nc).create(bucket, { history: 1, ...kvOptions, replicas }));
     // An existing bucket is opened as it is: its replicas are checked, never changed.
     await checkBucketReplicas(kv, bucket, replicas);
-    return new JsonKv(kv, bucket, schema, report, cacheRevisions, versioned, nc);
+    return new JsonKv(kv, bucket, schema, report, cacheRevisions, versioned);
   }
 
   /**
@@ -185,45 +172,15 @@ export class JsonKv<S extends z.ZodType> {
     return this.versioned ? encodeRecord(value as object) : encodeJson(value);
   }
 
-  /**
-   * Writes `data` under `key` (after `expectRevision`, when given: a compare-and-set) and returns its
-   * revision. What `kv.put` and `kv.update` send, over the connection's inbox requester: nats-core's
-   * `request` builds an Error with its stack after every request that succeeds, and the runner writes
-   * a turn's status and its session's keys every turn. A lost compare-and-set is nats' own
-   * JetStreamApiError (StreamWrongLastSequence), as from `kv.update`.
-   */
-  async #write(key: string, data: Uint8Array, expectRevision?: number): Promise<number> {
-    if (this.kv instanceof Bucket) this.kv.validateKey(key); // `invalid key: …`, as kv.put throws
-    const ack = await jetStreamPublish(this.#requests, `${this.#writePrefix}${key}`, data, {
-      timeoutMs: WRITE_TIMEOUT_MS,
-      ...(expectRevision !== undefined ? { expectLastSubjectSequence: expectRevision } : {}),
-    });
-    return ack.seq;
-  }
-
-  /**
-   * Creates `key` with `data` (a compare-and-set on "no message yet"), over the inbox like `put`;
-   * on a conflict, `kv.create` decides: it also creates over a deleted or purged key, and otherwise
-   * fails as a conflict.
-   */
-  async #create(key: string, data: Uint8Array): Promise<number> {
-    try {
-      return await this.#write(key, data, 0);
-    } catch (error) {
-      if (!isConflict(error)) throw error;
-      return this.kv.create(key, data);
-    }
-  }
-
   async put(key: string, value: z.infer<S>): Promise<void> {
     this.#known.delete(key); // a put racing an update must not leave the older copy behind
-    this.#remember(key, value, await this.#write(key, this.encode(value)));
+    this.#remember(key, value, await this.kv.put(key, this.encode(value)));
   }
 
   /** Creates the key; false when it already exists. */
   async create(key: string, value: z.infer<S>): Promise<boolean> {
     try {
-      this.#remember(key, value, await this.#create(key, this.encode(value)));
+      this.#remember(key, value, await this.kv.create(key, this.encode(value)));
       return true;
     } catch (error) {
       if (isConflict(error)) return false;
@@ -257,7 +214,7 @@ export class JsonKv<S extends z.ZodType> {
         this.#remember(
           key,
           next,
-          current ? await this.#write(key, data, current.revision) : await this.#create(key, data),
+          current ? await this.kv.update(key, data, current.revision) : await this.kv.create(key, data),
         );
         return next;
       } catch (error) {

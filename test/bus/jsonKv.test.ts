@@ -1,7 +1,6 @@
 /**
- * JsonKv's writes (put, and update's compare-and-set) go over the
- * connection's inbox requester: against a real server with the runner's
- * permissions, what is written is what is read, a compare-and-set decided on a
+ * JsonKv's writes (put, and update's compare-and-set): against a real server
+ * with the runner's permissions, what is written is what is read, a compare-and-set decided on a
  * stale copy loses and is retried on what is stored, a create happens once
  * (and again over a deleted key), and a bad key is refused.
  */
