@@ -12,7 +12,13 @@
  * compact makes no extra request.
  */
 import type { AgentContext } from "../contracts/agent.ts";
-import type { ArenaPolicy, ContextArenaState, ModelSummary, SummariseAsk } from "../contracts/context.ts";
+import {
+  type ArenaPolicy,
+  type ContextArenaState,
+  MAX_SUMMARY_TOKENS,
+  type ModelSummary,
+  type SummariseAsk,
+} from "../contracts/context.ts";
 import type { MemoryRefs, MemoryRetrieveReply, MemoryRetrieveRequest } from "../contracts/memory.ts";
 import type { Episode } from "../contracts/workspace.ts";
 import { arenaPressure, DEFAULT_ARENA_POLICY, keepRecentTurns, pendingRequest, summaryBound } from "./arena.ts";
@@ -99,7 +105,8 @@ export function summariseAsk(probe: CompactionProbe, reply: MemoryRetrieveReply)
   return {
     previous: summary?.text === undefined ? null : { through_turn: summary.through_turn, text: summary.text },
     keep_recent_turns: keepRecentTurns(policy),
-    max_tokens: summaryBound(policy),
+    // Within what the request allows, at least 1: a bound from a huge budget must not get the read refused.
+    max_tokens: Math.min(Math.max(1, summaryBound(policy)), MAX_SUMMARY_TOKENS),
     ...(instructions ? { instructions } : {}),
     ...(policy.model ? { tokenizer_model: policy.model } : {}),
     ...(probe.summary_deadline_ms ? { deadline_ms: probe.summary_deadline_ms } : {}),

@@ -27,6 +27,9 @@ export const ContextSummarySchema = z.object({
   text: z.string().max(64_000),
 });
 
+/** The longest summary memory's model is asked for, in tokens (a bound above it is asked as this). */
+export const MAX_SUMMARY_TOKENS = 64_000;
+
 /**
  * What a turn that will compact asks of memory with its read of the conversation (docs/context.md,
  * "Compaction"): memory's model folds the turns it reads into the summary. A memory service with no
@@ -38,7 +41,7 @@ export const SummariseAsk = z.object({
   /** The newest turns left as they are: the summary folds in the turns read before them. */
   keep_recent_turns: z.number().int().min(0).max(1_000),
   /** The bound of the new summary, in tokens. */
-  max_tokens: z.number().int().min(1).max(64_000),
+  max_tokens: z.number().int().min(1).max(MAX_SUMMARY_TOKENS),
   /** A compaction request's instructions, for the model's prompt. */
   instructions: z.string().max(4_000).optional(),
   /** The model whose encoding counts the bound (the arena policy's `model`); absent: the arena's approximation. */

@@ -2,8 +2,8 @@ import { describe, expect, it } from "vitest";
 import { pendingOf } from "../../src/client/compaction.ts";
 import { pendingRequest, planTurnContext } from "../../src/context/arena.ts";
 import { DEFAULT_CONTEXT_BUDGET } from "../../src/context/budget.ts";
-import { turnsToRead } from "../../src/context/compactionRead.ts";
-import { ContextCompactedPayload, emptyArenaState } from "../../src/contracts/context.ts";
+import { summariseAsk, turnsToRead } from "../../src/context/compactionRead.ts";
+import { ContextCompactedPayload, emptyArenaState, SummariseAsk } from "../../src/contracts/context.ts";
 import type { EngineEvent } from "../../src/contracts/events.ts";
 import { LedgerEvent, type RecordedCompactionRequest } from "../../src/contracts/ledger.ts";
 import { decideLedger } from "../../src/ledgers/decide.ts";
@@ -109,5 +109,19 @@ describe("a compaction request", () => {
       turnEvents,
     );
     expect(replayed.context_arena?.compaction_request_seq).toBe(41);
+  });
+
+  it("asks memory's model for a summary the memory service accepts, whatever the session's budget", () => {
+    const reply = { episodes: [], user_facts: [], open_threads: [], compaction_request: request };
+    for (const total_tokens of [8, DEFAULT_CONTEXT_BUDGET.total_tokens, 2_000_000]) {
+      const probe = {
+        arena: emptyArenaState(),
+        context,
+        policy: { budget: { ...DEFAULT_CONTEXT_BUDGET, total_tokens } },
+      };
+      const ask = SummariseAsk.parse(summariseAsk(probe, reply));
+      expect(ask.instructions).toBe("keep the user's dates");
+      expect(ask.max_tokens).toBe(Math.min(Math.max(1, Math.floor(total_tokens / 10)), 64_000));
+    }
   });
 });
