@@ -51,7 +51,7 @@ export interface HopAnalysis {
   startRtts: number;
   /** Round trips after TURN_COMPLETED (off the client's path: bookkeeping). */
   finishRtts: number;
-  /** Event-log appends per turn (pipelined JetStream publishes). */
+  /** Event-log appends per turn (pipelined JetStream publishes: stored messages, each an event or a batch). */
   eventAppends: number;
   meanEventBytes: number;
 }

@@ -349,7 +349,7 @@ function floorSection(run: ConclaveRun, model: FloorModel | null): string {
       ],
     ),
     "",
-    `So between TURN_STARTED and TURN_COMPLETED a turn makes **${hops.hops} sequential hops** (${hops.turnRtts} round trips with the nested ones). Before that, the client's path holds ${hops.submit.rtts} round trips for the submission (the request and what the runner does before it acks) and ${hops.startRtts} between the ack and TURN_STARTED; ${hops.finishRtts} more come after TURN_COMPLETED, off the client's path. ${hops.eventAppends} events are appended, pipelined. Fast sensors run in the runner (no hop); a wave, or a group of critics, is one hop however many requests it fans out to.`,
+    `So between TURN_STARTED and TURN_COMPLETED a turn makes **${hops.hops} sequential hops** (${hops.turnRtts} round trips with the nested ones). Before that, the client's path holds ${hops.submit.rtts} round trips for the submission (the request and what the runner does before it acks) and ${hops.startRtts} between the ack and TURN_STARTED; ${hops.finishRtts} more come after TURN_COMPLETED, off the client's path. ${hops.eventAppends} event-log messages are stored, pipelined (the turn's events, in batches). Fast sensors run in the runner (no hop); a wave, or a group of critics, is one hop however many requests it fans out to.`,
     "",
     table(
       ["view", "round trips", "× RTT p50", "+ event persistence", "= floor ms", "measured p50 ms", "measured ÷ floor"],

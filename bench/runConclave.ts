@@ -98,7 +98,7 @@ export async function runConclaveScenario(scenario: Scenario, plan: BenchPlan, t
     await warmUp(nc, plan, `${tag}-${scenario.id}`);
     const hops = await traceHops(cluster, plan, `${tag}-${scenario.id}`);
     progress(
-      `[${scenario.id}] ${hops.hops} sequential hops between TURN_STARTED and TURN_COMPLETED (${hops.turnRtts} round trips with nested ones); ${hops.submit.rtts} round trips for the submission, ${hops.startRtts} more before TURN_STARTED, ${hops.finishRtts} after TURN_COMPLETED; ${hops.eventAppends} events`,
+      `[${scenario.id}] ${hops.hops} sequential hops between TURN_STARTED and TURN_COMPLETED (${hops.turnRtts} round trips with nested ones); ${hops.submit.rtts} round trips for the submission, ${hops.startRtts} more before TURN_STARTED, ${hops.finishRtts} after TURN_COMPLETED; ${hops.eventAppends} event-log messages`,
     );
     progress(`[${scenario.id}] floor: NATS request/reply and JetStream publish on the same server`);
     const floor = await measureFloor(cluster.connectInstrument, {

@@ -147,6 +147,8 @@ export interface JetStreamPublishOptions {
   msgID?: string;
   /** The subject's last sequence must be this (`Nats-Expected-Last-Subject-Sequence`). */
   expectLastSubjectSequence?: number;
+  /** More headers the stored message carries. */
+  headers?: Readonly<Record<string, string>>;
   timeoutMs: number;
 }
 
@@ -172,6 +174,10 @@ export async function jetStreamPublish(
   if (options.expectLastSubjectSequence !== undefined) {
     headers ??= createHeaders();
     headers.set(PubHeaders.ExpectedLastSubjectSequenceHdr, `${options.expectLastSubjectSequence}`);
+  }
+  for (const [name, value] of Object.entries(options.headers ?? {})) {
+    headers ??= createHeaders();
+    headers.set(name, value);
   }
   const reply = await requests.request(subject, data, {
     timeoutMs: options.timeoutMs,

@@ -7,8 +7,8 @@ import { DeliverPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { isStreamNotFound } from "../bus/errors.ts";
 import { eventStreamOfSubject } from "../bus/subjects.ts";
-import { type EngineEvent, parseStoredEvent } from "../contracts/events.ts";
-import { FormatTooNewError } from "../contracts/format.ts";
+import { decodeStoredEvents } from "../contracts/eventBatch.ts";
+import type { EngineEvent } from "../contracts/events.ts";
 import { checkSessionId, checkTurnId } from "../contracts/ids.ts";
 import { InvalidRequestError } from "../errors.ts";
 import { orderedConsumer, releaseConsumer } from "../eventlog/consumers.ts";
@@ -16,9 +16,17 @@ import { eventStreamCount } from "../eventlog/eventStreams.ts";
 import { rangeFilter } from "../eventlog/query.ts";
 import { PULL_EXPIRES_MS } from "../eventlog/streams.ts";
 
-/** An event of a session's log with its position: resume after it with `events(session, { fromSeq: position + 1 })`. */
+/**
+ * An event of a session's log with its position. Resume after a position with
+ * `events(session, { fromSeq: position + 1 })` once every event of it is read: the events of one stored
+ * batch share their position and come one after another, so a read that stopped among them resumes
+ * with `fromSeq: position` and leaves out the events it has (by `turn_id` and `seq`).
+ */
 export interface SessionEvent {
-  /** The event's sequence number in the event log (the JetStream stream sequence): increasing, not contiguous. */
+  /**
+   * The sequence number in the event log (the JetStream stream sequence) of the message holding the
+   * event: never decreasing, not contiguous, shared by the events of one batch (docs/protocol.md).
+   */
   position: number;
   event: EngineEvent;
 }
@@ -33,8 +41,6 @@ export interface EventsOptions {
   follow?: boolean;
   signal?: AbortSignal;
 }
-
-const decoder = new TextDecoder();
 
 /** The session's events, oldest first, each with its position (see EventsOptions). */
 export async function* readSessionEvents(
@@ -78,21 +84,11 @@ export async function* readSessionEvents(
   const delivered = new Map<number, number>();
   try {
     for await (const msg of messages) {
-      const parsed = (() => {
-        try {
-          return parseStoredEvent(JSON.parse(decoder.decode(msg.data)), `event ${msg.subject} (stream seq ${msg.seq})`);
-        } catch (error) {
-          if (error instanceof FormatTooNewError) throw error;
-          return null;
-        }
-      })();
-      if (parsed?.success) {
-        const event = parsed.data as EngineEvent;
+      for (const event of decodeStoredEvents(msg.data, `event ${msg.subject} (stream seq ${msg.seq})`).events)
         if (event.seq > (delivered.get(event.turn_id) ?? -1)) {
           delivered.set(event.turn_id, event.seq);
           yield { position: msg.seq, event };
         }
-      }
       if (!options.follow && (msg.info.pending === 0 || msg.seq >= last)) break;
     }
   } finally {

@@ -257,6 +257,12 @@ export const CONFIG_SCHEMA = {
     default: 4_096,
     doc: "Buffered stream text (UTF-8 bytes) that stores the buffered chunks at once.",
   }),
+  CONCLAVE_EVENT_BATCHES: variable({
+    group: "runner",
+    schema: flag,
+    default: true,
+    doc: "on: the events a turn appends while its earlier ones are being stored go into the log as one message (a batch, format 2; docs/protocol.md). off: one message per event, as releases before 0.3.0 wrote and read it; keep it off on the new processes while a rolling upgrade from such a release (or a rollback to it) is under way.",
+  }),
   CONCLAVE_EVENT_LEVEL: variable({
     group: "runner",
     schema: oneOf(["audit", "ops", "debug"]),

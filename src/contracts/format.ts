@@ -14,8 +14,17 @@
 import type { z } from "zod";
 import { ConclaveError } from "../errors.ts";
 
-/** The format major this release writes, and the newest it reads. */
+/** The format major this release writes (every record and message but a batch of events). */
 export const FORMAT_VERSION = 1;
+
+/**
+ * The format major of a stored batch of events (docs/protocol.md, "Reading a turn's events"): a
+ * reader of format 1 would take it for an invalid event and skip the events it holds, so it refuses it.
+ */
+export const EVENT_BATCH_FORMAT = 2;
+
+/** The newest format major this release reads. */
+export const READ_FORMAT_VERSION = EVENT_BATCH_FORMAT;
 
 /** The header wire messages carry their format major in. */
 export const FORMAT_HEADER = "Conclave-Format";
@@ -30,7 +39,7 @@ export class FormatTooNewError extends ConclaveError<"format_too_new"> {
   ) {
     super(
       "format_too_new",
-      `${what} is in format ${found}; this Conclave reads formats up to ${FORMAT_VERSION}: upgrade this process`,
+      `${what} is in format ${found}; this Conclave reads formats up to ${READ_FORMAT_VERSION}: upgrade this process`,
     );
   }
 }
@@ -45,7 +54,7 @@ export function recordFormat(record: unknown): number {
 /** Throws {@link FormatTooNewError} when a stored record is in a newer format than this process reads. */
 export function checkRecordFormat(record: unknown, what: string): void {
   const found = recordFormat(record);
-  if (found > FORMAT_VERSION) throw new FormatTooNewError(what, found);
+  if (found > READ_FORMAT_VERSION) throw new FormatTooNewError(what, found);
 }
 
 /** The record as stored: this format's `v` first, then its own fields (no stored record has a `v` of its own). */
@@ -67,7 +76,7 @@ export function headerFormat(value: string | undefined | null): number {
 /** Throws {@link FormatTooNewError} when a wire message's header names a newer format than this process reads. */
 export function checkHeaderFormat(value: string | undefined | null, what: string): void {
   const found = headerFormat(value);
-  if (found > FORMAT_VERSION) throw new FormatTooNewError(what, found);
+  if (found > READ_FORMAT_VERSION) throw new FormatTooNewError(what, found);
 }
 
 /**
@@ -81,6 +90,6 @@ export function parseRecord<T>(
   what: string,
 ): { success: true; data: T } | { success: false; error: FormatTooNewError | z.ZodError } {
   const found = recordFormat(json);
-  if (found > FORMAT_VERSION) return { success: false, error: new FormatTooNewError(what, found) };
+  if (found > READ_FORMAT_VERSION) return { success: false, error: new FormatTooNewError(what, found) };
   return schema.safeParse(json);
 }

@@ -1,7 +1,9 @@
 import type { JetStreamClient, PubAck } from "@nats-io/jetstream";
+import { headers as createHeaders, type MsgHdrs } from "@nats-io/nats-core";
 import { JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
 import { type InboxRequests, jetStreamPublish } from "../bus/inboxRequests.ts";
 import { subjects } from "../bus/subjects.ts";
+import { EVENT_COUNT_HEADER } from "../contracts/eventBatch.ts";
 import type { EngineEvent } from "../contracts/events.ts";
 import { turnKey } from "../contracts/turnKey.ts";
 import { backoffMs, pause } from "../deadline.ts";
@@ -29,8 +31,12 @@ export class EventPublisher {
     private readonly storeTimeoutMs: number,
   ) {}
 
-  /** One publish; `expectLast` fences on the subject's last stream sequence. */
-  publish(event: EngineEvent, data: Uint8Array, expectLast?: number): Promise<PubAck> {
+  /**
+   * One publish of `data`: the event alone, or a batch of `count` events starting with it (under the
+   * first one's message id, its count in the `Conclave-Events` header). `expectLast` fences on the
+   * subject's last stream sequence.
+   */
+  publish(event: EngineEvent, data: Uint8Array, expectLast?: number, count = 1): Promise<PubAck> {
     const subject = subjects.turnEvents(event.session_id, event.turn_id, this.eventStreams);
     const msgID = `${turnKey(event.session_id, event.turn_id)}.${event.seq}`;
     if (this.requests)
@@ -38,20 +44,27 @@ export class EventPublisher {
         msgID,
         timeoutMs: PUBLISH_TIMEOUT_MS,
         ...(expectLast === undefined ? {} : { expectLastSubjectSequence: expectLast }),
+        ...(count > 1 ? { headers: { [EVENT_COUNT_HEADER]: String(count) } } : {}),
       });
+    let headers: MsgHdrs | undefined;
+    if (count > 1) {
+      headers = createHeaders();
+      headers.set(EVENT_COUNT_HEADER, String(count));
+    }
     return this.js.publish(subject, data, {
       msgID,
       timeout: PUBLISH_TIMEOUT_MS,
       ...(expectLast === undefined ? {} : { expect: { lastSubjectSequence: expectLast } }),
+      ...(headers ? { headers } : {}),
     });
   }
 
-  /** Publishes one event again until it is stored (a duplicate is stored), fenced, or the store timeout passes. */
-  async storeWithRetry(event: EngineEvent, data: Uint8Array, expectLast?: number): Promise<PubAck> {
+  /** Publishes again (as `publish`) until it is stored (a duplicate is stored), fenced, or the store timeout passes. */
+  async storeWithRetry(event: EngineEvent, data: Uint8Array, expectLast?: number, count = 1): Promise<PubAck> {
     const deadline = Date.now() + this.storeTimeoutMs;
     for (let attempt = 0; ; attempt++) {
       try {
-        return await this.publish(event, data, expectLast);
+        return await this.publish(event, data, expectLast, count);
       } catch (error) {
         if (isWrongLastSequence(error) || Date.now() >= deadline) throw error;
         await pause(backoffMs(attempt, { baseMs: 100, maxMs: 2_000 }));

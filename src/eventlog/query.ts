@@ -9,7 +9,8 @@ import { DeliverPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { isStreamNotFound } from "../bus/errors.ts";
 import { eventStreamOfSubject, subjects } from "../bus/subjects.ts";
-import { type EngineEvent, type EventKind, parseStoredEvent } from "../contracts/events.ts";
+import { decodeStoredEvents } from "../contracts/eventBatch.ts";
+import type { EngineEvent, EventKind } from "../contracts/events.ts";
 import { orderedConsumer, releaseConsumer } from "./consumers.ts";
 import { eventStreamCount } from "./eventStreams.ts";
 import { PULL_EXPIRES_MS } from "./streams.ts";
@@ -42,14 +43,15 @@ export const MAX_QUERY_LIMIT = 100_000;
 
 /** An event read from the log, with where and when it was stored. */
 export interface LoggedEvent {
-  /** Its position in the event log (the JetStream stream sequence): increasing, not contiguous. */
+  /**
+   * Its position in the event log (the JetStream stream sequence of the message that holds it): not
+   * contiguous, and shared by the events of one stored batch (docs/protocol.md), so it never decreases.
+   */
   position: number;
   /** When the stream stored it (ISO 8601). */
   time: string;
   event: EngineEvent;
 }
-
-const decoder = new TextDecoder();
 
 const epochMs = (time: Date | number): number => (typeof time === "number" ? time : time.getTime());
 
@@ -108,9 +110,10 @@ export async function scanEvents(
     for await (const msg of messages) {
       const stored = msg.time.getTime();
       if (msg.seq > toSeq || stored > until) break;
-      const event =
-        stored >= since ? parseEvent(msg.data, kinds, `event ${msg.subject} (stream seq ${msg.seq})`) : null;
-      if (event && !visit({ position: msg.seq, time: msg.time.toISOString(), event })) break;
+      if (stored >= since) {
+        const events = storedEvents(msg.data, kinds, `event ${msg.subject} (stream seq ${msg.seq})`);
+        if (!events.every((event) => visit({ position: msg.seq, time: msg.time.toISOString(), event }))) break;
+      }
       if (msg.info.pending === 0 || msg.seq >= toSeq) break;
     }
   } finally {
@@ -120,17 +123,9 @@ export async function scanEvents(
   }
 }
 
-/** A stored message as an event of one of `kinds` (any kind when null); null when it is not one. */
-function parseEvent(data: Uint8Array, kinds: ReadonlySet<string> | null, where: string): EngineEvent | null {
-  let raw: { kind?: unknown };
-  try {
-    raw = JSON.parse(decoder.decode(data)) as { kind?: unknown };
-  } catch {
-    return null;
-  }
-  if (kinds && !kinds.has(String(raw.kind))) return null; // not parsed further: not asked for
-  const parsed = parseStoredEvent(raw, where);
-  return parsed.success ? (parsed.data as EngineEvent) : null;
+/** A stored message's events of one of `kinds` (any kind when null); none when it holds no valid event. */
+function storedEvents(data: Uint8Array, kinds: ReadonlySet<string> | null, where: string): EngineEvent[] {
+  return decodeStoredEvents(data, where, kinds ? (raw) => kinds.has(String(raw.kind)) : undefined).events;
 }
 
 /** The first `limit` events of the session in the query's range, in log order, with their positions and times. */

@@ -2,7 +2,8 @@ import type { Consumer, JetStreamClient, JetStreamManager } from "@nats-io/jetst
 import { DeliverPolicy } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { eventStreamOfSubject } from "../bus/subjects.ts";
-import { type EngineEvent, parseStoredEvent } from "../contracts/events.ts";
+import { decodeStoredEvents } from "../contracts/eventBatch.ts";
+import type { EngineEvent } from "../contracts/events.ts";
 import { FormatTooNewError } from "../contracts/format.ts";
 import { turnKey } from "../contracts/turnKey.ts";
 import { backoffMs, pause } from "../deadline.ts";
@@ -11,7 +12,6 @@ import { eventStreamCount } from "./eventStreams.ts";
 import { rangeFilter } from "./query.ts";
 import { PULL_EXPIRES_MS } from "./streams.ts";
 
-const decoder = new TextDecoder();
 /** Reading back, how long without a message before the consumer is asked whether anything is left. */
 const CAUGHT_UP_CHECK_MS = 500;
 
@@ -221,39 +221,29 @@ async function readConsumer(
       lastDelivery = msg.info.deliverySequence;
       onRead(msg.seq);
       options.onStreamSeq?.(msg.seq);
-      const parsed = (() => {
-        try {
-          return parseStoredEvent(JSON.parse(decoder.decode(msg.data)), `event ${msg.subject} (stream seq ${msg.seq})`);
-        } catch (error) {
-          if (error instanceof FormatTooNewError) throw error;
-          return { success: false as const, error };
-        }
-      })();
-      if (!parsed.success) {
-        options.onInvalid?.(msg.subject, parsed.error);
-        if (caughtUp && options.untilCaughtUp) {
-          flush(held, nextSeq, onEvent);
-          return "done";
-        }
-        continue;
-      }
-      const event = parsed.data as EngineEvent;
-      const key = `${turnKey(event.session_id, event.turn_id)}`;
-      if (event.seq < (nextSeq.get(key) ?? 0)) continue; // already delivered
-      const waiting = held.get(key) ?? new Map<number, EngineEvent>();
-      held.set(key, waiting);
-      waiting.set(event.seq, event);
-      let expected = nextSeq.get(key) ?? 0;
+      const stored = decodeStoredEvents(msg.data, `event ${msg.subject} (stream seq ${msg.seq})`);
+      if (stored.invalid !== undefined) options.onInvalid?.(msg.subject, stored.invalid);
       let done = false;
-      while (waiting.has(expected) && !done) {
-        const next = waiting.get(expected)!;
-        waiting.delete(expected);
-        expected += 1;
-        done = onEvent(next, {
-          caughtUp: caughtUp && waiting.size === 0 && [...held.values()].every((map) => map.size === 0),
-        });
+      for (const [index, event] of stored.events.entries()) {
+        const key = `${turnKey(event.session_id, event.turn_id)}`;
+        if (event.seq < (nextSeq.get(key) ?? 0)) continue; // already delivered
+        const waiting = held.get(key) ?? new Map<number, EngineEvent>();
+        held.set(key, waiting);
+        waiting.set(event.seq, event);
+        // Caught up at the last event of the last message stored, once nothing is held back behind a gap.
+        const lastOfMessage = caughtUp && index === stored.events.length - 1;
+        let expected = nextSeq.get(key) ?? 0;
+        while (waiting.has(expected) && !done) {
+          const next = waiting.get(expected)!;
+          waiting.delete(expected);
+          expected += 1;
+          done = onEvent(next, {
+            caughtUp: lastOfMessage && waiting.size === 0 && [...held.values()].every((map) => map.size === 0),
+          });
+        }
+        nextSeq.set(key, expected);
+        if (done) break;
       }
-      nextSeq.set(key, expected);
       if (done) return "done";
       if (caughtUp && options.untilCaughtUp) {
         flush(held, nextSeq, onEvent);

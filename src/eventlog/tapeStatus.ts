@@ -3,12 +3,12 @@
  * and the last replay checkpoint of its state.
  *
  * How each figure is read, as cheaply as JetStream allows exactly:
- * - events and turns: the stream's info filtered by the session's subjects
+ * - turns: the stream's info filtered by the session's subjects
  *   (`subjects_filter`: a count per turn subject, no message read);
- * - bytes, first and last: JetStream keeps no byte count per subject, so a
- *   headers-only consumer reads the session's messages without their bodies,
- *   each carrying its body's size (`Nats-Msg-Size`): one pass over the
- *   session, no payload sent. `bytes` is the sum of the events' bodies (the
+ * - events, bytes, first and last: JetStream keeps no byte count per subject,
+ *   so a headers-only consumer reads the session's messages without their
+ *   bodies, each carrying its body's size (`Nats-Msg-Size`) and, a batch, its
+ *   event count (`Conclave-Events`): one pass over the session, no payload sent. `bytes` is the sum of the events' bodies (the
  *   stored JSON), not counting headers or the store's own overhead;
  * - the checkpoint: the session store (`conclave_sessions`), which only the
  *   runner role reads (as `conclave replay` does): a reader without it gets
@@ -17,6 +17,7 @@
 import { DeliverPolicy, JsHeaders, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { isStreamNotFound } from "../bus/errors.ts";
+import { EVENT_COUNT_HEADER, eventCountOf } from "../contracts/eventBatch.ts";
 import { eventStreamOfSubject } from "../bus/subjects.ts";
 import { messageOf } from "../errors.ts";
 import { orderedConsumer, releaseConsumer } from "./consumers.ts";
@@ -102,14 +103,14 @@ async function readTape(nc: NatsConnection, sessionId: string): Promise<Tape> {
     throw error;
   }
   const perTurn = Object.values(counts);
-  const events = perTurn.reduce((sum, count) => sum + count, 0);
-  if (events === 0) return empty;
+  if (perTurn.every((count) => count === 0)) return empty;
   const consumer = await orderedConsumer(jetstream(nc), stream, {
     filter_subjects: filter,
     deliver_policy: DeliverPolicy.All,
     headers_only: true,
   });
   let bytes = 0;
+  let events = 0;
   let first: TapeEnd | null = null;
   let last: TapeEnd | null = null;
   try {
@@ -118,6 +119,7 @@ async function readTape(nc: NatsConnection, sessionId: string): Promise<Tape> {
       try {
         for await (const msg of messages) {
           bytes += Number(msg.headers?.get(JsHeaders.MessageSizeHdr) ?? 0);
+          events += eventCountOf(msg.headers?.get(EVENT_COUNT_HEADER));
           last = { position: msg.seq, time: msg.time.toISOString() };
           first ??= last;
           if (msg.info.pending === 0) break;

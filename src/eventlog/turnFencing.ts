@@ -1,4 +1,5 @@
 import type { PubAck } from "@nats-io/jetstream";
+import { encodeEventBatch } from "../contracts/eventBatch.ts";
 import type { EngineEvent } from "../contracts/events.ts";
 import { type EventPublisher, isWrongLastSequence } from "./eventPublisher.ts";
 
@@ -13,6 +14,9 @@ import { type EventPublisher, isWrongLastSequence } from "./eventPublisher.ts";
  * running it beside its taker): the turn is fenced, nothing more is written,
  * and `finish` fails. So two writers of one turn never both store a
  * TURN_COMPLETED.
+ *
+ * Every other batch is stored as one message (a batch of events, contracts/eventBatch.ts) when the
+ * writer stores batches, else as one message per event, pipelined.
  */
 
 /** An event appended and not yet settled, with the promise `pending` holds for it. */
@@ -43,20 +47,41 @@ export interface FencedTurn {
 /** Told once when a turn is fenced (the writer's `onFenced` option). */
 type OnFenced = ((sessionId: string, turnId: number) => void) | undefined;
 
-/** The first event alone (it is fenced), the terminal event alone, else everything queued before the terminal one. */
+/**
+ * The most bytes of encoded events one batch holds (at least one event, however large): a stored batch
+ * stays well under NATS's 1 MiB `max_payload`, and a reader's one message under a few hundred KiB.
+ */
+export const MAX_BATCH_BYTES = 256 * 1024;
+
+/**
+ * The first event alone (it is fenced), the terminal event alone, else what is queued before the
+ * terminal one, up to MAX_BATCH_BYTES.
+ */
 export function nextBatch(turn: FencedTurn): Queued[] {
   if (!turn.opened) return turn.queue.splice(0, 1);
-  const terminal = turn.queue.findIndex((queued) => queued.event.kind === "TURN_COMPLETED");
-  return turn.queue.splice(0, terminal === 0 ? 1 : terminal === -1 ? turn.queue.length : terminal);
+  let count = 0;
+  let bytes = 0;
+  for (const queued of turn.queue) {
+    if (queued.event.kind === "TURN_COMPLETED") break;
+    bytes += queued.data.length;
+    if (count > 0 && bytes > MAX_BATCH_BYTES) break;
+    count++;
+  }
+  return turn.queue.splice(0, Math.max(count, 1));
 }
 
-/** Publishes one batch (`nextBatch`), fencing the turn when another writer holds it. */
+/**
+ * Publishes one batch (`nextBatch`), fencing the turn when another writer holds it: as one stored
+ * message when `together` and it holds more than one event, else one message per event.
+ */
 export async function publishBatch(
   publisher: EventPublisher,
   turn: FencedTurn,
   batch: Queued[],
   onFenced: OnFenced,
+  together = false,
 ): Promise<void> {
+  if (together && batch.length > 1) return publishTogether(publisher, turn, batch, onFenced);
   const first = !turn.opened;
   // Both go out alone (nextBatch), so the writer knows where the subject should stand.
   const fenced = first || batch[0]?.event.kind === "TURN_COMPLETED";
@@ -112,6 +137,37 @@ export async function publishBatch(
     }
     return;
   }
+}
+
+/**
+ * Stores a batch of events (never a writer's first event nor its terminal one: those go alone) as one
+ * message, under the message id of its first event: retried whole until stored, so a retry is stored
+ * once, and a first publish reported as a duplicate means another writer stored that seq first.
+ */
+async function publishTogether(
+  publisher: EventPublisher,
+  turn: FencedTurn,
+  batch: Queued[],
+  onFenced: OnFenced,
+): Promise<void> {
+  const head = batch[0]!.event;
+  const data = encodeEventBatch(batch.map((queued) => queued.data));
+  let ack: PubAck;
+  try {
+    ack = await publisher.publish(head, data, undefined, batch.length);
+    if (ack.duplicate) fence(turn, head, onFenced);
+  } catch {
+    try {
+      ack = await publisher.storeWithRetry(head, data, undefined, batch.length);
+    } catch (error) {
+      turn.broken = error;
+      for (const queued of batch) queued.fail(error);
+      return;
+    }
+  }
+  // As for one event retried (publishBatch): a duplicate's seq is not taken as this writer's.
+  if (!ack.duplicate) turn.expectLast = Math.max(turn.expectLast, ack.seq);
+  for (const queued of batch) queued.settle(turn.fenced ? undefined : ack);
 }
 
 function fence(turn: FencedTurn, event: EngineEvent, onFenced: OnFenced): void {

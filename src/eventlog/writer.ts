@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { JetStreamClient, PubAck } from "@nats-io/jetstream";
 import { encodeRecord } from "../bus/codec.ts";
 import { InboxRequests } from "../bus/inboxRequests.ts";
+import { setting } from "../config/load.ts";
 import type { EngineEvent } from "../contracts/events.ts";
 import { turnKey } from "../contracts/turnKey.ts";
 import type { TurnRecord } from "../contracts/turnProtocol.ts";
@@ -69,6 +70,11 @@ interface OpenTurn extends FencedTurn {
  * after that one's terminal event is stored. `finish` waits until every event
  * of the turn is stored.
  *
+ * Batches: the events of a turn appended while the ones before them are
+ * being stored go out together, as one stored message (a batch of events,
+ * contracts/eventBatch.ts), unless the writer stores each alone (`batches`
+ * false). A turn's first event of a writer and its terminal one always go alone.
+ *
  * Stream chunks are stored coalesced (see chunkCoalescer.ts): buffered per
  * stream and stored as one STREAM_CHUNK per run, when the run is `chunkMs`
  * old, the buffer holds `chunkBytes`, and always before any other event of the
@@ -87,6 +93,8 @@ export class EventLogWriter {
   readonly #recorded: ReadonlySet<string>;
   /** How much of a turn this writer stores (`CONCLAVE_EVENT_LEVEL`, or the `level` option). */
   readonly level: EventLevel;
+  /** Events appended while earlier ones are being stored go out as one message (`batches`). */
+  readonly #batches: boolean;
   /** This writer's name in its live chunks, and how many turns it opened (each hold on a turn is named apart). */
   readonly #id = randomUUID().slice(0, 8);
   #opened = 0;
@@ -99,6 +107,7 @@ export class EventLogWriter {
     this.#chunking = streamChunkSettings({ chunkMs: options.chunkMs, chunkBytes: options.chunkBytes });
     this.level = options.level ?? eventLevelFromEnv();
     this.#recorded = recordedKinds(this.level);
+    this.#batches = options.batches ?? setting(process.env, "CONCLAVE_EVENT_BATCHES");
   }
 
   /**
@@ -249,6 +258,9 @@ export class EventLogWriter {
   async #drain(turn: OpenTurn): Promise<void> {
     turn.draining = true;
     try {
+      // The events appended in the same run of code as this one (a stage's end and the next one's start) go
+      // out with it, as one batch: the queue is taken a microtask later.
+      await undefined;
       if (turn.after) {
         await turn.after;
         turn.after = undefined;
@@ -265,7 +277,7 @@ export class EventLogWriter {
           }
           break;
         }
-        await publishBatch(this.#publisher, turn, nextBatch(turn), this.#options.onFenced);
+        await publishBatch(this.#publisher, turn, nextBatch(turn), this.#options.onFenced, this.#batches);
       }
     } finally {
       turn.draining = false;

@@ -32,4 +32,10 @@ export interface EventLogWriterOptions extends Partial<StreamChunkOptions> {
    * contiguous; a dropped stream chunk still goes out live. Default: `CONCLAVE_EVENT_LEVEL`, else `ops`.
    */
   level?: EventLevel;
+  /**
+   * Store the events appended while earlier ones of the turn are being stored as one message, a batch
+   * (format 2, contracts/eventBatch.ts); false: one message per event, as releases before 0.3.0 read.
+   * Default: `CONCLAVE_EVENT_BATCHES`, else true.
+   */
+  batches?: boolean;
 }

@@ -6,40 +6,43 @@
  */
 import { DeliverPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
+import { z } from "zod";
 import { isStreamNotFound } from "../bus/errors.ts";
 import { eventStreamOfSubject, subjects } from "../bus/subjects.ts";
-import { EngineEvent } from "../contracts/events.ts";
-import { FormatTooNewError, parseRecord } from "../contracts/format.ts";
+import { decodeStoredEvents, type StoredEvents } from "../contracts/eventBatch.ts";
+import type { EngineEvent } from "../contracts/events.ts";
+import { FormatTooNewError } from "../contracts/format.ts";
 import { orderedConsumer, releaseConsumer } from "../eventlog/consumers.ts";
 import { eventStreamCount } from "../eventlog/eventStreams.ts";
 import { PULL_EXPIRES_MS } from "../eventlog/streams.ts";
 
-/** One stored message of a session's turns: its event, or why it is not one. */
+/** One stored event of a session's turns (a batch gives one each, at its position), or why a message holds no valid one. */
 export type LoggedMessage =
   | { position: number; subject: string; event: EngineEvent }
   | { position: number; subject: string; invalid: string };
 
-const decoder = new TextDecoder();
-
-function parseMessage(position: number, subject: string, data: Uint8Array): LoggedMessage {
-  let json: unknown;
+/** A stored message as its events (a batch's, each with the message's position), and what in it is not valid. */
+function parseMessage(position: number, subject: string, data: Uint8Array): LoggedMessage[] {
+  let stored: StoredEvents;
   try {
-    json = JSON.parse(decoder.decode(data));
-  } catch {
-    return { position, subject, invalid: "not JSON" };
+    stored = decodeStoredEvents(data, `event ${subject}`);
+  } catch (error) {
+    if (error instanceof FormatTooNewError) return [{ position, subject, invalid: error.message }];
+    throw error;
   }
-  const parsed = parseRecord(EngineEvent, json, `event ${subject}`);
-  if (!parsed.success) {
-    const invalid =
-      parsed.error instanceof FormatTooNewError
-        ? parsed.error.message
-        : (parsed.error.issues[0]?.message ?? "not an event");
-    return { position, subject, invalid };
-  }
-  return { position, subject, event: parsed.data as EngineEvent };
+  const found: LoggedMessage[] = stored.events.map((event) => ({ position, subject, event }));
+  if (stored.invalid !== undefined) found.push({ position, subject, invalid: reasonOf(stored.invalid) });
+  return found;
 }
 
-/** Every message stored on the session's turn subjects, in log order. */
+/** Why a stored message is not a valid event, in a few words. */
+function reasonOf(error: unknown): string {
+  if (error instanceof SyntaxError) return "not JSON";
+  if (error instanceof z.ZodError) return error.issues[0]?.message ?? "not an event";
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** Every event stored on the session's turn subjects, in log order, and every message that is not valid. */
 export async function readLoggedMessages(nc: NatsConnection, sessionId: string): Promise<LoggedMessage[]> {
   const jsm = await jetstreamManager(nc);
   const filter = subjects.sessionEvents(sessionId, await eventStreamCount(jsm));
@@ -63,7 +66,7 @@ export async function readLoggedMessages(nc: NatsConnection, sessionId: string):
   const messages = await consumer.consume({ expires: PULL_EXPIRES_MS });
   try {
     for await (const msg of messages) {
-      found.push(parseMessage(msg.seq, msg.subject, msg.data));
+      found.push(...parseMessage(msg.seq, msg.subject, msg.data));
       if (msg.info.pending === 0 || msg.seq >= last) break;
     }
   } finally {

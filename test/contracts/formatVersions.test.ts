@@ -16,7 +16,9 @@ import { EngineEvent } from "../../src/contracts/events.ts";
 import {
   checkHeaderFormat,
   FORMAT_HEADER,
+  EVENT_BATCH_FORMAT,
   FORMAT_VERSION,
+  READ_FORMAT_VERSION,
   FormatTooNewError,
   recordFormat,
   withFormat,
@@ -42,14 +44,14 @@ describe("format versions, as values", () => {
     expect(recordFormat({ v: 3 })).toBe(3);
     expect(recordFormat({ v: "3" })).toBe(0);
     expect(recordFormat([1])).toBe(0);
-    expect(() => checkHeaderFormat(String(FORMAT_VERSION + 1), "a reply")).toThrow(FormatTooNewError);
+    expect(() => checkHeaderFormat(String(READ_FORMAT_VERSION + 1), "a reply")).toThrow(FormatTooNewError);
     expect(() => checkHeaderFormat(undefined, "a reply")).not.toThrow();
     expect(() => checkHeaderFormat(String(FORMAT_VERSION), "a reply")).not.toThrow();
   });
 
   it("leaves a WAL entry of a newer format for a newer runner instead of calling it invalid", () => {
     const entry = { session_id: "s", turn_id: 1, text: "hi", on_busy: "enqueue", submitted_at: 1 };
-    const newer = parseEntry(encoder.encode(JSON.stringify({ ...entry, v: FORMAT_VERSION + 1 })));
+    const newer = parseEntry(encoder.encode(JSON.stringify({ ...entry, v: READ_FORMAT_VERSION + 1 })));
     expect(newer.ok).toBe(false);
     expect(!newer.ok && newer.tooNew?.code).toBe("format_too_new");
     expect(parseEntry(encoder.encode(JSON.stringify(entry))).ok).toBe(true); // 0.2.0's, without `v`
@@ -69,12 +71,20 @@ describe("format versions, stored and on the wire", () => {
     const stream = eventStreamOfSubject(filter);
     const { first_seq, last_seq } = (await jsm.streams.info(stream)).state;
     const formats: number[] = [];
+    /** The format of each event, alone or in a batch. */
+    const eventFormats: number[] = [];
     for (let seq = first_seq; seq <= last_seq; seq++) {
       const msg = await jsm.streams.getMessage(stream, { seq }).catch(() => null);
-      if (msg?.subject === filter) formats.push(recordFormat(msg.json()));
+      if (msg?.subject !== filter) continue;
+      const record = msg.json<{ events?: unknown[] }>();
+      formats.push(recordFormat(record));
+      if (recordFormat(record) === EVENT_BATCH_FORMAT) eventFormats.push(...(record.events ?? []).map(recordFormat));
+      else eventFormats.push(recordFormat(record));
     }
-    expect(formats.length).toBeGreaterThan(5);
-    expect(new Set(formats)).toEqual(new Set([FORMAT_VERSION]));
+    expect(eventFormats.length).toBeGreaterThan(5);
+    // Events stored alone are this release's format; the batches holding the others (format 2) too.
+    expect(new Set(eventFormats)).toEqual(new Set([FORMAT_VERSION]));
+    expect(new Set(formats)).toEqual(new Set([FORMAT_VERSION, EVENT_BATCH_FORMAT]));
 
     const sessions = await new Kvm(nc).open(buckets.sessions);
     const snapshot = await sessions.get("snapshot.stamped");
@@ -103,12 +113,12 @@ describe("format versions, stored and on the wire", () => {
 
     await js.publish(
       subjects.turnEvents("newer", 1, count),
-      JSON.stringify({ ...base, session_id: "newer", seq: 0, v: FORMAT_VERSION + 1 }),
+      JSON.stringify({ ...base, session_id: "newer", seq: 0, v: READ_FORMAT_VERSION + 1 }),
     );
     const refused = await readEvents(js, jsm, "newer", 1).catch((error: unknown) => error);
     expect(refused).toBeInstanceOf(FormatTooNewError);
     expect((refused as FormatTooNewError).code).toBe("format_too_new");
-    expect((refused as Error).message).toMatch(/in format 2; this Conclave reads formats up to 1/);
+    expect((refused as Error).message).toMatch(/in format 3; this Conclave reads formats up to 2/);
   });
 
   it("refuses a KV value of a newer format without quarantining it, and reads one without `v`", async () => {
@@ -121,7 +131,7 @@ describe("format versions, stored and on the wire", () => {
     });
     await store.kv.put("probe.older", JSON.stringify({ ts: 5 }));
     expect((await store.get("probe.older"))?.value).toEqual({ ts: 5 });
-    await store.kv.put("probe.newer", JSON.stringify({ ts: 5, v: FORMAT_VERSION + 1 }));
+    await store.kv.put("probe.newer", JSON.stringify({ ts: 5, v: READ_FORMAT_VERSION + 1 }));
     await expect(store.get("probe.newer")).rejects.toBeInstanceOf(FormatTooNewError);
     expect(reported).toEqual([]);
     await store.put("probe.written", { ts: 7 });
@@ -131,7 +141,7 @@ describe("format versions, stored and on the wire", () => {
   it("answers a request of a newer format with format_too_new, and stamps its replies", async () => {
     const client = await nats.connect("client");
     const newer = headers();
-    newer.set(FORMAT_HEADER, String(FORMAT_VERSION + 1));
+    newer.set(FORMAT_HEADER, String(READ_FORMAT_VERSION + 1));
     const body = JSON.stringify({ text: "hello" });
     const refused = await client.request(subjects.turnSubmit("wire"), body, { timeout: 10_000, headers: newer });
     const reply = ErrorReply.parse(JSON.parse(decoder.decode(refused.data)));
@@ -146,7 +156,7 @@ describe("format versions, stored and on the wire", () => {
     const nc = await nats.connect("runner");
     const js = jetstream(nc);
     const jsm = await jetstreamManager(nc);
-    const entry = { v: FORMAT_VERSION + 1, session_id: "future", turn_id: 1, text: "hi", on_busy: "enqueue" };
+    const entry = { v: READ_FORMAT_VERSION + 1, session_id: "future", turn_id: 1, text: "hi", on_busy: "enqueue" };
     const stored = await js.publish(
       subjects.walOf("future", DEFAULT_PARTITIONS),
       JSON.stringify({ ...entry, submitted_at: Date.now() }),

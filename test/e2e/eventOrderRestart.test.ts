@@ -9,7 +9,7 @@ import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { afterAll, describe, expect, it } from "vitest";
 import { busOptions, connectBus } from "../../src/bus/connection.ts";
 import { eventStreamOf, subjects } from "../../src/bus/subjects.ts";
-import { EngineEvent } from "../../src/contracts/events.ts";
+import { decodeStoredEvents } from "../../src/contracts/eventBatch.ts";
 import { usageSummary } from "../../src/contracts/turnProtocol.ts";
 import { DEFAULT_EVENT_STREAMS, ensureEventStreams } from "../../src/eventlog/eventStreams.ts";
 import { EventLogWriter } from "../../src/eventlog/writer.ts";
@@ -20,7 +20,6 @@ import { sleep } from "../helpers/wait.ts";
 const EVENT_STREAMS = DEFAULT_EVENT_STREAMS;
 
 const nats = useNatsServer();
-const decoder = new TextDecoder();
 const closers: (() => Promise<void>)[] = [];
 afterAll(async () => {
   for (const close of closers) await close();
@@ -35,7 +34,7 @@ async function storedSeqs(sessionId: string, turnId: number): Promise<number[]> 
   const seqs: number[] = [];
   const messages = await consumer.fetch({ max_messages: 10_000, expires: 2_000 });
   for await (const msg of messages) {
-    seqs.push((EngineEvent.parse(JSON.parse(decoder.decode(msg.data))) as EngineEvent).seq);
+    for (const event of decodeStoredEvents(msg.data, msg.subject).events) seqs.push(event.seq);
     if (msg.info.pending === 0) break;
   }
   return seqs;

@@ -1,7 +1,7 @@
 import { type JetStreamClient, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { beforeAll, describe, expect, it } from "vitest";
 import { eventStreamOf, subjects } from "../../src/bus/subjects.ts";
-import { EngineEvent } from "../../src/contracts/events.ts";
+import { decodeStoredEvents } from "../../src/contracts/eventBatch.ts";
 import { usageSummary } from "../../src/contracts/turnProtocol.ts";
 import { DEFAULT_EVENT_STREAMS, ensureEventStreams } from "../../src/eventlog/eventStreams.ts";
 import { EventLogWriter } from "../../src/eventlog/writer.ts";
@@ -11,7 +11,6 @@ import { useNatsServer } from "../helpers/nats.ts";
 const EVENT_STREAMS = DEFAULT_EVENT_STREAMS;
 
 const nats = useNatsServer();
-const decoder = new TextDecoder();
 
 beforeAll(async () => {
   await ensureEventStreams(await jetstreamManager(await nats.connect("runner")));
@@ -69,7 +68,7 @@ describe("a turn's terminal event", () => {
     });
     const messages = await consumer.fetch({ max_messages: 10, expires: 2_000 });
     for await (const msg of messages) {
-      kinds.push(EngineEvent.parse(JSON.parse(decoder.decode(msg.data))).kind);
+      for (const event of decodeStoredEvents(msg.data, msg.subject).events) kinds.push(event.kind);
       if (msg.info.pending === 0) break;
     }
     expect(kinds).toHaveLength(5);
@@ -113,8 +112,8 @@ describe("a turn's terminal event", () => {
     });
     const messages = await consumer.fetch({ max_messages: 10, expires: 2_000 });
     for await (const msg of messages) {
-      const event = EngineEvent.parse(JSON.parse(decoder.decode(msg.data)));
-      order.push(`${"turn_id" in event ? event.turn_id : "-"}:${event.kind}`);
+      for (const event of decodeStoredEvents(msg.data, msg.subject).events)
+        order.push(`${event.turn_id}:${event.kind}`);
       if (msg.info.pending === 0) break;
     }
     expect(order).toEqual(["1:TURN_STARTED", "2:TURN_QUEUED", "1:TURN_COMPLETED", "2:TURN_STARTED"]);

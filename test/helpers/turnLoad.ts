@@ -13,7 +13,8 @@ import { DeliverPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { eventStreamOfSubject, subjects } from "../../src/bus/subjects.ts";
 import { type ConclaveClient, TurnTimeoutError } from "../../src/client/index.ts";
-import { EngineEvent } from "../../src/contracts/events.ts";
+import { parseStoredEvents } from "../../src/contracts/eventBatch.ts";
+import type { EngineEvent } from "../../src/contracts/events.ts";
 import type { TurnAck } from "../../src/contracts/turn.ts";
 import type { TurnStatusRecord } from "../../src/contracts/wal.ts";
 import { orderedConsumer, releaseConsumer } from "../../src/eventlog/consumers.ts";
@@ -212,8 +213,8 @@ async function sessionLog(
         // The stored format major (docs/protocol.md, "Format versions"): its `v`, 0 without one.
         const format = typeof raw?.v === "number" ? raw.v : 0;
         formats[format] = (formats[format] ?? 0) + 1;
-        const parsed = EngineEvent.safeParse(raw);
-        if (parsed.success) stored.push({ streamSeq: msg.seq, event: parsed.data as EngineEvent });
+        for (const event of parseStoredEvents(raw, `stream seq ${msg.seq}`).events)
+          stored.push({ streamSeq: msg.seq, event });
       }
       if (read === before) throw new Error(`${sessionId}: read ${read} of its ${total} stored events`);
     }

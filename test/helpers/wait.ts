@@ -9,7 +9,8 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { DeliverPolicy, jetstream } from "@nats-io/jetstream";
 import type { NatsConnection, Subscription } from "@nats-io/nats-core";
 import { eventStreamOfSubject } from "../../src/bus/subjects.ts";
-import { EngineEvent } from "../../src/contracts/events.ts";
+import { decodeStoredEvents } from "../../src/contracts/eventBatch.ts";
+import type { EngineEvent } from "../../src/contracts/events.ts";
 import { ConclaveError } from "../../src/errors.ts";
 
 export { sleep };
@@ -118,20 +119,18 @@ export async function waitForEvent(
       all.map(async (messages) => {
         for await (const msg of messages) {
           if (found) break;
-          let parsed: ReturnType<typeof EngineEvent.safeParse>;
-          try {
-            parsed = EngineEvent.safeParse(msg.json());
-          } catch {
-            continue; // not JSON: not an event anyone waits for
+          // Not JSON, or no valid event: nothing anyone waits for. A batch holds several.
+          for (const event of decodeStoredEvents(msg.data, msg.subject).events) {
+            if (match(event)) {
+              found = event;
+              break;
+            }
+            seen.push(`${event.session_id}/${event.turn_id} ${event.kind}`);
           }
-          if (!parsed.success) continue;
-          const event = parsed.data as EngineEvent;
-          if (match(event)) {
-            found = event;
+          if (found) {
             stopAll();
             break;
           }
-          seen.push(`${event.session_id}/${event.turn_id} ${event.kind}`);
         }
       }),
     );

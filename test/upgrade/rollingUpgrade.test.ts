@@ -36,7 +36,11 @@ import { useConclaveProcesses } from "../helpers/processes.ts";
 import { accountTurns, countsLine, startTurnLoad } from "../helpers/turnLoad.ts";
 
 const nats = useNatsServer();
-const processes = useConclaveProcesses(() => nats.url);
+// Every process stores each event alone, as 0.2.0 reads them (docs/operations.md, "Upgrading").
+const processes = useConclaveProcesses(
+  () => nats.url,
+  () => ({ CONCLAVE_EVENT_BATCHES: "off" }),
+);
 /** Sessions conversing at once. */
 const SESSIONS = 6;
 /** Turns a session has before a new one takes its place: sessions begin under each mix of versions. */

@@ -6,7 +6,8 @@
 import { DeliverPolicy, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import { isStreamNotFound } from "../../bus/errors.ts";
 import { eventStreamOfSubject, streams, subjects } from "../../bus/subjects.ts";
-import { type EngineEvent, parseStoredEvent } from "../../contracts/events.ts";
+import { parseStoredEvents, type RawEvent } from "../../contracts/eventBatch.ts";
+import type { EngineEvent } from "../../contracts/events.ts";
 import { LedgerEvent } from "../../contracts/ledger.ts";
 import { orderedConsumer, releaseConsumer } from "../../eventlog/consumers.ts";
 import { eventStreamCount } from "../../eventlog/eventStreams.ts";
@@ -92,13 +93,17 @@ export interface StoredTurn {
   end: { seq: number; time: number };
 }
 
-/** A stored message's event, if it is one of `kinds` (TURN_COMPLETED always is) and valid. */
-function eventOf(message: Stored, kinds: ReadonlySet<string> | undefined): EngineEvent | null {
-  const kind = (message.json as { kind?: unknown } | undefined)?.kind;
-  if (kinds && kind !== "TURN_COMPLETED" && !kinds.has(String(kind))) return null;
-  const parsed = parseStoredEvent(message.json, `event at stream seq ${message.seq}`);
-  return parsed.success ? (parsed.data as EngineEvent) : null;
+/** A stored message's events (one, or a batch's) of `kinds` (TURN_COMPLETED always is) that are valid. */
+function eventsOf(message: Stored, kinds: ReadonlySet<string> | undefined, turns?: TurnRange): EngineEvent[] {
+  if (message.json === undefined) return [];
+  const wanted = (raw: RawEvent) =>
+    (!turns || (typeof raw.turn_id === "number" && raw.turn_id >= turns.first && raw.turn_id <= turns.last)) &&
+    (!kinds || raw.kind === "TURN_COMPLETED" || kinds.has(String(raw.kind)));
+  return parseStoredEvents(message.json, `event at stream seq ${message.seq}`, wanted).events;
 }
+
+/** The turns a read keeps (inclusive). */
+type TurnRange = { first: number; last: number };
 
 /** A turn from its stored events: in `seq` order, ended by its TURN_COMPLETED (else its last message). */
 function storedTurn(turnId: number, events: { event: EngineEvent; seq: number; time: number }[]): StoredTurn {
@@ -125,10 +130,8 @@ export async function readTurn(
   const filter = subjects.turnEvents(sessionId, turnId, await eventStreamCount(clients.jsm));
   const stored = await readStored(clients, eventStreamOfSubject(filter), filter, 0);
   const events: { event: EngineEvent; seq: number; time: number }[] = [];
-  for (const message of stored) {
-    const event = eventOf(message, kinds);
-    if (event) events.push({ event, seq: message.seq, time: message.time });
-  }
+  for (const message of stored)
+    for (const event of eventsOf(message, kinds)) events.push({ event, seq: message.seq, time: message.time });
   return storedTurn(turnId, events);
 }
 
@@ -150,15 +153,12 @@ export async function readTurns(
   const stored = await readStored(clients, eventStreamOfSubject(filter), filter, range.afterSeq);
   if (tally) tally.read += stored.length;
   const byTurn = new Map<number, { event: EngineEvent; seq: number; time: number }[]>();
-  for (const message of stored) {
-    const turnId = (message.json as { turn_id?: unknown } | undefined)?.turn_id;
-    if (typeof turnId !== "number" || turnId < range.first || turnId > range.last) continue;
-    const event = eventOf(message, kinds);
-    if (!event) continue;
-    const events = byTurn.get(turnId) ?? [];
-    events.push({ event, seq: message.seq, time: message.time });
-    byTurn.set(turnId, events);
-  }
+  for (const message of stored)
+    for (const event of eventsOf(message, kinds, range)) {
+      const events = byTurn.get(event.turn_id) ?? [];
+      events.push({ event, seq: message.seq, time: message.time });
+      byTurn.set(event.turn_id, events);
+    }
   return Array.from({ length: range.last - range.first + 1 }, (_, index) =>
     storedTurn(range.first + index, byTurn.get(range.first + index) ?? []),
   );

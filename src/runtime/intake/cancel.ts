@@ -7,7 +7,8 @@ import type { ServiceMsg } from "../../bus/service.ts";
 import { eventStreamOfSubject, subjects } from "../../bus/subjects.ts";
 import { addressOf } from "../../bus/tenancy.ts";
 import { decodeMessage, publishJson, respondJson } from "../../bus/wire.ts";
-import { type EngineEvent, parseStoredEvent } from "../../contracts/events.ts";
+import { parseStoredEvents } from "../../contracts/eventBatch.ts";
+import type { EngineEvent } from "../../contracts/events.ts";
 import { type CancelReply, CancelRequest, type TurnCancelled } from "../../contracts/turn.ts";
 import { turnLabel } from "../../contracts/turnKey.ts";
 import type { TurnStatusRecord } from "../../contracts/wal.ts";
@@ -150,8 +151,7 @@ async function lastEventOf(jsm: JetStreamManager, sessionId: string, turnId: num
     const subject = subjects.turnEvents(sessionId, turnId, await eventStreamCount(jsm));
     const last = await jsm.streams.getMessage(eventStreamOfSubject(subject), { last_by_subj: subject });
     if (!last) return null;
-    const parsed = parseStoredEvent(last.json(), `event ${subject} (stream seq ${last.seq})`);
-    return parsed.success ? (parsed.data as EngineEvent) : null;
+    return parseStoredEvents(last.json(), `event ${subject} (stream seq ${last.seq})`).events.at(-1) ?? null;
   } catch (error) {
     if (isStreamNotFound(error)) return null;
     throw error;
