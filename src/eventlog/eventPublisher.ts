@@ -16,8 +16,8 @@ export const isWrongLastSequence = (error: unknown): boolean =>
   error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamWrongLastSequence;
 
 /**
- * Stores one event of a turn in the event stream, under the message id
- * `<session>.<turn>.<seq>` (a retry is stored once), over the connection's own
+ * Stores one event of a turn, or a batch of them, in the event stream, under the
+ * message id `<session>.<turn>.<seq>` of its (first) event (a retry is stored once), over the connection's own
  * reply inbox when given one (`requests`), else with `js.publish`. The order of
  * a turn's events and its fencing are the writer's (`writer.ts`, `turnFencing.ts`).
  */

@@ -46,9 +46,9 @@ interface OpenTurn extends FencedTurn {
 
 /**
  * Appends a turn's events to JetStream, `seq` contiguous from 0, stored in
- * `seq` order. Each event carries the message id `<session>.<turn>.<seq>`: a
- * publish that fails is retried with the same id until it is stored, and
- * JetStream keeps it once.
+ * `seq` order. Each stored message carries the message id
+ * `<session>.<turn>.<seq>` (a batch: its first event's): a publish that fails
+ * is retried with the same id until it is stored, and JetStream keeps it once.
  *
  * Order: a turn's events go out in batches, each batch pipelined on the one
  * connection (which keeps their order) and the next sent only once the whole
