@@ -1,6 +1,6 @@
 import type { JetStreamClient, PubAck } from "@nats-io/jetstream";
-import { headers as createHeaders, type MsgHdrs } from "@nats-io/nats-core";
 import { JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
+import { headers as createHeaders, type MsgHdrs } from "@nats-io/nats-core";
 import { type InboxRequests, jetStreamPublish } from "../bus/inboxRequests.ts";
 import { subjects } from "../bus/subjects.ts";
 import { EVENT_COUNT_HEADER } from "../contracts/eventBatch.ts";

@@ -17,8 +17,8 @@
 import { DeliverPolicy, JsHeaders, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { isStreamNotFound } from "../bus/errors.ts";
-import { EVENT_COUNT_HEADER, eventCountOf } from "../contracts/eventBatch.ts";
 import { eventStreamOfSubject } from "../bus/subjects.ts";
+import { EVENT_COUNT_HEADER, eventCountOf } from "../contracts/eventBatch.ts";
 import { messageOf } from "../errors.ts";
 import { orderedConsumer, releaseConsumer } from "./consumers.ts";
 import { eventStreamCount } from "./eventStreams.ts";

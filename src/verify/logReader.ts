@@ -12,6 +12,7 @@ import { eventStreamOfSubject, subjects } from "../bus/subjects.ts";
 import { decodeStoredEvents, type StoredEvents } from "../contracts/eventBatch.ts";
 import type { EngineEvent } from "../contracts/events.ts";
 import { FormatTooNewError } from "../contracts/format.ts";
+import { messageOf } from "../errors.ts";
 import { orderedConsumer, releaseConsumer } from "../eventlog/consumers.ts";
 import { eventStreamCount } from "../eventlog/eventStreams.ts";
 import { PULL_EXPIRES_MS } from "../eventlog/streams.ts";
@@ -39,7 +40,7 @@ function parseMessage(position: number, subject: string, data: Uint8Array): Logg
 function reasonOf(error: unknown): string {
   if (error instanceof SyntaxError) return "not JSON";
   if (error instanceof z.ZodError) return error.issues[0]?.message ?? "not an event";
-  return error instanceof Error ? error.message : String(error);
+  return messageOf(error);
 }
 
 /** Every event stored on the session's turn subjects, in log order, and every message that is not valid. */

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { DeliverPolicy, type JetStreamClient } from "@nats-io/jetstream";
 import { subjects } from "../bus/subjects.ts";
+import { EVENT_BATCH_FORMAT, recordFormat } from "../contracts/format.ts";
 import { messageOf } from "../errors.ts";
 import { orderedConsumer, releaseConsumer } from "../eventlog/consumers.ts";
 import { eventStreamCount, eventStreamNames } from "../eventlog/eventStreams.ts";
@@ -17,21 +18,33 @@ export interface TurnEventLike {
 
 const decoder = new TextDecoder();
 
-/** A stored event, read leniently: anything with the four identifying fields is shown; the rest is skipped. */
-export function decodeTurnEvent(data: Uint8Array): TurnEventLike | null {
+/** One stored event's JSON, read leniently: anything with the four identifying fields is shown. */
+function turnEventLike(json: unknown): TurnEventLike | null {
+  const event = json as Partial<TurnEventLike> | null;
+  if (
+    typeof event?.session_id !== "string" ||
+    typeof event.turn_id !== "number" ||
+    typeof event.seq !== "number" ||
+    typeof event.kind !== "string"
+  )
+    return null;
+  return event as TurnEventLike;
+}
+
+/**
+ * A stored message's events, read leniently (`turnEventLike`): its event, or a batch's (format 2,
+ * contracts/eventBatch.ts); null when it holds none the viewer can show.
+ */
+export function decodeTurnEvents(data: Uint8Array): TurnEventLike[] | null {
+  let json: unknown;
   try {
-    const event = JSON.parse(decoder.decode(data)) as Partial<TurnEventLike> | null;
-    if (
-      typeof event?.session_id !== "string" ||
-      typeof event.turn_id !== "number" ||
-      typeof event.seq !== "number" ||
-      typeof event.kind !== "string"
-    )
-      return null;
-    return event as TurnEventLike;
+    json = JSON.parse(decoder.decode(data));
   } catch {
     return null;
   }
+  const batch = recordFormat(json) === EVENT_BATCH_FORMAT ? (json as { events?: unknown }).events : [json];
+  const events = (Array.isArray(batch) ? batch : []).map(turnEventLike).filter((event) => event !== null);
+  return events.length > 0 ? events : null;
 }
 
 /**
@@ -89,8 +102,8 @@ async function followStream(
       try {
         for await (const msg of messages) {
           lastSeq = msg.seq;
-          const event = decodeTurnEvent(msg.data);
-          if (event) onEvent(event);
+          const events = decodeTurnEvents(msg.data);
+          if (events) for (const event of events) onEvent(event);
           else onProblem(`skipped a message on ${msg.subject} that is not a turn event`);
         }
       } finally {

@@ -15,11 +15,11 @@ import { ErrorReply } from "../../src/contracts/errors.ts";
 import { EngineEvent } from "../../src/contracts/events.ts";
 import {
   checkHeaderFormat,
-  FORMAT_HEADER,
   EVENT_BATCH_FORMAT,
+  FORMAT_HEADER,
   FORMAT_VERSION,
-  READ_FORMAT_VERSION,
   FormatTooNewError,
+  READ_FORMAT_VERSION,
   recordFormat,
   withFormat,
 } from "../../src/contracts/format.ts";

@@ -120,12 +120,17 @@ describe("the public protocol, from a plain NATS client", () => {
       const events: Record<string, unknown>[] = [];
       const subjects: string[] = [];
       const timer = setTimeout(() => messages.stop(), 20_000);
+      // docs/protocol.md, "Reading a turn's events": a message whose `v` is 2 is a batch of events.
+      let batches = 0;
       for await (const msg of messages) {
-        const event = msg.json<Record<string, unknown>>();
-        events.push(event);
+        const stored = msg.json<Record<string, unknown> & { events?: Record<string, unknown>[] }>();
+        const held = stored.v === 2 ? (stored.events ?? []) : [stored];
+        if (stored.v === 2) batches += 1;
+        events.push(...held);
         subjects.push(msg.subject);
-        if (event.kind === "TURN_COMPLETED") break;
+        if (held.at(-1)?.kind === "TURN_COMPLETED") break;
       }
+      expect(batches).toBeGreaterThan(0);
       clearTimeout(timer);
       expect(new Set(subjects)).toEqual(new Set([`conclave.events.${stream}.plain.1`]));
       expect(events.map((event) => event.seq)).toEqual(events.map((_, index) => index));

@@ -155,8 +155,13 @@ describe("a recipe run and the session's memory", () => {
         { type: "agent", id: "after", agent_ref: "test.memory_echo" },
       ],
     };
+    const observer = await nats.connect("observer");
+    const holding = observer.subscribe(`conclave.inspect.hold.${session}.>`, { max: 1 });
+    await observer.flush();
     const running = client.run(session, recipe, { inputs: { question: "saffron again?" }, timeoutMs: 60_000 });
-    // Killed once the log holds `hold`'s start: the retrieval, recorded before `before` was asked, is stored too.
+    // Killed once `hold` was called (else the taker's call would be its first, and hold) and the log holds its
+    // start: the retrieval, recorded before `before` was asked, is stored too.
+    for await (const _ of holding) break;
     const turnId = 2;
     const watcher = await nats.connect("client");
     await waitForEvent(
