@@ -25,8 +25,9 @@ Usage: conclave events --session <id> [--turn N] [--from-seq N] [--follow] [--js
   --follow       go on with live events until interrupted
   --json         one JSON line per event (the stored EngineEvent); with query and
                  search one {"position","time","event"…} line each; status: one object
-  --positions    with --json, one {"position":N,"event":{…}} per line: resume
-                 after the last one with --from-seq N+1
+  --positions    with --json, one {"position":N,"event":{…}} per line (the events
+                 of one stored batch share theirs): resume after the last line
+                 with --from-seq N+1
 
 query: one line per event in a range: position, stored time, turn.seq, kind, summary
   --type KINDS   only these kinds, comma-separated (TURN_COMPLETED,TOOL_CALL_FINISHED)
