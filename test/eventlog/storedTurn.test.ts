@@ -23,7 +23,7 @@ import { useNatsServer } from "../helpers/nats.ts";
 import { useConclaveProcesses } from "../helpers/processes.ts";
 
 const run = promisify(execFile);
-/** Most event-log messages one turn may store: its events go in batches (counted at 0.3.0: 8–16). */
+/** Most event-log messages one turn may store: its events go in batches (counted at 0.3.0: 11 or 12 in the bench's wire trace). */
 const MESSAGES_PER_TURN = 20;
 const INSTRUMENT = { user: "stored-turn-instrument", password: "stored-turn-instrument" };
 // One more user in the CONCLAVE account, with no permission limits: the test's instrument lists every stream
