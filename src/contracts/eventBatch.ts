@@ -5,8 +5,9 @@
  * the ones before them were being stored (src/eventlog/turnFencing.ts): one message, one
  * acknowledgement and one delivery to each reader instead of one per event.
  *
- * A batch is format 2 ({@link EVENT_BATCH_FORMAT}): a reader of format 1 refuses it (it would take it
- * for an invalid event and skip what it holds) rather than misread it.
+ * A batch is format 2 ({@link EVENT_BATCH_FORMAT}): a reader of older formats only refuses it rather
+ * than take it for an invalid event and skip what it holds. 0.2.0 predates format versions and would
+ * skip it: `CONCLAVE_EVENT_BATCHES=off` stores each event alone while it may read the log.
  */
 import { type EngineEvent, parseStoredEvent } from "./events.ts";
 import { checkRecordFormat, EVENT_BATCH_FORMAT, recordFormat } from "./format.ts";

@@ -19,7 +19,8 @@ export const FORMAT_VERSION = 1;
 
 /**
  * The format major of a stored batch of events (docs/protocol.md, "Reading a turn's events"): a
- * reader of format 1 would take it for an invalid event and skip the events it holds, so it refuses it.
+ * reader of format 1 would take it for an invalid event and skip the events it holds, so it refuses it
+ * (0.2.0, which checks no format, would skip it: see `CONCLAVE_EVENT_BATCHES`).
  */
 export const EVENT_BATCH_FORMAT = 2;
 
