@@ -37,9 +37,8 @@ export function parseStoredEvents(json: unknown, where: string, wanted?: (raw: R
     const parsed = parseStoredEvent(json, where);
     return parsed.success ? { events: [parsed.data as EngineEvent] } : { events: [], invalid: parsed.error };
   }
-  const batch = (json as { events?: unknown }).events;
-  if (!Array.isArray(batch) || batch.length === 0)
-    return { events: [], invalid: new Error(`${where} is a batch without events`) };
+  const batch = rawEventsOf(json);
+  if (batch.length === 0) return { events: [], invalid: new Error(`${where} is a batch without events`) };
   const events: EngineEvent[] = [];
   let invalid: unknown;
   batch.forEach((item, index) => {
@@ -49,6 +48,13 @@ export function parseStoredEvents(json: unknown, where: string, wanted?: (raw: R
     else invalid ??= parsed.error;
   });
   return invalid === undefined ? { events } : { events, invalid };
+}
+
+/** The events a stored message's JSON holds, unparsed: a batch's, else the message itself (none: an empty batch). */
+export function rawEventsOf(json: unknown): unknown[] {
+  if (recordFormat(json) !== EVENT_BATCH_FORMAT) return [json];
+  const batch = (json as { events?: unknown }).events;
+  return Array.isArray(batch) ? batch : [];
 }
 
 /** A stored message's bytes read as its events (`parseStoredEvents`); bytes that are not JSON are invalid. */

@@ -112,7 +112,8 @@ export async function scanEvents(
       if (msg.seq > toSeq || stored > until) break;
       if (stored >= since) {
         const events = storedEvents(msg.data, kinds, `event ${msg.subject} (stream seq ${msg.seq})`);
-        if (!events.every((event) => visit({ position: msg.seq, time: msg.time.toISOString(), event }))) break;
+        const time = msg.time.toISOString();
+        if (!events.every((event) => visit({ position: msg.seq, time, event }))) break;
       }
       if (msg.info.pending === 0 || msg.seq >= toSeq) break;
     }

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { DeliverPolicy, type JetStreamClient } from "@nats-io/jetstream";
 import { subjects } from "../bus/subjects.ts";
-import { EVENT_BATCH_FORMAT, recordFormat } from "../contracts/format.ts";
+import { rawEventsOf } from "../contracts/eventBatch.ts";
 import { messageOf } from "../errors.ts";
 import { orderedConsumer, releaseConsumer } from "../eventlog/consumers.ts";
 import { eventStreamCount, eventStreamNames } from "../eventlog/eventStreams.ts";
@@ -42,8 +42,9 @@ export function decodeTurnEvents(data: Uint8Array): TurnEventLike[] | null {
   } catch {
     return null;
   }
-  const batch = recordFormat(json) === EVENT_BATCH_FORMAT ? (json as { events?: unknown }).events : [json];
-  const events = (Array.isArray(batch) ? batch : []).map(turnEventLike).filter((event) => event !== null);
+  const events = rawEventsOf(json)
+    .map(turnEventLike)
+    .filter((event) => event !== null);
   return events.length > 0 ? events : null;
 }
 
