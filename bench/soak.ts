@@ -8,7 +8,7 @@ import { LeaseLapses } from "./loggedProcess.ts";
 import type { BenchPlan } from "./plan.ts";
 import { cpuTimeMs, processMemory } from "./procfs.ts";
 import { progress, ticker } from "./progress.ts";
-import { round } from "./stats.ts";
+import { middle, round } from "./stats.ts";
 
 /** One reading during the soak. */
 export interface SoakSample {
@@ -20,7 +20,17 @@ export interface SoakSample {
   openClients: number;
   runningSessions: number;
   natsRssMiB: number;
+  /** RSS of each runtime process (runner, workers), MiB. */
+  rssMiB: Record<string, number>;
   lapses: number;
+}
+
+/** How much a process's RSS grew once warm: the median of the last quarter's samples ÷ that of the second quarter's, minus 1. */
+export interface RssGrowth {
+  process: string;
+  warmMiB: number;
+  endMiB: number;
+  growth: number;
 }
 
 export interface SoakRun {
@@ -41,17 +51,47 @@ export interface SoakRun {
   maxNatsRssMiB: number;
   natsCpuMs: number;
   natsCpuPerTurnMs: number;
+  /** Growth of every stream's stored bytes over the soak (the event log, KV buckets, memory) ÷ the turns. */
+  storedBytesPerTurn: number;
+  /** Runner and workers' RSS growth after warm-up, the largest first. */
+  rssGrowth: RssGrowth[];
   lapses: number;
   samples: SoakSample[];
   errors: string[];
 }
 
-/** Consumers on every stream of the account now. */
-async function liveConsumers(instrument: NatsConnection): Promise<number> {
+/** Consumers on every stream of the account now, and the bytes those streams store. */
+async function streamTotals(instrument: NatsConnection): Promise<{ consumers: number; bytes: number }> {
   const jsm = await jetstreamManager(instrument);
-  let total = 0;
-  for await (const stream of jsm.streams.list()) total += stream.state.consumer_count;
+  const total = { consumers: 0, bytes: 0 };
+  for await (const stream of jsm.streams.list()) {
+    total.consumers += stream.state.consumer_count;
+    total.bytes += stream.state.bytes;
+  }
   return total;
+}
+
+const liveConsumers = async (instrument: NatsConnection) => (await streamTotals(instrument)).consumers;
+
+/**
+ * RSS growth of each runtime process once warm. Samples are placed by the turns run so far: the
+ * first quarter of the soak's turns is warm-up; the second quarter's median RSS is the warm
+ * figure, the last quarter's the end one. Medians, so one GC's sawtooth does not decide it.
+ */
+export function rssGrowthAfterWarmUp(samples: SoakSample[], turns: number): RssGrowth[] {
+  const within = (from: number, to: number) => samples.filter((s) => s.turns >= from * turns && s.turns <= to * turns);
+  const warm = within(0.25, 0.5);
+  const end = within(0.75, 1);
+  const rss = (kept: SoakSample[], process: string) =>
+    middle(kept.map((s) => s.rssMiB[process] ?? Number.NaN).filter(Number.isFinite)) ?? Number.NaN;
+  const processes = [...new Set(samples.flatMap((s) => Object.keys(s.rssMiB)))];
+  return processes
+    .map((process) => {
+      const warmMiB = rss(warm, process);
+      const endMiB = rss(end, process);
+      return { process, warmMiB, endMiB, growth: round(endMiB / warmMiB - 1, 3) };
+    })
+    .sort((a, b) => b.growth - a.growth);
 }
 
 /**
@@ -133,8 +173,9 @@ export async function runSoak(plan: BenchPlan, tag: string): Promise<SoakRun> {
   const cluster = await startBenchCluster({ onLogLine: lapses.listener });
   const instrument = await cluster.connectInstrument("bench-soak-instrument");
   const natsPid = cluster.pids().find((x) => x.name === "nats-server")!.pid;
+  const runtime = cluster.pids().filter((x) => x.name !== "nats-server");
   try {
-    const baselineConsumers = await liveConsumers(instrument);
+    const { consumers: baselineConsumers, bytes: bytesBefore } = await streamTotals(instrument);
     const load = new SoakClients(cluster.url, plan.texts, p.soakTurns, p.soakClients);
     const samples: SoakSample[] = [];
     const started = performance.now();
@@ -148,6 +189,9 @@ export async function runSoak(plan: BenchPlan, tag: string): Promise<SoakRun> {
         openClients: load.openClients,
         runningSessions: load.running,
         natsRssMiB: round((processMemory(natsPid)?.rssKb ?? Number.NaN) / 1024, 1),
+        rssMiB: Object.fromEntries(
+          runtime.map((x) => [x.name, round((processMemory(x.pid)?.rssKb ?? Number.NaN) / 1024, 1)]),
+        ),
         lapses: lapses.count,
       };
       samples.push(last);
@@ -161,7 +205,7 @@ export async function runSoak(plan: BenchPlan, tag: string): Promise<SoakRun> {
     const natsCpuMs = cpuTimeMs(natsPid) - cpuBefore;
     // Readers delete their consumers on close; JetStream drops a forgotten one after its 5 s inactivity threshold.
     await pause(6_000);
-    const consumersAfter = await liveConsumers(instrument);
+    const { consumers: consumersAfter, bytes: bytesAfter } = await streamTotals(instrument);
     const turns = load.turns;
     progress(
       `under load, soak: ${turns} turns in ${round(elapsedMs / 1000, 1)} s (${load.notComplete} not Complete); ${consumersAfter} consumers after the last client closed; nats-server ${round(natsCpuMs / Math.max(1, turns), 2)} ms CPU per turn`,
@@ -184,6 +228,8 @@ export async function runSoak(plan: BenchPlan, tag: string): Promise<SoakRun> {
       maxNatsRssMiB: Math.max(0, ...samples.map((s) => s.natsRssMiB).filter(Number.isFinite)),
       natsCpuMs: round(natsCpuMs, 0),
       natsCpuPerTurnMs: round(natsCpuMs / Math.max(1, turns), 3),
+      storedBytesPerTurn: Math.round((bytesAfter - bytesBefore) / Math.max(1, turns)),
+      rssGrowth: rssGrowthAfterWarmUp(samples, turns),
       lapses: lapses.count,
       samples,
       errors: [...load.errors],

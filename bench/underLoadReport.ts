@@ -71,7 +71,7 @@ function soakSection(soak: SoakRun, targets: Target[]) {
   return [
     `### A soak of ${soak.turns} turns`,
     "",
-    `The offline deployment (nats-server, three workers, a runner), ${soak.clients} sessions at once, each sending its turns back to back until ${soak.turns} have run; every turn comes from a new client, as \`conclave send\` sends it: it connects, submits, follows the turn to \`TURN_COMPLETED\`, and closes, so consumers come and go. About every ${every} s the bench reads the live consumers on every stream (JetStream's stream list), nats-server's RSS (/proc) and the runner's lease lapses. Consumers per active client leave out the ${soak.baselineConsumers} the runtime held before the first turn, over the samples taken while all ${soak.clients} sessions ran; nats-server's CPU per turn is its CPU time over the soak (/proc) ÷ the turns.`,
+    `The offline deployment (nats-server, three workers, a runner), ${soak.clients} sessions at once, each sending its turns back to back until ${soak.turns} have run; every turn comes from a new client, as \`conclave send\` sends it: it connects, submits, follows the turn to \`TURN_COMPLETED\`, and closes, so consumers come and go. About every ${every} s the bench reads the live consumers on every stream (JetStream's stream list), nats-server's RSS (/proc) and the runner's lease lapses. Consumers per active client leave out the ${soak.baselineConsumers} the runtime held before the first turn, over the samples taken while all ${soak.clients} sessions ran; nats-server's CPU per turn is its CPU time over the soak (/proc) ÷ the turns. Stored bytes per turn: the growth of every stream's bytes (the event log, the KV buckets, memory) from before the first turn to after the last, ÷ the turns. Each sample also reads the runner's and workers' RSS (/proc); placed by the turns run so far, the first quarter of the soak is warm-up, and a process's growth is the median RSS of the last quarter's samples against the second quarter's.`,
     "",
     table(
       [
@@ -85,6 +85,8 @@ function soakSection(soak: SoakRun, targets: Target[]) {
         "after",
         "nats-server max RSS MiB",
         "nats-server CPU ms/turn",
+        "stored B/turn",
+        "largest RSS growth once warm",
         "lease lapses",
       ],
       [
@@ -99,6 +101,8 @@ function soakSection(soak: SoakRun, targets: Target[]) {
           soak.consumersAfter,
           soak.maxNatsRssMiB,
           soak.natsCpuPerTurnMs,
+          soak.storedBytesPerTurn ?? "–",
+          soak.rssGrowth?.[0] ? `${round(soak.rssGrowth[0].growth * 100, 1)}% (${soak.rssGrowth[0].process})` : "–",
           soak.lapses,
         ],
       ],
@@ -166,7 +170,7 @@ export function renderUnderLoad(
     UNDER_LOAD_SECTION_START,
     "## Under load (issue 42)",
     "",
-    `Issue 42's targets: ${plan?.burstSessions ?? "?"} sessions at once in LLM mode (runs: ${plan?.burstRuns ?? "?"}), every submission ending \`Complete\` or refused \`busy\` within its patience, no turn poisoned, no lease lapse; a soak of ${plan?.soakTurns ?? "?"} turns with at most ${g.soakConsumersPerClient} live consumers per active client, nats-server within ${g.soakNatsRssMiB} MB of RSS and ${g.soakNatsCpuPerTurnMs} ms of CPU per turn, no lease lapse; a takeover with two workers per step repeating no model call, p95 at most ${g.takeoverP95Ms / 1000} s with ${plan?.inFlight ?? 100} turns in flight. ${ownTargets ? "The targets and their ratios are in the table below" : "The targets are in the [Targets](#targets) table"}; the measurements behind them follow.`,
+    `Issue 42's targets: ${plan?.burstSessions ?? "?"} sessions at once in LLM mode (runs: ${plan?.burstRuns ?? "?"}), every submission ending \`Complete\` or refused \`busy\` within its patience, no turn poisoned, no lease lapse; a soak of ${plan?.soakTurns ?? "?"} turns with at most ${g.soakConsumersPerClient} live consumers per active client, nats-server within ${g.soakNatsRssMiB} MB of RSS and ${g.soakNatsCpuPerTurnMs} ms of CPU per turn, no lease lapse, and (issue 37) no turn degraded, at most ${g.soakStoredBytesPerTurn} bytes stored per turn, the runner's and workers' RSS within ${g.soakRssGrowthPercent}% once warm; a takeover with two workers per step repeating no model call, p95 at most ${g.takeoverP95Ms / 1000} s with ${plan?.inFlight ?? 100} turns in flight. ${ownTargets ? "The targets and their ratios are in the table below" : "The targets are in the [Targets](#targets) table"}; the measurements behind them follow.`,
     "",
     ...(ownTargets ? [`### Targets (run of this phase alone)`, "", ownTargets, ""] : []),
     "error" in run.burst ? notRun("Burst", run.burst) : burstSection(run.burst, run.targets),

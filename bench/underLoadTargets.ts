@@ -16,6 +16,10 @@ export const UNDER_LOAD_GOALS = {
   soakNatsRssMiB: 512,
   soakNatsCpuPerTurnMs: 3,
   soakLapses: 0,
+  /** Soak (issue 37): turns degraded, stored bytes per turn (8 KB), runner and worker RSS growth once warm (%). */
+  soakDegraded: 0,
+  soakStoredBytesPerTurn: 8_000,
+  soakRssGrowthPercent: 10,
   /** Takeover with two workers per step: model calls made again; p95 kill → TURN_RESUMED with turns in flight. */
   takeoverRepeatedCalls: 0,
   takeoverP95Ms: 2_000,
@@ -81,7 +85,7 @@ function soakTargets(soak: Phases["soak"]): Target[] {
   const s = "samples" in soak ? soak : null;
   const soakAt = s ? `A soak of ${s.turns} turns from ${s.clients} sessions` : "The soak";
   const target = (id: string, statement: string, value: number, goal: number, unit: string, detail: string) =>
-    soakWhy || !s
+    soakWhy || !s || !Number.isFinite(value)
       ? notMeasured(id, statement, goal, "≤", unit, soakWhy ?? OLDER_RUN)
       : judge(id, statement, value, goal, "≤", unit, detail);
   return [
@@ -118,6 +122,30 @@ function soakTargets(soak: Phases["soak"]): Target[] {
       g.soakLapses,
       " lapses",
       s ? `${s.completed} Complete, ${s.notComplete} not` : "",
+    ),
+    target(
+      "load-soak-degraded",
+      `${soakAt}: turns degraded (ended other than Complete, or failed)`,
+      s?.notComplete ?? Number.NaN,
+      g.soakDegraded,
+      " turns",
+      s ? `${s.completed} Complete, ${s.busyAnswers} busy answers (sent again)` : "",
+    ),
+    target(
+      "load-soak-bytes",
+      `${soakAt}: stored bytes per turn (growth of every stream's bytes, event log, KV and memory, ÷ the turns)`,
+      s?.storedBytesPerTurn ?? Number.NaN,
+      g.soakStoredBytesPerTurn,
+      " B",
+      "",
+    ),
+    target(
+      "load-soak-rss-flat",
+      `${soakAt}: runner and worker RSS growth once warm (median RSS of the last quarter's samples against the second quarter's)`,
+      s?.rssGrowth ? Math.max(...s.rssGrowth.map((r) => r.growth * 100)) : Number.NaN,
+      g.soakRssGrowthPercent,
+      "%",
+      s?.rssGrowth?.map((r) => `${r.process} ${r.warmMiB} → ${r.endMiB} MiB`).join(", ") ?? "",
     ),
   ];
 }
