@@ -28,7 +28,14 @@ const GUIDES = [
  * Names a guide uses that are not Conclave's, each with why. Kept small: a
  * name here is one a reader must not look for in `conclave --help` or the log.
  */
-const NOT_OURS: ReadonlyArray<{ file: string; type: Mention["type"]; names: string[]; why: string }> = [
+const NOT_OURS: ReadonlyArray<{
+  file: string;
+  type: Mention["type"];
+  names: string[];
+  why: string;
+  /** The name is in a part the bench writes, which one run may leave out (a profile's top rows). */
+  generated?: true;
+}> = [
   {
     file: "docs/gateway.md",
     type: "event",
@@ -46,6 +53,7 @@ const NOT_OURS: ReadonlyArray<{ file: string; type: Mention["type"]; names: stri
     type: "command",
     names: ["machines"],
     why: "`conclave machines` is a CPU profile's bucket (the machines/ folder), like `conclave src/bus`",
+    generated: true,
   },
   {
     file: "docs/protocol.md",
@@ -129,7 +137,7 @@ describe("the guides", () => {
 
   it("keep each name of the allow-list in use", () => {
     const mentions = GUIDES.flatMap((file) => mentionsIn(readFileSync(file, "utf8"), file, KINDS));
-    const unused = NOT_OURS.flatMap(({ file, type, names }) =>
+    const unused = NOT_OURS.filter((entry) => !entry.generated).flatMap(({ file, type, names }) =>
       names.filter((name) => !mentions.some((m) => m.file === file && m.type === type && m.name === name)),
     );
     expect(unused).toEqual([]);
