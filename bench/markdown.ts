@@ -69,3 +69,31 @@ export function spliceSection(path: string, section: string, start: string, end:
       : `${report.trimEnd()}\n\n${section}\n`;
   writeFileSync(path, next);
 }
+
+/**
+ * Sections of the report written by hand: `<!-- by hand, after NAME -->` … `<!-- /by hand -->`, each
+ * reading the generated section whose end marker is `<!-- /NAME -->`. A full run writes the report
+ * anew, so it carries them over from the report it replaces (see {@link keepHandWritten}).
+ */
+const HAND_WRITTEN = /<!-- by hand, after ([\w-]+) -->\n[\s\S]*?<!-- \/by hand -->\n?/g;
+
+/**
+ * `next` with the hand-written sections of `previous` put back: each right after the end marker of the
+ * section it follows, or at the end when `next` has no such section.
+ */
+export function keepHandWritten(previous: string, next: string): string {
+  let report = next;
+  // Last first: sections after the same end marker then keep their order.
+  for (const match of [...previous.matchAll(HAND_WRITTEN)].reverse()) {
+    const [block, after] = match;
+    const text = block.endsWith("\n") ? block : `${block}\n`;
+    if (report.includes(text)) continue;
+    const end = `<!-- /${after} -->\n`;
+    const at = report.indexOf(end);
+    report =
+      at >= 0
+        ? `${report.slice(0, at + end.length)}\n${text}${report.slice(at + end.length)}`
+        : `${report.trimEnd()}\n\n${text}`;
+  }
+  return report;
+}

@@ -23,7 +23,7 @@ import { knowledgeOnly, runKnowledge } from "./knowledge.ts";
 import { KNOWLEDGE_MARKERS, type KnowledgeRun, knowledgeTargets, renderKnowledge } from "./knowledgeReport.ts";
 import { langGraphPipeline } from "./langgraph.ts";
 import { runLatencyHiding } from "./latencyHiding.ts";
-import { spliceSection, targetsTable } from "./markdown.ts";
+import { keepHandWritten, spliceSection, targetsTable } from "./markdown.ts";
 import { runMemoryRetrieval } from "./memoryRetrieval.ts";
 import { checkParity } from "./parity.ts";
 import { type BenchPlan, benchPlan } from "./plan.ts";
@@ -226,7 +226,9 @@ async function main(): Promise<void> {
 
 /** The committed outputs of a run: the report and its summary. */
 function writeReports(results: Results): void {
-  writeFileSync(join(DOCS, "BENCHMARKS.md"), renderReport(results));
+  const report = join(DOCS, "BENCHMARKS.md");
+  const previous = existsSync(report) ? readFileSync(report, "utf8") : "";
+  writeFileSync(report, renderReport(results));
   // The cluster scaling phase runs apart (--cluster): its last section is kept.
   const cluster = clusterScalingFromFile(CLUSTER_JSON);
   if (cluster) spliceClusterSection(join(DOCS, "BENCHMARKS.md"), cluster);
@@ -234,6 +236,8 @@ function writeReports(results: Results): void {
   if (scale) spliceScaleSection(join(DOCS, "BENCHMARKS.md"), scale);
   spliceSection(join(DOCS, "BENCHMARKS.md"), renderDurability(results.durability), ...DURABILITY_MARKERS);
   spliceSection(join(DOCS, "BENCHMARKS.md"), renderKnowledge(results.knowledge), ...KNOWLEDGE_MARKERS);
+  // The readings written by hand outlive the run that rewrites the numbers they read.
+  writeFileSync(report, keepHandWritten(previous, readFileSync(report, "utf8")));
   writeFileSync(join(DOCS, "benchmarks-summary.json"), benchSummaryJson(results));
 }
 
