@@ -1,8 +1,9 @@
 /** `npm run bench -- --help`. */
 export const USAGE = `npm run bench [-- --render | --only busy-day | --only under-load | --only tracing | --only knowledge | --cluster | --scale | --help]   (or: npx tsx bench/run.ts …)
 
-  (no flag)   runs every measurement (a few minutes; CPU-sensitive: run it on a quiet machine)
-              and writes docs/BENCHMARKS.md, docs/benchmarks-summary.json and docs/benchmarks.json
+  (no flag)   runs every measurement (about 35 minutes on 2 cores; CPU-sensitive: run it on a quiet machine)
+              and writes docs/BENCHMARKS.md (keeping its <!-- by hand --> readings), docs/benchmarks-summary.json
+              and docs/benchmarks.json
   --render    rewrites docs/BENCHMARKS.md and docs/benchmarks-summary.json from docs/benchmarks.json
   --only busy-day   (or BENCH_ONLY=busy-day) runs only the busy-day phases (overload, idle sessions,
               takeover): prints their section of the report on stdout and writes their results to
