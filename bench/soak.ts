@@ -91,7 +91,7 @@ export function rssGrowthAfterWarmUp(samples: SoakSample[], turns: number): RssG
       const endMiB = rss(end, process);
       return { process, warmMiB, endMiB, growth: round(endMiB / warmMiB - 1, 3) };
     })
-    .sort((a, b) => b.growth - a.growth);
+    .sort((a, b) => (Number.isFinite(b.growth) ? b.growth : -1) - (Number.isFinite(a.growth) ? a.growth : -1));
 }
 
 /**

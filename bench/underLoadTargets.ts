@@ -142,7 +142,7 @@ function soakTargets(soak: Phases["soak"]): Target[] {
     target(
       "load-soak-rss-flat",
       `${soakAt}: runner and worker RSS growth once warm (median RSS of the last quarter's samples against the second quarter's)`,
-      s?.rssGrowth ? Math.max(...s.rssGrowth.map((r) => r.growth * 100)) : Number.NaN,
+      s?.rssGrowth ? Math.max(...s.rssGrowth.map((r) => r.growth * 100).filter(Number.isFinite)) : Number.NaN,
       g.soakRssGrowthPercent,
       "%",
       s?.rssGrowth?.map((r) => `${r.process} ${r.warmMiB} → ${r.endMiB} MiB`).join(", ") ?? "",

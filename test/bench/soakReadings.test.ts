@@ -60,6 +60,15 @@ describe("RSS growth once warm", () => {
     expect(growth[0]).toMatchObject({ warmMiB: 107, endMiB: 117 });
     expect(growth[0]!.growth).toBeCloseTo(117 / 107 - 1, 3);
   });
+
+  it("puts a process it could not read in both halves last, and the target leaves it out", () => {
+    const read = samples((process, n) => (process === "runner" && n >= 10 ? Number.NaN : 100 + n));
+    const growth = rssGrowthAfterWarmUp(read, 1000);
+    expect(growth.map((g) => g.process)).toEqual(["worker[memory]", "runner"]);
+    expect(growth[1]!.growth).toBeNaN();
+    const t = judged(soak({ rssGrowth: growth }));
+    expect(t["load-soak-rss-flat"]?.measured).toBeCloseTo((117 / 107 - 1) * 100, 1);
+  });
 });
 
 describe("the soak's issue-37 targets", () => {
