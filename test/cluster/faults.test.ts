@@ -27,7 +27,7 @@ import { seededRandom } from "../helpers/fuzz.ts";
 import { useNatsCluster } from "../helpers/natsCluster.ts";
 import { type NetnsCluster, netnsSupport, startNetnsCluster } from "../helpers/netns.ts";
 import { useConclaveProcesses } from "../helpers/processes.ts";
-import { settledStatus } from "../helpers/turnStatus.ts";
+import { readStatus, settledStatus } from "../helpers/turnStatus.ts";
 
 /**
  * The seed CI runs, a regression case: on c711eae (the intake released a key's reservation after an
@@ -296,8 +296,15 @@ describe(`a fault run (seed ${SEED})`, () => {
           if (ends[0]) previousEnd = ends[0].position;
         }
         for (const turnId of ackedIds) {
-          const ends = (byTurn.get(turnId) ?? []).filter(({ event }) => event.kind === "TURN_COMPLETED");
-          if (ends.length === 0) lost.push(`${session}/${turnId}`);
+          const events = byTurn.get(turnId) ?? [];
+          if (events.some(({ event }) => event.kind === "TURN_COMPLETED")) continue;
+          // A lost turn goes with its status and stored kinds: what CI's short tail needs to be understood.
+          const status = await readStatus(observer, session, turnId).catch((error: Error) => error.message);
+          const said =
+            status === null || typeof status === "string"
+              ? `status ${status ?? "none"}`
+              : `${status.status}${status.reason ? ` (${status.reason})` : ""}, ${status.attempts} attempt(s), runner ${status.runner ?? "none"}`;
+          lost.push(`${session}/${turnId}: ${said}; ${events.map(({ event }) => event.kind).join(" ") || "no events"}`);
         }
         for (const record of keys.filter((candidate) => candidate.session === session && candidate.gaveUp)) {
           // A key given up on: no turn of it may have completed (the client would have been lied to).
@@ -313,7 +320,9 @@ describe(`a fault run (seed ${SEED})`, () => {
       console.log(
         `fault run, seed ${SEED}: every acked turn settled ${Math.round(settledIn / 1_000)} s after the load stopped${unsettled.length ? `, except: ${unsettled.join("; ")}` : ""}`,
       );
-      expect({ extra, lost, twice, disorder, gaveUpOnDone, unhealthy }).toEqual({
+      // The first lost turns lead the failure's message: CI's summary keeps only its first line.
+      const verdict = lost.length ? `lost ${lost.slice(0, 2).join(" | ")}` : "what the checker found";
+      expect({ extra, lost, twice, disorder, gaveUpOnDone, unhealthy }, verdict).toEqual({
         extra: [],
         lost: [],
         twice: [],

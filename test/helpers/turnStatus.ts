@@ -35,3 +35,15 @@ export async function settledStatus(
     `turn ${sessionId}/${turnId} not settled within ${timeoutMs} ms (last status: ${last ? `${last.status}, ${last.attempts} attempt(s)` : "none"})`,
   );
 }
+
+/** A turn's status record as stored now, or null when it has none (one read, no watch). */
+export async function readStatus(
+  nc: NatsConnection,
+  sessionId: string,
+  turnId: number,
+): Promise<TurnStatusRecord | null> {
+  const kv = await new Kvm(nc).open(buckets.turns);
+  const entry = await kv.get(`${sessionId}.${turnId}`);
+  if (entry?.operation !== "PUT") return null;
+  return TurnStatusRecord.parse(JSON.parse(decoder.decode(entry.value)));
+}
