@@ -58,6 +58,14 @@ export interface JsonKvOptions {
    */
   cacheRevisions?: number;
   /**
+   * Read through the bucket's stream leader (`$JS.API.STREAM.MSG.GET`), not from whichever replica answers a
+   * direct get first (a KV bucket allows direct gets, and a client's server answers from its own copy). A copy
+   * left behind by a partition answers direct gets with old values, for minutes on nats-server 2.9: a reader
+   * that decides on what it reads (who owns a session) must not see those. Default false; the role needs
+   * the stream's `STREAM.MSG.GET` permission.
+   */
+  leaderReads?: boolean;
+  /**
    * Stamp each value with the format version (`v`, docs/protocol.md "Format versions") and refuse a
    * newer one on read. Default true. Off only for values that are maps of names the user or agents
    * choose (a blackboard, per-agent cooldowns), where a reserved key would collide with theirs.
@@ -90,7 +98,7 @@ export class JsonKv<S extends z.ZodType> {
     schema: S,
     options: Partial<KvOptions> & JsonKvOptions = {},
   ): Promise<JsonKv<S>> {
-    const { onQuarantine, cacheRevisions = 0, versioned = true, ...kvOptions } = options;
+    const { onQuarantine, cacheRevisions = 0, versioned = true, leaderReads = false, ...kvOptions } = options;
     const js = jetstream(nc);
     const report: QuarantineReport =
       onQuarantine ??
@@ -106,6 +114,8 @@ export class JsonKv<S extends z.ZodType> {
     const kv = await patientlySetUp(() => new Kvm(nc).create(bucket, { history: 1, ...kvOptions, replicas }));
     // An existing bucket is opened as it is: its replicas are checked, never changed.
     await checkBucketReplicas(kv, bucket, replicas);
+    // nats.js reads with a direct get whenever the bucket allows it; its `direct` flag is the documented switch.
+    if (leaderReads) (kv as KV & { direct: boolean }).direct = false;
     return new JsonKv(kv, bucket, schema, report, cacheRevisions, versioned);
   }
 

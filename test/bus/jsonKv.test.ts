@@ -59,6 +59,21 @@ describe("JsonKv writes", () => {
     expect((await kv.get("kvtest.fresh"))?.value).toEqual({ n: 5 });
   });
 
+  it("reads through the stream's leader with leaderReads, within the runner's permissions", async () => {
+    // The session owners' bucket, as the runner's leases open it: every read there decides who runs a session.
+    const Owner = z.object({ runner: z.string() });
+    const kv = await JsonKv.open(await nats.connect("runner"), buckets.owners, Owner, { leaderReads: true });
+    expect((kv.kv as typeof kv.kv & { direct: boolean }).direct).toBe(false);
+    expect(await kv.create("kvtest-owned", { runner: "a" })).toBe(true);
+    expect(await kv.create("kvtest-owned", { runner: "b" })).toBe(false);
+    expect((await kv.get("kvtest-owned"))?.value).toEqual({ runner: "a" });
+    await kv.delete("kvtest-owned");
+    expect(await kv.get("kvtest-owned")).toBeNull();
+    // A create over a deleted key reads the delete's revision first: through the leader too.
+    expect(await kv.create("kvtest-owned", { runner: "b" })).toBe(true);
+    expect((await kv.get("kvtest-owned"))?.value).toEqual({ runner: "b" });
+  });
+
   it("refuses a key KV cannot hold, before sending anything", async () => {
     const kv = await JsonKv.open(await nats.connect("runner"), buckets.sessions, Counter);
     await expect(kv.put("kvtest.bad key", { n: 1 })).rejects.toThrow(/invalid key/);

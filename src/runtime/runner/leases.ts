@@ -67,7 +67,8 @@ export class SessionLeases {
     let restored = () => {};
     let membersChanged = () => {};
     const [owners, liveness] = await Promise.all([
-      JsonKv.open(nc, buckets.owners, Owner),
+      // Who owns a session is read from the leader: a copy a partition left behind would name an old owner.
+      JsonKv.open(nc, buckets.owners, Owner, { leaderReads: true }),
       RunnerLiveness.open(nc, runner, {
         log,
         events: {

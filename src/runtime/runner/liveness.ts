@@ -128,7 +128,8 @@ export class RunnerLiveness {
   }
 
   static #bucket(nc: NatsConnection): Promise<JsonKv<typeof Heartbeat>> {
-    return JsonKv.open(nc, buckets.runners, Heartbeat, { ttl: LIVENESS_TTL_MS });
+    // A death is confirmed from the leader: a copy a partition left behind may lack a live runner's heartbeat.
+    return JsonKv.open(nc, buckets.runners, Heartbeat, { ttl: LIVENESS_TTL_MS, leaderReads: true });
   }
 
   /** True while this runner's own lease is alive. */
