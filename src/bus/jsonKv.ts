@@ -60,9 +60,10 @@ export interface JsonKvOptions {
   /**
    * Read through the bucket's stream leader (`$JS.API.STREAM.MSG.GET`), not from whichever replica answers a
    * direct get first (a KV bucket allows direct gets, and a client's server answers from its own copy). A copy
-   * left behind by a partition answers direct gets with old values, for minutes on nats-server 2.9: a reader
-   * that decides on what it reads (who owns a session) must not see those. Default false; the role needs
-   * the stream's `STREAM.MSG.GET` permission.
+   * left behind by a partition or a restart can answer direct gets with old values (nats-server before 2.9.17,
+   * nats-io/nats-server#4171; reads after writes are not promised before 2.12): a reader that decides on
+   * what it reads (who owns a session) must not see those. Default false; the role needs the stream's
+   * `STREAM.MSG.GET` permission.
    */
   leaderReads?: boolean;
   /**
